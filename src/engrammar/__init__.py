@@ -1,0 +1,42 @@
+"""engrammar: long-term memory for AI agents that learns from feedback."""
+
+from __future__ import annotations
+
+from .config import Config
+from .embed import CachedEmbedder, Embedder, HashEmbedder
+from .errors import (
+    AuthError,
+    ConflictError,
+    EmbedderError,
+    EngrammarError,
+    NotFoundError,
+    StoreError,
+    ValidationError,
+)
+from .memory import Memory
+from .models import Edge, MemoryRecord, Path, RecallResult, ScoredMemory, Scope, Tension
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuthError",
+    "CachedEmbedder",
+    "Config",
+    "ConflictError",
+    "Edge",
+    "Embedder",
+    "EmbedderError",
+    "EngrammarError",
+    "HashEmbedder",
+    "Memory",
+    "MemoryRecord",
+    "NotFoundError",
+    "Path",
+    "RecallResult",
+    "ScoredMemory",
+    "Scope",
+    "StoreError",
+    "Tension",
+    "ValidationError",
+    "__version__",
+]

@@ -1,0 +1,119 @@
+"""Input checks shared by every entry point; each failure names the field and the problem."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import ValidationError
+
+_MAX_ID = 256
+
+
+def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise ValidationError(name, "is required")
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValidationError(name, "must not be empty")
+    if len(value) > _MAX_ID:
+        raise ValidationError(name, f"must be at most {_MAX_ID} characters")
+    if "\x00" in value:
+        raise ValidationError(name, "must not contain NUL characters")
+    return value
+
+
+def text(name: str, value: Any, max_chars: int) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValidationError(name, "must not be empty")
+    if len(value) > max_chars:
+        raise ValidationError(name, f"is {len(value)} characters; the limit is {max_chars}")
+    if "\x00" in value:
+        raise ValidationError(name, "must not contain NUL characters")
+    return value
+
+
+def optional_text(name: str, value: Any, max_chars: int) -> str | None:
+    return None if value is None else text(name, value, max_chars)
+
+
+def positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(name, f"must be an integer, got {type(value).__name__}")
+    if value < 1:
+        raise ValidationError(name, f"must be >= 1, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValidationError(name, f"must be <= {maximum}, got {value}")
+    return value
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(name, f"must be an integer, got {type(value).__name__}")
+    if value < 0:
+        raise ValidationError(name, f"must be >= 0, got {value}")
+    return value
+
+
+def unit_float(name: str, value: Any, lo: float = 0.0, hi: float = 1.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(name, f"must be a number, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or not lo <= number <= hi:
+        raise ValidationError(name, f"must be a number in [{lo}, {hi}], got {value!r}")
+    return number
+
+
+def metadata(name: str, value: Any, max_bytes: int = 65_536) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(name, f"must be an object (dict), got {type(value).__name__}")
+    for key in value:
+        if not isinstance(key, str):
+            raise ValidationError(name, f"keys must be strings, got {key!r}")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(name, f"must be JSON-serialisable: {exc}") from None
+    if len(encoded.encode()) > max_bytes:
+        raise ValidationError(name, f"is larger than {max_bytes} bytes as JSON")
+    if "\x00" in encoded or "\\u0000" in encoded:
+        raise ValidationError(name, "must not contain NUL characters")
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def timestamp(name: str, value: Any) -> float | None:
+    """Seconds since the epoch from a datetime, an ISO-8601 string or a number."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValidationError(name, "must be a datetime, an ISO-8601 string or epoch seconds")
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return dt.timestamp()
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or not 0 <= value < 32_503_680_000:
+            raise ValidationError(name, f"must be epoch seconds between 1970 and 3000, got {value}")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(name, f"is not an ISO-8601 date/time: {value[:60]!r}") from None
+        return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+    raise ValidationError(name, "must be a datetime, an ISO-8601 string or epoch seconds")
+
+
+def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValidationError(name, f"must be one of {', '.join(allowed)}; got {value!r}")
+    return value

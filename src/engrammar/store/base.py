@@ -1,0 +1,173 @@
+"""The storage contract every backend implements.
+
+A store holds everything engrammar knows: memories with their vectors, graph edges, recall
+records and feedback records. ``Memory`` orchestrates; a store never embeds, scores or learns.
+
+Contract, for every method:
+
+* **Atomic.** A method that writes runs in one transaction: when it returns, all of its effect
+  is durable and visible to every other connection and process; when it raises, none of it is.
+* **Scoped.** Every read and write names a workspace; nothing crosses workspaces. The other
+  scope keys (``user_id``, ``agent_id``, ``session_id``) filter when not ``None``.
+* **Raises.** :class:`~engrammar.errors.StoreError` for backend failures (I/O, lock timeout),
+  :class:`~engrammar.errors.NotFoundError` for ids that are absent in the given workspace,
+  :class:`~engrammar.errors.EmbedderError` when the store was built with another vector size.
+* **Concurrent.** Safe to call from several threads; several processes may open one store.
+  Weight updates are applied as deltas inside the database (no lost updates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..models import Edge, MemoryRecord, Scope
+
+__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
+
+
+@dataclass
+class NewMemory:
+    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse."""
+
+    id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    role: str
+    content: str
+    kind: str
+    created_at: float
+    metadata: dict[str, Any]
+    dedup_key: str
+    embedding: np.ndarray
+
+
+@dataclass
+class NewEdge:
+    """An edge to create (or to raise to at least ``weight`` if it already exists)."""
+
+    src: str
+    dst: str
+    kind: str
+    weight: float
+
+
+@dataclass
+class EdgeDelta:
+    """A change to an existing edge's weight, applied and clamped inside the store."""
+
+    src: str
+    dst: str
+    kind: str
+    delta: float
+
+
+@dataclass
+class RecallRecord:
+    """What one recall returned, kept so that feedback can act on it once."""
+
+    recall_id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    query: str
+    created_at: float
+    memory_ids: list[str]
+    paths: list[dict[str, Any]] = field(default_factory=list)
+    tensions: list[dict[str, Any]] = field(default_factory=list)
+    consumed_at: float | None = None
+
+
+class Store(Protocol):
+    """Persistence for memories, edges, recalls and feedback records (see module docstring)."""
+
+    def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+
+    def check_embedder(self, name: str, dim: int) -> None:
+        """Record the embedder on first use; raise ``EmbedderError`` if ``dim`` differs later."""
+
+    # -- memories ------------------------------------------------------------------------------
+    def add_memories(
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
+    ) -> list[tuple[str, bool]]:
+        """Insert rows (and edges between them or to existing memories) in one transaction.
+
+        Returns, per row, ``(id, created)``; a row whose ``dedup_key`` exists returns the
+        existing id with ``created=False``. Edges naming a collapsed row follow it to that id.
+        """
+
+    def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The memories of ``workspace`` among ``ids`` (absent ids are simply missing)."""
+
+    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
+        """Memories of the scope, oldest first."""
+
+    def update_memory(
+        self,
+        workspace: str,
+        memory_id: str,
+        *,
+        content: str | None,
+        embedding: np.ndarray | None,
+        dedup_key: str | None,
+        metadata: dict[str, Any] | None,
+        status: str | None,
+        reason: str,
+    ) -> MemoryRecord:
+        """Change a memory; records the change in its history."""
+
+    def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
+        """Delete the given memories (or all of the scope's when ``ids`` is None) with their
+        edges; returns how many were deleted."""
+
+    def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
+        """What changed the memory, oldest first."""
+
+    def stats(self, scope: Scope) -> dict[str, Any]:
+        """Counts of memories, edges, recalls and feedback records in the scope."""
+
+    # -- search --------------------------------------------------------------------------------
+    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, cosine) of active memories in scope, best first."""
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, BM25 score > 0) of active memories in scope, best first."""
+
+    def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of the given memories."""
+
+    # -- graph ---------------------------------------------------------------------------------
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0
+    ) -> list[Edge]:
+        """Edges leaving any of ``ids`` with weight >= ``min_weight``."""
+
+    def adjust_edges(
+        self,
+        workspace: str,
+        deltas: Sequence[EdgeDelta],
+        lo: float,
+        hi: float,
+        consume_recall: str | None = None,
+    ) -> list[Edge] | None:
+        """Add each delta to its edge's weight, clamped to [lo, hi], atomically in the database;
+        returns the edges whose weight actually changed (with their new weights).
+
+        With ``consume_recall``, that recall is marked consumed in the same transaction; if it
+        was already consumed (by a concurrent call), nothing is written and ``None`` returned.
+        """
+
+    # -- recalls -------------------------------------------------------------------------------
+    def save_recall(self, record: RecallRecord) -> None:
+        """Persist a recall record."""
+
+    def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
+        """The given recall of the scope (consumed or not), or the scope's newest unconsumed
+        recall when ``recall_id`` is None; ``None`` if there is no such recall."""

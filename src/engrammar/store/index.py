@@ -1,0 +1,203 @@
+"""The in-process search index of one (workspace, user) partition: vectors + BM25.
+
+Exact cosine search over a contiguous float32 matrix is ~0.4 ms at 10k and ~9 ms at 100k
+vectors on a 2-core machine, faster than any on-disk brute force we measured, so the embedded
+store keeps one matrix per partition, refreshed incrementally from the database's change log.
+Above ``ann_threshold`` vectors an optional IVF index (k-means cells, ``nprobe`` searched)
+trades a little recall for sub-linear time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..recall.keyword import BM25Index
+from ..recall.text import terms
+
+__all__ = ["IndexRow", "ScopeIndex"]
+
+
+@dataclass
+class IndexRow:
+    id: str
+    agent_id: str | None
+    session_id: str | None
+    created_at: float
+    content: str
+    embedding: np.ndarray
+
+
+class ScopeIndex:
+    """Vectors and keyword postings of one partition; not thread-safe (the store locks)."""
+
+    def __init__(self, dim: int, k1: float, b: float, ann_threshold: int = 200_000) -> None:
+        self.dim = dim
+        self.rev = 0
+        self.data_version: int | None = None
+        self._vectors = np.zeros((64, dim), dtype=np.float32)
+        self._alive = np.zeros(64, dtype=bool)
+        self._agents: list[str | None] = []
+        self._sessions: list[str | None] = []
+        self._times: list[float] = []
+        self._ids: list[str] = []
+        self._terms: list[list[str]] = []
+        self._slot: dict[str, int] = {}
+        self._bm25 = BM25Index(k1=k1, b=b)
+        self._ann_threshold = ann_threshold
+        self._ivf: _IVF | None = None
+        self._ivf_size = 0
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, memory_id: str) -> bool:
+        return memory_id in self._slot
+
+    def upsert(self, row: IndexRow) -> None:
+        if row.id in self._slot:
+            self.remove(row.id)
+        self._append(row, terms(row.content))
+
+    def _append(self, row: IndexRow, doc_terms: list[str]) -> None:
+        slot = len(self._ids)
+        if slot >= len(self._vectors):
+            grow = max(64, len(self._vectors))
+            self._vectors = np.vstack([self._vectors, np.zeros((grow, self.dim), np.float32)])
+            self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
+        self._vectors[slot] = row.embedding
+        self._alive[slot] = True
+        self._ids.append(row.id)
+        self._agents.append(row.agent_id)
+        self._sessions.append(row.session_id)
+        self._times.append(row.created_at)
+        self._terms.append(doc_terms)
+        self._bm25.add(slot, doc_terms)
+        self._slot[row.id] = slot
+
+    def remove(self, memory_id: str) -> None:
+        slot = self._slot.pop(memory_id, None)
+        if slot is None:
+            return
+        self._alive[slot] = False
+        self._bm25.remove(slot, self._terms[slot])
+        self._terms[slot] = []
+        if len(self._ids) > 256 and len(self._slot) < len(self._ids) // 2:
+            self._compact()
+
+    def _compact(self) -> None:
+        fresh = ScopeIndex(self.dim, self._bm25.k1, self._bm25.b, self._ann_threshold)
+        for s in range(len(self._ids)):
+            if self._alive[s]:
+                row = IndexRow(
+                    self._ids[s], self._agents[s], self._sessions[s], self._times[s], "",
+                    self._vectors[s],
+                )
+                fresh._append(row, self._terms[s])
+        fresh.rev, fresh.data_version = self.rev, self.data_version
+        self.__dict__.update(fresh.__dict__)
+
+    def _mask(self, agent_id: str | None, session_id: str | None) -> np.ndarray:
+        n = len(self._ids)
+        mask = self._alive[:n].copy()
+        if agent_id is not None:
+            mask &= np.fromiter((a == agent_id for a in self._agents), dtype=bool, count=n)
+        if session_id is not None:
+            mask &= np.fromiter((s == session_id for s in self._sessions), dtype=bool, count=n)
+        return mask
+
+    def vector_search(
+        self,
+        query: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[tuple[str, float]]:
+        n = len(self._ids)
+        if not self._slot or k <= 0:
+            return []
+        mask = self._mask(agent_id, session_id)
+        if n >= self._ann_threshold:
+            slots = self._ann_candidates(query, max(k * 8, 256))
+            sims = self._vectors[slots] @ query
+            sims[~mask[slots]] = -np.inf
+            order = np.argsort(-sims)[:k]
+            return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
+        sims = self._vectors[:n] @ query
+        sims[~mask] = -np.inf
+        return self._top(sims, k)
+
+    def keyword_search(
+        self,
+        query_terms: list[str],
+        k: int,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[tuple[str, float]]:
+        n = len(self._ids)
+        if not self._slot or not query_terms or k <= 0:
+            return []
+        scores = self._bm25.scores(query_terms, n)
+        mask = self._mask(agent_id, session_id) & (scores > 0)
+        scores[~mask] = -np.inf
+        return self._top(scores, k)
+
+    def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        k = min(k, len(scores))
+        idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        idx = idx[np.argsort(-scores[idx], kind="stable")]
+        return [(self._ids[i], float(scores[i])) for i in idx if np.isfinite(scores[i])]
+
+    def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
+        return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}
+
+    def _ann_candidates(self, query: np.ndarray, want: int) -> np.ndarray:
+        n = len(self._ids)
+        if self._ivf is None or n > self._ivf_size * 1.2:
+            self._ivf = _IVF.build(self._vectors[:n], self._alive[:n])
+            self._ivf_size = n
+        slots = self._ivf.candidates(query, want)
+        # Slots added since the IVF was built are always scanned exactly.
+        fresh = np.arange(self._ivf_size, n)
+        return np.unique(np.concatenate([slots, fresh])) if len(fresh) else slots
+
+
+class _IVF:
+    """Inverted-file index: vectors bucketed by their nearest k-means centroid."""
+
+    def __init__(self, centroids: np.ndarray, cells: list[np.ndarray]) -> None:
+        self.centroids = centroids
+        self.cells = cells
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, alive: np.ndarray, seed: int = 0) -> _IVF:
+        slots = np.flatnonzero(alive)
+        n_cells = max(1, int(np.sqrt(len(slots))))
+        rng = np.random.default_rng(seed)
+        sample = vectors[rng.choice(slots, size=min(len(slots), n_cells * 32), replace=False)]
+        centroids = sample[rng.choice(len(sample), size=n_cells, replace=False)].copy()
+        for _ in range(8):
+            assign = np.argmax(sample @ centroids.T, axis=1)
+            for c in range(n_cells):
+                members = sample[assign == c]
+                if len(members):
+                    mean = members.mean(axis=0)
+                    centroids[c] = mean / max(float(np.linalg.norm(mean)), 1e-9)
+        assign = np.empty(len(slots), dtype=np.int64)
+        for start in range(0, len(slots), 65536):
+            chunk = slots[start : start + 65536]
+            assign[start : start + len(chunk)] = np.argmax(vectors[chunk] @ centroids.T, axis=1)
+        cells = [slots[assign == c] for c in range(n_cells)]
+        return cls(centroids, cells)
+
+    def candidates(self, query: np.ndarray, want: int) -> np.ndarray:
+        order = np.argsort(-(self.centroids @ query))
+        picked: list[np.ndarray] = []
+        total = 0
+        for c in order:
+            picked.append(self.cells[c])
+            total += len(self.cells[c])
+            if total >= want and len(picked) >= 8:
+                break
+        return np.concatenate(picked) if picked else np.empty(0, dtype=np.int64)
