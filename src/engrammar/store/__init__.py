@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
+from .base import ApiKeyRecord, EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
 
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store", "open_store"]
+__all__ = ["ApiKeyRecord", "EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store", "open_store"]
 
 
 def open_store(config: Config) -> Store:

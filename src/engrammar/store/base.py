@@ -26,7 +26,7 @@ import numpy as np
 
 from ..models import Edge, MemoryRecord, Scope
 
-__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
+__all__ = ["ApiKeyRecord", "EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
 
 
 @dataclass
@@ -82,6 +82,30 @@ class RecallRecord:
     paths: list[dict[str, Any]] = field(default_factory=list)
     tensions: list[dict[str, Any]] = field(default_factory=list)
     consumed_at: float | None = None
+
+
+@dataclass
+class ApiKeyRecord:
+    """An API key as stored: never the key itself, only its SHA-256 hash."""
+
+    key_id: str
+    key_hash: str
+    workspace: str
+    user_id: str | None
+    name: str
+    created_at: float
+    revoked_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, without the hash."""
+        return {
+            "key_id": self.key_id,
+            "workspace": self.workspace,
+            "user_id": self.user_id,
+            "name": self.name,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }
 
 
 class Store(Protocol):
@@ -171,3 +195,16 @@ class Store(Protocol):
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
         """The given recall of the scope (consumed or not), or the scope's newest unconsumed
         recall when ``recall_id`` is None; ``None`` if there is no such recall."""
+
+    # -- API keys ------------------------------------------------------------------------------
+    def create_api_key(self, record: ApiKeyRecord) -> None:
+        """Persist a new key record; ``ConflictError`` if ``key_id`` exists."""
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        """The key record with this id (revoked or not), or ``None``."""
+
+    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
+        """Key records of a workspace (of every workspace when ``None``), oldest first."""
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Mark a key revoked; ``True`` if it was active, ``NotFoundError`` if it is unknown."""

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import ApiKeyRecord, EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
 
@@ -697,3 +697,59 @@ class SQLiteStore:
             tensions=json.loads(r[9]),
             consumed_at=r[10],
         )
+
+    # -- API keys --------------------------------------------------------------------------------
+    _KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
+
+    def create_api_key(self, record: ApiKeyRecord) -> None:
+        try:
+            with self._write() as conn:
+                if conn.execute(
+                    "SELECT 1 FROM api_keys WHERE key_id = ?", (record.key_id,)
+                ).fetchone():
+                    raise ConflictError(f"API key {record.key_id!r} already exists")
+                conn.execute(
+                    f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                    (
+                        record.key_id,
+                        record.key_hash,
+                        record.workspace,
+                        record.user_id,
+                        record.name,
+                        record.created_at,
+                        record.revoked_at,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"creating the API key failed: {exc}") from exc
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        rows = self._read(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
+        return ApiKeyRecord(*rows[0]) if rows else None
+
+    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
+        if workspace is None:
+            rows = self._read(f"SELECT {self._KEY_COLUMNS} FROM api_keys ORDER BY created_at")
+        else:
+            rows = self._read(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE workspace = ? ORDER BY created_at",
+                (workspace,),
+            )
+        return [ApiKeyRecord(*r) for r in rows]
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        try:
+            with self._write() as conn:
+                row = conn.execute(
+                    "SELECT revoked_at FROM api_keys WHERE key_id = ?", (key_id,)
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"API key {key_id!r} not found")
+                if row[0] is not None:
+                    return False
+                conn.execute(
+                    "UPDATE api_keys SET revoked_at = ? WHERE key_id = ?", (time.time(), key_id)
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"revoking the API key failed: {exc}") from exc
+        return True

@@ -1,0 +1,385 @@
+"""The OpenAPI 3.1 document of the REST API, written by hand to match ``_http.rest_routes``."""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+from .. import __version__
+
+__all__ = ["openapi_document"]
+
+_ID = {"type": "string", "minLength": 1, "maxLength": 256}
+_SCOPE_DOC = {
+    "user_id": "The end user the memories belong to.",
+    "agent_id": "The agent that acts.",
+    "session_id": "A conversation or task id.",
+    "workspace": "Workspace (tenant); an API key reaches only its own.",
+}
+_NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _scope_props() -> dict[str, Any]:
+    return {k: {**_ID, "description": d} for k, d in _SCOPE_DOC.items()}
+
+
+def _query(name: str, schema: dict[str, Any], doc: str, required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": doc}
+
+
+def _scope_query() -> list[dict[str, Any]]:
+    return [_query(k, _ID, d) for k, d in _SCOPE_DOC.items()]
+
+
+_PATH_ID = {
+    "name": "memory_id",
+    "in": "path",
+    "required": True,
+    "schema": _ID,
+    "description": "The memory's id.",
+}
+_WORKSPACE_Q = _query("workspace", _ID, _SCOPE_DOC["workspace"])
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        401: "Missing, unknown or revoked API key.",
+        403: "The key is not bound to the workspace or user asked for.",
+        404: "No such memory in the key's reach.",
+        409: "Conflicts with what is stored.",
+        422: "Invalid input; `error.field` names the field.",
+    }
+    return {str(c): {"description": text[c], **_json(_ref("Error"))} for c in codes}
+
+
+def _op(
+    summary: str,
+    ok: tuple[int, str, dict[str, Any]],
+    *,
+    body: dict[str, Any] | None = None,
+    params: list[dict[str, Any]] | None = None,
+    errors: tuple[int, ...] = (401, 403, 422),
+    op_id: str,
+) -> dict[str, Any]:
+    status, doc, schema = ok
+    out: dict[str, Any] = {
+        "summary": summary,
+        "operationId": op_id,
+        "security": [{"bearer": []}],
+        "responses": {str(status): {"description": doc, **_json(schema)}, **_errors(*errors)},
+    }
+    if params:
+        out["parameters"] = params
+    if body is not None:
+        out["requestBody"] = {"required": True, **_json(body)}
+    return out
+
+
+def _schemas() -> dict[str, Any]:
+    memory = {
+        "type": "object",
+        "required": [
+            "id", "content", "role", "kind", "workspace", "user_id", "agent_id", "session_id",
+            "created_at", "updated_at", "status", "metadata", "created_at_iso",
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "content": {"type": "string"},
+            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "kind": {"type": "string"},
+            "workspace": {"type": "string"},
+            "user_id": _NULLABLE_STR,
+            "agent_id": _NULLABLE_STR,
+            "session_id": _NULLABLE_STR,
+            "created_at": {"type": "number"},
+            "updated_at": {"type": "number"},
+            "status": {"type": "string"},
+            "metadata": {"type": "object"},
+            "created_at_iso": {"type": "string"},
+        },
+    }
+    scored = {
+        "type": "object",
+        "required": ["memory", "score", "components", "via", "note"],
+        "properties": {
+            "memory": _ref("Memory"),
+            "score": {"type": "number"},
+            "components": {"type": "object", "additionalProperties": {"type": "number"}},
+            "via": {"type": "string"},
+            "note": _NULLABLE_STR,
+        },
+    }
+    message = {
+        "type": "object",
+        "required": ["content"],
+        "additionalProperties": False,
+        "properties": {
+            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "content": {"type": "string", "minLength": 1},
+            "name": {"type": "string"},
+            "timestamp": {"type": ["string", "number"]},
+            "kind": {"$ref": "#/components/schemas/Kind"},
+            "metadata": {"type": "object"},
+        },
+    }
+    return {
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["type", "message"],
+                    "properties": {
+                        "type": {"type": "string"},
+                        "message": {"type": "string"},
+                        "field": {"type": "string"},
+                    },
+                }
+            },
+        },
+        "Kind": {"type": "string", "enum": ["message", "fact", "decision", "preference", "event"]},
+        "Memory": memory,
+        "ScoredMemory": scored,
+        "Message": message,
+        "AddRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Give `content` (one user message) or `messages`, not both.",
+            "properties": {
+                "content": {"type": "string", "minLength": 1},
+                "messages": {"type": "array", "items": _ref("Message"), "minItems": 1},
+                **_scope_props(),
+                "metadata": {"type": "object"},
+                "timestamp": {"type": ["string", "number"]},
+                "kind": _ref("Kind"),
+            },
+        },
+        "AddResult": {
+            "type": "object",
+            "required": ["ids", "workspace"],
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "workspace": {"type": "string"},
+            },
+        },
+        "QueryRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query"],
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                **_scope_props(),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+            },
+        },
+        "RecallResult": {
+            "type": "object",
+            "required": ["recall_id", "query", "memories", "paths", "tensions", "formatted"],
+            "properties": {
+                "recall_id": {"type": "string"},
+                "query": {"type": "string"},
+                "memories": {"type": "array", "items": _ref("ScoredMemory")},
+                "paths": {"type": "array", "items": {"type": "object"}},
+                "tensions": {"type": "array", "items": {"type": "object"}},
+                "formatted": {"type": "string"},
+            },
+        },
+        "SearchResult": {
+            "type": "object",
+            "required": ["query", "results"],
+            "properties": {
+                "query": {"type": "string"},
+                "results": {"type": "array", "items": _ref("ScoredMemory")},
+            },
+        },
+        "MemoryList": {
+            "type": "object",
+            "required": ["memories"],
+            "properties": {"memories": {"type": "array", "items": _ref("Memory")}},
+        },
+        "UpdateRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Give `content` and/or `metadata`.",
+            "properties": {
+                "content": {"type": "string", "minLength": 1},
+                "metadata": {"type": "object"},
+                "reason": {"type": "string"},
+                "workspace": {**_ID, "description": _SCOPE_DOC["workspace"]},
+            },
+        },
+        "ForgetRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Give `memory_id` (one or a list) or at least one of user_id, "
+            "agent_id, session_id to delete a whole scope.",
+            "properties": {
+                "memory_id": {
+                    "oneOf": [_ID, {"type": "array", "items": _ID, "minItems": 1}],
+                },
+                **_scope_props(),
+            },
+        },
+        "ForgetResult": {
+            "type": "object",
+            "required": ["deleted"],
+            "properties": {"deleted": {"type": "integer", "minimum": 0}},
+        },
+        "History": {
+            "type": "object",
+            "required": ["memory_id", "history"],
+            "properties": {
+                "memory_id": {"type": "string"},
+                "history": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+        "Stats": {"type": "object", "required": ["memories"], "properties": {
+            "memories": {"type": "integer"}}},
+    }
+
+
+@cache
+def _document() -> dict[str, Any]:
+    paths: dict[str, Any] = {
+        "/healthz": {
+            "get": {
+                "summary": "Liveness check (no key needed)",
+                "operationId": "healthz",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "The server is up.",
+                        **_json({
+                            "type": "object",
+                            "required": ["status", "version"],
+                            "properties": {
+                                "status": {"type": "string"},
+                                "version": {"type": "string"},
+                            },
+                        }),
+                    }
+                },
+            }
+        },
+        "/v1/memories": {
+            "post": _op(
+                "Remember messages",
+                (201, "The ids of the stored memories.", _ref("AddResult")),
+                body=_ref("AddRequest"),
+                op_id="add",
+            ),
+            "get": _op(
+                "List memories of a scope, oldest first",
+                (200, "A page of memories.", _ref("MemoryList")),
+                params=[
+                    *_scope_query(),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000},
+                           "Page size (default 100)."),
+                    _query("offset", {"type": "integer", "minimum": 0}, "Memories to skip."),
+                ],
+                op_id="list",
+            ),
+        },
+        "/v1/memories/{memory_id}": {
+            "get": _op(
+                "One memory",
+                (200, "The memory.", _ref("Memory")),
+                params=[_PATH_ID, _WORKSPACE_Q],
+                errors=(401, 403, 404, 422),
+                op_id="get",
+            ),
+            "patch": _op(
+                "Change a memory's content and/or metadata",
+                (200, "The memory after the change.", _ref("Memory")),
+                params=[_PATH_ID],
+                body=_ref("UpdateRequest"),
+                errors=(401, 403, 404, 409, 422),
+                op_id="update",
+            ),
+            "delete": _op(
+                "Delete a memory with its graph links",
+                (200, "How many memories were deleted.", _ref("ForgetResult")),
+                params=[_PATH_ID, *_scope_query()],
+                errors=(401, 403, 404, 422),
+                op_id="forget_one",
+            ),
+        },
+        "/v1/memories/{memory_id}/history": {
+            "get": _op(
+                "What changed a memory and why",
+                (200, "The changes, oldest first.", _ref("History")),
+                params=[_PATH_ID, _WORKSPACE_Q],
+                errors=(401, 403, 404, 422),
+                op_id="history",
+            ),
+        },
+        "/v1/recall": {
+            "post": _op(
+                "Recall what matters for the next turn (recorded for feedback)",
+                (200, "Ranked memories, paths, tensions and a formatted block.",
+                 _ref("RecallResult")),
+                body=_ref("QueryRequest"),
+                op_id="recall",
+            ),
+        },
+        "/v1/search": {
+            "post": _op(
+                "Hybrid search without the graph",
+                (200, "Ranked memories.", _ref("SearchResult")),
+                body=_ref("QueryRequest"),
+                op_id="search",
+            ),
+        },
+        "/v1/forget": {
+            "post": _op(
+                "Delete memories by id or a whole scope",
+                (200, "How many memories were deleted.", _ref("ForgetResult")),
+                body=_ref("ForgetRequest"),
+                errors=(401, 403, 404, 422),
+                op_id="forget",
+            ),
+        },
+        "/v1/stats": {
+            "get": _op(
+                "Counts of a scope",
+                (200, "Counts of memories, edges, recalls and feedback.", _ref("Stats")),
+                params=_scope_query(),
+                op_id="stats",
+            ),
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "engrammar",
+            "version": __version__,
+            "description": "Long-term memory for AI agents that learns from feedback. "
+            "MCP (streamable HTTP) is served at /mcp by the same process.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": _schemas(),
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key from `engrammar keys create`.",
+                }
+            },
+        },
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document (a fresh copy the caller may change)."""
+    return copy.deepcopy(_document())
