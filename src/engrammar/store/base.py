@@ -168,9 +168,7 @@ class Store(Protocol):
         """Stored vectors of the given memories."""
 
     # -- graph ---------------------------------------------------------------------------------
-    def edges_from(
-        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0
-    ) -> list[Edge]:
+    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         """Edges leaving any of ``ids`` with weight >= ``min_weight``."""
 
     def adjust_edges(
