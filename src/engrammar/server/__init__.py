@@ -5,10 +5,10 @@ Importing this package loads the MCP SDK and Starlette; ``import engrammar`` doe
 
 from __future__ import annotations
 
+from .._ops import Operations, Principal
 from ._http import build_app, is_loopback, serve
 from ._mcp import build_mcp_server
 from ._openapi import openapi_document
-from ._ops import Operations, Principal
 
 __all__ = [
     "Operations",

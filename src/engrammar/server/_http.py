@@ -21,6 +21,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
+from .._ops import Operations, Principal, call
 from ..errors import (
     AuthError,
     ConflictError,
@@ -33,7 +34,6 @@ from ..keys import verify_api_key
 from ..memory import Memory
 from ._mcp import PRINCIPAL_KEY, build_mcp_server
 from ._openapi import openapi_document
-from ._ops import Operations, Principal, call
 
 __all__ = ["build_app", "is_loopback", "serve"]
 
@@ -100,7 +100,9 @@ class AuthMiddleware:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             response = _error(
-                401, "unauthorized", "missing API key: send the header 'Authorization: Bearer <key>'"
+                401,
+                "unauthorized",
+                "missing API key: send the header 'Authorization: Bearer <key>'",
             )
             await response(scope, receive, send)
             return
@@ -210,7 +212,9 @@ def rest_routes() -> list[Route]:
         Route("/openapi.json", _openapi, methods=["GET"]),
         Route("/v1/memories", _endpoint(_from_body("add"), 201), methods=["POST"]),
         Route("/v1/memories", _endpoint(_from_query("list")), methods=["GET"]),
-        Route("/v1/memories/{memory_id}", _endpoint(_from_query("get", memory_id=m)), methods=["GET"]),
+        Route(
+            "/v1/memories/{memory_id}", _endpoint(_from_query("get", memory_id=m)), methods=["GET"]
+        ),
         Route(
             "/v1/memories/{memory_id}",
             _endpoint(_from_body("update", memory_id=m)),

@@ -18,9 +18,9 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import __version__
+from .._ops import Operations, Principal
 from ..errors import EngrammarError
 from ..memory import Memory
-from ._ops import Operations, Principal
 
 __all__ = ["PRINCIPAL_KEY", "build_mcp_server"]
 

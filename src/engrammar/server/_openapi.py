@@ -88,8 +88,19 @@ def _schemas() -> dict[str, Any]:
     memory = {
         "type": "object",
         "required": [
-            "id", "content", "role", "kind", "workspace", "user_id", "agent_id", "session_id",
-            "created_at", "updated_at", "status", "metadata", "created_at_iso",
+            "id",
+            "content",
+            "role",
+            "kind",
+            "workspace",
+            "user_id",
+            "agent_id",
+            "session_id",
+            "created_at",
+            "updated_at",
+            "status",
+            "metadata",
+            "created_at_iso",
         ],
         "properties": {
             "id": {"type": "string"},
@@ -243,8 +254,11 @@ def _schemas() -> dict[str, Any]:
                 "history": {"type": "array", "items": {"type": "object"}},
             },
         },
-        "Stats": {"type": "object", "required": ["memories"], "properties": {
-            "memories": {"type": "integer"}}},
+        "Stats": {
+            "type": "object",
+            "required": ["memories"],
+            "properties": {"memories": {"type": "integer"}},
+        },
     }
 
 
@@ -259,14 +273,16 @@ def _document() -> dict[str, Any]:
                 "responses": {
                     "200": {
                         "description": "The server is up.",
-                        **_json({
-                            "type": "object",
-                            "required": ["status", "version"],
-                            "properties": {
-                                "status": {"type": "string"},
-                                "version": {"type": "string"},
-                            },
-                        }),
+                        **_json(
+                            {
+                                "type": "object",
+                                "required": ["status", "version"],
+                                "properties": {
+                                    "status": {"type": "string"},
+                                    "version": {"type": "string"},
+                                },
+                            }
+                        ),
                     }
                 },
             }
@@ -283,8 +299,11 @@ def _document() -> dict[str, Any]:
                 (200, "A page of memories.", _ref("MemoryList")),
                 params=[
                     *_scope_query(),
-                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000},
-                           "Page size (default 100)."),
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 10000},
+                        "Page size (default 100).",
+                    ),
                     _query("offset", {"type": "integer", "minimum": 0}, "Memories to skip."),
                 ],
                 op_id="list",
@@ -326,8 +345,11 @@ def _document() -> dict[str, Any]:
         "/v1/recall": {
             "post": _op(
                 "Recall what matters for the next turn (recorded for feedback)",
-                (200, "Ranked memories, paths, tensions and a formatted block.",
-                 _ref("RecallResult")),
+                (
+                    200,
+                    "Ranked memories, paths, tensions and a formatted block.",
+                    _ref("RecallResult"),
+                ),
                 body=_ref("QueryRequest"),
                 op_id="recall",
             ),

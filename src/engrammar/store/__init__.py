@@ -9,7 +9,15 @@ from .base import ApiKeyRecord, EdgeDelta, NewEdge, NewMemory, RecallRecord, Sto
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["ApiKeyRecord", "EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store", "open_store"]
+__all__ = [
+    "ApiKeyRecord",
+    "EdgeDelta",
+    "NewEdge",
+    "NewMemory",
+    "RecallRecord",
+    "Store",
+    "open_store",
+]
 
 
 def open_store(config: Config) -> Store:

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ForbiddenError, NotFoundError, ValidationError
-from ..memory import Memory
-from ..models import MemoryRecord
+from .errors import ForbiddenError, NotFoundError, ValidationError
+from .memory import Memory
+from .models import MemoryRecord
 
 __all__ = ["Operations", "Principal"]
 
@@ -220,7 +220,9 @@ class Operations:
         workspace: Any = None,
     ) -> dict[str, Any]:
         ws, user = self.principal.resolve(workspace, user_id)
-        out = self.memory.stats(user_id=user, agent_id=agent_id, session_id=session_id, workspace=ws)
+        out = self.memory.stats(
+            user_id=user, agent_id=agent_id, session_id=session_id, workspace=ws
+        )
         if self.principal.fixed:
             # Where the store lives on the server is none of a remote client's business.
             out.pop("file", None)
