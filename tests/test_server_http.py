@@ -1,0 +1,405 @@
+"""The HTTP server for real: uvicorn on a free loopback port, httpx for REST, the MCP SDK client
+over streamable HTTP, and cross-tenant probes by every route and argument."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import jsonschema
+import pytest
+import uvicorn
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from engrammar import AuthError, Config, HashEmbedder, Memory
+from engrammar.keys import create_api_key, revoke_api_key
+from engrammar.server import build_app, openapi_document, serve
+from engrammar.server._http import rest_routes
+
+TOOLS = {"memory_add", "memory_recall", "memory_search", "memory_forget"}
+
+
+@dataclass
+class Server:
+    base: str
+    memory: Memory
+    keys: dict[str, str]
+
+    def client(self, who: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[who]}"} if who else {}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run_server(memory: Memory, auth: bool = True) -> Iterator[str]:
+    port = _free_port()
+    config = uvicorn.Config(
+        build_app(memory, auth=auth), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    path = tmp_path_factory.mktemp("http") / "store"
+    memory = Memory(Config(path=str(path), workspace="default"), embedder=HashEmbedder())
+    keys = {
+        "a": create_api_key(memory.store, "team-a")[0],
+        "alice": create_api_key(memory.store, "team-a", user_id="alice")[0],
+        "b": create_api_key(memory.store, "team-b")[0],
+    }
+    for base in _run_server(memory):
+        yield Server(base, memory, keys)
+    memory.close()
+
+
+# -- OpenAPI conformance -------------------------------------------------------------------------
+DOC = openapi_document()
+
+
+def _check(response: httpx.Response, path: str, method: str) -> Any:
+    """Assert the response is documented for this operation and matches its schema."""
+    op = DOC["paths"][path][method]
+    documented = op["responses"].get(str(response.status_code))
+    assert documented, f"{method.upper()} {path} answered undocumented {response.status_code}"
+    assert response.headers["content-type"].startswith("application/json")
+    schema = documented["content"]["application/json"]["schema"]
+    body = response.json()
+    jsonschema.validate(body, {**schema, "components": DOC["components"]})
+    return body
+
+
+def test_openapi_documents_every_rest_route(srv: Server) -> None:
+    served = {
+        (route.path, method.lower())
+        for route in rest_routes()
+        for method in (route.methods or ())
+        if method != "HEAD" and route.path != "/openapi.json"
+    }
+    documented = {(p, m) for p, ops in DOC["paths"].items() for m in ops}
+    assert served == documented
+    jsonschema.Draft202012Validator.check_schema({"$defs": DOC["components"]["schemas"]})
+    with srv.client(None) as c:
+        assert c.get("/openapi.json").json() == DOC
+        assert _check(c.get("/healthz"), "/healthz", "get")["status"] == "ok"
+
+
+# -- REST ----------------------------------------------------------------------------------------
+def test_rest_round_trip(srv: Server) -> None:
+    with srv.client("a") as c:
+        added = _check(
+            c.post(
+                "/v1/memories",
+                json={
+                    "messages": [
+                        {"role": "user", "content": "Deploys happen on Tuesdays."},
+                        {"role": "assistant", "content": "Tuesday deploys, noted."},
+                    ],
+                    "user_id": "dave",
+                    "metadata": {"source": "rest"},
+                },
+            ),
+            "/v1/memories",
+            "post",
+        )
+        first, second = added["ids"]
+        assert added["workspace"] == "team-a"
+        got = _check(c.get(f"/v1/memories/{first}"), "/v1/memories/{memory_id}", "get")
+        assert got["content"] == "Deploys happen on Tuesdays." and got["metadata"] == {
+            "source": "rest"
+        }
+        found = _check(
+            c.post("/v1/search", json={"query": "deploy tuesdays", "user_id": "dave"}),
+            "/v1/search",
+            "post",
+        )
+        assert found["results"][0]["memory"]["id"] in (first, second)
+        recalled = _check(
+            c.post(
+                "/v1/recall", json={"query": "when do we deploy", "user_id": "dave", "limit": 1}
+            ),
+            "/v1/recall",
+            "post",
+        )
+        assert len(recalled["memories"]) == 1 and recalled["recall_id"]
+        listed = _check(c.get("/v1/memories", params={"user_id": "dave"}), "/v1/memories", "get")
+        assert [m["id"] for m in listed["memories"]] == [first, second]
+        updated = _check(
+            c.patch(f"/v1/memories/{first}", json={"content": "Deploys happen on Wednesdays."}),
+            "/v1/memories/{memory_id}",
+            "patch",
+        )
+        assert updated["content"] == "Deploys happen on Wednesdays."
+        hist = _check(
+            c.get(f"/v1/memories/{first}/history"), "/v1/memories/{memory_id}/history", "get"
+        )
+        assert [h["op"] for h in hist["history"]] == ["add", "update"]
+        stats = _check(c.get("/v1/stats", params={"user_id": "dave"}), "/v1/stats", "get")
+        assert stats["memories"] == 2 and "file" not in stats
+        gone = _check(c.delete(f"/v1/memories/{first}"), "/v1/memories/{memory_id}", "delete")
+        assert gone == {"deleted": 1}
+        _check(c.get(f"/v1/memories/{first}"), "/v1/memories/{memory_id}", "get")
+        assert c.get(f"/v1/memories/{first}").status_code == 404
+        assert _check(c.post("/v1/forget", json={"user_id": "dave"}), "/v1/forget", "post") == {
+            "deleted": 1
+        }
+
+
+def test_rest_errors_are_json_and_name_the_field(srv: Server) -> None:
+    with srv.client("a") as c:
+        r = c.post("/v1/memories", json={"content": "x", "kind": "gossip", "user_id": "u"})
+        assert r.status_code == 422
+        assert _check(r, "/v1/memories", "post")["error"]["field"] == "kind"
+        r = c.post("/v1/search", json={"query": "x", "user_id": "u", "limit": "ten"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "limit"
+        r = c.post("/v1/search", json={"query": "x", "colour": "blue"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "colour"
+        r = c.post("/v1/search", json={"user_id": "u"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "query"
+        r = c.post("/v1/recall", content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "body"
+        r = c.post("/v1/recall", json=[1, 2])
+        assert r.status_code == 422 and r.json()["error"]["field"] == "body"
+        r = c.get("/v1/memories", params={"limit": "lots"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "limit"
+        assert c.get("/v1/memories", params={"limit": 0}).status_code == 422
+
+
+def test_every_route_needs_a_valid_key(srv: Server) -> None:
+    probes: list[tuple[str, str]] = [
+        ("post", "/v1/memories"),
+        ("get", "/v1/memories"),
+        ("get", "/v1/memories/x"),
+        ("patch", "/v1/memories/x"),
+        ("delete", "/v1/memories/x"),
+        ("get", "/v1/memories/x/history"),
+        ("post", "/v1/recall"),
+        ("post", "/v1/search"),
+        ("post", "/v1/forget"),
+        ("get", "/v1/stats"),
+        ("post", "/mcp"),
+    ]
+    token, record = create_api_key(srv.memory.store, "team-a")
+    revoke_api_key(srv.memory.store, record.key_id)
+    before = srv.memory.stats(workspace="team-a")["memories"]
+    for header in (None, "Bearer", "Bearer nope", f"Basic {srv.keys['a']}", f"Bearer {token}"):
+        headers = {"Authorization": header} if header else {}
+        with httpx.Client(base_url=srv.base, headers=headers) as c:
+            for method, path in probes:
+                r = c.request(method, path, json={"content": "sneaky", "user_id": "eve"})
+                assert r.status_code == 401, (header, method, path)
+                assert r.headers["www-authenticate"] == "Bearer"
+                assert r.json()["error"]["type"] == "unauthorized"
+    assert srv.memory.stats(workspace="team-a")["memories"] == before
+
+
+# -- tenancy -------------------------------------------------------------------------------------
+def test_a_key_of_workspace_a_cannot_touch_workspace_b(srv: Server) -> None:
+    with srv.client("b") as b:
+        (b_id,) = b.post(
+            "/v1/memories", json={"content": "B's secret plan", "user_id": "zed"}
+        ).json()["ids"]
+        b.post("/v1/recall", json={"query": "secret plan", "user_id": "zed"})
+    before = srv.memory.get(b_id, workspace="team-b").to_dict()
+    before_stats = srv.memory.stats(workspace="team-b")
+    with srv.client("a") as a:
+        # Another workspace's id is simply not there.
+        for method, path, body in [
+            ("get", f"/v1/memories/{b_id}", None),
+            ("patch", f"/v1/memories/{b_id}", {"content": "hijacked"}),
+            ("delete", f"/v1/memories/{b_id}", None),
+            ("get", f"/v1/memories/{b_id}/history", None),
+            ("post", "/v1/forget", {"memory_id": b_id}),
+            ("post", "/v1/forget", {"memory_id": [b_id]}),
+        ]:
+            assert a.request(method, path, json=body).status_code == 404, (method, path)
+        # Naming the other workspace is refused outright, by every argument that takes one.
+        for method, path, kwargs in [
+            ("get", f"/v1/memories/{b_id}", {"params": {"workspace": "team-b"}}),
+            ("patch", f"/v1/memories/{b_id}", {"json": {"content": "x", "workspace": "team-b"}}),
+            ("delete", f"/v1/memories/{b_id}", {"params": {"workspace": "team-b"}}),
+            ("get", f"/v1/memories/{b_id}/history", {"params": {"workspace": "team-b"}}),
+            ("get", "/v1/memories", {"params": {"workspace": "team-b"}}),
+            ("get", "/v1/stats", {"params": {"workspace": "team-b"}}),
+            (
+                "post",
+                "/v1/memories",
+                {"json": {"content": "x", "user_id": "u", "workspace": "team-b"}},
+            ),
+            ("post", "/v1/recall", {"json": {"query": "secret plan", "workspace": "team-b"}}),
+            ("post", "/v1/search", {"json": {"query": "secret plan", "workspace": "team-b"}}),
+            ("post", "/v1/forget", {"json": {"user_id": "zed", "workspace": "team-b"}}),
+        ]:
+            r = a.request(method, path, **kwargs)
+            assert r.status_code == 403, (method, path, r.text)
+            assert r.json()["error"]["type"] == "forbidden"
+        # Its own searches and listings never surface B's memories.
+        hits = a.post("/v1/search", json={"query": "secret plan", "user_id": "zed"}).json()
+        assert hits["results"] == []
+        assert a.get("/v1/memories", params={"user_id": "zed"}).json()["memories"] == []
+        assert a.post("/v1/forget", json={"user_id": "zed"}).json() == {"deleted": 0}
+    assert srv.memory.get(b_id, workspace="team-b").to_dict() == before
+    assert srv.memory.stats(workspace="team-b") == before_stats
+
+
+def test_a_user_bound_key_reaches_only_its_user(srv: Server) -> None:
+    with srv.client("a") as a:
+        (bob_id,) = a.post("/v1/memories", json={"content": "Bob's note", "user_id": "bob"}).json()[
+            "ids"
+        ]
+    with srv.client("alice") as c:
+        added = c.post("/v1/memories", json={"content": "Alice likes jasmine tea."}).json()
+        assert srv.memory.get(added["ids"][0], workspace="team-a").user_id == "alice"
+        for method, path, kwargs in [
+            ("post", "/v1/memories", {"json": {"content": "x", "user_id": "bob"}}),
+            ("post", "/v1/search", {"json": {"query": "note", "user_id": "bob"}}),
+            ("post", "/v1/recall", {"json": {"query": "note", "user_id": "bob"}}),
+            ("get", "/v1/memories", {"params": {"user_id": "bob"}}),
+            ("get", "/v1/stats", {"params": {"user_id": "bob"}}),
+            ("post", "/v1/forget", {"json": {"user_id": "bob"}}),
+        ]:
+            assert c.request(method, path, **kwargs).status_code == 403, (method, path)
+        for method, path in [
+            ("get", f"/v1/memories/{bob_id}"),
+            ("patch", f"/v1/memories/{bob_id}"),
+            ("delete", f"/v1/memories/{bob_id}"),
+            ("get", f"/v1/memories/{bob_id}/history"),
+        ]:
+            r = c.request(method, path, json={"content": "x"} if method == "patch" else None)
+            assert r.status_code == 404, (method, path)
+        assert c.post("/v1/forget", json={"memory_id": bob_id}).status_code == 404
+        # Without a user_id, everything it sees is alice's.
+        listed = c.get("/v1/memories").json()["memories"]
+        assert listed and {m["user_id"] for m in listed} == {"alice"}
+        hits = c.post("/v1/search", json={"query": "note tea"}).json()["results"]
+        assert {h["memory"]["user_id"] for h in hits} == {"alice"}
+    assert srv.memory.get(bob_id, workspace="team-a").content == "Bob's note"
+
+
+# -- MCP over streamable HTTP --------------------------------------------------------------------
+def _mcp(srv: Server, who: str, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+    async def run() -> None:
+        headers = {"Authorization": f"Bearer {srv.keys[who]}"}
+        async with (
+            httpx.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(f"{srv.base}/mcp", http_client=http) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            await body(session)
+
+    anyio.run(run)
+
+
+def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
+    async def body(s: ClientSession) -> None:
+        listed = await s.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        for tool in listed.tools:
+            assert tool.description and tool.input_schema["type"] == "object"
+        added = await s.call_tool(
+            "memory_add",
+            {
+                "messages": [{"role": "user", "content": "I never deploy on Fridays."}],
+                "user_id": "max",
+            },
+        )
+        assert not added.is_error and added.structured_content is not None
+        (mid,) = added.structured_content["ids"]
+        assert srv.memory.get(mid, workspace="team-a").content == "I never deploy on Fridays."
+        recalled = await s.call_tool("memory_recall", {"query": "deploy fridays", "user_id": "max"})
+        assert not recalled.is_error and recalled.structured_content is not None
+        assert recalled.structured_content["memories"][0]["memory"]["id"] == mid
+        assert "I never deploy on Fridays." in recalled.content[0].text  # type: ignore[union-attr]
+        found = await s.call_tool("memory_search", {"query": "fridays", "user_id": "max"})
+        assert found.structured_content is not None
+        assert found.structured_content["results"][0]["memory"]["id"] == mid
+        gone = await s.call_tool("memory_forget", {"memory_id": mid})
+        assert gone.structured_content == {"deleted": 1}
+        bad = await s.call_tool("memory_add", {"content": "x", "user_id": "max", "kind": "gossip"})
+        assert bad.is_error
+
+    _mcp(srv, "a", body)
+
+
+def test_mcp_tools_refuse_other_tenants(srv: Server) -> None:
+    (b_id,) = srv.memory.add("B only.", user_id="zed", workspace="team-b")
+    (bob_id,) = srv.memory.add("Bob only.", user_id="bob", workspace="team-a")
+
+    async def as_a(s: ClientSession) -> None:
+        for name, args, message in [
+            ("memory_forget", {"memory_id": b_id}, "NotFoundError"),
+            ("memory_forget", {"memory_id": [b_id]}, "NotFoundError"),
+            ("memory_forget", {"user_id": "zed", "workspace": "team-b"}, "ForbiddenError"),
+            ("memory_recall", {"query": "B only", "workspace": "team-b"}, "ForbiddenError"),
+            ("memory_search", {"query": "B only", "workspace": "team-b"}, "ForbiddenError"),
+            (
+                "memory_add",
+                {"content": "x", "user_id": "u", "workspace": "team-b"},
+                "ForbiddenError",
+            ),
+        ]:
+            r = await s.call_tool(name, args)
+            assert r.is_error, (name, args)
+            assert message in r.content[0].text, r.content  # type: ignore[union-attr]
+        r = await s.call_tool("memory_search", {"query": "B only", "user_id": "zed"})
+        assert r.structured_content == {"query": "B only", "results": []}
+
+    async def as_alice(s: ClientSession) -> None:
+        for name, args, message in [
+            ("memory_forget", {"memory_id": bob_id}, "NotFoundError"),
+            ("memory_search", {"query": "Bob", "user_id": "bob"}, "ForbiddenError"),
+            ("memory_recall", {"query": "Bob", "user_id": "bob"}, "ForbiddenError"),
+            ("memory_add", {"content": "x", "user_id": "bob"}, "ForbiddenError"),
+        ]:
+            r = await s.call_tool(name, args)
+            assert r.is_error and message in r.content[0].text  # type: ignore[union-attr]
+
+    _mcp(srv, "a", as_a)
+    _mcp(srv, "alice", as_alice)
+    assert srv.memory.get(b_id, workspace="team-b").content == "B only."
+    assert srv.memory.get(bob_id, workspace="team-a").content == "Bob only."
+
+
+# -- --no-auth -----------------------------------------------------------------------------------
+def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:
+    with Memory(Config(path=str(tmp_path / "s")), embedder=HashEmbedder()) as memory:
+        for host in ("0.0.0.0", "192.168.1.10", "example.com", "::"):
+            with pytest.raises(AuthError, match="loopback"):
+                serve(memory, host=host, port=0, auth=False)
+
+
+def test_no_auth_on_loopback_serves_the_local_user(tmp_path: Path) -> None:
+    with Memory(Config(path=str(tmp_path / "s")), embedder=HashEmbedder()) as memory:
+        for base in _run_server(memory, auth=False):
+            with httpx.Client(base_url=base) as c:
+                r = c.post("/v1/memories", json={"content": "local", "user_id": "me"})
+                assert r.status_code == 201 and r.json()["workspace"] == "default"
+                r = c.post(
+                    "/v1/memories", json={"content": "x", "user_id": "me", "workspace": "w2"}
+                )
+                assert r.status_code == 201 and r.json()["workspace"] == "w2"
