@@ -289,7 +289,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._read(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = ? AND id IN ({marks})",
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[row[0]] = _record(row)
@@ -582,7 +582,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for memory_id, blob in self._read(
-                f"SELECT id, embedding FROM memories WHERE workspace = ? AND id IN ({marks})",
+                f"SELECT id, embedding FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
