@@ -149,9 +149,9 @@ def bench_cold_start(tmp: Path, repeats: int = 5) -> dict:
     m.close()
     code = (
         "import time; t=time.perf_counter(); from engrammar import Memory, Config; "
-        "t1=time.perf_counter(); m=Memory(Config(path=%r)); t2=time.perf_counter(); "
+        f"t1=time.perf_counter(); m=Memory(Config(path={str(path)!r})); t2=time.perf_counter(); "
         "m.recall('How do you approach projects?', user_id='alice'); t3=time.perf_counter(); "
-        "print(t1-t, t2-t1, t3-t2, t3-t)" % str(path)
+        "print(t1-t, t2-t1, t3-t2, t3-t)"
     )
     runs = []
     for _ in range(repeats):
