@@ -22,7 +22,7 @@ def test_key_is_shown_once_and_only_its_hash_is_stored(mem: Memory, store_path: 
 
 
 def test_wrong_unknown_and_malformed_keys_are_refused(mem: Memory) -> None:
-    token, record = create_api_key(mem.store, "acme")
+    token, _ = create_api_key(mem.store, "acme")
     forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     for bad in (forged, f"egr_{'0' * 12}_whatever", "not-a-key", "egr_", ""):
         with pytest.raises(AuthError, match="invalid API key"):

@@ -202,7 +202,7 @@ def add(
       engrammar add "Ship on Fridays is fine." "No, never on Fridays." -u bob --role user
     Prints the new memories' ids (an exact duplicate prints the id it already has).
     """
-    texts = [sys.stdin.read() if c == "-" else c for c in content]
+    texts = [sys.stdin.read().rstrip("\n") if c == "-" else c for c in content]
     when: Any = timestamp
     if timestamp is not None:
         try:

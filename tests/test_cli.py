@@ -1,0 +1,197 @@
+"""The ``engrammar`` command run as a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.keys import verify_api_key
+
+
+def run(
+    store: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}
+    base.update(ENGRAMMAR_PATH=str(store), ENGRAMMAR_EMBEDDER="hash", **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "engrammar.cli", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=base,
+        timeout=120,
+    )
+
+
+def ok(store: Path, *args: str, stdin: str | None = None) -> str:
+    result = run(store, *args, stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def js(store: Path, *args: str, stdin: str | None = None) -> Any:
+    return json.loads(ok(store, *args, "--json", stdin=stdin))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def test_tour_add_recall_search_get_list_history_stats_forget(store: Path) -> None:
+    (tea,) = ok(store, "add", "I prefer green tea to coffee.", "-u", "alice").split()
+    added = js(store, "add", "Ship on Fridays.", "Never ship on Fridays.", "-u", "bob")
+    assert len(added["ids"]) == 2 and added["workspace"] == "default"
+    piped = js(
+        store,
+        "add",
+        "-",
+        "-u",
+        "alice",
+        "--kind",
+        "fact",
+        "--metadata",
+        '{"src": "pipe"}',
+        stdin="Piped in.\n",
+    )
+    piped_record = js(store, "get", piped["ids"][0])
+    assert piped_record["metadata"] == {"src": "pipe"} and piped_record["content"] == "Piped in."
+
+    text = ok(store, "recall", "what does alice drink", "-u", "alice")
+    assert "green tea" in text and "recall_id: " in text
+    recalled = js(store, "recall", "green tea", "-u", "alice", "--limit", "1")
+    assert [m["memory"]["id"] for m in recalled["memories"]] == [tea]
+    found = js(store, "search", "green tea", "-u", "alice")
+    assert found["results"][0]["memory"]["id"] == tea
+    assert tea in ok(store, "search", "green tea", "-u", "alice")
+
+    record = js(store, "get", tea)
+    assert record["content"] == "I prefer green tea to coffee." and record["user_id"] == "alice"
+    assert "content: I prefer green tea" in ok(store, "get", tea)
+    listed = js(store, "list", "-u", "bob")["memories"]
+    assert [m["content"] for m in listed] == ["Ship on Fridays.", "Never ship on Fridays."]
+    assert [h["op"] for h in js(store, "history", tea)["history"]] == ["add"]
+    assert js(store, "stats")["memories"] == 4
+    assert js(store, "forget", tea) == {"deleted": 1}
+    assert js(store, "forget", "-u", "bob") == {"deleted": 2}
+    assert js(store, "stats")["memories"] == 1
+
+
+def test_exit_codes_and_one_line_errors(store: Path) -> None:
+    missing = run(store, "get", "no-such-id")
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip().splitlines() == [
+        "error: memory 'no-such-id' not found in workspace 'default'"
+    ]
+    bad = run(store, "search", "   ", "-u", "alice")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: query:")
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert run(store, "add").returncode == 2  # missing argument
+    assert run(store, "recall", "x", "--limit", "0").returncode == 2
+    assert run(store, "add", "x", "-u", "a", "--metadata", "[1]").returncode == 2
+    assert run(store, "frobnicate").returncode == 2
+    assert run(store, "serve", "--no-auth", "--host", "0.0.0.0").returncode == 2
+    wrong = run(store, "stats", env={"ENGRAMMAR_RECALL_LIMIT": "zero"})
+    assert wrong.returncode == 1 and "recall_limit" in wrong.stderr
+    assert run(store, "--help").returncode == 0
+
+
+def test_every_command_has_help_that_explains_it(store: Path) -> None:
+    commands = [
+        "add",
+        "recall",
+        "search",
+        "forget",
+        "get",
+        "list",
+        "history",
+        "stats",
+        "export",
+        "import",
+        "keys",
+        "serve",
+        "mcp",
+    ]
+    top = ok(store, "--help")
+    for name in commands:
+        assert name in top
+        page = ok(store, *name.split(), "--help")
+        assert "Usage: engrammar" in page
+        if name not in ("keys",):
+            assert "--json" in page or name in ("serve", "mcp")
+
+
+def test_path_option_and_env_choose_the_store(tmp_path: Path, store: Path) -> None:
+    other = tmp_path / "other"
+    ok(store, "add", "in the env store", "-u", "u")
+    ok(store, "add", "in the option store", "-u", "u", "--path", str(other))
+    assert js(store, "stats")["memories"] == 1
+    assert js(store, "stats", "--path", str(other))["memories"] == 1
+    assert (
+        js(store, "list", "--path", str(other))["memories"][0]["content"] == "in the option store"
+    )
+
+
+def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
+    ok(store, "add", "one", "two", "-u", "alice")
+    ok(store, "add", "three", "-u", "bob", "-w", "elsewhere")
+    out = tmp_path / "dump.jsonl"
+    assert js(store, "export", str(out)) == {"memories": 2, "file": str(out)}
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "engrammar-export" and len(lines) >= 3
+    assert ok(store, "export", "-u", "alice").count('"type": "memory"') == 2
+    copy = tmp_path / "copy"
+    imported = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "engrammar.cli",
+                "import",
+                str(out),
+                "--json",
+                "--path",
+                str(copy),
+                "--embedder",
+                "hash",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+    )
+    assert imported == {"memories": 2, "duplicates": 0, "edges": imported["edges"]}
+    assert js(copy, "stats")["memories"] == 2
+    again = js(copy, "import", str(out), "-w", "moved")
+    assert again["memories"] == 2
+    assert {m["content"] for m in js(copy, "list", "-w", "moved")["memories"]} == {"one", "two"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "memory", "workspace": "w", "id": "x", "content": ""}\n')
+    failed = run(copy, "import", str(bad))
+    assert failed.returncode == 1 and "line 1: content" in failed.stderr
+    assert js(copy, "stats", "-w", "w")["memories"] == 0
+
+
+def test_keys_create_list_revoke(store: Path) -> None:
+    created = js(store, "keys", "create", "--workspace", "acme", "--user", "alice", "--name", "ci")
+    assert created["key"].startswith("egr_") and created["workspace"] == "acme"
+    plain = ok(store, "keys", "create", "-w", "beta").splitlines()[0]
+    with Memory(Config(path=str(store)), embedder=HashEmbedder()) as mem:
+        assert verify_api_key(mem.store, created["key"]).user_id == "alice"
+        assert verify_api_key(mem.store, plain).workspace == "beta"
+    listed = js(store, "keys", "list")["keys"]
+    assert {k["workspace"] for k in listed} == {"acme", "beta"}
+    assert all("key" not in k and "key_hash" not in k for k in listed)
+    assert created["key"] not in ok(store, "keys", "list")
+    assert js(store, "keys", "revoke", created["key_id"])["was_active"] is True
+    assert "REVOKED" in ok(store, "keys", "list", "-w", "acme")
+    assert run(store, "keys", "revoke", "nope").returncode == 1
+    assert run(store, "keys", "create").returncode == 2
