@@ -121,7 +121,7 @@ def m001_create_tables(conn: sqlite3.Connection) -> None:
     )
 
 
-def m002_api_keys(conn: sqlite3.Connection) -> None:
+def m003_api_keys(conn: sqlite3.Connection) -> None:
     # Only a hash of each key is kept; key_id (the key's public prefix) finds the row.
     _run(
         conn,
@@ -142,4 +142,4 @@ def m002_api_keys(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_create_tables, m002_api_keys]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_create_tables, m003_api_keys]
