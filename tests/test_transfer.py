@@ -11,11 +11,12 @@ from engrammar import Config, HashEmbedder, Memory, ValidationError
 
 
 def _edge(mem: Memory, src: str, dst: str) -> None:
-    # Written directly: the core's add does not create edges of its own yet.
+    # Written directly, so the test knows one edge and its weight whatever add links itself.
     with sqlite3.connect(mem.config.sqlite_file) as conn:
         conn.execute(
             "INSERT INTO edges (workspace, src, dst, kind, weight, updated_at) "
-            "VALUES ('default', ?, ?, 'sequence', 0.7, 0)",
+            "VALUES ('default', ?, ?, 'sequence', 0.7, 0) "
+            "ON CONFLICT (src, dst, kind) DO UPDATE SET weight = 0.7",
             (src, dst),
         )
 
