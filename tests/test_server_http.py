@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from engrammar import AuthError, Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key, revoke_api_key
 from engrammar.server import build_app, openapi_document, serve
-from engrammar.server._http import rest_routes
+from engrammar.server._http import rest_operations
 
 TOOLS = {"memory_add", "memory_recall", "memory_search", "memory_forget"}
 
@@ -94,12 +94,7 @@ def _check(response: httpx.Response, path: str, method: str) -> Any:
 
 
 def test_openapi_documents_every_rest_route(srv: Server) -> None:
-    served = {
-        (route.path, method.lower())
-        for route in rest_routes()
-        for method in (route.methods or ())
-        if method != "HEAD" and route.path != "/openapi.json"
-    }
+    served = rest_operations() - {("/openapi.json", "get")}
     documented = {(p, m) for p, ops in DOC["paths"].items() for m in ops}
     assert served == documented
     jsonschema.Draft202012Validator.check_schema({"$defs": DOC["components"]["schemas"]})
@@ -187,6 +182,25 @@ def test_rest_errors_are_json_and_name_the_field(srv: Server) -> None:
         r = c.get("/v1/memories", params={"limit": "lots"})
         assert r.status_code == 422 and r.json()["error"]["field"] == "limit"
         assert c.get("/v1/memories", params={"limit": 0}).status_code == 422
+
+
+def test_edge_cases_of_http_itself_are_json(srv: Server) -> None:
+    with srv.client("a") as c:
+        r = c.options("/v1/memories")
+        assert r.status_code == 405 and r.headers["allow"] == "GET, POST"
+        assert r.json()["error"]["type"] == "method_not_allowed"
+        r = c.get("/v1/nowhere")
+        assert r.status_code == 404 and r.json()["error"]["type"] == "http_error"
+        r = c.get("/v1/memories", params={"offset": str(10**30)})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "offset"
+        r = c.post(
+            "/v1/memories",
+            content=b'{"content": "\\ud800 lone", "user_id": "u"}',
+            headers={"content-type": "application/json"},
+        )
+        assert r.status_code == 422 and "surrogate" in r.json()["error"]["message"]
+        r = c.post("/v1/memories", json={"content": "x", "user_id": "u", "timestamp": 10**400})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "timestamp"
 
 
 def test_every_route_needs_a_valid_key(srv: Server) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -33,7 +34,7 @@ from ..errors import (
 from ..keys import verify_api_key
 from ..memory import Memory
 from ._mcp import PRINCIPAL_KEY, build_mcp_server
-from ._openapi import openapi_document
+from ._openapi import MAX_INT, openapi_document
 
 __all__ = ["build_app", "is_loopback", "serve"]
 
@@ -130,9 +131,12 @@ def _query_args(request: Request) -> dict[str, Any]:
             raise ValidationError(name, "given more than once")
         if name in _INT_PARAMS:
             try:
-                args[name] = int(value)
+                number = int(value)
             except ValueError:
                 raise ValidationError(name, f"must be an integer, got {value[:40]!r}") from None
+            if abs(number) > MAX_INT:
+                raise ValidationError(name, f"must be at most {MAX_INT}")
+            args[name] = number
         else:
             args[name] = value
     return args
@@ -148,7 +152,27 @@ async def _body(request: Request) -> dict[str, Any]:
         raise ValidationError("body", "is not valid JSON") from None
     if not isinstance(data, dict):
         raise ValidationError("body", "must be a JSON object")
+    _check_json("body", data)
     return data
+
+
+def _check_json(where: str, value: Any) -> None:
+    """Refuse what JSON can carry but no store can keep: lone surrogates, huge integers."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(where, "contains invalid Unicode (a lone surrogate)") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > MAX_INT:
+            raise ValidationError(where, f"integers must be at most {MAX_INT} in size")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_json(f"{where}.{key}" if where != "body" else key, key)
+            _check_json(f"{where}.{key}" if where != "body" else key, item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(f"{where}[{i}]", item)
 
 
 Handler = Callable[[Operations, Request], Any]
@@ -204,8 +228,45 @@ async def _openapi(request: Request) -> Response:
     return JSONResponse(openapi_document())
 
 
+class _Dispatch:
+    """One path's REST methods as an ASGI app, so any other method gets a JSON 405."""
+
+    def __init__(self, methods: dict[str, Callable[[Request], Any]]) -> None:
+        self.methods = methods
+        self.allow = ", ".join(sorted(methods))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        handler = self.methods.get(request.method)
+        if handler is None:
+            response = _error(405, "method_not_allowed", f"this path accepts {self.allow}")
+            response.headers["Allow"] = self.allow
+        else:
+            response = await handler(request)
+        await response(scope, receive, send)
+
+
+def rest_operations() -> set[tuple[str, str]]:
+    """Every (path, lower-case method) the REST API serves."""
+    return {
+        (route.path, method.lower())
+        for route in _routes()
+        for method in route.methods or ()
+        if method != "HEAD"
+    }
+
+
 def rest_routes() -> list[Route]:
-    """The REST API's routes (authentication is applied around them by the app)."""
+    """The REST API's routes, one per path (authentication is applied around them by the app)."""
+    by_path: dict[str, dict[str, Callable[[Request], Any]]] = {}
+    for route in _routes():
+        for method in route.methods or ():
+            if method != "HEAD":
+                by_path.setdefault(route.path, {})[method] = route.endpoint
+    return [Route(path, _Dispatch(methods)) for path, methods in by_path.items()]
+
+
+def _routes() -> list[Route]:
     m = "memory_id"
     return [
         Route("/healthz", _healthz, methods=["GET"]),
@@ -259,7 +320,14 @@ def build_app(
     app.router.routes.extend(rest_routes())
     app.state.memory = memory
     app.add_exception_handler(Exception, _internal_error)
+    app.add_exception_handler(HTTPException, _http_error)
     return AuthMiddleware(app, memory, auth=auth, default=default)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    # Starlette's own 404s (unknown paths) in the same JSON shape as every other error.
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, "http_error", str(exc.detail))
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

@@ -10,7 +10,24 @@ from .. import __version__
 
 __all__ = ["openapi_document"]
 
-_ID = {"type": "string", "minLength": 1, "maxLength": 256}
+# What the library accepts for ids and texts: not blank, no NUL character.
+_PATTERN = "^[^\\x00]*\\S[^\\x00]*$"
+_ID = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _PATTERN}
+# Ids in a URL path also exclude '/' and the dot segments a client would normalise away.
+_PATH_PATTERN = "^(?!\\.{1,2}$)[^\\x00/]*\\S[^\\x00/]*$"
+_PATH_SCHEMA = {**_ID, "pattern": _PATH_PATTERN}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 20_000, "pattern": _PATTERN}
+_TIME = {
+    "description": "ISO-8601 date-time or epoch seconds.",
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "number", "minimum": 0, "exclusiveMaximum": 32_503_680_000},
+        {"type": "null"},
+    ],
+}
+_METADATA = {"anyOf": [{"$ref": "#/components/schemas/JSONObject"}, {"type": "null"}]}
+#: The largest integer a query parameter may carry (SQLite's integers are 64-bit).
+MAX_INT = 2**62
 _SCOPE_DOC = {
     "user_id": "The end user the memories belong to.",
     "agent_id": "The agent that acts.",
@@ -24,12 +41,38 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+def _opt(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema, or null (the library reads an explicit null as "not given")."""
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def _given(*names: str) -> dict[str, Any]:
+    """At least one of ``names`` is present and not null."""
+    return {
+        "anyOf": [{"required": [n], "properties": {n: {"not": {"type": "null"}}}} for n in names]
+    }
+
+
+_NEED_SCOPE = _given("user_id", "agent_id", "session_id")
+
+
 def _scope_props() -> dict[str, Any]:
-    return {k: {**_ID, "description": d} for k, d in _SCOPE_DOC.items()}
+    return {k: {**_opt(_ID), "description": d} for k, d in _SCOPE_DOC.items()}
 
 
 def _query(name: str, schema: dict[str, Any], doc: str, required: bool = False) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": required, "schema": schema, "description": doc}
+
+
+def _page_query(default_limit: int = 100) -> list[dict[str, Any]]:
+    return [
+        _query(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": 10_000},
+            f"Page size (default {default_limit}).",
+        ),
+        _query("offset", {"type": "integer", "minimum": 0, "maximum": MAX_INT}, "Items to skip."),
+    ]
 
 
 def _scope_query() -> list[dict[str, Any]]:
@@ -40,7 +83,7 @@ _PATH_ID = {
     "name": "memory_id",
     "in": "path",
     "required": True,
-    "schema": _ID,
+    "schema": _PATH_SCHEMA,
     "description": "The memory's id.",
 }
 _WORKSPACE_Q = _query("workspace", _ID, _SCOPE_DOC["workspace"])
@@ -135,12 +178,27 @@ def _schemas() -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
-            "content": {"type": "string", "minLength": 1},
-            "name": {"type": "string"},
-            "timestamp": {"type": ["string", "number"]},
+            "content": _TEXT,
+            "name": _opt(_ID),
+            "timestamp": _TIME,
             "kind": {"$ref": "#/components/schemas/Kind"},
-            "metadata": {"type": "object"},
+            "metadata": _METADATA,
         },
+    }
+    json_value = {
+        "anyOf": [
+            {"type": "string", "pattern": "^[^\\x00]*$"},
+            {"type": ["number", "boolean", "null"]},
+            {"type": "array", "items": _ref("JSONValue"), "maxItems": 100},
+            _ref("JSONObject"),
+        ]
+    }
+    json_object = {
+        "type": "object",
+        "description": "Any JSON object without NUL characters, at most 64 KiB as JSON.",
+        "propertyNames": {"pattern": "^[^\\x00]*$"},
+        "additionalProperties": _ref("JSONValue"),
+        "maxProperties": 100,
     }
     return {
         "Error": {
@@ -158,6 +216,8 @@ def _schemas() -> dict[str, Any]:
                 }
             },
         },
+        "JSONValue": json_value,
+        "JSONObject": json_object,
         "Kind": {"type": "string", "enum": ["message", "fact", "decision", "preference", "event"]},
         "Memory": memory,
         "ScoredMemory": scored,
@@ -165,13 +225,20 @@ def _schemas() -> dict[str, Any]:
         "AddRequest": {
             "type": "object",
             "additionalProperties": False,
-            "description": "Give `content` (one user message) or `messages`, not both.",
+            "description": "Give `content` (one user message) or `messages`, not both, and "
+            "at least one of user_id, agent_id, session_id.",
+            "allOf": [{"oneOf": [_given("content"), _given("messages")]}, _NEED_SCOPE],
             "properties": {
-                "content": {"type": "string", "minLength": 1},
-                "messages": {"type": "array", "items": _ref("Message"), "minItems": 1},
+                "content": _opt(_TEXT),
+                "messages": {
+                    "type": ["array", "null"],
+                    "items": _ref("Message"),
+                    "minItems": 1,
+                    "maxItems": 10_000,
+                },
                 **_scope_props(),
-                "metadata": {"type": "object"},
-                "timestamp": {"type": ["string", "number"]},
+                "metadata": _METADATA,
+                "timestamp": _TIME,
                 "kind": _ref("Kind"),
             },
         },
@@ -187,10 +254,12 @@ def _schemas() -> dict[str, Any]:
             "type": "object",
             "additionalProperties": False,
             "required": ["query"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
             "properties": {
-                "query": {"type": "string", "minLength": 1},
+                "query": _TEXT,
                 **_scope_props(),
-                "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
             },
         },
         "RecallResult": {
@@ -222,11 +291,17 @@ def _schemas() -> dict[str, Any]:
             "type": "object",
             "additionalProperties": False,
             "description": "Give `content` and/or `metadata`.",
+            "allOf": [_given("content", "metadata")],
             "properties": {
-                "content": {"type": "string", "minLength": 1},
-                "metadata": {"type": "object"},
-                "reason": {"type": "string"},
-                "workspace": {**_ID, "description": _SCOPE_DOC["workspace"]},
+                "content": _opt(_TEXT),
+                "metadata": _METADATA,
+                "reason": {
+                    "type": ["string", "null"],
+                    "maxLength": 2000,
+                    "pattern": f"^$|{_PATTERN}",
+                    "description": "Why, kept in the memory's history.",
+                },
+                "workspace": {**_opt(_ID), "description": _SCOPE_DOC["workspace"]},
             },
         },
         "ForgetRequest": {
@@ -234,9 +309,14 @@ def _schemas() -> dict[str, Any]:
             "additionalProperties": False,
             "description": "Give `memory_id` (one or a list) or at least one of user_id, "
             "agent_id, session_id to delete a whole scope.",
+            "allOf": [_given("memory_id", "user_id", "agent_id", "session_id")],
             "properties": {
                 "memory_id": {
-                    "oneOf": [_ID, {"type": "array", "items": _ID, "minItems": 1}],
+                    "anyOf": [
+                        _ID,
+                        {"type": "array", "items": _ID, "minItems": 1, "maxItems": 1000},
+                        {"type": "null"},
+                    ],
                 },
                 **_scope_props(),
             },
@@ -297,15 +377,7 @@ def _document() -> dict[str, Any]:
             "get": _op(
                 "List memories of a scope, oldest first",
                 (200, "A page of memories.", _ref("MemoryList")),
-                params=[
-                    *_scope_query(),
-                    _query(
-                        "limit",
-                        {"type": "integer", "minimum": 1, "maximum": 10000},
-                        "Page size (default 100).",
-                    ),
-                    _query("offset", {"type": "integer", "minimum": 0}, "Memories to skip."),
-                ],
+                params=[*_scope_query(), *_page_query()],
                 op_id="list",
             ),
         },
