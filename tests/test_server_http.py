@@ -417,3 +417,15 @@ def test_no_auth_on_loopback_serves_the_local_user(tmp_path: Path) -> None:
                     "/v1/memories", json={"content": "x", "user_id": "me", "workspace": "w2"}
                 )
                 assert r.status_code == 201 and r.json()["workspace"] == "w2"
+
+
+def test_delete_with_a_scope_that_does_not_match_is_not_found(srv: Server) -> None:
+    with srv.client("a") as c:
+        (mid,) = c.post("/v1/memories", json={"content": "Scoped.", "user_id": "ivy"}).json()["ids"]
+        r = c.delete(f"/v1/memories/{mid}", params={"user_id": "someone-else"})
+        assert r.status_code == 404
+        assert c.get(f"/v1/memories/{mid}").status_code == 200
+        r = c.post("/v1/search", json={"query": "Scoped", "user_id": "ivy", "limit": 3.0})
+        assert r.status_code == 200 and len(r.json()["results"]) == 1
+        assert c.delete(f"/v1/memories/{mid}", params={"user_id": "ivy"}).json() == {"deleted": 1}
+        assert c.get(f"/v1/memories/{mid}").status_code == 404

@@ -196,7 +196,18 @@ class Operations:
             if not isinstance(ids, list) or not ids:
                 raise ValidationError("memory_id", "must be an id or a non-empty list of ids")
             for mid in ids:
-                self._own(mid, ws)
+                record = self._own(mid, ws)
+                # A scope given with ids narrows them: a memory outside it is not found, so a
+                # delete either happens or says why not.
+                for key, wanted in (
+                    ("user_id", user),
+                    ("agent_id", agent_id),
+                    ("session_id", session_id),
+                ):
+                    if wanted is not None and getattr(record, key) != wanted:
+                        raise NotFoundError(
+                            f"memory {mid!r} not found for {key} {wanted!r} in workspace {ws!r}"
+                        )
             deleted = self.memory.forget(
                 ids, user_id=user, agent_id=agent_id, session_id=session_id, workspace=ws
             )

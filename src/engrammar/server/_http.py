@@ -153,6 +153,11 @@ async def _body(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValidationError("body", "must be a JSON object")
     _check_json("body", data)
+    for name in _INT_PARAMS:
+        # JSON Schema counts 5.0 as an integer; Python's json reads it as a float.
+        value = data.get(name)
+        if isinstance(value, float) and value.is_integer():
+            data[name] = int(value)
     return data
 
 

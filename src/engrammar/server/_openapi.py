@@ -174,7 +174,7 @@ def _schemas() -> dict[str, Any]:
     }
     message = {
         "type": "object",
-        "required": ["content"],
+        "required": ["role", "content"],
         "additionalProperties": False,
         "properties": {
             "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
