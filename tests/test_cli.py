@@ -195,3 +195,64 @@ def test_keys_create_list_revoke(store: Path) -> None:
     assert "REVOKED" in ok(store, "keys", "list", "-w", "acme")
     assert run(store, "keys", "revoke", "nope").returncode == 1
     assert run(store, "keys", "create").returncode == 2
+
+
+def _serve(store: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}
+    env.update(ENGRAMMAR_PATH=str(store), ENGRAMMAR_EMBEDDER="hash")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engrammar.cli", "serve", "--port", str(port), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _wait(base: str, proc: subprocess.Popen[str]) -> None:
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("engrammar serve did not start")
+
+
+def test_serve_subprocess_with_keys_and_without(store: Path) -> None:
+    import httpx
+
+    key = js(store, "keys", "create", "-w", "default")["key"]
+    proc, base = _serve(store)
+    try:
+        _wait(base, proc)
+        assert httpx.get(f"{base}/v1/stats").status_code == 401
+        r = httpx.post(
+            f"{base}/v1/memories",
+            json={"content": "Served.", "user_id": "u"},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert r.status_code == 201
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+    assert js(store, "list", "-u", "u")["memories"][0]["content"] == "Served."
+    proc, base = _serve(store, "--no-auth")
+    try:
+        _wait(base, proc)
+        assert httpx.get(f"{base}/v1/stats").json()["memories"] == 1
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
