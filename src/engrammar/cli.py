@@ -336,6 +336,9 @@ def stats(ops: Any, as_json: bool, **scope: Any) -> None:
 def _bar(label: str) -> tuple[Any, Callable[[int, int], None]]:
     """A progress bar on stderr (shown only on a terminal) and the callback that moves it."""
     state: dict[str, Any] = {"bar": None, "done": 0}
+    if not sys.stderr.isatty():
+        # Scripts and pipes get no bar (click would still print its label).
+        return (lambda: None), (lambda done, total: None)
 
     def progress(done: int, total: int) -> None:
         bar = state["bar"]
