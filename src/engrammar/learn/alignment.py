@@ -110,8 +110,8 @@ def tension_deltas(
         cos = float(vectors[agreed] @ reply) if agreed in vectors else 0.0
         amount = strengthen_rate * max(cos, 0.1)
         for e in by_dst.get(agreed, []):
-            if e.src != other or e.kind in ("contradicts", "supersedes"):
-                deltas[(e.src, e.dst, e.kind)] = max(deltas.get((e.src, e.dst, e.kind), 0), amount)
+            key = (e.src, e.dst, e.kind)
+            deltas[key] = max(deltas.get(key, 0.0), amount)
         for e in by_dst.get(other, []):
             deltas[(e.src, e.dst, e.kind)] = -weaken_rate
     return deltas

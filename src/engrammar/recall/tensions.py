@@ -33,9 +33,7 @@ from .text import STOP_WORDS, _stem
 
 __all__ = ["Statement", "agreed_side", "detect_tension", "find_tensions"]
 
-_NEGATORS = frozenset(
-    "not no never none nobody nothing neither nor without hardly cannot".split()
-)
+_NEGATORS = frozenset("not no never none nobody nothing neither nor without hardly cannot".split())
 _POSITIVE = frozenset(
     """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
     glad fond fascinating fascinated great good wonderful amazing interesting fun""".split()
@@ -72,8 +70,10 @@ _NUMBER_WORDS = frozenset(
     hundred first second third fourth fifth sixth seventh eighth ninth tenth""".split()
 )
 _RESIDENCE = frozenset("live lives living lived moved move relocated home based".split())
-_LEADING = _CHANGE | _FREQUENCY | frozenset(
-    "so well yesterday today recently lately honestly actually".split()
+_LEADING = (
+    _CHANGE
+    | _FREQUENCY
+    | frozenset("so well yesterday today recently lately honestly actually".split())
 )
 _NOT_CONTENT = (
     _NEGATORS | _POSITIVE | _NEGATIVE | _FREQUENCY | _ADDITIVE | _CHANGE | {"really", "very"}
@@ -211,8 +211,10 @@ def _fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
 def _subjects_agree(a: str, b: str) -> bool:
     if a == b:
         return True
-    return "neutral" in (a, b) and not (a.startswith("other:") and b == "self") and not (
-        b.startswith("other:") and a == "self"
+    return (
+        "neutral" in (a, b)
+        and not (a.startswith("other:") and b == "self")
+        and not (b.startswith("other:") and a == "self")
     )
 
 
@@ -277,11 +279,15 @@ def detect_tension(
         if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
     }
     same_attribute = bool(shared) or (
-        bool(set(a.words) & _RESIDENCE) and bool(set(b.words) & _RESIDENCE) and bool(a.caps)
+        bool(set(a.words) & _RESIDENCE)
+        and bool(set(b.words) & _RESIDENCE)
+        and bool(a.caps)
         and bool(b.caps)
     )
-    status_change = (set(a.words) & _STATUS) and (set(b.words) & _STATUS) and (
-        set(a.words) & _STATUS != set(b.words) & _STATUS
+    status_change = (
+        (set(a.words) & _STATUS)
+        and (set(b.words) & _STATUS)
+        and (set(a.words) & _STATUS != set(b.words) & _STATUS)
     )
     if announced and same_attribute:
         what = ", ".join(sorted(announced))
@@ -297,9 +303,9 @@ def detect_tension(
         if slot is not None:
             old_value, new_value = slot
             frame = set(a.words) - set(old_value)
-            single_valued = (
-                _is_value(old_value, a.caps) and _is_value(new_value, b.caps)
-            ) or bool(frame & (_FUNCTIONAL | _COPULA))
+            single_valued = (_is_value(old_value, a.caps) and _is_value(new_value, b.caps)) or bool(
+                frame & (_FUNCTIONAL | _COPULA)
+            )
             if single_valued:
                 return make(
                     "changed_value",
