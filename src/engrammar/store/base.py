@@ -155,9 +155,7 @@ class Store(Protocol):
         """
 
     # -- graph ---------------------------------------------------------------------------------
-    def edges_from(
-        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0
-    ) -> list[Edge]:
+    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         """Edges leaving any of ``ids`` with weight >= ``min_weight``."""
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
