@@ -105,7 +105,7 @@ class Config:
     )
     graph_max_paths: int = _opt(20, "Most paths a recall returns (and feedback learns from).")
     tension_min_similarity: float = _opt(
-        0.45, "Cosine two memories need before they are checked for a contradiction."
+        0.3, "Cosine two memories need before they are checked for a contradiction."
     )
 
     def __post_init__(self) -> None:

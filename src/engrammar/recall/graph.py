@@ -20,6 +20,7 @@ so feedback that changes a weight changes what the walk brings up.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -90,7 +91,7 @@ def semantic_edges(
         block = vectors[start : start + 512] @ vectors.T
         for r in range(block.shape[0]):
             i = start + r
-            for j in np.flatnonzero(block[r] >= threshold):
+            for j in map(int, np.flatnonzero(block[r] >= threshold)):
                 if j > i and ids[j] != ids[i]:
                     w = _clamp(float(block[r, j]), lo, hi)
                     out.append(EdgeProposal(ids[i], ids[j], "semantic", w))
@@ -103,7 +104,7 @@ def sequence_edges(ids: Sequence[str], previous: str | None, weight: float) -> l
     said just before this batch in the same session (if any)."""
     chain = ([previous] if previous else []) + list(ids)
     out: list[EdgeProposal] = []
-    for a, b in zip(chain, chain[1:], strict=False):
+    for a, b in itertools.pairwise(chain):
         if a != b:
             out.append(EdgeProposal(a, b, "sequence", weight))
             out.append(EdgeProposal(b, a, "sequence", weight))

@@ -91,6 +91,8 @@ _CONTRACTIONS = {
 _IRREGULAR_NOT = {"can't": ["can", "not"], "won't": ["will", "not"], "cannot": ["can", "not"]}
 
 
+# Cosine above which a reply is taken to be about a statement at all.
+_ABOUT_SIMILARITY = 0.4
 _STOP_STEMS = frozenset(_stem(w) for w in STOP_WORDS)
 
 
@@ -355,6 +357,7 @@ def agreed_side(reply: str, a: str, b: str, cos_a: float, cos_b: float) -> int |
             score_b += 1
     if score_a != score_b:
         return 0 if score_a > score_b else 1
-    if abs(cos_a - cos_b) > 0.03:
+    # Without a telling word, only a reply clearly about the matter and clearly nearer one side.
+    if max(cos_a, cos_b) >= _ABOUT_SIMILARITY and abs(cos_a - cos_b) > 0.05:
         return 0 if cos_a > cos_b else 1
     return None
