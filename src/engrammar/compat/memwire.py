@@ -241,8 +241,11 @@ class MemWire:
         engrammar_config, self._temp = self.config.to_config()
         self.memory = Memory(engrammar_config, embedder=embedder)
 
-    def _who(self, user_id: str | None, agent_id: str | None) -> dict[str, str | None]:
-        return {"user_id": user_id or self.user_id, "agent_id": agent_id or self.agent_id}
+    def _user(self, user_id: str | None) -> str:
+        return user_id or self.user_id
+
+    def _agent(self, agent_id: str | None) -> str | None:
+        return agent_id or self.agent_id
 
     def add(
         self,
@@ -254,7 +257,11 @@ class MemWire:
     ) -> list[MemoryRecord]:
         """Store messages; returns the stored memories (MemWire returns records too)."""
         ids = self.memory.add(
-            messages, session_id=session_id, metadata=metadata, **self._who(user_id, agent_id)
+            messages,
+            session_id=session_id,
+            metadata=metadata,
+            user_id=self._user(user_id),
+            agent_id=self._agent(agent_id),
         )
         found = self.memory.store.get_memories(self.memory.config.workspace, ids)
         return [found[i] for i in ids if i in found]
@@ -269,7 +276,11 @@ class MemWire:
     ) -> MemWireRecallResult:
         """Recall memories, paths and tensions for ``query``."""
         result = self.memory.recall(
-            query, session_id=session_id, limit=limit, **self._who(user_id, agent_id)
+            query,
+            session_id=session_id,
+            limit=limit,
+            user_id=self._user(user_id),
+            agent_id=self._agent(agent_id),
         )
         records = {m.id: m.memory for m in result.memories}
         conflicted = {t.a for t in result.tensions} | {t.b for t in result.tensions}
@@ -309,7 +320,8 @@ class MemWire:
             response,
             assistant_response=assistant_response,
             recall_id=recall_id,
-            **self._who(user_id, agent_id),
+            user_id=self._user(user_id),
+            agent_id=self._agent(agent_id),
         )
 
     def search(
@@ -321,7 +333,9 @@ class MemWire:
         top_k: int = 10,
     ) -> list[tuple[MemoryRecord, float]]:
         """Ranked ``(memory, score)`` pairs; ``category`` filters on the memory kind."""
-        hits = self.memory.search(query, limit=top_k, **self._who(user_id, agent_id))
+        hits = self.memory.search(
+            query, limit=top_k, user_id=self._user(user_id), agent_id=self._agent(agent_id)
+        )
         return [(h.memory, h.score) for h in hits if category is None or h.memory.kind == category]
 
     def get_stats(self, user_id: str | None = None) -> dict[str, Any]:
