@@ -348,8 +348,11 @@ def agreed_side(reply: str, a: str, b: str, cos_a: float, cos_b: float) -> int |
     stems_a = set(pa.stems) - _STOP_STEMS
     stems_b = set(pb.stems) - _STOP_STEMS
     distinct_a, distinct_b = stems_a - stems_b, stems_b - stems_a
-    score_a = float(len(distinct_a & reply_words))
-    score_b = float(len(distinct_b & reply_words))
+    # A value (a name, a number, a date) tells the sides apart better than a frame word.
+    values_a = {_stem(w) for w in pa.words if _is_value([w], pa.caps)}
+    values_b = {_stem(w) for w in pb.words if _is_value([w], pb.caps)}
+    score_a = float(sum(2 if t in values_a else 1 for t in distinct_a & reply_words))
+    score_b = float(sum(2 if t in values_b else 1 for t in distinct_b & reply_words))
     if pa.polarity != pb.polarity and shared & set(pr.stems):
         if pr.polarity == pa.polarity:
             score_a += 1
