@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -155,11 +156,11 @@ def test_replies_raise_the_path_they_agree_with_and_sink_the_other(
         unwind_scores = [r[3] for r in rounds]
         print(rounds)
         # The agreed path rises round after round ...
-        assert all(b > a for a, b in zip(route_scores, route_scores[1:], strict=False))
+        assert all(b > a for a, b in itertools.pairwise(route_scores))
         assert route_ranks[-1] < route_ranks[0]
         # ... the misaligned one sinks, and the two swap places.
         assert unwind_scores[-1] < unwind_scores[0]
-        assert all(b <= a for a, b in zip(unwind_scores, unwind_scores[1:], strict=False))
+        assert all(b <= a for a, b in itertools.pairwise(unwind_scores))
         assert unwind_ranks[0] < route_ranks[0] and unwind_ranks[-1] > route_ranks[-1]
 
 
