@@ -55,6 +55,16 @@ def in_scope(record: MemoryRecord, scope: Scope) -> bool:
     )
 
 
+def _speaker(metadata: dict[str, Any], role: str) -> str:
+    return str(metadata.get("speaker") or role)
+
+
+def _statement(record: MemoryRecord) -> Statement:
+    return Statement(
+        record.id, record.content, record.created_at, _speaker(record.metadata, record.role)
+    )
+
+
 # -- add ------------------------------------------------------------------------------------
 def build_edges(
     store: Store, config: Config, scope: Scope, rows: Sequence[NewMemory]
@@ -110,13 +120,16 @@ def _tension_edges(
     tmin = config.tension_min_similarity
     stored = store.get_memories(rows[0].workspace, sorted({m for row in hits for m, _ in row}))
     # Messages of one batch share a timestamp; their order says which came later.
-    new = [Statement(r.id, r.content, r.created_at + i * 1e-6) for i, r in enumerate(rows)]
+    new = [
+        Statement(r.id, r.content, r.created_at + i * 1e-6, _speaker(r.metadata, r.role))
+        for i, r in enumerate(rows)
+    ]
     pairs: list[tuple[Statement, Statement, float]] = []
     for i, row in enumerate(hits):
         for other, cos in row:
             rec = stored.get(other)
             if rec is not None and cos >= tmin and other != rows[i].id:
-                pairs.append((Statement(rec.id, rec.content, rec.created_at), new[i], cos))
+                pairs.append((_statement(rec), new[i], cos))
     cap = config.graph_max_edges_per_memory
     for start in range(0, len(rows), 512):
         block = vectors[start : start + 512] @ vectors.T
@@ -256,7 +269,7 @@ def recall_tensions(
     if len(present) < 2:
         return []
     matrix = np.stack([vecs[r.id] for r in present])
-    statements = [Statement(r.id, r.content, r.created_at) for r in present]
+    statements = [_statement(r) for r in present]
     return find_tensions(statements, matrix, config.tension_min_similarity)
 
 

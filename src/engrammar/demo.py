@@ -27,7 +27,9 @@ SESSIONS = {
 }
 QUESTION = "What do you like doing on weekends?"
 # What the assistant answered each time: it keeps building on the climbing memories.
-REPLY = "You love bouldering at the climbing gym on weekends, especially that purple overhang route."
+REPLY = (
+    "You love bouldering at the climbing gym on weekends, especially that purple overhang route."
+)
 ROUNDS = 4
 
 
@@ -54,14 +56,19 @@ def show_edges(mem: Memory, result: RecallResult, texts: dict[str, str]) -> None
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder, Memory(Config(path=folder)) as mem:
         for session, messages in SESSIONS.items():
-            mem.add(messages, user_id="alice", session_id=session)
+            turns = [{"role": "user", "content": text} for text in messages]
+            mem.add(turns, user_id="alice", session_id=session)
         texts = {m.id: m.content for m in mem.list(user_id="alice")}
         print(f"Added {len(texts)} memories for alice in {len(SESSIONS)} sessions ({folder}).\n")
         print(f"Q: {QUESTION}\nA: {REPLY}\n")
 
-        watch = {i for i, t in texts.items() if t in (SESSIONS["monday"][1], SESSIONS["tuesday"][1])}
+        watch = {
+            i for i, t in texts.items() if t in (SESSIONS["monday"][1], SESSIONS["tuesday"][1])
+        }
         first = mem.recall(QUESTION, user_id="alice")
-        before = show_ranking("Ranking before feedback (* = the two memories to watch):", first, watch)
+        before = show_ranking(
+            "Ranking before feedback (* = the two memories to watch):", first, watch
+        )
         print("Edge weights on the recalled paths before:")
         show_edges(mem, first, texts)
 
@@ -97,7 +104,9 @@ def main() -> None:
         mem.add("I moved to Berlin last month.", user_id="alice", session_id="friday")
         where = mem.recall("Where do you live?", user_id="alice", limit=3)
         print("\n".join("   " + line for line in where.formatted.splitlines()))
-        stats = mem.feedback(response="Since you live in Berlin now, try Mauerpark.", user_id="alice")
+        stats = mem.feedback(
+            response="Since you live in Berlin now, try Mauerpark.", user_id="alice"
+        )
         texts = {m.id: m.content for m in mem.list(user_id="alice")}
         for side in stats["tensions"]:
             print(f"   reply agreed with: {texts[side['agreed']]!r} (edges into it strengthened)")

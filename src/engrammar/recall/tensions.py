@@ -16,7 +16,9 @@ thing; then three cues decide, each requiring the same subject (not "I" against 
   longer*, *now*, *new* ...) about something the older one states.
 
 Additive wording (*also*, *too*, *either*, *as well*) and an older statement that already
-speaks of the past (*used to*) rule a tension out.
+speaks of the past (*used to*) rule a tension out. Messages are judged sentence by sentence
+(questions, greetings and the name of the person addressed left out), and only statements of
+one speaker are compared: two people saying "I" are two subjects.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -46,12 +49,22 @@ _FREQUENCY = frozenset("always usually often sometimes rarely ever".split())
 _ADDITIVE = frozenset("also too either another".split())
 # A change announced by the newer statement; "new" counts only for something the older names.
 _CHANGE = frozenset(
-    """moved move relocated switched switch changed quit stopped left sold became become
-    anymore longer now migrated replaced started married divorced retired resigned""".split()
+    """moved move relocated switched switch changed quit stopped left sold became anymore
+    longer now migrated replaced married divorced retired resigned""".split()
 )
 _FUNCTIONAL = frozenset(
     """live lives living lived born name named called favorite favourite birthday deadline
     age old work works working worked job employed married manager boss address""".split()
+)
+# "It was amazing" / "It was awesome": opinions about a vague "it" are not facts with values.
+_VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what"])
+_EVALUATIVE = (
+    _POSITIVE
+    | _NEGATIVE
+    | frozenset(
+        """awesome amazing gorgeous beautiful cool lovely nice incredible fantastic cute sweet
+        perfect special inspiring exciting tough hard easy crazy insane wild""".split()
+    )
 )
 _COPULA = frozenset("is are was were".split())
 _RELATIONS = frozenset(
@@ -76,8 +89,11 @@ _LEADING = (
     | frozenset("so well yesterday today recently lately honestly actually".split())
 )
 _NOT_CONTENT = (
-    _NEGATORS | _POSITIVE | _NEGATIVE | _FREQUENCY | _ADDITIVE | _CHANGE | {"really", "very"}
+    _NEGATORS | _POSITIVE | _NEGATIVE | _FREQUENCY | _ADDITIVE | _CHANGE | {"really", "very", "new"}
 )
+# Markers that also occur in plain narration: they need a closer match to count.
+_WEAK_CHANGE = frozenset(["now"])
+_WEAK_OVERLAP = 0.3
 
 _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*")
 _CONTRACTIONS = {
@@ -96,13 +112,31 @@ _ABOUT_SIMILARITY = 0.4
 _STOP_STEMS = frozenset(_stem(w) for w in STOP_WORDS)
 
 
+_SENTENCE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\bProf\.)"
+    r"(?<=[.!?])\s+|\n+"
+)
+_MAX_SENTENCES = 8
+# Negations that say nothing negative.
+_IDIOMS = re.compile(r"\b(?:can't|cannot|can not) wait\b|\bno doubt\b|\bno worries\b", re.I)
+_INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no|aw+|ok|okay)"
+_VOCATIVE_START = re.compile(
+    rf"^(?:{_INTERJECTION}\b[\s,!.]*(?:[A-Z][a-z]+\b)?|[A-Z][a-z]+(?=,))[\s,!.]*",
+    re.IGNORECASE,
+)
+_VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!.,]?\s*$)")
+# Least share of content words two sentences must have in common to be about the same thing.
+_MIN_OVERLAP = 0.15
+
+
 @dataclass(frozen=True)
 class Statement:
-    """A memory as the tension detector sees it."""
+    """A memory as the tension detector sees it; ``speaker`` is who said it (their "I")."""
 
     id: str
     text: str
     created_at: float = 0.0
+    speaker: str | None = None
 
 
 @dataclass
@@ -159,15 +193,27 @@ def _subject(words: list[str], text: str) -> str:
         return "self"
     if first in ("he", "she", "they", "his", "her", "their"):
         return "other:pronoun"
-    # A capitalised first word that is no function word and no gerund is taken for a name.
+    if first in ("you", "your"):
+        return "other:you"
+    if first in ("the", "a", "an") and len(words) > 1:
+        head = next((w for w in words[1:4] if w not in STOP_WORDS and w not in _NOT_CONTENT), "")
+        return f"thing:{_stem(head)}" if head else "neutral"
+    # A capitalised first word followed by a verb-like word is taken for a name ("Melanie
+    # enjoys", "Jon's car"); "Keep going!", "Glad to ..." are not.
     original = _TOKEN.findall(text)[skip] if len(_TOKEN.findall(text)) > skip else ""
-    if original[:1].isupper() and first not in STOP_WORDS and not first.endswith("ing"):
+    nxt = words[1] if len(words) > 1 else ""
+    if (
+        original[:1].isupper()
+        and first not in STOP_WORDS
+        and (nxt == "'s" or nxt in _COPULA or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS))
+    ):
         return f"other:{first}"
     return "neutral"
 
 
+@lru_cache(maxsize=4096)
 def _parse(text: str) -> _Parsed:
-    words, caps = _split(text)
+    words, caps = _split(_IDIOMS.sub(" ", text))
     stems = [_stem(w) for w in words]
     negations = sum(1 for w in words if w in _NEGATORS)
     sentiment = 1
@@ -181,7 +227,13 @@ def _parse(text: str) -> _Parsed:
         if w not in STOP_WORDS and w not in _NOT_CONTENT and w != "'s" and len(w) > 1
     }
     joined = " ".join(words)
-    changes = {w for w in words if w in _CHANGE}
+    # "never quit" announces no change.
+    changes = {
+        w
+        for i, w in enumerate(words)
+        if w in _CHANGE
+        and not (set(words[max(0, i - 2) : i]) & _NEGATORS and w not in ("longer", "anymore"))
+    }
     if "no longer" in joined:
         changes.add("no longer")
     for i, w in enumerate(words[:-1]):
@@ -211,13 +263,14 @@ def _fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
 
 
 def _subjects_agree(a: str, b: str) -> bool:
-    if a == b:
+    """Whether two subjects may be the same: ``self`` is never ``other:*``, two different
+    ``other:*`` or ``thing:*`` are different; ``neutral`` agrees with anything."""
+    if a == b or "neutral" in (a, b):
         return True
-    return (
-        "neutral" in (a, b)
-        and not (a.startswith("other:") and b == "self")
-        and not (b.startswith("other:") and a == "self")
-    )
+    kind_a, kind_b = a.split(":", 1)[0], b.split(":", 1)[0]
+    if kind_a == kind_b:
+        return False  # other:x vs other:y, thing:x vs thing:y
+    return {kind_a, kind_b} != {"self", "other"}
 
 
 def _is_value(words: Sequence[str], caps: set[str]) -> bool:
@@ -247,19 +300,49 @@ def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     return a.words[i1:i2], b.words[j1:j2]
 
 
+def _sentences(text: str) -> list[str]:
+    """The statements of a message: sentences that are not questions and have some words,
+    without greetings and names of the person addressed ("Thanks, Mel!")."""
+    out = []
+    for sentence in _SENTENCE_END.split(text.strip()):
+        sentence = _VOCATIVE_END.sub("", _VOCATIVE_START.sub("", sentence.strip()))
+        if sentence.endswith("?") or len(_TOKEN.findall(sentence)) < 2:
+            continue
+        out.append(sentence)
+    return out[:_MAX_SENTENCES]
+
+
 def detect_tension(
-    older: Statement, newer: Statement, similarity: float, min_similarity: float = 0.35
+    older: Statement, newer: Statement, similarity: float, min_similarity: float = 0.3
 ) -> Tension | None:
     """Whether ``newer`` contradicts ``older`` (see the module docstring); ``similarity`` is
-    the cosine of their embeddings. The statements are ordered by ``created_at`` first."""
+    the cosine of their embeddings. The statements are ordered by ``created_at`` first; a
+    message of several sentences is judged sentence by sentence (questions skipped)."""
     if newer.created_at < older.created_at:
         older, newer = newer, older
     if similarity < min_similarity:
         return None
-    a, b = _parse(older.text), _parse(newer.text)
+    for sa in _sentences(older.text):
+        for sb in _sentences(newer.text):
+            found = _detect(sa, sb, older, newer, similarity)
+            if found is not None:
+                return found
+    return None
+
+
+def _detect(
+    sa: str, sb: str, older: Statement, newer: Statement, similarity: float
+) -> Tension | None:
+    a, b = _parse(sa), _parse(sb)
     if not _subjects_agree(a.subject, b.subject) or a.additive or b.additive or a.used_to:
         return None
+    # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
+    # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
+    if older.speaker != newer.speaker:
+        return None
     shared = _fuzzy_shared(a.content, b.content)
+    # Sharing one word among many is chat, not a statement about the same thing.
+    overlap = len(shared) / max(1, len(a.content | b.content))
     only_a = a.content - shared - {y for y in a.content if y in _fuzzy_shared({y}, b.content)}
     only_b = b.content - _fuzzy_shared(b.content, a.content)
     newer_id = newer.id if newer.created_at > older.created_at else None
@@ -280,6 +363,10 @@ def detect_tension(
         for c in b.changes - a.changes
         if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
     }
+    if all(c in _WEAK_CHANGE or c.startswith("new ") for c in announced) and (
+        overlap < _WEAK_OVERLAP
+    ):
+        announced = set()
     same_attribute = bool(shared) or (
         bool(set(a.words) & _RESIDENCE)
         and bool(set(b.words) & _RESIDENCE)
@@ -291,13 +378,19 @@ def detect_tension(
         and (set(b.words) & _STATUS)
         and (set(a.words) & _STATUS != set(b.words) & _STATUS)
     )
-    if announced and same_attribute:
+    if announced and same_attribute and (overlap >= _MIN_OVERLAP or not shared):
         what = ", ".join(sorted(announced))
         return make("superseded", 0.5 + 0.5 * similarity, f"newer statement says '{what}'")
     if status_change:
         return make("changed_value", 0.5 + 0.5 * similarity, "status changed")
     # Negation: opposite polarity about the same thing.
-    if a.polarity != b.polarity and shared and (not only_a or not only_b):
+    if (
+        a.polarity != b.polarity
+        and "neutral" not in (a.subject, b.subject)  # exhortations, idioms: "never give up!"
+        and shared
+        and (not only_a or not only_b)
+        and overlap >= _MIN_OVERLAP
+    ):
         return make("negation", 0.4 + 0.6 * similarity, "opposite statements about the same thing")
     # Changed value: one slot of the same frame differs, and the slot holds a single value.
     if a.polarity == b.polarity:
@@ -305,10 +398,12 @@ def detect_tension(
         if slot is not None:
             old_value, new_value = slot
             frame = set(a.words) - set(old_value)
+            vague = a.words[0] in _VAGUE if a.words else True
+            evaluative = any(w in _EVALUATIVE for w in [*old_value, *new_value])
             single_valued = (_is_value(old_value, a.caps) and _is_value(new_value, b.caps)) or bool(
-                frame & (_FUNCTIONAL | _COPULA)
+                frame & _FUNCTIONAL or (frame & _COPULA and not vague)
             )
-            if single_valued:
+            if single_valued and not evaluative:
                 return make(
                     "changed_value",
                     0.4 + 0.6 * similarity,
