@@ -33,8 +33,8 @@ from engrammar.recall.tensions import Statement, detect_tension
 
 SETTINGS: list[tuple[str, dict[str, Any]]] = [
     ("graph off (graph_depth=0)", {"graph_depth": 0}),
-    ("graph_weight=0.1", {"graph_weight": 0.1}),
-    ("graph_weight=0.3 (default)", {}),
+    ("graph_weight=0.1 (default)", {}),
+    ("graph_weight=0.3", {"graph_weight": 0.3}),
     ("graph_weight=0.5", {"graph_weight": 0.5}),
 ]
 
