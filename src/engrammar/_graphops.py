@@ -135,10 +135,11 @@ def _tension_edges(
         block = vectors[start : start + 512] @ vectors.T
         for r in range(block.shape[0]):
             i = start + r
-            order = np.argsort(-block[r])[: cap + 1]
-            for j in order:
-                if j > i and block[r, j] >= tmin:
-                    pairs.append((new[i], new[int(j)], float(block[r, j])))
+            row = block[r]
+            order = np.argpartition(-row, cap)[: cap + 1] if len(row) > cap + 1 else range(len(row))
+            for j in map(int, order):
+                if j > i and row[j] >= tmin:
+                    pairs.append((new[i], new[j], float(row[j])))
     out: list[EdgeProposal] = []
     for older, newer, cos in pairs:
         found = detect_tension(older, newer, cos, tmin)
