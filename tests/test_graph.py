@@ -65,6 +65,10 @@ def test_cap_keeps_the_strongest_and_respects_existing_degree() -> None:
         ("d8", "semantic"),
     ]
     assert not [p for p in kept if p.src == "old"]  # already at its cap
+    # ... but a stored memory always links on to the next message of its conversation.
+    props.append(EdgeProposal("old", "n", "sequence", 0.5))
+    kept = cap_edges(props, {"n"}, {"old": 3}, cap=3)
+    assert [(p.dst, p.kind) for p in kept if p.src == "old"] == [("n", "sequence")]
 
 
 def test_expand_follows_the_strongest_edges_without_cycles() -> None:

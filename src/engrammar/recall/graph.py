@@ -178,8 +178,9 @@ def cap_edges(
     cap: int,
 ) -> list[EdgeProposal]:
     """At most ``cap`` outgoing edges per memory: one edge per (src, dst, kind) at its highest
-    weight, contradictions and sequence first, then by weight. Memories already stored keep
-    the edges they have and only take new ones while under the cap."""
+    weight, contradictions and sequence first, then by weight. A memory already stored keeps
+    the edges it has; it always takes its link to the next message of its conversation, and
+    other new edges (contradictions first) only while under the cap."""
     best: dict[tuple[str, str, str], EdgeProposal] = {}
     for p in proposals:
         if p.src == p.dst:
@@ -193,8 +194,16 @@ def cap_edges(
     out: list[EdgeProposal] = []
     for src, props in by_src.items():
         props.sort(key=lambda p: (_PRIORITY.get(p.kind, 3), -p.weight, p.dst))
-        room = cap if src in new_ids else cap - existing_out_degree.get(src, 0)
-        out.extend(props[: max(0, room)])
+        if src in new_ids:
+            out.extend(props[:cap])
+            continue
+        room = cap - existing_out_degree.get(src, 0)
+        for p in props:
+            if p.kind == "sequence":
+                out.append(p)
+            elif room > 0:
+                out.append(p)
+                room -= 1
     return out
 
 

@@ -392,8 +392,8 @@ def _detect(
         and overlap >= _MIN_OVERLAP
     ):
         return make("negation", 0.4 + 0.6 * similarity, "opposite statements about the same thing")
-    # Changed value: one slot of the same frame differs, and the slot holds a single value.
-    if a.polarity == b.polarity:
+    # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact.
+    if a.polarity == b.polarity and "neutral" not in (a.subject, b.subject):
         slot = _changed_slot(a, b)
         if slot is not None:
             old_value, new_value = slot
