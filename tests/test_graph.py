@@ -231,3 +231,13 @@ def test_recall_respects_the_session_filter_along_paths(mem: Memory) -> None:
     result = mem.recall("alpha beta", user_id="u", session_id="s1")
     assert not set(other) & {m.id for m in result.memories}
     assert not any(set(other) & set(p.nodes) for p in result.paths)
+
+
+def test_graph_weight_zero_keeps_paths_but_not_their_influence(store_path: Path) -> None:
+    config = Config(path=str(store_path), graph_weight=0.0)
+    with Memory(config, embedder=HashEmbedder()) as mem:
+        mem.add(["alpha beta gamma", "zeta eta theta", "alpha delta"], user_id="u", session_id="s")
+        result = mem.recall("alpha beta", user_id="u")
+        assert result.paths  # feedback can still learn from them
+        search = mem.search("alpha beta", user_id="u")
+        assert [m.id for m in result.memories] == [m.id for m in search]

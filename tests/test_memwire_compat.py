@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from engrammar import ValidationError
 from engrammar.compat.memwire import IGNORED, MAPPED, MemWire, MemWireConfig, RecallPath
 from engrammar.embed.onnx import MiniLMEmbedder
 
@@ -40,6 +41,7 @@ def test_seed_example_runs_with_only_the_import_changed(
     namespace: dict[str, Any] = {"OpenAI": OpenAI}
     # The seed's example, verbatim but for the import line (and the OpenAI import above).
     example = """
+from engrammar import ValidationError
 from engrammar.compat.memwire import MemWire, MemWireConfig
 
 client = OpenAI()
@@ -104,6 +106,14 @@ def test_config_names_map_or_are_documented_as_ignored(tmp_path: Path) -> None:
     assert mapped.feedback_strengthen_rate == 0.2
     with pytest.raises(TypeError):
         MemWireConfig(not_a_memwire_option=1)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError) as err:
+        MemWireConfig(database_url="mysql://db/x").to_config()
+    assert err.value.field == "database_url"
+    with pytest.raises(ValidationError) as err:
+        MemWireConfig(engrammar={"nope": 1}).to_config()
+    assert err.value.field == "engrammar"
+    tuned, _ = MemWireConfig(engrammar={"graph_weight": 0.2}).to_config()
+    assert tuned.graph_weight == 0.2
 
 
 @pytest.mark.model

@@ -194,7 +194,7 @@ def graph_rank(
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []
-    if config.graph_depth > 0 and config.graph_weight > 0 and seeds:
+    if config.graph_depth > 0 and seeds:
         frontier = [Walk([c.id], score=c.relevance) for c in cands[: config.graph_seeds]]
         for _ in range(config.graph_depth):
             edges = store.edges_from(

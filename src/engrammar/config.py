@@ -106,8 +106,9 @@ class Config:
     graph_weight: float = _opt(
         0.1,
         "Weight of graph support (seed relevance x edge weights along the best path) added to a "
-        "memory's relevance; 0 switches the graph's influence on ranking off. 0.1 measured best "
-        "of 0 / 0.1 / 0.3 / 0.5 on LoCoMo (bench/results/graph.md).",
+        "memory's relevance. 0 keeps the walks (paths, feedback) but ranks without them; "
+        "graph_depth=0 switches the graph off. 0.1 measured best of 0 / 0.1 / 0.3 / 0.5 on "
+        "LoCoMo (bench/results/graph.md).",
     )
     graph_max_paths: int = _opt(20, "Most paths a recall returns (and feedback learns from).")
     tension_min_similarity: float = _opt(
