@@ -45,8 +45,11 @@ def show_ranking(title: str, result: RecallResult, mark: set[str]) -> list[str]:
     return [m.id for m in result.memories]
 
 
-def show_edges(mem: Memory, result: RecallResult, texts: dict[str, str]) -> None:
-    pairs = {(p.nodes[i], p.nodes[i + 1]) for p in result.paths for i in range(len(p.kinds))}
+def path_pairs(result: RecallResult) -> set[tuple[str, str]]:
+    return {(p.nodes[i], p.nodes[i + 1]) for p in result.paths for i in range(len(p.kinds))}
+
+
+def show_edges(mem: Memory, pairs: set[tuple[str, str]], texts: dict[str, str]) -> None:
     edges = mem.store.edges_from(mem.config.workspace, sorted({a for a, _ in pairs}))
     for e in sorted(edges, key=lambda e: (texts[e.src], texts[e.dst], e.kind)):
         if (e.src, e.dst) in pairs:
@@ -69,8 +72,9 @@ def main() -> None:
         before = show_ranking(
             "Ranking before feedback (* = the two memories to watch):", first, watch
         )
+        pairs = path_pairs(first)
         print("Edge weights on the recalled paths before:")
-        show_edges(mem, first, texts)
+        show_edges(mem, pairs, texts)
 
         result = first
         for round_no in range(1, ROUNDS + 1):
@@ -82,8 +86,8 @@ def main() -> None:
             result = mem.recall(QUESTION, user_id="alice")
         print()
         after = show_ranking(f"Ranking after {ROUNDS} rounds:", result, watch)
-        print("Edge weights on the recalled paths after:")
-        show_edges(mem, result, texts)
+        print("The same edges after:")
+        show_edges(mem, pairs, texts)
         print("\nRank changes:")
         for memory_id in sorted(watch, key=lambda i: texts[i]):
             print(
