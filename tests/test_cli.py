@@ -256,3 +256,18 @@ def test_serve_subprocess_with_keys_and_without(store: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=20)
+
+
+def test_feedback_and_explain(store: Path) -> None:
+    (docs,) = ok(store, "add", "I always write documentation before code.", "-u", "alice").split()
+    ok(store, "add", "Docs first, then tests.", "-u", "alice")
+    recall_id = js(store, "recall", "documentation first", "-u", "alice")["recall_id"]
+    fb = js(store, "feedback", "You write documentation first.", "-u", "alice")
+    assert fb["recall_id"] == recall_id and fb["consumed"] is True
+    again = ok(store, "feedback", "again", "-u", "alice", "--recall-id", recall_id)
+    assert "already received feedback" in again
+    why = js(store, "explain", "documentation first", docs, "-u", "alice")
+    assert why["memory_id"] == docs and "final" in why["components"]
+    assert "final" in ok(store, "explain", "documentation first", docs, "-u", "alice")
+    missing = run(store, "explain", "documentation", "nope", "-u", "alice")
+    assert missing.returncode == 1 and "not found" in missing.stderr

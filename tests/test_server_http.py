@@ -429,3 +429,91 @@ def test_delete_with_a_scope_that_does_not_match_is_not_found(srv: Server) -> No
         assert r.status_code == 200 and len(r.json()["results"]) == 1
         assert c.delete(f"/v1/memories/{mid}", params={"user_id": "ivy"}).json() == {"deleted": 1}
         assert c.get(f"/v1/memories/{mid}").status_code == 404
+
+
+# -- alignment feedback and explanations ---------------------------------------------------------
+def test_rest_feedback_and_explain(srv: Server) -> None:
+    with srv.client("a") as c:
+        ids = c.post(
+            "/v1/memories",
+            json={"content": "I always write documentation before code.", "user_id": "fay"},
+        ).json()["ids"]
+        c.post("/v1/memories", json={"content": "Docs first, then tests.", "user_id": "fay"})
+        recall = c.post("/v1/recall", json={"query": "documentation first", "user_id": "fay"})
+        recall_id = recall.json()["recall_id"]
+        fb = _check(
+            c.post(
+                "/v1/feedback",
+                json={"response": "You write documentation first.", "user_id": "fay"},
+            ),
+            "/v1/feedback",
+            "post",
+        )
+        assert fb["recall_id"] == recall_id and fb["consumed"] is True
+        again = c.post(
+            "/v1/feedback",
+            json={"response": "Once more.", "user_id": "fay", "recall_id": recall_id},
+        )
+        assert again.status_code == 200 and again.json()["strengthened"] == 0
+        why = _check(
+            c.post(
+                "/v1/explain",
+                json={"query": "documentation first", "memory_id": ids[0], "user_id": "fay"},
+            ),
+            "/v1/explain",
+            "post",
+        )
+        assert why["memory_id"] == ids[0] and "final" in why["components"]
+        r = c.post("/v1/feedback", json={"user_id": "fay"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "response"
+
+
+def test_feedback_and_explain_stay_inside_the_tenant(srv: Server) -> None:
+    with srv.client("b") as b:
+        (b_id,) = b.post("/v1/memories", json={"content": "B plans.", "user_id": "zed"}).json()[
+            "ids"
+        ]
+        b_recall = b.post("/v1/recall", json={"query": "plans", "user_id": "zed"}).json()[
+            "recall_id"
+        ]
+    with srv.client("a") as a:
+        (bob_id,) = a.post("/v1/memories", json={"content": "Bob plans.", "user_id": "bob"}).json()[
+            "ids"
+        ]
+        bob_recall = a.post("/v1/recall", json={"query": "plans", "user_id": "bob"}).json()[
+            "recall_id"
+        ]
+        r = a.post(
+            "/v1/feedback", json={"response": "B plans.", "recall_id": b_recall, "user_id": "zed"}
+        )
+        assert r.status_code == 404
+        r = a.post("/v1/feedback", json={"response": "x", "user_id": "zed", "workspace": "team-b"})
+        assert r.status_code == 403
+        r = a.post("/v1/explain", json={"query": "plans", "memory_id": b_id, "user_id": "zed"})
+        assert r.status_code == 404
+        r = a.post(
+            "/v1/explain",
+            json={"query": "plans", "memory_id": b_id, "user_id": "zed", "workspace": "team-b"},
+        )
+        assert r.status_code == 403
+    with srv.client("alice") as c:
+        r = c.post("/v1/feedback", json={"response": "Bob plans.", "recall_id": bob_recall})
+        assert r.status_code == 404
+        r = c.post("/v1/feedback", json={"response": "Bob plans.", "user_id": "bob"})
+        assert r.status_code == 403
+        r = c.post("/v1/explain", json={"query": "plans", "memory_id": bob_id})
+        assert r.status_code == 404
+        recalled = c.post("/v1/recall", json={"query": "plans tea note"}).json()
+        assert {m["memory"]["user_id"] for m in recalled["memories"]} <= {"alice"}
+    # Nothing was consumed: the owners' feedback still acts on their recalls.
+    with srv.client("b") as b:
+        fb = b.post(
+            "/v1/feedback", json={"response": "B plans.", "recall_id": b_recall, "user_id": "zed"}
+        )
+        assert fb.json()["consumed"] is True
+    with srv.client("a") as a:
+        fb = a.post(
+            "/v1/feedback",
+            json={"response": "Bob plans.", "recall_id": bob_recall, "user_id": "bob"},
+        )
+        assert fb.json()["consumed"] is True

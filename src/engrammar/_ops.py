@@ -239,6 +239,52 @@ class Operations:
             out.pop("file", None)
         return out
 
+    # -- the feedback loop and explanations --------------------------------------------------
+    def feedback(
+        self,
+        *,
+        response: Any,
+        recall_id: Any = None,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        # The recall is looked up within the principal's scope, so another tenant's
+        # recall_id is not found rather than consumed.
+        return self.memory.feedback(
+            response,
+            user_id=user,
+            agent_id=agent_id,
+            session_id=session_id,
+            workspace=ws,
+            recall_id=recall_id,
+        )
+
+    def explain(
+        self,
+        *,
+        query: Any,
+        memory_id: Any,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        limit: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        self._own(memory_id, ws)
+        return self.memory.explain(
+            query,
+            memory_id,
+            user_id=user,
+            agent_id=agent_id,
+            session_id=session_id,
+            workspace=ws,
+            limit=limit,
+        )
+
 
 def call(op: Callable[..., dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:
     """Call an operation with a JSON object, refusing unknown and missing fields by name."""

@@ -332,6 +332,59 @@ def stats(ops: Any, as_json: bool, **scope: Any) -> None:
     )
 
 
+@cli.command()
+@click.argument("response")
+@click.option("--recall-id", help="The recall to act on (default: the scope's newest unused one).")
+@_scope_options
+@_store_options
+@_with_ops
+def feedback(ops: Any, response: str, recall_id: str | None, as_json: bool, **scope: Any) -> None:
+    """Teach engrammar from RESPONSE, the reply you produced after a recall ('-': stdin).
+
+    Graph links along recalled paths that the reply agreed with are strengthened; those it
+    ignored are weakened. A recall is used once.
+
+    \b
+      engrammar recall "How do you approach projects?" -u alice
+      engrammar feedback "You write the docs first, then code." -u alice
+    """
+    text = sys.stdin.read() if response == "-" else response
+    data = ops.feedback(response=text, recall_id=recall_id, **scope)
+    _emit(
+        as_json,
+        data,
+        lambda d: (
+            d.get("message")
+            or f"strengthened {d['strengthened']}, weakened {d['weakened']} (recall {d['recall_id']})"
+        ),
+    )
+
+
+@cli.command()
+@click.argument("query")
+@click.argument("memory_id")
+@_scope_options
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), help="The result size ranked against.")
+@_store_options
+@_with_ops
+def explain(
+    ops: Any, query: str, memory_id: str, limit: int | None, as_json: bool, **scope: Any
+) -> None:
+    """Explain why MEMORY_ID ranks where it does for QUERY: every part of its score."""
+    data = ops.explain(query=query, memory_id=memory_id, limit=limit, **scope)
+
+    def text(d: dict[str, Any]) -> str:
+        lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
+        lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
+        if d.get("best_path"):
+            lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
+        if d.get("formula"):
+            lines.append(d["formula"])
+        return "\n".join(lines)
+
+    _emit(as_json, data, text)
+
+
 # -- export / import -----------------------------------------------------------------------------
 def _bar(label: str) -> tuple[Any, Callable[[int, int], None]]:
     """A progress bar on stderr (shown only on a terminal) and the callback that moves it."""

@@ -300,6 +300,8 @@ def _routes() -> list[Route]:
         Route("/v1/search", _endpoint(_from_body("search")), methods=["POST"]),
         Route("/v1/forget", _endpoint(_from_body("forget")), methods=["POST"]),
         Route("/v1/stats", _endpoint(_from_query("stats")), methods=["GET"]),
+        Route("/v1/feedback", _endpoint(_from_body("feedback")), methods=["POST"]),
+        Route("/v1/explain", _endpoint(_from_body("explain")), methods=["POST"]),
     ]
 
 

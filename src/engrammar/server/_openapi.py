@@ -334,6 +334,50 @@ def _schemas() -> dict[str, Any]:
                 "history": {"type": "array", "items": {"type": "object"}},
             },
         },
+        "FeedbackRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["response"],
+            "description": "The reply produced after a recall; acts on `recall_id` or on the "
+            "scope's newest unconsumed recall.",
+            "properties": {
+                "response": {"type": "string", "minLength": 1},
+                "recall_id": {**_ID, "description": "The recall to act on."},
+                **_scope_props(),
+            },
+        },
+        "FeedbackResult": {
+            "type": "object",
+            "required": ["strengthened", "weakened"],
+            "properties": {
+                "strengthened": {"type": "integer", "minimum": 0},
+                "weakened": {"type": "integer", "minimum": 0},
+                "recall_id": _NULLABLE_STR,
+                "consumed": {"type": "boolean"},
+            },
+        },
+        "ExplainRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query", "memory_id"],
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "memory_id": _ID,
+                **_scope_props(),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+            },
+        },
+        "Explanation": {
+            "type": "object",
+            "required": ["memory_id", "query", "components"],
+            "properties": {
+                "memory_id": {"type": "string"},
+                "query": {"type": "string"},
+                "rank": {"type": ["integer", "null"]},
+                "score": {"type": ["number", "null"]},
+                "components": {"type": "object"},
+            },
+        },
         "Stats": {
             "type": "object",
             "required": ["memories"],
@@ -441,6 +485,28 @@ def _document() -> dict[str, Any]:
                 body=_ref("ForgetRequest"),
                 errors=(401, 403, 404, 422),
                 op_id="forget",
+            ),
+        },
+        "/v1/feedback": {
+            "post": _op(
+                "Learn from the reply to a recall (MemWire alignment feedback)",
+                (
+                    200,
+                    "How many graph edges were strengthened and weakened.",
+                    _ref("FeedbackResult"),
+                ),
+                body=_ref("FeedbackRequest"),
+                errors=(401, 403, 404, 422),
+                op_id="feedback",
+            ),
+        },
+        "/v1/explain": {
+            "post": _op(
+                "Why a memory ranks where it does for a query",
+                (200, "Every component of the memory's score.", _ref("Explanation")),
+                body=_ref("ExplainRequest"),
+                errors=(401, 403, 404, 422),
+                op_id="explain",
             ),
         },
         "/v1/stats": {
