@@ -339,10 +339,12 @@ def _schemas() -> dict[str, Any]:
             "additionalProperties": False,
             "required": ["response"],
             "description": "The reply produced after a recall; acts on `recall_id` or on the "
-            "scope's newest unconsumed recall.",
+            "scope's newest unconsumed recall. Name at least one of user_id, agent_id, "
+            "session_id.",
+            "allOf": [_NEED_SCOPE],
             "properties": {
-                "response": {"type": "string", "minLength": 1},
-                "recall_id": {**_ID, "description": "The recall to act on."},
+                "response": _TEXT,
+                "recall_id": {**_opt(_ID), "description": "The recall to act on."},
                 **_scope_props(),
             },
         },
@@ -360,11 +362,13 @@ def _schemas() -> dict[str, Any]:
             "type": "object",
             "additionalProperties": False,
             "required": ["query", "memory_id"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
             "properties": {
-                "query": {"type": "string", "minLength": 1},
+                "query": _TEXT,
                 "memory_id": _ID,
                 **_scope_props(),
-                "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
             },
         },
         "Explanation": {
