@@ -238,3 +238,26 @@ def test_an_edge_on_an_aligned_path_is_not_weakened_by_another_path() -> None:
     deltas, _ = alignment_deltas(paths, vectors, reply, **RATES)
     assert deltas[("a", "b", "semantic")] > 0
     assert deltas[("z", "z2", "semantic")] == -0.05
+
+
+def test_concurrent_feedback_consumes_a_recall_exactly_once(store_path: Path) -> None:
+    import threading
+
+    with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as first:
+        first.add(["alpha beta gamma", "alpha beta delta", "alpha gamma delta"], user_id="u")
+        first.recall("alpha beta", user_id="u")
+        # A second Memory on the same file: another connection, as another process would have.
+        with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as second:
+            results: list[dict[str, object]] = []
+            barrier = threading.Barrier(2)
+
+            def run(mem: Memory) -> None:
+                barrier.wait()
+                results.append(mem.feedback(response="alpha beta gamma", user_id="u"))
+
+            threads = [threading.Thread(target=run, args=(m,)) for m in (first, second)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert sorted(bool(r["consumed"]) for r in results) == [False, True]
