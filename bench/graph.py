@@ -208,9 +208,9 @@ def main() -> None:
         "version of the rules; later changes (made so that real chat, LoCoMo, is not flagged "
         "everywhere) were re-checked on it, and one of them (no sentence split after 'Dr.') was "
         "prompted by a held-out miss. Similarity gate: `tension_min_similarity` = 0.3. On LoCoMo "
-        "the add-time check links 8 pairs as contradicting among 788 messages of 2 conversations "
-        "(bench/results/graph.md); the first rules linked 290 there, nearly all chat "
-        "misread as contradictions.",
+        "the add-time check makes 8 'contradicts' edges (4 pairs, both ways) among 788 messages "
+        "of 2 conversations (bench/results/graph.md); the first rules made 290 there, nearly all "
+        "chat misread as contradictions.",
         "",
         "| set | pairs | contradictions | precision | recall |",
         "|---|---|---|---|---|",
