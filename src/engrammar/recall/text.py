@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["STOP_WORDS", "terms"]
+__all__ = ["STOP_WORDS", "embedding_text", "embedding_texts", "index_text", "terms"]
 
 # Function words carry no topic; left in, they dominate BM25 on conversational text and turn
 # into hubs of the memory graph.
@@ -52,4 +52,52 @@ def terms(text: str) -> list[str]:
             if not word or word in STOP_WORDS:
                 continue
         out.append(_stem(word))
+    return out
+
+
+def index_text(content: str, speaker: str | None = None) -> str:
+    """What search indexes for a memory: ``"speaker: content"`` when the speaker is known.
+
+    Conversational questions name people ("What did Caroline research?") while what people
+    say rarely names themselves; with the speaker in the indexed text both keyword and vector
+    search can match the person as well as the topic.
+    """
+    return f"{speaker}: {content}" if speaker else content
+
+
+def embedding_text(
+    content: str,
+    speaker: str | None = None,
+    context: tuple[str | None, str] | None = None,
+) -> str:
+    """The text a memory's vector is computed from: its :func:`index_text`, preceded by the
+    message said just before it (``context`` = (speaker, content)) when there is one.
+
+    A reply ("Yes, twice last summer!") means little without the question it answers, so the
+    vector carries a line of the conversation before it.
+    """
+    text = index_text(content, speaker)
+    if context is None:
+        return text
+    prev_speaker, prev_content = context
+    return f"{index_text(_clip(prev_content), prev_speaker)}\n{text}"
+
+
+_CONTEXT_WORDS = 60
+
+
+def _clip(text: str) -> str:
+    # The previous message is context, not content: a long one would crowd out the memory
+    # itself in the model's fixed window (and cost time), so only its start is kept.
+    words = text.split()
+    return text if len(words) <= _CONTEXT_WORDS else " ".join(words[:_CONTEXT_WORDS]) + " …"
+
+
+def embedding_texts(messages: list[tuple[str, str | None]], with_context: bool) -> list[str]:
+    """:func:`embedding_text` of each ``(content, speaker)`` of one batch, in order; with
+    ``with_context`` each message after the first carries the one before it."""
+    out = []
+    for i, (content, speaker) in enumerate(messages):
+        context = (messages[i - 1][1], messages[i - 1][0]) if with_context and i else None
+        out.append(embedding_text(content, speaker, context))
     return out
