@@ -73,8 +73,9 @@ class Config:
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
     embed_context: bool = _opt(
         True,
-        "Embed each message together with the message before it in the same add call "
-        "(a reply means little without what it answers).",
+        "Embed a message that replies to someone (the message before it in the same add call "
+        "has another speaker or role) together with that message: a reply means little "
+        "without what it answers.",
     )
     speaker_boost: float = _opt(
         0.3, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."

@@ -24,12 +24,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .config import Config
 from .memory import Memory
 
 __all__ = [
     "DEFAULT_DATA",
     "LocomoRun",
     "ask",
+    "evaluate",
     "ingest",
     "load",
     "parse_numbers",
@@ -189,3 +191,47 @@ def parse_numbers(spec: str, top: int) -> list[int]:
             raise ValueError(f"conversation numbers must be within 1-{top}, got {part!r}")
         out += range(a, b + 1)
     return sorted(set(out))
+
+
+def evaluate(
+    data_path: Path | str,
+    store_dir: Path | str,
+    *,
+    conversations: str = "1-10",
+    limit: int = 50,
+    config: Config | None = None,
+    run_file: Path | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Ingest the chosen conversations into a fresh store under ``store_dir``, ask every
+    question with evidence through ``recall`` and score the run with the referee.
+
+    Returns ``{"report": <referee report>, "ingest_s", "turns", "recall_ms": {p50, p95}}``.
+    """
+    data = load(data_path)
+    ref = referee(referee_path(data_path))
+    chosen = [data[n - 1] for n in parse_numbers(conversations, len(data))]
+    cfg = (config or Config()).replace(path=str(store_dir))
+    with Memory(cfg) as mem:
+        t0 = time.perf_counter()
+        turns = 0
+        for sample in chosen:
+            turns += ingest(mem, sample)
+            log(f"ingested {sample['sample_id']} ({turns} turns so far)")
+        ingest_s = time.perf_counter() - t0
+        items = [q for q in questions(ref, chosen) if q["evidence"]]
+        log(f"asking {len(items)} questions")
+        run = ask(mem, items, limit=limit)
+    if run_file is not None:
+        run.write(run_file)
+    report, _ = score(ref, chosen, run)
+    return {
+        "report": report,
+        "ingest_s": round(ingest_s, 2),
+        "turns": turns,
+        "questions": len(items),
+        "recall_ms": {
+            "p50": round(percentile(run.seconds, 50) * 1000, 2),
+            "p95": round(percentile(run.seconds, 95) * 1000, 2),
+        },
+    }

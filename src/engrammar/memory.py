@@ -197,7 +197,9 @@ class Memory:
                 meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
         vectors = self._embed(
-            embedding_texts([(p[1], _speaker(p[4])) for p in prepared], self.config.embed_context)
+            embedding_texts(
+                [(p[1], _speaker(p[4]), p[0]) for p in prepared], self.config.embed_context
+            )
         )
         rows = [
             NewMemory(

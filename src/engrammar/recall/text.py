@@ -93,11 +93,19 @@ def _clip(text: str) -> str:
     return text if len(words) <= _CONTEXT_WORDS else " ".join(words[:_CONTEXT_WORDS]) + " …"
 
 
-def embedding_texts(messages: list[tuple[str, str | None]], with_context: bool) -> list[str]:
-    """:func:`embedding_text` of each ``(content, speaker)`` of one batch, in order; with
-    ``with_context`` each message after the first carries the one before it."""
+def embedding_texts(messages: list[tuple[str, str | None, str]], with_context: bool) -> list[str]:
+    """:func:`embedding_text` of each ``(content, speaker, role)`` of one batch, in order.
+
+    With ``with_context``, a message that replies to someone else (the message before it in
+    the batch has another speaker or role) carries that message as context; consecutive
+    messages of one speaker are separate statements and are embedded on their own.
+    """
     out = []
-    for i, (content, speaker) in enumerate(messages):
-        context = (messages[i - 1][1], messages[i - 1][0]) if with_context and i else None
+    for i, (content, speaker, role) in enumerate(messages):
+        context = None
+        if with_context and i:
+            prev_content, prev_speaker, prev_role = messages[i - 1]
+            if (prev_speaker or prev_role) != (speaker or role):
+                context = (prev_speaker, prev_content)
         out.append(embedding_text(content, speaker, context))
     return out
