@@ -114,11 +114,11 @@ def test_rescore_leaves_queries_naming_everyone_or_no_one_alone() -> None:
 
 def test_sequence_support_adds_the_best_neighbour_without_chaining() -> None:
     cands = _cands(("q", 1.0), ("x", 0.5))
-    neighbours = {"q": ["r", "p"], "r": ["q", "s"], "x": ["q"]}
-    out = {c.id: c for c in sequence_support(cands, neighbours, 0.3)}
-    assert out["q"].relevance == pytest.approx(1.0 + 0.3 * 0.5)
+    neighbours = {"q": [("r", 0.5), ("p", 1.0)], "r": [("q", 0.5), ("s", 0.5)], "x": [("q", 1.0)]}
+    out = {c.id: c for c in sequence_support(cands, neighbours, 0.6)}
+    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 1.0 * 0.5)
     assert out["r"].relevance == pytest.approx(0.3) and out["r"].components["sequence"] == 0.3
-    assert out["p"].relevance == pytest.approx(0.3)
+    assert out["p"].relevance == pytest.approx(0.6)  # a stronger edge carries more support
     assert "s" not in out  # support comes from candidates' own relevance only
     assert sequence_support(cands, neighbours, 0.0) is cands
 

@@ -13,20 +13,18 @@ from typing import Any
 import numpy as np
 
 from . import _validate as v
+from ._refine import refine_candidates
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .models import KINDS, ROLES, MemoryRecord, RecallResult, Scope, ScoredMemory
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
-from .recall.query import rescore, sequence_support
-from .recall.text import embedding_text, embedding_texts
+from .recall.text import embedding_text, embedding_texts, speaker_of
 from .store import NewMemory, RecallRecord, Store, open_store
 
 __all__ = ["Memory"]
 
-# Fused candidates that query-aware rescoring and neighbour support look at.
-_REFINE_DEPTH = 60
 _MESSAGE_KEYS = {"role", "content", "metadata", "timestamp", "kind", "name"}
 
 
@@ -42,11 +40,6 @@ def _dedup_key(scope: Scope, role: str, content: str) -> str:
         ]
     )
     return hashlib.sha256(raw.encode()).hexdigest()
-
-
-def _speaker(metadata: dict[str, Any]) -> str | None:
-    speaker = metadata.get("speaker")
-    return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
 class Memory:
@@ -198,7 +191,7 @@ class Memory:
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
         vectors = self._embed(
             embedding_texts(
-                [(p[1], _speaker(p[4]), p[0]) for p in prepared], self.config.embed_context
+                [(p[1], speaker_of(p[4]), p[0]) for p in prepared], self.config.embed_context
             )
         )
         rows = [
@@ -240,7 +233,7 @@ class Memory:
             content = v.text("content", content, self.config.max_content_chars)
             current = self.get(memory_id, workspace=ws)
             scope = Scope(ws, current.user_id, current.agent_id, current.session_id)
-            embedding = self._embed([embedding_text(content, _speaker(current.metadata))])[0]
+            embedding = self._embed([embedding_text(content, speaker_of(current.metadata))])[0]
             dedup = _dedup_key(scope, current.role, content)
         return self.store.update_memory(
             ws,
@@ -336,33 +329,7 @@ class Memory:
             keyword_weight=self.config.keyword_weight,
             mode=self.config.fusion,
         )
-        return self._refine(scope, query, cands)
-
-    def _refine(
-        self, scope: Scope, query: str, cands: builtins.list[Candidate]
-    ) -> builtins.list[Candidate]:
-        """Who and when the query names, then support from conversation neighbours."""
-        cfg = self.config
-        # Only the head can reach the results: a bounded boost never lifts a candidate from
-        # far down the fused list, and fetching the whole pool would cost more than search.
-        cands, tail = cands[:_REFINE_DEPTH], cands[_REFINE_DEPTH:]
-        if cands and (cfg.speaker_boost > 0 or cfg.time_boost > 0):
-            records = self.store.get_memories(scope.workspace, [c.id for c in cands])
-            cands = rescore(
-                cands,
-                query,
-                {i: _speaker(r.metadata) for i, r in records.items()},
-                {i: r.created_at for i, r in records.items()},
-                speaker_boost=cfg.speaker_boost,
-                time_boost=cfg.time_boost,
-            )
-        if cands and cfg.neighbour_weight > 0:
-            neighbours: dict[str, builtins.list[str]] = {}
-            for edge in self.store.edges_from(scope.workspace, [c.id for c in cands]):
-                if edge.kind == "sequence":
-                    neighbours.setdefault(edge.src, []).append(edge.dst)
-            cands = sequence_support(cands, neighbours, cfg.neighbour_weight)
-        return sorted(cands + tail, key=lambda c: -c.relevance)
+        return refine_candidates(self.store, self.config, scope, query, cands)
 
     def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
         cands = self._candidates(scope, query)[:limit]

@@ -163,14 +163,15 @@ def rescore(
 
 def sequence_support(
     cands: list[Candidate],
-    neighbours: Mapping[str, Sequence[str]],
+    neighbours: Mapping[str, Sequence[tuple[str, float]]],
     weight: float,
 ) -> list[Candidate]:
-    """Add ``weight ×`` the best relevance among a memory's conversation neighbours to its own.
+    """Add ``weight × edge weight ×`` the relevance of a memory's best conversation neighbour.
 
-    ``neighbours`` maps an id to the ids said just before and after it (its sequence edges).
-    A neighbour that was not itself a candidate joins the list with only that support.
-    Support is computed from the relevances before this step, so it does not chain.
+    ``neighbours`` maps an id to ``(id, edge weight)`` of the memories said just before and
+    after it (its sequence edges, whose weights feedback strengthens or weakens). A neighbour
+    that was not itself a candidate joins the list with only that support. Support is computed
+    from the relevances before this step, so it does not chain.
     """
     if weight <= 0 or not neighbours:
         return cands
@@ -178,9 +179,10 @@ def sequence_support(
     by_id = {c.id: c for c in cands}
     support: dict[str, float] = {}
     for memory_id, rel in base.items():
-        for other in neighbours.get(memory_id, ()):
-            if other != memory_id and weight * rel > support.get(other, 0.0):
-                support[other] = weight * rel
+        for other, edge_weight in neighbours.get(memory_id, ()):
+            value = weight * edge_weight * rel
+            if other != memory_id and value > support.get(other, 0.0):
+                support[other] = value
     for other, value in support.items():
         cand = by_id.get(other)
         if cand is None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["STOP_WORDS", "embedding_text", "embedding_texts", "index_text", "terms"]
+__all__ = ["STOP_WORDS", "embedding_text", "embedding_texts", "index_text", "speaker_of", "terms"]
 
 # Function words carry no topic; left in, they dominate BM25 on conversational text and turn
 # into hubs of the memory graph.
@@ -53,6 +54,12 @@ def terms(text: str) -> list[str]:
                 continue
         out.append(_stem(word))
     return out
+
+
+def speaker_of(metadata: dict[str, Any]) -> str | None:
+    """The speaker recorded in a memory's metadata (a message's ``name``), if any."""
+    speaker = metadata.get("speaker")
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
 def index_text(content: str, speaker: str | None = None) -> str:
