@@ -162,6 +162,19 @@ def main() -> None:
         print(f"ingest [{store}]", flush=True)
         ingests[store] = ingest_store(store, root, data, numbers, model, args.reuse)
 
+    # The physical floor of a recall: embedding the question alone, timed in the same run.
+    embed_s = []
+    for q in questions[:500]:
+        t0 = time.perf_counter()
+        model.embed([q["question"]])
+        embed_s.append(time.perf_counter() - t0)
+    embed_ms = {
+        "p50": round(ev.percentile(embed_s, 50) * 1000, 2),
+        "p95": round(ev.percentile(embed_s, 95) * 1000, 2),
+        "n": len(embed_s),
+    }
+    print(f"query embedding alone: p50 {embed_ms['p50']} ms, p95 {embed_ms['p95']} ms", flush=True)
+
     results: dict[str, Any] = {}
     for name, (changes, store) in variants.items():
         cfg = Config(path=ingests[store]["path"], **changes)
@@ -226,6 +239,7 @@ def main() -> None:
             )
         },
         "ingest": ingests,
+        "query_embedding_ms": embed_ms,
         "variants": results,
     }
     (out / "locomo.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")

@@ -78,7 +78,7 @@ class Config:
         "without what it answers.",
     )
     speaker_boost: float = _opt(
-        0.3, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
+        0.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
     time_boost: float = _opt(
         0.5, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
