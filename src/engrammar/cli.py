@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__
+from .cli_eval import eval_group
 from .errors import EngrammarError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -645,6 +646,9 @@ def mcp(
         run_stdio(memory)
     finally:
         memory.close()
+
+
+cli.add_command(eval_group)
 
 
 # -- entry point ---------------------------------------------------------------------------------
