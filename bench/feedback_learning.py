@@ -153,11 +153,15 @@ class Bench:
         for q in targets:
             before = mem.recall(q["question"], user_id=q["sample_id"], limit=self.args.rate_depth)
             gold = set(q["evidence"])
-            victim = next((m for m in before.memories if m.memory.metadata.get("dia_id") in gold), None)
+            victim = next(
+                (m for m in before.memories if m.memory.metadata.get("dia_id") in gold), None
+            )
             if victim is None:
                 continue
             mem.rate_memory(victim.id, "rejected", recall_id=before.recall_id)
-            after = mem.recall(q["question"], user_id=q["sample_id"], limit=self.args.rate_depth * 5)
+            after = mem.recall(
+                q["question"], user_id=q["sample_id"], limit=self.args.rate_depth * 5
+            )
             moved = next((m for m in after.memories if m.id == victim.id), None)
             if moved is None:
                 worst = max(worst, 1.0)  # fell out of the list: count as a full move
@@ -289,7 +293,9 @@ def plot(out: dict[str, Any], path: Path) -> None:
         xs = list(range(len(curve)))
         label = "20% flipped" if name == "noisy20" else "clean"
         ax.plot(xs, [c["train"]["recall@5"] for c in curve], style, label=f"re-asked ({label})")
-        ax.plot(xs, [c["test"]["recall@5"] for c in curve], style, alpha=0.5, label=f"unseen ({label})")
+        ax.plot(
+            xs, [c["test"]["recall@5"] for c in curve], style, alpha=0.5, label=f"unseen ({label})"
+        )
     ax.set_xlabel("feedback rounds over the train questions")
     ax.set_ylabel("recall@5")
     ax.set_title("engrammar on LoCoMo: learning from feedback")

@@ -83,7 +83,9 @@ def test_same_source_event_id_returns_the_existing_event(mem: Memory) -> None:
     assert len(mem.list_feedback_events(workspace="payments-api")) == 1
     assert len(mem.list(workspace="payments-api")) == 1  # no second decision memory
     # Another workspace is another namespace.
-    other = mem.create_feedback_event(**{**WEBHOOK, "workspace": "billing"}, source_event_id="evt-1")
+    other = mem.create_feedback_event(
+        **{**WEBHOOK, "workspace": "billing"}, source_event_id="evt-1"
+    )
     assert other.id != first.id
     with pytest.raises(ConflictError):
         mem.create_feedback_event(**{**WEBHOOK, "reason": "changed"}, source_event_id="evt-1")
@@ -103,7 +105,9 @@ def test_idempotent_under_concurrent_processes(store_path: Path) -> None:
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(3)
     out = ctx.Queue()
-    procs = [ctx.Process(target=_child_create, args=(str(store_path), barrier, out)) for _ in range(3)]
+    procs = [
+        ctx.Process(target=_child_create, args=(str(store_path), barrier, out)) for _ in range(3)
+    ]
     for p in procs:
         p.start()
     ids = [i for _ in procs for i in out.get(timeout=120)]
@@ -118,7 +122,9 @@ def test_idempotent_under_concurrent_processes(store_path: Path) -> None:
 
 def test_reviews_mark_reversals_and_validate(mem: Memory) -> None:
     event = mem.create_feedback_event(**WEBHOOK)
-    same = mem.create_decision_review(event.id, "corrected", "success", 0.8, workspace="payments-api")
+    same = mem.create_decision_review(
+        event.id, "corrected", "success", 0.8, workspace="payments-api"
+    )
     assert not same.reversed
     assert same.decision_memory_id == event.decision_memory_id
     flipped = mem.create_decision_review(
@@ -250,7 +256,9 @@ def test_contextual_rating_counts_for_similar_queries_only(mem: Memory) -> None:
 def test_preference_pair_surfaces_accepted_and_demotes_rejected(mem: Memory) -> None:
     rejected_id = mem.add("report format: a long essay", user_id="u")[0]
     pair = mem.create_preference_pair(
-        "report format", "report format: three bullet points", "report format: a long essay",
+        "report format",
+        "report format: three bullet points",
+        "report format: a long essay",
         user_id="u",
     )
     items = mem.search("report format", user_id="u")
