@@ -344,7 +344,10 @@ class Memory:
         )
 
     def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
-        ranked = self._learned(scope, query, self._candidates(scope, query))
+        cands = self._candidates(scope, query)
+        ranked = self._learned(
+            scope, query, [_Ranked(c.id, c.relevance, dict(c.components)) for c in cands]
+        )
         records = self.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
         out = []
         for item in ranked:
@@ -414,13 +417,19 @@ class Memory:
 
     # -- learning from feedback records (seeds 002 and 003) --------------------------------------
     def _learned(
-        self, scope: Scope, query: str, cands: Sequence[Candidate]
+        self, scope: Scope, query: str, items: Sequence[_Ranked]
     ) -> builtins.list[_Ranked]:
-        """Re-rank candidates by feedback records (see :mod:`engrammar.learn.scoring`)."""
-        plain = [_Ranked(c.id, c.relevance, dict(c.components)) for c in cands]
-        events, pairs, ratings = self.store.learning_facts(scope, [c.id for c in cands])
+        """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
+
+        A pipeline step of its own: any ranking (search's fused relevance, recall's graph
+        score) goes in as ``_Ranked`` items with scores in [0, 1] and comes out re-ranked, with
+        memories surfaced by matching decisions or preference pairs added and every learned
+        component in ``components``.
+        """
+        items = list(items)
+        events, pairs, ratings = self.store.learning_facts(scope, [i.id for i in items])
         if not (events or pairs or ratings):
-            return plain
+            return items
         qvec = self._embed([query])[0]
         cfg = self.config
         params = LearnParams(
@@ -431,15 +440,15 @@ class Memory:
             context_full=cfg.feedback_context_full,
             same_output=cfg.feedback_same_output,
         )
-        vecs = self.store.vectors(scope.workspace, [c.id for c in cands])
-        kept = [(c.id, c.relevance) for c in cands if c.id in vecs]
-        base = {c.id: c.components for c in cands}
+        vecs = self.store.vectors(scope.workspace, [i.id for i in items])
+        kept = [(i.id, i.score) for i in items if i.id in vecs]
+        base = {i.id: i for i in items}
         out = []
         for s in learned_ranking(kept, qvec, vecs, events, pairs, ratings, params, time.time()):
-            comps = {**base.get(s.id, {}), **s.components}
-            out.append(
-                _Ranked(s.id, s.score, comps, s.note, "feedback" if s.injected else "search")
-            )
+            before = base.get(s.id)
+            comps = {**(before.components if before else {}), **s.components}
+            via = before.via if before else "feedback"
+            out.append(_Ranked(s.id, s.score, comps, s.note, via))
         return out
 
     def _record_scope(self, user_id: Any, agent_id: Any, session_id: Any, workspace: Any) -> Scope:
