@@ -40,6 +40,11 @@ class Config:
     )
     workspace: str = _opt("default", "Workspace used when a call names none.")
     busy_timeout_ms: int = _opt(10_000, "How long a writer waits for another process's lock.")
+    ann_threshold: int = _opt(
+        200_000,
+        "Vectors in one (workspace, user) scope above which the embedded store searches an "
+        "approximate IVF index instead of scanning exactly.",
+    )
 
     # -- embedding ---------------------------------------------------------------------------
     embedder: str = _opt(
@@ -188,6 +193,7 @@ class Config:
             raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")
         for name in (
             "busy_timeout_ms",
+            "ann_threshold",
             "embed_batch_size",
             "max_content_chars",
             "max_messages_per_add",

@@ -126,6 +126,7 @@ class SQLiteStore:
         busy_timeout_ms: int = 10_000,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.1,
+        ann_threshold: int = 200_000,
     ) -> None:
         self.file = Path(file)
         try:
@@ -135,6 +136,7 @@ class SQLiteStore:
         self._timeout = busy_timeout_ms / 1000
         self._k1 = bm25_k1
         self._b = bm25_b
+        self._ann_threshold = ann_threshold
         self._write_lock = threading.RLock()
         self._index_lock = threading.Lock()
         self._local = threading.local()
@@ -341,7 +343,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._read(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = ? AND id IN ({marks})",
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[row[0]] = _record(row)
@@ -528,7 +530,7 @@ class SQLiteStore:
 
     def _load_partition(self, workspace: str, user: str | None) -> ScopeIndex:
         conn = self._sync_conn
-        index = ScopeIndex(self._dimension(), self._k1, self._b)
+        index = ScopeIndex(self._dimension(), self._k1, self._b, self._ann_threshold)
         conn.execute("BEGIN")
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
@@ -639,7 +641,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for memory_id, blob in self._read(
-                f"SELECT id, embedding FROM memories WHERE workspace = ? AND id IN ({marks})",
+                f"SELECT id, embedding FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
