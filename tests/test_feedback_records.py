@@ -265,3 +265,12 @@ def test_preference_pair_surfaces_accepted_and_demotes_rejected(mem: Memory) -> 
     assert items[0].id == pair.memory_id
     by_id = {i.id: i for i in items}
     assert by_id[rejected_id].components["learned"] < 0
+
+
+def test_stats_count_feedback_records(mem: Memory) -> None:
+    mem.create_feedback_event(**WEBHOOK)
+    mem.log_event("checkpoint", {}, agent_id="codex", workspace="payments-api")
+    counts = mem.stats(workspace="payments-api")["feedback_records"]
+    assert counts["feedback_event"] == 1
+    assert counts["logged_event"] == 1
+    assert counts["memory_rating"] == 0

@@ -486,6 +486,7 @@ class SQLiteStore:
             "memories_by_kind": by_kind,
             "edges": edges,
             "recalls": recalls,
+            "feedback_records": self._feedback_counts(scope),
             "store": "sqlite",
             "file": str(self.file),
             "bytes_on_disk": size,
@@ -1179,6 +1180,16 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"read failed: {exc}") from exc
         return list(events.values()), pairs, ratings
+
+    def _feedback_counts(self, scope: Scope) -> dict[str, int]:
+        out = {}
+        for kind, (table, _, has_session) in _FEEDBACK_TABLES.items():
+            narrowed = (
+                scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
+            )
+            where, params = _scope_where(narrowed)
+            out[kind] = int(self._read(f"SELECT count(*) FROM {table} WHERE {where}", params)[0][0])
+        return out
 
     def _forget_feedback(self, conn: sqlite3.Connection, scope: Scope) -> None:
         """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
