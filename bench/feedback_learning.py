@@ -74,7 +74,15 @@ class Bench:
         self.test = [q for q in queries if not is_train(q["question_id"])]
         self.tmp = Path(tempfile.mkdtemp(prefix="engrammar-feedback-bench-"))
         self.base_db = self.tmp / "base" / "engrammar.db"
-        self.config = Config(path=str(self.base_db.parent))
+        overrides = {
+            name: value
+            for name, value in (
+                ("feedback_min_samples", args.min_samples),
+                ("feedback_max_adjustment", args.max_adjustment),
+            )
+            if value is not None
+        }
+        self.config = Config(path=str(self.base_db.parent), **overrides)
 
     # -- store -----------------------------------------------------------------------------
     def ingest(self) -> float:
@@ -275,7 +283,9 @@ def report(out: dict[str, Any], args: argparse.Namespace, command: str) -> str:
         f"recall@5 {adv['before']['train']['recall@5']:.3f} -> "
         f"{adv['after']['train']['recall@5']:.3f}.",
         "",
-        "![recall@5 vs feedback rounds](feedback_learning.png)",
+        "Learning settings: " + ", ".join(f"`{k}` = {v}" for k, v in out.get("config", {}).items()),
+        "",
+        f"![recall@5 vs feedback rounds]({args.name}.png)",
         "",
     ]
     return "\n".join(lines)
@@ -316,15 +326,38 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=0, help="first N only (0 = all)")
     parser.add_argument("--ratings-only", action="store_true", help="skip feedback(response=)")
     parser.add_argument("--noisy-all-rounds", action="store_true")
+    parser.add_argument("--min-samples", type=float, help="override feedback_min_samples")
+    parser.add_argument("--max-adjustment", type=float, help="override feedback_max_adjustment")
+    parser.add_argument("--name", default="feedback_learning", help="result file stem")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
     command = "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
     out = run(args)
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "feedback_learning.json").write_text(json.dumps(out, indent=2))
-    (folder / "feedback_learning.md").write_text(report(out, args, command))
-    plot(out, folder / "feedback_learning.png")
+    out["config"] = {
+        name: getattr(
+            Config(
+                **({} if args.min_samples is None else {"feedback_min_samples": args.min_samples}),
+                **(
+                    {}
+                    if args.max_adjustment is None
+                    else {"feedback_max_adjustment": args.max_adjustment}
+                ),
+            ),
+            name,
+        )
+        for name in (
+            "feedback_min_samples",
+            "feedback_max_adjustment",
+            "feedback_half_life_days",
+            "feedback_context_min",
+            "feedback_context_full",
+        )
+    }
+    (folder / f"{args.name}.json").write_text(json.dumps(out, indent=2))
+    (folder / f"{args.name}.md").write_text(report(out, args, command))
+    plot(out, folder / f"{args.name}.png")
     print(report(out, args, command))
 
 
