@@ -184,6 +184,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "n_train": len(bench.train),
         "n_test": len(bench.test),
         "conversations": len(bench.data),
+        "config": {
+            name: getattr(bench.config, name)
+            for name in (
+                "feedback_min_samples",
+                "feedback_max_adjustment",
+                "feedback_half_life_days",
+                "feedback_context_min",
+                "feedback_context_full",
+            )
+        },
     }
     print(f"train {len(bench.train)}, test {len(bench.test)}; ingesting...", file=sys.stderr)
     out["ingest_seconds"] = bench.ingest()
@@ -335,26 +345,6 @@ def main() -> None:
     out = run(args)
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
-    out["config"] = {
-        name: getattr(
-            Config(
-                **({} if args.min_samples is None else {"feedback_min_samples": args.min_samples}),
-                **(
-                    {}
-                    if args.max_adjustment is None
-                    else {"feedback_max_adjustment": args.max_adjustment}
-                ),
-            ),
-            name,
-        )
-        for name in (
-            "feedback_min_samples",
-            "feedback_max_adjustment",
-            "feedback_half_life_days",
-            "feedback_context_min",
-            "feedback_context_full",
-        )
-    }
     (folder / f"{args.name}.json").write_text(json.dumps(out, indent=2))
     (folder / f"{args.name}.md").write_text(report(out, args, command))
     plot(out, folder / f"{args.name}.png")
