@@ -270,20 +270,39 @@ def report(out: dict[str, Any], args: argparse.Namespace, command: str) -> str:
     lines.append(row("before feedback", clean[0]))
     for i, s in enumerate(clean[1:], 1):
         lines.append(row(f"clean, after round {i}", s))
-    lines.append(row("20% flipped, after round 1", noisy[1]))
+    for i, s in enumerate(noisy[1:], 1):
+        lines.append(row(f"20% flipped, after round {i}", s))
     lines.append(row("clean round 1 + adversarial burst", adv["after"]))
     keep = noisy_gain / gain if gain else 0.0
+    if len(noisy) == len(clean) and len(clean) > 2:
+        clean_n = clean[-1]["train"]["recall@5"] - base_tr["recall@5"]
+        noisy_n = noisy[-1]["train"]["recall@5"] - noisy[0]["train"]["recall@5"]
+        late_keep = noisy_n / clean_n if clean_n else 0.0
+    else:
+        late_keep = None
     lines += [
         "",
         "| target | result | met |",
         "|---|---|---|",
         f"| re-asked recall@5 +20 points after one round | {100 * gain:+.1f} points | "
         f"{'yes' if gain >= 0.20 else 'no'} |",
+        f"| (after {len(clean) - 1} rounds) re-asked recall@5 | "
+        f"{100 * (clean[-1]['train']['recall@5'] - base_tr['recall@5']):+.1f} points | "
+        f"{'yes' if clean[-1]['train']['recall@5'] - base_tr['recall@5'] >= 0.20 else 'no'} |",
         f"| unseen not worse | recall@5 {100 * (one_te['recall@5'] - base_te['recall@5']):+.1f}, "
         f"nDCG@10 {100 * (one_te['ndcg@10'] - base_te['ndcg@10']):+.1f} points | "
         f"{'yes' if one_te['recall@5'] >= base_te['recall@5'] - 1e-9 else 'no'} |",
-        f"| 20% noise keeps >= 80% of the clean gain | {100 * noisy_gain:+.1f} points = "
-        f"{100 * keep:.0f}% | {'yes' if keep >= 0.8 else 'no'} |",
+        f"| 20% noise keeps >= 80% of the clean gain (round 1) | {100 * noisy_gain:+.1f} "
+        f"points = {100 * keep:.0f}% | {'yes' if keep >= 0.8 else 'no'} |",
+        *(
+            [
+                f"| 20% noise keeps >= 80% of the clean gain (after {len(clean) - 1} rounds, "
+                f"noise redrawn each round) | {100 * late_keep:.0f}% | "
+                f"{'yes' if late_keep >= 0.8 else 'no'} |"
+            ]
+            if late_keep is not None
+            else []
+        ),
         f"| one adversarial rating moves a score at most feedback_max_adjustment "
         f"({adv['bound']}) | max relative change {adv['max_relative_score_change']:.3f} over "
         f"{adv['ratings']} single ratings | "
