@@ -335,6 +335,7 @@ def plot(out: dict[str, Any], path: Path) -> None:
         ax.plot(
             xs, [c["test"]["recall@5"] for c in curve], style, alpha=0.5, label=f"unseen ({label})"
         )
+    ax.set_xticks(range(len(out["clean"]["curve"])))
     ax.set_xlabel("feedback rounds over the train questions")
     ax.set_ylabel("recall@5")
     ax.set_title("engrammar on LoCoMo: learning from feedback")

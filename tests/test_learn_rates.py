@@ -67,3 +67,38 @@ def test_context_match_ramps_between_thresholds() -> None:
     assert context_match(0.3, 0.4, 0.8) == 0.0
     assert context_match(0.6, 0.4, 0.8) == pytest.approx(0.5)
     assert context_match(0.95, 0.4, 0.8) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"feedback_half_life_days": 0}, "feedback_half_life_days"),
+        ({"feedback_min_samples": -1}, "feedback_min_samples"),
+        ({"feedback_max_adjustment": 1.0}, "feedback_max_adjustment"),
+        ({"feedback_max_adjustment": -0.1}, "feedback_max_adjustment"),
+        ({"feedback_context_min": 0.9}, "feedback_context_min"),
+        ({"feedback_same_output": 1.5}, "feedback_same_output"),
+    ],
+)
+def test_learning_settings_are_validated(change: dict[str, float], field: str) -> None:
+    from engrammar import Config, ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        Config(**change)
+    assert err.value.field == field
+
+
+def test_learning_settings_are_documented_with_defaults() -> None:
+    from engrammar import Config
+
+    described = Config.describe()
+    for name in (
+        "feedback_half_life_days",
+        "feedback_min_samples",
+        "feedback_max_adjustment",
+        "feedback_context_min",
+        "feedback_context_full",
+        "feedback_same_output",
+    ):
+        default, doc = described[name]
+        assert doc and getattr(Config(), name) == default
