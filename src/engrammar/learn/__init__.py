@@ -1,1 +1,1 @@
-"""Learning from feedback: pure functions, no I/O (the store supplies facts, Memory applies)."""
+"""Learning from feedback: pure functions (no I/O) that turn signals into bounded score changes."""
