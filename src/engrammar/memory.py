@@ -549,7 +549,13 @@ class Memory:
         kept = [(i.id, i.score) for i in items if i.id in vecs]
         base = {i.id: i for i in items}
         out = []
-        ranked = learned_ranking(kept, qvec, vecs, events, pairs, ratings, params, time.time())
+        texts = None
+        if events or pairs:
+            records = self.store.get_memories(scope.workspace, [i.id for i in items])
+            texts = {memory_id: r.content for memory_id, r in records.items()}
+        ranked = learned_ranking(
+            kept, qvec, vecs, events, pairs, ratings, params, time.time(), texts
+        )
         for position, s in enumerate(ranked, 1):
             before = base.get(s.id)
             comps = {**(before.components if before else {}), **s.components}

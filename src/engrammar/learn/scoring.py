@@ -71,6 +71,8 @@ class EventFacts:
     corrected_vec: np.ndarray | None
     answers: dict[str, str]  # "corrected" / "ai_output" -> decision memory id
     reviews: list[ReviewFacts] = field(default_factory=list)  # oldest first
+    ai_output: str = ""
+    corrected: str | None = None
 
 
 @dataclass
@@ -82,6 +84,8 @@ class PairFacts:
     accepted_vec: np.ndarray
     rejected_vec: np.ndarray
     memory_id: str | None
+    accepted_output: str = ""
+    rejected_output: str = ""
 
 
 @dataclass
@@ -128,6 +132,10 @@ def standing_answer(state: str) -> str | None:
     return {"corrected": "corrected", "adopted": "ai_output"}.get(state)
 
 
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b))
 
@@ -141,6 +149,7 @@ def learned_ranking(
     ratings: Sequence[RatingFacts],
     params: LearnParams,
     now: float,
+    candidate_texts: dict[str, str] | None = None,
 ) -> list[LearnedScore]:
     """Re-rank ``candidates`` ((id, relevance), relevance in [0, 1]) by the feedback records.
 
@@ -155,11 +164,18 @@ def learned_ranking(
     ids = list(relevance)
     matrix = np.stack([candidate_vecs[i] for i in ids]) if ids else None
 
-    def same_text(vec: np.ndarray) -> list[str]:
-        if matrix is None:
-            return []
-        sims = matrix @ vec
-        return [ids[i] for i in np.flatnonzero(sims >= params.same_output)]
+    by_text: dict[str, list[str]] = {}
+    for memory_id, content in (candidate_texts or {}).items():
+        by_text.setdefault(_normal(content), []).append(memory_id)
+
+    def same_text(vec: np.ndarray, text: str | None = None) -> list[str]:
+        # A stored vector may carry context (the message before it), so an exact repeat of
+        # the text is matched on the text itself, a paraphrase on the vector.
+        found = list(by_text.get(_normal(text), [])) if text else []
+        if matrix is not None:
+            sims = matrix @ vec
+            found += [ids[i] for i in np.flatnonzero(sims >= params.same_output)]
+        return list(dict.fromkeys(found))
 
     def add(memory_id: str, value: float, weight: float, created_at: float, source: str) -> None:
         signals.setdefault(memory_id, []).append(Signal(value, weight, created_at, source))
@@ -173,15 +189,18 @@ def learned_ranking(
         current = verdict(event)
         stands = standing_answer(current)
         when = event.reviews[-1].created_at if event.reviews else event.created_at
-        outputs = {"ai_output": event.ai_output_vec, "corrected": event.corrected_vec}
+        outputs = {
+            "ai_output": (event.ai_output_vec, event.ai_output),
+            "corrected": (event.corrected_vec, event.corrected),
+        }
         for answer, memory_id in event.answers.items():
             if answer == stands:
                 continue
             add(memory_id, -1.0, m, when, "decision")
-        for answer, vec in outputs.items():
+        for answer, (vec, text) in outputs.items():
             if answer == stands or vec is None:
                 continue
-            for memory_id in same_text(vec):
+            for memory_id in same_text(vec, text):
                 if memory_id != event.answers.get(stands or ""):
                     add(memory_id, -1.0, m, when, "rejected_output")
                     rejected_notes.setdefault(
@@ -225,10 +244,10 @@ def learned_ranking(
         if pair.memory_id is not None:
             add(pair.memory_id, 1.0, w, pair.created_at, "pair")
             injected[pair.memory_id] = max(injected.get(pair.memory_id, 0.0), m)
-        for memory_id in same_text(pair.accepted_vec):
+        for memory_id in same_text(pair.accepted_vec, pair.accepted_output):
             if memory_id != pair.memory_id:
                 add(memory_id, 1.0, w, pair.created_at, "pair")
-        for memory_id in same_text(pair.rejected_vec):
+        for memory_id in same_text(pair.rejected_vec, pair.rejected_output):
             add(memory_id, -1.0, w, pair.created_at, "pair")
 
     for rating in ratings:

@@ -1185,7 +1185,8 @@ class SQLiteStore:
                 events: dict[str, EventFacts] = {}
                 for r in conn.execute(
                     "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
-                    f"corrected_embedding FROM feedback_events WHERE workspace = ?{user_clause} "
+                    "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
+                    f"FROM feedback_events WHERE workspace = ?{user_clause} "
                     "ORDER BY seq",
                     params,
                 ):
@@ -1198,6 +1199,8 @@ class SQLiteStore:
                         ai_output_vec=_vec(r[5]),
                         corrected_vec=None if r[6] is None else _vec(r[6]),
                         answers={},
+                        ai_output=r[7],
+                        corrected=r[8],
                     )
                 if events:
                     for event_id, answer, memory_id in conn.execute(
@@ -1218,10 +1221,13 @@ class SQLiteStore:
                                 ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
                             )
                 pairs = [
-                    PairFacts(r[0], r[1], r[2], _vec(r[3]), _vec(r[4]), _vec(r[5]), r[6])
+                    PairFacts(
+                        r[0], r[1], r[2], _vec(r[3]), _vec(r[4]), _vec(r[5]), r[6], r[7], r[8]
+                    )
                     for r in conn.execute(
                         "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
-                        "rejected_embedding, memory_id FROM preference_pairs "
+                        "rejected_embedding, memory_id, accepted_output, rejected_output "
+                        "FROM preference_pairs "
                         f"WHERE workspace = ?{user_clause} ORDER BY seq",
                         params,
                     )
