@@ -153,6 +153,6 @@ def test_refinement_never_returns_a_memory_twice(tmp_path: Path) -> None:
 
     with Memory(Config(path=str(tmp_path)), embedder=HashEmbedder()) as m:
         ids = m.add([f"item {i} alpha" for i in range(600)], user_id="u", session_id="s")
-        hits = m.search("item alpha", user_id="u", limit=300)
-        assert len({h.id for h in hits}) == len(hits) == 300
+        hits = m.search("item alpha", user_id="u", limit=150)
+        assert len({h.id for h in hits}) == len(hits) == 150
         assert {h.id for h in hits} <= set(ids)
