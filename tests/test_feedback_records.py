@@ -274,3 +274,30 @@ def test_stats_count_feedback_records(mem: Memory) -> None:
     assert counts["feedback_event"] == 1
     assert counts["logged_event"] == 1
     assert counts["memory_rating"] == 0
+
+
+def test_explain_shows_each_learned_component(mem: Memory) -> None:
+    ids = mem.add(
+        [
+            {"role": "user", "content": "coffee beans from the market"},
+            {"role": "user", "content": "coffee market prices"},
+        ],
+        user_id="u",
+    )
+    pair = mem.create_preference_pair(
+        "coffee market", "coffee market notes in bullets", "coffee market prices", user_id="u"
+    )
+    for _ in range(4):
+        mem.rate_memory(ids[0], "accepted", context="coffee market")
+    out = mem.explain("coffee market", ids[0], user_id="u")
+    assert out["learned"]["learned_rating"] > 0
+    assert out["learned"]["learned"] == out["components"]["learned"]
+    assert out["score"] == pytest.approx(out["components"]["final"])
+    assert "learned" in out["formula"]
+    demoted = mem.explain("coffee market", ids[1], user_id="u")
+    assert demoted["learned"]["learned_pair"] < 0
+    assert demoted["score"] < demoted["score_before_learning"]
+    surfaced = mem.explain("coffee market", pair.memory_id or "", user_id="u")
+    assert surfaced["learned"]["context_match"] == pytest.approx(1.0)
+    recalled = mem.recall("coffee market", user_id="u")
+    assert recalled.memories[0].components["final"] == pytest.approx(recalled.memories[0].score)
