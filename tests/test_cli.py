@@ -271,3 +271,124 @@ def test_feedback_and_explain(store: Path) -> None:
     assert "final" in ok(store, "explain", "documentation first", docs, "-u", "alice")
     missing = run(store, "explain", "documentation", "nope", "-u", "alice")
     assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+def test_decision_and_feedback_records(store: Path) -> None:
+    event = js(
+        store,
+        "event",
+        "create",
+        "--agent-id",
+        "codex",
+        "-w",
+        "payments-api",
+        "--input-context",
+        "Add retries to the webhook sender",
+        "--ai-output",
+        "Retry every 30 seconds until it succeeds.",
+        "--user-reaction",
+        "Changed the retry policy",
+        "--user-correction",
+        "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
+        "--corrected-output",
+        "Exponential backoff, max 5 attempts, skip 4xx.",
+        "--state",
+        "corrected",
+        "--reason",
+        "A 4xx means the request is wrong; sending it again won't fix it.",
+        "--source-event-id",
+        "evt-1",
+    )
+    assert event["state"] == "corrected" and event["workspace"] == "payments-api"
+    again = js(
+        store,
+        "event",
+        "create",
+        "--agent-id",
+        "codex",
+        "-w",
+        "payments-api",
+        "--input-context",
+        "Add retries to the webhook sender",
+        "--ai-output",
+        "Retry every 30 seconds until it succeeds.",
+        "--user-reaction",
+        "Changed the retry policy",
+        "--user-correction",
+        "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
+        "--corrected-output",
+        "Exponential backoff, max 5 attempts, skip 4xx.",
+        "--state",
+        "corrected",
+        "--reason",
+        "A 4xx means the request is wrong; sending it again won't fix it.",
+        "--source-event-id",
+        "evt-1",
+    )
+    assert again["id"] == event["id"]
+    listed = js(store, "event", "list", "-w", "payments-api", "-a", "codex")["feedback_events"]
+    assert [e["id"] for e in listed] == [event["id"]]
+    assert "corrected" in ok(store, "event", "list", "-w", "payments-api", "-a", "codex")
+    assert js(store, "event", "get", event["id"], "-w", "payments-api")["id"] == event["id"]
+
+    review = js(
+        store,
+        "review",
+        "create",
+        event["id"],
+        "--final-decision",
+        "adopted",
+        "--outcome",
+        "failure",
+        "--confidence",
+        "0.8",
+        "-a",
+        "codex",
+        "-w",
+        "payments-api",
+    )
+    assert review["reversed"] is True and review["event_id"] == event["id"]
+    assert js(store, "review", "list", "-w", "payments-api", "-a", "codex")["decision_reviews"]
+    assert run(store, "review", "list", "-s", "x").returncode == 2
+
+    pair = js(
+        store,
+        "pair",
+        "create",
+        "--context",
+        "Commit message style",
+        "--accepted-output",
+        "feat: add retries",
+        "--rejected-output",
+        "added stuff",
+        "--weight",
+        "2",
+        "-u",
+        "alice",
+    )
+    assert pair["weight"] == 2.0
+    assert js(store, "pair", "get", pair["id"])["accepted_output"] == "feat: add retries"
+
+    logged = js(store, "log", "create", "checkpoint", "--payload", '{"step": 3}', "-a", "codex")
+    assert logged["payload"] == {"step": 3}
+    assert "checkpoint" in ok(store, "log", "list", "-a", "codex")
+
+    (mid,) = ok(store, "add", "The deploy window is Friday.", "-u", "alice").split()
+    rating = js(
+        store,
+        "rate",
+        "create",
+        mid,
+        "--verdict",
+        "corrected",
+        "--correction",
+        "The deploy window is Wednesday.",
+        "-u",
+        "alice",
+    )
+    assert rating["memory_id"] == mid and rating["correction_memory_id"]
+    assert js(store, "rate", "list", "-u", "alice")["memory_ratings"][0]["id"] == rating["id"]
+    bad = run(store, "rate", "create", mid, "--verdict", "maybe")
+    assert bad.returncode == 2
+    missing = run(store, "rate", "create", "nope", "--verdict", "accepted")
+    assert missing.returncode == 1 and "not found" in missing.stderr

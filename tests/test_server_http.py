@@ -24,7 +24,27 @@ from engrammar.keys import create_api_key, revoke_api_key
 from engrammar.server import build_app, openapi_document, serve
 from engrammar.server._http import rest_operations
 
-TOOLS = {"memory_add", "memory_recall", "memory_search", "memory_forget"}
+TOOLS = {
+    "memory_add",
+    "memory_recall",
+    "memory_search",
+    "memory_forget",
+    "memory_create_feedback_event",
+    "memory_create_decision_review",
+    "memory_create_preference_pair",
+    "memory_log_event",
+    "memory_feedback",
+}
+SEED_EVENT = {
+    "input_context": "Add retries to the webhook sender",
+    "ai_output": "Retry every 30 seconds until it succeeds.",
+    "user_reaction": "Changed the retry policy",
+    "user_correction": "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
+    "corrected_output": "Exponential backoff, max 5 attempts, skip 4xx.",
+    "state": "corrected",
+    "reason": "A 4xx means the request is wrong; sending it again won't fix it.",
+    "agent_id": "codex",
+}
 
 
 @dataclass
@@ -75,6 +95,12 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     for base in _run_server(memory):
         yield Server(base, memory, keys)
     memory.close()
+
+
+def _counts(srv: Server, workspace: str) -> dict[str, Any]:
+    stats = srv.memory.stats(workspace=workspace)
+    stats.pop("bytes_on_disk")  # the file grows with other workspaces' writes
+    return stats
 
 
 # -- OpenAPI conformance -------------------------------------------------------------------------
@@ -239,7 +265,7 @@ def test_a_key_of_workspace_a_cannot_touch_workspace_b(srv: Server) -> None:
         ).json()["ids"]
         b.post("/v1/recall", json={"query": "secret plan", "user_id": "zed"})
     before = srv.memory.get(b_id, workspace="team-b").to_dict()
-    before_stats = srv.memory.stats(workspace="team-b")
+    before_stats = _counts(srv, "team-b")
     with srv.client("a") as a:
         # Another workspace's id is simply not there.
         for method, path, body in [
@@ -277,7 +303,7 @@ def test_a_key_of_workspace_a_cannot_touch_workspace_b(srv: Server) -> None:
         assert a.get("/v1/memories", params={"user_id": "zed"}).json()["memories"] == []
         assert a.post("/v1/forget", json={"user_id": "zed"}).json() == {"deleted": 0}
     assert srv.memory.get(b_id, workspace="team-b").to_dict() == before
-    assert srv.memory.stats(workspace="team-b") == before_stats
+    assert _counts(srv, "team-b") == before_stats
 
 
 def test_a_user_bound_key_reaches_only_its_user(srv: Server) -> None:
@@ -517,3 +543,270 @@ def test_feedback_and_explain_stay_inside_the_tenant(srv: Server) -> None:
             json={"response": "Bob plans.", "recall_id": bob_recall, "user_id": "bob"},
         )
         assert fb.json()["consumed"] is True
+
+
+# -- decisions and feedback records ----------------------------------------------------------------
+def test_rest_feedback_records(srv: Server) -> None:
+    with srv.client("a") as c:
+        created = c.post("/v1/feedback-events", json={**SEED_EVENT, "source_event_id": "wh-1"})
+        event = _check(created, "/v1/feedback-events", "post")
+        assert created.status_code == 201 and event["workspace"] == "team-a"
+        again = c.post("/v1/feedback-events", json={**SEED_EVENT, "source_event_id": "wh-1"})
+        assert again.json()["id"] == event["id"]
+        conflict = c.post(
+            "/v1/feedback-events", json={**SEED_EVENT, "source_event_id": "wh-1", "reason": "other"}
+        )
+        assert _check(conflict, "/v1/feedback-events", "post") and conflict.status_code == 409
+        got = c.get(f"/v1/feedback-events/{event['id']}")
+        assert _check(got, "/v1/feedback-events/{event_id}", "get") == event
+        listed = c.get("/v1/feedback-events", params={"agent_id": "codex"})
+        assert _check(listed, "/v1/feedback-events", "get")["feedback_events"] == [event]
+        recalled = c.post(
+            "/v1/recall", json={"query": "retries for the webhook sender", "agent_id": "codex"}
+        ).json()
+        assert recalled["memories"][0]["memory"]["content"] == SEED_EVENT["corrected_output"]
+
+        review = _check(
+            c.post(
+                "/v1/decision-reviews",
+                json={
+                    "event_id": event["id"],
+                    "final_decision": "corrected",
+                    "outcome": "success",
+                    "confidence": 0.9,
+                    "agent_id": "codex",
+                },
+            ),
+            "/v1/decision-reviews",
+            "post",
+        )
+        assert review["reversed"] is False
+        _check(
+            c.get(f"/v1/decision-reviews/{review['id']}"), "/v1/decision-reviews/{review_id}", "get"
+        )
+        _check(c.get("/v1/decision-reviews"), "/v1/decision-reviews", "get")
+
+        pair = _check(
+            c.post(
+                "/v1/preference-pairs",
+                json={
+                    "context": "Commit messages",
+                    "accepted_output": "feat: add retries",
+                    "rejected_output": "stuff",
+                    "weight": 2,
+                    "user_id": "gus",
+                },
+            ),
+            "/v1/preference-pairs",
+            "post",
+        )
+        _check(c.get(f"/v1/preference-pairs/{pair['id']}"), "/v1/preference-pairs/{pair_id}", "get")
+        _check(
+            c.get("/v1/preference-pairs", params={"user_id": "gus"}), "/v1/preference-pairs", "get"
+        )
+
+        logged = _check(
+            c.post(
+                "/v1/events",
+                json={"kind": "checkpoint", "payload": {"step": 2}, "agent_id": "codex"},
+            ),
+            "/v1/events",
+            "post",
+        )
+        _check(c.get(f"/v1/events/{logged['id']}"), "/v1/events/{event_id}", "get")
+        assert _check(c.get("/v1/events", params={"agent_id": "codex"}), "/v1/events", "get")[
+            "logged_events"
+        ] == [logged]
+
+        (mid,) = c.post(
+            "/v1/memories", json={"content": "Standups at 9.", "user_id": "gus"}
+        ).json()["ids"]
+        rec = c.post("/v1/recall", json={"query": "standup time", "user_id": "gus"}).json()
+        rating = _check(
+            c.post(
+                "/v1/ratings",
+                json={
+                    "memory_id": mid,
+                    "verdict": "accepted",
+                    "recall_id": rec["recall_id"],
+                    "user_id": "gus",
+                },
+            ),
+            "/v1/ratings",
+            "post",
+        )
+        assert rating["context"] == "standup time"
+        _check(c.get(f"/v1/ratings/{rating['id']}"), "/v1/ratings/{rating_id}", "get")
+        _check(c.get("/v1/ratings", params={"user_id": "gus"}), "/v1/ratings", "get")
+        bad = c.post("/v1/ratings", json={"memory_id": mid, "verdict": "meh", "user_id": "gus"})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "verdict"
+        bad = c.post(
+            "/v1/feedback-events",
+            json={
+                **SEED_EVENT,
+                "state": "corrected",
+                "corrected_output": None,
+                "user_correction": None,
+            },
+        )
+        assert bad.status_code == 422
+
+
+def test_feedback_records_stay_inside_the_tenant(srv: Server) -> None:
+    with srv.client("b") as b:
+        b_event = b.post("/v1/feedback-events", json=SEED_EVENT).json()
+        (b_mid,) = b.post("/v1/memories", json={"content": "B fact.", "user_id": "zed"}).json()[
+            "ids"
+        ]
+        b_log = b.post("/v1/events", json={"kind": "checkpoint", "agent_id": "codex"}).json()
+        b_pair = b.post(
+            "/v1/preference-pairs",
+            json={"context": "c", "accepted_output": "a", "rejected_output": "r", "user_id": "zed"},
+        ).json()
+        b_rating = b.post("/v1/ratings", json={"memory_id": b_mid, "verdict": "accepted"}).json()
+        b_recall = b.post("/v1/recall", json={"query": "fact", "user_id": "zed"}).json()[
+            "recall_id"
+        ]
+    before = _counts(srv, "team-b")
+    with srv.client("a") as a:
+        for path in (
+            f"/v1/feedback-events/{b_event['id']}",
+            f"/v1/events/{b_log['id']}",
+            f"/v1/preference-pairs/{b_pair['id']}",
+            f"/v1/ratings/{b_rating['id']}",
+        ):
+            assert a.get(path).status_code == 404, path
+            assert a.get(path, params={"workspace": "team-b"}).status_code == 403, path
+        for body in (
+            {"event_id": b_event["id"], "final_decision": "rejected", "agent_id": "codex"},
+        ):
+            assert a.post("/v1/decision-reviews", json=body).status_code == 404
+            assert (
+                a.post("/v1/decision-reviews", json={**body, "workspace": "team-b"}).status_code
+                == 403
+            )
+        assert (
+            a.post("/v1/ratings", json={"memory_id": b_mid, "verdict": "rejected"}).status_code
+            == 404
+        )
+        (own,) = a.post("/v1/memories", json={"content": "A fact.", "user_id": "ann"}).json()["ids"]
+        r = a.post(
+            "/v1/ratings", json={"memory_id": own, "verdict": "accepted", "recall_id": b_recall}
+        )
+        assert r.status_code == 404
+        for path in (
+            "/v1/feedback-events",
+            "/v1/decision-reviews",
+            "/v1/preference-pairs",
+            "/v1/events",
+            "/v1/ratings",
+        ):
+            assert a.get(path, params={"workspace": "team-b"}).status_code == 403, path
+            for record in next(iter(a.get(path).json().values())):
+                assert record["workspace"] == "team-a"
+        r = a.post("/v1/feedback-events", json={**SEED_EVENT, "workspace": "team-b"})
+        assert r.status_code == 403
+    assert _counts(srv, "team-b") == before
+
+
+def test_user_bound_key_and_feedback_records(srv: Server) -> None:
+    with srv.client("a") as a:
+        bob_event = a.post("/v1/feedback-events", json={**SEED_EVENT, "user_id": "bob"}).json()
+        (bob_mid,) = a.post(
+            "/v1/memories", json={"content": "Bob's fact.", "user_id": "bob"}
+        ).json()["ids"]
+        bob_recall = a.post("/v1/recall", json={"query": "fact", "user_id": "bob"}).json()[
+            "recall_id"
+        ]
+    with srv.client("alice") as c:
+        assert c.get(f"/v1/feedback-events/{bob_event['id']}").status_code == 404
+        review = {"event_id": bob_event["id"], "final_decision": "rejected"}
+        assert c.post("/v1/decision-reviews", json=review).status_code == 404
+        assert (
+            c.post("/v1/ratings", json={"memory_id": bob_mid, "verdict": "rejected"}).status_code
+            == 404
+        )
+        assert c.get("/v1/feedback-events", params={"user_id": "bob"}).status_code == 403
+        mine = c.post("/v1/feedback-events", json=SEED_EVENT).json()
+        assert mine["user_id"] == "alice"
+        (own,) = c.post("/v1/memories", json={"content": "Alice's fact."}).json()["ids"]
+        r = c.post(
+            "/v1/ratings", json={"memory_id": own, "verdict": "accepted", "recall_id": bob_recall}
+        )
+        assert r.status_code == 404
+        events = c.get("/v1/feedback-events").json()["feedback_events"]
+        assert {e["user_id"] for e in events} == {"alice"}
+
+
+def test_mcp_over_http_feedback_tools(srv: Server) -> None:
+    (b_mid,) = srv.memory.add("B memory.", user_id="zed", workspace="team-b")
+    b_event = srv.memory.create_feedback_event(
+        "ctx", "out", "adopted", agent_id="codex", workspace="team-b"
+    )
+    before = _counts(srv, "team-b")
+
+    async def body(s: ClientSession) -> None:
+        r = await s.call_tool(
+            "memory_create_feedback_event", {**SEED_EVENT, "source_event_id": "m-1"}
+        )
+        assert not r.is_error and r.structured_content is not None
+        event = r.structured_content
+        assert event["workspace"] == "team-a" and event["decision_memory_id"]
+        r = await s.call_tool(
+            "memory_create_decision_review",
+            {
+                "event_id": event["id"],
+                "final_decision": "adopted",
+                "outcome": "failure",
+                "confidence": 0.7,
+                "agent_id": "codex",
+            },
+        )
+        assert r.structured_content is not None and r.structured_content["reversed"] is True
+        r = await s.call_tool(
+            "memory_create_preference_pair",
+            {"context": "c", "accepted_output": "good", "rejected_output": "bad", "user_id": "hal"},
+        )
+        assert r.structured_content is not None and r.structured_content["weight"] == 1.0
+        r = await s.call_tool(
+            "memory_log_event", {"kind": "checkpoint", "payload": {"n": 1}, "agent_id": "codex"}
+        )
+        assert r.structured_content is not None and r.structured_content["payload"] == {"n": 1}
+        added = await s.call_tool("memory_add", {"content": "Lunch is at noon.", "user_id": "hal"})
+        assert added.structured_content is not None
+        (mid,) = added.structured_content["ids"]
+        r = await s.call_tool(
+            "memory_feedback", {"memory_id": mid, "verdict": "rejected", "user_id": "hal"}
+        )
+        assert r.structured_content is not None
+        assert r.structured_content["rating"]["verdict"] == "rejected"
+        assert r.structured_content["alignment"] is None
+        recall = await s.call_tool("memory_recall", {"query": "lunch", "user_id": "hal"})
+        assert recall.structured_content is not None
+        r = await s.call_tool(
+            "memory_feedback", {"response": "Lunch is at noon.", "user_id": "hal"}
+        )
+        assert r.structured_content is not None and r.structured_content["rating"] is None
+        assert (
+            r.structured_content["alignment"]["recall_id"] == recall.structured_content["recall_id"]
+        )
+        r = await s.call_tool("memory_feedback", {"memory_id": mid, "user_id": "hal"})
+        assert r.is_error and "verdict" in r.content[0].text  # type: ignore[union-attr]
+        for name, args in [
+            ("memory_feedback", {"memory_id": b_mid, "verdict": "accepted"}),
+            (
+                "memory_create_decision_review",
+                {"event_id": b_event.id, "final_decision": "rejected"},
+            ),
+        ]:
+            r = await s.call_tool(name, args)
+            assert r.is_error and "NotFoundError" in r.content[0].text  # type: ignore[union-attr]
+        r = await s.call_tool(
+            "memory_log_event", {"kind": "x", "agent_id": "a", "workspace": "team-b"}
+        )
+        assert r.is_error and "ForbiddenError" in r.content[0].text  # type: ignore[union-attr]
+        r = await s.call_tool("memory_feedback", {"memory_id": mid, "verdict": "maybe"})
+        assert r.is_error
+
+    _mcp(srv, "a", body)
+    assert _counts(srv, "team-b") == before

@@ -10,6 +10,7 @@ honoured and the configured workspace is only the default.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 from .errors import ForbiddenError, NotFoundError, ValidationError
 from .memory import Memory
-from .models import MemoryRecord
+from .models import MemoryRecord, Scope
 
 __all__ = ["Operations", "Principal"]
 
@@ -284,6 +285,258 @@ class Operations:
             workspace=ws,
             limit=limit,
         )
+
+    # -- feedback records (seed 003) ----------------------------------------------------------
+    def _own_record(self, kind: str, getter: str, record_id: Any, workspace: Any) -> dict[str, Any]:
+        ws, _ = self.principal.resolve(workspace, None)
+        record: dict[str, Any] = getattr(self.memory, getter)(record_id, workspace=ws).to_dict()
+        bound = self.principal.user_id if self.principal.fixed else None
+        if bound is not None and record["user_id"] != bound:
+            raise NotFoundError(f"{kind} {record_id!r} not found in workspace {ws!r}")
+        return record
+
+    def _list_records(self, lister: str, args: dict[str, Any]) -> builtins.list[dict[str, Any]]:
+        ws, user = self.principal.resolve(args.pop("workspace"), args.pop("user_id"))
+        records = getattr(self.memory, lister)(workspace=ws, user_id=user, **args)
+        return [r.to_dict() for r in records]
+
+    def create_feedback_event(
+        self,
+        *,
+        input_context: Any,
+        ai_output: Any,
+        state: Any,
+        user_reaction: Any = None,
+        user_correction: Any = None,
+        corrected_output: Any = None,
+        reason: Any = None,
+        agent_id: Any = None,
+        user_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        source_event_id: Any = None,
+        metadata: Any = None,
+        timestamp: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        return self.memory.create_feedback_event(
+            input_context,
+            ai_output,
+            state,
+            user_reaction=user_reaction,
+            user_correction=user_correction,
+            corrected_output=corrected_output,
+            reason=reason,
+            agent_id=agent_id,
+            user_id=user,
+            session_id=session_id,
+            workspace=ws,
+            source_event_id=source_event_id,
+            metadata=metadata,
+            timestamp=timestamp,
+        ).to_dict()
+
+    def get_feedback_event(self, *, event_id: Any, workspace: Any = None) -> dict[str, Any]:
+        return self._own_record("feedback event", "get_feedback_event", event_id, workspace)
+
+    def list_feedback_events(
+        self,
+        *,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        limit: Any = 100,
+        offset: Any = 0,
+    ) -> dict[str, Any]:
+        args = dict(locals())
+        del args["self"]
+        return {"feedback_events": self._list_records("list_feedback_events", args)}
+
+    def create_decision_review(
+        self,
+        *,
+        event_id: Any,
+        final_decision: Any,
+        outcome: Any = "unknown",
+        confidence: Any = 1.0,
+        reason: Any = None,
+        user_id: Any = None,
+        agent_id: Any = None,
+        workspace: Any = None,
+        timestamp: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        # Only an event the principal can see may be reviewed.
+        self._own_record("feedback event", "get_feedback_event", event_id, ws)
+        return self.memory.create_decision_review(
+            event_id,
+            final_decision,
+            outcome,
+            confidence,
+            reason=reason,
+            user_id=user,
+            agent_id=agent_id,
+            workspace=ws,
+            timestamp=timestamp,
+        ).to_dict()
+
+    def get_decision_review(self, *, review_id: Any, workspace: Any = None) -> dict[str, Any]:
+        return self._own_record("decision review", "get_decision_review", review_id, workspace)
+
+    def list_decision_reviews(
+        self,
+        *,
+        user_id: Any = None,
+        agent_id: Any = None,
+        workspace: Any = None,
+        limit: Any = 100,
+        offset: Any = 0,
+    ) -> dict[str, Any]:
+        args = dict(locals())
+        del args["self"]
+        return {"decision_reviews": self._list_records("list_decision_reviews", args)}
+
+    def create_preference_pair(
+        self,
+        *,
+        context: Any,
+        accepted_output: Any,
+        rejected_output: Any,
+        weight: Any = 1.0,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        timestamp: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        return self.memory.create_preference_pair(
+            context,
+            accepted_output,
+            rejected_output,
+            weight,
+            user_id=user,
+            agent_id=agent_id,
+            session_id=session_id,
+            workspace=ws,
+            timestamp=timestamp,
+        ).to_dict()
+
+    def get_preference_pair(self, *, pair_id: Any, workspace: Any = None) -> dict[str, Any]:
+        return self._own_record("preference pair", "get_preference_pair", pair_id, workspace)
+
+    def list_preference_pairs(
+        self,
+        *,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        limit: Any = 100,
+        offset: Any = 0,
+    ) -> dict[str, Any]:
+        args = dict(locals())
+        del args["self"]
+        return {"preference_pairs": self._list_records("list_preference_pairs", args)}
+
+    def log_event(
+        self,
+        *,
+        kind: Any,
+        payload: Any = None,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        timestamp: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        return self.memory.log_event(
+            kind,
+            payload,
+            user_id=user,
+            agent_id=agent_id,
+            session_id=session_id,
+            workspace=ws,
+            timestamp=timestamp,
+        ).to_dict()
+
+    def get_logged_event(self, *, event_id: Any, workspace: Any = None) -> dict[str, Any]:
+        return self._own_record("logged event", "get_logged_event", event_id, workspace)
+
+    def list_logged_events(
+        self,
+        *,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        limit: Any = 100,
+        offset: Any = 0,
+    ) -> dict[str, Any]:
+        args = dict(locals())
+        del args["self"]
+        return {"logged_events": self._list_records("list_logged_events", args)}
+
+    def rate_memory(
+        self,
+        *,
+        memory_id: Any,
+        verdict: Any,
+        correction: Any = None,
+        recall_id: Any = None,
+        context: Any = None,
+        weight: Any = 1.0,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        timestamp: Any = None,
+    ) -> dict[str, Any]:
+        ws, user = self.principal.resolve(workspace, user_id)
+        self._own(memory_id, ws)
+        bound = self.principal.user_id if self.principal.fixed else None
+        if (
+            recall_id is not None
+            and bound is not None
+            and (
+                not isinstance(recall_id, str)
+                or self.memory.store.get_recall(Scope(ws, bound), recall_id) is None
+            )
+        ):
+            # A user-bound key may rate in the light of its own user's recalls only.
+            raise NotFoundError(f"recall {recall_id!r} not found in workspace {ws!r}")
+        return self.memory.rate_memory(
+            memory_id,
+            verdict,
+            correction,
+            recall_id=recall_id,
+            context=context,
+            weight=weight,
+            user_id=user,
+            agent_id=agent_id,
+            session_id=session_id,
+            workspace=ws,
+            timestamp=timestamp,
+        ).to_dict()
+
+    def get_memory_rating(self, *, rating_id: Any, workspace: Any = None) -> dict[str, Any]:
+        return self._own_record("memory rating", "get_memory_rating", rating_id, workspace)
+
+    def list_memory_ratings(
+        self,
+        *,
+        user_id: Any = None,
+        agent_id: Any = None,
+        session_id: Any = None,
+        workspace: Any = None,
+        limit: Any = 100,
+        offset: Any = 0,
+    ) -> dict[str, Any]:
+        args = dict(locals())
+        del args["self"]
+        return {"memory_ratings": self._list_records("list_memory_ratings", args)}
 
 
 def call(op: Callable[..., dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:

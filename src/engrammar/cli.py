@@ -386,6 +386,216 @@ def explain(
     _emit(as_json, data, text)
 
 
+# -- decisions and feedback records (seed 003) ---------------------------------------------------
+_STATES = ["corrected", "adopted", "rejected"]
+
+
+def _record_lines(record: dict[str, Any]) -> str:
+    return "\n".join(
+        f"{k}: {json.dumps(val, ensure_ascii=False) if isinstance(val, dict) else val}"
+        for k, val in record.items()
+        if val is not None and val != {}
+    )
+
+
+def _record_group(
+    name: str, title: str, lister: str, getter: str, key: str, summary: Callable[[Any], str]
+) -> click.Group:
+    """A command group with `list` and `get` for one kind of record; `create` is added after."""
+
+    @click.group(name=name, help=f"Create, list and show {title}s.")
+    def group() -> None:
+        pass
+
+    @group.command(name="list", help=f"List {title}s of a scope, oldest first.")
+    @_scope_options
+    @click.option("--limit", "-n", type=click.IntRange(1, 10000), default=100, show_default=True)
+    @click.option("--offset", type=click.IntRange(0), default=0, show_default=True)
+    @_store_options
+    @_with_ops
+    def list_cmd(ops: Any, limit: int, offset: int, as_json: bool, **scope: Any) -> None:
+        if name == "review" and scope.pop("session_id") is not None:
+            raise click.UsageError("decision reviews are not kept per session: drop --session-id")
+        data = getattr(ops, lister)(limit=limit, offset=offset, **scope)
+        _emit(
+            as_json,
+            data,
+            lambda d: "\n".join(f"{r['id']}  {summary(r)}" for r in d[key]),
+        )
+
+    @group.command(name="get", help=f"Show one {title}.")
+    @click.argument("record_id")
+    @click.option("--workspace", "-w", help="Workspace (default 'default').")
+    @_store_options
+    @_with_ops
+    def get_cmd(ops: Any, record_id: str, workspace: str | None, as_json: bool) -> None:
+        id_name = {
+            "get_decision_review": "review_id",
+            "get_preference_pair": "pair_id",
+            "get_memory_rating": "rating_id",
+        }.get(getter, "event_id")
+        data = getattr(ops, getter)(**{id_name: record_id, "workspace": workspace})
+        _emit(as_json, data, _record_lines)
+
+    cli.add_command(group)
+    return group
+
+
+event = _record_group(
+    "event",
+    "feedback event",
+    "list_feedback_events",
+    "get_feedback_event",
+    "feedback_events",
+    lambda r: f"{r['state']:<9} {_short(r['input_context'], 70)}",
+)
+review = _record_group(
+    "review",
+    "decision review",
+    "list_decision_reviews",
+    "get_decision_review",
+    "decision_reviews",
+    lambda r: (
+        f"event {r['event_id']} -> {r['final_decision']} ({r['outcome']})"
+        + (" REVERSED" if r["reversed"] else "")
+    ),
+)
+pair = _record_group(
+    "pair",
+    "preference pair",
+    "list_preference_pairs",
+    "get_preference_pair",
+    "preference_pairs",
+    lambda r: f"{_short(r['accepted_output'], 40)}  >  {_short(r['rejected_output'], 40)}",
+)
+log = _record_group(
+    "log",
+    "logged event",
+    "list_logged_events",
+    "get_logged_event",
+    "logged_events",
+    lambda r: f"{r['kind']}  {json.dumps(r['payload'], ensure_ascii=False)[:70]}",
+)
+rate = _record_group(
+    "rate",
+    "memory rating",
+    "list_memory_ratings",
+    "get_memory_rating",
+    "memory_ratings",
+    lambda r: f"{r['verdict']:<9} memory {r['memory_id']}",
+)
+
+
+@event.command(name="create")
+@click.option("--input-context", required=True, help="What the agent was asked or working on.")
+@click.option("--ai-output", required=True, help="What the agent produced.")
+@click.option(
+    "--state", type=click.Choice(_STATES), required=True, help="What the user did with the output."
+)
+@click.option("--user-reaction", help="How the user reacted.")
+@click.option("--user-correction", help="The user's correction, as said.")
+@click.option("--corrected-output", help="The corrected version of the output.")
+@click.option("--reason", help="Why.")
+@click.option("--source-event-id", help="Your id for this event; a resend returns the same event.")
+@click.option("--metadata", help="Extra data as a JSON object.")
+@_scope_options
+@_store_options
+@_with_ops
+def event_create(ops: Any, metadata: str | None, as_json: bool, **fields: Any) -> None:
+    """Record what happened to an agent's output: corrected, adopted or rejected.
+
+    \b
+      engrammar event create --agent-id codex -w payments-api \\
+        --input-context "Add retries to the webhook sender" \\
+        --ai-output "Retry every 30 seconds until it succeeds." --state corrected \\
+        --corrected-output "Exponential backoff, max 5 attempts, skip 4xx." \\
+        --reason "A 4xx means the request is wrong; sending it again won't fix it."
+    """
+    data = ops.create_feedback_event(metadata=_json_object("metadata", metadata), **fields)
+    _emit(as_json, data, lambda d: f"recorded feedback event {d['id']} ({d['state']})")
+
+
+@review.command(name="create")
+@click.argument("event_id")
+@click.option(
+    "--final-decision",
+    type=click.Choice(_STATES),
+    required=True,
+    help="The verdict now; a different one from the event's state reverses it.",
+)
+@click.option(
+    "--outcome",
+    type=click.Choice(["success", "partial", "failure", "unknown"]),
+    default="unknown",
+    show_default=True,
+    help="How the decision turned out.",
+)
+@click.option("--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@click.option("--reason", help="Why.")
+@click.option("--user-id", "-u", help="Who reviews.")
+@click.option("--agent-id", "-a", help="The agent that reviews.")
+@click.option("--workspace", "-w", help="Workspace (default 'default').")
+@_store_options
+@_with_ops
+def review_create(ops: Any, as_json: bool, **fields: Any) -> None:
+    """Review the feedback event EVENT_ID: final decision, outcome, confidence."""
+    data = ops.create_decision_review(**fields)
+    _emit(
+        as_json,
+        data,
+        lambda d: f"recorded decision review {d['id']}" + (" (reversed)" if d["reversed"] else ""),
+    )
+
+
+@pair.command(name="create")
+@click.option("--context", required=True, help="The situation both outputs answered.")
+@click.option("--accepted-output", required=True, help="The preferred output.")
+@click.option("--rejected-output", required=True, help="The output turned down.")
+@click.option("--weight", type=float, default=1.0, show_default=True, help="In (0, 10].")
+@_scope_options
+@_store_options
+@_with_ops
+def pair_create(ops: Any, as_json: bool, **fields: Any) -> None:
+    """Record that one output was preferred over another for the same context."""
+    data = ops.create_preference_pair(**fields)
+    _emit(as_json, data, lambda d: f"recorded preference pair {d['id']}")
+
+
+@log.command(name="create")
+@click.argument("kind")
+@click.option("--payload", help="Data about the event, as a JSON object.")
+@_scope_options
+@_store_options
+@_with_ops
+def log_create(ops: Any, kind: str, payload: str | None, as_json: bool, **scope: Any) -> None:
+    """Put any other event of KIND on record (a checkpoint, a tool run)."""
+    data = ops.log_event(kind=kind, payload=_json_object("payload", payload), **scope)
+    _emit(as_json, data, lambda d: f"logged event {d['id']} ({d['kind']})")
+
+
+@rate.command(name="create")
+@click.argument("memory_id")
+@click.option(
+    "--verdict",
+    type=click.Choice(["accepted", "rejected", "corrected"]),
+    required=True,
+    help="Whether the memory helped.",
+)
+@click.option("--correction", help="With 'corrected': the right content (stored as a fact).")
+@click.option(
+    "--recall-id", help="The recall the memory came from (rating counts for similar queries)."
+)
+@click.option("--context", help="The query the rating applies to, instead of --recall-id.")
+@click.option("--weight", type=float, default=1.0, show_default=True, help="In (0, 10].")
+@_scope_options
+@_store_options
+@_with_ops
+def rate_create(ops: Any, as_json: bool, **fields: Any) -> None:
+    """Rate MEMORY_ID: accepted, rejected or corrected (MCP memory_feedback)."""
+    data = ops.rate_memory(**fields)
+    _emit(as_json, data, lambda d: f"rated memory {d['memory_id']}: {d['verdict']} ({d['id']})")
+
+
 # -- export / import -----------------------------------------------------------------------------
 def _bar(label: str) -> tuple[Any, Callable[[int, int], None]]:
     """A progress bar on stderr (shown only on a terminal) and the callback that moves it."""

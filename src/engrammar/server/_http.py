@@ -300,9 +300,53 @@ def _routes() -> list[Route]:
         Route("/v1/search", _endpoint(_from_body("search")), methods=["POST"]),
         Route("/v1/forget", _endpoint(_from_body("forget")), methods=["POST"]),
         Route("/v1/stats", _endpoint(_from_query("stats")), methods=["GET"]),
+        *_record_routes(),
         Route("/v1/feedback", _endpoint(_from_body("feedback")), methods=["POST"]),
         Route("/v1/explain", _endpoint(_from_body("explain")), methods=["POST"]),
     ]
+
+
+#: REST collections of the feedback records: (path, create op, list op, get op, id name).
+RECORD_COLLECTIONS = (
+    (
+        "feedback-events",
+        "create_feedback_event",
+        "list_feedback_events",
+        "get_feedback_event",
+        "event_id",
+    ),
+    (
+        "decision-reviews",
+        "create_decision_review",
+        "list_decision_reviews",
+        "get_decision_review",
+        "review_id",
+    ),
+    (
+        "preference-pairs",
+        "create_preference_pair",
+        "list_preference_pairs",
+        "get_preference_pair",
+        "pair_id",
+    ),
+    ("events", "log_event", "list_logged_events", "get_logged_event", "event_id"),
+    ("ratings", "rate_memory", "list_memory_ratings", "get_memory_rating", "rating_id"),
+)
+
+
+def _record_routes() -> list[Route]:
+    routes = []
+    for path, create, lister, getter, id_name in RECORD_COLLECTIONS:
+        routes += [
+            Route(f"/v1/{path}", _endpoint(_from_body(create), 201), methods=["POST"]),
+            Route(f"/v1/{path}", _endpoint(_from_query(lister)), methods=["GET"]),
+            Route(
+                f"/v1/{path}/{{{id_name}}}",
+                _endpoint(_from_query(getter, **{id_name: id_name})),
+                methods=["GET"],
+            ),
+        ]
+    return routes
 
 
 def build_app(

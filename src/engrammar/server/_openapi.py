@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import types
+import typing
 from functools import cache
 from typing import Any
 
-from .. import __version__
+from .. import __version__, models
 
 __all__ = ["openapi_document"]
 
@@ -382,12 +385,210 @@ def _schemas() -> dict[str, Any]:
                 "components": {"type": "object"},
             },
         },
+        **_record_requests(),
+        **{c[1]: _record_schema(getattr(models, c[1])) for c in _COLLECTIONS},
         "Stats": {
             "type": "object",
             "required": ["memories"],
             "properties": {"memories": {"type": "integer"}},
         },
     }
+
+
+def _json_type(hint: Any) -> dict[str, Any]:
+    names = {str: "string", float: "number", int: "integer", bool: "boolean", dict: "object"}
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) and len(args) == 1:
+        return {"type": [names[typing.get_origin(args[0]) or args[0]], "null"]}
+    return {"type": names[typing.get_origin(hint) or hint]}
+
+
+def _record_schema(cls: type) -> dict[str, Any]:
+    """The schema of a feedback record, derived from its dataclass so the two cannot drift."""
+    hints = typing.get_type_hints(cls)
+    return {
+        "type": "object",
+        "required": [f.name for f in dataclasses.fields(cls)],
+        "properties": {f.name: _json_type(hints[f.name]) for f in dataclasses.fields(cls)},
+    }
+
+
+def _text(doc: str) -> dict[str, Any]:
+    return {**_TEXT, "description": doc}
+
+
+def _record_requests() -> dict[str, Any]:
+    states = {"type": "string", "enum": ["corrected", "adopted", "rejected"]}
+    weight = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
+
+    def request(
+        required: list[str], props: dict[str, Any], doc: str, *rules: dict[str, Any]
+    ) -> dict[str, Any]:
+        out = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": required,
+            "description": doc,
+            "properties": props,
+        }
+        if rules:
+            out["allOf"] = list(rules)
+        return out
+
+    return {
+        "FeedbackEventRequest": request(
+            ["input_context", "ai_output", "state"],
+            {
+                "input_context": _text("What the agent was asked or working on."),
+                "ai_output": _text("What the agent produced."),
+                "state": states,
+                "user_reaction": _opt(_TEXT),
+                "user_correction": _opt(_TEXT),
+                "corrected_output": _opt(_TEXT),
+                "reason": _opt(_TEXT),
+                "source_event_id": {**_opt(_ID), "description": "Idempotency key per workspace."},
+                **_scope_props(),
+                "metadata": _METADATA,
+                "timestamp": _TIME,
+            },
+            "Name at least one of user_id, agent_id, session_id. A `corrected` event needs "
+            "`corrected_output` or `user_correction`.",
+            _NEED_SCOPE,
+            {
+                "if": {"properties": {"state": {"const": "corrected"}}},
+                "then": _given("corrected_output", "user_correction"),
+            },
+        ),
+        "DecisionReviewRequest": request(
+            ["event_id", "final_decision"],
+            {
+                "event_id": _ID,
+                "final_decision": states,
+                "outcome": {"type": "string", "enum": ["success", "partial", "failure", "unknown"]},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "reason": _opt(_TEXT),
+                "user_id": _opt(_ID),
+                "agent_id": _opt(_ID),
+                "workspace": _opt(_ID),
+                "timestamp": _TIME,
+            },
+            "A later look at a feedback event; a different final_decision reverses it. "
+            "Reviewing to `corrected` needs an event that carries a correction.",
+        ),
+        "PreferencePairRequest": request(
+            ["context", "accepted_output", "rejected_output"],
+            {
+                "context": _text("The situation both outputs answered."),
+                "accepted_output": _text("The preferred output."),
+                "rejected_output": _text("The output turned down."),
+                "weight": weight,
+                **_scope_props(),
+                "timestamp": _TIME,
+            },
+            "One output preferred over another for the same context; name at least one of "
+            "user_id, agent_id, session_id.",
+            _NEED_SCOPE,
+        ),
+        "LogEventRequest": request(
+            ["kind"],
+            {
+                "kind": {**_ID, "description": "What happened, e.g. checkpoint."},
+                "payload": _METADATA,
+                **_scope_props(),
+                "timestamp": _TIME,
+            },
+            "Any other event on record; name at least one of user_id, agent_id, session_id.",
+            _NEED_SCOPE,
+        ),
+        "RatingRequest": request(
+            ["memory_id", "verdict"],
+            {
+                "memory_id": _ID,
+                "verdict": {"type": "string", "enum": ["accepted", "rejected", "corrected"]},
+                "correction": _opt(_TEXT),
+                "recall_id": _opt(_ID),
+                "context": _opt(_TEXT),
+                "weight": weight,
+                **_scope_props(),
+                "timestamp": _TIME,
+            },
+            "Whether a memory helped (MCP memory_feedback). Give recall_id or context, not both.",
+            {"not": {"allOf": [_given("recall_id"), _given("context")]}},
+        ),
+    }
+
+
+# (path, record class name, request schema, list key, id name, title)
+_COLLECTIONS = (
+    (
+        "feedback-events",
+        "FeedbackEvent",
+        "FeedbackEventRequest",
+        "feedback_events",
+        "event_id",
+        "feedback event",
+    ),
+    (
+        "decision-reviews",
+        "DecisionReview",
+        "DecisionReviewRequest",
+        "decision_reviews",
+        "review_id",
+        "decision review",
+    ),
+    (
+        "preference-pairs",
+        "PreferencePair",
+        "PreferencePairRequest",
+        "preference_pairs",
+        "pair_id",
+        "preference pair",
+    ),
+    ("events", "LoggedEvent", "LogEventRequest", "logged_events", "event_id", "logged event"),
+    ("ratings", "MemoryRating", "RatingRequest", "memory_ratings", "rating_id", "memory rating"),
+)
+
+
+def _record_paths() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    page = _page_query()
+    for path, cls, req, key, id_name, title in _COLLECTIONS:
+        scope = [
+            p for p in _scope_query() if not (cls == "DecisionReview" and p["name"] == "session_id")
+        ]
+        listing = {
+            "type": "object",
+            "required": [key],
+            "properties": {key: {"type": "array", "items": _ref(cls)}},
+        }
+        paths[f"/v1/{path}"] = {
+            "post": _op(
+                f"Create a {title}",
+                (201, f"The {title} as stored.", _ref(cls)),
+                body=_ref(req),
+                errors=(401, 403, 404, 409, 422),
+                op_id=f"create_{key}",
+            ),
+            "get": _op(
+                f"List {title}s of a scope, oldest first",
+                (200, f"A page of {title}s.", listing),
+                params=[*scope, *page],
+                op_id=f"list_{key}",
+            ),
+        }
+        paths[f"/v1/{path}/{{{id_name}}}"] = {
+            "get": _op(
+                f"One {title}",
+                (200, f"The {title}.", _ref(cls)),
+                params=[
+                    {"name": id_name, "in": "path", "required": True, "schema": _PATH_SCHEMA},
+                    _WORKSPACE_Q,
+                ],
+                errors=(401, 403, 404, 422),
+                op_id=f"get_{key}",
+            ),
+        }
+    return paths
 
 
 @cache
@@ -513,6 +714,7 @@ def _document() -> dict[str, Any]:
                 op_id="explain",
             ),
         },
+        **_record_paths(),
         "/v1/stats": {
             "get": _op(
                 "Counts of a scope",
