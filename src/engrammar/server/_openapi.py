@@ -485,8 +485,9 @@ def _record_requests() -> dict[str, Any]:
                 **_scope_props(),
                 "timestamp": _TIME,
             },
-            "One output preferred over another for the same context; name at least one of "
-            "user_id, agent_id, session_id.",
+            "One output preferred over another for the same context; `accepted_output` and "
+            "`rejected_output` must differ (a rule JSON Schema cannot state); name at least one "
+            "of user_id, agent_id, session_id.",
             _NEED_SCOPE,
         ),
         "LogEventRequest": request(
