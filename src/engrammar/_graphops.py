@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ._refine import refine_candidates
 from .config import Config
 from .errors import NotFoundError
 from .learn.alignment import alignment_deltas, tension_deltas
@@ -191,6 +192,7 @@ def graph_rank(
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
+    cands = refine_candidates(store, config, scope, query, cands)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []
@@ -226,7 +228,8 @@ def graph_rank(
                 components={"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)},
             )
     support = best_support(walks)
-    found = {c.id for c in cands}
+    # Neighbours that refinement brought in were found along sequence edges, not by search.
+    found = {c.id for c in cands if c.vector_rank is not None or c.keyword_rank is not None}
     entries: list[Ranked] = []
     for cand in by_id.values():
         walk = support.get(cand.id)

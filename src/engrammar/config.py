@@ -71,6 +71,23 @@ class Config:
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.5, "Share of the keyword score in the fused relevance.")
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
+    embed_context: bool = _opt(
+        True,
+        "Embed a message that replies to someone (the message before it in the same add call "
+        "has another speaker or role) together with that message: a reply means little "
+        "without what it answers.",
+    )
+    speaker_boost: float = _opt(
+        0.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
+    )
+    time_boost: float = _opt(
+        0.5, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
+    )
+    neighbour_weight: float = _opt(
+        0.6,
+        "Share of the best conversation neighbour's relevance, times the sequence edge's weight, "
+        "added to a memory's relevance; 0 switches it off.",
+    )
 
     # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
     feedback_strengthen_rate: float = _opt(
@@ -155,6 +172,9 @@ class Config:
             "bm25_k1",
             "bm25_b",
             "keyword_weight",
+            "speaker_boost",
+            "time_boost",
+            "neighbour_weight",
             "graph_sequence_weight",
             "graph_min_edge_weight",
             "graph_weight",

@@ -14,12 +14,14 @@ import numpy as np
 
 from . import _graphops
 from . import _validate as v
+from ._refine import refine_candidates
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .models import KINDS, ROLES, MemoryRecord, RecallResult, Scope, ScoredMemory
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
+from .recall.text import embedding_text, embedding_texts, speaker_of
 from .store import NewMemory, RecallRecord, Store, open_store
 
 __all__ = ["Memory"]
@@ -188,7 +190,11 @@ class Memory:
             if msg.get("name") is not None:
                 meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
-        vectors = self._embed([p[1] for p in prepared])
+        vectors = self._embed(
+            embedding_texts(
+                [(p[1], speaker_of(p[4]), p[0]) for p in prepared], self.config.embed_context
+            )
+        )
         rows = [
             NewMemory(
                 id=uuid.uuid4().hex,
@@ -229,7 +235,7 @@ class Memory:
             content = v.text("content", content, self.config.max_content_chars)
             current = self.get(memory_id, workspace=ws)
             scope = Scope(ws, current.user_id, current.agent_id, current.session_id)
-            embedding = self._embed([content])[0]
+            embedding = self._embed([embedding_text(content, speaker_of(current.metadata))])[0]
             dedup = _dedup_key(scope, current.role, content)
         return self.store.update_memory(
             ws,
@@ -319,12 +325,13 @@ class Memory:
     def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
         qvec = self._embed([query])[0]
         pool = self.config.candidate_pool
-        return fuse(
+        cands = fuse(
             self.store.vector_search(scope, qvec, pool),
             self.store.keyword_search(scope, query, pool),
             keyword_weight=self.config.keyword_weight,
             mode=self.config.fusion,
         )
+        return refine_candidates(self.store, self.config, scope, query, cands)
 
     def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
         cands = self._candidates(scope, query)[:limit]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
 from ..models import Edge, MemoryRecord, Scope
-from ..recall.text import terms
+from ..recall.text import index_text, terms
 from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
@@ -50,6 +50,14 @@ def _record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
         updated_at=row[10],
         metadata=json.loads(row[11]),
     )
+
+
+def _speaker(metadata_json: str) -> str | None:
+    # Only the speaker is needed for the index; skip decoding metadata that cannot hold one.
+    if '"speaker"' not in metadata_json:
+        return None
+    speaker = json.loads(metadata_json).get("speaker")
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
 def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
@@ -478,7 +486,7 @@ class SQLiteStore:
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             cursor = conn.execute(
-                "SELECT id, agent_id, session_id, created_at, content, embedding FROM memories "
+                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata FROM memories "
                 "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
                 (workspace, user),
             )
@@ -496,7 +504,7 @@ class SQLiteStore:
             agent_id=row[1],
             session_id=row[2],
             created_at=row[3],
-            content=row[4],
+            content=index_text(row[4], _speaker(row[6])),
             embedding=np.frombuffer(row[5], dtype=np.float32),
         )
 
@@ -516,7 +524,7 @@ class SQLiteStore:
                 chunk = touched[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(
-                    "SELECT id, agent_id, session_id, created_at, content, embedding FROM memories "
+                    "SELECT id, agent_id, session_id, created_at, content, embedding, metadata FROM memories "
                     f"WHERE id IN ({marks}) AND status = 'active' ORDER BY seq",
                     chunk,
                 ):
