@@ -1,0 +1,833 @@
+"""The scale-out store: PostgreSQL with pgvector, behind the same contract as SQLite.
+
+* **Connections.** A psycopg 3 pool per process (``Config.pool_size``); every call borrows one
+  connection and runs in one transaction, committed when the call returns and rolled back
+  when it raises. A transaction that loses a deadlock or a serialization conflict is retried.
+* **Vectors.** A ``vector(dim)`` column with an HNSW index (cosine), created when the store
+  first learns its embedder's dimension. ``hnsw.ef_search`` is raised to the query's ``k``
+  and iterative index scans keep filtered queries from coming back short.
+* **Keywords.** The same analysis as the embedded store (:func:`engrammar.recall.text.terms`:
+  stop words, Snowball stems) stored as a ``tsvector`` with positions (a GIN index finds the
+  candidates), ranked with the same BM25 formula and parameters as the in-process index, per
+  (workspace, user) partition. Partition sizes come from ``keyword_stats``, which a trigger
+  keeps exact; so both stores return the same hits with the same scores.
+* **Concurrency.** Weight changes are ``UPDATE … SET weight = least(hi, greatest(lo, weight +
+  delta))``: the row lock and PostgreSQL's re-check of the updated row make concurrent deltas
+  add up with no lost update. Edges are updated in a fixed order so that two feedback calls
+  cannot deadlock each other. Duplicate inserts collapse on unique constraints.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
+from ..models import Edge, MemoryRecord, Scope
+from ..recall.text import terms
+from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .postgres_migrations import MIGRATIONS
+
+__all__ = ["PostgresStore", "redact_url"]
+
+T = TypeVar("T")
+Conn = psycopg.Connection[Any]
+
+_MEMORY_COLUMNS = (
+    "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
+    "updated_at, metadata"
+)
+# Any constant works; it only has to be the same in every process that migrates this schema.
+_MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
+_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+_MAX_POSITION = 16383  # tsvector positions saturate here; term counts above are approximate
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and stats)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class _Vector:
+    """A float32 vector on its way to a ``vector`` parameter (binary wire format)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = np.ascontiguousarray(array, dtype=np.float32)
+
+
+def _register_vector(conn: Conn) -> None:
+    """Teach the connection pgvector's binary format, both ways, with no extra dependency."""
+    info = TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise StoreError("the pgvector extension is not installed in this database")
+    vector_oid = info.oid
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj: _Vector) -> Buffer:
+            a = obj.array
+            return struct.pack(">HH", len(a), 0) + a.astype(">f4").tobytes()
+
+    class VectorBinaryLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Buffer) -> np.ndarray:
+            dim = struct.unpack_from(">H", data)[0]
+            return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+    class VectorTextLoader(Loader):
+        format = Format.TEXT
+
+        def load(self, data: Buffer) -> np.ndarray:
+            text = bytes(data).decode()
+            return np.array(text[1:-1].split(","), dtype=np.float32)
+
+    conn.adapters.register_dumper(_Vector, VectorDumper)
+    conn.adapters.register_loader(vector_oid, VectorBinaryLoader)
+    conn.adapters.register_loader(vector_oid, VectorTextLoader)
+
+
+def _quote_lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _tsvector(doc_terms: list[str]) -> str:
+    """A tsvector literal of already-analysed terms, with positions (so that tf survives)."""
+    positions: dict[str, list[str]] = {}
+    for pos, term in enumerate(doc_terms, start=1):
+        positions.setdefault(term, []).append(str(min(pos, _MAX_POSITION)))
+    return " ".join(f"{_quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        workspace=row[1],
+        user_id=row[2],
+        agent_id=row[3],
+        session_id=row[4],
+        role=row[5],
+        content=row[6],
+        kind=row[7],
+        status=row[8],
+        created_at=row[9],
+        updated_at=row[10],
+        metadata=row[11],
+    )
+
+
+def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+    p = f"{alias}." if alias else ""
+    clauses = [f"{p}workspace = %s"]
+    params: list[Any] = [scope.workspace]
+    for key in ("user_id", "agent_id", "session_id"):
+        value = getattr(scope, key)
+        if value is not None:
+            clauses.append(f"{p}{key} = %s")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+def _json(value: Any) -> Jsonb:
+    return Jsonb(value)
+
+
+class PostgresStore:
+    """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
+
+    Args:
+        url: a libpq connection URL (``postgresql://user:password@host:5432/db``).
+        pool_size: most connections this process keeps open.
+        bm25_k1, bm25_b: the BM25 parameters (the same as the embedded store's).
+        hnsw_m, hnsw_ef_construction: HNSW build parameters, used when the index is created.
+        hnsw_ef_search: candidates visited per vector query (raised to the query's ``k``).
+        connect_timeout: seconds to wait for the server.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        bm25_k1: float = 1.2,
+        bm25_b: float = 0.1,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        hnsw_ef_search: int = 100,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self._k1 = bm25_k1
+        self._b = bm25_b
+        self._hnsw_m = hnsw_m
+        self._hnsw_ef_construction = hnsw_ef_construction
+        self._ef_search = hnsw_ef_search
+        self._dim: int | None = None
+        self._closed = False
+        self._migrate(connect_timeout)
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={"autocommit": False, "connect_timeout": int(connect_timeout)},
+            configure=self._configure,
+            timeout=max(connect_timeout, 30.0),
+            open=False,
+            name="engrammar",
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreError(f"cannot connect to {redact_url(url)}: {exc}") from exc
+
+    # -- connections -----------------------------------------------------------------------------
+    @staticmethod
+    def _configure(conn: Conn) -> None:
+        _register_vector(conn)
+        conn.commit()
+
+    def _migrate(self, connect_timeout: float) -> None:
+        try:
+            with psycopg.connect(
+                self.url, autocommit=False, connect_timeout=int(connect_timeout)
+            ) as conn:
+                # One migrator at a time across processes; the others wait, then find it done.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                has_vector = conn.execute(
+                    "SELECT 1 FROM pg_extension WHERE extname = 'vector'"
+                ).fetchone()
+                if has_vector is None:
+                    try:
+                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                    except (pg_errors.InsufficientPrivilege, pg_errors.FeatureNotSupported) as exc:
+                        raise StoreError(
+                            f"the pgvector extension is missing in {redact_url(self.url)} and "
+                            f"this user cannot create it ({exc}); a superuser must run "
+                            "CREATE EXTENSION vector once"
+                        ) from exc
+                    except pg_errors.UndefinedFile as exc:
+                        raise StoreError(
+                            "pgvector is not installed on the PostgreSQL server "
+                            f"({exc}); install it (e.g. the postgresql-NN-pgvector package)"
+                        ) from exc
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS migrations "
+                    "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+                )
+                done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+                for migration in MIGRATIONS:
+                    if migration.__name__ not in done:
+                        migration(conn)
+                        conn.execute(
+                            "INSERT INTO migrations (name, applied_at) VALUES (%s, %s)",
+                            (migration.__name__, time.time()),
+                        )
+                conn.commit()
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot prepare the store {redact_url(self.url)}: {exc}") from exc
+
+    @contextmanager
+    def _conn(self) -> Iterator[Conn]:
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool.connection() as conn:
+            yield conn
+
+    def _tx(self, what: str, fn: Callable[[Conn], T], attempts: int = 4) -> T:
+        """Run ``fn`` in one transaction; retry it when it lost a deadlock or a conflict."""
+        for attempt in range(attempts):
+            try:
+                with self._conn() as conn, conn.transaction():
+                    return fn(conn)
+            except _RETRYABLE:
+                if attempt == attempts - 1:
+                    raise StoreError(f"{what} failed: the database kept aborting it") from None
+                time.sleep(0.01 * (2**attempt))
+            except PoolTimeout as exc:
+                raise StoreError(f"{what} failed: no database connection ({exc})") from exc
+            except psycopg.Error as exc:
+                raise StoreError(f"{what} failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def applied_migrations(self) -> list[str]:
+        return self._tx(
+            "reading migrations",
+            lambda c: [r[0] for r in c.execute("SELECT name FROM migrations ORDER BY name")],
+        )
+
+    # -- meta ------------------------------------------------------------------------------------
+    def check_embedder(self, name: str, dim: int) -> None:
+        def run(conn: Conn) -> None:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('embedder', %s)",
+                    (json.dumps({"name": name, "dim": dim}),),
+                )
+                self._set_dimension(conn, dim)
+                return
+            known = json.loads(row[0])
+            if known["dim"] != dim:
+                raise EmbedderError(
+                    f"the store at {redact_url(self.url)} holds {known['dim']}-dimensional "
+                    f"vectors from {known['name']!r}; the embedder {name!r} makes {dim}. Use the "
+                    "same embedder, or export and re-import into a new store."
+                )
+            if known["name"] != name:
+                conn.execute(
+                    "UPDATE meta SET value = %s WHERE key = 'embedder'",
+                    (json.dumps({"name": name, "dim": dim}),),
+                )
+
+        self._tx("checking the embedder", run)
+        self._dim = dim
+
+    def _set_dimension(self, conn: Conn, dim: int) -> None:
+        # Fixing the column's dimension is what lets pgvector build an HNSW index on it.
+        conn.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw ON memories "
+            "USING hnsw (embedding vector_cosine_ops) "
+            f"WITH (m = {int(self._hnsw_m)}, ef_construction = {int(self._hnsw_ef_construction)})"
+        )
+
+    # -- memories --------------------------------------------------------------------------------
+    def add_memories(
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
+    ) -> list[tuple[str, bool]]:
+        def run(conn: Conn) -> list[tuple[str, bool]]:
+            now = time.time()
+            out: list[tuple[str, bool]] = []
+            rename: dict[str, str] = {}
+            for row in rows:
+                doc_terms = terms(row.content)
+                inserted = conn.execute(
+                    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
+                    "content, kind, status, created_at, updated_at, metadata, dedup_key, "
+                    "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,"
+                    "%s,%s,%b,%s::tsvector,%s) ON CONFLICT (workspace, dedup_key) DO NOTHING "
+                    "RETURNING id",
+                    (
+                        row.id,
+                        row.workspace,
+                        row.user_id,
+                        row.agent_id,
+                        row.session_id,
+                        row.role,
+                        row.content,
+                        row.kind,
+                        row.created_at,
+                        now,
+                        _json(row.metadata),
+                        row.dedup_key,
+                        _Vector(row.embedding),
+                        _tsvector(doc_terms),
+                        len(doc_terms),
+                    ),
+                ).fetchone()
+                if inserted is None:
+                    existing = conn.execute(
+                        "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
+                        (row.workspace, row.dedup_key),
+                    ).fetchone()
+                    if existing is None:  # the conflicting row was deleted meanwhile
+                        raise pg_errors.SerializationFailure("dedup row vanished")
+                    rename[row.id] = existing[0]
+                    out.append((existing[0], False))
+                    continue
+                self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+                out.append((row.id, True))
+            self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
+            return out
+
+        return self._tx("add", run)
+
+    @staticmethod
+    def _insert_edges(
+        conn: Conn,
+        workspace: str,
+        edges: Sequence[NewEdge],
+        rename: dict[str, str],
+        now: float,
+    ) -> None:
+        params = []
+        for edge in edges:
+            src = rename.get(edge.src, edge.src)
+            dst = rename.get(edge.dst, edge.dst)
+            if src != dst:
+                params.append((workspace, src, dst, edge.kind, edge.weight, now))
+        # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
+        params.sort(key=lambda p: (p[1], p[2], p[3]))
+        if params:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
+                    "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
+                    "SET weight = greatest(e.weight, excluded.weight), "
+                    "updated_at = excluded.updated_at",
+                    params,
+                )
+
+    @staticmethod
+    def _log(
+        conn: Conn,
+        memory_id: str,
+        workspace: str,
+        user_id: str | None,
+        op: str,
+        before: str | None,
+        after: str | None,
+        reason: str = "",
+    ) -> None:
+        conn.execute(
+            "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, reason, "
+            "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+            (memory_id, workspace, user_id, op, before, after, reason, time.time()),
+        )
+
+    def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._tx(
+            "get",
+            lambda c: c.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = ANY(%s)",
+                (workspace, ids),
+            ).fetchall(),
+        )
+        return {r[0]: _record(r) for r in rows}
+
+    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
+        where, params = _scope_where(scope)
+        rows = self._tx(
+            "list",
+            lambda c: c.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} "
+                "ORDER BY seq LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            ).fetchall(),
+        )
+        return [_record(r) for r in rows]
+
+    def update_memory(
+        self,
+        workspace: str,
+        memory_id: str,
+        *,
+        content: str | None,
+        embedding: np.ndarray | None,
+        dedup_key: str | None,
+        metadata: dict[str, Any] | None,
+        status: str | None,
+        reason: str,
+    ) -> MemoryRecord:
+        def run(conn: Conn) -> MemoryRecord:
+            row = conn.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = %s "
+                "FOR UPDATE",
+                (workspace, memory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"memory {memory_id!r} not found in workspace {workspace!r}")
+            old = _record(row)
+            sets: list[str] = ["updated_at = %s"]
+            params: list[Any] = [time.time()]
+            if content is not None and embedding is not None and dedup_key is not None:
+                clash = conn.execute(
+                    "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s AND id <> %s",
+                    (workspace, dedup_key, memory_id),
+                ).fetchone()
+                if clash is not None:
+                    raise ConflictError(
+                        f"memory {clash[0]!r} of the same scope already has this content"
+                    )
+                doc_terms = terms(content)
+                sets += [
+                    "content = %s",
+                    "embedding = %b",
+                    "dedup_key = %s",
+                    "terms = %s::tsvector",
+                    "doc_len = %s",
+                ]
+                params += [
+                    content,
+                    _Vector(embedding),
+                    dedup_key,
+                    _tsvector(doc_terms),
+                    len(doc_terms),
+                ]
+            if metadata is not None:
+                sets.append("metadata = %s")
+                params.append(_json(metadata))
+            if status is not None:
+                sets.append("status = %s")
+                params.append(status)
+            try:
+                new = conn.execute(
+                    f"UPDATE memories SET {', '.join(sets)} WHERE workspace = %s AND id = %s "
+                    f"RETURNING {_MEMORY_COLUMNS}",
+                    [*params, workspace, memory_id],
+                ).fetchone()
+            except pg_errors.UniqueViolation as exc:  # a concurrent writer took the content
+                raise ConflictError(
+                    f"another memory of the same scope already has this content ({exc})"
+                ) from exc
+            assert new is not None
+            op = "update" if content is not None else ("status" if status else "metadata")
+            after = content if content is not None else (status or json.dumps(metadata))
+            before = old.content if content is not None else (old.status if status else None)
+            self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
+            return _record(new)
+
+        return self._tx("update", run)
+
+    def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
+        where, params = _scope_where(scope)
+
+        def run(conn: Conn) -> int:
+            if ids is None:
+                deleted = conn.execute(
+                    f"DELETE FROM memories WHERE {where} RETURNING id, user_id", params
+                ).fetchall()
+            else:
+                deleted = conn.execute(
+                    f"DELETE FROM memories WHERE {where} AND id = ANY(%s) RETURNING id, user_id",
+                    [*params, list(ids)],
+                ).fetchall()
+            if not deleted:
+                return 0
+            gone = [r[0] for r in deleted]
+            conn.execute(
+                "DELETE FROM edges WHERE workspace = %s AND (src = ANY(%s) OR dst = ANY(%s))",
+                (scope.workspace, gone, gone),
+            )
+            # The history of a forgotten memory keeps no content.
+            conn.execute(
+                "UPDATE memory_changes SET before = NULL, after = NULL "
+                "WHERE workspace = %s AND memory_id = ANY(%s)",
+                (scope.workspace, gone),
+            )
+            now = time.time()
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, "
+                    "after, reason, created_at) VALUES (%s,%s,%s,'forget',NULL,NULL,'',%s)",
+                    [(mid, scope.workspace, uid, now) for mid, uid in deleted],
+                )
+            return len(deleted)
+
+        return self._tx("forget", run)
+
+    def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
+        rows = self._tx(
+            "history",
+            lambda c: c.execute(
+                "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
+                "WHERE workspace = %s AND memory_id = %s ORDER BY rev",
+                (workspace, memory_id),
+            ).fetchall(),
+        )
+        if not rows:
+            raise NotFoundError(f"memory {memory_id!r} not found in workspace {workspace!r}")
+        return [
+            {"rev": r[0], "op": r[1], "before": r[2], "after": r[3], "reason": r[4], "at": r[5]}
+            for r in rows
+        ]
+
+    def stats(self, scope: Scope) -> dict[str, Any]:
+        where, params = _scope_where(scope)
+        where_m, params_m = _scope_where(scope, "m")
+
+        def run(conn: Conn) -> dict[str, Any]:
+            memories = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params)
+            n_memories = memories.fetchone()[0]  # type: ignore[index]
+            edges = conn.execute(
+                "SELECT count(*) FROM edges e JOIN memories m ON m.workspace = e.workspace "
+                f"AND m.id = e.src WHERE {where_m}",
+                params_m,
+            ).fetchone()[0]  # type: ignore[index]
+            recalls = conn.execute(
+                f"SELECT count(*) FROM recalls WHERE {where}", params
+            ).fetchone()[0]  # type: ignore[index]
+            by_kind = dict(
+                conn.execute(
+                    f"SELECT kind, count(*) FROM memories WHERE {where} GROUP BY kind", params
+                ).fetchall()
+            )
+            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+            return {
+                "memories": n_memories,
+                "memories_by_kind": by_kind,
+                "edges": edges,
+                "recalls": recalls,
+                "store": "postgresql",
+                "url": redact_url(self.url),
+                "bytes_on_disk": size[0] if size else 0,
+            }
+
+        return self._tx("stats", run)
+
+    # -- search ----------------------------------------------------------------------------------
+    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        where, params = _scope_where(scope)
+        ef = min(1000, max(self._ef_search, k))
+
+        def run(conn: Conn) -> list[tuple[str, float]]:
+            # Transaction-local settings: the pooled connection goes back unchanged.
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                (str(ef),),
+            )
+            return [
+                (r[0], float(r[1]))
+                for r in conn.execute(
+                    "WITH hits AS MATERIALIZED (SELECT id, embedding <=> %b AS distance "
+                    f"FROM memories WHERE {where} AND status = 'active' "
+                    "ORDER BY embedding <=> %b LIMIT %s) "
+                    "SELECT id, 1 - distance FROM hits ORDER BY distance, id",
+                    [_Vector(query), *params, _Vector(query), k],
+                )
+            ]
+
+        return self._tx("search", run)
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
+        query_terms = terms(text)
+        if not query_terms or k <= 0:
+            return []
+        counts = Counter(query_terms)
+        words = list(counts)
+        tsquery = " | ".join(_quote_lexeme(w) for w in words)
+        part_where = ["m.workspace = %(ws)s", "m.status = 'active'"]
+        filters = []
+        params: dict[str, Any] = {
+            "ws": scope.workspace,
+            "words": words,
+            "qtf": [counts[w] for w in words],
+            "tsq": tsquery,
+            "k1": self._k1,
+            "b": self._b,
+            "k": k,
+        }
+        if scope.user_id is not None:
+            part_where.append("m.user_id = %(user_id)s")
+            params["user_id"] = scope.user_id
+        for key in ("agent_id", "session_id"):
+            if getattr(scope, key) is not None:
+                filters.append(f"c.{key} = %({key})s")
+                params[key] = getattr(scope, key)
+        # BM25 exactly as recall.keyword.BM25Index computes it: idf and the average length per
+        # (workspace, user) partition, agent/session filters applied after scoring.
+        sql = f"""
+            WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(qtf)s::int[]) AS q(term, qtf)),
+            cand AS MATERIALIZED (
+                SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.terms, m.doc_len
+                FROM memories m
+                WHERE {" AND ".join(part_where)} AND m.terms @@ %(tsq)s::tsquery
+            ),
+            tf AS (
+                SELECT c.seq, c.user_id, u.lexeme AS term, cardinality(u.positions) AS tf
+                FROM cand c CROSS JOIN LATERAL unnest(c.terms) AS u
+                WHERE u.lexeme = ANY(%(words)s::text[])
+            ),
+            df AS (SELECT user_id, term, count(*) AS df FROM tf GROUP BY user_id, term),
+            scored AS (
+                SELECT tf.seq, sum(
+                    q.qtf
+                    * ln(1.0 + (p.n - df.df + 0.5) / (df.df + 0.5))
+                    * tf.tf * (%(k1)s + 1.0)
+                    / (tf.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
+                        / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
+                ) AS score
+                FROM tf
+                JOIN q ON q.term = tf.term
+                JOIN df ON df.user_id IS NOT DISTINCT FROM tf.user_id AND df.term = tf.term
+                JOIN cand c ON c.seq = tf.seq
+                JOIN keyword_stats p
+                    ON p.workspace = %(ws)s AND p.user_key = coalesce(tf.user_id, '')
+                GROUP BY tf.seq
+            )
+            SELECT c.id, s.score FROM scored s JOIN cand c ON c.seq = s.seq
+            WHERE s.score > 0 {"".join(" AND " + f for f in filters)}
+            ORDER BY s.score DESC, c.seq LIMIT %(k)s
+        """
+        rows = self._tx("search", lambda c: c.execute(sql, params).fetchall())
+        return [(r[0], float(r[1])) for r in rows]
+
+    def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+
+        def run(conn: Conn) -> dict[str, np.ndarray]:
+            with conn.cursor(binary=True) as cur:
+                cur.execute(
+                    "SELECT id, embedding FROM memories WHERE workspace = %s AND id = ANY(%s)",
+                    (workspace, ids),
+                )
+                return {r[0]: r[1] for r in cur}
+
+        return self._tx("reading vectors", run)
+
+    # -- graph -----------------------------------------------------------------------------------
+    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        rows = self._tx(
+            "reading edges",
+            lambda c: c.execute(
+                "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
+                "AND src = ANY(%s) AND weight >= %s",
+                (workspace, ids, min_weight),
+            ).fetchall(),
+        )
+        return [Edge(*r) for r in rows]
+
+    def adjust_edges(
+        self,
+        workspace: str,
+        deltas: Sequence[EdgeDelta],
+        lo: float,
+        hi: float,
+        consume_recall: str | None = None,
+    ) -> list[Edge] | None:
+        # A stable sort keeps the order of repeated deltas to one edge (clamping is not
+        # commutative) while locking distinct edges in one global order.
+        ordered = sorted(deltas, key=lambda d: (d.src, d.dst, d.kind))
+
+        def run(conn: Conn) -> list[Edge] | None:
+            now = time.time()
+            if consume_recall is not None:
+                consumed = conn.execute(
+                    "UPDATE recalls SET consumed_at = %s WHERE workspace = %s AND id = %s "
+                    "AND consumed_at IS NULL",
+                    (now, workspace, consume_recall),
+                )
+                if consumed.rowcount != 1:
+                    return None
+            changed: list[Edge] = []
+            if not ordered:
+                return changed
+            with conn.cursor() as cur:
+                # The arithmetic runs in SQL on the locked row: no update is ever lost.
+                cur.executemany(
+                    "UPDATE edges SET weight = least(%(hi)s, greatest(%(lo)s, weight + %(d)s)), "
+                    "updated_at = %(now)s WHERE workspace = %(ws)s AND src = %(src)s "
+                    "AND dst = %(dst)s AND kind = %(kind)s "
+                    "AND least(%(hi)s, greatest(%(lo)s, weight + %(d)s)) <> weight "
+                    "RETURNING src, dst, kind, weight, updated_at",
+                    [
+                        {
+                            "hi": hi,
+                            "lo": lo,
+                            "d": d.delta,
+                            "now": now,
+                            "ws": workspace,
+                            "src": d.src,
+                            "dst": d.dst,
+                            "kind": d.kind,
+                        }
+                        for d in ordered
+                    ],
+                    returning=True,
+                )
+                while True:
+                    row = cur.fetchone()
+                    if row is not None:
+                        changed.append(Edge(*row))
+                    if not cur.nextset():
+                        break
+            return changed
+
+        return self._tx("edge update", run)
+
+    # -- recalls ---------------------------------------------------------------------------------
+    def save_recall(self, record: RecallRecord) -> None:
+        def run(conn: Conn) -> None:
+            conn.execute(
+                "INSERT INTO recalls (id, workspace, user_id, agent_id, session_id, query, "
+                "created_at, memory_ids, paths, tensions, consumed_at) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    record.recall_id,
+                    record.workspace,
+                    record.user_id,
+                    record.agent_id,
+                    record.session_id,
+                    record.query,
+                    record.created_at,
+                    _json(record.memory_ids),
+                    _json(record.paths),
+                    _json(record.tensions),
+                    record.consumed_at,
+                ),
+            )
+
+        self._tx("saving the recall", run)
+
+    def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
+        where, params = _scope_where(scope)
+        cols = (
+            "id, workspace, user_id, agent_id, session_id, query, created_at, memory_ids, paths, "
+            "tensions, consumed_at"
+        )
+        if recall_id is not None:
+            sql = f"SELECT {cols} FROM recalls WHERE {where} AND id = %s"
+            params = [*params, recall_id]
+        else:
+            sql = (
+                f"SELECT {cols} FROM recalls WHERE {where} AND consumed_at IS NULL "
+                "ORDER BY created_at DESC, seq DESC LIMIT 1"
+            )
+        row = self._tx("reading the recall", lambda c: c.execute(sql, params).fetchone())
+        if row is None:
+            return None
+        return RecallRecord(
+            recall_id=row[0],
+            workspace=row[1],
+            user_id=row[2],
+            agent_id=row[3],
+            session_id=row[4],
+            query=row[5],
+            created_at=row[6],
+            memory_ids=row[7],
+            paths=row[8],
+            tensions=row[9],
+            consumed_at=row[10],
+        )
