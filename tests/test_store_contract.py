@@ -10,7 +10,7 @@ import hashlib
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +113,12 @@ def test_add_get_roundtrip(store: Store) -> None:
     got = store.get_memories(WS, [memory_id, "missing"])
     assert list(got) == [memory_id]
     rec = got[memory_id]
-    assert (rec.content, rec.role, rec.kind, rec.status) == (row.content, "user", "message", "active")
+    assert (rec.content, rec.role, rec.kind, rec.status) == (
+        row.content,
+        "user",
+        "message",
+        "active",
+    )
     assert (rec.user_id, rec.agent_id, rec.session_id) == ("alice", None, None)
     assert rec.created_at == row.created_at
     assert rec.metadata == {"source": "chat", "n": 3, "nested": [1.5]}
@@ -354,7 +359,7 @@ def test_keyword_search_edge_cases(store: Store) -> None:
     assert store.keyword_search(Scope(WS, "alice"), "violin", 0) == []
     assert store.keyword_search(Scope("w2"), "violin", 5) == []
     # Punctuation and quotes in user text are just text.
-    hits = store.keyword_search(Scope(WS, "alice"), "violin's \"teacher\" & | ! (bowing):*", 5)
+    hits = store.keyword_search(Scope(WS, "alice"), 'violin\'s "teacher" & | ! (bowing):*', 5)
     assert hits and hits[0][1] > 0
 
 
@@ -452,7 +457,12 @@ def test_recalls_roundtrip_newest_unconsumed_and_scope(store: Store) -> None:
     store.save_recall(RecallRecord("r3", WS, "bob", None, None, "q3", t + 2, []))
     got = store.get_recall(Scope(WS, "alice"), "r1")
     assert got is not None
-    assert (got.query, got.memory_ids, got.paths, got.tensions) == ("q1", ["a", "b"], paths, tensions)
+    assert (got.query, got.memory_ids, got.paths, got.tensions) == (
+        "q1",
+        ["a", "b"],
+        paths,
+        tensions,
+    )
     assert (got.agent_id, got.session_id, got.created_at, got.consumed_at) == ("a1", "s1", t, None)
     newest = store.get_recall(Scope(WS, "alice"), None)
     assert newest is not None and newest.recall_id == "r2"
@@ -527,7 +537,9 @@ def test_adjust_edges_threads_lose_no_update(backend: Backend) -> None:
     assert got == pytest.approx(want, abs=1e-9)
 
 
-def _process_worker(kind: str, where: str, w: int, hub: str, spokes: list[str], rounds: int) -> None:
+def _process_worker(
+    kind: str, where: str, w: int, hub: str, spokes: list[str], rounds: int
+) -> None:
     store = open_backend(kind, where)
     try:
         for deltas in _deltas(w, hub, spokes, rounds):
@@ -615,5 +627,3 @@ def test_feedback_consumes_a_recall_once_under_contention(backend: Backend) -> N
         t.join()
     assert sum(o is not None for o in outcomes) == 1
     assert [round(e.weight, 9) for e in stores[1].edges_from(WS, [hub])] == [0.6] * 3
-
-

@@ -1,0 +1,174 @@
+"""What only the PostgreSQL store has: its schema, its pool, its URL; and recall parity with
+the embedded store through the public API, with the real model."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory, StoreError
+from engrammar.embed.onnx import MiniLMEmbedder
+
+pytest.importorskip("psycopg")
+
+from engrammar.store.postgres import PostgresStore, redact_url
+from engrammar.store.postgres_migrations import MIGRATIONS
+
+
+def _one(url: str, sql: str) -> object:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+        return row[0] if row else None
+
+
+def test_migrations_recorded_once_and_concurrent_openers(pg_url: str) -> None:
+    stores: list[PostgresStore] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            store = PostgresStore(pg_url, pool_size=2)
+            store.check_embedder("hash", 64)
+            stores.append(store)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        assert stores[0].applied_migrations() == [m.__name__ for m in MIGRATIONS]
+        assert _one(pg_url, "SELECT count(*) FROM migrations") == len(MIGRATIONS)
+        # The vector column got its dimension and an HNSW cosine index.
+        assert _one(pg_url, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'") == (
+            "vector(64)"
+        )  # fmt: skip
+        indexdef = _one(
+            pg_url,
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw'",
+        )
+        assert "hnsw" in str(indexdef) and "vector_cosine_ops" in str(indexdef)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_hnsw_index_serves_vector_search(pg_url: str) -> None:
+    """With enough rows the planner uses the HNSW index, and results stay right."""
+    import numpy as np
+    import psycopg
+
+    from engrammar.models import Scope
+    from engrammar.store import NewMemory
+
+    store = PostgresStore(pg_url)
+    try:
+        store.check_embedder("synthetic", 16)
+        rng = np.random.default_rng(7)
+        vecs = rng.normal(size=(3000, 16)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        rows = [
+            NewMemory(f"v{i}", "default", "u", None, None, "user", f"text {i}", "message",
+                      float(i), {}, f"k{i}", vecs[i])
+            for i in range(len(vecs))
+        ]  # fmt: skip
+        store.add_memories(rows)
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("ANALYZE memories")
+            plan = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    "EXPLAIN SELECT id FROM memories WHERE workspace = 'default' "
+                    "AND status = 'active' ORDER BY embedding <=> %s::vector LIMIT 10",
+                    (str(vecs[0].tolist()),),
+                )
+            )
+        assert "memories_embedding_hnsw" in plan
+        query = vecs[42] + 0.05 * vecs[7]
+        query /= np.linalg.norm(query)
+        hits = store.vector_search(Scope("default", "u"), query, 10)
+        exact = np.argsort(-(vecs @ query))[:10]
+        assert [h for h, _ in hits][:3] == [f"v{i}" for i in exact[:3]]
+        assert len({h for h, _ in hits} & {f"v{i}" for i in exact}) >= 9
+    finally:
+        store.close()
+
+
+def test_bad_urls_raise_store_error(pg_server: object) -> None:
+    port = pg_server.port  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match="no_such_db"):
+        PostgresStore(f"postgresql://postgres@127.0.0.1:{port}/no_such_db")
+    with pytest.raises(StoreError):
+        PostgresStore("postgresql://postgres@127.0.0.1:1/x", connect_timeout=2)
+
+
+def test_redact_url() -> None:
+    assert redact_url("postgresql://u:secret@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_memory_facade_on_postgres(pg_url: str) -> None:
+    with Memory(Config(store=pg_url), embedder=HashEmbedder()) as mem:
+        ids = mem.add("I write docs before code.", user_id="alice")
+        assert mem.get(ids[0]).content == "I write docs before code."
+        assert mem.add("I write docs before code.", user_id="alice") == ids
+        r = mem.recall("docs before code", user_id="alice")
+        assert [m.id for m in r.memories] == ids
+        assert mem.stats(user_id="alice")["store"] == "postgresql"
+
+
+CONVERSATION = [
+    "I just moved to Lisbon for a new job at a robotics startup.",
+    "My manager there is called Inês and she runs the perception team.",
+    "I'm allergic to peanuts, so I always check restaurant menus carefully.",
+    "On weekends I go surfing at Carcavelos beach with my friend Tomás.",
+    "I'm learning Portuguese with an app every morning on the train.",
+    "My sister Ana is getting married in Porto next September.",
+    "The robotics startup builds warehouse robots that pick parcels.",
+    "I adopted a grey cat named Fado; she sleeps on my keyboard.",
+    "I prefer tea to coffee, especially green tea in the afternoon.",
+    "Last year I ran the Berlin marathon in under four hours.",
+    "Surfing lessons were hard at first, the waves in winter are big.",
+    "I want to visit the Azores next spring to go hiking.",
+]
+QUERIES = [
+    "Where does the user work?",
+    "What food allergies should I know about?",
+    "What does the user do on weekends?",
+    "Tell me about the user's pet",
+    "family events coming up",
+    "What does the user like to drink?",
+]
+
+
+@pytest.fixture
+def both(pg_url: str, tmp_path: Path, minilm: MiniLMEmbedder) -> Iterator[tuple[Memory, Memory]]:
+    sqlite = Memory(Config(path=str(tmp_path / "s")), embedder=minilm)
+    postgres = Memory(Config(store=pg_url), embedder=minilm)
+    yield sqlite, postgres
+    sqlite.close()
+    postgres.close()
+
+
+@pytest.mark.model
+def test_recall_parity_with_sqlite(both: tuple[Memory, Memory]) -> None:
+    """The same conversation and queries give the same ranked memories on both stores."""
+    for mem in both:
+        mem.add([{"role": "user", "content": c} for c in CONVERSATION], user_id="alice")
+    for query in QUERIES:
+        results = [mem.recall(query, user_id="alice", limit=5) for mem in both]
+        lists = [[m.content for m in r.memories] for r in results]
+        assert lists[0] == lists[1], query
+        scores = [[m.score for m in r.memories] for r in results]
+        assert scores[0] == pytest.approx(scores[1], rel=1e-3, abs=1e-4), query
+    top = both[1].recall("What food allergies should I know about?", user_id="alice", limit=1)
+    assert "peanuts" in top.memories[0].content
