@@ -26,7 +26,27 @@ import numpy as np
 
 from ..models import Edge, MemoryRecord, Scope
 
-__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
+__all__ = ["COPY_TABLES", "EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
+
+#: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
+#: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
+#: float32 vector; everything else is a string, a number or ``None``. Internal sequence
+#: numbers are not copied (the destination numbers rows in the same order).
+COPY_TABLES: dict[str, tuple[str, ...]] = {
+    "meta": ("key", "value"),
+    "memories": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "role", "content", "kind",
+        "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
+    ),
+    "memory_changes": (
+        "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
+    ),
+    "edges": ("workspace", "src", "dst", "kind", "weight", "updated_at"),
+    "recalls": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "query", "created_at",
+        "memory_ids", "paths", "tensions", "consumed_at",
+    ),
+}  # fmt: skip
 
 
 @dataclass
@@ -171,3 +191,13 @@ class Store(Protocol):
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
         """The given recall of the scope (consumed or not), or the scope's newest unconsumed
         recall when ``recall_id`` is None; ``None`` if there is no such recall."""
+
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        """Up to ``limit`` rows of ``table`` (a key of :data:`COPY_TABLES`) in a stable order,
+        starting after the cursor ``after`` (``None``: from the start); returns the rows and the
+        cursor of the next page (``None`` when there is none)."""
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Write rows exported by any store's :meth:`export_rows` as they are, in one
+        transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""

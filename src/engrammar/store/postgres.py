@@ -38,10 +38,10 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
+from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import COPY_TABLES, EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .postgres_migrations import MIGRATIONS
 
 __all__ = ["PostgresStore", "redact_url"]
@@ -831,3 +831,69 @@ class PostgresStore:
             tensions=row[9],
             consumed_at=row[10],
         )
+
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    # table -> (cursor columns, JSON fields)
+    _COPY_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # noqa: RUF012
+        "meta": (("key",), ()),
+        "memories": (("seq",), ("metadata",)),
+        "memory_changes": (("rev",), ()),
+        "edges": (("workspace", "src", "dst", "kind"), ()),
+        "recalls": (("seq",), ("memory_ids", "paths", "tensions")),
+    }
+
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        if table not in self._COPY_KEYS or table not in COPY_TABLES:
+            raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
+        keys, json_fields = self._COPY_KEYS[table]
+        return COPY_TABLES[table], keys, json_fields
+
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        fields, keys, _ = self._copy_spec(table)
+        key_sql = ", ".join(keys)
+        where = f"WHERE ({key_sql}) > ({', '.join(['%s'] * len(keys))})" if after else ""
+
+        def run(conn: Conn) -> list[Any]:
+            with conn.cursor(binary=True) as cur:
+                cur.execute(
+                    f"SELECT {key_sql}, {', '.join(fields)} FROM {table} {where} "
+                    f"ORDER BY {key_sql} LIMIT %s",
+                    [*(after or ()), limit],
+                )
+                return cur.fetchall()
+
+        rows = self._tx(f"exporting {table}", run)
+        n = len(keys)
+        out = [dict(zip(fields, row[n:], strict=True)) for row in rows]
+        return out, (tuple(rows[-1][:n]) if len(rows) == limit else None)
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        fields, _, json_fields = self._copy_spec(table)
+        columns = list(fields)
+        marks = ["%b" if f == "embedding" else "%s" for f in fields]
+        if table == "memories":
+            columns += ["terms", "doc_len"]
+            marks += ["%s::tsvector", "%s"]
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
+        if table == "meta":
+            sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        params = []
+        for item in rows:
+            values = []
+            for name in fields:
+                value = item[name]
+                if name in json_fields:
+                    value = _json(value)
+                elif name == "embedding":
+                    value = _Vector(value)
+                values.append(value)
+            if table == "memories":
+                doc_terms = terms(item["content"])
+                values += [_tsvector(doc_terms), len(doc_terms)]
+            params.append(values)
+
+        def run(conn: Conn) -> None:
+            with conn.cursor() as cur:
+                cur.executemany(sql, params)
+
+        self._tx(f"importing {table}", run)

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
+from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import COPY_TABLES, EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
 
@@ -697,3 +697,57 @@ class SQLiteStore:
             tensions=json.loads(r[9]),
             consumed_at=r[10],
         )
+
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    # table -> (cursor column, JSON fields)
+    _COPY_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # noqa: RUF012
+        "meta": ("rowid", ()),
+        "memories": ("seq", ("metadata",)),
+        "memory_changes": ("rev", ()),
+        "edges": ("rowid", ()),
+        "recalls": ("rowid", ("memory_ids", "paths", "tensions")),
+    }
+
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+        if table not in self._COPY_KEYS or table not in COPY_TABLES:
+            raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
+        key, json_fields = self._COPY_KEYS[table]
+        return COPY_TABLES[table], key, json_fields
+
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        fields, key, json_fields = self._copy_spec(table)
+        rows = self._read(
+            f"SELECT {key}, {', '.join(fields)} FROM {table} WHERE {key} > ? "
+            f"ORDER BY {key} LIMIT ?",
+            (after if after is not None else -1, limit),
+        )
+        out = []
+        for row in rows:
+            item = dict(zip(fields, row[1:], strict=True))
+            for name in json_fields:
+                item[name] = json.loads(item[name])
+            if "embedding" in item:
+                item["embedding"] = np.frombuffer(item["embedding"], dtype=np.float32).copy()
+            out.append(item)
+        return out, (rows[-1][0] if len(rows) == limit else None)
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        fields, _, json_fields = self._copy_spec(table)
+        verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
+        sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
+        params = []
+        for item in rows:
+            values = []
+            for name in fields:
+                value = item[name]
+                if name in json_fields:
+                    value = json.dumps(value, ensure_ascii=False)
+                elif name == "embedding":
+                    value = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+                values.append(value)
+            params.append(values)
+        try:
+            with self._write() as conn:
+                conn.executemany(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"importing {table} failed: {exc}") from exc
