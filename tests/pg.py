@@ -93,8 +93,15 @@ def _free_port() -> int:
 class PgServer:
     """One running server; :meth:`new_database` hands out empty databases with pgvector."""
 
-    def __init__(self, bindir: Path) -> None:
+    #: For tests: durability off (the data is thrown away), room for many pools.
+    TEST_OPTIONS = (
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        "-c max_connections=300 -c shared_buffers=64MB"
+    )
+
+    def __init__(self, bindir: Path, options: str | None = None) -> None:
         self.bindir = bindir
+        self.options = self.TEST_OPTIONS if options is None else options
         self.root = Path(tempfile.mkdtemp(prefix="engrammar-pg-"))
         self.data = self.root / "data"
         self.port = 0
@@ -127,11 +134,7 @@ class PgServer:
         )  # fmt: skip
         for attempt in range(5):
             self.port = _free_port()
-            options = (
-                f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300 "
-                "-c shared_buffers=64MB"
-            )
+            options = f"-h 127.0.0.1 -p {self.port} -k {self.root} {self.options}"
             try:
                 self._run(
                     "pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l",

@@ -19,6 +19,7 @@ Contract, for every method:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -164,9 +165,7 @@ class Store(Protocol):
         """Stored vectors of the given memories."""
 
     # -- graph ---------------------------------------------------------------------------------
-    def edges_from(
-        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0
-    ) -> list[Edge]:
+    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         """Edges leaving any of ``ids`` with weight >= ``min_weight``."""
 
     def adjust_edges(
@@ -197,6 +196,9 @@ class Store(Protocol):
         """Up to ``limit`` rows of ``table`` (a key of :data:`COPY_TABLES`) in a stable order,
         starting after the cursor ``after`` (``None``: from the start); returns the rows and the
         cursor of the next page (``None`` when there is none)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for loading many rows: the store may defer index maintenance to its end."""
 
     def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """Write rows exported by any store's :meth:`export_rows` as they are, in one

@@ -151,15 +151,16 @@ def migrate(
         others = [r for r in meta if r["key"] != "embedder"]
         if others:
             dst.import_rows("meta", others)
-        for table in COPY_TABLES:
-            if table == "meta":
-                continue
-            copied = 0
-            for rows in _pages(src, table, batch):
-                dst.import_rows(table, rows)
-                copied += len(rows)
-                if progress is not None:
-                    progress(table, copied)
+        with dst.bulk_load():
+            for table in COPY_TABLES:
+                if table == "meta":
+                    continue
+                copied = 0
+                for rows in _pages(src, table, batch):
+                    dst.import_rows(table, rows)
+                    copied += len(rows)
+                    if progress is not None:
+                        progress(table, copied)
         want, got = table_checksums(src, batch), table_checksums(dst, batch)
         differ = [t for t in COPY_TABLES if want[t] != got[t]]
         if differ:

@@ -316,58 +316,99 @@ class PostgresStore:
     def _set_dimension(self, conn: Conn, dim: int) -> None:
         # Fixing the column's dimension is what lets pgvector build an HNSW index on it.
         conn.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        self._create_hnsw(conn)
+
+    def _create_hnsw(self, conn: Conn) -> None:
         conn.execute(
             "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw ON memories "
             "USING hnsw (embedding vector_cosine_ops) "
             f"WITH (m = {int(self._hnsw_m)}, ef_construction = {int(self._hnsw_ef_construction)})"
         )
 
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Load many rows without the HNSW index, then build it once (several times faster
+        than growing it row by row); vector searches meanwhile scan exactly. For migrations
+        and first loads: other writers are not blocked, but their searches are slow."""
+        if self._dim is None:
+            yield
+            return
+        self._tx("dropping the vector index", lambda c: c.execute(
+            "DROP INDEX IF EXISTS memories_embedding_hnsw"
+        ))  # fmt: skip
+        try:
+            yield
+        finally:
+            self._tx("building the vector index", self._create_hnsw)
+
     # -- memories --------------------------------------------------------------------------------
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
     ) -> list[tuple[str, bool]]:
+        now = time.time()
+        params = []
+        for row in rows:
+            doc_terms = terms(row.content)
+            params.append(
+                (
+                    row.id,
+                    row.workspace,
+                    row.user_id,
+                    row.agent_id,
+                    row.session_id,
+                    row.role,
+                    row.content,
+                    row.kind,
+                    row.created_at,
+                    now,
+                    _json(row.metadata),
+                    row.dedup_key,
+                    _Vector(row.embedding),
+                    _tsvector(doc_terms),
+                    len(doc_terms),
+                )
+            )
+
         def run(conn: Conn) -> list[tuple[str, bool]]:
-            now = time.time()
             out: list[tuple[str, bool]] = []
             rename: dict[str, str] = {}
-            for row in rows:
-                doc_terms = terms(row.content)
-                inserted = conn.execute(
+            created: list[NewMemory] = []
+            with conn.cursor() as cur:
+                # One pipelined round trip for the whole batch; rows are inserted in order, so a
+                # duplicate later in the batch collapses onto the earlier one.
+                cur.executemany(
                     "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                     "content, kind, status, created_at, updated_at, metadata, dedup_key, "
                     "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,"
                     "%s,%s,%b,%s::tsvector,%s) ON CONFLICT (workspace, dedup_key) DO NOTHING "
                     "RETURNING id",
-                    (
-                        row.id,
-                        row.workspace,
-                        row.user_id,
-                        row.agent_id,
-                        row.session_id,
-                        row.role,
-                        row.content,
-                        row.kind,
-                        row.created_at,
-                        now,
-                        _json(row.metadata),
-                        row.dedup_key,
-                        _Vector(row.embedding),
-                        _tsvector(doc_terms),
-                        len(doc_terms),
-                    ),
-                ).fetchone()
-                if inserted is None:
-                    existing = conn.execute(
-                        "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
-                        (row.workspace, row.dedup_key),
-                    ).fetchone()
-                    if existing is None:  # the conflicting row was deleted meanwhile
-                        raise pg_errors.SerializationFailure("dedup row vanished")
-                    rename[row.id] = existing[0]
-                    out.append((existing[0], False))
+                    params,
+                    returning=True,
+                )
+                inserted: list[bool] = []
+                for _ in rows:
+                    inserted.append(cur.fetchone() is not None)
+                    cur.nextset()
+            for row, was_inserted in zip(rows, inserted, strict=True):
+                if was_inserted:
+                    created.append(row)
+                    out.append((row.id, True))
                     continue
-                self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
-                out.append((row.id, True))
+                existing = conn.execute(
+                    "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
+                    (row.workspace, row.dedup_key),
+                ).fetchone()
+                if existing is None:  # the conflicting row was deleted meanwhile
+                    raise pg_errors.SerializationFailure("dedup row vanished")
+                rename[row.id] = existing[0]
+                out.append((existing[0], False))
+            if created:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, "
+                        "after, reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
+                        [(r.id, r.workspace, r.user_id, r.content, now) for r in created],
+                    )
             self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
             return out
 
@@ -652,39 +693,33 @@ class PostgresStore:
                 filters.append(f"c.{key} = %({key})s")
                 params[key] = getattr(scope, key)
         # BM25 exactly as recall.keyword.BM25Index computes it: idf and the average length per
-        # (workspace, user) partition, agent/session filters applied after scoring.
+        # (workspace, user) partition, agent/session filters applied after df is counted. One
+        # pass over the matching rows' matching lexemes (the GIN index finds the rows).
         sql = f"""
-            WITH q AS (SELECT * FROM unnest(%(words)s::text[], %(qtf)s::int[]) AS q(term, qtf)),
-            cand AS MATERIALIZED (
-                SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.terms, m.doc_len
-                FROM memories m
+            WITH hits AS (
+                SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.doc_len,
+                       u.lexeme AS term, cardinality(u.positions) AS tf
+                FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
                 WHERE {" AND ".join(part_where)} AND m.terms @@ %(tsq)s::tsquery
+                  AND u.lexeme = ANY(%(words)s::text[])
             ),
-            tf AS (
-                SELECT c.seq, c.user_id, u.lexeme AS term, cardinality(u.positions) AS tf
-                FROM cand c CROSS JOIN LATERAL unnest(c.terms) AS u
-                WHERE u.lexeme = ANY(%(words)s::text[])
-            ),
-            df AS (SELECT user_id, term, count(*) AS df FROM tf GROUP BY user_id, term),
-            scored AS (
-                SELECT tf.seq, sum(
-                    q.qtf
-                    * ln(1.0 + (p.n - df.df + 0.5) / (df.df + 0.5))
-                    * tf.tf * (%(k1)s + 1.0)
-                    / (tf.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
-                        / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
-                ) AS score
-                FROM tf
-                JOIN q ON q.term = tf.term
-                JOIN df ON df.user_id IS NOT DISTINCT FROM tf.user_id AND df.term = tf.term
-                JOIN cand c ON c.seq = tf.seq
-                JOIN keyword_stats p
-                    ON p.workspace = %(ws)s AND p.user_key = coalesce(tf.user_id, '')
-                GROUP BY tf.seq
-            )
-            SELECT c.id, s.score FROM scored s JOIN cand c ON c.seq = s.seq
-            WHERE s.score > 0 {"".join(" AND " + f for f in filters)}
-            ORDER BY s.score DESC, c.seq LIMIT %(k)s
+            df AS (SELECT user_id, term, count(*) AS df FROM hits GROUP BY user_id, term),
+            q AS (SELECT * FROM unnest(%(words)s::text[], %(qtf)s::int[]) AS q(term, qtf))
+            SELECT c.id, sum(
+                q.qtf
+                * ln(1.0 + (p.n - df.df + 0.5) / (df.df + 0.5))
+                * c.tf * (%(k1)s + 1.0)
+                / (c.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
+                    / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
+            ) AS score
+            FROM hits c
+            JOIN q ON q.term = c.term
+            JOIN df ON df.user_id IS NOT DISTINCT FROM c.user_id AND df.term = c.term
+            JOIN keyword_stats p ON p.workspace = %(ws)s AND p.user_key = coalesce(c.user_id, '')
+            {"WHERE " + " AND ".join(filters) if filters else ""}
+            GROUP BY c.seq, c.id
+            ORDER BY score DESC, c.seq
+            LIMIT %(k)s
         """
         rows = self._tx("search", lambda c: c.execute(sql, params).fetchall())
         return [(r[0], float(r[1])) for r in rows]

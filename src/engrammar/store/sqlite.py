@@ -699,6 +699,11 @@ class SQLiteStore:
         )
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        # Nothing to defer: the in-process index is built lazily on the first search.
+        yield
+
     # table -> (cursor column, JSON fields)
     _COPY_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # noqa: RUF012
         "meta": ("rowid", ()),
