@@ -14,7 +14,7 @@ from .errors import (
     ValidationError,
 )
 from .memory import Memory
-from .models import Edge, MemoryRecord, Path, RecallResult, ScoredMemory, Scope, Tension
+from .models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
 
 __version__ = "0.1.0"
 
@@ -33,8 +33,8 @@ __all__ = [
     "NotFoundError",
     "Path",
     "RecallResult",
-    "ScoredMemory",
     "Scope",
+    "ScoredMemory",
     "StoreError",
     "Tension",
     "ValidationError",

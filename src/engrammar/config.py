@@ -40,6 +40,11 @@ class Config:
     )
     workspace: str = _opt("default", "Workspace used when a call names none.")
     busy_timeout_ms: int = _opt(10_000, "How long a writer waits for another process's lock.")
+    ann_threshold: int = _opt(
+        200_000,
+        "Vectors in one (workspace, user) scope above which the embedded store searches an "
+        "approximate IVF index instead of scanning exactly.",
+    )
     pool_size: int = _opt(10, "Most connections one process keeps open to a PostgreSQL store.")
     hnsw_m: int = _opt(16, "pgvector HNSW: links per node, fixed when the index is built.")
     hnsw_ef_construction: int = _opt(
@@ -55,7 +60,9 @@ class Config:
         "'minilm' (offline ONNX all-MiniLM-L6-v2), 'hash' (deterministic test double), "
         "'openai' (OpenAI-compatible endpoint) or 'sentence-transformers'.",
     )
-    embedder_model: str = _opt("", "Model name for the 'openai' / 'sentence-transformers' embedders.")
+    embedder_model: str = _opt(
+        "", "Model name for the 'openai' / 'sentence-transformers' embedders."
+    )
     embedder_url: str = _opt("", "Base URL of an OpenAI-compatible embeddings endpoint.")
     embed_batch_size: int = _opt(64, "Texts per forward pass of the embedding model.")
     embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
@@ -77,7 +84,9 @@ class Config:
     feedback_strengthen_rate: float = _opt(
         0.1, "Base amount added to edge weights on aligned paths, scaled by alignment score."
     )
-    feedback_weaken_rate: float = _opt(0.05, "Amount subtracted from edge weights on misaligned paths.")
+    feedback_weaken_rate: float = _opt(
+        0.05, "Amount subtracted from edge weights on misaligned paths."
+    )
     feedback_align_strengthen: float = _opt(0.5, "Alignment above which a path is strengthened.")
     feedback_align_weaken: float = _opt(0.2, "Alignment below which a path is weakened.")
     edge_weight_min: float = _opt(0.01, "Floor for edge weights after decay.")
@@ -147,6 +156,7 @@ class Config:
             raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")
         for name in (
             "busy_timeout_ms",
+            "ann_threshold",
             "embed_batch_size",
             "max_content_chars",
             "max_messages_per_add",
@@ -214,7 +224,7 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
             return False
         raise ValidationError(name, f"must be a boolean, got {value!r}")
     if hint is int:
-        if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
             raise ValidationError(name, f"must be an integer, got {value!r}")
         try:
             return int(value)

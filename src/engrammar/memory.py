@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import threading
 import time
@@ -15,7 +16,7 @@ from . import _validate as v
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
-from .models import KINDS, ROLES, MemoryRecord, RecallResult, ScoredMemory, Scope
+from .models import KINDS, ROLES, MemoryRecord, RecallResult, Scope, ScoredMemory
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
 from .store import NewMemory, RecallRecord, Store, open_store
@@ -27,7 +28,14 @@ _MESSAGE_KEYS = {"role", "content", "metadata", "timestamp", "kind", "name"}
 
 def _dedup_key(scope: Scope, role: str, content: str) -> str:
     raw = "\x00".join(
-        [scope.workspace, scope.user_id or "", scope.agent_id or "", scope.session_id or "", role, content]
+        [
+            scope.workspace,
+            scope.user_id or "",
+            scope.agent_id or "",
+            scope.session_id or "",
+            role,
+            content,
+        ]
     )
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -90,7 +98,12 @@ class Memory:
             agent_id=v.scope_id("agent_id", agent_id),
             session_id=v.scope_id("session_id", session_id),
         )
-        if need_one and scope.user_id is None and scope.agent_id is None and scope.session_id is None:
+        if (
+            need_one
+            and scope.user_id is None
+            and scope.agent_id is None
+            and scope.session_id is None
+        ):
             raise ValidationError("user_id", "one of user_id, agent_id or session_id is required")
         return scope
 
@@ -113,13 +126,13 @@ class Memory:
         timestamp: Any = None,
         kind: str = "message",
         content: str | None = None,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Store what was said: one memory per message, in one transaction.
 
         Args:
             messages: a list of ``{"role", "content"}`` dicts (optional per-message keys:
-                ``metadata``, ``timestamp``, ``kind``, ``name``) or a plain string (a user
-                message). ``content=`` is an alias for a plain string.
+                ``metadata``, ``timestamp``, ``kind``, ``name`` = the speaker) or plain strings
+                (user messages), or one plain string. ``content=`` is an alias for a string.
             user_id, agent_id, session_id, workspace: the scope; at least one of the first three.
             metadata: merged into every message's metadata.
             timestamp: when it was said (datetime, ISO-8601 or epoch seconds); default now.
@@ -150,14 +163,19 @@ class Memory:
             raise ValidationError("messages", "must not be empty")
         if len(messages) > self.config.max_messages_per_add:
             raise ValidationError(
-                "messages", f"has {len(messages)} items; the limit is {self.config.max_messages_per_add}"
+                "messages",
+                f"has {len(messages)} items; the limit is {self.config.max_messages_per_add}",
             )
         now = time.time()
-        prepared: list[tuple[str, str, str, float, dict[str, Any]]] = []
+        prepared: builtins.list[tuple[str, str, str, float, dict[str, Any]]] = []
         for i, msg in enumerate(messages):
             field = f"messages[{i}]"
+            if isinstance(msg, str):
+                msg = {"role": "user", "content": msg}
             if not isinstance(msg, dict):
-                raise ValidationError(field, f"must be a dict with role and content, got {type(msg).__name__}")
+                raise ValidationError(
+                    field, f"must be a dict with role and content, got {type(msg).__name__}"
+                )
             unknown = set(msg) - _MESSAGE_KEYS
             if unknown:
                 raise ValidationError(field, f"unknown keys {sorted(unknown)}")
@@ -267,14 +285,16 @@ class Memory:
         workspace: str | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Memories of a scope, oldest first, ``limit`` at a time from ``offset``."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
         v.positive_int("limit", limit, maximum=10_000)
         v.non_negative_int("offset", offset)
         return self.store.list_memories(scope, limit, offset)
 
-    def history(self, memory_id: str, *, workspace: str | None = None) -> list[dict[str, Any]]:
+    def history(
+        self, memory_id: str, *, workspace: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
         """What changed a memory and why, oldest first."""
         v.scope_id("memory_id", memory_id, required=True)
         return self.store.history(self._workspace(workspace), memory_id)
@@ -294,7 +314,7 @@ class Memory:
         return out
 
     # -- recall -------------------------------------------------------------------------------
-    def _candidates(self, scope: Scope, query: str) -> list[Candidate]:
+    def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
         qvec = self._embed([query])[0]
         pool = self.config.candidate_pool
         return fuse(
@@ -304,7 +324,7 @@ class Memory:
             mode=self.config.fusion,
         )
 
-    def _ranked(self, scope: Scope, query: str, limit: int) -> list[ScoredMemory]:
+    def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
         cands = self._candidates(scope, query)[:limit]
         records = self.store.get_memories(scope.workspace, [c.id for c in cands])
         out = []
@@ -326,7 +346,7 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
-    ) -> list[ScoredMemory]:
+    ) -> builtins.list[ScoredMemory]:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)

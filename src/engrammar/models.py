@@ -12,8 +12,8 @@ __all__ = [
     "MemoryRecord",
     "Path",
     "RecallResult",
-    "ScoredMemory",
     "Scope",
+    "ScoredMemory",
     "Tension",
 ]
 

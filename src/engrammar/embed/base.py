@@ -35,7 +35,8 @@ class Embedder(Protocol):
 def normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32, copy=False)
+    out: np.ndarray = (vectors / norms).astype(np.float32, copy=False)
+    return out
 
 
 class CachedEmbedder:
@@ -96,7 +97,7 @@ class HashEmbedder:
 
     def _features(self, text: str) -> list[str]:
         words = _WORD.findall(text.lower())
-        grams = [f"#{w[i:i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
+        grams = [f"#{w[i : i + 3]}" for w in words for i in range(max(1, len(w) - 2))]
         return words + grams
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -59,7 +59,9 @@ class MiniLMEmbedder:
         if tokenizer_path:
             tok_file = Path(tokenizer_path)
         else:
-            tok_file = Path(str(resources.files("engrammar.embed") / "data" / "minilm-tokenizer.json"))
+            tok_file = Path(
+                str(resources.files("engrammar.embed") / "data" / "minilm-tokenizer.json")
+            )
         try:
             self._tokenizer = Tokenizer.from_file(str(tok_file))
         except Exception as exc:  # tokenizers raises a bare Exception on a bad file

@@ -22,6 +22,7 @@ def open_store(config: Config) -> Store:
             busy_timeout_ms=config.busy_timeout_ms,
             bm25_k1=config.bm25_k1,
             bm25_b=config.bm25_b,
+            ann_threshold=config.ann_threshold,
         )
     try:
         from .postgres import PostgresStore

@@ -91,7 +91,11 @@ class ScopeIndex:
         for s in range(len(self._ids)):
             if self._alive[s]:
                 row = IndexRow(
-                    self._ids[s], self._agents[s], self._sessions[s], self._times[s], "",
+                    self._ids[s],
+                    self._agents[s],
+                    self._sessions[s],
+                    self._times[s],
+                    "",
                     self._vectors[s],
                 )
                 fresh._append(row, self._terms[s])

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ class SQLiteStore:
         busy_timeout_ms: int = 10_000,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.1,
+        ann_threshold: int = 200_000,
     ) -> None:
         self.file = Path(file)
         try:
@@ -83,6 +84,7 @@ class SQLiteStore:
         self._timeout = busy_timeout_ms / 1000
         self._k1 = bm25_k1
         self._b = bm25_b
+        self._ann_threshold = ann_threshold
         self._write_lock = threading.RLock()
         self._index_lock = threading.Lock()
         self._local = threading.local()
@@ -150,10 +152,8 @@ class SQLiteStore:
         self._closed = True
         with self._conns_lock:
             for conn in self._all_conns:
-                try:
+                with suppress(sqlite3.Error):
                     conn.close()
-                except sqlite3.Error:
-                    pass
             self._all_conns.clear()
 
     def _migrate(self) -> None:
@@ -291,7 +291,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._read(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = ? AND id IN ({marks})",
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[row[0]] = _record(row)
@@ -324,7 +324,9 @@ class SQLiteStore:
                     (workspace, memory_id),
                 ).fetchone()
                 if row is None:
-                    raise NotFoundError(f"memory {memory_id!r} not found in workspace {workspace!r}")
+                    raise NotFoundError(
+                        f"memory {memory_id!r} not found in workspace {workspace!r}"
+                    )
                 old = _record(row)
                 sets: list[str] = ["updated_at = ?"]
                 params: list[Any] = [time.time()]
@@ -382,7 +384,9 @@ class SQLiteStore:
                             [*params, *chunk],
                         ).fetchall()
                 for memory_id, workspace, user_id in rows:
-                    conn.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id))
+                    conn.execute(
+                        "DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id)
+                    )
                     conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
                     # The history of a forgotten memory keeps no content.
                     conn.execute(
@@ -419,11 +423,7 @@ class SQLiteStore:
         by_kind = dict(
             self._read(f"SELECT kind, count(*) FROM memories WHERE {where} GROUP BY kind", params)
         )
-        size = sum(
-            p.stat().st_size
-            for p in (self.file, Path(f"{self.file}-wal"))
-            if p.exists()
-        )
+        size = sum(p.stat().st_size for p in (self.file, Path(f"{self.file}-wal")) if p.exists())
         return {
             "memories": memories,
             "memories_by_kind": by_kind,
@@ -465,13 +465,15 @@ class SQLiteStore:
 
     def _dimension(self) -> int:
         if self._dim is None:
-            row = self._sync_conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+            row = self._sync_conn.execute(
+                "SELECT value FROM meta WHERE key = 'embedder'"
+            ).fetchone()
             self._dim = json.loads(row[0])["dim"] if row else 384
         return self._dim
 
     def _load_partition(self, workspace: str, user: str | None) -> ScopeIndex:
         conn = self._sync_conn
-        index = ScopeIndex(self._dimension(), self._k1, self._b)
+        index = ScopeIndex(self._dimension(), self._k1, self._b, self._ann_threshold)
         conn.execute("BEGIN")
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
@@ -582,16 +584,14 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for memory_id, blob in self._read(
-                f"SELECT id, embedding FROM memories WHERE workspace = ? AND id IN ({marks})",
+                f"SELECT id, embedding FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(
-        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0
-    ) -> list[Edge]:
+    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         out: list[Edge] = []
         ids = list(dict.fromkeys(ids))
         for start in range(0, len(ids), 500):

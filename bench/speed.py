@@ -1,0 +1,253 @@
+"""Speed of the embedded default, with the raw embedder measured beside it in the same run.
+
+    python bench/speed.py [--data ../shared/data/locomo10.json] [--turns 1000] [--large 10000]
+
+Writes bench/results/speed.md and speed.json: add throughput for LoCoMo turns (batched and one
+message per call) against the raw embedding time of the same texts; recall p50/p95 at 1k and
+10k memories in one scope against the physical limit (query embedding + exact scan); cold start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DEFAULT_DATA, RESULTS, load_locomo, locomo_turns, machine, summary_ms
+from engrammar import Config, Memory
+from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.store import NewMemory
+
+
+def _fresh_memory(path: Path, embedder: MiniLMEmbedder) -> Memory:
+    # A cache of zero size: every add really embeds, as for new text in production.
+    return Memory(Config(path=str(path), embed_cache_size=0), embedder=embedder)
+
+
+def bench_add(turns: list[dict], embedder: MiniLMEmbedder, tmp: Path) -> dict:
+    texts = [t["text"] for t in turns]
+    t0 = time.perf_counter()
+    embedder.embed(texts)
+    raw_batch = time.perf_counter() - t0
+
+    m = _fresh_memory(tmp / "add_batch", embedder)
+    t0 = time.perf_counter()
+    m.add(
+        [
+            {"role": "user", "content": x, "name": t["speaker"]}
+            for x, t in zip(texts, turns, strict=True)
+        ],
+        user_id="bench",
+    )
+    add_batch = time.perf_counter() - t0
+    m.close()
+
+    # One message per call, as a chat loop adds them; first 200 turns (and the raw embedder on
+    # the same single texts) to keep the run short.
+    single = texts[:200]
+    raw_single = []
+    for x in single:
+        t0 = time.perf_counter()
+        embedder.embed([x])
+        raw_single.append(time.perf_counter() - t0)
+    m = _fresh_memory(tmp / "add_single", embedder)
+    per_msg = []
+    for x in single:
+        t0 = time.perf_counter()
+        m.add(x, user_id="bench")
+        per_msg.append(time.perf_counter() - t0)
+    m.close()
+    return {
+        "turns": len(texts),
+        "raw_embed_batch_s": round(raw_batch, 3),
+        "add_batch_s": round(add_batch, 3),
+        "add_batch_per_s": round(len(texts) / add_batch, 1),
+        "add_over_raw_embed": round(add_batch / raw_batch, 3),
+        "single_raw_embed": summary_ms(raw_single),
+        "single_add": summary_ms(per_msg),
+        "single_add_over_raw_p50": round(
+            summary_ms(per_msg)["p50_ms"] / summary_ms(raw_single)["p50_ms"], 3
+        ),
+    }
+
+
+def _fill(m: Memory, turns: list[dict], vectors: np.ndarray, n: int) -> None:
+    """n memories in one scope: LoCoMo turns repeated with distinct ids (vectors reused)."""
+    rows = []
+    for i in range(n):
+        t = turns[i % len(turns)]
+        rep = i // len(turns)
+        text = t["text"] if rep == 0 else f"{t['text']} (#{rep})"
+        rows.append(
+            NewMemory(
+                id=uuid.uuid4().hex,
+                workspace="default",
+                user_id="bench",
+                agent_id=None,
+                session_id=None,
+                role="user",
+                content=text,
+                kind="message",
+                created_at=time.time(),
+                metadata={},
+                dedup_key=uuid.uuid4().hex,
+                embedding=vectors[i % len(turns)],
+            )
+        )
+    for start in range(0, len(rows), 5000):
+        m.store.add_memories(rows[start : start + 5000])
+
+
+def bench_recall(
+    turns: list[dict],
+    vectors: np.ndarray,
+    queries: list[str],
+    embedder: MiniLMEmbedder,
+    tmp: Path,
+    n: int,
+) -> dict:
+    m = Memory(Config(path=str(tmp / f"recall_{n}"), embed_cache_size=0), embedder=embedder)
+    _fill(m, turns, vectors, n)
+    m.recall(queries[0], user_id="bench")  # loads the scope's index once
+    lat, limit = [], []
+    matrix = vectors[np.arange(n) % len(turns)]
+    for q in queries:
+        t0 = time.perf_counter()
+        m.recall(q, user_id="bench")
+        lat.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        qv = embedder.embed([q])[0]
+        sims = matrix @ qv
+        np.argpartition(-sims, 10)[:10]
+        limit.append(time.perf_counter() - t0)
+    m.close()
+    r, lim = summary_ms(lat), summary_ms(limit)
+    return {
+        "memories": n,
+        "recall": r,
+        "limit_embed_plus_scan": lim,
+        "p50_over_limit": round(r["p50_ms"] / lim["p50_ms"], 3),
+    }
+
+
+def bench_cold_start(tmp: Path, repeats: int = 5) -> dict:
+    path = tmp / "cold"
+    m = Memory(Config(path=str(path)))
+    m.add(
+        ["I always write documentation before code.", "Long meetings are unproductive."],
+        user_id="alice",
+    )
+    m.close()
+    code = (
+        "import time; t=time.perf_counter(); from engrammar import Memory, Config; "
+        f"t1=time.perf_counter(); m=Memory(Config(path={str(path)!r})); t2=time.perf_counter(); "
+        "m.recall('How do you approach projects?', user_id='alice'); t3=time.perf_counter(); "
+        "print(t1-t, t2-t1, t3-t2, t3-t)"
+    )
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        runs.append([float(x) for x in out.stdout.split()])
+    arr = np.array(runs)
+    med = np.median(arr, axis=0)
+    return {
+        "import_s": round(med[0], 3),
+        "open_s": round(med[1], 3),
+        "first_recall_s": round(med[2], 3),
+        "total_s": round(med[3], 3),
+        "repeats": repeats,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", default=str(DEFAULT_DATA))
+    ap.add_argument("--turns", type=int, default=1000)
+    ap.add_argument("--large", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args()
+
+    conversations = load_locomo(args.data)
+    turns = locomo_turns(conversations)
+    questions = [q["question"] for c in conversations for q in c["qa"]][: args.queries]
+    embedder = MiniLMEmbedder()
+    embedder.embed(["warm-up"])
+    report: dict = {
+        "machine": machine(),
+        "command": "python bench/"
+        + " ".join([Path(sys.argv[0]).name, *map(shlex.quote, sys.argv[1:])]),
+    }
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        report["add"] = bench_add(turns[: args.turns], embedder, tmp)
+        vectors = embedder.embed([t["text"] for t in turns])
+        report["recall"] = [
+            bench_recall(turns, vectors, questions, embedder, tmp, n) for n in (1000, args.large)
+        ]
+        report["cold_start"] = bench_cold_start(tmp)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "speed.json").write_text(json.dumps(report, indent=2))
+    a, cs = report["add"], report["cold_start"]
+    lines = [
+        "# Speed of the embedded default",
+        "",
+        f"Command: `{report['command']}` · machine: {report['machine']['cpu']}, "
+        f"{report['machine']['cores']} cores, Python {report['machine']['python']}, "
+        f"load average at start {tuple(round(x, 2) for x in report['machine']['load_avg_at_start'])}",
+        "",
+        "All figures from one run; ratios compare numbers measured side by side.",
+        "",
+        "## Add (LoCoMo turns, real MiniLM int8 embeddings, embedding cache off)",
+        "",
+        "| what | value |",
+        "|---|---|",
+        f"| turns in one `add` call | {a['turns']} |",
+        f"| raw embedder, same texts in one batch | {a['raw_embed_batch_s']} s |",
+        f"| `Memory.add`, one call | {a['add_batch_s']} s ({a['add_batch_per_s']} messages/s) |",
+        f"| add / raw embedding time | **{a['add_over_raw_embed']}×** |",
+        f"| one message per call: raw embed p50 / p95 | {a['single_raw_embed']['p50_ms']} / {a['single_raw_embed']['p95_ms']} ms |",
+        f"| one message per call: `add` p50 / p95 | {a['single_add']['p50_ms']} / {a['single_add']['p95_ms']} ms |",
+        f"| single add / raw embed (p50) | **{a['single_add_over_raw_p50']}×** |",
+        "",
+        f"## Recall ({len(questions)} LoCoMo questions, one scope)",
+        "",
+        "| memories | recall p50 | recall p95 | limit p50 (embed query + exact scan) | p50 / limit |",
+        "|---|---|---|---|---|",
+    ]
+    for r in report["recall"]:
+        lines.append(
+            f"| {r['memories']:,} | {r['recall']['p50_ms']} ms | {r['recall']['p95_ms']} ms | "
+            f"{r['limit_embed_plus_scan']['p50_ms']} ms | {r['p50_over_limit']}× |"
+        )
+    lines += [
+        "",
+        f"## Cold start (new process: import + open + first recall, median of {cs['repeats']})",
+        "",
+        f"import {cs['import_s']} s · open (loads the model) {cs['open_s']} s · first recall "
+        f"{cs['first_recall_s']} s · total **{cs['total_s']} s**",
+        "",
+        "For scale (issue 2): the seed system MemWire 0.1.2 takes ~400 ms per added message and "
+        "~0.4 s per recall at 1,000 messages on this machine (not re-measured here; see "
+        "bench/results/peers.md once it exists).",
+        "",
+    ]
+    (out / "speed.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

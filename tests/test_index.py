@@ -1,0 +1,63 @@
+"""The in-process scope index: exact search, the approximate IVF path, BM25."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engrammar.recall.keyword import BM25Index
+from engrammar.recall.text import terms
+from engrammar.store.index import IndexRow, ScopeIndex
+
+
+def _clustered(n: int, dim: int, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(40, dim))
+    x = centres[rng.integers(0, 40, n)] + 0.35 * rng.normal(size=(n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_ivf_finds_nearly_all_exact_neighbours() -> None:
+    dim, n = 64, 5000
+    vecs = _clustered(n, dim)
+    exact = ScopeIndex(dim, 1.2, 0.1, ann_threshold=10**9)
+    approx = ScopeIndex(dim, 1.2, 0.1, ann_threshold=1000)
+    for i, v in enumerate(vecs):
+        row = IndexRow(f"m{i}", None, None, 0.0, f"text {i}", v)
+        exact.upsert(row)
+        approx.upsert(row)
+    queries = _clustered(50, dim, seed=7)
+    overlap = []
+    for q in queries:
+        want = {i for i, _ in exact.vector_search(q, 10)}
+        got = {i for i, _ in approx.vector_search(q, 10)}
+        overlap.append(len(want & got) / 10)
+    assert np.mean(overlap) >= 0.9
+    # Vectors added after the IVF was built are still found.
+    fresh = IndexRow("late", None, None, 0.0, "late", queries[0])
+    approx.upsert(fresh)
+    assert approx.vector_search(queries[0], 1)[0][0] == "late"
+
+
+def test_filters_apply_to_vector_and_keyword_search() -> None:
+    idx = ScopeIndex(4, 1.2, 0.1)
+    v = np.array([1, 0, 0, 0], dtype=np.float32)
+    idx.upsert(IndexRow("a", "agent1", "s1", 0.0, "blue kite", v))
+    idx.upsert(IndexRow("b", "agent2", "s1", 0.0, "blue kite", v))
+    assert [i for i, _ in idx.vector_search(v, 5, agent_id="agent2")] == ["b"]
+    assert [i for i, _ in idx.keyword_search(terms("kite"), 5, session_id="s1")] in (
+        ["a", "b"],
+        ["b", "a"],
+    )
+    assert idx.keyword_search(terms("kite"), 5, session_id="s2") == []
+
+
+def test_bm25_prefers_rarer_terms_and_ignores_stop_words() -> None:
+    bm = BM25Index(k1=1.2, b=0.0)
+    docs = ["the cat sat", "the dog sat", "the cat and the dog", "a zebra"]
+    for i, d in enumerate(docs):
+        bm.add(i, terms(d))
+    assert terms("The cats were sitting") == ["cat", "sit"]
+    s = bm.scores(terms("zebra cat"), len(docs))
+    assert s[3] > s[0] > 0 and s[1] == 0
+    bm.remove(3, terms(docs[3]))
+    assert bm.scores(terms("zebra"), len(docs))[3] == 0

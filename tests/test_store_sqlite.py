@@ -1,0 +1,128 @@
+"""The embedded store on real files: migrations, reopening, several processes at once."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.store.migrations import MIGRATIONS
+from engrammar.store.sqlite import SQLiteStore
+
+
+def _open(path: Path) -> Memory:
+    return Memory(Config(path=str(path)), embedder=HashEmbedder())
+
+
+def test_migrations_are_recorded_once(store_path: Path) -> None:
+    _open(store_path).close()
+    _open(store_path).close()
+    store = SQLiteStore(store_path / "engrammar.db")
+    assert store.applied_migrations() == [m.__name__ for m in MIGRATIONS]
+    assert store.integrity_check() == "ok"
+    store.close()
+    with sqlite3.connect(store_path / "engrammar.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _child_add(path: str, n: int, tag: str) -> None:
+    m = _open(Path(path))
+    for i in range(n):
+        m.add(f"{tag} memory number {i}", user_id="shared")
+    m.close()
+
+
+def _child_recall(path: str, query: str, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    m = _open(Path(path))
+    hits = m.search(query, user_id="shared", limit=3)
+    out.put([h.content for h in hits])
+    m.close()
+
+
+def test_reopening_in_another_process_restores_everything(store_path: Path) -> None:
+    m = _open(store_path)
+    ids = m.add(["the red kite flies", "blue whales sing"], user_id="shared")
+    m.update(ids[1], "blue whales sing at night")
+    m.recall("kite", user_id="shared")
+    m.close()
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_recall, args=(str(store_path), "whales at night", q))
+    p.start()
+    p.join(60)
+    assert p.exitcode == 0
+    assert q.get(timeout=5)[0] == "blue whales sing at night"
+
+
+def test_several_processes_write_one_store_and_readers_see_new_writes(store_path: Path) -> None:
+    reader = _open(store_path)
+    reader.add("seed memory", user_id="shared")
+    assert len(reader.search("memory", user_id="shared", limit=100)) == 1
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_child_add, args=(str(store_path), 25, f"w{i}")) for i in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    # The long-lived reader's in-process index picks up the other processes' commits.
+    hits = reader.search("memory number", user_id="shared", limit=200)
+    assert len(hits) == 76
+    assert reader.stats(user_id="shared")["memories"] == 76
+    reader.close()
+    store = SQLiteStore(store_path / "engrammar.db")
+    assert store.integrity_check() == "ok"
+    store.close()
+
+
+def test_vectors_survive_as_float32(store_path: Path) -> None:
+    m = _open(store_path)
+    (mid,) = m.add("persistence check", user_id="u")
+    expected = m.embedder.embed(["persistence check"])[0]
+    m.close()
+    store = SQLiteStore(store_path / "engrammar.db")
+    got = store.vectors("default", [mid])[mid]
+    assert got.dtype == np.float32 and np.allclose(got, expected)
+    store.close()
+
+
+def test_index_follows_updates_and_forgets_from_another_handle(store_path: Path) -> None:
+    a, b = _open(store_path), _open(store_path)
+    (mid,) = a.add("original wording about sailing", user_id="u")
+    assert b.search("sailing", user_id="u")[0].id == mid
+    a.update(mid, "new wording about climbing")
+    assert b.search("climbing", user_id="u")[0].id == mid
+    from engrammar.models import Scope
+
+    # The old wording is gone from the other handle's keyword index.
+    assert b.store.keyword_search(Scope("default", "u"), "sailing", 5) == []
+    a.forget(mid)
+    assert b.search("climbing", user_id="u") == []
+    a.close()
+    b.close()
+
+
+def test_fts5_search(store_path: Path) -> None:
+    m = _open(store_path)
+    m.add(["Running shoes for the marathon", "A quiet evening with tea"], user_id="u")
+    store = m.store
+    assert isinstance(store, SQLiteStore)
+    from engrammar.models import Scope
+
+    hits = store.fts_search(Scope("default", "u"), 'marathon "runs" OR *', 5)
+    assert [h[0] for h in hits] and len(hits) == 1
+    m.close()
+
+
+def test_index_compacts_after_many_forgets(store_path: Path) -> None:
+    m = _open(store_path)
+    ids = m.add([f"item {i} alpha" for i in range(600)], user_id="u")
+    m.search("alpha", user_id="u")
+    m.forget(ids[:500])
+    hits = m.search("item alpha", user_id="u", limit=200)
+    assert len(hits) == 100
+    assert {h.id for h in hits} == set(ids[500:])
+    m.close()
