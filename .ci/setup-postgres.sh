@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make a PostgreSQL server with pgvector available to the test suite (tests/pg.py finds it).
 #
-# Usage (from the repository root, after `make .venv/.installed` or `make test` set up .venv):
+# Usage (from the repository root, after `make .venv/.installed` set up .venv):
 #     bash .ci/setup-postgres.sh
 #     export ENGRAMMAR_REQUIRE_PG=1   # CI: a missing server fails the tests instead of skipping
 #

@@ -72,6 +72,13 @@ def find_bindir() -> tuple[Path | None, str]:
         if not all((bindir / exe).exists() for exe in ("initdb", "pg_ctl", "postgres")):
             seen.append(f"{bindir}: no server binaries")
             continue
+        try:  # a wheel for another platform has the files but does not run
+            subprocess.run(
+                [str(bindir / "postgres"), "--version"], capture_output=True, check=True, timeout=30
+            )
+        except (OSError, subprocess.SubprocessError):
+            seen.append(f"{bindir}: postgres does not run here")
+            continue
         share = _sharedir(bindir)
         if share is None or not (share / "extension" / "vector.control").exists():
             seen.append(f"{bindir}: no pgvector (vector.control) in {share}/extension")
