@@ -172,3 +172,42 @@ def test_recall_parity_with_sqlite(both: tuple[Memory, Memory]) -> None:
         assert scores[0] == pytest.approx(scores[1], rel=1e-3, abs=1e-4), query
     top = both[1].recall("What food allergies should I know about?", user_id="alice", limit=1)
     assert "peanuts" in top.memories[0].content
+
+
+def test_hnsw_settings_reach_the_index(pg_url: str) -> None:
+    config = Config(store=pg_url, hnsw_m=8, hnsw_ef_construction=40, pool_size=2)
+    with Memory(config, embedder=HashEmbedder()) as mem:
+        mem.add("hello", user_id="u")
+    indexdef = str(
+        _one(pg_url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw'")
+    )
+    assert "m='8'" in indexdef and "ef_construction='40'" in indexdef
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("hnsw_m", 1), ("hnsw_ef_construction", 10), ("hnsw_ef_search", 5000), ("pool_size", 0)],
+)
+def test_postgres_settings_are_validated(field: str, value: int) -> None:
+    from engrammar import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        Config(**{field: value})
+    assert info.value.field == field
+
+
+def test_survives_a_server_side_disconnect(pg_url: str) -> None:
+    """A pooled connection killed by the server is replaced on the next call."""
+    import psycopg
+
+    store = PostgresStore(pg_url, pool_size=1)
+    try:
+        store.check_embedder("hash", 64)
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        assert store.applied_migrations() == [m.__name__ for m in MIGRATIONS]
+    finally:
+        store.close()

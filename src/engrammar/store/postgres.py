@@ -195,6 +195,8 @@ class PostgresStore:
             max_size=max(1, pool_size),
             kwargs={"autocommit": False, "connect_timeout": int(connect_timeout)},
             configure=self._configure,
+            # A connection broken by a server restart or failover is replaced, not handed out.
+            check=ConnectionPool.check_connection,
             timeout=max(connect_timeout, 30.0),
             open=False,
             name="engrammar",
