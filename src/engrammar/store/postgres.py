@@ -741,6 +741,43 @@ class PostgresStore:
 
         return self._tx("reading vectors", run)
 
+    def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        where, params = _scope_where(scope)
+        rows = self._tx(
+            "reading memories",
+            lambda c: c.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+                "ORDER BY seq DESC LIMIT %s",
+                [*params, limit],
+            ).fetchall(),
+        )
+        return [_record(r) for r in rows]
+
+    def term_postings(
+        self, scope: Scope, terms: Sequence[str], limit: int
+    ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+        wanted = list(dict.fromkeys(terms))
+        where, params = _scope_where(scope, "m")
+
+        def run(conn: Conn) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+            total = conn.execute(
+                f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params
+            ).fetchone()
+            out: dict[str, tuple[int, list[str]]] = {t: (0, []) for t in wanted}
+            if wanted:
+                rows = conn.execute(
+                    "SELECT t.term, count(m.seq), "
+                    "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "
+                    "FROM unnest(%s::text[], %s::tsquery[]) AS t(term, q) JOIN memories m "
+                    f"ON m.terms @@ t.q WHERE {where} AND m.status = 'active' GROUP BY t.term",
+                    [limit, wanted, [_quote_lexeme(t) for t in wanted], *params],
+                ).fetchall()
+                for term, df, ids in rows:
+                    out[term] = (int(df), [i for i in ids if i is not None])
+            return int(total[0]) if total else 0, out
+
+        return self._tx("reading term postings", run)
+
     # -- graph -----------------------------------------------------------------------------------
     def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
@@ -755,6 +792,35 @@ class PostgresStore:
             ).fetchall(),
         )
         return [Edge(*r) for r in rows]
+
+    def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        rows = self._tx(
+            "reading edges",
+            lambda c: c.execute(
+                "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
+                "AND dst = ANY(%s) AND weight >= %s",
+                (workspace, ids, min_weight),
+            ).fetchall(),
+        )
+        return [Edge(*r) for r in rows]
+
+    def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(ids))
+        out = dict.fromkeys(ids, 0)
+        if ids:
+            rows = self._tx(
+                "counting edges",
+                lambda c: c.execute(
+                    "SELECT src, count(*) FROM edges WHERE workspace = %s AND src = ANY(%s) "
+                    "GROUP BY src",
+                    (workspace, ids),
+                ).fetchall(),
+            )
+            out.update({src: int(n) for src, n in rows})
+        return out
 
     def adjust_edges(
         self,
