@@ -27,7 +27,7 @@ import numpy as np
 
 from ..models import Edge, MemoryRecord, Scope
 
-__all__ = ["COPY_TABLES", "EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
+__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
 
 #: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
 #: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
@@ -48,6 +48,18 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "memory_ids", "paths", "tensions", "consumed_at",
     ),
 }  # fmt: skip
+#: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
+COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
+COPY_VECTOR_FIELDS = frozenset(
+    {
+        "embedding",
+        "context_embedding",
+        "ai_output_embedding",
+        "corrected_embedding",
+        "accepted_embedding",
+        "rejected_embedding",
+    }
+)
 
 
 @dataclass

@@ -41,7 +41,15 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import COPY_TABLES, EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import (
+    COPY_JSON_FIELDS,
+    COPY_TABLES,
+    COPY_VECTOR_FIELDS,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+)
 from .postgres_migrations import MIGRATIONS
 
 __all__ = ["PostgresStore", "redact_url"]
@@ -936,23 +944,22 @@ class PostgresStore:
         )
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
-    # table -> (cursor columns, JSON fields)
-    _COPY_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # noqa: RUF012
-        "meta": (("key",), ()),
-        "memories": (("seq",), ("metadata",)),
-        "memory_changes": (("rev",), ()),
-        "edges": (("workspace", "src", "dst", "kind"), ()),
-        "recalls": (("seq",), ("memory_ids", "paths", "tensions")),
+    #: table -> the columns that order its rows (the cursor of export_rows)
+    _COPY_KEYS: dict[str, tuple[str, ...]] = {  # noqa: RUF012
+        "meta": ("key",),
+        "memories": ("seq",),
+        "memory_changes": ("rev",),
+        "edges": ("workspace", "src", "dst", "kind"),
+        "recalls": ("seq",),
     }
 
-    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if table not in self._COPY_KEYS or table not in COPY_TABLES:
             raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
-        keys, json_fields = self._COPY_KEYS[table]
-        return COPY_TABLES[table], keys, json_fields
+        return COPY_TABLES[table], self._COPY_KEYS[table]
 
     def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        fields, keys, _ = self._copy_spec(table)
+        fields, keys = self._copy_spec(table)
         key_sql = ", ".join(keys)
         where = f"WHERE ({key_sql}) > ({', '.join(['%s'] * len(keys))})" if after else ""
 
@@ -971,9 +978,9 @@ class PostgresStore:
         return out, (tuple(rows[-1][:n]) if len(rows) == limit else None)
 
     def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        fields, _, json_fields = self._copy_spec(table)
+        fields, _ = self._copy_spec(table)
         columns = list(fields)
-        marks = ["%b" if f == "embedding" else "%s" for f in fields]
+        marks = ["%b" if f in COPY_VECTOR_FIELDS else "%s" for f in fields]
         if table == "memories":
             columns += ["terms", "doc_len"]
             marks += ["%s::tsvector", "%s"]
@@ -985,9 +992,9 @@ class PostgresStore:
             values = []
             for name in fields:
                 value = item[name]
-                if name in json_fields:
+                if value is not None and name in COPY_JSON_FIELDS:
                     value = _json(value)
-                elif name == "embedding":
+                elif value is not None and name in COPY_VECTOR_FIELDS:
                     value = _Vector(value)
                 values.append(value)
             if table == "memories":

@@ -23,7 +23,15 @@ import numpy as np
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import COPY_TABLES, EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import (
+    COPY_JSON_FIELDS,
+    COPY_TABLES,
+    COPY_VECTOR_FIELDS,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+)
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
 
@@ -704,23 +712,24 @@ class SQLiteStore:
         # Nothing to defer: the in-process index is built lazily on the first search.
         yield
 
-    # table -> (cursor column, JSON fields)
-    _COPY_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # noqa: RUF012
-        "meta": ("rowid", ()),
-        "memories": ("seq", ("metadata",)),
-        "memory_changes": ("rev", ()),
-        "edges": ("rowid", ()),
-        "recalls": ("rowid", ("memory_ids", "paths", "tensions")),
+    #: table -> the column that orders its rows (the cursor of export_rows)
+    _COPY_KEYS: dict[str, str] = {  # noqa: RUF012
+        "meta": "rowid",
+        "memories": "seq",
+        "memory_changes": "rev",
+        "edges": "rowid",
+        "recalls": "rowid",
     }
 
-    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:
         if table not in self._COPY_KEYS or table not in COPY_TABLES:
             raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
-        key, json_fields = self._COPY_KEYS[table]
-        return COPY_TABLES[table], key, json_fields
+        return COPY_TABLES[table], self._COPY_KEYS[table]
 
-    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        fields, key, json_fields = self._copy_spec(table)
+    def export_rows(
+        self, table: str, after: Any, limit: int
+    ) -> tuple[list[dict[str, Any]], Any]:
+        fields, key = self._copy_spec(table)
         rows = self._read(
             f"SELECT {key}, {', '.join(fields)} FROM {table} WHERE {key} > ? "
             f"ORDER BY {key} LIMIT ?",
@@ -729,25 +738,31 @@ class SQLiteStore:
         out = []
         for row in rows:
             item = dict(zip(fields, row[1:], strict=True))
-            for name in json_fields:
-                item[name] = json.loads(item[name])
-            if "embedding" in item:
-                item["embedding"] = np.frombuffer(item["embedding"], dtype=np.float32).copy()
+            for name, value in item.items():
+                if value is None:
+                    continue
+                if name in COPY_JSON_FIELDS:
+                    item[name] = json.loads(value)
+                elif name in COPY_VECTOR_FIELDS:
+                    item[name] = np.frombuffer(value, dtype=np.float32).copy()
             out.append(item)
         return out, (rows[-1][0] if len(rows) == limit else None)
 
     def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        fields, _, json_fields = self._copy_spec(table)
+        fields, _ = self._copy_spec(table)
         verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
-        sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
+        sql = (
+            f"{verb} INTO {table} ({', '.join(fields)}) "
+            f"VALUES ({', '.join('?' * len(fields))})"
+        )
         params = []
         for item in rows:
             values = []
             for name in fields:
                 value = item[name]
-                if name in json_fields:
+                if value is not None and name in COPY_JSON_FIELDS:
                     value = json.dumps(value, ensure_ascii=False)
-                elif name == "embedding":
+                elif value is not None and name in COPY_VECTOR_FIELDS:
                     value = np.ascontiguousarray(value, dtype=np.float32).tobytes()
                 values.append(value)
             params.append(values)
