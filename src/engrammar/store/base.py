@@ -29,38 +29,6 @@ from ..models import Edge, MemoryRecord, Scope
 
 __all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
 
-#: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
-#: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
-#: float32 vector; everything else is a string, a number or ``None``. Internal sequence
-#: numbers are not copied (the destination numbers rows in the same order).
-COPY_TABLES: dict[str, tuple[str, ...]] = {
-    "meta": ("key", "value"),
-    "memories": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "role", "content", "kind",
-        "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
-    ),
-    "memory_changes": (
-        "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
-    ),
-    "edges": ("workspace", "src", "dst", "kind", "weight", "updated_at"),
-    "recalls": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "query", "created_at",
-        "memory_ids", "paths", "tensions", "consumed_at",
-    ),
-}  # fmt: skip
-#: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
-COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
-COPY_VECTOR_FIELDS = frozenset(
-    {
-        "embedding",
-        "context_embedding",
-        "ai_output_embedding",
-        "corrected_embedding",
-        "accepted_embedding",
-        "rejected_embedding",
-    }
-)
-
 
 @dataclass
 class NewMemory:
@@ -205,9 +173,9 @@ class Store(Protocol):
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        """Up to ``limit`` rows of ``table`` (a key of :data:`COPY_TABLES`) in a stable order,
-        starting after the cursor ``after`` (``None``: from the start); returns the rows and the
-        cursor of the next page (``None`` when there is none)."""
+        """Up to ``limit`` rows of ``table`` (a key of :data:`.tables.COPY_TABLES`) in a
+        stable order, after the cursor ``after`` (``None``: from the start); returns the rows
+        and the cursor of the next page (``None`` when there is none)."""
 
     def bulk_load(self) -> AbstractContextManager[None]:
         """A context for loading many rows: the store may defer index maintenance to its end."""

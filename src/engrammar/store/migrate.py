@@ -1,6 +1,6 @@
 """Copy a store into another, across backends, without loss: ``engrammar migrate``.
 
-Every table of :data:`~.base.COPY_TABLES` is copied page by page through the stores' own
+Every table of :data:`~.tables.COPY_TABLES` is copied page by page through the stores' own
 ``export_rows`` / ``import_rows`` (so no backend SQL lives here), in insertion order, into a
 destination that must hold no data yet. Afterwards both sides are read again and compared:
 per table, the row count and a checksum over the canonical form of every row (an
@@ -26,7 +26,8 @@ import numpy as np
 
 from ..config import Config
 from ..errors import StoreError, ValidationError
-from .base import COPY_TABLES, Store
+from .base import Store
+from .tables import COPY_TABLES
 
 __all__ = ["MigrationReport", "migrate", "open_location", "table_checksums"]
 

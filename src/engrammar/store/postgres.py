@@ -41,16 +41,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import (
-    COPY_JSON_FIELDS,
-    COPY_TABLES,
-    COPY_VECTOR_FIELDS,
-    EdgeDelta,
-    NewEdge,
-    NewMemory,
-    RecallRecord,
-)
+from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .postgres_migrations import MIGRATIONS
+from .tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
 
 __all__ = ["PostgresStore", "redact_url"]
 

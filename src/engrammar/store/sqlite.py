@@ -23,17 +23,10 @@ import numpy as np
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import terms
-from .base import (
-    COPY_JSON_FIELDS,
-    COPY_TABLES,
-    COPY_VECTOR_FIELDS,
-    EdgeDelta,
-    NewEdge,
-    NewMemory,
-    RecallRecord,
-)
+from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
+from .tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
 
 __all__ = ["SQLiteStore"]
 
