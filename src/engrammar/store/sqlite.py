@@ -719,9 +719,7 @@ class SQLiteStore:
             raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
         return COPY_TABLES[table], self._COPY_KEYS[table]
 
-    def export_rows(
-        self, table: str, after: Any, limit: int
-    ) -> tuple[list[dict[str, Any]], Any]:
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
         fields, key = self._copy_spec(table)
         rows = self._read(
             f"SELECT {key}, {', '.join(fields)} FROM {table} WHERE {key} > ? "
@@ -744,10 +742,7 @@ class SQLiteStore:
     def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         fields, _ = self._copy_spec(table)
         verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
-        sql = (
-            f"{verb} INTO {table} ({', '.join(fields)}) "
-            f"VALUES ({', '.join('?' * len(fields))})"
-        )
+        sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
         params = []
         for item in rows:
             values = []
