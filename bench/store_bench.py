@@ -310,8 +310,8 @@ def bench_synthetic(
                 store.vector_search(scope, qvecs[i % len(qvecs)], 100)
                 store.keyword_search(scope, qtexts[i % len(qtexts)], 100)
 
-            for i in range(5):
-                recall(i)  # warm-up
+            for i in range(users if name != "workspace" else 3):
+                recall(i)  # warm-up: every user's partition once (SQLite loads it lazily)
             lat = timed_each(recall, range(n))
             res[name] = (pct(lat, 50), pct(lat, 95))
         if kind == "postgres":

@@ -200,15 +200,27 @@ def test_survives_a_server_side_disconnect(pg_url: str) -> None:
     """A pooled connection killed by the server is replaced on the next call."""
     import psycopg
 
-    store = PostgresStore(pg_url, pool_size=1)
-    try:
-        store.check_embedder("hash", 64)
+    from engrammar.models import Scope
+    from engrammar.store import NewMemory
+
+    def kill_others() -> None:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
-        assert store.applied_migrations() == [m.__name__ for m in MIGRATIONS]
+
+    store = PostgresStore(pg_url, pool_size=1)
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        kill_others()
+        assert store.applied_migrations() == [m.__name__ for m in MIGRATIONS]  # a read
+        kill_others()
+        vec = HashEmbedder().embed(["after a restart"])[0]
+        row = NewMemory("r1", "default", "u", None, None, "user", "after a restart", "message",
+                        1.0, {}, "k-r1", vec)  # fmt: skip
+        assert store.add_memories([row]) == [("r1", True)]  # a transaction
+        assert [m.id for m in store.list_memories(Scope("default", "u"), 5, 0)] == ["r1"]
     finally:
         store.close()
 

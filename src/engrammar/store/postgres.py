@@ -194,10 +194,10 @@ class PostgresStore:
             url,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs={"autocommit": False, "connect_timeout": int(connect_timeout)},
+            # Autocommit: a one-statement call costs one round trip (no BEGIN/COMMIT); calls of
+            # several statements open a transaction explicitly (see _tx).
+            kwargs={"autocommit": True, "connect_timeout": int(connect_timeout)},
             configure=self._configure,
-            # A connection broken by a server restart or failover is replaced, not handed out.
-            check=ConnectionPool.check_connection,
             timeout=max(connect_timeout, 30.0),
             open=False,
             name="engrammar",
@@ -209,10 +209,16 @@ class PostgresStore:
             raise StoreError(f"cannot connect to {redact_url(url)}: {exc}") from exc
 
     # -- connections -----------------------------------------------------------------------------
-    @staticmethod
-    def _configure(conn: Conn) -> None:
+    def _configure(self, conn: Conn) -> None:
         _register_vector(conn)
-        conn.commit()
+        # Session defaults, so that the usual vector query needs no SET of its own. Iterative
+        # scans (pgvector 0.8+; older versions ignore the setting) keep filtered HNSW queries
+        # from coming back short.
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, false), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+            (str(self._ef_search),),
+        )
 
     def _migrate(self, connect_timeout: float) -> None:
         try:
@@ -261,21 +267,50 @@ class PostgresStore:
         with self._pool.connection() as conn:
             yield conn
 
-    def _tx(self, what: str, fn: Callable[[Conn], T], attempts: int = 4) -> T:
-        """Run ``fn`` in one transaction; retry it when it lost a deadlock or a conflict."""
+    def _tx(
+        self,
+        what: str,
+        fn: Callable[[Conn], T],
+        *,
+        transaction: bool = True,
+        idempotent: bool = False,
+        attempts: int = 4,
+    ) -> T:
+        """Run ``fn`` on a pooled connection, in one transaction unless ``transaction`` is false
+        (``fn`` then runs a single statement, atomic by itself, or only reads).
+
+        Retried: a transaction that lost a deadlock or a serialization conflict; and a call that
+        met a connection the server had closed (restart, failover), when ``fn`` only reads or
+        the connection failed before the transaction began. Other failures raise StoreError.
+        """
         for attempt in range(attempts):
+            held: list[Conn] = []
+            began = False
             try:
-                with self._conn() as conn, conn.transaction():
-                    return fn(conn)
+                with self._conn() as conn:
+                    held.append(conn)
+                    if not transaction:
+                        return fn(conn)
+                    with conn.transaction():
+                        began = True
+                        return fn(conn)
             except _RETRYABLE:
                 if attempt == attempts - 1:
                     raise StoreError(f"{what} failed: the database kept aborting it") from None
                 time.sleep(0.01 * (2**attempt))
             except PoolTimeout as exc:
                 raise StoreError(f"{what} failed: no database connection ({exc})") from exc
+            except psycopg.OperationalError as exc:
+                lost = bool(held) and held[0].closed
+                if lost and (idempotent or not began) and attempt < attempts - 1:
+                    continue  # the pool drops the dead connection; the next one is fresh
+                raise StoreError(f"{what} failed: {exc}") from exc
             except psycopg.Error as exc:
                 raise StoreError(f"{what} failed: {exc}") from exc
         raise AssertionError("unreachable")
+
+    def _read(self, what: str, fn: Callable[[Conn], T]) -> T:
+        return self._tx(what, fn, transaction=False, idempotent=True)
 
     def close(self) -> None:
         if not self._closed:
@@ -283,7 +318,7 @@ class PostgresStore:
             self._pool.close()
 
     def applied_migrations(self) -> list[str]:
-        return self._tx(
+        return self._read(
             "reading migrations",
             lambda c: [r[0] for r in c.execute("SELECT name FROM migrations ORDER BY name")],
         )
@@ -464,7 +499,7 @@ class PostgresStore:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._tx(
+        rows = self._read(
             "get",
             lambda c: c.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = ANY(%s)",
@@ -475,7 +510,7 @@ class PostgresStore:
 
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = _scope_where(scope)
-        rows = self._tx(
+        rows = self._read(
             "list",
             lambda c: c.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} "
@@ -595,7 +630,7 @@ class PostgresStore:
         return self._tx("forget", run)
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
-        rows = self._tx(
+        rows = self._read(
             "history",
             lambda c: c.execute(
                 "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
@@ -641,7 +676,7 @@ class PostgresStore:
                 "bytes_on_disk": size[0] if size else 0,
             }
 
-        return self._tx("stats", run)
+        return self._read("stats", run)
 
     # -- search ----------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -651,12 +686,9 @@ class PostgresStore:
         ef = min(1000, max(self._ef_search, k))
 
         def run(conn: Conn) -> list[tuple[str, float]]:
-            # Transaction-local settings: the pooled connection goes back unchanged.
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                (str(ef),),
-            )
+            if ef != self._ef_search:
+                # Transaction-local: the pooled connection goes back unchanged.
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             return [
                 (r[0], float(r[1]))
                 for r in conn.execute(
@@ -668,7 +700,9 @@ class PostgresStore:
                 )
             ]
 
-        return self._tx("search", run)
+        if ef == self._ef_search:
+            return self._read("search", run)
+        return self._tx("search", run, idempotent=True)
 
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         query_terms = terms(text)
@@ -724,7 +758,7 @@ class PostgresStore:
             ORDER BY score DESC, c.seq
             LIMIT %(k)s
         """
-        rows = self._tx("search", lambda c: c.execute(sql, params).fetchall())
+        rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
         return [(r[0], float(r[1])) for r in rows]
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -740,11 +774,11 @@ class PostgresStore:
                 )
                 return {r[0]: r[1] for r in cur}
 
-        return self._tx("reading vectors", run)
+        return self._read("reading vectors", run)
 
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         where, params = _scope_where(scope)
-        rows = self._tx(
+        rows = self._read(
             "reading memories",
             lambda c: c.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
@@ -777,14 +811,14 @@ class PostgresStore:
                     out[term] = (int(df), [i for i in ids if i is not None])
             return int(total[0]) if total else 0, out
 
-        return self._tx("reading term postings", run)
+        return self._read("reading term postings", run)
 
     # -- graph -----------------------------------------------------------------------------------
     def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
-        rows = self._tx(
+        rows = self._read(
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
@@ -798,7 +832,7 @@ class PostgresStore:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
-        rows = self._tx(
+        rows = self._read(
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
@@ -812,7 +846,7 @@ class PostgresStore:
         ids = list(dict.fromkeys(ids))
         out = dict.fromkeys(ids, 0)
         if ids:
-            rows = self._tx(
+            rows = self._read(
                 "counting edges",
                 lambda c: c.execute(
                     "SELECT src, count(*) FROM edges WHERE workspace = %s AND src = ANY(%s) "
@@ -903,7 +937,7 @@ class PostgresStore:
                 ),
             )
 
-        self._tx("saving the recall", run)
+        self._tx("saving the recall", run, transaction=False)
 
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
         where, params = _scope_where(scope)
@@ -919,7 +953,7 @@ class PostgresStore:
                 f"SELECT {cols} FROM recalls WHERE {where} AND consumed_at IS NULL "
                 "ORDER BY created_at DESC, seq DESC LIMIT 1"
             )
-        row = self._tx("reading the recall", lambda c: c.execute(sql, params).fetchone())
+        row = self._read("reading the recall", lambda c: c.execute(sql, params).fetchone())
         if row is None:
             return None
         return RecallRecord(
@@ -965,7 +999,7 @@ class PostgresStore:
                 )
                 return cur.fetchall()
 
-        rows = self._tx(f"exporting {table}", run)
+        rows = self._read(f"exporting {table}", run)
         n = len(keys)
         out = [dict(zip(fields, row[n:], strict=True)) for row in rows]
         return out, (tuple(rows[-1][:n]) if len(rows) == limit else None)
