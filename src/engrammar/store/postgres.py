@@ -214,9 +214,13 @@ class PostgresStore:
         # Session defaults, so that the usual vector query needs no SET of its own. Iterative
         # scans (pgvector 0.8+; older versions ignore the setting) keep filtered HNSW queries
         # from coming back short.
+        # Custom plans always: the best plan of one statement depends on its scope (a small
+        # user's rows scanned exactly, a whole workspace through HNSW), which a cached generic
+        # plan cannot know; planning costs well under a millisecond.
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, false), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+            "set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+            "set_config('plan_cache_mode', 'force_custom_plan', false)",
             (str(self._ef_search),),
         )
 
@@ -366,8 +370,9 @@ class PostgresStore:
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Load many rows without the HNSW index, then build it once (several times faster
-        than growing it row by row); vector searches meanwhile scan exactly. For migrations
-        and first loads: other writers are not blocked, but their searches are slow."""
+        than growing it row by row) and refresh the planner's statistics; vector searches
+        meanwhile scan exactly. For migrations and first loads: other writers are not blocked,
+        but their searches are slow."""
         if self._dim is None:
             yield
             return
@@ -378,6 +383,8 @@ class PostgresStore:
             yield
         finally:
             self._tx("building the vector index", self._create_hnsw)
+            # Fresh statistics, or the planner may scan all vectors instead of using the index.
+            self._tx("analyzing", lambda c: c.execute("ANALYZE memories"), transaction=False)
 
     # -- memories --------------------------------------------------------------------------------
     def add_memories(
