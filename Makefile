@@ -29,7 +29,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests bench
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
 	$(PY) bench/speed.py
+	$(PY) bench/locomo.py --ingest-ablations
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
