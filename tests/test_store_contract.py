@@ -667,3 +667,56 @@ def test_mixed_clients_add_recall_and_adjust_at_once(backend: Backend) -> None:
         )
     weights = [e.weight for e in first.edges_from(WS, [hub])]
     assert weights == pytest.approx([0.5 + 4 * 8 * 0.001] * 4, abs=1e-9)
+
+
+# -- graph support -------------------------------------------------------------------------------
+def test_latest_memories_and_term_postings(store: Store) -> None:
+    rows = _load_corpus(store)
+    alice = [r for r in rows if r.user_id == "alice"]
+    latest = store.latest_memories(Scope(WS, "alice"), 3)
+    assert [m.id for m in latest] == [r.id for r in alice[::-1][:3]]
+    superseded = alice[-1]
+    store.update_memory(
+        WS, superseded.id, content=None, embedding=None, dedup_key=None,
+        metadata=None, status="superseded", reason="test",
+    )  # fmt: skip
+    assert superseded.id not in [m.id for m in store.latest_memories(Scope(WS, "alice"), 3)]
+    n, postings = store.term_postings(Scope(WS, "alice"), ["violin", "dog", "zebra", "dog"], 1)
+    assert n == len(alice) - 1
+    violin = [r.id for r in alice if "violin" in r.content.lower()]
+    dog = [r.id for r in alice if "dog" in r.content.lower() and r.id != superseded.id]
+    assert postings == {"violin": (len(violin), violin[-1:]), "dog": (len(dog), dog[-1:]),
+                        "zebra": (0, [])}  # fmt: skip
+    n_a1, postings_a1 = store.term_postings(Scope(WS, "alice", "a1"), ["violin"], 10)
+    assert n_a1 == 2 and postings_a1["violin"][0] == 1
+    n_all, postings_all = store.term_postings(Scope(WS), ["violin"], 10)
+    assert n_all == len(rows) - 1 and postings_all["violin"][0] == 3
+
+
+def test_edges_to_and_edge_counts(store: Store) -> None:
+    a, b, c = new("a"), new("b"), new("c")
+    add(
+        store, a, b, c,
+        edges=(NewEdge(a.id, c.id, "semantic", 0.2), NewEdge(b.id, c.id, "entity", 0.8),
+               NewEdge(a.id, b.id, "sequence", 0.5)),
+    )  # fmt: skip
+    into_c = {(e.src, e.kind) for e in store.edges_to(WS, [c.id])}
+    assert into_c == {(a.id, "semantic"), (b.id, "entity")}
+    assert [e.src for e in store.edges_to(WS, [c.id], min_weight=0.5)] == [b.id]
+    assert store.edges_to("w2", [c.id]) == []
+    assert store.edge_counts(WS, [a.id, b.id, c.id, "none"]) == {a.id: 2, b.id: 1, c.id: 0,
+                                                                 "none": 0}  # fmt: skip
+
+
+def test_keyword_index_holds_the_speaker(store: Store) -> None:
+    """Both stores index "speaker: content", so a question naming a person finds what they
+    said; a changed speaker is re-indexed."""
+    row = new("I went hiking in the Alps", metadata={"speaker": "Caroline"})
+    add(store, row, new("Mountains are lovely", metadata={"speaker": "Mel"}))
+    assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Caroline", 5)] == [row.id]
+    store.update_memory(
+        WS, row.id, content=None, embedding=None, dedup_key=None,
+        metadata={"speaker": "Jon"}, status=None, reason="renamed",
+    )  # fmt: skip
+    assert store.keyword_search(Scope(WS, "alice"), "Caroline", 5) == []
+    assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Jon hiking", 5)] == [row.id]

@@ -40,7 +40,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
-from ..recall.text import terms
+from ..recall.text import index_text, speaker_of, terms
 from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .postgres_migrations import MIGRATIONS
 from .tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
@@ -114,6 +114,13 @@ def _register_vector(conn: Conn) -> None:
 
 def _quote_lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _analysed(content: str, metadata: dict[str, Any]) -> tuple[str, int]:
+    """The keyword terms of a memory, exactly as the embedded store indexes them (its speaker
+    in front of its content), as a tsvector literal and a length."""
+    doc_terms = terms(index_text(content, speaker_of(metadata)))
+    return _tsvector(doc_terms), len(doc_terms)
 
 
 def _tsvector(doc_terms: list[str]) -> str:
@@ -393,7 +400,7 @@ class PostgresStore:
         now = time.time()
         params = []
         for row in rows:
-            doc_terms = terms(row.content)
+            tsv, doc_len = _analysed(row.content, row.metadata)
             params.append(
                 (
                     row.id,
@@ -409,8 +416,8 @@ class PostgresStore:
                     _json(row.metadata),
                     row.dedup_key,
                     _Vector(row.embedding),
-                    _tsvector(doc_terms),
-                    len(doc_terms),
+                    tsv,
+                    doc_len,
                 )
             )
 
@@ -550,7 +557,9 @@ class PostgresStore:
             old = _record(row)
             sets: list[str] = ["updated_at = %s"]
             params: list[Any] = [time.time()]
+            new_content = old.content
             if content is not None and embedding is not None and dedup_key is not None:
+                new_content = content
                 clash = conn.execute(
                     "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s AND id <> %s",
                     (workspace, dedup_key, memory_id),
@@ -559,24 +568,18 @@ class PostgresStore:
                     raise ConflictError(
                         f"memory {clash[0]!r} of the same scope already has this content"
                     )
-                doc_terms = terms(content)
-                sets += [
-                    "content = %s",
-                    "embedding = %b",
-                    "dedup_key = %s",
-                    "terms = %s::tsvector",
-                    "doc_len = %s",
-                ]
-                params += [
-                    content,
-                    _Vector(embedding),
-                    dedup_key,
-                    _tsvector(doc_terms),
-                    len(doc_terms),
-                ]
+                sets += ["content = %s", "embedding = %b", "dedup_key = %s"]
+                params += [content, _Vector(embedding), dedup_key]
             if metadata is not None:
                 sets.append("metadata = %s")
                 params.append(_json(metadata))
+            if new_content != old.content or metadata is not None:
+                # The indexed text holds the speaker (from metadata) and the content.
+                tsv, doc_len = _analysed(
+                    new_content, metadata if metadata is not None else old.metadata
+                )
+                sets += ["terms = %s::tsvector", "doc_len = %s"]
+                params += [tsv, doc_len]
             if status is not None:
                 sets.append("status = %s")
                 params.append(status)
@@ -1032,8 +1035,7 @@ class PostgresStore:
                     value = _Vector(value)
                 values.append(value)
             if table == "memories":
-                doc_terms = terms(item["content"])
-                values += [_tsvector(doc_terms), len(doc_terms)]
+                values += list(_analysed(item["content"], item["metadata"]))
             params.append(values)
 
         def run(conn: Conn) -> None:
