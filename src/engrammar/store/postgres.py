@@ -832,7 +832,7 @@ class PostgresStore:
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                "AND src = ANY(%s) AND weight >= %s",
+                "AND src = ANY(%s) AND weight >= %s ORDER BY src, dst, kind",
                 (workspace, ids, min_weight),
             ).fetchall(),
         )
@@ -846,7 +846,7 @@ class PostgresStore:
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                "AND dst = ANY(%s) AND weight >= %s",
+                "AND dst = ANY(%s) AND weight >= %s ORDER BY dst, src, kind",
                 (workspace, ids, min_weight),
             ).fetchall(),
         )
