@@ -12,6 +12,7 @@ from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
 from engrammar.cli_migrate import migrate_command
 from engrammar.models import Scope
 from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from engrammar.store.base import FEEDBACK_RECORD_KINDS
 from engrammar.store.migrate import migrate, open_location, table_checksums
 
 
@@ -60,6 +61,23 @@ def _fill(location: str) -> None:
         r = mem.recall("Where does the user live?", user_id="alice")
         mem.store.adjust_edges("default", [], 0.01, 1.0, consume_recall=r.recall_id)
         mem.recall("peanuts", user_id="alice", session_id="s1")
+        # Feedback state: an event with its decision memory, a reversing review, a pair, a
+        # logged event and ratings (one with a correction and a context).
+        event = mem.create_feedback_event(
+            input_context="Add retries to the webhook sender",
+            ai_output="Retry every 30 seconds.",
+            corrected_output="Exponential backoff, at most 5 attempts.",
+            user_correction="Use exponential backoff.",
+            state="corrected",
+            reason="4xx will not heal",
+            agent_id="codex",
+            source_event_id="evt-1",
+        )
+        mem.create_decision_review(event.id, "adopted", "failure", 0.4, reason="30 s was fine")
+        mem.create_preference_pair("Summarise", "Three bullets", "An essay", 2.0, user_id="alice")
+        mem.log_event("checkpoint", {"step": 3, "ok": True, "ratio": 0.5}, agent_id="codex")
+        mem.rate_memory(ids[2], "accepted")
+        mem.rate_memory(ids[0], "corrected", "I moved to Porto, not Lisbon.", recall_id=r.recall_id)
         mem.store.save_recall(
             RecallRecord(
                 "manual", "default", "bob", "coach", None, "chess?", 1.5, ["x"],
@@ -90,6 +108,12 @@ def _snapshot(location: str) -> dict[str, object]:
         rec = mem.store.get_recall(Scope("default", "bob"), "manual")
         out["recall"] = rec
         out["unconsumed"] = mem.store.get_recall(Scope("default", "alice"), None)
+        out["feedback"] = {
+            kind: [r.to_dict() for r in mem.store.list_feedback_records(kind, Scope(ws), 100, 0)]
+            for kind in FEEDBACK_RECORD_KINDS
+            for ws in ("default",)
+        }
+        out["facts"] = repr(mem.store.learning_facts(Scope("default", "alice"), []))
         for m in out["list:default"]:  # type: ignore[attr-defined]
             m.pop("rev", None)
         for entries in out["history:default"]:  # type: ignore[attr-defined]
@@ -118,10 +142,14 @@ def test_migrate_roundtrip(
     before = _snapshot(source)
     seen: list[tuple[str, int]] = []
     report = migrate(source, destination, batch=3, progress=lambda t, n: seen.append((t, n)))
-    assert report.tables["memories"][0] == 7
+    assert report.tables["memories"][0] == 11  # 7 added, 4 made by feedback records
     assert report.tables["edges"][0] >= 3  # ours, and those the graph adds on its own
     assert report.tables["recalls"][0] == 3
     assert report.tables["memory_changes"][0] >= 9
+    for table in ("feedback_events", "decision_reviews", "preference_pairs", "logged_events"):
+        assert report.tables[table][0] == 1, table
+    assert report.tables["memory_ratings"][0] == 2
+    assert report.tables["decision_memories"][0] == 2  # the correction, then the reversal
     assert ("memories", 6) in seen  # paged in batches of 3
     assert _snapshot(destination) == before
     src, dst = open_location(source, create=False), open_location(destination, create=False)

@@ -39,9 +39,19 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
-from ..models import Edge, MemoryRecord, Scope
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
+from ..models import (
+    DecisionReview,
+    Edge,
+    FeedbackEvent,
+    LoggedEvent,
+    MemoryRating,
+    MemoryRecord,
+    PreferencePair,
+    Scope,
+)
 from ..recall.text import index_text, speaker_of, terms
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import EdgeDelta, FeedbackRecord, NewEdge, NewFeedbackEvent, NewMemory, RecallRecord
 from .postgres_migrations import MIGRATIONS
 from .tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
 
@@ -54,6 +64,39 @@ _MEMORY_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
     "updated_at, metadata"
 )
+_EVENT_COLUMNS = (
+    "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
+    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata"
+)
+
+# kind -> (table, columns in dataclass order, whether the table has a session_id column)
+_FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
+    "feedback_event": ("feedback_events", _EVENT_COLUMNS, True),
+    "decision_review": (
+        "decision_reviews",
+        "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
+        "reversed, reason, decision_memory_id, created_at",
+        False,
+    ),
+    "preference_pair": (
+        "preference_pairs",
+        "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
+        "weight, created_at, memory_id",
+        True,
+    ),
+    "logged_event": (
+        "logged_events",
+        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at",
+        True,
+    ),
+    "memory_rating": (
+        "memory_ratings",
+        "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
+        "created_at, recall_id, context, correction_memory_id",
+        True,
+    ),
+}
+
 # Any constant works; it only has to be the same in every process that migrates this schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
@@ -615,6 +658,8 @@ class PostgresStore:
                     f"DELETE FROM memories WHERE {where} AND id = ANY(%s) RETURNING id, user_id",
                     [*params, list(ids)],
                 ).fetchall()
+            if ids is None:
+                self._forget_feedback(conn, scope)
             if not deleted:
                 return 0
             gone = [r[0] for r in deleted]
@@ -622,6 +667,11 @@ class PostgresStore:
                 "DELETE FROM edges WHERE workspace = %s AND (src = ANY(%s) OR dst = ANY(%s))",
                 (scope.workspace, gone, gone),
             )
+            if ids is not None:
+                conn.execute(
+                    "DELETE FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s)",
+                    (scope.workspace, gone),
+                )
             # The history of a forgotten memory keeps no content.
             conn.execute(
                 "UPDATE memory_changes SET before = NULL, after = NULL "
@@ -676,11 +726,20 @@ class PostgresStore:
                 ).fetchall()
             )
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+            feedback = {}
+            for kind, (table, _, has_session) in _FEEDBACK_TABLES.items():
+                narrowed = (
+                    scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
+                )
+                w, p = _scope_where(narrowed)
+                row = conn.execute(f"SELECT count(*) FROM {table} WHERE {w}", p).fetchone()
+                feedback[kind] = int(row[0]) if row else 0
             return {
                 "memories": n_memories,
                 "memories_by_kind": by_kind,
                 "edges": edges,
                 "recalls": recalls,
+                "feedback_records": feedback,
                 "store": "postgresql",
                 "url": redact_url(self.url),
                 "bytes_on_disk": size[0] if size else 0,
@@ -980,6 +1039,408 @@ class PostgresStore:
             consumed_at=row[10],
         )
 
+    # -- feedback records ------------------------------------------------------------------------
+    def _insert_linked_memory(self, conn: Conn, row: NewMemory, now: float) -> str:
+        """Insert a memory made by a feedback record, or return the identical one already there."""
+        tsv, doc_len = _analysed(row.content, row.metadata)
+        inserted = conn.execute(
+            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
+            "kind, status, created_at, updated_at, metadata, dedup_key, embedding, terms, "
+            "doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,%s,%s,%b,%s::tsvector,%s) "
+            "ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
+            (
+                row.id, row.workspace, row.user_id, row.agent_id, row.session_id, row.role,
+                row.content, row.kind, row.created_at, now, _json(row.metadata), row.dedup_key,
+                _Vector(row.embedding), tsv, doc_len,
+            ),
+        ).fetchone()  # fmt: skip
+        if inserted is not None:
+            self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+            return row.id
+        existing = conn.execute(
+            "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
+            (row.workspace, row.dedup_key),
+        ).fetchone()
+        if existing is None:  # the conflicting row was deleted meanwhile
+            raise pg_errors.SerializationFailure("linked memory vanished")
+        return str(existing[0])
+
+    def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
+        e = new.event
+
+        def run(conn: Conn) -> tuple[FeedbackEvent, bool]:
+            now = time.time()
+            # ON CONFLICT waits for a concurrent writer of the same source_event_id, then
+            # yields: exactly one of them inserts.
+            inserted = conn.execute(
+                "INSERT INTO feedback_events (id, workspace, user_id, agent_id, session_id, "
+                "input_context, ai_output, user_reaction, user_correction, corrected_output, "
+                "state, reason, source_event_id, payload_hash, metadata, created_at, "
+                "context_embedding, ai_output_embedding, corrected_embedding) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%b,%b) "
+                "ON CONFLICT (workspace, source_event_id) DO NOTHING RETURNING id",
+                (
+                    e.id, e.workspace, e.user_id, e.agent_id, e.session_id, e.input_context,
+                    e.ai_output, e.user_reaction, e.user_correction, e.corrected_output,
+                    e.state, e.reason, e.source_event_id, new.payload_hash, _json(e.metadata),
+                    e.created_at, _Vector(new.context_embedding),
+                    _Vector(new.ai_output_embedding),
+                    None if new.corrected_embedding is None else _Vector(new.corrected_embedding),
+                ),
+            ).fetchone()  # fmt: skip
+            if inserted is None:
+                row = conn.execute(
+                    "SELECT id, payload_hash FROM feedback_events "
+                    "WHERE workspace = %s AND source_event_id = %s",
+                    (e.workspace, e.source_event_id),
+                ).fetchone()
+                if row is None:
+                    raise pg_errors.SerializationFailure("conflicting event vanished")
+                if row[1] != new.payload_hash:
+                    raise ConflictError(
+                        f"source_event_id {e.source_event_id!r} already names event "
+                        f"{row[0]!r} in workspace {e.workspace!r} with a different payload"
+                    )
+                return self._get_event(conn, e.workspace, row[0]), False
+            if new.decision is not None and new.answer is not None:
+                memory_id = self._insert_linked_memory(conn, new.decision, now)
+                conn.execute(
+                    "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
+                    "created_at) VALUES (%s,%s,%s,%s,%s)",
+                    (e.workspace, e.id, new.answer, memory_id, now),
+                )
+            return self._get_event(conn, e.workspace, e.id), True
+
+        return self._tx("creating the feedback event", run)
+
+    def _get_event(self, conn: Conn, workspace: str, event_id: str) -> FeedbackEvent:
+        row = conn.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM feedback_events WHERE workspace = %s AND id = %s",
+            (workspace, event_id),
+        ).fetchone()
+        assert row is not None
+        return self._event(conn, row)
+
+    @staticmethod
+    def _event(conn: Conn, row: Sequence[Any]) -> FeedbackEvent:
+        link = conn.execute(
+            "SELECT memory_id FROM decision_memories WHERE workspace = %s AND event_id = %s "
+            "AND answer = %s",
+            (row[1], row[0], {"corrected": "corrected", "adopted": "ai_output"}.get(row[11], "")),
+        ).fetchone()
+        return FeedbackEvent(
+            id=row[0],
+            workspace=row[1],
+            user_id=row[2],
+            agent_id=row[3],
+            session_id=row[4],
+            input_context=row[5],
+            ai_output=row[6],
+            user_reaction=row[7],
+            user_correction=row[8],
+            corrected_output=row[9],
+            state=row[11],
+            reason=row[10],
+            source_event_id=row[12],
+            created_at=row[13],
+            metadata=row[14],
+            decision_memory_id=link[0] if link else None,
+        )
+
+    def create_decision_review(
+        self, review: DecisionReview, decision: NewMemory | None, answer: str | None
+    ) -> DecisionReview:
+        def run(conn: Conn) -> DecisionReview:
+            now = time.time()
+            found = conn.execute(
+                "SELECT 1 FROM feedback_events WHERE workspace = %s AND id = %s",
+                (review.workspace, review.event_id),
+            ).fetchone()
+            if found is None:
+                raise NotFoundError(
+                    f"feedback event {review.event_id!r} not found in workspace "
+                    f"{review.workspace!r}"
+                )
+            memory_id: str | None = None
+            if answer is not None:
+                link = conn.execute(
+                    "SELECT memory_id FROM decision_memories WHERE workspace = %s "
+                    "AND event_id = %s AND answer = %s",
+                    (review.workspace, review.event_id, answer),
+                ).fetchone()
+                if link is not None:
+                    memory_id = link[0]
+                elif decision is not None:
+                    memory_id = self._insert_linked_memory(conn, decision, now)
+                    # Two reviews racing to link the same answer: the first link stands.
+                    linked = conn.execute(
+                        "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
+                        "created_at) VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING "
+                        "RETURNING memory_id",
+                        (review.workspace, review.event_id, answer, memory_id, now),
+                    ).fetchone()
+                    if linked is None:
+                        raise pg_errors.SerializationFailure("answer linked concurrently")
+            conn.execute(
+                "INSERT INTO decision_reviews (id, workspace, user_id, agent_id, event_id, "
+                "final_decision, outcome, confidence, reversed, reason, decision_memory_id, "
+                "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    review.id, review.workspace, review.user_id, review.agent_id,
+                    review.event_id, review.final_decision, review.outcome, review.confidence,
+                    bool(review.reversed), review.reason, memory_id, review.created_at,
+                ),
+            )  # fmt: skip
+            review.decision_memory_id = memory_id
+            return review
+
+        return self._tx("creating the decision review", run)
+
+    def create_preference_pair(
+        self,
+        pair: PreferencePair,
+        context_embedding: np.ndarray,
+        accepted_embedding: np.ndarray,
+        rejected_embedding: np.ndarray,
+        memory: NewMemory,
+    ) -> PreferencePair:
+        def run(conn: Conn) -> PreferencePair:
+            memory_id = self._insert_linked_memory(conn, memory, time.time())
+            conn.execute(
+                "INSERT INTO preference_pairs (id, workspace, user_id, agent_id, session_id, "
+                "context, accepted_output, rejected_output, weight, memory_id, created_at, "
+                "context_embedding, accepted_embedding, rejected_embedding) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%b,%b)",
+                (
+                    pair.id, pair.workspace, pair.user_id, pair.agent_id, pair.session_id,
+                    pair.context, pair.accepted_output, pair.rejected_output, pair.weight,
+                    memory_id, pair.created_at, _Vector(context_embedding),
+                    _Vector(accepted_embedding), _Vector(rejected_embedding),
+                ),
+            )  # fmt: skip
+            pair.memory_id = memory_id
+            return pair
+
+        return self._tx("creating the preference pair", run)
+
+    def log_event(self, event: LoggedEvent) -> LoggedEvent:
+        self._tx(
+            "logging the event",
+            lambda c: c.execute(
+                "INSERT INTO logged_events (id, workspace, user_id, agent_id, session_id, kind, "
+                "payload, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    event.id,
+                    event.workspace,
+                    event.user_id,
+                    event.agent_id,
+                    event.session_id,
+                    event.kind,
+                    _json(event.payload),
+                    event.created_at,
+                ),
+            ),
+        )
+        return event
+
+    def rate_memory(
+        self,
+        rating: MemoryRating,
+        context_embedding: np.ndarray | None,
+        correction: NewMemory | None,
+    ) -> MemoryRating:
+        def run(conn: Conn) -> MemoryRating:
+            # FOR SHARE: a concurrent forget cannot delete the memory under the new rating.
+            found = conn.execute(
+                "SELECT 1 FROM memories WHERE workspace = %s AND id = %s FOR SHARE",
+                (rating.workspace, rating.memory_id),
+            ).fetchone()
+            if found is None:
+                raise NotFoundError(
+                    f"memory {rating.memory_id!r} not found in workspace {rating.workspace!r}"
+                )
+            correction_id = None
+            if correction is not None:
+                correction_id = self._insert_linked_memory(conn, correction, time.time())
+            conn.execute(
+                "INSERT INTO memory_ratings (id, workspace, user_id, agent_id, session_id, "
+                "memory_id, verdict, correction, correction_memory_id, weight, recall_id, "
+                "context, context_embedding, created_at) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s)",
+                (
+                    rating.id, rating.workspace, rating.user_id, rating.agent_id,
+                    rating.session_id, rating.memory_id, rating.verdict, rating.correction,
+                    correction_id, rating.weight, rating.recall_id, rating.context,
+                    None if context_embedding is None else _Vector(context_embedding),
+                    rating.created_at,
+                ),
+            )  # fmt: skip
+            if correction is not None:
+                rating.correction_memory_id = correction_id
+            return rating
+
+        return self._tx("rating the memory", run)
+
+    def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
+        table, columns, _ = _FEEDBACK_TABLES[kind]
+
+        def run(conn: Conn) -> FeedbackRecord:
+            row = conn.execute(
+                f"SELECT {columns} FROM {table} WHERE workspace = %s AND id = %s",
+                (workspace, record_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(
+                    f"{kind.replace('_', ' ')} {record_id!r} not found in workspace {workspace!r}"
+                )
+            return self._feedback_record(conn, kind, row)
+
+        return self._tx("reading the feedback record", run)
+
+    def list_feedback_records(
+        self, kind: str, scope: Scope, limit: int, offset: int
+    ) -> list[FeedbackRecord]:
+        table, columns, scoped = _FEEDBACK_TABLES[kind]
+        where, params = _scope_where(
+            scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
+        )
+
+        def run(conn: Conn) -> list[FeedbackRecord]:
+            rows = conn.execute(
+                f"SELECT {columns} FROM {table} WHERE {where} ORDER BY seq LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            ).fetchall()
+            return [self._feedback_record(conn, kind, r) for r in rows]
+
+        return self._tx("listing feedback records", run)
+
+    def _feedback_record(self, conn: Conn, kind: str, row: Sequence[Any]) -> FeedbackRecord:
+        if kind == "feedback_event":
+            return self._event(conn, row)
+        if kind == "decision_review":
+            return DecisionReview(
+                id=row[0],
+                workspace=row[1],
+                user_id=row[2],
+                agent_id=row[3],
+                event_id=row[4],
+                final_decision=row[5],
+                outcome=row[6],
+                confidence=row[7],
+                reversed=bool(row[8]),
+                reason=row[9],
+                decision_memory_id=row[10],
+                created_at=row[11],
+            )
+        if kind == "preference_pair":
+            return PreferencePair(*row)
+        if kind == "logged_event":
+            return LoggedEvent(*row)
+        return MemoryRating(*row)
+
+    def learning_facts(
+        self, scope: Scope, memory_ids: Sequence[str]
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        user_clause = ""
+        params: list[Any] = [scope.workspace]
+        if scope.user_id is not None:
+            # A user's own records and the workspace-wide ones (no user) apply to that user.
+            user_clause = " AND (user_id = %s OR user_id IS NULL)"
+            params.append(scope.user_id)
+        ids = list(dict.fromkeys(memory_ids))
+
+        def run(conn: Conn) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+            # One snapshot for the whole read, like a single SQLite read transaction.
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cur = conn.cursor(binary=True)
+            events: dict[str, EventFacts] = {}
+            for r in cur.execute(
+                "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
+                "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
+                f"FROM feedback_events WHERE workspace = %s{user_clause} ORDER BY seq",
+                params,
+            ).fetchall():
+                events[r[0]] = EventFacts(
+                    event_id=r[0],
+                    state=r[1],
+                    reason=r[2],
+                    created_at=r[3],
+                    context_vec=r[4],
+                    ai_output_vec=r[5],
+                    corrected_vec=r[6],
+                    answers={},
+                    ai_output=r[7],
+                    corrected=r[8],
+                )
+            if events:
+                for event_id, answer, memory_id in cur.execute(
+                    "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
+                    "JOIN feedback_events e ON e.workspace = d.workspace AND e.id = d.event_id "
+                    "JOIN memories m ON m.workspace = d.workspace AND m.id = d.memory_id "
+                    f"AND m.status = 'active' WHERE e.workspace = %s"
+                    f"{user_clause.replace('user_id', 'e.user_id')}",
+                    params,
+                ).fetchall():
+                    events[event_id].answers[answer] = memory_id
+                for r in cur.execute(
+                    "SELECT event_id, final_decision, outcome, confidence, reversed, "
+                    "created_at, reason FROM decision_reviews WHERE workspace = %s ORDER BY seq",
+                    (scope.workspace,),
+                ).fetchall():
+                    if r[0] in events:
+                        events[r[0]].reviews.append(
+                            ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
+                        )
+            pairs = [
+                PairFacts(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
+                for r in cur.execute(
+                    "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
+                    "rejected_embedding, memory_id, accepted_output, rejected_output "
+                    f"FROM preference_pairs WHERE workspace = %s{user_clause} ORDER BY seq",
+                    params,
+                ).fetchall()
+            ]
+            ratings = [
+                RatingFacts(r[0], r[1], r[2], r[3], r[4], r[5])
+                for r in cur.execute(
+                    "SELECT id, memory_id, verdict, weight, created_at, context_embedding "
+                    "FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s) ORDER BY seq",
+                    (scope.workspace, ids),
+                ).fetchall()
+            ] if ids else []  # fmt: skip
+            return list(events.values()), pairs, ratings
+
+        return self._tx("reading feedback", run)
+
+    @staticmethod
+    def _forget_feedback(conn: Conn, scope: Scope) -> None:
+        """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
+        where, params = _scope_where(scope)
+        gone = [
+            r[0]
+            for r in conn.execute(
+                f"DELETE FROM feedback_events WHERE {where} RETURNING id", params
+            ).fetchall()
+        ]
+        if gone:
+            for table in ("decision_memories", "decision_reviews"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE workspace = %s AND event_id = ANY(%s)",
+                    (scope.workspace, gone),
+                )
+        for table, scoped in (
+            ("decision_reviews", False),
+            ("preference_pairs", True),
+            ("logged_events", True),
+            ("memory_ratings", True),
+        ):
+            if not scoped and scope.session_id is not None:
+                continue  # reviews carry no session; they went with their events above
+            w, p = _scope_where(
+                scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
+            )
+            conn.execute(f"DELETE FROM {table} WHERE {w}", p)
+
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     #: table -> the columns that order its rows (the cursor of export_rows)
     _COPY_KEYS: dict[str, tuple[str, ...]] = {  # noqa: RUF012
@@ -988,6 +1449,12 @@ class PostgresStore:
         "memory_changes": ("rev",),
         "edges": ("workspace", "src", "dst", "kind"),
         "recalls": ("seq",),
+        "feedback_events": ("seq",),
+        "decision_memories": ("workspace", "event_id", "answer"),
+        "decision_reviews": ("seq",),
+        "preference_pairs": ("seq",),
+        "logged_events": ("seq",),
+        "memory_ratings": ("seq",),
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -1022,6 +1489,20 @@ class PostgresStore:
             columns += ["terms", "doc_len"]
             marks += ["%s::tsvector", "%s"]
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
+        if table == "decision_memories":
+            # The embedded store keys these by event alone; here they carry the event's
+            # workspace (a distribution key), looked up from the event copied before them.
+            sql = (
+                "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
+                "created_at) SELECT e.workspace, %s, %s, %s, %s FROM feedback_events e "
+                "WHERE e.id = %s"
+            )
+            links = [
+                (r["event_id"], r["answer"], r["memory_id"], r["created_at"], r["event_id"])
+                for r in rows
+            ]
+            self._tx(f"importing {table}", lambda c: c.cursor().executemany(sql, links))
+            return
         if table == "meta":
             sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
         params = []

@@ -138,4 +138,127 @@ def m001_create_tables(conn: Conn) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Conn], None]] = [m001_create_tables]
+def m002_feedback_records(conn: Conn) -> None:
+    """Append-only feedback records (seed 003) and the decision memories events create."""
+    # Vectors of the records are read whole by learning_facts (no index): untyped ``vector``.
+    _run(
+        conn,
+        """
+        CREATE TABLE feedback_events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            input_context TEXT NOT NULL,
+            ai_output TEXT NOT NULL,
+            user_reaction TEXT,
+            user_correction TEXT,
+            corrected_output TEXT,
+            state TEXT NOT NULL,
+            reason TEXT,
+            source_event_id TEXT,
+            payload_hash TEXT NOT NULL,
+            metadata JSONB NOT NULL DEFAULT '{}',
+            created_at DOUBLE PRECISION NOT NULL,
+            context_embedding vector NOT NULL,
+            ai_output_embedding vector NOT NULL,
+            corrected_embedding vector,
+            PRIMARY KEY (workspace, id),
+            UNIQUE (workspace, source_event_id)
+        )
+        """,
+        "CREATE INDEX feedback_events_scope ON feedback_events (workspace, user_id, seq)",
+        """
+        CREATE TABLE decision_memories (
+            workspace TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, event_id, answer)
+        )
+        """,
+        """
+        CREATE TABLE decision_reviews (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            event_id TEXT NOT NULL,
+            final_decision TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            confidence DOUBLE PRECISION NOT NULL,
+            reversed BOOLEAN NOT NULL,
+            reason TEXT,
+            decision_memory_id TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX decision_reviews_event ON decision_reviews (workspace, event_id, seq)",
+        "CREATE INDEX decision_reviews_scope ON decision_reviews (workspace, user_id, seq)",
+        """
+        CREATE TABLE preference_pairs (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            context TEXT NOT NULL,
+            accepted_output TEXT NOT NULL,
+            rejected_output TEXT NOT NULL,
+            weight DOUBLE PRECISION NOT NULL,
+            memory_id TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            context_embedding vector NOT NULL,
+            accepted_embedding vector NOT NULL,
+            rejected_embedding vector NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX preference_pairs_scope ON preference_pairs (workspace, user_id, seq)",
+        """
+        CREATE TABLE logged_events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            kind TEXT NOT NULL,
+            payload JSONB NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX logged_events_scope ON logged_events (workspace, user_id, seq)",
+        """
+        CREATE TABLE memory_ratings (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            memory_id TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            correction TEXT,
+            correction_memory_id TEXT,
+            weight DOUBLE PRECISION NOT NULL,
+            recall_id TEXT,
+            context TEXT,
+            context_embedding vector,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX memory_ratings_memory ON memory_ratings (workspace, memory_id)",
+        "CREATE INDEX memory_ratings_scope ON memory_ratings (workspace, user_id, seq)",
+    )
+
+
+MIGRATIONS: list[Callable[[Conn], None]] = [m001_create_tables, m002_feedback_records]
