@@ -411,8 +411,8 @@ def report(args: argparse.Namespace, info: dict[str, Any], results: dict[str, An
             )
         lines += [
             "",
-            "`Memory.recall` end to end (vector + BM25 candidates, fusion, fetch, recall record "
-            "write), query embeddings cached. Concurrent clients are threads of one process "
+            "`Memory.recall` end to end (vector + BM25 candidates, fusion, graph walk, learned "
+            "re-ranking, fetch, recall record write), query embeddings cached. Concurrent clients are threads of one process "
             "sharing one `Memory` (PostgreSQL: one pool of 20 connections).",
             "",
         ]
@@ -464,8 +464,9 @@ NOTES = [
     "- The machine is shared (load average in the header): absolute figures are noisy and",
     "  lower than on a dedicated host; the side-by-side ratios are the point.",
     "- SQLite answers in process (no round trips) from an in-memory index per (workspace, user);",
-    "  PostgreSQL pays one round trip per store call (a recall makes four: vector, keyword,",
-    "  fetch, recall record) and a context switch to the server, which dominates at these sizes",
+    "  PostgreSQL pays one round trip per store call (a recall makes about ten: vector,",
+    "  keyword, fetches, graph hops, feedback facts, the recall record) and a context switch to",
+    "  the server, which dominates at these sizes",
     "  on 2 busy cores. What PostgreSQL buys is not latency on one box but many application",
     "  machines on one memory, and the same latency at sizes where one process's RAM is short.",
     "- PostgreSQL insert throughput is bounded by growing the HNSW graph row by row; bulk loads",
