@@ -200,3 +200,25 @@ def test_cli_command(tmp_path: Path, pg_url: str) -> None:
     again = CliRunner().invoke(migrate_command, ["--from", source, "--to", pg_url])
     assert again.exit_code == 1
     assert "already holds" in again.output
+
+
+def test_engrammar_migrate_command(tmp_path: Path) -> None:
+    """Wired into the ``engrammar`` group, run as a real process."""
+    import subprocess
+    import sys
+
+    source = str(tmp_path / "src")
+    _fill(source)
+    done = subprocess.run(
+        [sys.executable, "-m", "engrammar.cli", "migrate", "--from", source, "--to",
+         str(tmp_path / "copy.db")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "identical" in done.stdout
+    again = subprocess.run(
+        [sys.executable, "-m", "engrammar.cli", "migrate", "--from", source, "--to",
+         str(tmp_path / "copy.db")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 1 and "already holds" in again.stderr

@@ -8,6 +8,7 @@ import click
 
 from . import __version__
 from .cli_eval import eval_group
+from .cli_migrate import migrate_command
 from .errors import EngrammarError
 
 __all__ = ["cli", "main"]
@@ -20,6 +21,7 @@ def cli() -> None:
 
 
 cli.add_command(eval_group)
+cli.add_command(migrate_command)
 
 
 def main(argv: list[str] | None = None) -> None:
