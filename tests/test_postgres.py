@@ -258,3 +258,13 @@ def test_server_finder_explains_what_is_missing(
     monkeypatch.setattr(pg, "_candidates", lambda: [fake])
     bindir, reason = pg.find_bindir()
     assert bindir is None and "no pgvector" in reason
+
+
+def test_store_url_from_the_environment(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every interface builds its Config the same way, so ENGRAMMAR_STORE reaches them all."""
+    monkeypatch.setenv("ENGRAMMAR_STORE", pg_url)
+    monkeypatch.setenv("ENGRAMMAR_POOL_SIZE", "3")
+    with Memory(embedder=HashEmbedder()) as mem:
+        assert isinstance(mem.store, PostgresStore)
+        mem.add("from the environment", user_id="u")
+        assert mem.stats(user_id="u")["memories"] == 1
