@@ -17,6 +17,7 @@ import click
 
 from . import __version__
 from .cli_eval import eval_group
+from .cli_migrate import migrate_command
 from .errors import EngrammarError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -859,6 +860,7 @@ def mcp(
 
 
 cli.add_command(eval_group)
+cli.add_command(migrate_command)
 
 
 # -- entry point ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ Contract, for every method:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -259,6 +260,19 @@ class Store(Protocol):
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
         """The given recall of the scope (consumed or not), or the scope's newest unconsumed
         recall when ``recall_id`` is None; ``None`` if there is no such recall."""
+
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        """Up to ``limit`` rows of ``table`` (a key of :data:`.tables.COPY_TABLES`) in a
+        stable order, after the cursor ``after`` (``None``: from the start); returns the rows
+        and the cursor of the next page (``None`` when there is none)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for loading many rows: the store may defer index maintenance to its end."""
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Write rows exported by any store's :meth:`export_rows` as they are, in one
+        transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""
 
     # -- feedback records (append-only) ------------------------------------------------------
     def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
+from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
 from ..models import (
     DecisionReview,
@@ -44,6 +44,7 @@ from .base import (
 )
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
+from .tables import COPY_BOOL_FIELDS, COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
 
 __all__ = ["SQLiteStore"]
 
@@ -829,6 +830,77 @@ class SQLiteStore:
             tensions=json.loads(r[9]),
             consumed_at=r[10],
         )
+
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        # Nothing to defer: the in-process index is built lazily on the first search.
+        yield
+
+    #: table -> the column that orders its rows (the cursor of export_rows)
+    _COPY_KEYS: dict[str, str] = {  # noqa: RUF012
+        "meta": "rowid",
+        "memories": "seq",
+        "memory_changes": "rev",
+        "edges": "rowid",
+        "recalls": "rowid",
+        "feedback_events": "seq",
+        "decision_memories": "rowid",
+        "decision_reviews": "seq",
+        "preference_pairs": "seq",
+        "logged_events": "seq",
+        "memory_ratings": "seq",
+    }
+
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:
+        if table not in self._COPY_KEYS or table not in COPY_TABLES:
+            raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
+        return COPY_TABLES[table], self._COPY_KEYS[table]
+
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        fields, key = self._copy_spec(table)
+        rows = self._read(
+            f"SELECT {key}, {', '.join(fields)} FROM {table} WHERE {key} > ? "
+            f"ORDER BY {key} LIMIT ?",
+            (after if after is not None else -1, limit),
+        )
+        out = []
+        for row in rows:
+            item = dict(zip(fields, row[1:], strict=True))
+            for name, value in item.items():
+                if value is None:
+                    continue
+                if name in COPY_JSON_FIELDS:
+                    item[name] = json.loads(value)
+                elif name in COPY_VECTOR_FIELDS:
+                    item[name] = np.frombuffer(value, dtype=np.float32).copy()
+                elif name in COPY_BOOL_FIELDS:
+                    item[name] = bool(value)
+            out.append(item)
+        return out, (rows[-1][0] if len(rows) == limit else None)
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        fields, _ = self._copy_spec(table)
+        verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
+        sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
+        params = []
+        for item in rows:
+            values = []
+            for name in fields:
+                value = item[name]
+                if value is not None and name in COPY_JSON_FIELDS:
+                    value = json.dumps(value, ensure_ascii=False)
+                elif value is not None and name in COPY_VECTOR_FIELDS:
+                    value = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+                elif value is not None and name in COPY_BOOL_FIELDS:
+                    value = int(value)
+                values.append(value)
+            params.append(values)
+        try:
+            with self._write() as conn:
+                conn.executemany(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"importing {table} failed: {exc}") from exc
 
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
