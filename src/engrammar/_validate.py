@@ -10,6 +10,30 @@ from typing import Any
 from .errors import ValidationError
 
 _MAX_ID = 256
+_MAX_DEPTH = 64
+
+
+def _unicode(name: str, value: str) -> None:
+    # Lone surrogates survive in Python strings but cannot be stored (UTF-8) or hashed.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            name, f"must be valid Unicode; lone surrogate at position {exc.start}"
+        ) from None
+
+
+def _depth_ok(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests no deeper than ``limit`` (iterative: no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= limit:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
@@ -25,6 +49,7 @@ def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
         raise ValidationError(name, f"must be at most {_MAX_ID} characters")
     if "\x00" in value:
         raise ValidationError(name, "must not contain NUL characters")
+    _unicode(name, value)
     return value
 
 
@@ -37,6 +62,7 @@ def text(name: str, value: Any, max_chars: int) -> str:
         raise ValidationError(name, f"is {len(value)} characters; the limit is {max_chars}")
     if "\x00" in value:
         raise ValidationError(name, "must not contain NUL characters")
+    _unicode(name, value)
     return value
 
 
@@ -79,10 +105,13 @@ def metadata(name: str, value: Any, max_bytes: int = 65_536) -> dict[str, Any]:
     for key in value:
         if not isinstance(key, str):
             raise ValidationError(name, f"keys must be strings, got {key!r}")
+    if not _depth_ok(value, _MAX_DEPTH):
+        raise ValidationError(name, f"is nested deeper than {_MAX_DEPTH} levels")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(name, f"must be JSON-serialisable: {exc}") from None
+    _unicode(name, encoded)
     if len(encoded.encode()) > max_bytes:
         raise ValidationError(name, f"is larger than {max_bytes} bytes as JSON")
     if "\x00" in encoded or "\\u0000" in encoded:

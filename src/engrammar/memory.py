@@ -285,7 +285,11 @@ class Memory:
         if memory_id is None:
             scope = self._scope(user_id, agent_id, session_id, workspace)
             return self.store.forget(scope, None)
-        ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
+        if not isinstance(memory_id, str | builtins.list | tuple):
+            raise ValidationError(
+                "memory_id", f"must be an id or a list of ids, got {type(memory_id).__name__}"
+            )
+        ids = [memory_id] if isinstance(memory_id, str) else builtins.list(memory_id)
         for i, mid in enumerate(ids):
             v.scope_id(f"memory_id[{i}]", mid, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
