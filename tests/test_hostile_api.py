@@ -279,9 +279,7 @@ def test_forget(mem: Memory, memory_id: Any, user_id: Any, workspace: Any) -> No
 
 
 @SETTINGS
-@given(
-    response=hostile_any(), recall_id=hostile_any(), user_id=hostile_any(), alias=st.booleans()
-)
+@given(response=hostile_any(), recall_id=hostile_any(), user_id=hostile_any(), alias=st.booleans())
 def test_feedback(mem: Memory, response: Any, recall_id: Any, user_id: Any, alias: Any) -> None:
     if not mem.list(user_id="u", limit=1):
         seed(mem)
@@ -373,9 +371,7 @@ def test_rate_memory(
 
 
 @SETTINGS
-@given(
-    limit=hostile_any(), offset=hostile_any(), user_id=hostile_any(), memory_id=hostile_any()
-)
+@given(limit=hostile_any(), offset=hostile_any(), user_id=hostile_any(), memory_id=hostile_any())
 def test_reads(mem: Memory, limit: Any, offset: Any, user_id: Any, memory_id: Any) -> None:
     expect_clean(mem, lambda: mem.list(user_id=user_id, limit=limit, offset=offset))
     expect_clean(mem, lambda: mem.get(memory_id))

@@ -6,15 +6,25 @@ Every response must be documented for its operation, match its schema, and never
 
 from __future__ import annotations
 
+import hashlib
+import math
+import random
+import re
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
+import anyio
+import httpx
 import pytest
 import schemathesis
 import uvicorn
 from hypothesis import HealthCheck, settings
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key
@@ -87,3 +97,110 @@ def test_rest_api_conforms(case: schemathesis.Case, live: Live) -> None:
         timeout=30,
         excluded_checks=[schemathesis.checks.positive_data_acceptance],
     )
+
+
+# -- fuzzed MCP tool arguments through the real MCP client ----------------------------------------
+HOSTILE_VALUES: list[Any] = [
+    None,
+    True,
+    -1,
+    0,
+    2**63,
+    -(2**70),
+    math.nan,
+    math.inf,
+    -0.5,
+    1e308,
+    "",
+    "   ",
+    "\x00",
+    "a\x00b",
+    # (No lone surrogates: the MCP client cannot encode them; the REST fuzzing sends them.)
+    '"foo" OR *',
+    '"unbalanced',
+    "NEAR(a b",
+    "'; DROP TABLE memories; --",
+    "\u202e\u200b\ufeff",
+    "x" * 100_001,
+    [],
+    [1, "two", None],
+    {},
+    {"role": "user"},
+    {"k": {"k": {"k": {"k": {"k": {}}}}}},
+    [{"role": "user", "content": "\x00"}],
+    [{"role": "wizard", "content": "x"}],
+]
+GOOD: dict[str, Any] = {
+    "content": "We deploy on Tuesdays.",
+    "query": "when do we deploy",
+    "user_id": "u",
+    "input_context": "Add retries",
+    "ai_output": "Retry forever.",
+    "state": "rejected",
+    "verdict": "accepted",
+}
+
+
+def _mcp_cases(tools: list[Any], rng: random.Random, per_tool: int) -> list[tuple[str, Any]]:
+    cases: list[tuple[str, Any]] = []
+    for tool in tools:
+        props = list(tool.input_schema.get("properties", {}))
+        for _ in range(per_tool):
+            args: dict[str, Any] = {p: GOOD[p] for p in props if p in GOOD and rng.random() < 0.5}
+            for name in rng.sample(props, k=min(len(props), rng.randint(1, 3))):
+                args[name] = rng.choice(HOSTILE_VALUES)
+            if rng.random() < 0.1:
+                args["not_a_parameter"] = rng.choice(HOSTILE_VALUES)
+            cases.append((tool.name, args))
+    return cases
+
+
+def _db_digest(memory: Memory) -> str:
+    digest = hashlib.sha256()
+    conn = sqlite3.connect(f"file:{memory.config.sqlite_file}?mode=ro", uri=True)
+    try:
+        for (table,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
+            "'CREATE VIRTUAL%' ORDER BY name"
+        ):
+            for row in sorted(repr(r) for r in conn.execute(f'SELECT * FROM "{table}"')):
+                digest.update(row.encode("utf-8", "backslashreplace"))
+    finally:
+        conn.close()
+    return digest.hexdigest()
+
+
+CLEAR_ERROR = re.compile(
+    r"^(Error executing tool \w+: )?"
+    r"(ValidationError: \S.*: \S|NotFoundError: \S|ConflictError: \S|ForbiddenError: \S|\d+ validation errors? for)"
+)
+
+
+def test_mcp_fuzzed_arguments(live: Live) -> None:
+    rng = random.Random(9)
+    outcomes: dict[str, int] = {"ok": 0, "error": 0}
+
+    async def run() -> None:
+        headers = {"Authorization": f"Bearer {live.key}"}
+        async with (
+            httpx.AsyncClient(headers=headers, timeout=60) as http,
+            streamable_http_client(f"{live.base}/mcp", http_client=http) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            assert tools
+            for name, args in _mcp_cases(tools, rng, per_tool=12):
+                before = _db_digest(live.memory)
+                result = await session.call_tool(name, args)
+                if not result.is_error:
+                    outcomes["ok"] += 1
+                    continue
+                outcomes["error"] += 1
+                message = result.content[0].text  # type: ignore[union-attr]
+                assert CLEAR_ERROR.match(message), f"{name}({args!r:.200}) -> {message[:300]}"
+                assert "Traceback" not in message
+                assert _db_digest(live.memory) == before, f"{name} changed data on an error"
+
+    anyio.run(run)
+    assert outcomes["error"] > outcomes["ok"] > 0, outcomes
