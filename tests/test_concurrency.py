@@ -1,0 +1,26 @@
+"""Concurrency on one embedded store, for real: processes x threads adding, recalling, feeding
+back, rating and adjusting shared edges at once (the load itself lives in bench/concurrency.py;
+the benchmark runs it longer and records the figures)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import concurrency  # noqa: E402
+
+
+@pytest.mark.slow
+def test_processes_and_threads_lose_nothing(tmp_path: Path) -> None:
+    result = concurrency.run(str(tmp_path / "store"), procs=2, threads=3, seconds=3)
+    assert result["errors"] == [], result["errors"][:3]
+    assert all(result["ops"][name] > 10 for name in ("add", "recall", "feedback", "rate", "adjust"))
+    assert result["lost_edge_updates"] == []
+    assert result["memories_found"] == result["memories_expected"]
+    assert result["ratings_found"] == result["ratings_expected"]
+    assert result["recalls_found"] == result["recalls_expected"]
+    assert result["integrity"] == "ok"
