@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-import concurrency  # noqa: E402
+import concurrency
 
 
 @pytest.mark.slow

@@ -70,6 +70,16 @@ class Config:
     # -- input limits ------------------------------------------------------------------------
     max_content_chars: int = _opt(20_000, "Longest memory content accepted, in characters.")
     max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
+    max_request_bytes: int = _opt(
+        4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."
+    )
+    rate_limit_per_s: float = _opt(
+        0.0,
+        "Requests per second one API key may make to `engrammar serve` (429 above); 0 = no limit.",
+    )
+    rate_limit_burst: int = _opt(
+        100, "Requests one API key may make at once above `rate_limit_per_s` before a 429."
+    )
 
     # -- recall ------------------------------------------------------------------------------
     recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")
@@ -208,6 +218,7 @@ class Config:
             "graph_sequence_weight",
             "graph_min_edge_weight",
             "graph_weight",
+            "rate_limit_per_s",
         ):
             if getattr(self, name) < 0:
                 raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
@@ -273,6 +284,8 @@ class Config:
             "graph_max_paths",
             "pool_size",
             "hnsw_ef_search",
+            "max_request_bytes",
+            "rate_limit_burst",
         ):
             if getattr(self, name) < 1:
                 raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")

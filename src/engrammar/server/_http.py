@@ -33,6 +33,7 @@ from ..errors import (
 )
 from ..keys import verify_api_key
 from ..memory import Memory
+from ._limits import LimitsMiddleware
 from ._mcp import PRINCIPAL_KEY, build_mcp_server
 from ._openapi import MAX_INT, openapi_document
 
@@ -372,7 +373,14 @@ def build_app(
     app.state.memory = memory
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
-    return AuthMiddleware(app, memory, auth=auth, default=default)
+    cfg = memory.config
+    return LimitsMiddleware(
+        AuthMiddleware(app, memory, auth=auth, default=default),
+        max_bytes=cfg.max_request_bytes,
+        rate=cfg.rate_limit_per_s,
+        burst=cfg.rate_limit_burst,
+        exempt=frozenset({"/healthz"}),
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

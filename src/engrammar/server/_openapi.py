@@ -102,7 +102,9 @@ def _errors(*codes: int) -> dict[str, Any]:
         403: "The key is not bound to the workspace or user asked for.",
         404: "No such memory in the key's reach.",
         409: "Conflicts with what is stored.",
+        413: "The request body is larger than `max_request_bytes`.",
         422: "Invalid input; `error.field` names the field.",
+        429: "Too many requests for this API key (`rate_limit_per_s`); see `Retry-After`.",
     }
     return {str(c): {"description": text[c], **_json(_ref("Error"))} for c in codes}
 
@@ -117,6 +119,8 @@ def _op(
     op_id: str,
 ) -> dict[str, Any]:
     status, doc, schema = ok
+    # Every authenticated operation can be rate limited; every one with a body size limited.
+    errors = (*errors, *((413,) if body is not None else ()), 429)
     out: dict[str, Any] = {
         "summary": summary,
         "operationId": op_id,

@@ -1,0 +1,143 @@
+"""Request limits in front of authentication: body size (413) and per-key rate (429)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class _TooLarge(HTTPException):
+    """Raised inside ``receive`` when a streamed body passes the limit; the app's handler of
+    HTTP errors turns it into the same JSON 413 (the middleware does if it reaches here)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, _too_large_message(max_bytes))
+
+
+def _too_large_message(max_bytes: int) -> str:
+    return f"request body is larger than {max_bytes} bytes (max_request_bytes)"
+
+
+class TokenBucket:
+    """Per-client token buckets: ``rate`` tokens a second, at most ``burst`` saved up.
+
+    Pure apart from the clock, which the caller passes in (so it is testable without sleeping).
+    """
+
+    def __init__(self, rate: float, burst: int, max_clients: int = 100_000) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.max_clients = max_clients
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, client: str, now: float) -> float:
+        """Spend one token of ``client``; 0 if allowed, else the seconds until one is free."""
+        with self._lock:
+            tokens, last = self._buckets.get(client, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            if tokens >= 1:
+                self._buckets[client] = (tokens - 1, now)
+                return 0.0
+            self._buckets[client] = (tokens, now)
+            if len(self._buckets) > self.max_clients:
+                # Full buckets carry no state worth keeping; drop them to bound memory.
+                full = [k for k, (t, _) in self._buckets.items() if t >= self.burst - 1]
+                for k in full:
+                    del self._buckets[k]
+            return (1 - tokens) / self.rate
+
+
+def _client_of(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            # Keyed by a digest, so no key is ever kept in memory in the clear.
+            return "k:" + hashlib.sha256(value).hexdigest()
+    client = scope.get("client")
+    return f"ip:{client[0] if client else '?'}"
+
+
+def _error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Any:
+    return JSONResponse(
+        {"error": {"type": kind, "message": message}}, status_code=status, headers=headers
+    )
+
+
+class LimitsMiddleware:
+    """Refuses bodies over ``max_bytes`` with 413 and clients over their rate with 429.
+
+    The rate applies per API key (per client address for requests without one); ``rate`` 0
+    turns it off. Health checks are exempt.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, max_bytes: int, rate: float, burst: int, exempt: frozenset[str]
+    ) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.bucket = TokenBucket(rate, burst) if rate > 0 else None
+        self.exempt = exempt
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        if self.bucket is not None:
+            wait = self.bucket.take(_client_of(scope), time.monotonic())
+            if wait > 0:
+                retry = max(1, math.ceil(wait))
+                await _error(
+                    429,
+                    "rate_limited",
+                    f"too many requests for this API key; retry in {retry} s",
+                    {"Retry-After": str(retry)},
+                )(scope, receive, send)
+                return
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _error(400, "bad_request", "invalid Content-Length")(scope, receive, send)
+                    return
+                if declared > self.max_bytes:
+                    await self._too_large(scope, receive, send)
+                    return
+        received = 0
+        started = False
+
+        async def counted_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge(self.max_bytes)
+            return message
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except _TooLarge:
+            if started:
+                raise
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await _error(
+            413,
+            "payload_too_large",
+            _too_large_message(self.max_bytes),
+        )(scope, receive, send)

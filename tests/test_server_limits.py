@@ -1,0 +1,111 @@
+"""Request size limits and per-key rate limiting of `engrammar serve`, over real HTTP."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.keys import create_api_key
+from engrammar.server import build_app
+from engrammar.server._limits import TokenBucket
+
+
+def _serve(memory: Memory) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = uvicorn.Server(
+        uvicorn.Config(build_app(memory), host="127.0.0.1", port=port, log_level="critical")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def limited(tmp_path: object) -> Iterator[tuple[str, Memory, str, str]]:
+    config = Config(
+        path=f"{tmp_path}/store",
+        max_request_bytes=2_000,
+        rate_limit_per_s=2.0,
+        rate_limit_burst=5,
+    )
+    memory = Memory(config, embedder=HashEmbedder())
+    key_a = create_api_key(memory.store, "team-a")[0]
+    key_b = create_api_key(memory.store, "team-b")[0]
+    for base in _serve(memory):
+        yield base, memory, key_a, key_b
+    memory.close()
+
+
+def test_large_bodies_get_413_and_store_nothing(limited: tuple[str, Memory, str, str]) -> None:
+    base, memory, key, _ = limited
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
+        r = c.post("/v1/memories", json={"content": "x" * 5_000, "user_id": "u"})
+        assert r.status_code == 413
+        assert r.json()["error"]["type"] == "payload_too_large"
+        assert "2000" in r.json()["error"]["message"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: the streamed body is counted
+            yield b'{"content": "'
+            for _ in range(10):
+                yield b"y" * 500
+            yield b'", "user_id": "u"}'
+
+        r = c.post("/v1/memories", content=chunks(), headers={"Content-Type": "application/json"})
+        assert r.status_code == 413
+        assert "max_request_bytes" in r.json()["error"]["message"]
+        assert c.post("/v1/memories", json={"content": "small", "user_id": "u"}).status_code == 201
+    assert memory.stats(workspace="team-a")["memories"] == 1
+
+
+def test_rate_limit_per_key_gives_429(limited: tuple[str, Memory, str, str]) -> None:
+    base, _, key_a, key_b = limited
+    with (
+        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key_a}"}) as a,
+        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key_b}"}) as b,
+    ):
+        codes = [a.get("/v1/stats").status_code for _ in range(8)]
+        assert codes[:5] == [200] * 5 and 429 in codes[5:]
+        r = a.get("/v1/stats")
+        assert r.status_code == 429
+        assert r.json()["error"]["type"] == "rate_limited"
+        assert int(r.headers["Retry-After"]) >= 1
+        assert b.get("/v1/stats").status_code == 200  # another key has its own budget
+        assert a.get("/healthz").status_code == 200  # health checks are never limited
+        time.sleep(1.1)  # two tokens come back a second
+        assert a.get("/v1/stats").status_code == 200
+
+
+def test_token_bucket_refills_at_its_rate() -> None:
+    bucket = TokenBucket(rate=10, burst=2)
+    assert bucket.take("k", 0.0) == 0 and bucket.take("k", 0.0) == 0
+    assert bucket.take("k", 0.0) == pytest.approx(0.1)
+    assert bucket.take("k", 0.1) == 0
+    assert bucket.take("other", 0.1) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("max_request_bytes", 0), ("rate_limit_per_s", -1.0), ("rate_limit_burst", 0)],
+)
+def test_limit_settings_are_validated(name: str, value: float) -> None:
+    with pytest.raises(ValidationError) as info:
+        Config(**{name: value})
+    assert info.value.field == name
