@@ -45,6 +45,18 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - time boost": ({"time_boost": 0.0}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
+    **(
+        {"default - graph - neighbours": ({**GRAPH_OFF, "neighbour_weight": 0.0}, "default")}
+        if HAS_GRAPH
+        else {}
+    ),
+}
+# Settings probed around the default (run with --variants NAME,...).
+PROBES: dict[str, tuple[dict[str, Any], str]] = {
+    "default with neighbour_weight 0.6": ({"neighbour_weight": 0.6}, "default"),
+    "default with neighbour_weight 1.0": ({"neighbour_weight": 1.0}, "default"),
+    "default - graph with neighbour_weight 1.0": ({**GRAPH_OFF, "neighbour_weight": 1.0}, "default"),
+    "default with speaker_boost 0.8": ({"speaker_boost": 0.8}, "default"),
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),
@@ -143,11 +155,12 @@ def main() -> None:
     print(f"{len(numbers)} conversations, {len(questions)} questions with evidence", flush=True)
 
     variants = dict(VARIANTS)
+    known = {**VARIANTS, **INGEST_VARIANTS, **PROBES}
     if args.ingest_ablations:
         variants.update(INGEST_VARIANTS)
     if args.variants:
         wanted = [v.strip() for v in args.variants.split(",")]
-        variants = {k: variants[k] for k in wanted}
+        variants = {k: known[k] for k in wanted}
 
     model = MiniLMEmbedder()
     tmp = tempfile.TemporaryDirectory(prefix="locomo-")
