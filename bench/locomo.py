@@ -55,7 +55,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
 PROBES: dict[str, tuple[dict[str, Any], str]] = {
     "default with neighbour_weight 0.6": ({"neighbour_weight": 0.6}, "default"),
     "default with neighbour_weight 1.0": ({"neighbour_weight": 1.0}, "default"),
-    "default - graph with neighbour_weight 1.0": ({**GRAPH_OFF, "neighbour_weight": 1.0}, "default"),
+    "default - graph with neighbour_weight 1.0": (
+        {**GRAPH_OFF, "neighbour_weight": 1.0},
+        "default",
+    ),
     "default with speaker_boost 0.8": ({"speaker_boost": 0.8}, "default"),
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
