@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
 from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.learn.alignment import alignment_deltas
 from engrammar.store import EdgeDelta
 
 
@@ -191,3 +193,76 @@ def test_the_side_of_a_tension_the_reply_agrees_with_is_strengthened(real_mem: M
     assert after[(paris, berlin, "contradicts")] > edges[(paris, berlin, "contradicts")]
     assert after[(berlin, paris, "contradicts")] < edges[(berlin, paris, "contradicts")]
     assert out["strengthened"] >= 1 and out["weakened"] >= 1
+
+
+# -- the pure rule -------------------------------------------------------------------------------
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+RATES = {
+    "strengthen_rate": 0.1,
+    "weaken_rate": 0.05,
+    "align_strengthen": 0.5,
+    "align_weaken": 0.2,
+}
+
+
+def test_alignment_rule_strengthens_weakens_and_leaves_the_band() -> None:
+    reply = _unit(1, 0, 0)
+    vectors = {
+        "a": _unit(1, 0, 0),  # cos 1
+        "b": _unit(1, 0.2, 0),  # cos ~0.98
+        "c": _unit(0, 1, 0),  # cos 0
+        "d": _unit(1, 1.2, 0),  # cos ~0.64
+    }
+    paths = [
+        {"nodes": ["a", "b"], "kinds": ["semantic"]},  # mean ~0.99: strengthen
+        {"nodes": ["c", "c2"], "kinds": ["sequence"]},  # c2 forgotten: skipped
+        {"nodes": ["b", "c"], "kinds": ["entity"]},  # mean ~0.49: the neutral band
+        {"nodes": ["c", "d", "c"], "kinds": ["semantic", "semantic"]},  # ~0.21: band too
+    ]
+    deltas, report = alignment_deltas(paths, vectors, reply, **RATES)
+    assert deltas == {("a", "b", "semantic"): pytest.approx(0.1 * report[0].alignment)}
+    assert [r.action for r in report] == ["strengthen", "keep", "keep"]
+    low = [{"nodes": ["a", "c"], "kinds": ["sequence"]}]
+    deltas, report = alignment_deltas(low, {**vectors, "a": _unit(0, 0, 1)}, reply, **RATES)
+    assert deltas == {("a", "c", "sequence"): -0.05} and report[0].action == "weaken"
+
+
+def test_an_edge_on_an_aligned_path_is_not_weakened_by_another_path() -> None:
+    reply = _unit(1, 0)
+    vectors = {"a": _unit(1, 0), "b": _unit(1, 0.1), "z": _unit(-1, 0)}
+    paths = [
+        {"nodes": ["a", "b"], "kinds": ["semantic"]},
+        {"nodes": ["z", "a", "b"], "kinds": ["semantic", "semantic"]},  # mean ~0.33... keep
+        {"nodes": ["z", "z2"], "kinds": ["semantic"]},
+    ]
+    vectors["z2"] = _unit(-1, 0.1)
+    deltas, _ = alignment_deltas(paths, vectors, reply, **RATES)
+    assert deltas[("a", "b", "semantic")] > 0
+    assert deltas[("z", "z2", "semantic")] == -0.05
+
+
+def test_concurrent_feedback_consumes_a_recall_exactly_once(store_path: Path) -> None:
+    import threading
+
+    with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as first:
+        first.add(["alpha beta gamma", "alpha beta delta", "alpha gamma delta"], user_id="u")
+        first.recall("alpha beta", user_id="u")
+        # A second Memory on the same file: another connection, as another process would have.
+        with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as second:
+            results: list[dict[str, object]] = []
+            barrier = threading.Barrier(2)
+
+            def run(mem: Memory) -> None:
+                barrier.wait()
+                results.append(mem.feedback(response="alpha beta gamma", user_id="u"))
+
+            threads = [threading.Thread(target=run, args=(m,)) for m in (first, second)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert sorted(bool(r["consumed"]) for r in results) == [False, True]

@@ -45,6 +45,14 @@ class Config:
         "Vectors in one (workspace, user) scope above which the embedded store searches an "
         "approximate IVF index instead of scanning exactly.",
     )
+    pool_size: int = _opt(10, "Most connections one process keeps open to a PostgreSQL store.")
+    hnsw_m: int = _opt(16, "pgvector HNSW: links per node, fixed when the index is built.")
+    hnsw_ef_construction: int = _opt(
+        64, "pgvector HNSW: candidate list size while building; higher = better index, slower."
+    )
+    hnsw_ef_search: int = _opt(
+        100, "pgvector HNSW: candidates visited per query (raised to the query's k, max 1000)."
+    )
 
     # -- embedding ---------------------------------------------------------------------------
     embedder: str = _opt(
@@ -132,6 +140,28 @@ class Config:
         0.3, "Cosine two memories need before they are checked for a contradiction."
     )
 
+    # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
+    feedback_half_life_days: float = _opt(
+        30.0, "Age in days at which a feedback signal counts half as much as a fresh one."
+    )
+    feedback_min_samples: float = _opt(
+        3.0,
+        "Shrinkage: a memory's learned adjustment reaches half its full size once this many "
+        "(decayed, context-matched) consistent signals exist; one signal moves it 1/(1+N).",
+    )
+    feedback_max_adjustment: float = _opt(
+        0.5, "Bound on the learned change of a score: relevance × (1 ± this) at most."
+    )
+    feedback_context_min: float = _opt(
+        0.4, "Cosine between a query and a past feedback context below which it does not match."
+    )
+    feedback_context_full: float = _opt(
+        0.8, "Cosine at which a past feedback context matches fully (linear in between)."
+    )
+    feedback_same_output: float = _opt(
+        0.9, "Cosine at which a memory counts as the same text as a rated or rejected output."
+    )
+
     def __post_init__(self) -> None:
         file_values = _file_values()
         hints = typing.get_type_hints(type(self))
@@ -201,6 +231,29 @@ class Config:
                 "must not exceed feedback_align_strengthen "
                 f"({self.feedback_align_weaken} > {self.feedback_align_strengthen})",
             )
+        if self.feedback_half_life_days <= 0:
+            raise ValidationError(
+                "feedback_half_life_days", f"must be > 0, got {self.feedback_half_life_days!r}"
+            )
+        if self.feedback_min_samples < 0:
+            raise ValidationError(
+                "feedback_min_samples", f"must be >= 0, got {self.feedback_min_samples!r}"
+            )
+        if not 0 <= self.feedback_max_adjustment < 1:
+            raise ValidationError(
+                "feedback_max_adjustment",
+                f"must be in [0, 1) so a score never turns negative, got {self.feedback_max_adjustment!r}",
+            )
+        for name in ("feedback_context_min", "feedback_context_full", "feedback_same_output"):
+            value = getattr(self, name)
+            if not -1.0 <= value <= 1.0:
+                raise ValidationError(name, f"must be a cosine in [-1, 1], got {value!r}")
+        if self.feedback_context_min >= self.feedback_context_full:
+            raise ValidationError(
+                "feedback_context_min",
+                "must be below feedback_context_full "
+                f"({self.feedback_context_min} >= {self.feedback_context_full})",
+            )
         if self.keyword_weight > 1:
             raise ValidationError("keyword_weight", f"must be in [0, 1], got {self.keyword_weight}")
         if self.bm25_b > 1:
@@ -218,6 +271,8 @@ class Config:
             "graph_fanout",
             "graph_seeds",
             "graph_max_paths",
+            "pool_size",
+            "hnsw_ef_search",
         ):
             if getattr(self, name) < 1:
                 raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")
@@ -232,6 +287,15 @@ class Config:
                 raise ValidationError(
                     name, f"must not exceed edge_weight_max ({self.edge_weight_max})"
                 )
+        if not 2 <= self.hnsw_m <= 100:
+            raise ValidationError("hnsw_m", f"must be in [2, 100], got {self.hnsw_m}")
+        if not 2 * self.hnsw_m <= self.hnsw_ef_construction <= 1000:
+            raise ValidationError(
+                "hnsw_ef_construction",
+                f"must be in [2 * hnsw_m, 1000], got {self.hnsw_ef_construction}",
+            )
+        if self.hnsw_ef_search > 1000:
+            raise ValidationError("hnsw_ef_search", f"must be <= 1000, got {self.hnsw_ef_search}")
         if self.embed_cache_size < 0:
             raise ValidationError("embed_cache_size", "must be >= 0")
         if self.fusion not in ("score", "rrf"):
