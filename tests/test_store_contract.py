@@ -720,3 +720,23 @@ def test_keyword_index_holds_the_speaker(store: Store) -> None:
     )  # fmt: skip
     assert store.keyword_search(Scope(WS, "alice"), "Caroline", 5) == []
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Jon hiking", 5)] == [row.id]
+
+
+def test_api_keys_are_kept_listed_and_revoked(backend: Backend) -> None:
+    from engrammar.store import ApiKeyRecord
+
+    a, b = backend.open(), backend.open()
+    first = ApiKeyRecord("k1", "h" * 64, "acme", "alice", "ci", 1.0)
+    second = ApiKeyRecord("k2", "g" * 64, "beta", None, "", 2.0)
+    a.create_api_key(first)
+    a.create_api_key(second)
+    with pytest.raises(ConflictError):
+        b.create_api_key(first)
+    assert b.get_api_key("k1") == first and b.get_api_key("nope") is None
+    assert [k.key_id for k in b.list_api_keys("acme")] == ["k1"]
+    assert [k.key_id for k in b.list_api_keys(None)] == ["k1", "k2"]
+    assert b.revoke_api_key("k1") is True and a.revoke_api_key("k1") is False
+    revoked = a.get_api_key("k1")
+    assert revoked is not None and revoked.revoked_at is not None
+    with pytest.raises(NotFoundError):
+        a.revoke_api_key("nope")
