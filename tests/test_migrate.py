@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
 from engrammar.cli_migrate import migrate_command
+from engrammar.keys import create_api_key, verify_api_key
 from engrammar.models import Scope
 from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord
 from engrammar.store.base import FEEDBACK_RECORD_KINDS, ApiKeyRecord
@@ -143,6 +144,8 @@ def test_migrate_roundtrip(
 
     source, destination = where(src_kind, "src"), where(dst_kind, "dst")
     _fill(source)
+    with Memory(_config(source), embedder=HashEmbedder()) as mem:
+        token, _ = create_api_key(mem.store, "w1", user_id="alice")
     before = _snapshot(source)
     seen: list[tuple[str, int]] = []
     report = migrate(source, destination, batch=3, progress=lambda t, n: seen.append((t, n)))
@@ -155,11 +158,14 @@ def test_migrate_roundtrip(
     assert report.tables["memory_ratings"][0] == 2
     assert report.tables["api_keys"][0] == 2
     assert report.tables["decision_memories"][0] == 2  # the correction, then the reversal
+    assert report.tables["api_keys"][0] == 1
     assert ("memories", 6) in seen  # paged in batches of 3
     assert _snapshot(destination) == before
     src, dst = open_location(source, create=False), open_location(destination, create=False)
     try:
         assert table_checksums(src) == table_checksums(dst) == report.tables
+        # A key made for the old store opens the new one, with the same binding.
+        assert verify_api_key(dst, token).user_id == "alice"
     finally:
         src.close()
         dst.close()
