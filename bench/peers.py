@@ -42,7 +42,7 @@ PEER_ENVS: dict[str, list[str]] = {
     "mem0": ["mem0ai==2.2.1", "fastembed==0.9.1"],
 }
 
-SYSTEMS = ["engrammar", "numpy", "bm25", "mem0", "memwire"]
+SYSTEMS = ["engrammar", "engrammar-pg", "numpy", "bm25", "mem0", "memwire"]
 LABELS = {
     "embedder": "raw MiniLM embedder",
     "numpy": "numpy exact scan (limit)",
@@ -247,6 +247,8 @@ class Runner:
     def script(self, system: str) -> Path:
         if system in ("numpy", "bm25"):
             return RUNNERS / "run_floors.py"
+        if system == "engrammar-pg":
+            return RUNNERS / "run_engrammar.py"
         return RUNNERS / f"run_{system}.py"
 
     def env(self, system: str) -> dict[str, str]:
@@ -280,7 +282,7 @@ class Runner:
             "batch": a.batch_size,
             "n_queries": a.queries,
             "n_feedback": a.feedback,
-            "n_large": a.large,
+            "large_sizes": a.large_sizes,
             "k": 10,
             "cold_query": "What did they talk about at the support group?",
             "budgets": {},
@@ -380,9 +382,9 @@ def budgets(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     }
 
 
-def postgres_status() -> tuple[str | None, str]:
-    """(URL of a throwaway server or None, why). Uses the test suite's server helper if main
-    has the PostgreSQL store; otherwise says what is missing."""
+def start_postgres() -> tuple[Any, str]:
+    """A throwaway PostgreSQL server (the test suite's helper, tests/pg.py) when main has the
+    PostgreSQL store; otherwise ``None`` and why not."""
     store_pg = ROOT / "src" / "engrammar" / "store" / "postgres.py"
     helper = ROOT / "tests" / "pg.py"
     if not store_pg.exists() or not helper.exists():
@@ -390,7 +392,22 @@ def postgres_status() -> tuple[str | None, str]:
             "not run: the PostgreSQL store (branch pg) is not on main yet "
             f"({store_pg.relative_to(ROOT)} / {helper.relative_to(ROOT)} absent)"
         )
-    return None, "not run: PostgreSQL store present, but the bench has no server start for it yet"
+    spec = importlib.util.spec_from_file_location("engrammar_tests_pg", helper)
+    if spec is None or spec.loader is None:
+        return None, f"not run: cannot load {helper}"
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bindir, why = mod.find_bindir()
+    if bindir is None:
+        return None, f"not run: {why}"
+    # Server defaults (durable: fsync on), unlike the test suite's throwaway settings.
+    server = mod.PgServer(bindir, options="-c max_connections=100")
+    try:
+        server.start()
+    except (RuntimeError, OSError) as exc:
+        server.stop()
+        return None, f"not run: the server did not start: {exc}"
+    return server, f"PostgreSQL from {bindir}, a throwaway server with default settings"
 
 
 def main() -> None:
@@ -406,7 +423,11 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=1000, help="messages per batched call")
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--feedback", type=int, default=500)
-    ap.add_argument("--large", type=int, default=100_000)
+    ap.add_argument(
+        "--large",
+        default="10000,100000",
+        help="store sizes for recall at scale (bulk-filled with the raw embedder's vectors)",
+    )
     ap.add_argument("--conversations", type=int, default=10)
     ap.add_argument("--cold-repeats", type=int, default=3)
     ap.add_argument("--common-conversation", default="conv-26")
@@ -421,10 +442,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.single, args.batch, args.batch_size = 100, 1000, 250
-        args.queries, args.feedback, args.large = 40, 40, 5000
+        args.queries, args.feedback, args.large = 40, 40, "2000,5000"
         args.conversations, args.cold_repeats, args.common_sessions = 1, 1, 2
         args.budget_scale = min(args.budget_scale, 0.25)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    args.large_sizes = [int(x) for x in str(args.large).split(",") if x.strip()]
     started = time.time()
     t_start = time.perf_counter()
 
@@ -442,12 +464,13 @@ def main() -> None:
             "batch_size": args.batch_size,
             "queries": args.queries,
             "feedback": args.feedback,
-            "large": args.large,
+            "large": args.large_sizes,
             "conversations": args.conversations,
         },
         "budgets_s": budgets(args),
         "systems": {},
     }
+    pg_server: Any = None
     try:
         report["workload"] = build_workload(data, ref, args, work)
         need_fe = any(s in PEER_ENVS for s in systems)
@@ -462,6 +485,22 @@ def main() -> None:
             res["engrammar"] = {}
         order.remove("engrammar")
         order.insert(0, "engrammar")
+        pg_urls: dict[str, str] = {}
+        if "engrammar-pg" in order:
+            pg_server, report["postgres"] = start_postgres()
+            if pg_server is None:
+                order.remove("engrammar-pg")
+                del res["engrammar-pg"]
+            else:
+                # One empty database per store the phases open (see peerlib).
+                names = ["A", "B", "Q", "Qc"] + [f"L{i}" for i in range(len(args.large_sizes))]
+                pg_urls = {n: pg_server.new_database() for n in names}
+        else:
+            report["postgres"] = "not run: not selected (--systems)"
+
+        def with_pg(s: str, extra: dict[str, Any]) -> dict[str, Any]:
+            return {**extra, "store_urls": pg_urls} if s == "engrammar-pg" else extra
+
         for s in order:
             bud = b.get(s, {})
             extra: dict[str, Any] = {"budgets": bud, "save_vectors": s == "engrammar"}
@@ -469,15 +508,17 @@ def main() -> None:
                 # MemWire adds message by message whatever the call size; small calls let its
                 # time budget stop the loop close to the budget.
                 extra["batch"] = min(args.batch_size, 50)
-            res[s]["speed"] = runner.run(s, "speed", extra, 1800 + sum(bud.values()))
+            res[s]["speed"] = runner.run(s, "speed", with_pg(s, extra), 1800 + sum(bud.values()))
         for s in order:
-            runs = [runner.run(s, "cold", {}, 300) for _ in range(args.cold_repeats)]
+            runs = [runner.run(s, "cold", with_pg(s, {}), 300) for _ in range(args.cold_repeats)]
             res[s]["cold"] = median_cold(runs)
         for s in order:
             if s == "memwire":
                 continue
             bud = b.get(s, {})
-            res[s]["large"] = runner.run(s, "large", {"budgets": bud}, 1800 + sum(bud.values()))
+            res[s]["large"] = runner.run(
+                s, "large", with_pg(s, {"budgets": bud}), 1800 + sum(bud.values())
+            )
         common_qids = {
             q[0]
             for q in json.loads((work / "quality_common.json").read_text())["conversations"][0][
@@ -491,15 +532,18 @@ def main() -> None:
                 "lookup": True,
                 "quality": str(work / "quality_common.json"),
                 "run_file": str(work / f"run_{s}_common.jsonl"),
+                "store_name": "Qc",
             }
-            res[s]["quality_common"] = runner.run(s, "quality", extra, 2400)
+            res[s]["quality_common"] = runner.run(s, "quality", with_pg(s, extra), 2400)
             if res[s]["quality_common"].get("ok"):
                 rf = Path(res[s]["quality_common"]["result"]["run_file"])
                 res[s]["score_common"] = score(ref, data, rf, common_qids)
             if s == "memwire":
                 continue  # the full pass would take hours at its add speed; see the report
             extra = {"budgets": bud, "lookup": True}
-            res[s]["quality"] = runner.run(s, "quality", extra, 1800 + sum(bud.values()))
+            res[s]["quality"] = runner.run(
+                s, "quality", with_pg(s, extra), 1800 + sum(bud.values())
+            )
             if res[s]["quality"].get("ok"):
                 q = res[s]["quality"]["result"]
                 done = set(q["conversations"])
@@ -514,11 +558,11 @@ def main() -> None:
                 "bm25": ["bm25s", "PyStemmer"],
             }.get(s, ["engrammar", "onnxruntime", "numpy"])
             res[s]["versions"] = versions(py, pkgs)
-        _pg_url, pg_why = postgres_status()
-        report["postgres"] = pg_why
         report["systems"] = res
         report["venv_log"] = runner.log
     finally:
+        if pg_server is not None:
+            pg_server.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:

@@ -337,40 +337,61 @@ def phase_speed(a: Adapter, job: dict[str, Any], work: Path) -> dict[str, Any]:
 
 
 def phase_large(a: Adapter, job: dict[str, Any], work: Path) -> dict[str, Any]:
+    """Recall at each of ``large_sizes`` memories (fresh store each), filled through the
+    system's bulk path with the raw embedder's vectors; stops growing once a fill is cut by
+    its budget. With a limit probe, the exact scan over the same vectors is timed beside."""
     w = json.loads(Path(job["workload"]).read_text())
     base_texts: list[str] = w["texts"][: w["n_turns"]]
     base_vectors = np.load(job["vectors"])[: len(base_texts)]
-    n = job["n_large"]
-    texts, refs = [], []
-    for i in range(n):
-        rep, j = divmod(i, len(base_texts))
-        texts.append(base_texts[j] if rep == 0 else f"{base_texts[j]} (#{rep})")
-        refs.append(f"L{i}")
-    vectors = base_vectors[np.arange(n) % len(base_texts)]
-    a.open(work / "L", job)
-    t0 = time.perf_counter()
-    how, filled = a.bulk_fill("bench", texts, refs, vectors, Budget(job["budgets"].get("fill")))
-    a.flush()
-    fill_s = time.perf_counter() - t0
-    rec = _timed_recalls(
-        a, "bench", w["queries"][: job["n_queries"]], job.get("k", 10), job["budgets"].get("recall")
-    )
-    a.close()
-    return {
-        "memories": filled,
-        "target": n,
-        "fill": how,
-        "fill_s": round(fill_s, 2),
-        "recall": rec,
-        "disk_mb": disk_mb(work / "L"),
-    }
+    limit: Limit | None = None
+    out: list[dict[str, Any]] = []
+    for idx, n in enumerate(job["large_sizes"]):
+        texts, refs = [], []
+        for i in range(n):
+            rep, j = divmod(i, len(base_texts))
+            texts.append(base_texts[j] if rep == 0 else f"{base_texts[j]} (#{rep})")
+            refs.append(f"L{i}")
+        vectors = base_vectors[np.arange(n) % len(base_texts)]
+        store = work / f"L{idx}"
+        a.open(store, job)
+        limit = getattr(a, "limit", None)
+        t0 = time.perf_counter()
+        how, filled = a.bulk_fill("bench", texts, refs, vectors, Budget(job["budgets"].get("fill")))
+        a.flush()
+        fill_s = time.perf_counter() - t0
+        if limit is not None:
+            limit.reset()
+            limit.texts = texts[:filled]
+            limit.matrix = np.ascontiguousarray(vectors[:filled], dtype=np.float32)
+        rec = _timed_recalls(
+            a,
+            "bench",
+            w["queries"][: job["n_queries"]],
+            job.get("k", 10),
+            job["budgets"].get("recall"),
+            limit,
+        )
+        a.close()
+        out.append(
+            {
+                "memories": filled,
+                "target": n,
+                "fill": how,
+                "fill_s": round(fill_s, 2),
+                "recall": rec,
+                "disk_mb": disk_mb(store),
+            }
+        )
+        if filled < n:
+            break
+    return {"sizes": out}
 
 
 def phase_quality(a: Adapter, job: dict[str, Any], work: Path) -> dict[str, Any]:
     q = json.loads(Path(job["quality"]).read_text())
     k = job.get("k", 10)
     b = Budget(job["budgets"].get("quality"))
-    a.open(work / "Q", job)
+    a.open(work / job.get("store_name", "Q"), job)
     lines: list[str] = []
     done: list[str] = []
     t_add = t_recall = 0.0

@@ -67,6 +67,10 @@ class Engrammar(Adapter):
             embedder = LookupEmbedder(MiniLMEmbedder(), table)
             self.notes.append("quality: turn vectors from the raw-embedder pass (same model)")
         self.recorder: Recorder | None = None
+        if job["phase"] == "large" and self.limit is None:
+            from engrammar.embed.onnx import MiniLMEmbedder
+
+            self.limit = Limit(MiniLMEmbedder(), {})
         if job["phase"] == "speed":
             from engrammar.embed.onnx import MiniLMEmbedder
 
@@ -82,7 +86,9 @@ class Engrammar(Adapter):
                 "speed: default MiniLM embedder behind a recorder keeping each add's vectors "
                 "(one dict store per text) for the limit and the other systems"
             )
-        self.m = Memory(Config(path=str(path)), embedder=embedder)
+        url = job.get("store_urls", {}).get(path.name)
+        config = Config(path=str(path), store=url) if url else Config(path=str(path))
+        self.m = Memory(config, embedder=embedder)
         self.refs: dict[str, list[str]] = {}
 
     def _keep(self, ids: list[str], refs: list[str]) -> None:
@@ -150,4 +156,10 @@ class Engrammar(Adapter):
 
 
 if __name__ == "__main__":
-    main(Engrammar())
+    import json
+    import sys
+
+    adapter = Engrammar()
+    if json.loads(Path(sys.argv[1]).read_text()).get("store_urls"):
+        adapter.name = "engrammar-pg"
+    main(adapter)
