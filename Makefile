@@ -37,6 +37,7 @@ $(BENCH_STAMP): $(STAMP)
 # bench/peers.py creates the peer systems' own environments under bench/.venvs/ on first use.
 bench: $(BENCH_STAMP)
 	$(PY) bench/speed.py
+	$(PY) bench/locomo.py --ingest-ablations
 	$(PY) bench/peers.py
 
 clean:

@@ -71,6 +71,23 @@ class Config:
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.5, "Share of the keyword score in the fused relevance.")
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
+    embed_context: bool = _opt(
+        True,
+        "Embed a message that replies to someone (the message before it in the same add call "
+        "has another speaker or role) together with that message: a reply means little "
+        "without what it answers.",
+    )
+    speaker_boost: float = _opt(
+        0.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
+    )
+    time_boost: float = _opt(
+        0.5, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
+    )
+    neighbour_weight: float = _opt(
+        0.6,
+        "Share of the best conversation neighbour's relevance, times the sequence edge's weight, "
+        "added to a memory's relevance; 0 switches it off.",
+    )
 
     # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
     feedback_strengthen_rate: float = _opt(
@@ -83,6 +100,37 @@ class Config:
     feedback_align_weaken: float = _opt(0.2, "Alignment below which a path is weakened.")
     edge_weight_min: float = _opt(0.01, "Floor for edge weights after decay.")
     edge_weight_max: float = _opt(1.0, "Ceiling for edge weights after reinforcement.")
+
+    # -- memory graph (edges built at add time, followed at recall time) ----------------------
+    graph_semantic_threshold: float = _opt(
+        0.5, "Cosine above which two memories of a scope get a 'semantic' edge."
+    )
+    graph_max_edges_per_memory: int = _opt(
+        8, "Most edges leaving one memory; the strongest are kept (sequence edges first)."
+    )
+    graph_sequence_weight: float = _opt(
+        0.5, "Initial weight of a 'sequence' edge between consecutive messages of a session."
+    )
+    graph_term_max_df: float = _opt(
+        0.02,
+        "A term links memories ('entity' edge) only if it occurs in at most this share of the "
+        "scope's memories (at least 2): rare terms and names link, common words never do.",
+    )
+    graph_depth: int = _opt(2, "Hops recall follows from its seeds; 0 switches the graph off.")
+    graph_fanout: int = _opt(3, "Strongest edges followed from each node per hop.")
+    graph_seeds: int = _opt(5, "Best direct hits recall starts walking the graph from.")
+    graph_min_edge_weight: float = _opt(0.2, "Edges weaker than this are not followed.")
+    graph_weight: float = _opt(
+        0.1,
+        "Weight of graph support (seed relevance x edge weights along the best path) added to a "
+        "memory's relevance. 0 keeps the walks (paths, feedback) but ranks without them; "
+        "graph_depth=0 switches the graph off. 0.1 measured best of 0 / 0.1 / 0.3 / 0.5 on "
+        "LoCoMo (bench/results/graph.md).",
+    )
+    graph_max_paths: int = _opt(20, "Most paths a recall returns (and feedback learns from).")
+    tension_min_similarity: float = _opt(
+        0.3, "Cosine two memories need before they are checked for a contradiction."
+    )
 
     def __post_init__(self) -> None:
         file_values = _file_values()
@@ -124,10 +172,21 @@ class Config:
             "bm25_k1",
             "bm25_b",
             "keyword_weight",
+            "speaker_boost",
+            "time_boost",
+            "neighbour_weight",
+            "graph_sequence_weight",
+            "graph_min_edge_weight",
+            "graph_weight",
         ):
             if getattr(self, name) < 0:
                 raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
-        for name in ("feedback_align_strengthen", "feedback_align_weaken"):
+        for name in (
+            "feedback_align_strengthen",
+            "feedback_align_weaken",
+            "graph_semantic_threshold",
+            "tension_min_similarity",
+        ):
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
@@ -155,9 +214,24 @@ class Config:
             "recall_limit",
             "candidate_pool",
             "formatted_max_chars",
+            "graph_max_edges_per_memory",
+            "graph_fanout",
+            "graph_seeds",
+            "graph_max_paths",
         ):
             if getattr(self, name) < 1:
                 raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")
+        if not 0 <= self.graph_depth <= 4:
+            raise ValidationError("graph_depth", f"must be in [0, 4], got {self.graph_depth}")
+        if not 0 < self.graph_term_max_df <= 1:
+            raise ValidationError(
+                "graph_term_max_df", f"must be in (0, 1], got {self.graph_term_max_df}"
+            )
+        for name in ("graph_sequence_weight", "graph_min_edge_weight"):
+            if getattr(self, name) > self.edge_weight_max:
+                raise ValidationError(
+                    name, f"must not exceed edge_weight_max ({self.edge_weight_max})"
+                )
         if self.embed_cache_size < 0:
             raise ValidationError("embed_cache_size", "must be >= 0")
         if self.fusion not in ("score", "rrf"):

@@ -12,13 +12,16 @@ from typing import Any
 
 import numpy as np
 
+from . import _graphops
 from . import _validate as v
+from ._refine import refine_candidates
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .models import KINDS, ROLES, MemoryRecord, RecallResult, Scope, ScoredMemory
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
+from .recall.text import embedding_text, embedding_texts, speaker_of
 from .store import NewMemory, RecallRecord, Store, open_store
 
 __all__ = ["Memory"]
@@ -187,7 +190,11 @@ class Memory:
             if msg.get("name") is not None:
                 meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
-        vectors = self._embed([p[1] for p in prepared])
+        vectors = self._embed(
+            embedding_texts(
+                [(p[1], speaker_of(p[4]), p[0]) for p in prepared], self.config.embed_context
+            )
+        )
         rows = [
             NewMemory(
                 id=uuid.uuid4().hex,
@@ -205,7 +212,8 @@ class Memory:
             )
             for i, (role, text, msg_kind, when, meta) in enumerate(prepared)
         ]
-        return [memory_id for memory_id, _ in self.store.add_memories(rows)]
+        edges = _graphops.build_edges(self.store, self.config, scope, rows)
+        return [memory_id for memory_id, _ in self.store.add_memories(rows, edges)]
 
     def update(
         self,
@@ -227,7 +235,7 @@ class Memory:
             content = v.text("content", content, self.config.max_content_chars)
             current = self.get(memory_id, workspace=ws)
             scope = Scope(ws, current.user_id, current.agent_id, current.session_id)
-            embedding = self._embed([content])[0]
+            embedding = self._embed([embedding_text(content, speaker_of(current.metadata))])[0]
             dedup = _dedup_key(scope, current.role, content)
         return self.store.update_memory(
             ws,
@@ -317,12 +325,13 @@ class Memory:
     def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
         qvec = self._embed([query])[0]
         pool = self.config.candidate_pool
-        return fuse(
+        cands = fuse(
             self.store.vector_search(scope, qvec, pool),
             self.store.keyword_search(scope, query, pool),
             keyword_weight=self.config.keyword_weight,
             mode=self.config.fusion,
         )
+        return refine_candidates(self.store, self.config, scope, query, cands)
 
     def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
         cands = self._candidates(scope, query)[:limit]
@@ -370,12 +379,27 @@ class Memory:
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
-        items = self._ranked(scope, query, limit)
+        qvec = self._embed([query])[0]
+        ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec)
+        top = ranking.entries[:limit]
+        records = self.store.get_memories(scope.workspace, [e.id for e in top])
+        items = [
+            ScoredMemory(records[e.id], e.final, e.components, via=e.via)
+            for e in top
+            if e.id in records  # forgotten between search and fetch
+        ]
+        shown = {i.id for i in items}
+        paths = _graphops.result_paths(ranking.walks, shown, self.config.graph_max_paths)
+        tensions = _graphops.recall_tensions(
+            self.store, self.config, scope.workspace, [i.memory for i in items]
+        )
         result = RecallResult(
             recall_id=uuid.uuid4().hex,
             query=query,
             memories=items,
-            formatted=format_memories(items, [], self.config.formatted_max_chars),
+            paths=paths,
+            tensions=tensions,
+            formatted=format_memories(items, tensions, self.config.formatted_max_chars),
         )
         self.store.save_recall(
             RecallRecord(
@@ -387,6 +411,86 @@ class Memory:
                 query=query,
                 created_at=time.time(),
                 memory_ids=[m.id for m in items],
+                paths=[p.to_dict() for p in paths],
+                tensions=[t.to_dict() for t in tensions],
             )
         )
         return result
+
+    # -- the feedback loop and explanations ------------------------------------------------------
+    def feedback(
+        self,
+        response: str | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        recall_id: str | None = None,
+        assistant_response: str | None = None,
+    ) -> dict[str, Any]:
+        """Learn from the LLM's reply to the last recall (MemWire's adaptive feedback loop).
+
+        The reply is embedded; each path of the scope's newest unconsumed recall (or of
+        ``recall_id``) is aligned with it (mean cosine between the reply and the path's
+        memories). Paths aligned above ``feedback_align_strengthen`` have their edges raised by
+        ``feedback_strengthen_rate x alignment``, paths below ``feedback_align_weaken`` lowered
+        by ``feedback_weaken_rate``, within ``[edge_weight_min, edge_weight_max]``. For each
+        tension of the recall, the side the reply agreed with is strengthened and the other
+        weakened. Only changed edges are written, in one transaction that also marks the recall
+        consumed: a second call without a new recall changes nothing and says so.
+
+        Args:
+            response: the reply (``assistant_response`` is MemWire's name for it).
+            user_id, agent_id, session_id, workspace: the scope the recall was made in.
+            recall_id: act on this recall instead of the newest unconsumed one.
+
+        Returns:
+            ``{"strengthened": n, "weakened": m, "recall_id": ..., "consumed": bool, ...}``
+            counting distinct edges whose weight changed; ``message`` explains a no-op.
+
+        Raises:
+            ValidationError: no reply, or both ``response`` and ``assistant_response``.
+            NotFoundError: ``recall_id`` is not a recall of this scope.
+        """
+        if response is not None and assistant_response is not None:
+            raise ValidationError(
+                "assistant_response", "give response or assistant_response, not both"
+            )
+        name = "response" if assistant_response is None else "assistant_response"
+        reply = v.text(
+            name,
+            response if assistant_response is None else assistant_response,
+            self.config.max_content_chars,
+        )
+        scope = self._scope(user_id, agent_id, session_id, workspace)
+        rid = v.scope_id("recall_id", recall_id)
+        return _graphops.apply_feedback(self.store, self.config, scope, reply, self._embed, rid)
+
+    def explain(
+        self,
+        query: str,
+        memory_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """Why ``memory_id`` ranks where it does for ``query``, component by component.
+
+        Returns the memory's rank among everything recall scored (also when it falls outside
+        the top ``limit``), its vector cosine and rank, keyword (BM25) score and rank, fused
+        relevance, graph support with the best path and its edge weights, every edge touching
+        it, and the final score. Nothing is recorded.
+
+        Raises:
+            NotFoundError: the memory is not in the scope.
+        """
+        query = v.text("query", query, self.config.max_content_chars)
+        v.scope_id("memory_id", memory_id, required=True)
+        scope = self._scope(user_id, agent_id, session_id, workspace)
+        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        qvec = self._embed([query])[0]
+        return _graphops.explain(self.store, self.config, scope, query, qvec, memory_id, limit)

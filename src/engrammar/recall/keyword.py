@@ -68,6 +68,10 @@ class BM25Index:
             cached = self._arrays[term] = (slots, tfs)
         return cached
 
+    def postings(self, term: str) -> dict[int, int]:
+        """Slot -> term frequency of the live documents holding ``term`` (do not modify)."""
+        return self._postings.get(term, {})
+
     def idf(self, term: str) -> float:
         df = len(self._postings.get(term, ()))
         n = max(self._n_alive, 1)

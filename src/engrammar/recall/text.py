@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["STOP_WORDS", "terms"]
+__all__ = ["STOP_WORDS", "embedding_text", "embedding_texts", "index_text", "speaker_of", "terms"]
 
 # Function words carry no topic; left in, they dominate BM25 on conversational text and turn
 # into hubs of the memory graph.
@@ -52,4 +53,66 @@ def terms(text: str) -> list[str]:
             if not word or word in STOP_WORDS:
                 continue
         out.append(_stem(word))
+    return out
+
+
+def speaker_of(metadata: dict[str, Any]) -> str | None:
+    """The speaker recorded in a memory's metadata (a message's ``name``), if any."""
+    speaker = metadata.get("speaker")
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
+
+
+def index_text(content: str, speaker: str | None = None) -> str:
+    """What search indexes for a memory: ``"speaker: content"`` when the speaker is known.
+
+    Conversational questions name people ("What did Caroline research?") while what people
+    say rarely names themselves; with the speaker in the indexed text both keyword and vector
+    search can match the person as well as the topic.
+    """
+    return f"{speaker}: {content}" if speaker else content
+
+
+def embedding_text(
+    content: str,
+    speaker: str | None = None,
+    context: tuple[str | None, str] | None = None,
+) -> str:
+    """The text a memory's vector is computed from: its :func:`index_text`, preceded by the
+    message said just before it (``context`` = (speaker, content)) when there is one.
+
+    A reply ("Yes, twice last summer!") means little without the question it answers, so the
+    vector carries a line of the conversation before it.
+    """
+    text = index_text(content, speaker)
+    if context is None:
+        return text
+    prev_speaker, prev_content = context
+    return f"{index_text(_clip(prev_content), prev_speaker)}\n{text}"
+
+
+_CONTEXT_WORDS = 60
+
+
+def _clip(text: str) -> str:
+    # The previous message is context, not content: a long one would crowd out the memory
+    # itself in the model's fixed window (and cost time), so only its start is kept.
+    words = text.split()
+    return text if len(words) <= _CONTEXT_WORDS else " ".join(words[:_CONTEXT_WORDS]) + " …"
+
+
+def embedding_texts(messages: list[tuple[str, str | None, str]], with_context: bool) -> list[str]:
+    """:func:`embedding_text` of each ``(content, speaker, role)`` of one batch, in order.
+
+    With ``with_context``, a message that replies to someone else (the message before it in
+    the batch has another speaker or role) carries that message as context; consecutive
+    messages of one speaker are separate statements and are embedded on their own.
+    """
+    out = []
+    for i, (content, speaker, role) in enumerate(messages):
+        context = None
+        if with_context and i:
+            prev_content, prev_speaker, prev_role = messages[i - 1]
+            if (prev_speaker or prev_role) != (speaker or role):
+                context = (prev_speaker, prev_content)
+        out.append(embedding_text(content, speaker, context))
     return out

@@ -143,9 +143,26 @@ class Store(Protocol):
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""
 
+    def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        """The scope's newest active memories, newest first (by insertion order)."""
+
+    def term_postings(
+        self, scope: Scope, terms: Sequence[str], limit: int
+    ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+        """Document frequencies of index terms (``recall.text.terms``) among the scope's active
+        memories: returns ``(n_memories, {term: (df, ids)})`` where ``ids`` holds up to
+        ``limit`` of the memories containing the term, newest first. Every asked term is a key.
+        """
+
     # -- graph ---------------------------------------------------------------------------------
     def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         """Edges leaving any of ``ids`` with weight >= ``min_weight``."""
+
+    def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
+        """Edges arriving at any of ``ids`` with weight >= ``min_weight``."""
+
+    def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        """How many edges leave each of ``ids`` (ids without edges map to 0)."""
 
     def adjust_edges(
         self,

@@ -153,6 +153,23 @@ class ScopeIndex:
         idx = idx[np.argsort(-scores[idx], kind="stable")]
         return [(self._ids[i], float(scores[i])) for i in idx if np.isfinite(scores[i])]
 
+    def term_postings(
+        self,
+        query_terms: list[str],
+        limit: int,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+        """Documents in the (filtered) partition, and per term its document frequency and up
+        to ``limit`` of the documents holding it, newest first."""
+        mask = self._mask(agent_id, session_id)
+        out: dict[str, tuple[int, list[str]]] = {}
+        for term in dict.fromkeys(query_terms):
+            posting = self._bm25.postings(term)
+            slots = sorted((s for s in posting if mask[s]), reverse=True)
+            out[term] = (len(slots), [self._ids[s] for s in slots[:limit]])
+        return int(mask.sum()), out
+
     def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
         return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
 from ..models import Edge, MemoryRecord, Scope
-from ..recall.text import terms
+from ..recall.text import index_text, terms
 from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
@@ -50,6 +50,14 @@ def _record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
         updated_at=row[10],
         metadata=json.loads(row[11]),
     )
+
+
+def _speaker(metadata_json: str) -> str | None:
+    # Only the speaker is needed for the index; skip decoding metadata that cannot hold one.
+    if '"speaker"' not in metadata_json:
+        return None
+    speaker = json.loads(metadata_json).get("speaker")
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
 def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
@@ -478,7 +486,7 @@ class SQLiteStore:
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             cursor = conn.execute(
-                "SELECT id, agent_id, session_id, created_at, content, embedding FROM memories "
+                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata FROM memories "
                 "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
                 (workspace, user),
             )
@@ -496,7 +504,7 @@ class SQLiteStore:
             agent_id=row[1],
             session_id=row[2],
             created_at=row[3],
-            content=row[4],
+            content=index_text(row[4], _speaker(row[6])),
             embedding=np.frombuffer(row[5], dtype=np.float32),
         )
 
@@ -516,7 +524,7 @@ class SQLiteStore:
                 chunk = touched[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(
-                    "SELECT id, agent_id, session_id, created_at, content, embedding FROM memories "
+                    "SELECT id, agent_id, session_id, created_at, content, embedding, metadata FROM memories "
                     f"WHERE id IN ({marks}) AND status = 'active' ORDER BY seq",
                     chunk,
                 ):
@@ -590,6 +598,34 @@ class SQLiteStore:
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
         return out
 
+    def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        where, params = _scope_where(scope)
+        rows = self._read(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+            "ORDER BY seq DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [_record(r) for r in rows]
+
+    def term_postings(
+        self, scope: Scope, terms: Sequence[str], limit: int
+    ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+        wanted = list(dict.fromkeys(terms))
+        total = 0
+        merged: dict[str, tuple[int, list[str]]] = {t: (0, []) for t in wanted}
+        try:
+            parts = self._partitions(scope)
+            with self._index_lock:
+                for index in parts:
+                    n, found = index.term_postings(wanted, limit, scope.agent_id, scope.session_id)
+                    total += n
+                    for term, (df, ids) in found.items():
+                        old_df, old_ids = merged[term]
+                        merged[term] = (old_df + df, (old_ids + ids)[:limit])
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+        return total, merged
+
     # -- graph -----------------------------------------------------------------------------------
     def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         out: list[Edge] = []
@@ -605,6 +641,36 @@ class SQLiteStore:
                     [workspace, *chunk, min_weight],
                 )
             ]
+        return out
+
+    def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
+        out: list[Edge] = []
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            out += [
+                Edge(*r)
+                for r in self._read(
+                    "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = ? "
+                    f"AND dst IN ({marks}) AND weight >= ?",
+                    [workspace, *chunk, min_weight],
+                )
+            ]
+        return out
+
+    def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(ids))
+        out = dict.fromkeys(ids, 0)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for src, count in self._read(
+                f"SELECT src, count(*) FROM edges WHERE workspace = ? AND src IN ({marks}) "
+                "GROUP BY src",
+                [workspace, *chunk],
+            ):
+                out[src] = count
         return out
 
     def adjust_edges(

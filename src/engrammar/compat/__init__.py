@@ -1,0 +1,1 @@
+"""Drop-in adapters for code written against other memory libraries."""

@@ -1,0 +1,1 @@
+"""Learning from feedback: pure functions that turn signals into bounded score changes."""

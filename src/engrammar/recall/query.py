@@ -1,0 +1,194 @@
+"""What a query says beyond its topic: who it is about and when (pure functions, no I/O).
+
+Conversational questions name a person ("What did Caroline research?") and sometimes a date
+("... in October 2023", "... on 13 October, 2023"). Both are weak evidence for ranking: a
+memory spoken by the person named, or dated near the time named, is somewhat more likely to
+answer. :func:`rescore` turns them into bounded multipliers on the fused relevance, and
+:func:`sequence_support` lets a memory profit from a strong neighbour in its conversation
+(a reply often only makes sense next to the question it answers).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+
+from .fusion import Candidate
+
+__all__ = [
+    "named_speakers",
+    "query_time_range",
+    "rescore",
+    "sequence_support",
+    "time_match",
+]
+
+_DAY = 86_400.0
+# An event is usually told within days after it happened (and a plan a few days before), so
+# a memory dated just outside the named span still counts fully, and one within a month
+# after it counts half.
+_MARGIN_DAYS = 4.0
+_TAIL_DAYS = 30.0
+
+_MONTH_NUMBER = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTH_NUMBER.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_NUMBER["sept"] = 9
+_MON = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_YEAR = r"((?:19|20)\d\d)"
+_DAY_NUM = r"(\d{1,2})(?:st|nd|rd|th)?"
+_PATTERNS = (
+    ("dmy", re.compile(rf"\b{_DAY_NUM}\s+(?:of\s+)?{_MON}\.?,?\s+{_YEAR}\b")),
+    ("mdy", re.compile(rf"\b{_MON}\.?\s+{_DAY_NUM},?\s+{_YEAR}\b")),
+    ("iso", re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")),
+    ("my", re.compile(rf"\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b")),
+    ("y", re.compile(rf"\b(?:in|of|during|since|by|from|until)\s+{_YEAR}\b")),
+)
+
+
+def _month(word: str) -> int:
+    return _MONTH_NUMBER[word.rstrip(".")]
+
+
+def _span(kind: str, g: tuple[str, ...]) -> tuple[datetime, datetime]:
+    if kind == "dmy":
+        start = datetime(int(g[2]), _month(g[1]), int(g[0]), tzinfo=UTC)
+        return start, start.replace(hour=23, minute=59, second=59)
+    if kind == "mdy":
+        start = datetime(int(g[2]), _month(g[0]), int(g[1]), tzinfo=UTC)
+        return start, start.replace(hour=23, minute=59, second=59)
+    if kind == "iso":
+        start = datetime(int(g[0]), int(g[1]), int(g[2]), tzinfo=UTC)
+        return start, start.replace(hour=23, minute=59, second=59)
+    if kind == "my":
+        year, month = int(g[1]), _month(g[0])
+        last = calendar.monthrange(year, month)[1]
+        return (
+            datetime(year, month, 1, tzinfo=UTC),
+            datetime(year, month, last, 23, 59, 59, tzinfo=UTC),
+        )
+    year = int(g[0])
+    return datetime(year, 1, 1, tzinfo=UTC), datetime(year, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def query_time_range(query: str) -> tuple[float, float] | None:
+    """The span of time a query names, as epoch seconds ``(start, end)``, or ``None``.
+
+    Understands "13 October, 2023", "October 13, 2023", "2023-10-13", "October 2023" and
+    "in 2023"; several dates give the span from the earliest to the latest ("between
+    August 11 and August 15, 2023" needs each date written in full, so only the second counts).
+    """
+    text = query.lower()
+    taken: list[tuple[int, int]] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            a, b = m.span()
+            if any(a < y and b > x for x, y in taken):
+                continue
+            try:
+                start, end = _span(kind, m.groups())
+            except (KeyError, ValueError):  # "31 February": not a date
+                continue
+            taken.append((a, b))
+            starts.append(start.timestamp())
+            ends.append(end.timestamp())
+    if not starts:
+        return None
+    return min(starts), max(ends)
+
+
+def time_match(created_at: float, span: tuple[float, float]) -> float:
+    """1 for a memory dated within (a few days of) ``span``, 0.5 within a month after, else 0."""
+    start, end = span
+    if start - _MARGIN_DAYS * _DAY <= created_at <= end + _MARGIN_DAYS * _DAY:
+        return 1.0
+    if end < created_at <= end + _TAIL_DAYS * _DAY:
+        return 0.5
+    return 0.0
+
+
+_WORD = re.compile(r"[0-9a-z]+")
+
+
+def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
+    """The speakers whose name (or first name) the query mentions as a word."""
+    words = set(_WORD.findall(query.lower()))
+    found = set()
+    for speaker in speakers:
+        parts = _WORD.findall(speaker.lower())
+        if parts and (parts[0] in words or " ".join(parts) in query.lower()):
+            found.add(speaker)
+    return found
+
+
+def rescore(
+    cands: list[Candidate],
+    query: str,
+    speakers: Mapping[str, str | None],
+    times: Mapping[str, float],
+    *,
+    speaker_boost: float,
+    time_boost: float,
+) -> list[Candidate]:
+    """Multiply relevance by ``1 + speaker_boost`` for memories spoken by the one person the
+    query names and by ``1 + time_boost × time_match`` for memories dated near the time it
+    names; best first again. ``speakers``/``times`` map candidate ids to their memory's
+    speaker and ``created_at``. A query naming no one (or everyone) is left alone."""
+    named = named_speakers(query, {s for s in speakers.values() if s})
+    if len(named) == len({s for s in speakers.values() if s}):
+        named = set()  # naming every speaker singles none out
+    span = query_time_range(query) if time_boost > 0 else None
+    if not cands or (not named and span is None) or (speaker_boost <= 0 and span is None):
+        return cands
+    for cand in cands:
+        factor = 1.0
+        if named and speaker_boost > 0 and speakers.get(cand.id) in named:
+            factor *= 1.0 + speaker_boost
+            cand.components["speaker_boost"] = speaker_boost
+        if span is not None and cand.id in times:
+            match = time_match(times[cand.id], span)
+            if match:
+                factor *= 1.0 + time_boost * match
+                cand.components["time_boost"] = round(time_boost * match, 6)
+        cand.relevance *= factor
+        cand.components["relevance"] = round(cand.relevance, 6)
+    return sorted(cands, key=lambda c: -c.relevance)
+
+
+def sequence_support(
+    cands: list[Candidate],
+    neighbours: Mapping[str, Sequence[tuple[str, float]]],
+    weight: float,
+) -> list[Candidate]:
+    """Add ``weight × edge weight ×`` the relevance of a memory's best conversation neighbour.
+
+    ``neighbours`` maps an id to ``(id, edge weight)`` of the memories said just before and
+    after it (its sequence edges, whose weights feedback strengthens or weakens). A neighbour
+    that was not itself a candidate joins the list with only that support. Support is computed
+    from the relevances before this step, so it does not chain.
+    """
+    if weight <= 0 or not neighbours:
+        return cands
+    base = {c.id: c.relevance for c in cands}
+    by_id = {c.id: c for c in cands}
+    support: dict[str, float] = {}
+    for memory_id, rel in base.items():
+        for other, edge_weight in neighbours.get(memory_id, ()):
+            value = weight * edge_weight * rel
+            if other != memory_id and value > support.get(other, 0.0):
+                support[other] = value
+    for other, value in support.items():
+        cand = by_id.get(other)
+        if cand is None:
+            cand = by_id[other] = Candidate(other)
+            cand.components = {"vector": 0.0, "keyword": 0.0}
+        cand.relevance = base.get(other, 0.0) + value
+        cand.components["sequence"] = round(value, 6)
+        cand.components["relevance"] = round(cand.relevance, 6)
+    return sorted(by_id.values(), key=lambda c: -c.relevance)

@@ -1,0 +1,461 @@
+"""Tensions: pairs of memories that really contradict each other (pure functions, no LLM).
+
+Topic distance is not contradiction: "I live in Paris" and "I love the cafes in Paris" are
+close and compatible, "I live in Paris" and "I moved to Berlin" are farther apart and in
+tension. A pair is checked only when its embeddings are similar enough to be about the same
+thing; then three cues decide, each requiring the same subject (not "I" against "my sister"):
+
+* **negation**: the statements' polarity differs (negators such as *not*, *never*, *n't*;
+  affect words such as *love* / *hate*, *boring* / *fascinating*) while what they are about is
+  the same (one side's content is contained in the other's);
+* **changed value**: the sentences are the same frame with one slot changed ("My favourite
+  colour is blue" / "... green"), and the slot is single-valued: numbers, dates, days and
+  months, or a frame about residence, work, names, birthdays, favourites, or a copula
+  ("X is Y"). "I bought a laptop" / "I bought a phone" is not a tension;
+* **superseded**: the newer statement announces a change (*moved*, *switched*, *quit*, *no
+  longer*, *now*, *new* ...) about something the older one states.
+
+Additive wording (*also*, *too*, *either*, *as well*) and an older statement that already
+speaks of the past (*used to*) rule a tension out. Messages are judged sentence by sentence
+(questions, greetings and the name of the person addressed left out), and only statements of
+one speaker are compared: two people saying "I" are two subjects.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..models import Tension
+from .text import STOP_WORDS, _stem
+
+__all__ = ["Statement", "agreed_side", "detect_tension", "find_tensions"]
+
+_NEGATORS = frozenset("not no never none nobody nothing neither nor without hardly cannot".split())
+_POSITIVE = frozenset(
+    """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
+    glad fond fascinating fascinated great good wonderful amazing interesting fun""".split()
+)
+_NEGATIVE = frozenset(
+    """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
+    boring bored awful terrible bad horrible annoying annoyed""".split()
+)
+_FREQUENCY = frozenset("always usually often sometimes rarely ever".split())
+_ADDITIVE = frozenset("also too either another".split())
+# A change announced by the newer statement; "new" counts only for something the older names.
+_CHANGE = frozenset(
+    """moved move relocated switched switch changed quit stopped left sold became anymore
+    longer now migrated replaced married divorced retired resigned""".split()
+)
+_FUNCTIONAL = frozenset(
+    """live lives living lived born name named called favorite favourite birthday deadline
+    age old work works working worked job employed married manager boss address""".split()
+)
+# "It was amazing" / "It was awesome": opinions about a vague "it" are not facts with values.
+_VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what"])
+_EVALUATIVE = (
+    _POSITIVE
+    | _NEGATIVE
+    | frozenset(
+        """awesome amazing gorgeous beautiful cool lovely nice incredible fantastic cute sweet
+        perfect special inspiring exciting tough hard easy crazy insane wild""".split()
+    )
+)
+_COPULA = frozenset("is are was were".split())
+_RELATIONS = frozenset(
+    """sister brother wife husband son daughter mom mother dad father friend kids kid children
+    child parents partner boyfriend girlfriend cousin aunt uncle grandma grandmother grandpa
+    grandfather neighbor neighbour colleague coworker roommate dog cat""".split()
+)
+_ADJ_BEFORE_RELATION = frozenset("best older younger little big new old twin".split())
+_STATUS = frozenset("single married divorced engaged widowed separated".split())
+_MONTHS = frozenset(
+    """january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split()
+)
+_NUMBER_WORDS = frozenset(
+    """one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
+    hundred first second third fourth fifth sixth seventh eighth ninth tenth""".split()
+)
+_RESIDENCE = frozenset("live lives living lived moved move relocated home based".split())
+_LEADING = (
+    _CHANGE
+    | _FREQUENCY
+    | frozenset("so well yesterday today recently lately honestly actually".split())
+)
+_NOT_CONTENT = (
+    _NEGATORS | _POSITIVE | _NEGATIVE | _FREQUENCY | _ADDITIVE | _CHANGE | {"really", "very", "new"}
+)
+# Markers that also occur in plain narration: they need a closer match to count.
+_WEAK_CHANGE = frozenset(["now"])
+_WEAK_OVERLAP = 0.3
+
+_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*")
+_CONTRACTIONS = {
+    "n't": ["not"],
+    "'m": ["am"],
+    "'re": ["are"],
+    "'ve": ["have"],
+    "'ll": ["will"],
+    "'d": ["would"],
+}
+_IRREGULAR_NOT = {"can't": ["can", "not"], "won't": ["will", "not"], "cannot": ["can", "not"]}
+
+
+# Cosine above which a reply is taken to be about a statement at all.
+_ABOUT_SIMILARITY = 0.4
+_STOP_STEMS = frozenset(_stem(w) for w in STOP_WORDS)
+
+
+_SENTENCE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\bProf\.)"
+    r"(?<=[.!?])\s+|\n+"
+)
+_MAX_SENTENCES = 8
+# Negations that say nothing negative.
+_IDIOMS = re.compile(r"\b(?:can't|cannot|can not) wait\b|\bno doubt\b|\bno worries\b", re.I)
+_INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no|aw+|ok|okay)"
+_VOCATIVE_START = re.compile(
+    rf"^(?:{_INTERJECTION}\b[\s,!.]*(?:[A-Z][a-z]+\b)?|[A-Z][a-z]+(?=,))[\s,!.]*",
+    re.IGNORECASE,
+)
+_VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!.,]?\s*$)")
+# Least share of content words two sentences must have in common to be about the same thing.
+_MIN_OVERLAP = 0.15
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A memory as the tension detector sees it; ``speaker`` is who said it (their "I")."""
+
+    id: str
+    text: str
+    created_at: float = 0.0
+    speaker: str | None = None
+
+
+@dataclass
+class _Parsed:
+    words: list[str]  # lower-cased tokens, contractions split
+    caps: set[str]  # lower-cased words written capitalised (not sentence-initial)
+    stems: list[str]  # stems of ``words`` (the alignment sequence)
+    content: set[str]  # stems of content words (no stop, polarity or change words)
+    polarity: int
+    subject: str
+    additive: bool
+    used_to: bool
+    changes: set[str]
+
+
+def _split(text: str) -> tuple[list[str], set[str]]:
+    words: list[str] = []
+    caps: set[str] = set()
+    for i, m in enumerate(_TOKEN.finditer(text)):
+        raw = m.group(0)
+        low = raw.lower()
+        if i > 0 and raw[0].isupper() and low not in ("i", "i'm", "i've", "i'd", "i'll"):
+            caps.add(low.split("'")[0])
+        if low in _IRREGULAR_NOT:
+            words += _IRREGULAR_NOT[low]
+            continue
+        for suffix, repl in _CONTRACTIONS.items():
+            if low.endswith(suffix) and len(low) > len(suffix):
+                words += [low[: -len(suffix)], *repl]
+                break
+        else:
+            if low.endswith("'s"):
+                words += [low[:-2], "'s"]
+            else:
+                words.append(low)
+    return words, caps
+
+
+def _subject(words: list[str], text: str) -> str:
+    """``self`` (I, we, my ...), ``other:<who>`` (my sister, Melanie, she) or ``neutral``."""
+    skip = 0
+    while skip < len(words) - 1 and words[skip] in _LEADING:
+        skip += 1
+    words = words[skip:]
+    if not words:
+        return "neutral"
+    first = words[0]
+    if first in ("i", "me", "we", "us", "our"):
+        return "self"
+    if first == "my":
+        rest = [w for w in words[1:3] if w not in _ADJ_BEFORE_RELATION]
+        if rest and rest[0] in _RELATIONS:
+            return f"other:{rest[0]}"
+        return "self"
+    if first in ("he", "she", "they", "his", "her", "their"):
+        return "other:pronoun"
+    if first in ("you", "your"):
+        return "other:you"
+    if first in ("the", "a", "an") and len(words) > 1:
+        head = next((w for w in words[1:4] if w not in STOP_WORDS and w not in _NOT_CONTENT), "")
+        return f"thing:{_stem(head)}" if head else "neutral"
+    # A capitalised first word followed by a verb-like word is taken for a name ("Melanie
+    # enjoys", "Jon's car"); "Keep going!", "Glad to ..." are not.
+    original = _TOKEN.findall(text)[skip] if len(_TOKEN.findall(text)) > skip else ""
+    nxt = words[1] if len(words) > 1 else ""
+    if (
+        original[:1].isupper()
+        and first not in STOP_WORDS
+        and (nxt == "'s" or nxt in _COPULA or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS))
+    ):
+        return f"other:{first}"
+    return "neutral"
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> _Parsed:
+    words, caps = _split(_IDIOMS.sub(" ", text))
+    stems = [_stem(w) for w in words]
+    negations = sum(1 for w in words if w in _NEGATORS)
+    sentiment = 1
+    for w in words:
+        if w in _NEGATIVE:
+            sentiment = -sentiment
+    polarity = sentiment * (-1 if negations % 2 else 1)
+    content = {
+        _stem(w)
+        for w in words
+        if w not in STOP_WORDS and w not in _NOT_CONTENT and w != "'s" and len(w) > 1
+    }
+    joined = " ".join(words)
+    # "never quit" announces no change.
+    changes = {
+        w
+        for i, w in enumerate(words)
+        if w in _CHANGE
+        and not (set(words[max(0, i - 2) : i]) & _NEGATORS and w not in ("longer", "anymore"))
+    }
+    if "no longer" in joined:
+        changes.add("no longer")
+    for i, w in enumerate(words[:-1]):
+        if w == "new":
+            changes.add(f"new {_stem(words[i + 1])}")
+    return _Parsed(
+        words=words,
+        caps=caps,
+        stems=stems,
+        content=content,
+        polarity=polarity,
+        subject=_subject(words, text),
+        additive=any(w in _ADDITIVE for w in words) or "as well" in joined,
+        used_to="used to" in joined,
+        changes=changes,
+    )
+
+
+def _fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
+    shared = a & b
+    for x in a - shared:
+        for y in b:
+            if len(x) >= 5 and len(y) >= 5 and x[:5] == y[:5]:
+                shared.add(x)
+                break
+    return shared
+
+
+def _subjects_agree(a: str, b: str) -> bool:
+    """Whether two subjects may be the same: ``self`` is never ``other:*``, two different
+    ``other:*`` or ``thing:*`` are different; ``neutral`` agrees with anything."""
+    if a == b or "neutral" in (a, b):
+        return True
+    kind_a, kind_b = a.split(":", 1)[0], b.split(":", 1)[0]
+    if kind_a == kind_b:
+        return False  # other:x vs other:y, thing:x vs thing:y
+    return {kind_a, kind_b} != {"self", "other"}
+
+
+def _is_value(words: Sequence[str], caps: set[str]) -> bool:
+    return bool(words) and all(
+        w.isdigit()
+        or w in _NUMBER_WORDS
+        or w in _MONTHS
+        or w in caps
+        or any(c.isdigit() for c in w)
+        for w in words
+        if w not in ("a", "an", "the")
+    )
+
+
+def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
+    """The one replaced slot if the sentences are the same frame otherwise."""
+    sm = difflib.SequenceMatcher(a=a.stems, b=b.stems, autojunk=False)
+    ops = [op for op in sm.get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    if i2 - i1 > 3 or j2 - j1 > 3:
+        return None
+    same = sum(size for *_, size in sm.get_matching_blocks())
+    if same < 2 or same < 0.5 * max(len(a.stems), len(b.stems)):
+        return None
+    return a.words[i1:i2], b.words[j1:j2]
+
+
+def _sentences(text: str) -> list[str]:
+    """The statements of a message: sentences that are not questions and have some words,
+    without greetings and names of the person addressed ("Thanks, Mel!")."""
+    out = []
+    for sentence in _SENTENCE_END.split(text.strip()):
+        sentence = _VOCATIVE_END.sub("", _VOCATIVE_START.sub("", sentence.strip()))
+        if sentence.endswith("?") or len(_TOKEN.findall(sentence)) < 2:
+            continue
+        out.append(sentence)
+    return out[:_MAX_SENTENCES]
+
+
+def detect_tension(
+    older: Statement, newer: Statement, similarity: float, min_similarity: float = 0.3
+) -> Tension | None:
+    """Whether ``newer`` contradicts ``older`` (see the module docstring); ``similarity`` is
+    the cosine of their embeddings. The statements are ordered by ``created_at`` first; a
+    message of several sentences is judged sentence by sentence (questions skipped)."""
+    if newer.created_at < older.created_at:
+        older, newer = newer, older
+    if similarity < min_similarity:
+        return None
+    for sa in _sentences(older.text):
+        for sb in _sentences(newer.text):
+            found = _detect(sa, sb, older, newer, similarity)
+            if found is not None:
+                return found
+    return None
+
+
+def _detect(
+    sa: str, sb: str, older: Statement, newer: Statement, similarity: float
+) -> Tension | None:
+    a, b = _parse(sa), _parse(sb)
+    if not _subjects_agree(a.subject, b.subject) or a.additive or b.additive or a.used_to:
+        return None
+    # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
+    # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
+    if older.speaker != newer.speaker:
+        return None
+    shared = _fuzzy_shared(a.content, b.content)
+    # Sharing one word among many is chat, not a statement about the same thing.
+    overlap = len(shared) / max(1, len(a.content | b.content))
+    only_a = a.content - shared - {y for y in a.content if y in _fuzzy_shared({y}, b.content)}
+    only_b = b.content - _fuzzy_shared(b.content, a.content)
+    newer_id = newer.id if newer.created_at > older.created_at else None
+
+    def make(kind: str, confidence: float, reason: str) -> Tension:
+        return Tension(
+            a=older.id,
+            b=newer.id,
+            kind=kind,
+            confidence=round(min(1.0, confidence), 3),
+            newer=newer_id,
+            reason=reason,
+        )
+
+    # Superseded: the newer one announces a change about something the older one states.
+    announced = {
+        c
+        for c in b.changes - a.changes
+        if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
+    }
+    if all(c in _WEAK_CHANGE or c.startswith("new ") for c in announced) and (
+        overlap < _WEAK_OVERLAP
+    ):
+        announced = set()
+    same_attribute = bool(shared) or (
+        bool(set(a.words) & _RESIDENCE)
+        and bool(set(b.words) & _RESIDENCE)
+        and bool(a.caps)
+        and bool(b.caps)
+    )
+    status_change = (
+        (set(a.words) & _STATUS)
+        and (set(b.words) & _STATUS)
+        and (set(a.words) & _STATUS != set(b.words) & _STATUS)
+    )
+    if announced and same_attribute and (overlap >= _MIN_OVERLAP or not shared):
+        what = ", ".join(sorted(announced))
+        return make("superseded", 0.5 + 0.5 * similarity, f"newer statement says '{what}'")
+    if status_change:
+        return make("changed_value", 0.5 + 0.5 * similarity, "status changed")
+    # Negation: opposite polarity about the same thing.
+    if (
+        a.polarity != b.polarity
+        and "neutral" not in (a.subject, b.subject)  # exhortations, idioms: "never give up!"
+        and shared
+        and (not only_a or not only_b)
+        and overlap >= _MIN_OVERLAP
+    ):
+        return make("negation", 0.4 + 0.6 * similarity, "opposite statements about the same thing")
+    # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact.
+    if a.polarity == b.polarity and "neutral" not in (a.subject, b.subject):
+        slot = _changed_slot(a, b)
+        if slot is not None:
+            old_value, new_value = slot
+            frame = set(a.words) - set(old_value)
+            vague = a.words[0] in _VAGUE if a.words else True
+            evaluative = any(w in _EVALUATIVE for w in [*old_value, *new_value])
+            single_valued = (_is_value(old_value, a.caps) and _is_value(new_value, b.caps)) or bool(
+                frame & _FUNCTIONAL or (frame & _COPULA and not vague)
+            )
+            if single_valued and not evaluative:
+                return make(
+                    "changed_value",
+                    0.4 + 0.6 * similarity,
+                    f"'{' '.join(old_value)}' became '{' '.join(new_value)}'",
+                )
+    return None
+
+
+def find_tensions(
+    statements: Sequence[Statement], vectors: np.ndarray, min_similarity: float
+) -> list[Tension]:
+    """Every contradicting pair among ``statements`` (``vectors[i]`` embeds statement i)."""
+    out: list[Tension] = []
+    if len(statements) < 2:
+        return out
+    sims = vectors @ vectors.T
+    for i in range(len(statements)):
+        for j in range(i + 1, len(statements)):
+            if sims[i, j] < min_similarity:
+                continue
+            found = detect_tension(statements[i], statements[j], float(sims[i, j]), min_similarity)
+            if found is not None:
+                out.append(found)
+    return sorted(out, key=lambda t: -t.confidence)
+
+
+def agreed_side(reply: str, a: str, b: str, cos_a: float, cos_b: float) -> int | None:
+    """Which statement the reply sides with: 0 for ``a``, 1 for ``b``, None if unclear.
+
+    The words that tell the two apart (the changed value, the affect word, the change) count
+    first; the reply's polarity about their shared subject next; the embedding similarity
+    breaks a tie only when it is clear.
+    """
+    pa, pb, pr = _parse(a), _parse(b), _parse(reply)
+    reply_words = set(pr.stems) | set(pr.words)
+    shared = _fuzzy_shared(pa.content, pb.content)
+    stems_a = set(pa.stems) - _STOP_STEMS
+    stems_b = set(pb.stems) - _STOP_STEMS
+    distinct_a, distinct_b = stems_a - stems_b, stems_b - stems_a
+    # A value (a name, a number, a date) tells the sides apart better than a frame word.
+    values_a = {_stem(w) for w in pa.words if _is_value([w], pa.caps)}
+    values_b = {_stem(w) for w in pb.words if _is_value([w], pb.caps)}
+    score_a = float(sum(2 if t in values_a else 1 for t in distinct_a & reply_words))
+    score_b = float(sum(2 if t in values_b else 1 for t in distinct_b & reply_words))
+    if pa.polarity != pb.polarity and shared & set(pr.stems):
+        if pr.polarity == pa.polarity:
+            score_a += 1
+        else:
+            score_b += 1
+    if score_a != score_b:
+        return 0 if score_a > score_b else 1
+    # Without a telling word, only a reply clearly about the matter and clearly nearer one side.
+    if max(cos_a, cos_b) >= _ABOUT_SIMILARITY and abs(cos_a - cos_b) > 0.05:
+        return 0 if cos_a > cos_b else 1
+    return None

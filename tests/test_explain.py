@@ -1,0 +1,60 @@
+"""Memory.explain: every component of a memory's score for a query, in or out of the top."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
+
+
+def test_explain_matches_recall(mem: Memory) -> None:
+    mem.add(["alpha beta gamma", "alpha delta", "zeta eta theta"], user_id="u", session_id="s")
+    result = mem.recall("alpha beta", user_id="u")
+    for rank, item in enumerate(result.memories, 1):
+        why = mem.explain("alpha beta", item.id, user_id="u")
+        assert why["rank"] == rank
+        assert why["in_results"] is True
+        assert why["score"] == pytest.approx(item.score, abs=1e-5)
+        comps = why["components"]
+        for key in ("vector", "keyword", "relevance", "graph", "graph_edge_weight", "final"):
+            assert key in comps
+        assert comps["final"] == pytest.approx(
+            comps["relevance"] + comps["graph_weight"] * comps["graph"], abs=1e-5
+        )
+
+
+def test_explain_a_memory_outside_the_top(mem: Memory) -> None:
+    ids = mem.add(["alpha beta gamma", "alpha beta", "omega psi chi"], user_id="u")
+    why = mem.explain("alpha beta gamma", ids[2], user_id="u", limit=1)
+    assert why["in_results"] is False
+    assert why["rank"] > 1
+    assert why["score_to_beat"] is not None and why["score_to_beat"] >= why["score"]
+    assert "vector" in why["components"]
+
+
+def test_explain_shows_the_path_and_edges(store_path: Path) -> None:
+    with Memory(Config(path=str(store_path), candidate_pool=1), embedder=HashEmbedder()) as mem:
+        seed, other = mem.add(["alpha beta gamma", "zeta eta theta"], user_id="u", session_id="s")
+        why = mem.explain("alpha beta gamma", other, user_id="u")
+        assert why["via"] == "graph"
+        assert why["best_path"]["nodes"] == [seed, other]
+        assert why["best_path"]["kinds"] == ["sequence"]
+        assert why["components"]["graph_edge_weight"] == pytest.approx(
+            why["best_path"]["weights"][0]
+        )
+        assert {e["dst"] for e in why["edges"]["out"]} == {seed}
+        assert {e["src"] for e in why["edges"]["in"]} == {seed}
+
+
+def test_explain_records_nothing_and_checks_input(mem: Memory) -> None:
+    (mid,) = mem.add("alpha beta", user_id="u")
+    mem.explain("alpha", mid, user_id="u")
+    assert mem.feedback(response="alpha", user_id="u")["consumed"] is False
+    with pytest.raises(NotFoundError):
+        mem.explain("alpha", "missing", user_id="u")
+    with pytest.raises(NotFoundError):
+        mem.explain("alpha", mid, user_id="someone-else")
+    with pytest.raises(ValidationError):
+        mem.explain("", mid, user_id="u")

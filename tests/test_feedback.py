@@ -1,0 +1,266 @@
+"""Memory.feedback: the MemWire alignment rule, once per recall, on real embeddings too."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
+from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.learn.alignment import alignment_deltas
+from engrammar.store import EdgeDelta
+
+
+def _weights(mem: Memory, ids: list[str]) -> dict[tuple[str, str, str], float]:
+    return {(e.src, e.dst, e.kind): e.weight for e in mem.store.edges_from("default", ids)}
+
+
+def test_no_recall_means_nothing_to_do(mem: Memory) -> None:
+    mem.add("I like green tea.", user_id="u")
+    out = mem.feedback(response="Green tea it is.", user_id="u")
+    assert (out["strengthened"], out["weakened"], out["consumed"]) == (0, 0, False)
+    assert "no unconsumed recall" in out["message"]
+
+
+def test_a_recall_is_consumed_once(mem: Memory) -> None:
+    ids = mem.add(["alpha beta gamma", "alpha beta delta", "beta gamma delta"], user_id="u")
+    mem.recall("alpha beta", user_id="u")
+    first = mem.feedback(response="alpha beta gamma delta", user_id="u")
+    assert first["consumed"] is True
+    assert first["strengthened"] + first["weakened"] > 0
+    before = _weights(mem, ids)
+    second = mem.feedback(response="alpha beta gamma delta", user_id="u")
+    assert (second["strengthened"], second["weakened"], second["consumed"]) == (0, 0, False)
+    assert "message" in second
+    again = mem.feedback(response="alpha", user_id="u", recall_id=first["recall_id"])
+    assert again["consumed"] is False and "already" in again["message"]
+    assert _weights(mem, ids) == before
+
+
+def test_arguments_are_checked(mem: Memory) -> None:
+    mem.add("alpha beta", user_id="u")
+    mem.recall("alpha", user_id="u")
+    with pytest.raises(ValidationError) as err:
+        mem.feedback(user_id="u")
+    assert err.value.field == "response"
+    with pytest.raises(ValidationError) as err:
+        mem.feedback(response="a", assistant_response="b", user_id="u")
+    assert err.value.field == "assistant_response"
+    with pytest.raises(ValidationError):
+        mem.feedback(response="   ", user_id="u")
+    with pytest.raises(ValidationError):
+        mem.feedback(response="ok")  # no scope
+    with pytest.raises(NotFoundError):
+        mem.feedback(response="ok", user_id="u", recall_id="nope")
+    # The failed calls consumed nothing: MemWire's keyword works on the same recall.
+    assert mem.feedback(assistant_response="alpha beta", user_id="u")["consumed"] is True
+
+
+def test_feedback_acts_on_the_scope_of_the_recall(mem: Memory) -> None:
+    mem.add(["alpha beta gamma", "alpha beta delta"], user_id="a")
+    mem.add(["alpha beta gamma", "alpha beta delta"], user_id="b")
+    mem.recall("alpha beta", user_id="a")
+    assert mem.feedback(response="alpha beta", user_id="b")["consumed"] is False
+    assert mem.feedback(response="alpha beta", user_id="a")["consumed"] is True
+
+
+def test_only_changed_edges_are_written_and_weights_stay_in_bounds(store_path: Path) -> None:
+    config = Config(path=str(store_path), feedback_strengthen_rate=1.0, edge_weight_max=0.9)
+    with Memory(config, embedder=HashEmbedder()) as mem:
+        ids = mem.add(["alpha beta gamma", "alpha beta gamma delta", "zeta eta theta"], user_id="u")
+        edges = mem.store.edges_from("default", ids)
+        untouched = {(e.src, e.dst, e.kind): e.updated_at for e in edges}
+        result = mem.recall("alpha beta gamma", user_id="u")
+        out = mem.feedback(response="alpha beta gamma delta", user_id="u")
+        assert out["strengthened"] >= 1
+        after = mem.store.edges_from("default", ids)
+        assert all(config.edge_weight_min <= e.weight <= 0.9 for e in after)
+        on_paths = {
+            (p.nodes[i], p.nodes[i + 1], p.kinds[i])
+            for p in result.paths
+            for i in range(len(p.kinds))
+        }
+        for e in after:
+            if (e.src, e.dst, e.kind) not in on_paths:
+                assert e.updated_at == untouched[(e.src, e.dst, e.kind)]
+        changed = [e for e in after if e.updated_at != untouched[(e.src, e.dst, e.kind)]]
+        assert len(changed) == out["strengthened"] + out["weakened"]
+
+
+def test_weakening_stops_at_the_floor(mem: Memory) -> None:
+    ids = mem.add(["alpha beta gamma", "alpha beta gamma delta"], user_id="u")
+    edge = mem.store.edges_from("default", ids)[0]
+    changed = mem.store.adjust_edges(
+        "default", [EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], 0.01, 1.0
+    )
+    assert changed is not None and changed[0].weight == pytest.approx(0.01)
+    again = mem.store.adjust_edges(
+        "default", [EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], 0.01, 1.0
+    )
+    assert again == []  # already at the floor: nothing written
+
+
+CLIMB = "On weekends I go bouldering at the climbing gym."
+ROUTE = "My favourite route there is a purple overhang problem."
+BAKE = "On Sundays I bake sourdough bread for the neighbours."
+UNWIND = "Baking bread is how I unwind after a long week."
+OTHERS = [
+    "I work as a nurse on the night shift.",
+    "My car needs new tyres before winter.",
+    "I read science fiction novels before bed.",
+    "My sister lives in Lisbon.",
+    "I am saving money for a new laptop.",
+    "Our dog is afraid of thunderstorms.",
+]
+REPLY = (
+    "You love bouldering at the climbing gym on weekends, especially that purple overhang route."
+)
+
+
+@pytest.mark.model
+def test_replies_raise_the_path_they_agree_with_and_sink_the_other(
+    store_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    # Ranking settings pinned so that tuning the defaults elsewhere does not move this test.
+    config = Config(
+        path=str(store_path),
+        keyword_weight=0.5,
+        fusion="score",
+        graph_weight=0.3,
+        graph_depth=2,
+        graph_fanout=3,
+        graph_seeds=5,
+        graph_min_edge_weight=0.2,
+        graph_sequence_weight=0.5,
+        graph_semantic_threshold=0.5,
+        neighbour_weight=0.0,
+        speaker_boost=0.0,
+        time_boost=0.0,
+    )
+    with Memory(config, embedder=minilm) as mem:
+        mem.add([CLIMB, ROUTE], user_id="bob", session_id="s1")
+        mem.add([BAKE, UNWIND], user_id="bob", session_id="s2")
+        for text in OTHERS:
+            mem.add(text, user_id="bob")
+        rounds = []
+        for _ in range(6):
+            result = mem.recall("What do you like doing on weekends?", user_id="bob")
+            order = [m.content for m in result.memories]
+            scores = {m.content: m.score for m in result.memories}
+            rounds.append(
+                (order.index(ROUTE) + 1, scores[ROUTE], order.index(UNWIND) + 1, scores[UNWIND])
+            )
+            out = mem.feedback(response=REPLY, user_id="bob")
+            assert out["strengthened"] >= 1
+        route_ranks = [r[0] for r in rounds]
+        route_scores = [r[1] for r in rounds]
+        unwind_ranks = [r[2] for r in rounds]
+        unwind_scores = [r[3] for r in rounds]
+        print(rounds)
+        # The agreed path rises round after round ...
+        assert all(b > a for a, b in itertools.pairwise(route_scores))
+        assert route_ranks[-1] < route_ranks[0]
+        # ... the misaligned one sinks, and the two swap places.
+        assert unwind_scores[-1] < unwind_scores[0]
+        assert all(b <= a for a, b in itertools.pairwise(unwind_scores))
+        assert unwind_ranks[0] < route_ranks[0] and unwind_ranks[-1] > route_ranks[-1]
+
+
+@pytest.mark.model
+def test_the_side_of_a_tension_the_reply_agrees_with_is_strengthened(real_mem: Memory) -> None:
+    (paris,) = real_mem.add("I live in Paris.", user_id="u", timestamp=1e9)
+    (berlin,) = real_mem.add("I moved to Berlin last month.", user_id="u", timestamp=2e9)
+    edges = {
+        (e.src, e.dst, e.kind): e.weight
+        for e in real_mem.store.edges_from("default", [paris, berlin])
+    }
+    assert (paris, berlin, "contradicts") in edges and (berlin, paris, "supersedes") in edges
+    result = real_mem.recall("Where do you live?", user_id="u")
+    assert result.tensions
+    out = real_mem.feedback(
+        response="Since you live in Berlin now, try the flea market at Mauerpark.", user_id="u"
+    )
+    assert out["tensions"] == [{"agreed": berlin, "other": paris}]
+    after = {
+        (e.src, e.dst, e.kind): e.weight
+        for e in real_mem.store.edges_from("default", [paris, berlin])
+    }
+    assert after[(paris, berlin, "contradicts")] > edges[(paris, berlin, "contradicts")]
+    assert after[(berlin, paris, "contradicts")] < edges[(berlin, paris, "contradicts")]
+    assert out["strengthened"] >= 1 and out["weakened"] >= 1
+
+
+# -- the pure rule -------------------------------------------------------------------------------
+def _unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+RATES = {
+    "strengthen_rate": 0.1,
+    "weaken_rate": 0.05,
+    "align_strengthen": 0.5,
+    "align_weaken": 0.2,
+}
+
+
+def test_alignment_rule_strengthens_weakens_and_leaves_the_band() -> None:
+    reply = _unit(1, 0, 0)
+    vectors = {
+        "a": _unit(1, 0, 0),  # cos 1
+        "b": _unit(1, 0.2, 0),  # cos ~0.98
+        "c": _unit(0, 1, 0),  # cos 0
+        "d": _unit(1, 1.2, 0),  # cos ~0.64
+    }
+    paths = [
+        {"nodes": ["a", "b"], "kinds": ["semantic"]},  # mean ~0.99: strengthen
+        {"nodes": ["c", "c2"], "kinds": ["sequence"]},  # c2 forgotten: skipped
+        {"nodes": ["b", "c"], "kinds": ["entity"]},  # mean ~0.49: the neutral band
+        {"nodes": ["c", "d", "c"], "kinds": ["semantic", "semantic"]},  # ~0.21: band too
+    ]
+    deltas, report = alignment_deltas(paths, vectors, reply, **RATES)
+    assert deltas == {("a", "b", "semantic"): pytest.approx(0.1 * report[0].alignment)}
+    assert [r.action for r in report] == ["strengthen", "keep", "keep"]
+    low = [{"nodes": ["a", "c"], "kinds": ["sequence"]}]
+    deltas, report = alignment_deltas(low, {**vectors, "a": _unit(0, 0, 1)}, reply, **RATES)
+    assert deltas == {("a", "c", "sequence"): -0.05} and report[0].action == "weaken"
+
+
+def test_an_edge_on_an_aligned_path_is_not_weakened_by_another_path() -> None:
+    reply = _unit(1, 0)
+    vectors = {"a": _unit(1, 0), "b": _unit(1, 0.1), "z": _unit(-1, 0)}
+    paths = [
+        {"nodes": ["a", "b"], "kinds": ["semantic"]},
+        {"nodes": ["z", "a", "b"], "kinds": ["semantic", "semantic"]},  # mean ~0.33... keep
+        {"nodes": ["z", "z2"], "kinds": ["semantic"]},
+    ]
+    vectors["z2"] = _unit(-1, 0.1)
+    deltas, _ = alignment_deltas(paths, vectors, reply, **RATES)
+    assert deltas[("a", "b", "semantic")] > 0
+    assert deltas[("z", "z2", "semantic")] == -0.05
+
+
+def test_concurrent_feedback_consumes_a_recall_exactly_once(store_path: Path) -> None:
+    import threading
+
+    with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as first:
+        first.add(["alpha beta gamma", "alpha beta delta", "alpha gamma delta"], user_id="u")
+        first.recall("alpha beta", user_id="u")
+        # A second Memory on the same file: another connection, as another process would have.
+        with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as second:
+            results: list[dict[str, object]] = []
+            barrier = threading.Barrier(2)
+
+            def run(mem: Memory) -> None:
+                barrier.wait()
+                results.append(mem.feedback(response="alpha beta gamma", user_id="u"))
+
+            threads = [threading.Thread(target=run, args=(m,)) for m in (first, second)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert sorted(bool(r["consumed"]) for r in results) == [False, True]

@@ -1,0 +1,147 @@
+"""Query-aware rescoring and neighbour support: pure functions, no I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from engrammar.recall.fusion import Candidate
+from engrammar.recall.query import (
+    named_speakers,
+    query_time_range,
+    rescore,
+    sequence_support,
+    time_match,
+)
+from engrammar.recall.text import embedding_text, embedding_texts, index_text, terms
+
+
+def _ts(*args: int) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        (
+            "What painting did Mel show on October 13, 2023?",
+            (2023, 10, 13),
+            (2023, 10, 13, 23, 59, 59),
+        ),
+        ("What did Gina find on 1 February, 2023?", (2023, 2, 1), (2023, 2, 1, 23, 59, 59)),
+        ("What happened on 2023-05-07?", (2023, 5, 7), (2023, 5, 7, 23, 59, 59)),
+        (
+            "What setback did Melanie face in October 2023?",
+            (2023, 10, 1),
+            (2023, 10, 31, 23, 59, 59),
+        ),
+        (
+            "How many times did she go to the beach in 2023?",
+            (2023, 1, 1),
+            (2023, 12, 31, 23, 59, 59),
+        ),
+        ("Between May 3, 2023 and June 9, 2023?", (2023, 5, 3), (2023, 6, 9, 23, 59, 59)),
+    ],
+)
+def test_query_time_range(query: str, start: tuple[int, ...], end: tuple[int, ...]) -> None:
+    assert query_time_range(query) == (_ts(*start), _ts(*end))
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["What did Caroline research?", "When did she move?", "Room 2023 of the hotel"],
+)
+def test_query_without_a_date(query: str) -> None:
+    assert query_time_range(query) is None
+
+
+def test_an_impossible_day_falls_back_to_its_month() -> None:
+    assert query_time_range("on 31 February, 2023") == (
+        _ts(2023, 2, 1),
+        _ts(2023, 2, 28, 23, 59, 59),
+    )
+
+
+def test_time_match_counts_days_around_and_a_month_after() -> None:
+    span = (_ts(2023, 10, 1), _ts(2023, 10, 31, 23, 59, 59))
+    assert time_match(_ts(2023, 10, 15), span) == 1.0
+    assert time_match(_ts(2023, 9, 28), span) == 1.0  # a plan told a few days before
+    assert time_match(_ts(2023, 11, 20), span) == 0.5  # told within a month after
+    assert time_match(_ts(2023, 12, 31), span) == 0.0
+    assert time_match(_ts(2023, 8, 1), span) == 0.0
+
+
+def test_named_speakers_by_full_or_first_name() -> None:
+    speakers = {"Caroline", "Melanie", "Jon Smith"}
+    assert named_speakers("What did Caroline's friend say?", speakers) == {"Caroline"}
+    assert named_speakers("What does Jon sell?", speakers) == {"Jon Smith"}
+    assert named_speakers("What is the carol about?", speakers) == set()
+
+
+def _cands(*rels: tuple[str, float]) -> list[Candidate]:
+    return [Candidate(i, relevance=r, components={"relevance": r}) for i, r in rels]
+
+
+def test_rescore_lifts_the_named_speaker_and_the_named_time() -> None:
+    cands = _cands(("a", 1.0), ("b", 0.9), ("c", 0.8))
+    speakers = {"a": "Melanie", "b": "Caroline", "c": "Melanie"}
+    times = {"a": _ts(2023, 1, 5), "b": _ts(2023, 1, 5), "c": _ts(2023, 10, 14)}
+    out = rescore(
+        cands, "What did Caroline do?", speakers, times, speaker_boost=0.3, time_boost=0.5
+    )
+    assert [c.id for c in out] == ["b", "a", "c"]
+    assert out[0].components["speaker_boost"] == 0.3
+    out = rescore(
+        _cands(("a", 1.0), ("b", 0.9), ("c", 0.8)),
+        "What did they do in October 2023?",
+        speakers,
+        times,
+        speaker_boost=0.3,
+        time_boost=0.5,
+    )
+    assert out[0].id == "c" and out[0].relevance == pytest.approx(1.2)
+
+
+def test_rescore_leaves_queries_naming_everyone_or_no_one_alone() -> None:
+    speakers = {"a": "Melanie", "b": "Caroline"}
+    for query in ("What did Caroline and Melanie do?", "What happened?"):
+        out = rescore(
+            _cands(("a", 1.0), ("b", 0.9)), query, speakers, {}, speaker_boost=0.3, time_boost=0.5
+        )
+        assert [(c.id, c.relevance) for c in out] == [("a", 1.0), ("b", 0.9)]
+
+
+def test_sequence_support_adds_the_best_neighbour_without_chaining() -> None:
+    cands = _cands(("q", 1.0), ("x", 0.5))
+    neighbours = {"q": [("r", 0.5), ("p", 1.0)], "r": [("q", 0.5), ("s", 0.5)], "x": [("q", 1.0)]}
+    out = {c.id: c for c in sequence_support(cands, neighbours, 0.6)}
+    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 1.0 * 0.5)
+    assert out["r"].relevance == pytest.approx(0.3) and out["r"].components["sequence"] == 0.3
+    assert out["p"].relevance == pytest.approx(0.6)  # a stronger edge carries more support
+    assert "s" not in out  # support comes from candidates' own relevance only
+    assert sequence_support(cands, neighbours, 0.0) is cands
+
+
+def test_speaker_is_part_of_the_indexed_and_embedded_text() -> None:
+    assert index_text("Researching adoption agencies.", "Caroline") == (
+        "Caroline: Researching adoption agencies."
+    )
+    assert "carolin" in terms(index_text("Researching adoption agencies.", "Caroline"))
+    assert embedding_text("Yes, twice!", "Mel", ("Caroline", "Been camping?")) == (
+        "Caroline: Been camping?\nMel: Yes, twice!"
+    )
+
+
+def test_only_replies_carry_context() -> None:
+    texts = embedding_texts(
+        [("Been camping?", "Caroline", "user"), ("Yes!", "Mel", "user"), ("Twice.", "Mel", "user")],
+        with_context=True,
+    )
+    assert texts == ["Caroline: Been camping?", "Caroline: Been camping?\nMel: Yes!", "Mel: Twice."]
+    plain = embedding_texts([("a", None, "user"), ("b", None, "user")], with_context=True)
+    assert plain == ["a", "b"]
+    assert embedding_texts([("q", None, "user"), ("a", None, "assistant")], with_context=False) == [
+        "q",
+        "a",
+    ]

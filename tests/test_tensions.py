@@ -1,0 +1,153 @@
+"""Tensions: real contradictions, not topic distance; measured on a labelled set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engrammar import Memory
+from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.recall.tensions import Statement, agreed_side, detect_tension, find_tensions
+
+DATA = Path(__file__).parent / "data"
+
+
+def _load(name: str) -> list[dict[str, object]]:
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def evaluate(minilm: MiniLMEmbedder, rows: list[dict[str, object]]) -> dict[str, float]:
+    """Precision and recall of the detector on labelled (older, newer) pairs."""
+    older = minilm.embed([str(r["older"]) for r in rows])
+    newer = minilm.embed([str(r["newer"]) for r in rows])
+    tp = fp = fn = 0
+    for row, a, b in zip(rows, older, newer, strict=True):
+        found = detect_tension(
+            Statement("a", str(row["older"]), 1.0),
+            Statement("b", str(row["newer"]), 2.0),
+            float(a @ b),
+            0.3,
+        )
+        if found is not None and row["contradiction"]:
+            tp += 1
+        elif found is not None:
+            fp += 1
+        elif row["contradiction"]:
+            fn += 1
+    return {
+        "pairs": len(rows),
+        "precision": tp / max(1, tp + fp),
+        "recall": tp / max(1, tp + fn),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+    }
+
+
+def test_labelled_set_is_large_and_balanced() -> None:
+    rows = _load("tensions.jsonl")
+    assert len(rows) >= 60
+    positives = sum(1 for r in rows if r["contradiction"])
+    assert 0.4 <= positives / len(rows) <= 0.6
+    assert {r["kind"] for r in rows if r["contradiction"]} == {
+        "negation",
+        "changed_value",
+        "superseded",
+    }
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name", ["tensions.jsonl", "tensions_holdout.jsonl"])
+def test_precision_and_recall_on_labelled_pairs(minilm: MiniLMEmbedder, name: str) -> None:
+    scores = evaluate(minilm, _load(name))
+    print(name, scores)
+    assert scores["precision"] >= 0.8
+    assert scores["recall"] >= 0.8
+
+
+@pytest.mark.model
+def test_cosine_alone_does_not_separate_the_set(minilm: MiniLMEmbedder) -> None:
+    # Why the cues matter: look-alike non-contradictions are as similar as contradictions.
+    rows = _load("tensions.jsonl")
+    a = minilm.embed([str(r["older"]) for r in rows])
+    b = minilm.embed([str(r["newer"]) for r in rows])
+    sims = np.sum(a * b, axis=1)
+    pos = [s for s, r in zip(sims, rows, strict=True) if r["contradiction"]]
+    neg = [s for s, r in zip(sims, rows, strict=True) if not r["contradiction"]]
+    assert abs(float(np.mean(pos)) - float(np.mean(neg))) < 0.1
+
+
+def _t(a: str, b: str, sim: float = 0.7) -> str | None:
+    found = detect_tension(Statement("a", a, 1.0), Statement("b", b, 2.0), sim)
+    return None if found is None else found.kind
+
+
+def test_negation_changed_value_and_superseded() -> None:
+    assert _t("I love hiking.", "I hate hiking.") == "negation"
+    assert _t("I'm a vegetarian.", "I'm not a vegetarian.") == "negation"
+    assert _t("My favorite color is blue.", "My favorite color is green.") == "changed_value"
+    assert _t("I have two kids.", "I have three kids.") == "changed_value"
+    assert _t("I live in Paris.", "I moved to Berlin last month.", 0.4) == "superseded"
+
+
+def test_look_alikes_are_not_tensions() -> None:
+    assert _t("I live in Paris.", "My sister lives in Berlin.") is None  # another subject
+    assert _t("I like tea.", "I also like coffee.") is None  # additive
+    assert _t("I used to live in Paris.", "Now I live in Berlin.") is None  # already past
+    assert _t("I bought a new laptop.", "I bought a new phone.") is None  # not single-valued
+    assert _t("I love dogs.", "I don't love cats.") is None  # different objects
+    assert _t("I never drink coffee.", "I don't like coffee.") is None  # same polarity
+
+
+def test_similarity_gate_and_time_order() -> None:
+    assert _t("I love hiking.", "I hate hiking.", sim=0.1) is None
+    found = detect_tension(
+        Statement("new", "I moved to Berlin last month.", 5.0),
+        Statement("old", "I live in Paris.", 1.0),
+        0.4,
+    )
+    assert found is not None
+    assert (found.a, found.b, found.newer) == ("old", "new", "new")
+
+
+def test_find_tensions_checks_every_similar_pair() -> None:
+    statements = [
+        Statement("1", "I love hiking.", 1),
+        Statement("2", "I hate hiking.", 2),
+        Statement("3", "My car is a red Toyota.", 3),
+    ]
+    vectors = np.eye(3, dtype=np.float32)
+    vectors[1] = vectors[0]  # 1 and 2 similar, 3 far from both
+    found = find_tensions(statements, vectors, 0.3)
+    assert [(t.a, t.b, t.kind) for t in found] == [("1", "2", "negation")]
+
+
+def test_agreed_side() -> None:
+    a, b = "I live in Paris.", "I moved to Berlin last month."
+    assert agreed_side("Since you live in Berlin now, try the Tiergarten.", a, b, 0.3, 0.3) == 1
+    assert agreed_side("Paris has great museums for you.", a, b, 0.3, 0.3) == 0
+    assert agreed_side("Here is a pasta recipe.", a, b, 0.05, 0.06) is None
+    assert (
+        agreed_side(
+            "You hate hiking, so let's go swimming.", "I love hiking.", "I hate hiking.", 0.5, 0.5
+        )
+        == 1
+    )
+
+
+@pytest.mark.model
+def test_recall_flags_contradictions_and_not_compatible_pairs(real_mem: Memory) -> None:
+    real_mem.add(["I live in Paris.", "I love the cafes in Paris."], user_id="u", timestamp=1e9)
+    real_mem.add("I moved to Berlin last month.", user_id="u", timestamp=2e9)
+    result = real_mem.recall("Where do you live?", user_id="u")
+    by_id = {m.id: m.content for m in result.memories}
+    pairs = {frozenset((by_id[t.a], by_id[t.b])) for t in result.tensions}
+    assert frozenset(("I live in Paris.", "I moved to Berlin last month.")) in pairs
+    assert frozenset(("I live in Paris.", "I love the cafes in Paris.")) not in pairs
+    assert all(by_id[t.newer] == "I moved to Berlin last month." for t in result.tensions)
+    assert "[conflict]" in result.formatted
+    assert "! conflict (superseded)" in result.formatted
