@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -56,9 +57,19 @@ class Engrammar(Adapter):
 
     def open(self, path: Path, job: dict[str, Any]) -> None:
         embedder = None
-        if job.get("lookup"):
-            import json
+        self.locomo: dict[str, Any] | None = None
+        if job["phase"] == "quality":
+            # engrammar's own LoCoMo ingestion (engrammar.eval_locomo, as bench/locomo.py):
+            # one add per session, speaker as the message name, session date as timestamp.
+            from engrammar import eval_locomo as ev
 
+            self.ev = ev
+            self.locomo = {s["sample_id"]: s for s in ev.load(job["data"])}
+            self.notes.append(
+                "quality: ingested by engrammar.eval_locomo.ingest (one add per session, "
+                "speaker as name, session date as timestamp), recalled as eval_locomo.ask does"
+            )
+        elif job.get("lookup"):
             from engrammar.embed.onnx import MiniLMEmbedder
 
             w = json.loads(Path(job["workload"]).read_text())
@@ -110,8 +121,26 @@ class Engrammar(Adapter):
         self._recording(False)
         self._keep(ids, refs)
 
+    def ingest_conversation(self, sample_id: str, dia_ids: list[str]) -> bool:
+        if self.locomo is None:
+            return False
+        keep = set(dia_ids)
+        sample = json.loads(json.dumps(self.locomo[sample_id]))
+        conv = sample["conversation"]
+        for key, value in list(conv.items()):
+            if key.startswith("session_") and isinstance(value, list):
+                conv[key] = [t for t in value if t["dia_id"] in keep]
+        self.ev.ingest(self.m, sample)
+        return True
+
     def recall(self, scope: str, query: str, k: int) -> list[str]:
         r = self.m.recall(query, user_id=scope, limit=k)
+        if self.locomo is not None:
+            return [
+                str(m.memory.metadata["dia_id"])
+                for m in r.memories
+                if "dia_id" in m.memory.metadata
+            ]
         out: list[str] = []
         for item in r.memories:
             out.extend(self.refs.get(item.id, [item.id]))
@@ -156,7 +185,6 @@ class Engrammar(Adapter):
 
 
 if __name__ == "__main__":
-    import json
     import sys
 
     adapter = Engrammar()
