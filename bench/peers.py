@@ -1,15 +1,24 @@
 """engrammar beside MemWire, mem0 and the floors: one workload, one run, one machine.
 
     python bench/peers.py [--data ../shared/data/locomo10.json] [--quick] [--systems a,b,...]
+                          [--single 1000] [--batch 10000] [--large 10000,100000] ...
 
 Every peer system runs in a virtual environment of its own that this script creates under
 bench/.venvs/ (never a project dependency), driven through a small runner script
 (bench/peers/run_<system>.py) executed by that environment's python: a job file in, a result
-file out, one fresh process per phase. The floors (raw MiniLM embedder, exact numpy search,
-bm25s) and engrammar run in the project's environment (`pip install -e '.[bench]'`).
+file out, one fresh process per phase (bench/peers/peerlib.py holds the shared workload).
+engrammar and the floors (exact numpy search, bm25s) run in the project's environment
+(`pip install -e '.[bench]'`); the raw MiniLM embedder and the exact-scan limit are timed inside
+engrammar's own process right beside each add and recall, so their ratios survive a loaded
+machine. engrammar (PostgreSQL) runs when main has the PostgreSQL store and its throwaway
+server helper (tests/pg.py).
 
-Writes bench/results/peers.md, peers.json and peers_*.png. Slow peers run under per-phase time
-budgets; every figure says at which size it was measured, and nothing is extrapolated silently.
+Phases: speed (one message per call, recalls, feedback, batched ingest, recalls), cold start,
+recall at scale (bulk-filled stores), quality (LoCoMo through the shared referee: the full
+conversations, and a common slice every system, MemWire included, can finish). Slow peers run
+under per-loop time budgets; every figure says at which size it was measured, and the one
+extrapolation (MemWire at 100k) is labelled as such. Writes bench/results/peers.md, peers.json
+and peers_*.png.
 """
 
 from __future__ import annotations

