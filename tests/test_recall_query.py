@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,13 @@ def test_only_replies_carry_context() -> None:
         "q",
         "a",
     ]
+
+
+def test_refinement_never_returns_a_memory_twice(tmp_path: Path) -> None:
+    from engrammar import Config, HashEmbedder, Memory
+
+    with Memory(Config(path=str(tmp_path)), embedder=HashEmbedder()) as m:
+        ids = m.add([f"item {i} alpha" for i in range(600)], user_id="u", session_id="s")
+        hits = m.search("item alpha", user_id="u", limit=150)
+        assert len({h.id for h in hits}) == len(hits) == 150
+        assert {h.id for h in hits} <= set(ids)

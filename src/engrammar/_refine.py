@@ -44,4 +44,6 @@ def refine_candidates(
             if edge.kind == "sequence":
                 neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
         head = sequence_support(head, neighbours, config.neighbour_weight)
-    return sorted(head + tail, key=lambda c: -c.relevance)
+    # Neighbour support can pull a memory from the tail into the head: keep one entry per id.
+    in_head = {c.id for c in head}
+    return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)

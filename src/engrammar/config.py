@@ -132,6 +132,28 @@ class Config:
         0.3, "Cosine two memories need before they are checked for a contradiction."
     )
 
+    # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
+    feedback_half_life_days: float = _opt(
+        30.0, "Age in days at which a feedback signal counts half as much as a fresh one."
+    )
+    feedback_min_samples: float = _opt(
+        3.0,
+        "Shrinkage: a memory's learned adjustment reaches half its full size once this many "
+        "(decayed, context-matched) consistent signals exist; one signal moves it 1/(1+N).",
+    )
+    feedback_max_adjustment: float = _opt(
+        0.5, "Bound on the learned change of a score: relevance × (1 ± this) at most."
+    )
+    feedback_context_min: float = _opt(
+        0.4, "Cosine between a query and a past feedback context below which it does not match."
+    )
+    feedback_context_full: float = _opt(
+        0.8, "Cosine at which a past feedback context matches fully (linear in between)."
+    )
+    feedback_same_output: float = _opt(
+        0.9, "Cosine at which a memory counts as the same text as a rated or rejected output."
+    )
+
     def __post_init__(self) -> None:
         file_values = _file_values()
         hints = typing.get_type_hints(type(self))
@@ -200,6 +222,29 @@ class Config:
                 "feedback_align_weaken",
                 "must not exceed feedback_align_strengthen "
                 f"({self.feedback_align_weaken} > {self.feedback_align_strengthen})",
+            )
+        if self.feedback_half_life_days <= 0:
+            raise ValidationError(
+                "feedback_half_life_days", f"must be > 0, got {self.feedback_half_life_days!r}"
+            )
+        if self.feedback_min_samples < 0:
+            raise ValidationError(
+                "feedback_min_samples", f"must be >= 0, got {self.feedback_min_samples!r}"
+            )
+        if not 0 <= self.feedback_max_adjustment < 1:
+            raise ValidationError(
+                "feedback_max_adjustment",
+                f"must be in [0, 1) so a score never turns negative, got {self.feedback_max_adjustment!r}",
+            )
+        for name in ("feedback_context_min", "feedback_context_full", "feedback_same_output"):
+            value = getattr(self, name)
+            if not -1.0 <= value <= 1.0:
+                raise ValidationError(name, f"must be a cosine in [-1, 1], got {value!r}")
+        if self.feedback_context_min >= self.feedback_context_full:
+            raise ValidationError(
+                "feedback_context_min",
+                "must be below feedback_context_full "
+                f"({self.feedback_context_min} >= {self.feedback_context_full})",
             )
         if self.keyword_weight > 1:
             raise ValidationError("keyword_weight", f"must be in [0, 1], got {self.keyword_weight}")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import json
 import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,11 +20,28 @@ from ._refine import refine_candidates
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
-from .models import KINDS, ROLES, MemoryRecord, RecallResult, Scope, ScoredMemory
+from .learn.scoring import LearnParams, learned_ranking, standing_answer
+from .models import (
+    FEEDBACK_STATES,
+    KINDS,
+    RATING_VERDICTS,
+    REVIEW_OUTCOMES,
+    ROLES,
+    DecisionReview,
+    FeedbackEvent,
+    LoggedEvent,
+    MemoryRating,
+    MemoryRecord,
+    PreferencePair,
+    RecallResult,
+    Scope,
+    ScoredMemory,
+)
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
 from .recall.text import embedding_text, embedding_texts, speaker_of
 from .store import NewMemory, RecallRecord, Store, open_store
+from .store.base import NewFeedbackEvent
 
 __all__ = ["Memory"]
 
@@ -334,16 +353,21 @@ class Memory:
         return refine_candidates(self.store, self.config, scope, query, cands)
 
     def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
-        cands = self._candidates(scope, query)[:limit]
-        records = self.store.get_memories(scope.workspace, [c.id for c in cands])
+        cands = self._candidates(scope, query)
+        ranked = self._learned(
+            scope, query, [_Ranked(c.id, c.relevance, dict(c.components)) for c in cands]
+        )
+        records = self.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
         out = []
-        for cand in cands:
-            record = records.get(cand.id)
+        for item in ranked:
+            record = records.get(item.id)
             if record is None:  # forgotten between search and fetch
                 continue
-            comps = dict(cand.components)
-            comps["final"] = round(cand.relevance, 6)
-            out.append(ScoredMemory(record, cand.relevance, comps))
+            comps = dict(item.components)
+            comps["final"] = round(item.score, 6)
+            out.append(ScoredMemory(record, item.score, comps, via=item.via, note=item.note))
+            if len(out) == limit:
+                break
         return out
 
     def search(
@@ -381,13 +405,13 @@ class Memory:
         limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
         qvec = self._embed([query])[0]
         ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec)
-        top = ranking.entries[:limit]
-        records = self.store.get_memories(scope.workspace, [e.id for e in top])
+        learned = self._learned(scope, query, _graph_items(ranking.entries))
+        records = self.store.get_memories(scope.workspace, [e.id for e in learned[: limit * 2]])
         items = [
-            ScoredMemory(records[e.id], e.final, e.components, via=e.via)
-            for e in top
+            ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
+            for e in learned
             if e.id in records  # forgotten between search and fetch
-        ]
+        ][:limit]
         shown = {i.id for i in items}
         paths = _graphops.result_paths(ranking.walks, shown, self.config.graph_max_paths)
         tensions = _graphops.recall_tensions(
@@ -493,4 +517,612 @@ class Memory:
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
         qvec = self._embed([query])[0]
-        return _graphops.explain(self.store, self.config, scope, query, qvec, memory_id, limit)
+        out = _graphops.explain(self.store, self.config, scope, query, qvec, memory_id, limit)
+        return self._explain_learned(out, scope, query, qvec, memory_id, limit)
+
+    # -- learning from feedback records (seeds 002 and 003) --------------------------------------
+    def _learned(
+        self, scope: Scope, query: str, items: Sequence[_Ranked]
+    ) -> builtins.list[_Ranked]:
+        """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
+
+        A pipeline step of its own: any ranking (search's fused relevance, recall's graph
+        score) goes in as ``_Ranked`` items with scores in [0, 1] and comes out re-ranked, with
+        memories surfaced by matching decisions or preference pairs added and every learned
+        component in ``components``.
+        """
+        items = list(items)
+        events, pairs, ratings = self.store.learning_facts(scope, [i.id for i in items])
+        if not (events or pairs or ratings):
+            return items
+        qvec = self._embed([query])[0]
+        cfg = self.config
+        params = LearnParams(
+            half_life_days=cfg.feedback_half_life_days,
+            min_samples=cfg.feedback_min_samples,
+            max_adjustment=cfg.feedback_max_adjustment,
+            context_min=cfg.feedback_context_min,
+            context_full=cfg.feedback_context_full,
+            same_output=cfg.feedback_same_output,
+        )
+        vecs = self.store.vectors(scope.workspace, [i.id for i in items])
+        kept = [(i.id, i.score) for i in items if i.id in vecs]
+        base = {i.id: i for i in items}
+        out = []
+        texts = None
+        if events or pairs:
+            records = self.store.get_memories(scope.workspace, [i.id for i in items])
+            texts = {memory_id: r.content for memory_id, r in records.items()}
+        ranked = learned_ranking(
+            kept, qvec, vecs, events, pairs, ratings, params, time.time(), texts
+        )
+        for position, s in enumerate(ranked, 1):
+            before = base.get(s.id)
+            comps = {**(before.components if before else {}), **s.components}
+            comps["final"] = round(s.score, 6)
+            if "rank" in comps:
+                comps["rank"] = position
+            via = before.via if before else "feedback"
+            out.append(_Ranked(s.id, s.score, comps, s.note, via))
+        return out
+
+    def _explain_learned(
+        self,
+        out: dict[str, Any],
+        scope: Scope,
+        query: str,
+        qvec: np.ndarray,
+        memory_id: str,
+        limit: int,
+    ) -> dict[str, Any]:
+        """Add the feedback records' part to the graph's explanation: each learned component,
+        the note, and the rank and score after learning (what recall returns)."""
+        ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec, focus=memory_id)
+        learned = self._learned(scope, query, _graph_items(ranking.entries))
+        position = next((i for i, e in enumerate(learned) if e.id == memory_id), None)
+        if position is None:
+            return out
+        entry = learned[position]
+        out["rank_before_learning"] = out["rank"]
+        out["score_before_learning"] = out["score"]
+        out["rank"] = position + 1
+        out["in_results"] = position < limit
+        out["score"] = round(entry.score, 6)
+        out["components"] = {**out["components"], **entry.components, "rank": position + 1}
+        out["learned"] = {
+            k: v
+            for k, v in entry.components.items()
+            if k.startswith("learned") or k == "context_match"
+        }
+        out["note"] = entry.note
+        out["score_to_beat"] = round(learned[position - 1].score, 6) if position else None
+        out["formula"] += (
+            "; then × (1 + learned), learned = bounded, decayed, shrunk sum of feedback-record "
+            "signals (see learned_*); matching prior decisions rank first"
+        )
+        return out
+
+    def _record_scope(self, user_id: Any, agent_id: Any, session_id: Any, workspace: Any) -> Scope:
+        return self._scope(user_id, agent_id, session_id, workspace)
+
+    def _linked_memory(
+        self,
+        scope: Scope,
+        kind: str,
+        content: str,
+        vector: np.ndarray,
+        when: float,
+        metadata: dict[str, Any],
+    ) -> NewMemory:
+        role = "user" if kind == "fact" else "assistant"
+        return NewMemory(
+            id=uuid.uuid4().hex,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            role=role,
+            content=content,
+            kind=kind,
+            created_at=when,
+            metadata=metadata,
+            # Kind-qualified: a decision never collapses into an ordinary message of that text.
+            dedup_key=_dedup_key(scope, role, f"{kind}\x00{content}"),
+            embedding=vector,
+        )
+
+    def create_feedback_event(
+        self,
+        input_context: str,
+        ai_output: str,
+        state: str,
+        *,
+        user_reaction: str | None = None,
+        user_correction: str | None = None,
+        corrected_output: str | None = None,
+        reason: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        source_event_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timestamp: Any = None,
+    ) -> FeedbackEvent:
+        """Record what happened to an agent's output (MCP ``memory_create_feedback_event``).
+
+        The standing answer (``corrected_output``, else ``user_correction``, when ``corrected``;
+        ``ai_output`` when ``adopted``) is stored in the same transaction as a memory of kind
+        ``decision`` linked to the event: a later recall whose query resembles ``input_context``
+        puts it first, marked as a prior decision with ``reason``. A rejected output is never
+        stored as an answer; memories repeating it are demoted for similar contexts.
+
+        Args:
+            input_context: what the agent was asked or working on.
+            ai_output: what the agent produced.
+            state: ``corrected``, ``adopted`` or ``rejected``.
+            user_reaction, user_correction, corrected_output, reason: as in the seed example.
+            agent_id, user_id, session_id, workspace: the scope; at least one of the first three.
+            source_event_id: idempotency key: the same value in the same workspace returns the
+                existing event and writes nothing.
+            metadata: extra JSON data kept with the event.
+            timestamp: when it happened; default now.
+
+        Raises:
+            ValidationError: naming the bad field; nothing is written.
+            ConflictError: ``source_event_id`` already names an event with another payload.
+        """
+        limit = self.config.max_content_chars
+        scope = self._record_scope(user_id, agent_id, session_id, workspace)
+        input_context = v.text("input_context", input_context, limit)
+        ai_output = v.text("ai_output", ai_output, limit)
+        state = v.choice("state", state, FEEDBACK_STATES)
+        user_reaction = v.optional_text("user_reaction", user_reaction, limit)
+        user_correction = v.optional_text("user_correction", user_correction, limit)
+        corrected_output = v.optional_text("corrected_output", corrected_output, limit)
+        reason = v.optional_text("reason", reason, limit)
+        source_event_id = v.scope_id("source_event_id", source_event_id)
+        meta = v.metadata("metadata", metadata)
+        when = v.timestamp("timestamp", timestamp) or time.time()
+        if state == "corrected" and corrected_output is None and user_correction is None:
+            raise ValidationError(
+                "corrected_output", "a corrected event needs corrected_output or user_correction"
+            )
+        corrected = corrected_output or user_correction
+        payload = {
+            "user_id": scope.user_id,
+            "agent_id": scope.agent_id,
+            "session_id": scope.session_id,
+            "input_context": input_context,
+            "ai_output": ai_output,
+            "user_reaction": user_reaction,
+            "user_correction": user_correction,
+            "corrected_output": corrected_output,
+            "state": state,
+            "reason": reason,
+            "metadata": meta,
+        }
+        payload_hash = hashlib.sha256(
+            json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+        ).hexdigest()
+        texts = [input_context, ai_output] + ([corrected] if corrected else [])
+        vectors = self._embed(texts)
+        event_id = uuid.uuid4().hex
+        answer = standing_answer(state)
+        decision = None
+        if answer is not None:
+            text = corrected if answer == "corrected" else ai_output
+            assert text is not None  # checked above for "corrected"
+            decision = self._linked_memory(
+                scope,
+                "decision",
+                text,
+                vectors[2] if answer == "corrected" else vectors[1],
+                when,
+                {
+                    "event_id": event_id,
+                    "input_context": input_context,
+                    "state": state,
+                    "reason": reason,
+                },
+            )
+        event = FeedbackEvent(
+            id=event_id,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            input_context=input_context,
+            ai_output=ai_output,
+            user_reaction=user_reaction,
+            user_correction=user_correction,
+            corrected_output=corrected_output,
+            state=state,
+            reason=reason,
+            source_event_id=source_event_id,
+            created_at=when,
+            metadata=meta,
+        )
+        stored, _ = self.store.create_feedback_event(
+            NewFeedbackEvent(
+                event=event,
+                payload_hash=payload_hash,
+                context_embedding=vectors[0],
+                ai_output_embedding=vectors[1],
+                corrected_embedding=vectors[2] if corrected else None,
+                decision=decision,
+                answer=answer,
+            )
+        )
+        return stored
+
+    def create_decision_review(
+        self,
+        event_id: str,
+        final_decision: str,
+        outcome: str = "unknown",
+        confidence: float = 1.0,
+        *,
+        reason: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workspace: str | None = None,
+        timestamp: Any = None,
+    ) -> DecisionReview:
+        """Review a feedback event later (MCP ``memory_create_decision_review``).
+
+        Args:
+            event_id: the feedback event reviewed (same workspace).
+            final_decision: ``corrected``, ``adopted`` or ``rejected``; when it differs from the
+                event's ``state`` the review is ``reversed`` and the other output stands from
+                now on (recall flips accordingly).
+            outcome: ``success``, ``partial``, ``failure`` or ``unknown``; scales the standing
+                decision up or down by ``confidence``.
+            confidence: in [0, 1].
+            reason: why, optionally.
+
+        Raises:
+            ValidationError: naming the bad field. NotFoundError: no such event.
+        """
+        ws = self._workspace(workspace)
+        v.scope_id("event_id", event_id, required=True)
+        final_decision = v.choice("final_decision", final_decision, FEEDBACK_STATES)
+        outcome = v.choice("outcome", outcome, REVIEW_OUTCOMES)
+        confidence = v.unit_float("confidence", confidence)
+        reason = v.optional_text("reason", reason, self.config.max_content_chars)
+        user = v.scope_id("user_id", user_id)
+        agent = v.scope_id("agent_id", agent_id)
+        when = v.timestamp("timestamp", timestamp) or time.time()
+        event = self.get_feedback_event(event_id, workspace=ws)
+        answer = standing_answer(final_decision)
+        decision = None
+        if answer is not None:
+            text = (
+                (event.corrected_output or event.user_correction)
+                if answer == "corrected"
+                else event.ai_output
+            )
+            if text is None:
+                raise ValidationError(
+                    "final_decision",
+                    f"the event {event_id!r} has no corrected output to stand as 'corrected'",
+                )
+            scope = Scope(ws, event.user_id, event.agent_id, event.session_id)
+            decision = self._linked_memory(
+                scope,
+                "decision",
+                text,
+                self._embed([text])[0],
+                when,
+                {
+                    "event_id": event_id,
+                    "input_context": event.input_context,
+                    "state": final_decision,
+                    "reason": reason or event.reason,
+                },
+            )
+        review = DecisionReview(
+            id=uuid.uuid4().hex,
+            workspace=ws,
+            user_id=user if user is not None else event.user_id,
+            agent_id=agent,
+            event_id=event_id,
+            final_decision=final_decision,
+            outcome=outcome,
+            confidence=confidence,
+            reversed=final_decision != event.state,
+            created_at=when,
+            reason=reason,
+        )
+        return self.store.create_decision_review(review, decision, answer)
+
+    def create_preference_pair(
+        self,
+        context: str,
+        accepted_output: str,
+        rejected_output: str,
+        weight: float = 1.0,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        timestamp: Any = None,
+    ) -> PreferencePair:
+        """Record that one output was preferred over another for a context
+        (MCP ``memory_create_preference_pair``).
+
+        The accepted output is stored as a memory of kind ``preference`` in the same
+        transaction; for similar contexts it is surfaced and lifted, and memories repeating the
+        rejected output are lowered, by ``weight`` (in (0, 10]).
+        """
+        limit = self.config.max_content_chars
+        scope = self._record_scope(user_id, agent_id, session_id, workspace)
+        context = v.text("context", context, limit)
+        accepted_output = v.text("accepted_output", accepted_output, limit)
+        rejected_output = v.text("rejected_output", rejected_output, limit)
+        weight = v.unit_float("weight", weight, 0.0, 10.0)
+        if weight == 0:
+            raise ValidationError("weight", "must be > 0")
+        if accepted_output.strip() == rejected_output.strip():
+            raise ValidationError("rejected_output", "must differ from accepted_output")
+        when = v.timestamp("timestamp", timestamp) or time.time()
+        vectors = self._embed([context, accepted_output, rejected_output])
+        pair = PreferencePair(
+            id=uuid.uuid4().hex,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            context=context,
+            accepted_output=accepted_output,
+            rejected_output=rejected_output,
+            weight=weight,
+            created_at=when,
+        )
+        memory = self._linked_memory(
+            scope,
+            "preference",
+            accepted_output,
+            vectors[1],
+            when,
+            {"pair_id": pair.id, "context": context},
+        )
+        return self.store.create_preference_pair(pair, vectors[0], vectors[1], vectors[2], memory)
+
+    def log_event(
+        self,
+        kind: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        timestamp: Any = None,
+    ) -> LoggedEvent:
+        """Record any other event, e.g. a checkpoint (MCP ``memory_log_event``)."""
+        scope = self._record_scope(user_id, agent_id, session_id, workspace)
+        event = LoggedEvent(
+            id=uuid.uuid4().hex,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            kind=str(v.scope_id("kind", kind, required=True)),
+            payload=v.metadata("payload", payload),
+            created_at=v.timestamp("timestamp", timestamp) or time.time(),
+        )
+        return self.store.log_event(event)
+
+    def rate_memory(
+        self,
+        memory_id: str,
+        verdict: str,
+        correction: str | None = None,
+        *,
+        recall_id: str | None = None,
+        context: str | None = None,
+        weight: float = 1.0,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        timestamp: Any = None,
+    ) -> MemoryRating:
+        """Say whether a memory helped (MCP ``memory_feedback``).
+
+        Args:
+            memory_id: the memory rated.
+            verdict: ``accepted``, ``rejected`` or ``corrected``.
+            correction: the right content; stored as a memory of kind ``fact`` (same scope as
+                the rated memory) in the same transaction.
+            recall_id: the recall the memory came from; its query becomes the ``context``.
+            context: the query the rating applies to. With a context the rating counts for
+                similar queries only; without one it counts wherever the memory is recalled.
+            weight: how much this rating counts, in (0, 10] (implicit signals pass their
+                strength).
+            user_id, agent_id, session_id: who rated; default the rated memory's scope.
+
+        Raises:
+            ValidationError: naming the bad field. NotFoundError: no such memory or recall.
+        """
+        ws = self._workspace(workspace)
+        target = self.get(v.scope_id("memory_id", memory_id, required=True) or "", workspace=ws)
+        verdict = v.choice("verdict", verdict, RATING_VERDICTS)
+        correction = v.optional_text("correction", correction, self.config.max_content_chars)
+        weight = v.unit_float("weight", weight, 0.0, 10.0)
+        if weight == 0:
+            raise ValidationError("weight", "must be > 0")
+        context = v.optional_text("context", context, self.config.max_content_chars)
+        v.scope_id("recall_id", recall_id)
+        if recall_id is not None:
+            if context is not None:
+                raise ValidationError("context", "give recall_id or context, not both")
+            recall = self.store.get_recall(Scope(ws), recall_id)
+            if recall is None:
+                raise NotFoundError(f"recall {recall_id!r} not found in workspace {ws!r}")
+            context = recall.query
+        user = v.scope_id("user_id", user_id)
+        agent = v.scope_id("agent_id", agent_id)
+        session = v.scope_id("session_id", session_id)
+        when = v.timestamp("timestamp", timestamp) or time.time()
+        texts = [t for t in (context, correction) if t is not None]
+        vectors = self._embed(texts) if texts else None
+        context_vec = vectors[0] if vectors is not None and context is not None else None
+        correction_memory = None
+        if correction is not None:
+            assert vectors is not None
+            owner = Scope(ws, target.user_id, target.agent_id, target.session_id)
+            correction_memory = self._linked_memory(
+                owner, "fact", correction, vectors[-1], when, {"corrects": target.id}
+            )
+        rating = MemoryRating(
+            id=uuid.uuid4().hex,
+            workspace=ws,
+            user_id=user if user is not None else target.user_id,
+            agent_id=agent if agent is not None else target.agent_id,
+            session_id=session if session is not None else target.session_id,
+            memory_id=target.id,
+            verdict=verdict,
+            correction=correction,
+            weight=weight,
+            created_at=when,
+            recall_id=recall_id,
+            context=context,
+        )
+        return self.store.rate_memory(rating, context_vec, correction_memory)
+
+    def _get_record(self, kind: str, record_id: str, workspace: str | None) -> Any:
+        v.scope_id(f"{kind}_id", record_id, required=True)
+        return self.store.get_feedback_record(kind, self._workspace(workspace), record_id)
+
+    def _list_records(
+        self,
+        kind: str,
+        user_id: Any,
+        agent_id: Any,
+        session_id: Any,
+        workspace: Any,
+        limit: int,
+        offset: int,
+    ) -> builtins.list[Any]:
+        scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
+        v.positive_int("limit", limit, maximum=10_000)
+        v.non_negative_int("offset", offset)
+        return self.store.list_feedback_records(kind, scope, limit, offset)
+
+    def get_feedback_event(self, event_id: str, *, workspace: str | None = None) -> FeedbackEvent:
+        """One feedback event by id (``NotFoundError`` if not in the workspace)."""
+        event: FeedbackEvent = self._get_record("feedback_event", event_id, workspace)
+        return event
+
+    def list_feedback_events(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[FeedbackEvent]:
+        """Feedback events of a scope, oldest first."""
+        return self._list_records(
+            "feedback_event", user_id, agent_id, session_id, workspace, limit, offset
+        )
+
+    def get_decision_review(
+        self, review_id: str, *, workspace: str | None = None
+    ) -> DecisionReview:
+        """One decision review by id."""
+        review: DecisionReview = self._get_record("decision_review", review_id, workspace)
+        return review
+
+    def list_decision_reviews(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        workspace: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[DecisionReview]:
+        """Decision reviews of a scope, oldest first."""
+        return self._list_records(
+            "decision_review", user_id, agent_id, None, workspace, limit, offset
+        )
+
+    def get_preference_pair(self, pair_id: str, *, workspace: str | None = None) -> PreferencePair:
+        """One preference pair by id."""
+        pair: PreferencePair = self._get_record("preference_pair", pair_id, workspace)
+        return pair
+
+    def list_preference_pairs(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[PreferencePair]:
+        """Preference pairs of a scope, oldest first."""
+        return self._list_records(
+            "preference_pair", user_id, agent_id, session_id, workspace, limit, offset
+        )
+
+    def get_logged_event(self, event_id: str, *, workspace: str | None = None) -> LoggedEvent:
+        """One logged event by id."""
+        event: LoggedEvent = self._get_record("logged_event", event_id, workspace)
+        return event
+
+    def list_logged_events(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[LoggedEvent]:
+        """Logged events of a scope, oldest first."""
+        return self._list_records(
+            "logged_event", user_id, agent_id, session_id, workspace, limit, offset
+        )
+
+    def get_memory_rating(self, rating_id: str, *, workspace: str | None = None) -> MemoryRating:
+        """One memory rating by id."""
+        rating: MemoryRating = self._get_record("memory_rating", rating_id, workspace)
+        return rating
+
+    def list_memory_ratings(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[MemoryRating]:
+        """Memory ratings of a scope, oldest first."""
+        return self._list_records(
+            "memory_rating", user_id, agent_id, session_id, workspace, limit, offset
+        )
+
+
+@dataclass
+class _Ranked:
+    id: str
+    score: float
+    components: dict[str, float]
+    note: str | None = None
+    via: str = "search"
+
+
+def _graph_items(entries: Sequence[Any]) -> list[_Ranked]:
+    """The graph ranking's entries as items for the learned step."""
+    return [_Ranked(e.id, e.final, dict(e.components), via=e.via) for e in entries]

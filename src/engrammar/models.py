@@ -8,9 +8,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "DecisionReview",
     "Edge",
+    "FeedbackEvent",
+    "LoggedEvent",
+    "MemoryRating",
     "MemoryRecord",
     "Path",
+    "PreferencePair",
     "RecallResult",
     "Scope",
     "ScoredMemory",
@@ -145,3 +150,111 @@ class RecallResult(_Dict):
             "tensions": [t.to_dict() for t in self.tensions],
             "formatted": self.formatted,
         }
+
+
+# -- feedback records (seed 003 "Decisions and feedback"; field names are part of the contract) --
+FEEDBACK_STATES = ("corrected", "adopted", "rejected")
+REVIEW_OUTCOMES = ("success", "partial", "failure", "unknown")
+RATING_VERDICTS = ("accepted", "rejected", "corrected")
+
+
+@dataclass
+class FeedbackEvent(_Dict):
+    """What happened to an agent's output: corrected, adopted or rejected, and why.
+
+    ``decision_memory_id`` is the memory of kind ``decision`` the event created in the same
+    transaction (the corrected or adopted output, which recall surfaces for similar contexts);
+    ``None`` for a rejected output, which is never stored as an answer.
+    """
+
+    id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    input_context: str
+    ai_output: str
+    user_reaction: str | None
+    user_correction: str | None
+    corrected_output: str | None
+    state: str
+    reason: str | None
+    source_event_id: str | None
+    created_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+    decision_memory_id: str | None = None
+
+
+@dataclass
+class DecisionReview(_Dict):
+    """A later look at a feedback event; ``reversed`` when ``final_decision`` differs from the
+    event's ``state``. ``decision_memory_id`` is the memory that stands after the review."""
+
+    id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    event_id: str
+    final_decision: str
+    outcome: str
+    confidence: float
+    reversed: bool
+    created_at: float
+    reason: str | None = None
+    decision_memory_id: str | None = None
+
+
+@dataclass
+class PreferencePair(_Dict):
+    """An accepted and a rejected output for the same context; ``memory_id`` is the memory of
+    kind ``preference`` holding the accepted output."""
+
+    id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    context: str
+    accepted_output: str
+    rejected_output: str
+    weight: float
+    created_at: float
+    memory_id: str | None = None
+
+
+@dataclass
+class LoggedEvent(_Dict):
+    """Any other event an agent wants on record (a checkpoint, a tool run) with a JSON payload."""
+
+    id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    kind: str
+    payload: dict[str, Any]
+    created_at: float
+
+
+@dataclass
+class MemoryRating(_Dict):
+    """Whether one memory helped (MCP ``memory_feedback``): accepted, rejected or corrected.
+
+    With a ``context`` (the query of ``recall_id``, or given) the rating counts for similar
+    contexts only; without one it counts wherever the memory is recalled.
+    ``correction_memory_id`` is the memory created from ``correction``, if one was given.
+    """
+
+    id: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    memory_id: str
+    verdict: str
+    correction: str | None
+    weight: float
+    created_at: float
+    recall_id: str | None = None
+    context: str | None = None
+    correction_memory_id: str | None = None

@@ -1,1 +1,1 @@
-"""Learning from feedback: pure functions that turn signals into bounded score changes."""
+"""Learning from feedback: pure functions (no I/O) that turn signals into bounded score changes."""

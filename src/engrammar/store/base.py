@@ -24,9 +24,38 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..models import Edge, MemoryRecord, Scope
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts
+from ..models import (
+    DecisionReview,
+    Edge,
+    FeedbackEvent,
+    LoggedEvent,
+    MemoryRating,
+    MemoryRecord,
+    PreferencePair,
+    Scope,
+)
 
-__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store"]
+__all__ = [
+    "FEEDBACK_RECORD_KINDS",
+    "EdgeDelta",
+    "NewEdge",
+    "NewFeedbackEvent",
+    "NewMemory",
+    "RecallRecord",
+    "Store",
+]
+
+FeedbackRecord = FeedbackEvent | DecisionReview | PreferencePair | LoggedEvent | MemoryRating
+
+#: The kinds of feedback record, as named by ``get_feedback_record`` / ``list_feedback_records``.
+FEEDBACK_RECORD_KINDS = (
+    "feedback_event",
+    "decision_review",
+    "preference_pair",
+    "logged_event",
+    "memory_rating",
+)
 
 
 @dataclass
@@ -82,6 +111,25 @@ class RecallRecord:
     paths: list[dict[str, Any]] = field(default_factory=list)
     tensions: list[dict[str, Any]] = field(default_factory=list)
     consumed_at: float | None = None
+
+
+@dataclass
+class NewFeedbackEvent:
+    """A feedback event about to be written, with its vectors and its decision memory.
+
+    ``payload_hash`` identifies the caller's payload: a second write with the same
+    ``source_event_id`` and the same hash returns the first event; another hash is a conflict.
+    ``decision`` (the standing answer as a memory of kind ``decision``) is linked to the event
+    as ``answer`` (``"corrected"`` or ``"ai_output"``); ``None`` for a rejected output.
+    """
+
+    event: FeedbackEvent
+    payload_hash: str
+    context_embedding: np.ndarray
+    ai_output_embedding: np.ndarray
+    corrected_embedding: np.ndarray | None
+    decision: NewMemory | None
+    answer: str | None
 
 
 class Store(Protocol):
@@ -186,3 +234,64 @@ class Store(Protocol):
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
         """The given recall of the scope (consumed or not), or the scope's newest unconsumed
         recall when ``recall_id`` is None; ``None`` if there is no such recall."""
+
+    # -- feedback records (append-only) ------------------------------------------------------
+    def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
+        """Insert the event and its decision memory in one transaction; returns
+        ``(event, created)``.
+
+        Idempotent: if the workspace already holds an event with the same ``source_event_id``,
+        nothing is written and that event is returned with ``created=False`` (also when several
+        processes race: exactly one inserts). A different ``payload_hash`` under the same
+        ``source_event_id`` raises :class:`~engrammar.errors.ConflictError`. A decision memory
+        whose ``dedup_key`` exists is not duplicated: the event links to the existing one.
+        """
+
+    def create_decision_review(
+        self, review: DecisionReview, decision: NewMemory | None, answer: str | None
+    ) -> DecisionReview:
+        """Insert a review of an event of the same workspace (``NotFoundError`` if absent).
+
+        When ``answer`` names the output standing after the review and the event has no decision
+        memory for it yet, ``decision`` is inserted and linked in the same transaction. The
+        returned review carries the standing decision memory id (``None`` when rejected).
+        """
+
+    def create_preference_pair(
+        self,
+        pair: PreferencePair,
+        context_embedding: np.ndarray,
+        accepted_embedding: np.ndarray,
+        rejected_embedding: np.ndarray,
+        memory: NewMemory,
+    ) -> PreferencePair:
+        """Insert the pair and the memory of its accepted output (or link to an identical
+        existing one) in one transaction; returns the pair with ``memory_id`` set."""
+
+    def log_event(self, event: LoggedEvent) -> LoggedEvent:
+        """Insert a logged event."""
+
+    def rate_memory(
+        self,
+        rating: MemoryRating,
+        context_embedding: np.ndarray | None,
+        correction: NewMemory | None,
+    ) -> MemoryRating:
+        """Insert a rating of a memory of the same workspace (``NotFoundError`` if absent), and
+        the memory made from its correction, if any, in one transaction."""
+
+    def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
+        """One record of ``kind`` (see ``FEEDBACK_RECORD_KINDS``) by id; ``NotFoundError``."""
+
+    def list_feedback_records(
+        self, kind: str, scope: Scope, limit: int, offset: int
+    ) -> list[FeedbackRecord]:
+        """Records of ``kind`` in the scope, oldest first."""
+
+    def learning_facts(
+        self, scope: Scope, memory_ids: Sequence[str]
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        """What recall needs to apply feedback: the events (with their reviews and decision
+        memories) and preference pairs of the workspace visible to ``scope.user_id`` (its own
+        and workspace-wide records, any agent or session: decisions are shared), and the
+        ratings of ``memory_ids``."""

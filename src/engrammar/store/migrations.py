@@ -121,4 +121,134 @@ def m001_create_tables(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_create_tables]
+def m002_feedback_records(conn: sqlite3.Connection) -> None:
+    """Append-only feedback records (seed 003) and the decision memories events create."""
+    _run(
+        conn,
+        """
+        CREATE TABLE feedback_events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                input_context TEXT NOT NULL,
+                ai_output TEXT NOT NULL,
+                user_reaction TEXT,
+                user_correction TEXT,
+                corrected_output TEXT,
+                state TEXT NOT NULL,
+                reason TEXT,
+                source_event_id TEXT,
+                payload_hash TEXT NOT NULL,
+                metadata TEXT NOT NULL DEFAULT '{}',
+                created_at REAL NOT NULL,
+                context_embedding BLOB NOT NULL,
+                ai_output_embedding BLOB NOT NULL,
+                corrected_embedding BLOB,
+                UNIQUE (workspace, source_event_id)
+            )
+        """,
+        """
+        CREATE INDEX feedback_events_scope ON feedback_events (workspace, user_id, seq)
+        """,
+        """
+        CREATE TABLE decision_memories (
+                event_id TEXT NOT NULL,
+                answer TEXT NOT NULL,
+                memory_id TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (event_id, answer)
+            )
+        """,
+        """
+        CREATE TABLE decision_reviews (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                event_id TEXT NOT NULL,
+                final_decision TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                confidence REAL NOT NULL,
+                reversed INTEGER NOT NULL,
+                reason TEXT,
+                decision_memory_id TEXT,
+                created_at REAL NOT NULL
+            )
+        """,
+        """
+        CREATE INDEX decision_reviews_event ON decision_reviews (event_id, seq)
+        """,
+        """
+        CREATE INDEX decision_reviews_scope ON decision_reviews (workspace, user_id, seq)
+        """,
+        """
+        CREATE TABLE preference_pairs (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                context TEXT NOT NULL,
+                accepted_output TEXT NOT NULL,
+                rejected_output TEXT NOT NULL,
+                weight REAL NOT NULL,
+                memory_id TEXT,
+                created_at REAL NOT NULL,
+                context_embedding BLOB NOT NULL,
+                accepted_embedding BLOB NOT NULL,
+                rejected_embedding BLOB NOT NULL
+            )
+        """,
+        """
+        CREATE INDEX preference_pairs_scope ON preference_pairs (workspace, user_id, seq)
+        """,
+        """
+        CREATE TABLE logged_events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                kind TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                created_at REAL NOT NULL
+            )
+        """,
+        """
+        CREATE INDEX logged_events_scope ON logged_events (workspace, user_id, seq)
+        """,
+        """
+        CREATE TABLE memory_ratings (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                memory_id TEXT NOT NULL,
+                verdict TEXT NOT NULL,
+                correction TEXT,
+                correction_memory_id TEXT,
+                weight REAL NOT NULL,
+                recall_id TEXT,
+                context TEXT,
+                context_embedding BLOB,
+                created_at REAL NOT NULL
+            )
+        """,
+        """
+        CREATE INDEX memory_ratings_memory ON memory_ratings (workspace, memory_id)
+        """,
+        """
+        CREATE INDEX memory_ratings_scope ON memory_ratings (workspace, user_id, seq)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_create_tables, m002_feedback_records]

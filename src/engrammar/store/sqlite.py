@@ -21,9 +21,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
-from ..models import Edge, MemoryRecord, Scope
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
+from ..models import (
+    DecisionReview,
+    Edge,
+    FeedbackEvent,
+    LoggedEvent,
+    MemoryRating,
+    MemoryRecord,
+    PreferencePair,
+    Scope,
+)
 from ..recall.text import index_text, terms
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from .base import EdgeDelta, FeedbackRecord, NewEdge, NewFeedbackEvent, NewMemory, RecallRecord
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
 
@@ -33,6 +43,48 @@ _MEMORY_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
     "updated_at, metadata"
 )
+
+
+_EVENT_COLUMNS = (
+    "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
+    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata"
+)
+
+# kind -> (table, columns in dataclass order, whether the table has a session_id column)
+_FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
+    "feedback_event": ("feedback_events", _EVENT_COLUMNS, True),
+    "decision_review": (
+        "decision_reviews",
+        "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
+        "reversed, reason, decision_memory_id, created_at",
+        False,
+    ),
+    "preference_pair": (
+        "preference_pairs",
+        "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
+        "weight, created_at, memory_id",
+        True,
+    ),
+    "logged_event": (
+        "logged_events",
+        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at",
+        True,
+    ),
+    "memory_rating": (
+        "memory_ratings",
+        "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
+        "created_at, recall_id, context, correction_memory_id",
+        True,
+    ),
+}
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def _vec(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
 
 
 def _record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
@@ -402,6 +454,11 @@ class SQLiteStore:
                         (memory_id,),
                     )
                     self._log(conn, memory_id, workspace, user_id, "forget", None, None)
+                if ids is None:
+                    self._forget_feedback(conn, scope)
+                else:
+                    for memory_id, _, _ in rows:
+                        conn.execute("DELETE FROM memory_ratings WHERE memory_id = ?", (memory_id,))
         except sqlite3.Error as exc:
             raise StoreError(f"forget failed: {exc}") from exc
         return len(rows)
@@ -437,6 +494,7 @@ class SQLiteStore:
             "memories_by_kind": by_kind,
             "edges": edges,
             "recalls": recalls,
+            "feedback_records": self._feedback_counts(scope),
             "store": "sqlite",
             "file": str(self.file),
             "bytes_on_disk": size,
@@ -763,3 +821,469 @@ class SQLiteStore:
             tensions=json.loads(r[9]),
             consumed_at=r[10],
         )
+
+    # -- feedback records ------------------------------------------------------------------------
+    def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
+        """Insert a memory made by a feedback record, or return the identical one already there."""
+        existing = conn.execute(
+            "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
+        ).fetchone()
+        if existing is not None:
+            return str(existing[0])
+        conn.execute(
+            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
+            "kind, status, created_at, updated_at, metadata, dedup_key, embedding) "
+            "VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?)",
+            (
+                row.id,
+                row.workspace,
+                row.user_id,
+                row.agent_id,
+                row.session_id,
+                row.role,
+                row.content,
+                row.kind,
+                row.created_at,
+                now,
+                json.dumps(row.metadata, ensure_ascii=False),
+                row.dedup_key,
+                _blob(row.embedding),
+            ),
+        )
+        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+        return row.id
+
+    def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
+        e = new.event
+        now = time.time()
+        try:
+            with self._write() as conn:
+                if e.source_event_id is not None:
+                    row = conn.execute(
+                        "SELECT id, payload_hash FROM feedback_events "
+                        "WHERE workspace = ? AND source_event_id = ?",
+                        (e.workspace, e.source_event_id),
+                    ).fetchone()
+                    if row is not None:
+                        if row[1] != new.payload_hash:
+                            raise ConflictError(
+                                f"source_event_id {e.source_event_id!r} already names event "
+                                f"{row[0]!r} in workspace {e.workspace!r} with a different payload"
+                            )
+                        return self._get_event(conn, row[0]), False
+                conn.execute(
+                    "INSERT INTO feedback_events (id, workspace, user_id, agent_id, session_id, "
+                    "input_context, ai_output, user_reaction, user_correction, corrected_output, "
+                    "state, reason, source_event_id, payload_hash, metadata, created_at, "
+                    "context_embedding, ai_output_embedding, corrected_embedding) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        e.id,
+                        e.workspace,
+                        e.user_id,
+                        e.agent_id,
+                        e.session_id,
+                        e.input_context,
+                        e.ai_output,
+                        e.user_reaction,
+                        e.user_correction,
+                        e.corrected_output,
+                        e.state,
+                        e.reason,
+                        e.source_event_id,
+                        new.payload_hash,
+                        json.dumps(e.metadata, ensure_ascii=False),
+                        e.created_at,
+                        _blob(new.context_embedding),
+                        _blob(new.ai_output_embedding),
+                        None if new.corrected_embedding is None else _blob(new.corrected_embedding),
+                    ),
+                )
+                if new.decision is not None and new.answer is not None:
+                    memory_id = self._insert_linked_memory(conn, new.decision, now)
+                    conn.execute(
+                        "INSERT INTO decision_memories (event_id, answer, memory_id, created_at) "
+                        "VALUES (?,?,?,?)",
+                        (e.id, new.answer, memory_id, now),
+                    )
+                return self._get_event(conn, e.id), True
+        except sqlite3.IntegrityError as exc:
+            # Only reachable if another writer slipped past BEGIN IMMEDIATE; the constraint holds.
+            raise ConflictError(f"source_event_id {e.source_event_id!r}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"creating the feedback event failed: {exc}") from exc
+
+    def _get_event(self, conn: sqlite3.Connection, event_id: str) -> FeedbackEvent:
+        row = conn.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM feedback_events WHERE id = ?", (event_id,)
+        ).fetchone()
+        return self._event(conn, row)
+
+    @staticmethod
+    def _event(conn: sqlite3.Connection, row: tuple[Any, ...]) -> FeedbackEvent:
+        link = conn.execute(
+            "SELECT memory_id FROM decision_memories WHERE event_id = ? AND answer = ?",
+            (row[0], {"corrected": "corrected", "adopted": "ai_output"}.get(row[11], "")),
+        ).fetchone()
+        return FeedbackEvent(
+            id=row[0],
+            workspace=row[1],
+            user_id=row[2],
+            agent_id=row[3],
+            session_id=row[4],
+            input_context=row[5],
+            ai_output=row[6],
+            user_reaction=row[7],
+            user_correction=row[8],
+            corrected_output=row[9],
+            state=row[11],
+            reason=row[10],
+            source_event_id=row[12],
+            created_at=row[13],
+            metadata=json.loads(row[14]),
+            decision_memory_id=link[0] if link else None,
+        )
+
+    def create_decision_review(
+        self, review: DecisionReview, decision: NewMemory | None, answer: str | None
+    ) -> DecisionReview:
+        now = time.time()
+        try:
+            with self._write() as conn:
+                found = conn.execute(
+                    "SELECT 1 FROM feedback_events WHERE workspace = ? AND id = ?",
+                    (review.workspace, review.event_id),
+                ).fetchone()
+                if found is None:
+                    raise NotFoundError(
+                        f"feedback event {review.event_id!r} not found in workspace "
+                        f"{review.workspace!r}"
+                    )
+                memory_id: str | None = None
+                if answer is not None:
+                    link = conn.execute(
+                        "SELECT memory_id FROM decision_memories WHERE event_id = ? AND answer = ?",
+                        (review.event_id, answer),
+                    ).fetchone()
+                    if link is not None:
+                        memory_id = link[0]
+                    elif decision is not None:
+                        memory_id = self._insert_linked_memory(conn, decision, now)
+                        conn.execute(
+                            "INSERT INTO decision_memories (event_id, answer, memory_id, "
+                            "created_at) VALUES (?,?,?,?)",
+                            (review.event_id, answer, memory_id, now),
+                        )
+                review.decision_memory_id = memory_id
+                conn.execute(
+                    "INSERT INTO decision_reviews (id, workspace, user_id, agent_id, event_id, "
+                    "final_decision, outcome, confidence, reversed, reason, decision_memory_id, "
+                    "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        review.id,
+                        review.workspace,
+                        review.user_id,
+                        review.agent_id,
+                        review.event_id,
+                        review.final_decision,
+                        review.outcome,
+                        review.confidence,
+                        int(review.reversed),
+                        review.reason,
+                        memory_id,
+                        review.created_at,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"creating the decision review failed: {exc}") from exc
+        return review
+
+    def create_preference_pair(
+        self,
+        pair: PreferencePair,
+        context_embedding: np.ndarray,
+        accepted_embedding: np.ndarray,
+        rejected_embedding: np.ndarray,
+        memory: NewMemory,
+    ) -> PreferencePair:
+        now = time.time()
+        try:
+            with self._write() as conn:
+                pair.memory_id = self._insert_linked_memory(conn, memory, now)
+                conn.execute(
+                    "INSERT INTO preference_pairs (id, workspace, user_id, agent_id, session_id, "
+                    "context, accepted_output, rejected_output, weight, memory_id, created_at, "
+                    "context_embedding, accepted_embedding, rejected_embedding) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        pair.id,
+                        pair.workspace,
+                        pair.user_id,
+                        pair.agent_id,
+                        pair.session_id,
+                        pair.context,
+                        pair.accepted_output,
+                        pair.rejected_output,
+                        pair.weight,
+                        pair.memory_id,
+                        pair.created_at,
+                        _blob(context_embedding),
+                        _blob(accepted_embedding),
+                        _blob(rejected_embedding),
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"creating the preference pair failed: {exc}") from exc
+        return pair
+
+    def log_event(self, event: LoggedEvent) -> LoggedEvent:
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO logged_events (id, workspace, user_id, agent_id, session_id, kind, "
+                    "payload, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                    (
+                        event.id,
+                        event.workspace,
+                        event.user_id,
+                        event.agent_id,
+                        event.session_id,
+                        event.kind,
+                        json.dumps(event.payload, ensure_ascii=False),
+                        event.created_at,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"logging the event failed: {exc}") from exc
+        return event
+
+    def rate_memory(
+        self,
+        rating: MemoryRating,
+        context_embedding: np.ndarray | None,
+        correction: NewMemory | None,
+    ) -> MemoryRating:
+        now = time.time()
+        try:
+            with self._write() as conn:
+                found = conn.execute(
+                    "SELECT 1 FROM memories WHERE workspace = ? AND id = ?",
+                    (rating.workspace, rating.memory_id),
+                ).fetchone()
+                if found is None:
+                    raise NotFoundError(
+                        f"memory {rating.memory_id!r} not found in workspace {rating.workspace!r}"
+                    )
+                if correction is not None:
+                    rating.correction_memory_id = self._insert_linked_memory(conn, correction, now)
+                conn.execute(
+                    "INSERT INTO memory_ratings (id, workspace, user_id, agent_id, session_id, "
+                    "memory_id, verdict, correction, correction_memory_id, weight, recall_id, "
+                    "context, context_embedding, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        rating.id,
+                        rating.workspace,
+                        rating.user_id,
+                        rating.agent_id,
+                        rating.session_id,
+                        rating.memory_id,
+                        rating.verdict,
+                        rating.correction,
+                        rating.correction_memory_id,
+                        rating.weight,
+                        rating.recall_id,
+                        rating.context,
+                        None if context_embedding is None else _blob(context_embedding),
+                        rating.created_at,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"rating the memory failed: {exc}") from exc
+        return rating
+
+    def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
+        table, columns, _ = _FEEDBACK_TABLES[kind]
+        conn = self._reader()
+        try:
+            row = conn.execute(
+                f"SELECT {columns} FROM {table} WHERE workspace = ? AND id = ?",
+                (workspace, record_id),
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(
+                    f"{kind.replace('_', ' ')} {record_id!r} not found in workspace {workspace!r}"
+                )
+            return self._feedback_record(conn, kind, row)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+
+    def list_feedback_records(
+        self, kind: str, scope: Scope, limit: int, offset: int
+    ) -> list[FeedbackRecord]:
+        table, columns, scoped = _FEEDBACK_TABLES[kind]
+        where, params = _scope_where(
+            scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
+        )
+        conn = self._reader()
+        try:
+            rows = conn.execute(
+                f"SELECT {columns} FROM {table} WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            ).fetchall()
+            return [self._feedback_record(conn, kind, r) for r in rows]
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+
+    def _feedback_record(
+        self, conn: sqlite3.Connection, kind: str, row: tuple[Any, ...]
+    ) -> FeedbackRecord:
+        if kind == "feedback_event":
+            return self._event(conn, row)
+        if kind == "decision_review":
+            return DecisionReview(
+                id=row[0],
+                workspace=row[1],
+                user_id=row[2],
+                agent_id=row[3],
+                event_id=row[4],
+                final_decision=row[5],
+                outcome=row[6],
+                confidence=row[7],
+                reversed=bool(row[8]),
+                reason=row[9],
+                decision_memory_id=row[10],
+                created_at=row[11],
+            )
+        if kind == "preference_pair":
+            return PreferencePair(*row)
+        if kind == "logged_event":
+            return LoggedEvent(
+                id=row[0],
+                workspace=row[1],
+                user_id=row[2],
+                agent_id=row[3],
+                session_id=row[4],
+                kind=row[5],
+                payload=json.loads(row[6]),
+                created_at=row[7],
+            )
+        return MemoryRating(*row)
+
+    def learning_facts(
+        self, scope: Scope, memory_ids: Sequence[str]
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        user_clause = ""
+        params: list[Any] = [scope.workspace]
+        if scope.user_id is not None:
+            # A user's own records and the workspace-wide ones (no user) apply to that user.
+            user_clause = " AND (user_id = ? OR user_id IS NULL)"
+            params.append(scope.user_id)
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN")
+            try:
+                events: dict[str, EventFacts] = {}
+                for r in conn.execute(
+                    "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
+                    "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
+                    f"FROM feedback_events WHERE workspace = ?{user_clause} "
+                    "ORDER BY seq",
+                    params,
+                ):
+                    events[r[0]] = EventFacts(
+                        event_id=r[0],
+                        state=r[1],
+                        reason=r[2],
+                        created_at=r[3],
+                        context_vec=_vec(r[4]),
+                        ai_output_vec=_vec(r[5]),
+                        corrected_vec=None if r[6] is None else _vec(r[6]),
+                        answers={},
+                        ai_output=r[7],
+                        corrected=r[8],
+                    )
+                if events:
+                    for event_id, answer, memory_id in conn.execute(
+                        "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
+                        "JOIN feedback_events e ON e.id = d.event_id JOIN memories m "
+                        "ON m.id = d.memory_id AND m.status = 'active' "
+                        f"WHERE e.workspace = ?{user_clause.replace('user_id', 'e.user_id')}",
+                        params,
+                    ):
+                        events[event_id].answers[answer] = memory_id
+                    for r in conn.execute(
+                        "SELECT event_id, final_decision, outcome, confidence, reversed, "
+                        "created_at, reason FROM decision_reviews WHERE workspace = ? ORDER BY seq",
+                        (scope.workspace,),
+                    ):
+                        if r[0] in events:
+                            events[r[0]].reviews.append(
+                                ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
+                            )
+                pairs = [
+                    PairFacts(
+                        r[0], r[1], r[2], _vec(r[3]), _vec(r[4]), _vec(r[5]), r[6], r[7], r[8]
+                    )
+                    for r in conn.execute(
+                        "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
+                        "rejected_embedding, memory_id, accepted_output, rejected_output "
+                        "FROM preference_pairs "
+                        f"WHERE workspace = ?{user_clause} ORDER BY seq",
+                        params,
+                    )
+                ]
+                ratings: list[RatingFacts] = []
+                ids = list(dict.fromkeys(memory_ids))
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    ratings += [
+                        RatingFacts(
+                            r[0], r[1], r[2], r[3], r[4], None if r[5] is None else _vec(r[5])
+                        )
+                        for r in conn.execute(
+                            "SELECT id, memory_id, verdict, weight, created_at, context_embedding "
+                            f"FROM memory_ratings WHERE workspace = ? AND memory_id IN ({marks})",
+                            [scope.workspace, *chunk],
+                        )
+                    ]
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+        return list(events.values()), pairs, ratings
+
+    def _feedback_counts(self, scope: Scope) -> dict[str, int]:
+        out = {}
+        for kind, (table, _, has_session) in _FEEDBACK_TABLES.items():
+            narrowed = (
+                scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
+            )
+            where, params = _scope_where(narrowed)
+            out[kind] = int(self._read(f"SELECT count(*) FROM {table} WHERE {where}", params)[0][0])
+        return out
+
+    def _forget_feedback(self, conn: sqlite3.Connection, scope: Scope) -> None:
+        """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
+        where, params = _scope_where(scope)
+        event_ids = [
+            r[0] for r in conn.execute(f"SELECT id FROM feedback_events WHERE {where}", params)
+        ]
+        for start in range(0, len(event_ids), 500):
+            chunk = event_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            conn.execute(f"DELETE FROM decision_memories WHERE event_id IN ({marks})", chunk)
+            conn.execute(f"DELETE FROM decision_reviews WHERE event_id IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM feedback_events WHERE {where}", params)
+        for table, scoped in (
+            ("decision_reviews", False),
+            ("preference_pairs", True),
+            ("logged_events", True),
+            ("memory_ratings", True),
+        ):
+            w, p = _scope_where(
+                scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
+            )
+            if not scoped and scope.session_id is not None:
+                continue  # reviews carry no session; they go with their events above
+            conn.execute(f"DELETE FROM {table} WHERE {w}", p)

@@ -1,0 +1,302 @@
+"""Ranking effect of feedback records: which memories rise, fall or surface as prior decisions.
+
+Pure: the store hands over facts (records with their vectors), ``Memory`` hands over the query
+vector and the candidates; :func:`learned_ranking` returns new scores, every part explained.
+
+How each record acts on a recall whose query matches its context (``match`` in [0, 1], see
+:func:`~engrammar.learn.rates.context_match`):
+
+* **Feedback event** (corrected / adopted / rejected). Its *verdict* is the ``final_decision`` of
+  its latest review, else its ``state``. The *standing answer* is the corrected output
+  (corrected) or the AI output (adopted); a rejected event has none. The decision memory of the
+  standing answer is surfaced (injected if search missed it), ranked ahead of ordinary memories
+  and marked ``prior decision`` with the reason; it gains a +1 signal. Answers that no longer
+  stand (the other side of a reversed review) and any memory that is the same text as a
+  non-standing output get -1 signals, so a rejected output is never offered as the answer.
+* **Decision review.** A review agreeing with the current verdict adds its outcome (success +1,
+  partial +0.5, failure -1) × confidence to the standing answer. A reversed review changes the
+  verdict, which flips which answer stands.
+* **Preference pair.** The accepted output's memory gains +w (injected when search missed it);
+  memories that are the same text as the accepted output gain +w, as the rejected one lose w.
+* **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
+  context counts in proportion to the match, one without counts everywhere.
+
+All signals of a memory are aggregated by :func:`~engrammar.learn.rates.aggregate` (decay,
+shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .rates import Adjustment, Signal, aggregate, context_match
+
+__all__ = [
+    "EventFacts",
+    "LearnParams",
+    "LearnedScore",
+    "PairFacts",
+    "RatingFacts",
+    "ReviewFacts",
+    "learned_ranking",
+    "standing_answer",
+    "verdict",
+]
+
+OUTCOME_VALUE = {"success": 1.0, "partial": 0.5, "unknown": 0.0, "failure": -1.0}
+VERDICT_VALUE = {"accepted": 1.0, "corrected": -0.5, "rejected": -1.0}
+
+
+@dataclass
+class ReviewFacts:
+    final_decision: str
+    outcome: str
+    confidence: float
+    reversed: bool
+    created_at: float
+    reason: str | None = None
+
+
+@dataclass
+class EventFacts:
+    event_id: str
+    state: str
+    reason: str | None
+    created_at: float
+    context_vec: np.ndarray
+    ai_output_vec: np.ndarray
+    corrected_vec: np.ndarray | None
+    answers: dict[str, str]  # "corrected" / "ai_output" -> decision memory id
+    reviews: list[ReviewFacts] = field(default_factory=list)  # oldest first
+    ai_output: str = ""
+    corrected: str | None = None
+
+
+@dataclass
+class PairFacts:
+    pair_id: str
+    weight: float
+    created_at: float
+    context_vec: np.ndarray
+    accepted_vec: np.ndarray
+    rejected_vec: np.ndarray
+    memory_id: str | None
+    accepted_output: str = ""
+    rejected_output: str = ""
+
+
+@dataclass
+class RatingFacts:
+    rating_id: str
+    memory_id: str
+    verdict: str
+    weight: float
+    created_at: float
+    context_vec: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class LearnParams:
+    half_life_days: float
+    min_samples: float
+    max_adjustment: float
+    context_min: float
+    context_full: float
+    same_output: float
+
+
+@dataclass
+class LearnedScore:
+    """One memory's score after learning, with what changed it."""
+
+    id: str
+    relevance: float
+    score: float
+    adjustment: Adjustment
+    prior_decision: bool = False
+    note: str | None = None
+    injected: bool = False
+    components: dict[str, float] = field(default_factory=dict)
+
+
+def verdict(event: EventFacts) -> str:
+    """The event's current verdict: its latest review's final decision, else its state."""
+    return event.reviews[-1].final_decision if event.reviews else event.state
+
+
+def standing_answer(state: str) -> str | None:
+    """Which output stands under a verdict: ``corrected``, ``ai_output`` or none (rejected)."""
+    return {"corrected": "corrected", "adopted": "ai_output"}.get(state)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b))
+
+
+def learned_ranking(
+    candidates: Sequence[tuple[str, float]],
+    query_vec: np.ndarray,
+    candidate_vecs: dict[str, np.ndarray],
+    events: Sequence[EventFacts],
+    pairs: Sequence[PairFacts],
+    ratings: Sequence[RatingFacts],
+    params: LearnParams,
+    now: float,
+    candidate_texts: dict[str, str] | None = None,
+) -> list[LearnedScore]:
+    """Re-rank ``candidates`` ((id, relevance), relevance in [0, 1]) by the feedback records.
+
+    Memories surfaced only by a matching event or pair are added with their context match as
+    relevance (``injected``). Prior decisions come first, then everything by score.
+    """
+    relevance = dict(candidates)
+    signals: dict[str, list[Signal]] = {}
+    injected: dict[str, float] = {}
+    decision_notes: dict[str, tuple[float, str]] = {}
+    rejected_notes: dict[str, str] = {}
+    ids = list(relevance)
+    matrix = np.stack([candidate_vecs[i] for i in ids]) if ids else None
+
+    by_text: dict[str, list[str]] = {}
+    for memory_id, content in (candidate_texts or {}).items():
+        by_text.setdefault(_normal(content), []).append(memory_id)
+
+    def same_text(vec: np.ndarray, text: str | None = None) -> list[str]:
+        # A stored vector may carry context (the message before it), so an exact repeat of
+        # the text is matched on the text itself, a paraphrase on the vector.
+        found = list(by_text.get(_normal(text), [])) if text else []
+        if matrix is not None:
+            sims = matrix @ vec
+            found += [ids[i] for i in np.flatnonzero(sims >= params.same_output)]
+        return list(dict.fromkeys(found))
+
+    def add(memory_id: str, value: float, weight: float, created_at: float, source: str) -> None:
+        signals.setdefault(memory_id, []).append(Signal(value, weight, created_at, source))
+
+    for event in events:
+        m = context_match(
+            _cos(query_vec, event.context_vec), params.context_min, params.context_full
+        )
+        if m <= 0:
+            continue
+        current = verdict(event)
+        stands = standing_answer(current)
+        when = event.reviews[-1].created_at if event.reviews else event.created_at
+        outputs = {
+            "ai_output": (event.ai_output_vec, event.ai_output),
+            "corrected": (event.corrected_vec, event.corrected),
+        }
+        for answer, memory_id in event.answers.items():
+            if answer == stands:
+                continue
+            add(memory_id, -1.0, m, when, "decision")
+        for answer, (vec, text) in outputs.items():
+            if answer == stands or vec is None:
+                continue
+            for memory_id in same_text(vec, text):
+                if memory_id != event.answers.get(stands or ""):
+                    add(memory_id, -1.0, m, when, "rejected_output")
+                    rejected_notes.setdefault(
+                        memory_id, f"rejected before for a similar context ({current})"
+                    )
+        if stands is None or stands not in event.answers:
+            continue
+        memory_id = event.answers[stands]
+        add(memory_id, 1.0, m, when, "decision")
+        for review in event.reviews:
+            if review.final_decision == current and OUTCOME_VALUE[review.outcome]:
+                add(
+                    memory_id,
+                    OUTCOME_VALUE[review.outcome],
+                    review.confidence * m,
+                    review.created_at,
+                    "review",
+                )
+        injected[memory_id] = max(injected.get(memory_id, 0.0), m)
+        note = f"prior decision ({current})"
+        # After a reversal the event's own reason argued for the other side.
+        reason = event.reviews[-1].reason if event.reviews else event.reason
+        if reason is None and event.reviews and not event.reviews[-1].reversed:
+            reason = event.reason
+        if reason:
+            note += f": {reason}"
+        if event.reviews:
+            last = event.reviews[-1]
+            note += f" [reviewed: {last.final_decision}, {last.outcome}"
+            note += ", reversed]" if last.reversed else "]"
+        if memory_id not in decision_notes or decision_notes[memory_id][0] < m:
+            decision_notes[memory_id] = (m, note)
+
+    for pair in pairs:
+        m = context_match(
+            _cos(query_vec, pair.context_vec), params.context_min, params.context_full
+        )
+        if m <= 0:
+            continue
+        w = pair.weight * m
+        if pair.memory_id is not None:
+            add(pair.memory_id, 1.0, w, pair.created_at, "pair")
+            injected[pair.memory_id] = max(injected.get(pair.memory_id, 0.0), m)
+        for memory_id in same_text(pair.accepted_vec, pair.accepted_output):
+            if memory_id != pair.memory_id:
+                add(memory_id, 1.0, w, pair.created_at, "pair")
+        for memory_id in same_text(pair.rejected_vec, pair.rejected_output):
+            add(memory_id, -1.0, w, pair.created_at, "pair")
+
+    for rating in ratings:
+        if rating.context_vec is None:
+            m = 1.0
+        else:
+            m = context_match(
+                _cos(query_vec, rating.context_vec), params.context_min, params.context_full
+            )
+        if m > 0:
+            add(
+                rating.memory_id,
+                VERDICT_VALUE[rating.verdict],
+                rating.weight * m,
+                rating.created_at,
+                "rating",
+            )
+
+    out: list[LearnedScore] = []
+    for memory_id in dict.fromkeys([*ids, *injected]):
+        rel = relevance.get(memory_id)
+        was_injected = rel is None
+        if rel is None or memory_id in injected:
+            rel = max(rel or 0.0, injected.get(memory_id, 0.0))
+        adj = aggregate(
+            signals.get(memory_id, ()),
+            now=now,
+            half_life_days=params.half_life_days,
+            min_samples=params.min_samples,
+            max_adjustment=params.max_adjustment,
+        )
+        score = rel * (1.0 + adj.value)
+        prior = memory_id in decision_notes and adj.value >= 0
+        comps = {"learned": round(adj.value, 6), "learned_evidence": round(adj.evidence, 6)}
+        for source, share in adj.by_source.items():
+            comps[f"learned_{source}"] = round(share, 6)
+        if memory_id in injected:
+            comps["context_match"] = round(injected[memory_id], 6)
+        out.append(
+            LearnedScore(
+                id=memory_id,
+                relevance=rel,
+                score=score,
+                adjustment=adj,
+                prior_decision=prior,
+                note=decision_notes[memory_id][1] if prior else rejected_notes.get(memory_id),
+                injected=was_injected,
+                components=comps,
+            )
+        )
+    out.sort(key=lambda s: (not s.prior_decision, -s.score))
+    return out

@@ -1,0 +1,123 @@
+"""The ranking effect of feedback records, as a pure function (no store, no model)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engrammar.learn.scoring import (
+    EventFacts,
+    LearnParams,
+    PairFacts,
+    RatingFacts,
+    ReviewFacts,
+    learned_ranking,
+)
+
+NOW = 1_000_000.0
+PARAMS = LearnParams(
+    half_life_days=30,
+    min_samples=3,
+    max_adjustment=0.5,
+    context_min=0.4,
+    context_full=0.8,
+    same_output=0.9,
+)
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.array(xs + (0.0,) * (4 - len(xs)), dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+Q = unit(1, 0)  # the query
+CTX = unit(1, 0.1)  # a past context very close to it
+FAR = unit(0, 0, 1)  # an unrelated context
+AI = unit(0, 1)  # the agent's first output
+FIX = unit(0, 0, 0, 1)  # the corrected output
+
+
+def event(state: str = "corrected", reviews: list[ReviewFacts] | None = None) -> EventFacts:
+    return EventFacts(
+        event_id="e",
+        state=state,
+        reason="4xx never heals",
+        created_at=NOW,
+        context_vec=CTX,
+        ai_output_vec=AI,
+        corrected_vec=FIX,
+        answers={"corrected": "fix", "ai_output": "ai"} if reviews else {"corrected": "fix"},
+        reviews=reviews or [],
+    )
+
+
+def rank(cands: list[tuple[str, float]], vecs: dict[str, np.ndarray], **records: list) -> list:
+    return learned_ranking(
+        cands,
+        Q,
+        vecs,
+        records.get("events", []),
+        records.get("pairs", []),
+        records.get("ratings", []),
+        PARAMS,
+        NOW,
+    )
+
+
+def test_corrected_decision_comes_first_and_rejected_output_is_marked() -> None:
+    cands = [("old", 0.9), ("other", 0.8)]
+    vecs = {"old": AI, "other": unit(1, 1, 1)}
+    out = rank(cands, vecs, events=[event()])
+    assert out[0].id == "fix" and out[0].prior_decision and out[0].injected
+    assert out[0].note == "prior decision (corrected): 4xx never heals"
+    old = next(s for s in out if s.id == "old")
+    assert old.adjustment.value < 0 and old.note and old.note.startswith("rejected before")
+
+
+def test_unrelated_context_does_nothing() -> None:
+    far = event()
+    far.context_vec = FAR
+    out = rank([("a", 0.5)], {"a": AI}, events=[far])
+    assert [s.id for s in out] == ["a"] and out[0].score == 0.5
+
+
+def test_reversed_review_flips_which_output_stands() -> None:
+    review = ReviewFacts("adopted", "success", 1.0, True, NOW, "30 s is what merchants want")
+    out = rank(
+        [("fix", 0.9), ("ai", 0.4)], {"fix": FIX, "ai": AI}, events=[event(reviews=[review])]
+    )
+    assert out[0].id == "ai" and out[0].prior_decision
+    assert "30 s is what merchants want" in (out[0].note or "")
+    fix = next(s for s in out if s.id == "fix")
+    assert not fix.prior_decision and fix.adjustment.value < 0
+
+
+def test_failed_review_takes_the_decision_off_the_top() -> None:
+    review = ReviewFacts("corrected", "failure", 1.0, False, NOW)
+    reviews = [review, review, review]
+    out = rank([("x", 0.5)], {"x": unit(1, 1)}, events=[event(reviews=reviews)])
+    fix = next(s for s in out if s.id == "fix")
+    assert not fix.prior_decision  # net negative: no longer offered as the decision
+
+
+def test_pair_prefers_accepted_and_demotes_rejected_text() -> None:
+    pair = PairFacts("p", 1.0, NOW, CTX, FIX, AI, "pref")
+    out = rank([("same-as-rejected", 0.9)], {"same-as-rejected": AI}, pairs=[pair])
+    assert out[0].id == "pref"
+    assert out[1].adjustment.value < 0
+
+
+def test_contextual_rating_scales_with_the_match() -> None:
+    near = RatingFacts("r1", "a", "rejected", 1.0, NOW, CTX)
+    far = RatingFacts("r2", "b", "rejected", 1.0, NOW, FAR)
+    glob = RatingFacts("r3", "c", "accepted", 1.0, NOW, None)
+    out = {
+        s.id: s
+        for s in rank(
+            [("a", 0.5), ("b", 0.5), ("c", 0.5)],
+            {"a": FAR, "b": FAR, "c": FAR},
+            ratings=[near, far, glob],
+        )
+    }
+    assert out["a"].score < 0.5
+    assert out["b"].score == 0.5
+    assert out["c"].score > 0.5
