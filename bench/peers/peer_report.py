@@ -36,6 +36,11 @@ SETUP = {
     "bm25": "bm25s with English stop words and the Snowball stemmer (PyStemmer), in the project venv",
     "numpy": "exact cosine over a float32 matrix of the same MiniLM vectors, in the project venv",
     "engrammar": "the project venv, default Config (embedded SQLite under the run folder)",
+    "engrammar-pg": (
+        "the project venv, Config(store=<URL>): one empty database per store on a throwaway "
+        "PostgreSQL server (tests/pg.py's helper) with default settings; its data lives in the "
+        "server, so no on-disk size is given"
+    ),
 }
 
 ORDER = ["engrammar", "engrammar-pg", "mem0", "memwire", "bm25", "numpy"]
@@ -68,6 +73,14 @@ def _ms(s: dict[str, Any] | None) -> str:
     if not s or "p50_ms" not in s:
         return "—"
     return f"{s['p50_ms']:.1f} / {s['p95_ms']:.1f} ms"
+
+
+def _disk(system: str, mb: float | None) -> str:
+    if system == "engrammar-pg":
+        return "— (in the server)"
+    if system in ("numpy", "bm25"):
+        return "— (in memory)"
+    return "—" if mb is None else f"{mb} MB"
 
 
 def _x(a: float | None, b: float | None) -> float | None:
@@ -306,7 +319,7 @@ def render(report: dict[str, Any], out: Path) -> None:
         w(
             f"| {label} | {one} | {f'{first:,.1f}' if first else '—'} | "
             f"{f'{whole:,.1f}' if whole else '—'} ({bt['done']:,} / {bt['target']:,}{cut}) | "
-            f"{x_raw} | {sp.get('disk_b_mb', '—')} MB | {r['speed'].get('peak_rss_mb', '—')} MB |"
+            f"{x_raw} | {_disk(s, sp.get('disk_b_mb'))} | {r['speed'].get('peak_rss_mb', '—')} MB |"
         )
     w("")
     w(
@@ -438,7 +451,7 @@ def render(report: dict[str, Any], out: Path) -> None:
             )
             w(
                 f"| {LABELS[s]} | {size} | {one['fill']} | {one['fill_s']} s | {_ms(rec)}{cut} | "
-                f"{lim} | {one['disk_mb']} MB | {r['large'].get('peak_rss_mb', '—')} MB |"
+                f"{lim} | {_disk(s, one['disk_mb'])} | {r['large'].get('peak_rss_mb', '—')} MB |"
             )
     w("")
 
