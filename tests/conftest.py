@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,3 +46,29 @@ def real_mem(store_path: Path, minilm: MiniLMEmbedder) -> Iterator[Memory]:
     m = Memory(Config(path=str(store_path)), embedder=minilm)
     yield m
     m.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """A throwaway PostgreSQL server with pgvector (see tests/pg.py); skips when unavailable,
+    fails instead when ENGRAMMAR_REQUIRE_PG=1 (CI)."""
+    import pg
+
+    bindir, reason = pg.find_bindir()
+    if bindir is None or importlib.util.find_spec("psycopg") is None:
+        reason = reason or "psycopg is not installed (pip install 'engrammar[postgres]')"
+        if pg.REQUIRE_PG:
+            pytest.fail(f"ENGRAMMAR_REQUIRE_PG=1 but {reason}")
+        pytest.skip(reason)
+    server = pg.PgServer(bindir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    """The URL of a new, empty database (with pgvector) on the throwaway server."""
+    return pg_server.new_database()  # type: ignore[attr-defined, no-any-return]

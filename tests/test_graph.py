@@ -241,3 +241,27 @@ def test_graph_weight_zero_keeps_paths_but_not_their_influence(store_path: Path)
         assert result.paths  # feedback can still learn from them
         search = mem.search("alpha beta", user_id="u")
         assert [m.id for m in result.memories] == [m.id for m in search]
+
+
+# -- the store methods the graph uses ----------------------------------------------------------
+def test_store_graph_reads(mem: Memory) -> None:
+    ids = mem.add(
+        ["zanzibar spice market", "zanzibar beaches", "tea time", "coffee time"],
+        user_id="u",
+        session_id="s",
+    )
+    other = mem.add("zanzibar again", user_id="v")
+    scope = mem._scope("u", None, None, None)
+    latest = mem.store.latest_memories(scope, 2)
+    assert [r.id for r in latest] == [ids[3], ids[2]]
+    n, postings = mem.store.term_postings(scope, ["zanzibar", "time", "absent"], 1)
+    assert n == 4
+    assert postings["zanzibar"] == (2, [ids[1]])  # df over the scope, newest id first
+    assert postings["time"][0] == 2
+    assert postings["absent"] == (0, [])
+    assert other[0] not in postings["zanzibar"][1]
+    edges_in = mem.store.edges_to("default", [ids[1]])
+    assert edges_in and all(e.dst == ids[1] for e in edges_in)
+    counts = mem.store.edge_counts("default", [*ids, "missing"])
+    assert counts["missing"] == 0
+    assert counts[ids[0]] == len(mem.store.edges_from("default", [ids[0]]))

@@ -45,6 +45,14 @@ class Config:
         "Vectors in one (workspace, user) scope above which the embedded store searches an "
         "approximate IVF index instead of scanning exactly.",
     )
+    pool_size: int = _opt(10, "Most connections one process keeps open to a PostgreSQL store.")
+    hnsw_m: int = _opt(16, "pgvector HNSW: links per node, fixed when the index is built.")
+    hnsw_ef_construction: int = _opt(
+        64, "pgvector HNSW: candidate list size while building; higher = better index, slower."
+    )
+    hnsw_ef_search: int = _opt(
+        100, "pgvector HNSW: candidates visited per query (raised to the query's k, max 1000)."
+    )
 
     # -- embedding ---------------------------------------------------------------------------
     embedder: str = _opt(
@@ -263,6 +271,8 @@ class Config:
             "graph_fanout",
             "graph_seeds",
             "graph_max_paths",
+            "pool_size",
+            "hnsw_ef_search",
         ):
             if getattr(self, name) < 1:
                 raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")
@@ -277,6 +287,15 @@ class Config:
                 raise ValidationError(
                     name, f"must not exceed edge_weight_max ({self.edge_weight_max})"
                 )
+        if not 2 <= self.hnsw_m <= 100:
+            raise ValidationError("hnsw_m", f"must be in [2, 100], got {self.hnsw_m}")
+        if not 2 * self.hnsw_m <= self.hnsw_ef_construction <= 1000:
+            raise ValidationError(
+                "hnsw_ef_construction",
+                f"must be in [2 * hnsw_m, 1000], got {self.hnsw_ef_construction}",
+            )
+        if self.hnsw_ef_search > 1000:
+            raise ValidationError("hnsw_ef_search", f"must be <= 1000, got {self.hnsw_ef_search}")
         if self.embed_cache_size < 0:
             raise ValidationError("embed_cache_size", "must be >= 0")
         if self.fusion not in ("score", "rrf"):

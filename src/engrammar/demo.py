@@ -20,6 +20,7 @@ SESSIONS = {
         "Baking bread is how I unwind after a long week.",
     ],
     "wednesday": [
+        "Saturday mornings are for grocery shopping and laundry.",
         "I work as a nurse on the night shift.",
         "My car needs new tyres before winter.",
         "I read science fiction novels before bed.",
@@ -89,11 +90,10 @@ def main() -> None:
         print("The same edges after:")
         show_edges(mem, pairs, texts)
         print("\nRank changes:")
-        for memory_id in sorted(watch, key=lambda i: texts[i]):
-            print(
-                f"   {before.index(memory_id) + 1} -> {after.index(memory_id) + 1}  "
-                f"{texts[memory_id]}"
-            )
+        for memory_id in before:
+            old_rank, new_rank = before.index(memory_id) + 1, after.index(memory_id) + 1
+            if old_rank != new_rank:
+                print(f"   {old_rank} -> {new_rank}  {texts[memory_id]}")
         route = next(i for i in watch if "route" in texts[i])
         why = mem.explain(QUESTION, route, user_id="alice")
         c = why["components"]

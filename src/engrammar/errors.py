@@ -6,7 +6,8 @@ Every error the library raises on purpose derives from :class:`EngrammarError`::
     ├── ValidationError      bad input; names the field (``.field``) and the problem
     ├── NotFoundError        a memory, recall or record that does not exist in this scope
     ├── ConflictError        an idempotency key reused with a different payload
-    ├── AuthError            a missing, unknown or out-of-scope API key
+    ├── AuthError            a missing, unknown or revoked API key
+    │   └── ForbiddenError   a valid key asking for a workspace or user it does not own
     ├── StoreError           the storage backend failed (I/O, corruption, lock timeout)
     └── EmbedderError        the embedding model is missing, broken or mismatched with the store
 
@@ -20,6 +21,7 @@ __all__ = [
     "ConflictError",
     "EmbedderError",
     "EngrammarError",
+    "ForbiddenError",
     "NotFoundError",
     "StoreError",
     "ValidationError",
@@ -49,6 +51,10 @@ class ConflictError(EngrammarError):
 
 class AuthError(EngrammarError):
     """Authentication or authorisation failed."""
+
+
+class ForbiddenError(AuthError):
+    """A valid API key asked for a workspace or user that it is not bound to."""
 
 
 class StoreError(EngrammarError):

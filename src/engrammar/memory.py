@@ -5,12 +5,13 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import os
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -1112,6 +1113,58 @@ class Memory:
         return self._list_records(
             "memory_rating", user_id, agent_id, session_id, workspace, limit, offset
         )
+
+    # -- export / import ----------------------------------------------------------------------
+    def export(
+        self,
+        destination: str | os.PathLike[str] | IO[str],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Write the memories of a scope and the edges between them as JSON Lines.
+
+        Args:
+            destination: a file path or an open text file.
+            user_id, agent_id, session_id, workspace: the scope (default: the whole workspace).
+            progress: called as ``progress(done, total)`` while writing.
+
+        Returns:
+            How many memories were written. Vectors are not exported (see ``import_``).
+        """
+        from ._transfer import export_jsonl
+
+        scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
+        return export_jsonl(self, destination, scope, progress)
+
+    def import_(
+        self,
+        source: str | os.PathLike[str] | IO[str],
+        *,
+        workspace: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
+        """Read an export (JSON Lines) into this store, embedding each memory with this store's
+        model; all of it lands in one transaction or none of it does.
+
+        Args:
+            source: a file path or an open text file.
+            workspace: put every memory into this workspace instead of the one it came from.
+            progress: called as ``progress(done, total)`` while embedding.
+
+        Returns:
+            ``{"memories": created, "duplicates": already_present, "edges": edges}``.
+
+        Raises:
+            ValidationError: naming the line and field of the first bad record; nothing is
+                written.
+        """
+        from ._transfer import import_jsonl
+
+        return import_jsonl(self, source, workspace, progress)
 
 
 @dataclass

@@ -253,13 +253,10 @@ def _parse(text: str) -> _Parsed:
 
 
 def _fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
-    shared = a & b
-    for x in a - shared:
-        for y in b:
-            if len(x) >= 5 and len(y) >= 5 and x[:5] == y[:5]:
-                shared.add(x)
-                break
-    return shared
+    """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
+    ("teacher" / "teaching")."""
+    prefixes = {y[:5] for y in b if len(y) >= 5}
+    return {x for x in a if x in b or (len(x) >= 5 and x[:5] in prefixes)}
 
 
 def _subjects_agree(a: str, b: str) -> bool:
@@ -300,7 +297,8 @@ def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     return a.words[i1:i2], b.words[j1:j2]
 
 
-def _sentences(text: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
     """The statements of a message: sentences that are not questions and have some words,
     without greetings and names of the person addressed ("Thanks, Mel!")."""
     out = []
@@ -309,7 +307,7 @@ def _sentences(text: str) -> list[str]:
         if sentence.endswith("?") or len(_TOKEN.findall(sentence)) < 2:
             continue
         out.append(sentence)
-    return out[:_MAX_SENTENCES]
+    return tuple(out[:_MAX_SENTENCES])
 
 
 def detect_tension(
@@ -320,7 +318,15 @@ def detect_tension(
     message of several sentences is judged sentence by sentence (questions skipped)."""
     if newer.created_at < older.created_at:
         older, newer = newer, older
-    if similarity < min_similarity:
+    if similarity < min_similarity or older.speaker != newer.speaker:
+        return None
+    # Every cue needs shared content words, or a value on both sides (names, a status).
+    whole_a, whole_b = _parse(older.text), _parse(newer.text)
+    words_a, words_b = set(whole_a.words), set(whole_b.words)
+    if not _fuzzy_shared(whole_a.content, whole_b.content) and not (
+        (words_a & _RESIDENCE and words_b & _RESIDENCE and whole_a.caps and whole_b.caps)
+        or (words_a & _STATUS and words_b & _STATUS)
+    ):
         return None
     for sa in _sentences(older.text):
         for sb in _sentences(newer.text):
@@ -343,7 +349,7 @@ def _detect(
     shared = _fuzzy_shared(a.content, b.content)
     # Sharing one word among many is chat, not a statement about the same thing.
     overlap = len(shared) / max(1, len(a.content | b.content))
-    only_a = a.content - shared - {y for y in a.content if y in _fuzzy_shared({y}, b.content)}
+    only_a = a.content - shared
     only_b = b.content - _fuzzy_shared(b.content, a.content)
     newer_id = newer.id if newer.created_at > older.created_at else None
 

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
+from .base import ApiKeyRecord, EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
 
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["EdgeDelta", "NewEdge", "NewMemory", "RecallRecord", "Store", "open_store"]
+__all__ = [
+    "ApiKeyRecord",
+    "EdgeDelta",
+    "NewEdge",
+    "NewMemory",
+    "RecallRecord",
+    "Store",
+    "open_store",
+]
 
 
 def open_store(config: Config) -> Store:
@@ -24,6 +32,21 @@ def open_store(config: Config) -> Store:
             bm25_b=config.bm25_b,
             ann_threshold=config.ann_threshold,
         )
-    from ..errors import StoreError
+    try:
+        from .postgres import PostgresStore
+    except ImportError as exc:
+        from ..errors import StoreError
 
-    raise StoreError(f"the store {config.store!r} is not available in this version")
+        raise StoreError(
+            f"the PostgreSQL store needs the 'postgres' extra: pip install 'engrammar[postgres]' "
+            f"({exc})"
+        ) from exc
+    return PostgresStore(
+        config.store,
+        pool_size=config.pool_size,
+        bm25_k1=config.bm25_k1,
+        bm25_b=config.bm25_b,
+        hnsw_m=config.hnsw_m,
+        hnsw_ef_construction=config.hnsw_ef_construction,
+        hnsw_ef_search=config.hnsw_ef_search,
+    )

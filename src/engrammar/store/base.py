@@ -19,6 +19,7 @@ Contract, for every method:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ from ..models import (
 
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
+    "ApiKeyRecord",
     "EdgeDelta",
     "NewEdge",
     "NewFeedbackEvent",
@@ -130,6 +132,30 @@ class NewFeedbackEvent:
     corrected_embedding: np.ndarray | None
     decision: NewMemory | None
     answer: str | None
+
+
+@dataclass
+class ApiKeyRecord:
+    """An API key as stored: never the key itself, only its SHA-256 hash."""
+
+    key_id: str
+    key_hash: str
+    workspace: str
+    user_id: str | None
+    name: str
+    created_at: float
+    revoked_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, without the hash."""
+        return {
+            "key_id": self.key_id,
+            "workspace": self.workspace,
+            "user_id": self.user_id,
+            "name": self.name,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }
 
 
 class Store(Protocol):
@@ -235,6 +261,19 @@ class Store(Protocol):
         """The given recall of the scope (consumed or not), or the scope's newest unconsumed
         recall when ``recall_id`` is None; ``None`` if there is no such recall."""
 
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        """Up to ``limit`` rows of ``table`` (a key of :data:`.tables.COPY_TABLES`) in a
+        stable order, after the cursor ``after`` (``None``: from the start); returns the rows
+        and the cursor of the next page (``None`` when there is none)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for loading many rows: the store may defer index maintenance to its end."""
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Write rows exported by any store's :meth:`export_rows` as they are, in one
+        transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""
+
     # -- feedback records (append-only) ------------------------------------------------------
     def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
         """Insert the event and its decision memory in one transaction; returns
@@ -295,3 +334,16 @@ class Store(Protocol):
         memories) and preference pairs of the workspace visible to ``scope.user_id`` (its own
         and workspace-wide records, any agent or session: decisions are shared), and the
         ratings of ``memory_ids``."""
+
+    # -- API keys ------------------------------------------------------------------------------
+    def create_api_key(self, record: ApiKeyRecord) -> None:
+        """Persist a new key record; ``ConflictError`` if ``key_id`` exists."""
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        """The key record with this id (revoked or not), or ``None``."""
+
+    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
+        """Key records of a workspace (of every workspace when ``None``), oldest first."""
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Mark a key revoked; ``True`` if it was active, ``NotFoundError`` if it is unknown."""

@@ -251,4 +251,29 @@ def m002_feedback_records(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_create_tables, m002_feedback_records]
+def m003_api_keys(conn: sqlite3.Connection) -> None:
+    # Only a hash of each key is kept; key_id (the key's public prefix) finds the row.
+    _run(
+        conn,
+        """
+        CREATE TABLE api_keys (
+                key_id TEXT PRIMARY KEY,
+                key_hash TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                name TEXT NOT NULL DEFAULT '',
+                created_at REAL NOT NULL,
+                revoked_at REAL
+            )
+        """,
+        """
+        CREATE INDEX api_keys_workspace ON api_keys (workspace, created_at)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_create_tables,
+    m002_feedback_records,
+    m003_api_keys,
+]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError
+from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
 from ..models import (
     DecisionReview,
@@ -33,9 +33,18 @@ from ..models import (
     Scope,
 )
 from ..recall.text import index_text, terms
-from .base import EdgeDelta, FeedbackRecord, NewEdge, NewFeedbackEvent, NewMemory, RecallRecord
+from .base import (
+    ApiKeyRecord,
+    EdgeDelta,
+    FeedbackRecord,
+    NewEdge,
+    NewFeedbackEvent,
+    NewMemory,
+    RecallRecord,
+)
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
+from .tables import COPY_BOOL_FIELDS, COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
 
 __all__ = ["SQLiteStore"]
 
@@ -822,6 +831,77 @@ class SQLiteStore:
             consumed_at=r[10],
         )
 
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        # Nothing to defer: the in-process index is built lazily on the first search.
+        yield
+
+    #: table -> the column that orders its rows (the cursor of export_rows)
+    _COPY_KEYS: dict[str, str] = {  # noqa: RUF012
+        "meta": "rowid",
+        "memories": "seq",
+        "memory_changes": "rev",
+        "edges": "rowid",
+        "recalls": "rowid",
+        "feedback_events": "seq",
+        "decision_memories": "rowid",
+        "decision_reviews": "seq",
+        "preference_pairs": "seq",
+        "logged_events": "seq",
+        "memory_ratings": "seq",
+    }
+
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:
+        if table not in self._COPY_KEYS or table not in COPY_TABLES:
+            raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
+        return COPY_TABLES[table], self._COPY_KEYS[table]
+
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        fields, key = self._copy_spec(table)
+        rows = self._read(
+            f"SELECT {key}, {', '.join(fields)} FROM {table} WHERE {key} > ? "
+            f"ORDER BY {key} LIMIT ?",
+            (after if after is not None else -1, limit),
+        )
+        out = []
+        for row in rows:
+            item = dict(zip(fields, row[1:], strict=True))
+            for name, value in item.items():
+                if value is None:
+                    continue
+                if name in COPY_JSON_FIELDS:
+                    item[name] = json.loads(value)
+                elif name in COPY_VECTOR_FIELDS:
+                    item[name] = np.frombuffer(value, dtype=np.float32).copy()
+                elif name in COPY_BOOL_FIELDS:
+                    item[name] = bool(value)
+            out.append(item)
+        return out, (rows[-1][0] if len(rows) == limit else None)
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        fields, _ = self._copy_spec(table)
+        verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
+        sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
+        params = []
+        for item in rows:
+            values = []
+            for name in fields:
+                value = item[name]
+                if value is not None and name in COPY_JSON_FIELDS:
+                    value = json.dumps(value, ensure_ascii=False)
+                elif value is not None and name in COPY_VECTOR_FIELDS:
+                    value = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+                elif value is not None and name in COPY_BOOL_FIELDS:
+                    value = int(value)
+                values.append(value)
+            params.append(values)
+        try:
+            with self._write() as conn:
+                conn.executemany(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"importing {table} failed: {exc}") from exc
+
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
@@ -1287,3 +1367,59 @@ class SQLiteStore:
             if not scoped and scope.session_id is not None:
                 continue  # reviews carry no session; they go with their events above
             conn.execute(f"DELETE FROM {table} WHERE {w}", p)
+
+    # -- API keys --------------------------------------------------------------------------------
+    _KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
+
+    def create_api_key(self, record: ApiKeyRecord) -> None:
+        try:
+            with self._write() as conn:
+                if conn.execute(
+                    "SELECT 1 FROM api_keys WHERE key_id = ?", (record.key_id,)
+                ).fetchone():
+                    raise ConflictError(f"API key {record.key_id!r} already exists")
+                conn.execute(
+                    f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                    (
+                        record.key_id,
+                        record.key_hash,
+                        record.workspace,
+                        record.user_id,
+                        record.name,
+                        record.created_at,
+                        record.revoked_at,
+                    ),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"creating the API key failed: {exc}") from exc
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        rows = self._read(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
+        return ApiKeyRecord(*rows[0]) if rows else None
+
+    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
+        if workspace is None:
+            rows = self._read(f"SELECT {self._KEY_COLUMNS} FROM api_keys ORDER BY created_at")
+        else:
+            rows = self._read(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE workspace = ? ORDER BY created_at",
+                (workspace,),
+            )
+        return [ApiKeyRecord(*r) for r in rows]
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        try:
+            with self._write() as conn:
+                row = conn.execute(
+                    "SELECT revoked_at FROM api_keys WHERE key_id = ?", (key_id,)
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(f"API key {key_id!r} not found")
+                if row[0] is not None:
+                    return False
+                conn.execute(
+                    "UPDATE api_keys SET revoked_at = ? WHERE key_id = ?", (time.time(), key_id)
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"revoking the API key failed: {exc}") from exc
+        return True

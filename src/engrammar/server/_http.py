@@ -1,0 +1,400 @@
+"""The HTTP server: MCP over streamable HTTP at ``/mcp`` and the REST API at ``/v1``, one process.
+
+Every request except ``/healthz`` and ``/openapi.json`` must carry ``Authorization: Bearer <key>``
+(see :mod:`engrammar.keys`); the key's workspace and user become the request's principal. Only
+``auth=False`` turns this off, and :func:`serve` refuses that on a non-loopback address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .. import __version__
+from .._ops import Operations, Principal, call
+from ..errors import (
+    AuthError,
+    ConflictError,
+    EngrammarError,
+    ForbiddenError,
+    NotFoundError,
+    ValidationError,
+)
+from ..keys import verify_api_key
+from ..memory import Memory
+from ._mcp import PRINCIPAL_KEY, build_mcp_server
+from ._openapi import MAX_INT, openapi_document
+
+__all__ = ["build_app", "is_loopback", "serve"]
+
+log = logging.getLogger("engrammar.server")
+
+PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _error(status: int, kind: str, message: str, field: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"type": kind, "message": message}
+    if field is not None:
+        body["field"] = field
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def error_response(exc: EngrammarError) -> JSONResponse:
+    """The JSON error response for an engrammar error."""
+    if isinstance(exc, ValidationError):
+        return _error(422, "validation_error", str(exc), exc.field)
+    if isinstance(exc, NotFoundError):
+        return _error(404, "not_found", str(exc))
+    if isinstance(exc, ForbiddenError):
+        return _error(403, "forbidden", str(exc))
+    if isinstance(exc, AuthError):
+        return _error(401, "unauthorized", str(exc))
+    if isinstance(exc, ConflictError):
+        return _error(409, "conflict", str(exc))
+    return _error(500, type(exc).__name__, str(exc))
+
+
+class AuthMiddleware:
+    """Turns the bearer key of each HTTP request into a :class:`Principal` (or a 401)."""
+
+    def __init__(self, app: ASGIApp, memory: Memory, *, auth: bool, default: Principal) -> None:
+        self.app = app
+        self.memory = memory
+        self.auth = auth
+        self.default = default
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if not self.auth:
+            scope[PRINCIPAL_KEY] = self.default
+            await self.app(scope, receive, send)
+            return
+        header = ""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value.decode("latin-1")
+                break
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            response = _error(
+                401,
+                "unauthorized",
+                "missing API key: send the header 'Authorization: Bearer <key>'",
+            )
+            await response(scope, receive, send)
+            return
+        try:
+            record = await anyio.to_thread.run_sync(
+                verify_api_key, self.memory.store, token.strip()
+            )
+        except EngrammarError as exc:
+            await error_response(exc)(scope, receive, send)
+            return
+        scope[PRINCIPAL_KEY] = Principal(
+            workspace=record.workspace, user_id=record.user_id, key_id=record.key_id
+        )
+        await self.app(scope, receive, send)
+
+
+# -- REST ------------------------------------------------------------------------------------------
+_INT_PARAMS = frozenset({"limit", "offset"})
+
+
+def _query_args(request: Request) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    for name, value in request.query_params.multi_items():
+        if name in args:
+            raise ValidationError(name, "given more than once")
+        if name in _INT_PARAMS:
+            try:
+                number = int(value)
+            except ValueError:
+                raise ValidationError(name, f"must be an integer, got {value[:40]!r}") from None
+            if abs(number) > MAX_INT:
+                raise ValidationError(name, f"must be at most {MAX_INT}")
+            args[name] = number
+        else:
+            args[name] = value
+    return args
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValidationError("body", "is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ValidationError("body", "must be a JSON object")
+    _check_json("body", data)
+    for name in _INT_PARAMS:
+        # JSON Schema counts 5.0 as an integer; Python's json reads it as a float.
+        value = data.get(name)
+        if isinstance(value, float) and value.is_integer():
+            data[name] = int(value)
+    return data
+
+
+def _check_json(where: str, value: Any) -> None:
+    """Refuse what JSON can carry but no store can keep: lone surrogates, huge integers."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(where, "contains invalid Unicode (a lone surrogate)") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > MAX_INT:
+            raise ValidationError(where, f"integers must be at most {MAX_INT} in size")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_json(f"{where}.{key}" if where != "body" else key, key)
+            _check_json(f"{where}.{key}" if where != "body" else key, item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(f"{where}[{i}]", item)
+
+
+Handler = Callable[[Operations, Request], Any]
+
+
+def _endpoint(handler: Callable[..., Any], status: int = 200) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        principal = request.scope.get(PRINCIPAL_KEY)
+        if not isinstance(principal, Principal):
+            return _error(401, "unauthorized", "this request carries no authenticated principal")
+        memory: Memory = request.app.state.memory
+        ops = Operations(memory, principal)
+        try:
+            args = await handler(request)
+            method = getattr(ops, args.pop("__op__"))
+            data = await anyio.to_thread.run_sync(call, method, args)
+        except EngrammarError as exc:
+            return error_response(exc)
+        return JSONResponse(data, status_code=status)
+
+    return endpoint
+
+
+def _from_body(op: str, **path: str) -> Callable[[Request], Any]:
+    async def handler(request: Request) -> dict[str, Any]:
+        args = await _body(request)
+        for key, param in path.items():
+            if key in args:
+                raise ValidationError(key, "is given in the URL; do not repeat it in the body")
+            args[key] = request.path_params[param]
+        return {**args, "__op__": op}
+
+    return handler
+
+
+def _from_query(op: str, **path: str) -> Callable[[Request], Any]:
+    async def handler(request: Request) -> dict[str, Any]:
+        args = _query_args(request)
+        for key, param in path.items():
+            if key in args:
+                raise ValidationError(key, "is given in the URL path; do not repeat it")
+            args[key] = request.path_params[param]
+        return {**args, "__op__": op}
+
+    return handler
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "version": __version__})
+
+
+async def _openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
+class _Dispatch:
+    """One path's REST methods as an ASGI app, so any other method gets a JSON 405."""
+
+    def __init__(self, methods: dict[str, Callable[[Request], Any]]) -> None:
+        self.methods = methods
+        self.allow = ", ".join(sorted(methods))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        handler = self.methods.get(request.method)
+        if handler is None:
+            response = _error(405, "method_not_allowed", f"this path accepts {self.allow}")
+            response.headers["Allow"] = self.allow
+        else:
+            response = await handler(request)
+        await response(scope, receive, send)
+
+
+def rest_operations() -> set[tuple[str, str]]:
+    """Every (path, lower-case method) the REST API serves."""
+    return {
+        (route.path, method.lower())
+        for route in _routes()
+        for method in route.methods or ()
+        if method != "HEAD"
+    }
+
+
+def rest_routes() -> list[Route]:
+    """The REST API's routes, one per path (authentication is applied around them by the app)."""
+    by_path: dict[str, dict[str, Callable[[Request], Any]]] = {}
+    for route in _routes():
+        for method in route.methods or ():
+            if method != "HEAD":
+                by_path.setdefault(route.path, {})[method] = route.endpoint
+    return [Route(path, _Dispatch(methods)) for path, methods in by_path.items()]
+
+
+def _routes() -> list[Route]:
+    m = "memory_id"
+    return [
+        Route("/healthz", _healthz, methods=["GET"]),
+        Route("/openapi.json", _openapi, methods=["GET"]),
+        Route("/v1/memories", _endpoint(_from_body("add"), 201), methods=["POST"]),
+        Route("/v1/memories", _endpoint(_from_query("list")), methods=["GET"]),
+        Route(
+            "/v1/memories/{memory_id}", _endpoint(_from_query("get", memory_id=m)), methods=["GET"]
+        ),
+        Route(
+            "/v1/memories/{memory_id}",
+            _endpoint(_from_body("update", memory_id=m)),
+            methods=["PATCH"],
+        ),
+        Route(
+            "/v1/memories/{memory_id}",
+            _endpoint(_from_query("forget", memory_id=m)),
+            methods=["DELETE"],
+        ),
+        Route(
+            "/v1/memories/{memory_id}/history",
+            _endpoint(_from_query("history", memory_id=m)),
+            methods=["GET"],
+        ),
+        Route("/v1/recall", _endpoint(_from_body("recall")), methods=["POST"]),
+        Route("/v1/search", _endpoint(_from_body("search")), methods=["POST"]),
+        Route("/v1/forget", _endpoint(_from_body("forget")), methods=["POST"]),
+        Route("/v1/stats", _endpoint(_from_query("stats")), methods=["GET"]),
+        *_record_routes(),
+        Route("/v1/feedback", _endpoint(_from_body("feedback")), methods=["POST"]),
+        Route("/v1/explain", _endpoint(_from_body("explain")), methods=["POST"]),
+    ]
+
+
+#: REST collections of the feedback records: (path, create op, list op, get op, id name).
+RECORD_COLLECTIONS = (
+    (
+        "feedback-events",
+        "create_feedback_event",
+        "list_feedback_events",
+        "get_feedback_event",
+        "event_id",
+    ),
+    (
+        "decision-reviews",
+        "create_decision_review",
+        "list_decision_reviews",
+        "get_decision_review",
+        "review_id",
+    ),
+    (
+        "preference-pairs",
+        "create_preference_pair",
+        "list_preference_pairs",
+        "get_preference_pair",
+        "pair_id",
+    ),
+    ("events", "log_event", "list_logged_events", "get_logged_event", "event_id"),
+    ("ratings", "rate_memory", "list_memory_ratings", "get_memory_rating", "rating_id"),
+)
+
+
+def _record_routes() -> list[Route]:
+    routes = []
+    for path, create, lister, getter, id_name in RECORD_COLLECTIONS:
+        routes += [
+            Route(f"/v1/{path}", _endpoint(_from_body(create), 201), methods=["POST"]),
+            Route(f"/v1/{path}", _endpoint(_from_query(lister)), methods=["GET"]),
+            Route(
+                f"/v1/{path}/{{{id_name}}}",
+                _endpoint(_from_query(getter, **{id_name: id_name})),
+                methods=["GET"],
+            ),
+        ]
+    return routes
+
+
+def build_app(
+    memory: Memory, *, auth: bool = True, default: Principal | None = None, host: str = "127.0.0.1"
+) -> ASGIApp:
+    """The ASGI app serving MCP at ``/mcp`` and REST at ``/v1``.
+
+    Args:
+        memory: the memory every request acts on.
+        auth: require an API key on every request (except health and the OpenAPI document).
+        default: the principal of unauthenticated requests when ``auth`` is off; by default
+            the local user in ``memory.config.workspace``.
+        host: the address served, for the MCP transport's DNS-rebinding protection.
+    """
+    default = default or Principal(workspace=memory.config.workspace, fixed=False)
+    mcp = build_mcp_server(memory, default)
+    app: Starlette = mcp.streamable_http_app(
+        host=host,
+        stateless_http=True,
+        json_response=True,
+    )
+    app.router.routes.extend(rest_routes())
+    app.state.memory = memory
+    app.add_exception_handler(Exception, _internal_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    return AuthMiddleware(app, memory, auth=auth, default=default)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    # Starlette's own 404s (unknown paths) in the same JSON shape as every other error.
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, "http_error", str(exc.detail))
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # The process boundary: log the trace on the server, give the client one clear line.
+    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(500, "internal_error", f"{type(exc).__name__}: {exc}")
+
+
+def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = "info") -> None:
+    """Serve MCP + REST with uvicorn until interrupted."""
+    import uvicorn
+
+    if not auth and not is_loopback(host):
+        raise AuthError(
+            f"refusing to serve without authentication on {host!r}: --no-auth is only allowed "
+            "on a loopback address (127.0.0.1, ::1, localhost)"
+        )
+    app = build_app(memory, auth=auth, host=host)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

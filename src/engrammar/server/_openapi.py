@@ -1,0 +1,752 @@
+"""The OpenAPI 3.1 document of the REST API, written by hand to match ``_http.rest_routes``."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import typing
+from functools import cache
+from typing import Any
+
+from .. import __version__, models
+
+__all__ = ["openapi_document"]
+
+# What the library accepts for ids and texts: not blank, no NUL character.
+_PATTERN = "^[^\\x00]*\\S[^\\x00]*$"
+_ID = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _PATTERN}
+# Ids in a URL path also exclude '/' and the dot segments a client would normalise away.
+_PATH_PATTERN = "^(?!\\.{1,2}$)[^\\x00/]*\\S[^\\x00/]*$"
+_PATH_SCHEMA = {**_ID, "pattern": _PATH_PATTERN}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 20_000, "pattern": _PATTERN}
+_TIME = {
+    "description": "ISO-8601 date-time or epoch seconds.",
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "number", "minimum": 0, "exclusiveMaximum": 32_503_680_000},
+        {"type": "null"},
+    ],
+}
+_METADATA = {"anyOf": [{"$ref": "#/components/schemas/JSONObject"}, {"type": "null"}]}
+#: The largest integer a query parameter may carry (SQLite's integers are 64-bit).
+MAX_INT = 2**62
+_SCOPE_DOC = {
+    "user_id": "The end user the memories belong to.",
+    "agent_id": "The agent that acts.",
+    "session_id": "A conversation or task id.",
+    "workspace": "Workspace (tenant); an API key reaches only its own.",
+}
+_NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _opt(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema, or null (the library reads an explicit null as "not given")."""
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def _given(*names: str) -> dict[str, Any]:
+    """At least one of ``names`` is present and not null."""
+    return {
+        "anyOf": [{"required": [n], "properties": {n: {"not": {"type": "null"}}}} for n in names]
+    }
+
+
+_NEED_SCOPE = _given("user_id", "agent_id", "session_id")
+
+
+def _scope_props() -> dict[str, Any]:
+    return {k: {**_opt(_ID), "description": d} for k, d in _SCOPE_DOC.items()}
+
+
+def _query(name: str, schema: dict[str, Any], doc: str, required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": doc}
+
+
+def _page_query(default_limit: int = 100) -> list[dict[str, Any]]:
+    return [
+        _query(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": 10_000},
+            f"Page size (default {default_limit}).",
+        ),
+        _query("offset", {"type": "integer", "minimum": 0, "maximum": MAX_INT}, "Items to skip."),
+    ]
+
+
+def _scope_query() -> list[dict[str, Any]]:
+    return [_query(k, _ID, d) for k, d in _SCOPE_DOC.items()]
+
+
+_PATH_ID = {
+    "name": "memory_id",
+    "in": "path",
+    "required": True,
+    "schema": _PATH_SCHEMA,
+    "description": "The memory's id.",
+}
+_WORKSPACE_Q = _query("workspace", _ID, _SCOPE_DOC["workspace"])
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        401: "Missing, unknown or revoked API key.",
+        403: "The key is not bound to the workspace or user asked for.",
+        404: "No such memory in the key's reach.",
+        409: "Conflicts with what is stored.",
+        422: "Invalid input; `error.field` names the field.",
+    }
+    return {str(c): {"description": text[c], **_json(_ref("Error"))} for c in codes}
+
+
+def _op(
+    summary: str,
+    ok: tuple[int, str, dict[str, Any]],
+    *,
+    body: dict[str, Any] | None = None,
+    params: list[dict[str, Any]] | None = None,
+    errors: tuple[int, ...] = (401, 403, 422),
+    op_id: str,
+) -> dict[str, Any]:
+    status, doc, schema = ok
+    out: dict[str, Any] = {
+        "summary": summary,
+        "operationId": op_id,
+        "security": [{"bearer": []}],
+        "responses": {str(status): {"description": doc, **_json(schema)}, **_errors(*errors)},
+    }
+    if params:
+        out["parameters"] = params
+    if body is not None:
+        out["requestBody"] = {"required": True, **_json(body)}
+    return out
+
+
+def _schemas() -> dict[str, Any]:
+    memory = {
+        "type": "object",
+        "required": [
+            "id",
+            "content",
+            "role",
+            "kind",
+            "workspace",
+            "user_id",
+            "agent_id",
+            "session_id",
+            "created_at",
+            "updated_at",
+            "status",
+            "metadata",
+            "created_at_iso",
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "content": {"type": "string"},
+            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "kind": {"type": "string"},
+            "workspace": {"type": "string"},
+            "user_id": _NULLABLE_STR,
+            "agent_id": _NULLABLE_STR,
+            "session_id": _NULLABLE_STR,
+            "created_at": {"type": "number"},
+            "updated_at": {"type": "number"},
+            "status": {"type": "string"},
+            "metadata": {"type": "object"},
+            "created_at_iso": {"type": "string"},
+        },
+    }
+    scored = {
+        "type": "object",
+        "required": ["memory", "score", "components", "via", "note"],
+        "properties": {
+            "memory": _ref("Memory"),
+            "score": {"type": "number"},
+            "components": {"type": "object", "additionalProperties": {"type": "number"}},
+            "via": {"type": "string"},
+            "note": _NULLABLE_STR,
+        },
+    }
+    message = {
+        "type": "object",
+        "required": ["role", "content"],
+        "additionalProperties": False,
+        "properties": {
+            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "content": _TEXT,
+            "name": _opt(_ID),
+            "timestamp": _TIME,
+            "kind": {"$ref": "#/components/schemas/Kind"},
+            "metadata": _METADATA,
+        },
+    }
+    json_value = {
+        "anyOf": [
+            {"type": "string", "pattern": "^[^\\x00]*$"},
+            {"type": ["number", "boolean", "null"]},
+            {"type": "array", "items": _ref("JSONValue"), "maxItems": 100},
+            _ref("JSONObject"),
+        ]
+    }
+    json_object = {
+        "type": "object",
+        "description": "Any JSON object without NUL characters, at most 64 KiB as JSON.",
+        "propertyNames": {"pattern": "^[^\\x00]*$"},
+        "additionalProperties": _ref("JSONValue"),
+        "maxProperties": 100,
+    }
+    return {
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["type", "message"],
+                    "properties": {
+                        "type": {"type": "string"},
+                        "message": {"type": "string"},
+                        "field": {"type": "string"},
+                    },
+                }
+            },
+        },
+        "JSONValue": json_value,
+        "JSONObject": json_object,
+        "Kind": {"type": "string", "enum": ["message", "fact", "decision", "preference", "event"]},
+        "Memory": memory,
+        "ScoredMemory": scored,
+        "Message": message,
+        "AddRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Give `content` (one user message) or `messages`, not both, and "
+            "at least one of user_id, agent_id, session_id.",
+            "allOf": [{"oneOf": [_given("content"), _given("messages")]}, _NEED_SCOPE],
+            "properties": {
+                "content": _opt(_TEXT),
+                "messages": {
+                    "type": ["array", "null"],
+                    "items": _ref("Message"),
+                    "minItems": 1,
+                    "maxItems": 10_000,
+                },
+                **_scope_props(),
+                "metadata": _METADATA,
+                "timestamp": _TIME,
+                "kind": _ref("Kind"),
+            },
+        },
+        "AddResult": {
+            "type": "object",
+            "required": ["ids", "workspace"],
+            "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "workspace": {"type": "string"},
+            },
+        },
+        "QueryRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "query": _TEXT,
+                **_scope_props(),
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+            },
+        },
+        "RecallResult": {
+            "type": "object",
+            "required": ["recall_id", "query", "memories", "paths", "tensions", "formatted"],
+            "properties": {
+                "recall_id": {"type": "string"},
+                "query": {"type": "string"},
+                "memories": {"type": "array", "items": _ref("ScoredMemory")},
+                "paths": {"type": "array", "items": {"type": "object"}},
+                "tensions": {"type": "array", "items": {"type": "object"}},
+                "formatted": {"type": "string"},
+            },
+        },
+        "SearchResult": {
+            "type": "object",
+            "required": ["query", "results"],
+            "properties": {
+                "query": {"type": "string"},
+                "results": {"type": "array", "items": _ref("ScoredMemory")},
+            },
+        },
+        "MemoryList": {
+            "type": "object",
+            "required": ["memories"],
+            "properties": {"memories": {"type": "array", "items": _ref("Memory")}},
+        },
+        "UpdateRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Give `content` and/or `metadata`.",
+            "allOf": [_given("content", "metadata")],
+            "properties": {
+                "content": _opt(_TEXT),
+                "metadata": _METADATA,
+                "reason": {
+                    "type": ["string", "null"],
+                    "maxLength": 2000,
+                    "pattern": f"^$|{_PATTERN}",
+                    "description": "Why, kept in the memory's history.",
+                },
+                "workspace": {**_opt(_ID), "description": _SCOPE_DOC["workspace"]},
+            },
+        },
+        "ForgetRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Give `memory_id` (one or a list) or at least one of user_id, "
+            "agent_id, session_id to delete a whole scope.",
+            "allOf": [_given("memory_id", "user_id", "agent_id", "session_id")],
+            "properties": {
+                "memory_id": {
+                    "anyOf": [
+                        _ID,
+                        {"type": "array", "items": _ID, "minItems": 1, "maxItems": 1000},
+                        {"type": "null"},
+                    ],
+                },
+                **_scope_props(),
+            },
+        },
+        "ForgetResult": {
+            "type": "object",
+            "required": ["deleted"],
+            "properties": {"deleted": {"type": "integer", "minimum": 0}},
+        },
+        "History": {
+            "type": "object",
+            "required": ["memory_id", "history"],
+            "properties": {
+                "memory_id": {"type": "string"},
+                "history": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+        "FeedbackRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["response"],
+            "description": "The reply produced after a recall; acts on `recall_id` or on the "
+            "scope's newest unconsumed recall. Name at least one of user_id, agent_id, "
+            "session_id.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "response": _TEXT,
+                "recall_id": {**_opt(_ID), "description": "The recall to act on."},
+                **_scope_props(),
+            },
+        },
+        "FeedbackResult": {
+            "type": "object",
+            "required": ["strengthened", "weakened"],
+            "properties": {
+                "strengthened": {"type": "integer", "minimum": 0},
+                "weakened": {"type": "integer", "minimum": 0},
+                "recall_id": _NULLABLE_STR,
+                "consumed": {"type": "boolean"},
+            },
+        },
+        "ExplainRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query", "memory_id"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "query": _TEXT,
+                "memory_id": _ID,
+                **_scope_props(),
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+            },
+        },
+        "Explanation": {
+            "type": "object",
+            "required": ["memory_id", "query", "components"],
+            "properties": {
+                "memory_id": {"type": "string"},
+                "query": {"type": "string"},
+                "rank": {"type": ["integer", "null"]},
+                "score": {"type": ["number", "null"]},
+                "components": {"type": "object"},
+            },
+        },
+        **_record_requests(),
+        **{c[1]: _record_schema(getattr(models, c[1])) for c in _COLLECTIONS},
+        "Stats": {
+            "type": "object",
+            "required": ["memories"],
+            "properties": {"memories": {"type": "integer"}},
+        },
+    }
+
+
+def _json_type(hint: Any) -> dict[str, Any]:
+    names = {str: "string", float: "number", int: "integer", bool: "boolean", dict: "object"}
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) and len(args) == 1:
+        return {"type": [names[typing.get_origin(args[0]) or args[0]], "null"]}
+    return {"type": names[typing.get_origin(hint) or hint]}
+
+
+def _record_schema(cls: type) -> dict[str, Any]:
+    """The schema of a feedback record, derived from its dataclass so the two cannot drift."""
+    hints = typing.get_type_hints(cls)
+    return {
+        "type": "object",
+        "required": [f.name for f in dataclasses.fields(cls)],
+        "properties": {f.name: _json_type(hints[f.name]) for f in dataclasses.fields(cls)},
+    }
+
+
+def _text(doc: str) -> dict[str, Any]:
+    return {**_TEXT, "description": doc}
+
+
+def _record_requests() -> dict[str, Any]:
+    states = {"type": "string", "enum": ["corrected", "adopted", "rejected"]}
+    weight = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
+
+    def request(
+        required: list[str], props: dict[str, Any], doc: str, *rules: dict[str, Any]
+    ) -> dict[str, Any]:
+        out = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": required,
+            "description": doc,
+            "properties": props,
+        }
+        if rules:
+            out["allOf"] = list(rules)
+        return out
+
+    return {
+        "FeedbackEventRequest": request(
+            ["input_context", "ai_output", "state"],
+            {
+                "input_context": _text("What the agent was asked or working on."),
+                "ai_output": _text("What the agent produced."),
+                "state": states,
+                "user_reaction": _opt(_TEXT),
+                "user_correction": _opt(_TEXT),
+                "corrected_output": _opt(_TEXT),
+                "reason": _opt(_TEXT),
+                "source_event_id": {**_opt(_ID), "description": "Idempotency key per workspace."},
+                **_scope_props(),
+                "metadata": _METADATA,
+                "timestamp": _TIME,
+            },
+            "Name at least one of user_id, agent_id, session_id. A `corrected` event needs "
+            "`corrected_output` or `user_correction`.",
+            _NEED_SCOPE,
+            {
+                "if": {"properties": {"state": {"const": "corrected"}}},
+                "then": _given("corrected_output", "user_correction"),
+            },
+        ),
+        "DecisionReviewRequest": request(
+            ["event_id", "final_decision"],
+            {
+                "event_id": _ID,
+                "final_decision": states,
+                "outcome": {"type": "string", "enum": ["success", "partial", "failure", "unknown"]},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "reason": _opt(_TEXT),
+                "user_id": _opt(_ID),
+                "agent_id": _opt(_ID),
+                "workspace": _opt(_ID),
+                "timestamp": _TIME,
+            },
+            "A later look at a feedback event; a different final_decision reverses it. "
+            "Reviewing to `corrected` needs an event that carries a correction.",
+        ),
+        "PreferencePairRequest": request(
+            ["context", "accepted_output", "rejected_output"],
+            {
+                "context": _text("The situation both outputs answered."),
+                "accepted_output": _text("The preferred output."),
+                "rejected_output": _text("The output turned down."),
+                "weight": weight,
+                **_scope_props(),
+                "timestamp": _TIME,
+            },
+            "One output preferred over another for the same context; `accepted_output` and "
+            "`rejected_output` must differ (a rule JSON Schema cannot state); name at least one "
+            "of user_id, agent_id, session_id.",
+            _NEED_SCOPE,
+        ),
+        "LogEventRequest": request(
+            ["kind"],
+            {
+                "kind": {**_ID, "description": "What happened, e.g. checkpoint."},
+                "payload": _METADATA,
+                **_scope_props(),
+                "timestamp": _TIME,
+            },
+            "Any other event on record; name at least one of user_id, agent_id, session_id.",
+            _NEED_SCOPE,
+        ),
+        "RatingRequest": request(
+            ["memory_id", "verdict"],
+            {
+                "memory_id": _ID,
+                "verdict": {"type": "string", "enum": ["accepted", "rejected", "corrected"]},
+                "correction": _opt(_TEXT),
+                "recall_id": _opt(_ID),
+                "context": _opt(_TEXT),
+                "weight": weight,
+                **_scope_props(),
+                "timestamp": _TIME,
+            },
+            "Whether a memory helped (MCP memory_feedback). Give recall_id or context, not both.",
+            {"not": {"allOf": [_given("recall_id"), _given("context")]}},
+        ),
+    }
+
+
+# (path, record class name, request schema, list key, id name, title)
+_COLLECTIONS = (
+    (
+        "feedback-events",
+        "FeedbackEvent",
+        "FeedbackEventRequest",
+        "feedback_events",
+        "event_id",
+        "feedback event",
+    ),
+    (
+        "decision-reviews",
+        "DecisionReview",
+        "DecisionReviewRequest",
+        "decision_reviews",
+        "review_id",
+        "decision review",
+    ),
+    (
+        "preference-pairs",
+        "PreferencePair",
+        "PreferencePairRequest",
+        "preference_pairs",
+        "pair_id",
+        "preference pair",
+    ),
+    ("events", "LoggedEvent", "LogEventRequest", "logged_events", "event_id", "logged event"),
+    ("ratings", "MemoryRating", "RatingRequest", "memory_ratings", "rating_id", "memory rating"),
+)
+
+
+def _record_paths() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    page = _page_query()
+    for path, cls, req, key, id_name, title in _COLLECTIONS:
+        scope = [
+            p for p in _scope_query() if not (cls == "DecisionReview" and p["name"] == "session_id")
+        ]
+        listing = {
+            "type": "object",
+            "required": [key],
+            "properties": {key: {"type": "array", "items": _ref(cls)}},
+        }
+        paths[f"/v1/{path}"] = {
+            "post": _op(
+                f"Create a {title}",
+                (201, f"The {title} as stored.", _ref(cls)),
+                body=_ref(req),
+                errors=(401, 403, 404, 409, 422),
+                op_id=f"create_{key}",
+            ),
+            "get": _op(
+                f"List {title}s of a scope, oldest first",
+                (200, f"A page of {title}s.", listing),
+                params=[*scope, *page],
+                op_id=f"list_{key}",
+            ),
+        }
+        paths[f"/v1/{path}/{{{id_name}}}"] = {
+            "get": _op(
+                f"One {title}",
+                (200, f"The {title}.", _ref(cls)),
+                params=[
+                    {"name": id_name, "in": "path", "required": True, "schema": _PATH_SCHEMA},
+                    _WORKSPACE_Q,
+                ],
+                errors=(401, 403, 404, 422),
+                op_id=f"get_{key}",
+            ),
+        }
+    return paths
+
+
+@cache
+def _document() -> dict[str, Any]:
+    paths: dict[str, Any] = {
+        "/healthz": {
+            "get": {
+                "summary": "Liveness check (no key needed)",
+                "operationId": "healthz",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "The server is up.",
+                        **_json(
+                            {
+                                "type": "object",
+                                "required": ["status", "version"],
+                                "properties": {
+                                    "status": {"type": "string"},
+                                    "version": {"type": "string"},
+                                },
+                            }
+                        ),
+                    }
+                },
+            }
+        },
+        "/v1/memories": {
+            "post": _op(
+                "Remember messages",
+                (201, "The ids of the stored memories.", _ref("AddResult")),
+                body=_ref("AddRequest"),
+                op_id="add",
+            ),
+            "get": _op(
+                "List memories of a scope, oldest first",
+                (200, "A page of memories.", _ref("MemoryList")),
+                params=[*_scope_query(), *_page_query()],
+                op_id="list",
+            ),
+        },
+        "/v1/memories/{memory_id}": {
+            "get": _op(
+                "One memory",
+                (200, "The memory.", _ref("Memory")),
+                params=[_PATH_ID, _WORKSPACE_Q],
+                errors=(401, 403, 404, 422),
+                op_id="get",
+            ),
+            "patch": _op(
+                "Change a memory's content and/or metadata",
+                (200, "The memory after the change.", _ref("Memory")),
+                params=[_PATH_ID],
+                body=_ref("UpdateRequest"),
+                errors=(401, 403, 404, 409, 422),
+                op_id="update",
+            ),
+            "delete": _op(
+                "Delete a memory with its graph links",
+                (200, "How many memories were deleted.", _ref("ForgetResult")),
+                params=[_PATH_ID, *_scope_query()],
+                errors=(401, 403, 404, 422),
+                op_id="forget_one",
+            ),
+        },
+        "/v1/memories/{memory_id}/history": {
+            "get": _op(
+                "What changed a memory and why",
+                (200, "The changes, oldest first.", _ref("History")),
+                params=[_PATH_ID, _WORKSPACE_Q],
+                errors=(401, 403, 404, 422),
+                op_id="history",
+            ),
+        },
+        "/v1/recall": {
+            "post": _op(
+                "Recall what matters for the next turn (recorded for feedback)",
+                (
+                    200,
+                    "Ranked memories, paths, tensions and a formatted block.",
+                    _ref("RecallResult"),
+                ),
+                body=_ref("QueryRequest"),
+                op_id="recall",
+            ),
+        },
+        "/v1/search": {
+            "post": _op(
+                "Hybrid search without the graph",
+                (200, "Ranked memories.", _ref("SearchResult")),
+                body=_ref("QueryRequest"),
+                op_id="search",
+            ),
+        },
+        "/v1/forget": {
+            "post": _op(
+                "Delete memories by id or a whole scope",
+                (200, "How many memories were deleted.", _ref("ForgetResult")),
+                body=_ref("ForgetRequest"),
+                errors=(401, 403, 404, 422),
+                op_id="forget",
+            ),
+        },
+        "/v1/feedback": {
+            "post": _op(
+                "Learn from the reply to a recall (MemWire alignment feedback)",
+                (
+                    200,
+                    "How many graph edges were strengthened and weakened.",
+                    _ref("FeedbackResult"),
+                ),
+                body=_ref("FeedbackRequest"),
+                errors=(401, 403, 404, 422),
+                op_id="feedback",
+            ),
+        },
+        "/v1/explain": {
+            "post": _op(
+                "Why a memory ranks where it does for a query",
+                (200, "Every component of the memory's score.", _ref("Explanation")),
+                body=_ref("ExplainRequest"),
+                errors=(401, 403, 404, 422),
+                op_id="explain",
+            ),
+        },
+        **_record_paths(),
+        "/v1/stats": {
+            "get": _op(
+                "Counts of a scope",
+                (200, "Counts of memories, edges, recalls and feedback.", _ref("Stats")),
+                params=_scope_query(),
+                op_id="stats",
+            ),
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "engrammar",
+            "version": __version__,
+            "description": "Long-term memory for AI agents that learns from feedback. "
+            "MCP (streamable HTTP) is served at /mcp by the same process.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": _schemas(),
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key from `engrammar keys create`.",
+                }
+            },
+        },
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document (a fresh copy the caller may change)."""
+    return copy.deepcopy(_document())

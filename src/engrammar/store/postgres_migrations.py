@@ -1,0 +1,264 @@
+"""Schema migrations of the PostgreSQL store, applied in order, each once, each in a transaction.
+
+A migration is a function named ``mNNN_what_it_does``; the store records its name in the
+``migrations`` table. Never edit a released migration: add a new one. The list is separate
+from SQLite's (:mod:`.migrations`) because the two schemas differ in types and indexes, but it
+mirrors it table for table so that :mod:`.migrate` can copy one store into the other.
+
+Every key includes ``workspace`` so that the tables can be distributed by workspace (Citus
+requires unique constraints to contain the distribution column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+Conn = psycopg.Connection[Any]
+
+
+def _run(conn: Conn, *statements: str) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+def m001_create_tables(conn: Conn) -> None:
+    _run(
+        conn,
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        # ``embedding`` gets its dimension (and its HNSW index) when the store first learns
+        # which embedder it serves: see PostgresStore.check_embedder.
+        """
+        CREATE TABLE memories (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'message',
+            status TEXT NOT NULL DEFAULT 'active',
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            metadata JSONB NOT NULL DEFAULT '{}',
+            dedup_key TEXT NOT NULL,
+            embedding vector NOT NULL,
+            terms TSVECTOR NOT NULL,
+            doc_len INTEGER NOT NULL,
+            PRIMARY KEY (workspace, id),
+            UNIQUE (workspace, dedup_key)
+        )
+        """,
+        "CREATE INDEX memories_scope ON memories (workspace, user_id, agent_id, session_id, seq)",
+        "CREATE INDEX memories_seq ON memories (workspace, seq)",
+        "CREATE INDEX memories_terms ON memories USING gin (terms)",
+        # BM25 needs, per (workspace, user) partition, the number of active memories and their
+        # total length; a trigger keeps them exact with atomic increments in the writer's
+        # transaction instead of a count over the partition on every query.
+        """
+        CREATE TABLE keyword_stats (
+            workspace TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            n BIGINT NOT NULL,
+            total_len BIGINT NOT NULL,
+            PRIMARY KEY (workspace, user_key)
+        )
+        """,
+        """
+        CREATE FUNCTION engrammar_keyword_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.status = 'active' THEN
+                UPDATE keyword_stats SET n = n - 1, total_len = total_len - OLD.doc_len
+                WHERE workspace = OLD.workspace AND user_key = coalesce(OLD.user_id, '');
+            END IF;
+            IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.status = 'active' THEN
+                INSERT INTO keyword_stats AS s (workspace, user_key, n, total_len)
+                VALUES (NEW.workspace, coalesce(NEW.user_id, ''), 1, NEW.doc_len)
+                ON CONFLICT (workspace, user_key)
+                DO UPDATE SET n = s.n + 1, total_len = s.total_len + excluded.total_len;
+            END IF;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER memories_keyword_stats
+        AFTER INSERT OR DELETE OR UPDATE OF status, doc_len, user_id, workspace ON memories
+        FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_stats()
+        """,
+        """
+        CREATE TABLE memory_changes (
+            rev BIGINT GENERATED ALWAYS AS IDENTITY,
+            memory_id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            op TEXT NOT NULL,
+            before TEXT,
+            after TEXT,
+            reason TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, rev)
+        )
+        """,
+        "CREATE INDEX memory_changes_memory ON memory_changes (workspace, memory_id, rev)",
+        """
+        CREATE TABLE edges (
+            workspace TEXT NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            weight DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, src, dst, kind)
+        )
+        """,
+        "CREATE INDEX edges_dst ON edges (workspace, dst)",
+        """
+        CREATE TABLE recalls (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            query TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            memory_ids JSONB NOT NULL,
+            paths JSONB NOT NULL,
+            tensions JSONB NOT NULL,
+            consumed_at DOUBLE PRECISION,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX recalls_scope ON recalls (workspace, user_id, created_at)",
+    )
+
+
+def m002_feedback_records(conn: Conn) -> None:
+    """Append-only feedback records (seed 003) and the decision memories events create."""
+    # Vectors of the records are read whole by learning_facts (no index): untyped ``vector``.
+    _run(
+        conn,
+        """
+        CREATE TABLE feedback_events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            input_context TEXT NOT NULL,
+            ai_output TEXT NOT NULL,
+            user_reaction TEXT,
+            user_correction TEXT,
+            corrected_output TEXT,
+            state TEXT NOT NULL,
+            reason TEXT,
+            source_event_id TEXT,
+            payload_hash TEXT NOT NULL,
+            metadata JSONB NOT NULL DEFAULT '{}',
+            created_at DOUBLE PRECISION NOT NULL,
+            context_embedding vector NOT NULL,
+            ai_output_embedding vector NOT NULL,
+            corrected_embedding vector,
+            PRIMARY KEY (workspace, id),
+            UNIQUE (workspace, source_event_id)
+        )
+        """,
+        "CREATE INDEX feedback_events_scope ON feedback_events (workspace, user_id, seq)",
+        """
+        CREATE TABLE decision_memories (
+            workspace TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, event_id, answer)
+        )
+        """,
+        """
+        CREATE TABLE decision_reviews (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            event_id TEXT NOT NULL,
+            final_decision TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            confidence DOUBLE PRECISION NOT NULL,
+            reversed BOOLEAN NOT NULL,
+            reason TEXT,
+            decision_memory_id TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX decision_reviews_event ON decision_reviews (workspace, event_id, seq)",
+        "CREATE INDEX decision_reviews_scope ON decision_reviews (workspace, user_id, seq)",
+        """
+        CREATE TABLE preference_pairs (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            context TEXT NOT NULL,
+            accepted_output TEXT NOT NULL,
+            rejected_output TEXT NOT NULL,
+            weight DOUBLE PRECISION NOT NULL,
+            memory_id TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            context_embedding vector NOT NULL,
+            accepted_embedding vector NOT NULL,
+            rejected_embedding vector NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX preference_pairs_scope ON preference_pairs (workspace, user_id, seq)",
+        """
+        CREATE TABLE logged_events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            kind TEXT NOT NULL,
+            payload JSONB NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX logged_events_scope ON logged_events (workspace, user_id, seq)",
+        """
+        CREATE TABLE memory_ratings (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            memory_id TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            correction TEXT,
+            correction_memory_id TEXT,
+            weight DOUBLE PRECISION NOT NULL,
+            recall_id TEXT,
+            context TEXT,
+            context_embedding vector,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX memory_ratings_memory ON memory_ratings (workspace, memory_id)",
+        "CREATE INDEX memory_ratings_scope ON memory_ratings (workspace, user_id, seq)",
+    )
+
+
+MIGRATIONS: list[Callable[[Conn], None]] = [m001_create_tables, m002_feedback_records]

@@ -1,0 +1,68 @@
+"""The tables ``engrammar migrate`` copies between stores, and the fields of their rows.
+
+Every backend's ``export_rows`` / ``import_rows`` speak this format, so a store of one backend
+can be copied into a store of another (see :mod:`.migrate`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["COPY_BOOL_FIELDS", "COPY_JSON_FIELDS", "COPY_TABLES", "COPY_VECTOR_FIELDS"]
+
+#: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
+#: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
+#: float32 vector; everything else is a string, a number or ``None``. Internal sequence
+#: numbers are not copied (the destination numbers rows in the same order).
+COPY_TABLES: dict[str, tuple[str, ...]] = {
+    "meta": ("key", "value"),
+    "memories": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "role", "content", "kind",
+        "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
+    ),
+    "memory_changes": (
+        "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
+    ),
+    "edges": ("workspace", "src", "dst", "kind", "weight", "updated_at"),
+    "recalls": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "query", "created_at",
+        "memory_ids", "paths", "tensions", "consumed_at",
+    ),
+    # Feedback records (and the decision memories events link to), after the memories.
+    "feedback_events": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "input_context", "ai_output",
+        "user_reaction", "user_correction", "corrected_output", "state", "reason",
+        "source_event_id", "payload_hash", "metadata", "created_at", "context_embedding",
+        "ai_output_embedding", "corrected_embedding",
+    ),
+    "decision_memories": ("event_id", "answer", "memory_id", "created_at"),
+    "decision_reviews": (
+        "id", "workspace", "user_id", "agent_id", "event_id", "final_decision", "outcome",
+        "confidence", "reversed", "reason", "decision_memory_id", "created_at",
+    ),
+    "preference_pairs": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "context", "accepted_output",
+        "rejected_output", "weight", "memory_id", "created_at", "context_embedding",
+        "accepted_embedding", "rejected_embedding",
+    ),
+    "logged_events": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "kind", "payload", "created_at",
+    ),
+    "memory_ratings": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "memory_id", "verdict",
+        "correction", "correction_memory_id", "weight", "recall_id", "context",
+        "context_embedding", "created_at",
+    ),
+}  # fmt: skip
+#: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
+COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
+COPY_VECTOR_FIELDS = frozenset(
+    {
+        "embedding",
+        "context_embedding",
+        "ai_output_embedding",
+        "corrected_embedding",
+        "accepted_embedding",
+        "rejected_embedding",
+    }
+)
+#: Exported fields holding booleans (SQLite stores them as 0 / 1).
+COPY_BOOL_FIELDS = frozenset({"reversed"})

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory, ValidationError
+
+
+def _edge(mem: Memory, src: str, dst: str) -> None:
+    # Written directly, so the test knows one edge and its weight whatever add links itself.
+    with sqlite3.connect(mem.config.sqlite_file) as conn:
+        conn.execute(
+            "INSERT INTO edges (workspace, src, dst, kind, weight, updated_at) "
+            "VALUES ('default', ?, ?, 'sequence', 0.7, 0) "
+            "ON CONFLICT (src, dst, kind) DO UPDATE SET weight = 0.7",
+            (src, dst),
+        )
+
+
+def _memory(path: Path) -> Memory:
+    return Memory(Config(path=str(path)), embedder=HashEmbedder())
+
+
+def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: Path) -> None:
+    ids = mem.add(
+        [
+            {"role": "user", "content": "I write docs before code.", "metadata": {"n": 1}},
+            {"role": "assistant", "content": "Documentation first, noted."},
+        ],
+        user_id="alice",
+        session_id="s1",
+        timestamp="2024-05-01T10:00:00Z",
+    )
+    mem.add("Bob likes tea.", user_id="bob", kind="fact")
+    mem.add("Elsewhere.", user_id="carol", workspace="other")
+    _edge(mem, ids[0], ids[1])
+    seen: list[tuple[int, int]] = []
+    out = tmp_path / "export.jsonl"
+    assert mem.export(out, progress=lambda d, t: seen.append((d, t))) == 3
+    assert seen[-1] == (3, 3)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["type"] == "engrammar-export"
+    assert [entry["type"] for entry in lines[1:4]] == ["memory"] * 3
+    exported_edges = [e for e in lines[4:] if e["type"] == "edge"]
+    assert len(exported_edges) == len(lines) - 4
+    assert {(e["src"], e["dst"], e["kind"], e["weight"]) for e in exported_edges} >= {
+        (ids[0], ids[1], "sequence", 0.7)
+    }
+    assert all("embedding" not in entry for entry in lines)
+
+    with _memory(tmp_path / "copy") as copy:
+        result = copy.import_(out)
+        assert result == {"memories": 3, "duplicates": 0, "edges": len(exported_edges)}
+        restored = copy.get(ids[0])
+        original = mem.get(ids[0])
+        assert (restored.content, restored.user_id, restored.session_id, restored.metadata) == (
+            original.content,
+            original.user_id,
+            original.session_id,
+            original.metadata,
+        )
+        assert restored.created_at == original.created_at
+        edges = copy.store.edges_from("default", [ids[0]])
+        assert (ids[1], "sequence", 0.7) in [(e.dst, e.kind, e.weight) for e in edges]
+        assert copy.search("tea", user_id="bob")[0].content == "Bob likes tea."
+        # A second import finds everything already there.
+        again = copy.import_(out)
+        assert (again["memories"], again["duplicates"]) == (0, 3)
+        assert copy.stats()["memories"] == 3
+
+
+def test_import_into_another_workspace_gets_new_ids(mem: Memory) -> None:
+    (mid,) = mem.add("Scoped export.", user_id="alice")
+    buffer = io.StringIO()
+    mem.export(buffer, user_id="alice")
+    buffer.seek(0)
+    assert mem.import_(buffer, workspace="copy")["memories"] == 1
+    (moved,) = mem.list(workspace="copy")
+    assert moved.content == "Scoped export." and moved.id != mid
+    assert mem.get(mid).workspace == "default"
+
+
+def test_a_bad_line_names_itself_and_writes_nothing(mem: Memory, tmp_path: Path) -> None:
+    good = {"type": "memory", "id": "a1", "workspace": "default", "content": "fine", "role": "user"}
+    bad = {**good, "id": "a2", "role": "robot"}
+    source = tmp_path / "bad.jsonl"
+    source.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ValidationError) as info:
+        mem.import_(source)
+    assert info.value.field == "line 2: role"
+    source.write_text(json.dumps(good) + "\n{not json\n")
+    with pytest.raises(ValidationError, match="line 2"):
+        mem.import_(source)
+    assert mem.stats()["memories"] == 0
