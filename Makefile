@@ -28,10 +28,17 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format src tests bench
 	$(VENV)/bin/ruff check --fix src tests bench
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+# bench/peers.py creates the peer systems' own environments under bench/.venvs/ on first use.
+bench: $(BENCH_STAMP)
 	$(PY) bench/speed.py
 	$(PY) bench/locomo.py --ingest-ablations
+	$(PY) bench/peers.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -136,6 +136,8 @@ def test_replies_raise_the_path_they_agree_with_and_sink_the_other(
         graph_min_edge_weight=0.2,
         graph_sequence_weight=0.5,
         graph_semantic_threshold=0.5,
+        # Neighbour support lifts ROUTE (CLIMB's next message) from the first round; off, the
+        # rise this test watches comes from the graph walk alone.
         neighbour_weight=0.0,
         speaker_boost=0.0,
         time_boost=0.0,

@@ -10,9 +10,10 @@ from click.testing import CliRunner
 
 from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
 from engrammar.cli_migrate import migrate_command
+from engrammar.keys import create_api_key, verify_api_key
 from engrammar.models import Scope
 from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord
-from engrammar.store.base import FEEDBACK_RECORD_KINDS
+from engrammar.store.base import FEEDBACK_RECORD_KINDS, ApiKeyRecord
 from engrammar.store.migrate import migrate, open_location, table_checksums
 
 
@@ -78,6 +79,9 @@ def _fill(location: str) -> None:
         mem.log_event("checkpoint", {"step": 3, "ok": True, "ratio": 0.5}, agent_id="codex")
         mem.rate_memory(ids[2], "accepted")
         mem.rate_memory(ids[0], "corrected", "I moved to Porto, not Lisbon.", recall_id=r.recall_id)
+        mem.store.create_api_key(ApiKeyRecord("k1", "sha-1", "default", "alice", "laptop", 1.0))
+        mem.store.create_api_key(ApiKeyRecord("k2", "sha-2", "w2", None, "", 2.0))
+        mem.store.revoke_api_key("k2")
         mem.store.save_recall(
             RecallRecord(
                 "manual", "default", "bob", "coach", None, "chess?", 1.5, ["x"],
@@ -108,6 +112,7 @@ def _snapshot(location: str) -> dict[str, object]:
         rec = mem.store.get_recall(Scope("default", "bob"), "manual")
         out["recall"] = rec
         out["unconsumed"] = mem.store.get_recall(Scope("default", "alice"), None)
+        out["api_keys"] = mem.store.list_api_keys(None)
         out["feedback"] = {
             kind: [r.to_dict() for r in mem.store.list_feedback_records(kind, Scope(ws), 100, 0)]
             for kind in FEEDBACK_RECORD_KINDS
@@ -139,6 +144,8 @@ def test_migrate_roundtrip(
 
     source, destination = where(src_kind, "src"), where(dst_kind, "dst")
     _fill(source)
+    with Memory(_config(source), embedder=HashEmbedder()) as mem:
+        token, _ = create_api_key(mem.store, "w1", user_id="alice")
     before = _snapshot(source)
     seen: list[tuple[str, int]] = []
     report = migrate(source, destination, batch=3, progress=lambda t, n: seen.append((t, n)))
@@ -150,11 +157,14 @@ def test_migrate_roundtrip(
         assert report.tables[table][0] == 1, table
     assert report.tables["memory_ratings"][0] == 2
     assert report.tables["decision_memories"][0] == 2  # the correction, then the reversal
+    assert report.tables["api_keys"][0] == 3  # two from _fill, one real key made here
     assert ("memories", 6) in seen  # paged in batches of 3
     assert _snapshot(destination) == before
     src, dst = open_location(source, create=False), open_location(destination, create=False)
     try:
         assert table_checksums(src) == table_checksums(dst) == report.tables
+        # A key made for the old store opens the new one, with the same binding.
+        assert verify_api_key(dst, token).user_id == "alice"
     finally:
         src.close()
         dst.close()

@@ -720,3 +720,25 @@ def test_keyword_index_holds_the_speaker(store: Store) -> None:
     )  # fmt: skip
     assert store.keyword_search(Scope(WS, "alice"), "Caroline", 5) == []
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Jon hiking", 5)] == [row.id]
+
+
+# -- API keys ------------------------------------------------------------------------------------
+def test_api_keys(store: Store) -> None:
+    from engrammar.store.base import ApiKeyRecord
+
+    a = ApiKeyRecord("k1", "h1", WS, "alice", "laptop", 1.0)
+    b = ApiKeyRecord("k2", "h2", "w2", None, "", 2.0)
+    store.create_api_key(a)
+    store.create_api_key(b)
+    with pytest.raises(ConflictError):
+        store.create_api_key(ApiKeyRecord("k1", "other", WS, None, "", 3.0))
+    assert store.get_api_key("k1") == a
+    assert store.get_api_key("nope") is None
+    assert [k.key_id for k in store.list_api_keys(None)] == ["k1", "k2"]
+    assert [k.key_id for k in store.list_api_keys("w2")] == ["k2"]
+    assert store.revoke_api_key("k1") is True
+    assert store.revoke_api_key("k1") is False
+    revoked = store.get_api_key("k1")
+    assert revoked is not None and revoked.revoked_at is not None
+    with pytest.raises(NotFoundError):
+        store.revoke_api_key("nope")

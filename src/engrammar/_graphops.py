@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._refine import refine_candidates
+from ._refine import complete_vector_hits, refine_candidates
 from .config import Config
 from .errors import NotFoundError
 from .learn.alignment import alignment_deltas, tension_deltas
@@ -187,8 +187,10 @@ def graph_rank(
     ``focus`` (explain) is scored even when neither search nor the graph found it.
     """
     pool = config.candidate_pool
-    vector_hits = store.vector_search(scope, qvec, pool)
     keyword_hits = store.keyword_search(scope, query, pool)
+    vector_hits = complete_vector_hits(
+        store, scope, qvec, store.vector_search(scope, qvec, pool), keyword_hits
+    )
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )

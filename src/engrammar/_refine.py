@@ -7,6 +7,8 @@ search, the graph ranking) calls this after fusing, so all of them rank alike.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .config import Config
 from .models import Scope
 from .recall.fusion import Candidate
@@ -14,11 +16,32 @@ from .recall.query import rescore, sequence_support
 from .recall.text import speaker_of
 from .store import Store
 
-__all__ = ["REFINE_DEPTH", "refine_candidates"]
+__all__ = ["REFINE_DEPTH", "complete_vector_hits", "refine_candidates"]
 
 # Only the head can reach the results: a bounded boost never lifts a candidate from far down
 # the fused list, and fetching the whole pool would cost more than the searches themselves.
 REFINE_DEPTH = 60
+
+
+def complete_vector_hits(
+    store: Store,
+    scope: Scope,
+    qvec: np.ndarray,
+    vector_hits: list[tuple[str, float]],
+    keyword_hits: list[tuple[str, float]],
+) -> list[tuple[str, float]]:
+    """``vector_hits`` plus the cosine of every keyword hit the vector list missed.
+
+    A keyword hit outside the vector top-k still has a real (middling) cosine; scored as 0 it
+    loses to memories that merely appear in both lists, which cost 0.04 recall@10 on LoCoMo.
+    """
+    seen = {memory_id for memory_id, _ in vector_hits}
+    missing = [memory_id for memory_id, _ in keyword_hits if memory_id not in seen]
+    if not missing:
+        return vector_hits
+    vecs = store.vectors(scope.workspace, missing)
+    extra = [(m, float(vecs[m] @ qvec)) for m in missing if m in vecs]
+    return vector_hits + sorted(extra, key=lambda h: -h[1])
 
 
 def refine_candidates(

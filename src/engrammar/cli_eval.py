@@ -29,7 +29,13 @@ def eval_group() -> None:
     help="locomo10.json (the referee script is read from ../eval/ beside its folder).",
 )
 @click.option("--conversations", default="1-10", show_default=True, help="e.g. 1-5 or 1,3.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="Memories recalled per question (figures at k above it count only what was recalled).",
+)
 @click.option(
     "--path",
     type=click.Path(file_okay=False, path_type=Path),

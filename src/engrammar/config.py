@@ -102,7 +102,7 @@ class Config:
         0.5, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
     )
     neighbour_weight: float = _opt(
-        0.6,
+        0.3,
         "Share of the best conversation neighbour's relevance, times the sequence edge's weight, "
         "added to a memory's relevance; 0 switches it off.",
     )

@@ -198,7 +198,7 @@ def evaluate(
     store_dir: Path | str,
     *,
     conversations: str = "1-10",
-    limit: int = 50,
+    limit: int = 10,
     config: Config | None = None,
     run_file: Path | None = None,
     log: Callable[[str], None] = lambda _: None,

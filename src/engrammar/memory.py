@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _graphops
 from . import _validate as v
-from ._refine import refine_candidates
+from ._refine import complete_vector_hits, refine_candidates
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
@@ -349,9 +349,13 @@ class Memory:
     def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
         qvec = self._embed([query])[0]
         pool = self.config.candidate_pool
+        keyword_hits = self.store.keyword_search(scope, query, pool)
+        vector_hits = complete_vector_hits(
+            self.store, scope, qvec, self.store.vector_search(scope, qvec, pool), keyword_hits
+        )
         cands = fuse(
-            self.store.vector_search(scope, qvec, pool),
-            self.store.keyword_search(scope, query, pool),
+            vector_hits,
+            keyword_hits,
             keyword_weight=self.config.keyword_weight,
             mode=self.config.fusion,
         )

@@ -72,6 +72,9 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Spinning worker threads burn the cores they wait on; next to other work (an agent, a
+        # server, other processes) that costs far more than the microseconds it saves.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]

@@ -51,7 +51,15 @@ from ..models import (
     Scope,
 )
 from ..recall.text import index_text, speaker_of, terms
-from .base import EdgeDelta, FeedbackRecord, NewEdge, NewFeedbackEvent, NewMemory, RecallRecord
+from .base import (
+    ApiKeyRecord,
+    EdgeDelta,
+    FeedbackRecord,
+    NewEdge,
+    NewFeedbackEvent,
+    NewMemory,
+    RecallRecord,
+)
 from .postgres_migrations import MIGRATIONS
 from .tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
 
@@ -1441,6 +1449,68 @@ class PostgresStore:
             )
             conn.execute(f"DELETE FROM {table} WHERE {w}", p)
 
+    # -- API keys --------------------------------------------------------------------------------
+    _KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
+
+    def create_api_key(self, record: ApiKeyRecord) -> None:
+        def run(conn: Conn) -> None:
+            inserted = conn.execute(
+                f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT (key_id) DO NOTHING RETURNING key_id",
+                (
+                    record.key_id,
+                    record.key_hash,
+                    record.workspace,
+                    record.user_id,
+                    record.name,
+                    record.created_at,
+                    record.revoked_at,
+                ),
+            ).fetchone()
+            if inserted is None:
+                raise ConflictError(f"API key {record.key_id!r} already exists")
+
+        self._tx("creating the API key", run)
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        row = self._tx(
+            "reading the API key",
+            lambda c: c.execute(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,)
+            ).fetchone(),
+        )
+        return ApiKeyRecord(*row) if row else None
+
+    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
+        def run(conn: Conn) -> list[Any]:
+            if workspace is None:
+                return conn.execute(
+                    f"SELECT {self._KEY_COLUMNS} FROM api_keys ORDER BY created_at, key_id"
+                ).fetchall()
+            return conn.execute(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE workspace = %s "
+                "ORDER BY created_at, key_id",
+                (workspace,),
+            ).fetchall()
+
+        return [ApiKeyRecord(*r) for r in self._tx("listing API keys", run)]
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        def run(conn: Conn) -> bool:
+            row = conn.execute(
+                "SELECT revoked_at FROM api_keys WHERE key_id = %s FOR UPDATE", (key_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"API key {key_id!r} not found")
+            if row[0] is not None:
+                return False
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = %s WHERE key_id = %s", (time.time(), key_id)
+            )
+            return True
+
+        return self._tx("revoking the API key", run)
+
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     #: table -> the columns that order its rows (the cursor of export_rows)
     _COPY_KEYS: dict[str, tuple[str, ...]] = {  # noqa: RUF012
@@ -1455,6 +1525,7 @@ class PostgresStore:
         "preference_pairs": ("seq",),
         "logged_events": ("seq",),
         "memory_ratings": ("seq",),
+        "api_keys": ("key_id",),
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

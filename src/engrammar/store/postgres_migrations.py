@@ -261,4 +261,28 @@ def m002_feedback_records(conn: Conn) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Conn], None]] = [m001_create_tables, m002_feedback_records]
+def m003_api_keys(conn: Conn) -> None:
+    # Keys are looked up by key_id alone (before the workspace is known): with Citus this is a
+    # reference table. Only a hash of each key is kept.
+    _run(
+        conn,
+        """
+        CREATE TABLE api_keys (
+            key_id TEXT PRIMARY KEY,
+            key_hash TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            name TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL,
+            revoked_at DOUBLE PRECISION
+        )
+        """,
+        "CREATE INDEX api_keys_workspace ON api_keys (workspace, created_at)",
+    )
+
+
+MIGRATIONS: list[Callable[[Conn], None]] = [
+    m001_create_tables,
+    m002_feedback_records,
+    m003_api_keys,
+]

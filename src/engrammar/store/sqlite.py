@@ -850,6 +850,7 @@ class SQLiteStore:
         "preference_pairs": "seq",
         "logged_events": "seq",
         "memory_ratings": "seq",
+        "api_keys": "rowid",
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:

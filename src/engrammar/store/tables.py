@@ -51,6 +51,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "correction", "correction_memory_id", "weight", "recall_id", "context",
         "context_embedding", "created_at",
     ),
+    "api_keys": ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
 }  # fmt: skip
 #: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
 COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
