@@ -863,6 +863,52 @@ cli.add_command(eval_group)
 cli.add_command(migrate_command)
 
 
+def _sqlite_file(path: str | None, store_url: str | None) -> Any:
+    config = _config(path, store_url, None)
+    if not config.is_sqlite:
+        raise click.UsageError(
+            "backup and restore work on the embedded store; for PostgreSQL use pg_dump/pg_restore"
+        )
+    return config
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@_store_options
+def backup(file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any) -> None:
+    """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
+    from .store.sqlite import backup_file
+
+    config = _sqlite_file(path, store_url)
+    try:
+        pages = backup_file(config.sqlite_file, file, busy_timeout_ms=config.busy_timeout_ms)
+    except EngrammarError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    _emit(as_json, {"file": file, "pages": pages}, lambda d: f"backed up to {file} ({pages} pages)")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@_store_options
+def restore(
+    file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
+) -> None:
+    """Replace the embedded store's contents with the backup FILE (checked first).
+
+    Running servers on the store should be restarted afterwards.
+    """
+    from .store.sqlite import restore_file
+
+    config = _sqlite_file(path, store_url)
+    try:
+        pages = restore_file(file, config.sqlite_file, busy_timeout_ms=config.busy_timeout_ms)
+    except EngrammarError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    _emit(as_json, {"file": file, "pages": pages}, lambda d: f"restored from {file} ({pages} pages)")
+
+
 # -- entry point ---------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; exit 0 on success, 1 on an error (one line on stderr), 2 on misuse."""

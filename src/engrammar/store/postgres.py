@@ -668,6 +668,8 @@ class PostgresStore:
                 ).fetchall()
             if ids is None:
                 self._forget_feedback(conn, scope)
+                # The scope's recalls hold its queries: forgetting a user removes them too.
+                conn.execute(f"DELETE FROM recalls WHERE {where}", params)
             if not deleted:
                 return 0
             gone = [r[0] for r in deleted]
