@@ -875,7 +875,9 @@ def _sqlite_file(path: str | None, store_url: str | None) -> Any:
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @_store_options
-def backup(file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any) -> None:
+def backup(
+    file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
+) -> None:
     """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
     from .store.sqlite import backup_file
 
@@ -906,7 +908,9 @@ def restore(
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    _emit(as_json, {"file": file, "pages": pages}, lambda d: f"restored from {file} ({pages} pages)")
+    _emit(
+        as_json, {"file": file, "pages": pages}, lambda d: f"restored from {file} ({pages} pages)"
+    )
 
 
 # -- entry point ---------------------------------------------------------------------------------
