@@ -446,6 +446,17 @@ def test_adjust_edges_consumes_recall_once(store: Store) -> None:
 
 
 # -- recalls -------------------------------------------------------------------------------------
+def test_forgetting_a_scope_removes_its_recalls(store: Store) -> None:
+    t = time.time()
+    store.save_recall(RecallRecord("ra", WS, "alice", None, None, "alice's query", t, []))
+    store.save_recall(RecallRecord("rb", WS, "bob", None, None, "bob's query", t, []))
+    store.forget(Scope(WS, "alice"), None)
+    assert store.get_recall(Scope(WS, "alice"), "ra") is None
+    assert store.get_recall(Scope(WS, "alice"), None) is None
+    kept = store.get_recall(Scope(WS, "bob"), "rb")
+    assert kept is not None and kept.query == "bob's query"
+
+
 def test_recalls_roundtrip_newest_unconsumed_and_scope(store: Store) -> None:
     t = time.time()
     paths = [{"nodes": ["a", "b"], "weights": [0.5], "kinds": ["semantic"], "score": 0.9}]
