@@ -24,11 +24,12 @@ path, log, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
 m = Memory(Config(path=path), embedder=HashEmbedder())
 n = start
 with open(log, "a") as out:
-    print("ready", flush=True)
     while True:
         m.add([f"batch {n} message {i} about topic {i % 7}" for i in range(BATCH)], user_id="u",
               metadata={"batch": n})
         out.write(f"{n}\n"); out.flush(); os.fsync(out.fileno())
+        if n == start:
+            print("ready", flush=True)  # one add has returned: kill points start here
         n += 1
 """.replace("BATCH", str(BATCH))
 

@@ -30,7 +30,7 @@ from .recall.graph import (
     semantic_edges,
     sequence_edges,
 )
-from .recall.tensions import Statement, agreed_side, detect_tension, find_tensions
+from .recall.tensions import Statement, agreed_side, detect_tension
 from .recall.text import terms
 from .store import EdgeDelta, NewEdge, NewMemory, Store
 
@@ -268,15 +268,36 @@ def result_paths(walks: Sequence[Walk], shown: set[str], limit: int) -> list[Pat
 def recall_tensions(
     store: Store, config: Config, workspace: str, records: Sequence[MemoryRecord]
 ) -> list[Tension]:
+    """Contradictions among the recalled memories.
+
+    They were found when the memories were added (``contradicts`` edges), so recall reads the
+    edges between its results instead of judging every pair again: one query, then the rules
+    re-run only on the few linked pairs (for the kind, the reason and which side is newer).
+    """
     if len(records) < 2:
         return []
-    vecs = store.vectors(workspace, [r.id for r in records])
-    present = [r for r in records if r.id in vecs]
-    if len(present) < 2:
+    by_id = {r.id: r for r in records}
+    pairs = {
+        tuple(sorted((e.src, e.dst)))
+        for e in store.edges_from(workspace, list(by_id))
+        if e.kind == "contradicts" and e.dst in by_id
+    }
+    if not pairs:
         return []
-    matrix = np.stack([vecs[r.id] for r in present])
-    statements = [_statement(r) for r in present]
-    return find_tensions(statements, matrix, config.tension_min_similarity)
+    vecs = store.vectors(workspace, sorted({i for pair in pairs for i in pair}))
+    out = []
+    for a, b in sorted(pairs):
+        if a not in vecs or b not in vecs:
+            continue
+        found = detect_tension(
+            _statement(by_id[a]),
+            _statement(by_id[b]),
+            float(vecs[a] @ vecs[b]),
+            config.tension_min_similarity,
+        )
+        if found is not None:
+            out.append(found)
+    return sorted(out, key=lambda t: -t.confidence)
 
 
 # -- feedback -------------------------------------------------------------------------------
