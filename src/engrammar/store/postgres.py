@@ -61,49 +61,20 @@ from .base import (
     RecallRecord,
 )
 from .postgres_migrations import MIGRATIONS
-from .tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
+from .tables import (
+    COPY_JSON_FIELDS,
+    COPY_TABLES,
+    COPY_VECTOR_FIELDS,
+    EVENT_COLUMNS,
+    FEEDBACK_TABLES,
+    MEMORY_COLUMNS,
+)
 
 __all__ = ["PostgresStore", "redact_url"]
 
 T = TypeVar("T")
 Conn = psycopg.Connection[Any]
 
-_MEMORY_COLUMNS = (
-    "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
-    "updated_at, metadata"
-)
-_EVENT_COLUMNS = (
-    "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
-    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata"
-)
-
-# kind -> (table, columns in dataclass order, whether the table has a session_id column)
-_FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
-    "feedback_event": ("feedback_events", _EVENT_COLUMNS, True),
-    "decision_review": (
-        "decision_reviews",
-        "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
-        "reversed, reason, decision_memory_id, created_at",
-        False,
-    ),
-    "preference_pair": (
-        "preference_pairs",
-        "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
-        "weight, created_at, memory_id",
-        True,
-    ),
-    "logged_event": (
-        "logged_events",
-        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at",
-        True,
-    ),
-    "memory_rating": (
-        "memory_ratings",
-        "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
-        "created_at, recall_id, context, correction_memory_id",
-        True,
-    ),
-}
 
 # Any constant works; it only has to be the same in every process that migrates this schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
@@ -567,7 +538,7 @@ class PostgresStore:
         rows = self._read(
             "get",
             lambda c: c.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = ANY(%s)",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = ANY(%s)",
                 (workspace, ids),
             ).fetchall(),
         )
@@ -578,7 +549,7 @@ class PostgresStore:
         rows = self._read(
             "list",
             lambda c: c.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
                 "ORDER BY seq LIMIT %s OFFSET %s",
                 [*params, limit, offset],
             ).fetchall(),
@@ -599,7 +570,7 @@ class PostgresStore:
     ) -> MemoryRecord:
         def run(conn: Conn) -> MemoryRecord:
             row = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = %s "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = %s "
                 "FOR UPDATE",
                 (workspace, memory_id),
             ).fetchone()
@@ -637,7 +608,7 @@ class PostgresStore:
             try:
                 new = conn.execute(
                     f"UPDATE memories SET {', '.join(sets)} WHERE workspace = %s AND id = %s "
-                    f"RETURNING {_MEMORY_COLUMNS}",
+                    f"RETURNING {MEMORY_COLUMNS}",
                     [*params, workspace, memory_id],
                 ).fetchone()
             except pg_errors.UniqueViolation as exc:  # a concurrent writer took the content
@@ -737,7 +708,7 @@ class PostgresStore:
             )
             size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
             feedback = {}
-            for kind, (table, _, has_session) in _FEEDBACK_TABLES.items():
+            for kind, (table, _, has_session) in FEEDBACK_TABLES.items():
                 narrowed = (
                     scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
                 )
@@ -860,7 +831,7 @@ class PostgresStore:
         rows = self._read(
             "reading memories",
             lambda c: c.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
                 "ORDER BY seq DESC LIMIT %s",
                 [*params, limit],
             ).fetchall(),
@@ -1125,7 +1096,7 @@ class PostgresStore:
 
     def _get_event(self, conn: Conn, workspace: str, event_id: str) -> FeedbackEvent:
         row = conn.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM feedback_events WHERE workspace = %s AND id = %s",
+            f"SELECT {EVENT_COLUMNS} FROM feedback_events WHERE workspace = %s AND id = %s",
             (workspace, event_id),
         ).fetchone()
         assert row is not None
@@ -1292,7 +1263,7 @@ class PostgresStore:
         return self._tx("rating the memory", run)
 
     def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
-        table, columns, _ = _FEEDBACK_TABLES[kind]
+        table, columns, _ = FEEDBACK_TABLES[kind]
 
         def run(conn: Conn) -> FeedbackRecord:
             row = conn.execute(
@@ -1310,7 +1281,7 @@ class PostgresStore:
     def list_feedback_records(
         self, kind: str, scope: Scope, limit: int, offset: int
     ) -> list[FeedbackRecord]:
-        table, columns, scoped = _FEEDBACK_TABLES[kind]
+        table, columns, scoped = FEEDBACK_TABLES[kind]
         where, params = _scope_where(
             scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
         )

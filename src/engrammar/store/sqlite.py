@@ -44,48 +44,17 @@ from .base import (
 )
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
-from .tables import COPY_BOOL_FIELDS, COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
+from .tables import (
+    COPY_BOOL_FIELDS,
+    COPY_JSON_FIELDS,
+    COPY_TABLES,
+    COPY_VECTOR_FIELDS,
+    EVENT_COLUMNS,
+    FEEDBACK_TABLES,
+    MEMORY_COLUMNS,
+)
 
 __all__ = ["SQLiteStore"]
-
-_MEMORY_COLUMNS = (
-    "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
-    "updated_at, metadata"
-)
-
-
-_EVENT_COLUMNS = (
-    "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
-    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata"
-)
-
-# kind -> (table, columns in dataclass order, whether the table has a session_id column)
-_FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
-    "feedback_event": ("feedback_events", _EVENT_COLUMNS, True),
-    "decision_review": (
-        "decision_reviews",
-        "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
-        "reversed, reason, decision_memory_id, created_at",
-        False,
-    ),
-    "preference_pair": (
-        "preference_pairs",
-        "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
-        "weight, created_at, memory_id",
-        True,
-    ),
-    "logged_event": (
-        "logged_events",
-        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at",
-        True,
-    ),
-    "memory_rating": (
-        "memory_ratings",
-        "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
-        "created_at, recall_id, context, correction_memory_id",
-        True,
-    ),
-}
 
 
 def _blob(vector: np.ndarray) -> bytes:
@@ -360,7 +329,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._read(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
             ):
                 out[row[0]] = _record(row)
@@ -369,7 +338,7 @@ class SQLiteStore:
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = _scope_where(scope)
         rows = self._read(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
         return [_record(r) for r in rows]
@@ -389,7 +358,7 @@ class SQLiteStore:
         try:
             with self._write() as conn:
                 row = conn.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace = ? AND id = ?",
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = ? AND id = ?",
                     (workspace, memory_id),
                 ).fetchone()
                 if row is None:
@@ -428,7 +397,7 @@ class SQLiteStore:
                 before = old.content if content is not None else (old.status if status else None)
                 self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
                 new = conn.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"update failed: {exc}") from exc
@@ -670,7 +639,7 @@ class SQLiteStore:
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         where, params = _scope_where(scope)
         rows = self._read(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
             "ORDER BY seq DESC LIMIT ?",
             [*params, limit],
         )
@@ -998,7 +967,7 @@ class SQLiteStore:
 
     def _get_event(self, conn: sqlite3.Connection, event_id: str) -> FeedbackEvent:
         row = conn.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM feedback_events WHERE id = ?", (event_id,)
+            f"SELECT {EVENT_COLUMNS} FROM feedback_events WHERE id = ?", (event_id,)
         ).fetchone()
         return self._event(conn, row)
 
@@ -1185,7 +1154,7 @@ class SQLiteStore:
         return rating
 
     def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
-        table, columns, _ = _FEEDBACK_TABLES[kind]
+        table, columns, _ = FEEDBACK_TABLES[kind]
         conn = self._reader()
         try:
             row = conn.execute(
@@ -1203,7 +1172,7 @@ class SQLiteStore:
     def list_feedback_records(
         self, kind: str, scope: Scope, limit: int, offset: int
     ) -> list[FeedbackRecord]:
-        table, columns, scoped = _FEEDBACK_TABLES[kind]
+        table, columns, scoped = FEEDBACK_TABLES[kind]
         where, params = _scope_where(
             scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
         )
@@ -1338,7 +1307,7 @@ class SQLiteStore:
 
     def _feedback_counts(self, scope: Scope) -> dict[str, int]:
         out = {}
-        for kind, (table, _, has_session) in _FEEDBACK_TABLES.items():
+        for kind, (table, _, has_session) in FEEDBACK_TABLES.items():
             narrowed = (
                 scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
             )

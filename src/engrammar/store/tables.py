@@ -67,3 +67,41 @@ COPY_VECTOR_FIELDS = frozenset(
 )
 #: Exported fields holding booleans (SQLite stores them as 0 / 1).
 COPY_BOOL_FIELDS = frozenset({"reversed"})
+
+#: Columns of a memory row, in MemoryRecord order (both stores select them this way).
+MEMORY_COLUMNS = (
+    "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
+    "updated_at, metadata"
+)
+EVENT_COLUMNS = (
+    "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
+    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata"
+)
+
+# kind -> (table, columns in dataclass order, whether the table has a session_id column)
+FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
+    "feedback_event": ("feedback_events", EVENT_COLUMNS, True),
+    "decision_review": (
+        "decision_reviews",
+        "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
+        "reversed, reason, decision_memory_id, created_at",
+        False,
+    ),
+    "preference_pair": (
+        "preference_pairs",
+        "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
+        "weight, created_at, memory_id",
+        True,
+    ),
+    "logged_event": (
+        "logged_events",
+        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at",
+        True,
+    ),
+    "memory_rating": (
+        "memory_ratings",
+        "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
+        "created_at, recall_id, context, correction_memory_id",
+        True,
+    ),
+}
