@@ -666,22 +666,13 @@ class SQLiteStore:
 
     # -- graph -----------------------------------------------------------------------------------
     def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        out: list[Edge] = []
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            out += [
-                Edge(*r)
-                for r in self._read(
-                    "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = ? "
-                    f"AND src IN ({marks}) AND weight >= ?",
-                    [workspace, *chunk, min_weight],
-                )
-            ]
-        return out
+        return self._edges("src", workspace, ids, min_weight)
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
+        return self._edges("dst", workspace, ids, min_weight)
+
+    def _edges(self, end: str, workspace: str, ids: Sequence[str], min_weight: float) -> list[Edge]:
+        """Edges whose ``end`` ("src" or "dst") is one of ``ids``."""
         out: list[Edge] = []
         ids = list(dict.fromkeys(ids))
         for start in range(0, len(ids), 500):
@@ -691,7 +682,7 @@ class SQLiteStore:
                 Edge(*r)
                 for r in self._read(
                     "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = ? "
-                    f"AND dst IN ({marks}) AND weight >= ?",
+                    f"AND {end} IN ({marks}) AND weight >= ?",
                     [workspace, *chunk, min_weight],
                 )
             ]
