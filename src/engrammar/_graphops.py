@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._refine import complete_vector_hits, refine_candidates
+from ._refine import refine_candidates, search_hits
 from .config import Config
 from .errors import NotFoundError
 from .learn.alignment import alignment_deltas, tension_deltas
@@ -179,18 +179,16 @@ def graph_rank(
     config: Config,
     scope: Scope,
     query: str,
-    qvec: np.ndarray,
+    embed: Callable[[str], np.ndarray],
     focus: str | None = None,
 ) -> Ranking:
     """Fused candidates, walks from the best of them, and the combined ranking, best first.
 
+    ``embed`` turns the text to search with into the query vector (see
+    :func:`~engrammar._refine.search_hits`).
     ``focus`` (explain) is scored even when neither search nor the graph found it.
     """
-    pool = config.candidate_pool
-    keyword_hits = store.keyword_search(scope, query, pool)
-    vector_hits = complete_vector_hits(
-        store, scope, qvec, store.vector_search(scope, qvec, pool), keyword_hits
-    )
+    qvec, vector_hits, keyword_hits = search_hits(store, config, scope, query, embed)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
@@ -424,7 +422,7 @@ def explain(
     config: Config,
     scope: Scope,
     query: str,
-    qvec: np.ndarray,
+    embed: Callable[[str], np.ndarray],
     memory_id: str,
     limit: int,
 ) -> dict[str, Any]:
@@ -432,7 +430,7 @@ def explain(
     found = store.get_memories(scope.workspace, [memory_id]).get(memory_id)
     if found is None or not in_scope(found, scope):
         raise NotFoundError(f"memory {memory_id!r} not found in this scope")
-    ranking = graph_rank(store, config, scope, query, qvec, focus=memory_id)
+    ranking = graph_rank(store, config, scope, query, embed, focus=memory_id)
     entry = next(e for e in ranking.entries if e.id == memory_id)
     rank = int(entry.components["rank"])
     paths = [

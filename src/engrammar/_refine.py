@@ -7,20 +7,54 @@ search, the graph ranking) calls this after fusing, so all of them rank alike.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .config import Config
 from .models import Scope
 from .recall.fusion import Candidate
-from .recall.query import rescore, sequence_support
+from .recall.query import named_speakers, rescore, sequence_support, topic_text
 from .recall.text import speaker_of
 from .store import Store
 
-__all__ = ["REFINE_DEPTH", "complete_vector_hits", "refine_candidates"]
+__all__ = ["REFINE_DEPTH", "complete_vector_hits", "refine_candidates", "search_hits"]
 
 # Only the head can reach the results: a bounded boost never lifts a candidate from far down
 # the fused list, and fetching the whole pool would cost more than the searches themselves.
 REFINE_DEPTH = 60
+# Keyword hits whose speakers are read to recognise the names a query mentions: the name is
+# an index term of everything its speaker said, so that person's memories lead the list (on
+# LoCoMo every named speaker was among the speakers of the top 10 keyword hits).
+NAME_LOOKUP = 20
+
+
+def search_hits(
+    store: Store,
+    config: Config,
+    scope: Scope,
+    query: str,
+    embed: Callable[[str], np.ndarray],
+) -> tuple[np.ndarray, list[tuple[str, float]], list[tuple[str, float]]]:
+    """The query vector, the vector hits and the keyword hits of one search.
+
+    Keyword search runs first; with ``query_without_speakers`` the names of the speakers it
+    found that the query mentions are left out of the text that is embedded (see
+    :func:`~engrammar.recall.query.topic_text`), so the vector matches the topic while the
+    speaker boost matches the person.
+    """
+    pool = config.candidate_pool
+    keyword_hits = store.keyword_search(scope, query, pool)
+    text = query
+    if config.query_without_speakers and keyword_hits:
+        head = store.get_memories(scope.workspace, [m for m, _ in keyword_hits[:NAME_LOOKUP]])
+        speakers = {s for r in head.values() if (s := speaker_of(r.metadata))}
+        text = topic_text(query, named_speakers(query, speakers))
+    qvec = embed(text)
+    vector_hits = complete_vector_hits(
+        store, scope, qvec, store.vector_search(scope, qvec, pool), keyword_hits
+    )
+    return qvec, vector_hits, keyword_hits
 
 
 def complete_vector_hits(

@@ -98,6 +98,11 @@ class Config:
     speaker_boost: float = _opt(
         0.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
+    query_without_speakers: bool = _opt(
+        True,
+        "Embed a query without the names of the speakers it mentions (the speaker boost "
+        "matches the person; the query vector then matches the topic).",
+    )
     time_boost: float = _opt(
         0.5, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _graphops
 from . import _validate as v
-from ._refine import complete_vector_hits, refine_candidates
+from ._refine import refine_candidates, search_hits
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .errors import EmbedderError, NotFoundError, ValidationError
@@ -135,6 +135,10 @@ class Memory:
         if vectors.shape != (len(texts), self.embedder.dim) or not np.all(np.isfinite(vectors)):
             raise EmbedderError(f"embedder {self.embedder.name!r} returned invalid vectors")
         return vectors
+
+    def _embed_one(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self._embed([text])[0]
+        return vector
 
     # -- writing ------------------------------------------------------------------------------
     def add(
@@ -347,11 +351,8 @@ class Memory:
 
     # -- recall -------------------------------------------------------------------------------
     def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
-        qvec = self._embed([query])[0]
-        pool = self.config.candidate_pool
-        keyword_hits = self.store.keyword_search(scope, query, pool)
-        vector_hits = complete_vector_hits(
-            self.store, scope, qvec, self.store.vector_search(scope, qvec, pool), keyword_hits
+        _, vector_hits, keyword_hits = search_hits(
+            self.store, self.config, scope, query, self._embed_one
         )
         cands = fuse(
             vector_hits,
@@ -412,8 +413,7 @@ class Memory:
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
-        qvec = self._embed([query])[0]
-        ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec)
+        ranking = _graphops.graph_rank(self.store, self.config, scope, query, self._embed_one)
         learned = self._learned(scope, query, _graph_items(ranking.entries))
         records = self.store.get_memories(scope.workspace, [e.id for e in learned[: limit * 2]])
         items = [
@@ -525,9 +525,10 @@ class Memory:
         v.scope_id("memory_id", memory_id, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
-        qvec = self._embed([query])[0]
-        out = _graphops.explain(self.store, self.config, scope, query, qvec, memory_id, limit)
-        return self._explain_learned(out, scope, query, qvec, memory_id, limit)
+        out = _graphops.explain(
+            self.store, self.config, scope, query, self._embed_one, memory_id, limit
+        )
+        return self._explain_learned(out, scope, query, memory_id, limit)
 
     # -- learning from feedback records (seeds 002 and 003) --------------------------------------
     def _learned(
@@ -580,13 +581,14 @@ class Memory:
         out: dict[str, Any],
         scope: Scope,
         query: str,
-        qvec: np.ndarray,
         memory_id: str,
         limit: int,
     ) -> dict[str, Any]:
         """Add the feedback records' part to the graph's explanation: each learned component,
         the note, and the rank and score after learning (what recall returns)."""
-        ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec, focus=memory_id)
+        ranking = _graphops.graph_rank(
+            self.store, self.config, scope, query, self._embed_one, focus=memory_id
+        )
         learned = self._learned(scope, query, _graph_items(ranking.entries))
         position = next((i for i, e in enumerate(learned) if e.id == memory_id), None)
         if position is None:

@@ -23,6 +23,7 @@ __all__ = [
     "rescore",
     "sequence_support",
     "time_match",
+    "topic_text",
 ]
 
 _DAY = 86_400.0
@@ -125,6 +126,25 @@ def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
         if parts and (parts[0] in words or " ".join(parts) in query.lower()):
             found.add(speaker)
     return found
+
+
+def topic_text(query: str, names: Iterable[str]) -> str:
+    """``query`` without the given people's names (full name or first name, possessive too).
+
+    A memory's vector carries its speaker's name, so a query vector that carries a name
+    matches everything that person said about as well as what they said on the topic asked
+    about; with the speaker boost taking care of *who*, the vector is better spent on *what*.
+    A query that is nothing but names is returned unchanged.
+    """
+    text = query
+    for name in sorted(names, key=len, reverse=True):
+        parts = _WORD.findall(name.lower())
+        for form in ([" ".join(parts)] if len(parts) > 1 else []) + parts[:1]:
+            words = r"\s+".join(map(re.escape, form.split()))
+            pattern = rf"\b{words}\b(?:['\u2019]s\b|['\u2019](?!\w))?"
+            text = re.sub(pattern, " ", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if _WORD.search(text.lower()) else query
 
 
 def rescore(
