@@ -192,7 +192,7 @@ def graph_rank(
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
-    cands = refine_candidates(store, config, scope, query, cands)
+    cands = refine_candidates(store, config, scope, query, cands, qvec)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []

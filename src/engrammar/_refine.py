@@ -79,12 +79,34 @@ def complete_vector_hits(
 
 
 def refine_candidates(
-    store: Store, config: Config, scope: Scope, query: str, cands: list[Candidate]
+    store: Store,
+    config: Config,
+    scope: Scope,
+    query: str,
+    cands: list[Candidate],
+    qvec: np.ndarray | None = None,
 ) -> list[Candidate]:
-    """Speaker and time boosts, then support from conversation neighbours; best first."""
+    """Speaker and time boosts, then support from conversation neighbours; best first.
+
+    With ``qvec``, the memories next to (and two messages from) the head of the list join it
+    with their own relevance (their cosine to ``qvec``, on the fused scale; their keyword
+    score when they were keyword hits further down) before the boosts, so a neighbour that is
+    on topic itself gains on top of the support it receives.
+    """
     head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
     if not head:
         return cands
+    support = config.neighbour_weight > 0 or config.second_neighbour_weight > 0
+    neighbours: dict[str, list[tuple[str, float]]] = {}
+    second: dict[str, list[tuple[str, float]]] = {}
+    if support:
+        neighbours, second = _sequence_links(
+            store, scope, [c.id for c in head], config.second_neighbour_weight > 0
+        )
+        if qvec is not None:
+            head, tail = _join_neighbours(
+                store, config, scope, qvec, cands, head, tail, (neighbours, second)
+            )
     if config.speaker_boost > 0 or config.time_boost > 0:
         records = store.get_memories(scope.workspace, [c.id for c in head])
         head = rescore(
@@ -95,12 +117,72 @@ def refine_candidates(
             speaker_boost=config.speaker_boost,
             time_boost=config.time_boost,
         )
-    if config.neighbour_weight > 0:
-        neighbours: dict[str, list[tuple[str, float]]] = {}
-        for edge in store.edges_from(scope.workspace, [c.id for c in head]):
-            if edge.kind == "sequence":
-                neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
-        head = sequence_support(head, neighbours, config.neighbour_weight)
+    if support:
+        head = sequence_support(
+            head, neighbours, config.neighbour_weight, second, config.second_neighbour_weight
+        )
     # Neighbour support can pull a memory from the tail into the head: keep one entry per id.
     in_head = {c.id for c in head}
     return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
+
+
+def _join_neighbours(
+    store: Store,
+    config: Config,
+    scope: Scope,
+    qvec: np.ndarray,
+    cands: list[Candidate],
+    head: list[Candidate],
+    tail: list[Candidate],
+    links: tuple[dict[str, list[tuple[str, float]]], ...],
+) -> tuple[list[Candidate], list[Candidate]]:
+    """``head`` plus every memory ``links`` reach from it (tail candidates move up as they
+    are; others are scored by their cosine alone), and what is left of ``tail``."""
+    in_head = {c.id for c in head}
+    reached = {dst for mapping in links for outs in mapping.values() for dst, _ in outs} - in_head
+    if not reached:
+        return head, tail
+    by_id = {c.id: c for c in tail}
+    moved = [by_id[i] for i in sorted(reached) if i in by_id]
+    fresh = sorted(i for i in reached if i not in by_id)
+    vecs = store.vectors(scope.workspace, fresh)
+    has_vector = any(c.vector_rank is not None for c in cands)
+    has_keyword = any(c.keyword_rank is not None for c in cands)
+    kw = config.keyword_weight if has_vector and has_keyword else (1.0 if has_keyword else 0.0)
+    top_vec = max((max(c.vector, 0.0) for c in cands if c.vector_rank is not None), default=0.0)
+    joined = []
+    for memory_id in fresh:
+        if memory_id not in vecs:
+            continue  # forgotten, or outside the workspace
+        cos = float(vecs[memory_id] @ qvec)
+        rel = (1 - kw) * max(cos, 0.0) / (top_vec or 1.0) if config.fusion == "score" else 0.0
+        cand = Candidate(memory_id, vector=cos, relevance=rel)
+        cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
+        joined.append(cand)
+    moved_ids = {c.id for c in moved}
+    return head + moved + joined, [c for c in tail if c.id not in moved_ids]
+
+
+def _sequence_links(
+    store: Store, scope: Scope, ids: list[str], two_hops: bool
+) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[tuple[str, float]]]]:
+    """Per id, its sequence neighbours ``(id, edge weight)`` and, with ``two_hops``, the
+    memories two sequence edges away ``(id, weaker edge weight)``."""
+    neighbours: dict[str, list[tuple[str, float]]] = {}
+    for edge in store.edges_from(scope.workspace, ids):
+        if edge.kind == "sequence":
+            neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
+    second: dict[str, list[tuple[str, float]]] = {}
+    if not two_hops or not neighbours:
+        return neighbours, second
+    middle = sorted({dst for outs in neighbours.values() for dst, _ in outs})
+    onward: dict[str, list[tuple[str, float]]] = {}
+    for edge in store.edges_from(scope.workspace, middle):
+        if edge.kind == "sequence":
+            onward.setdefault(edge.src, []).append((edge.dst, edge.weight))
+    for src, outs in neighbours.items():
+        for mid, w1 in outs:
+            for dst, w2 in onward.get(mid, ()):
+                if dst != src:
+                    second.setdefault(src, []).append((dst, min(w1, w2)))
+    return neighbours, second

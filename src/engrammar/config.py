@@ -111,6 +111,12 @@ class Config:
         "Share of the best conversation neighbour's relevance, times the sequence edge's weight, "
         "added to a memory's relevance; 0 switches it off.",
     )
+    second_neighbour_weight: float = _opt(
+        0.6,
+        "Share of the relevance of the message two steps away in the same conversation (in a "
+        "dialogue: the same speaker after the other's reply), times the weaker of the two "
+        "sequence edges, added to a memory's relevance; 0 switches it off.",
+    )
 
     # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
     feedback_strengthen_rate: float = _opt(
@@ -220,6 +226,7 @@ class Config:
             "speaker_boost",
             "time_boost",
             "neighbour_weight",
+            "second_neighbour_weight",
             "graph_sequence_weight",
             "graph_min_edge_weight",
             "graph_weight",

@@ -351,7 +351,7 @@ class Memory:
 
     # -- recall -------------------------------------------------------------------------------
     def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
-        _, vector_hits, keyword_hits = search_hits(
+        qvec, vector_hits, keyword_hits = search_hits(
             self.store, self.config, scope, query, self._embed_one
         )
         cands = fuse(
@@ -360,7 +360,7 @@ class Memory:
             keyword_weight=self.config.keyword_weight,
             mode=self.config.fusion,
         )
-        return refine_candidates(self.store, self.config, scope, query, cands)
+        return refine_candidates(self.store, self.config, scope, query, cands, qvec)
 
     def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
         cands = self._candidates(scope, query)

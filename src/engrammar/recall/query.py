@@ -185,24 +185,40 @@ def sequence_support(
     cands: list[Candidate],
     neighbours: Mapping[str, Sequence[tuple[str, float]]],
     weight: float,
+    second: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+    second_weight: float = 0.0,
 ) -> list[Candidate]:
     """Add ``weight × edge weight ×`` the relevance of a memory's best conversation neighbour.
 
     ``neighbours`` maps an id to ``(id, edge weight)`` of the memories said just before and
-    after it (its sequence edges, whose weights feedback strengthens or weakens). A neighbour
-    that was not itself a candidate joins the list with only that support. Support is computed
-    from the relevances before this step, so it does not chain.
+    after it (its sequence edges, whose weights feedback strengthens or weakens). ``second``
+    maps an id to the memories two messages away (before the message before it, after the one
+    after it) with the weaker of the two edges on the way; they pass on ``second_weight ×``
+    that weight × their relevance: in a dialogue that is the same person going on about the
+    same thing after the other's reply. A memory takes its best support of either kind; one
+    that was not itself a candidate joins the list with only that support. A link passes support
+    both ways. Support is computed from the relevances before this step, so it does not chain.
     """
-    if weight <= 0 or not neighbours:
+    links = [(neighbours, weight), (second or {}, second_weight)]
+    if not any(w > 0 and m for m, w in links):
         return cands
     base = {c.id: c.relevance for c in cands}
     by_id = {c.id: c for c in cands}
     support: dict[str, float] = {}
-    for memory_id, rel in base.items():
-        for other, edge_weight in neighbours.get(memory_id, ()):
-            value = weight * edge_weight * rel
-            if other != memory_id and value > support.get(other, 0.0):
-                support[other] = value
+    # A link passes support both ways: the head's links reach memories that joined the list
+    # as neighbours, and those pass their relevance back as well.
+    for mapping, w in links:
+        if w <= 0:
+            continue
+        for memory_id, outs in mapping.items():
+            for other, edge_weight in outs:
+                if other == memory_id:
+                    continue
+                for a, b in ((memory_id, other), (other, memory_id)):
+                    if a in base:
+                        value = w * edge_weight * base[a]
+                        if value > support.get(b, 0.0):
+                            support[b] = value
     for other, value in support.items():
         cand = by_id.get(other)
         if cand is None:
