@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from engrammar import Config, HashEmbedder, Memory
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.query import (
     named_speakers,
@@ -14,6 +17,7 @@ from engrammar.recall.query import (
     rescore,
     sequence_support,
     time_match,
+    topic_text,
 )
 from engrammar.recall.text import embedding_text, embedding_texts, index_text, terms
 
@@ -124,6 +128,42 @@ def test_sequence_support_adds_the_best_neighbour_without_chaining() -> None:
     assert sequence_support(cands, neighbours, 0.0) is cands
 
 
+def test_sequence_support_reaches_two_steps_and_passes_both_ways() -> None:
+    cands = _cands(("q", 1.0), ("n", 0.2), ("far", 0.9))
+    neighbours = {"q": [("n", 0.5)]}
+    second = {"q": [("m", 0.5)], "far": [("q", 0.25)]}
+    out = {c.id: c for c in sequence_support(cands, neighbours, 0.3, second, 0.6)}
+    assert out["n"].relevance == pytest.approx(0.2 + 0.3 * 0.5 * 1.0)
+    assert out["m"].relevance == pytest.approx(0.6 * 0.5 * 1.0)  # two steps on, not a candidate
+    # "far" lists q as two steps away: q gains from far, and far from q (the best of both).
+    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 0.25 * 0.9)
+    assert out["far"].relevance == pytest.approx(0.9 + 0.6 * 0.25 * 1.0)
+    assert sequence_support(cands, neighbours, 0.0, second, 0.0) is cands
+
+
+@pytest.mark.parametrize(
+    ("query", "names", "expected"),
+    [
+        ("What did Caroline paint?", {"Caroline"}, "What did paint?"),
+        ("What is Caroline's relationship status?", {"Caroline"}, "What is relationship status?"),
+        (
+            "What are John and James' favorite games?",
+            {"John", "James"},
+            "What are and favorite games?",
+        ),
+        (
+            "Where did Mary Ann Smith go? Ask Johnson",
+            {"Mary Ann Smith", "John"},
+            "Where did go? Ask Johnson",
+        ),
+        ("Caroline?", {"Caroline"}, "Caroline?"),  # nothing but a name: left as it is
+        ("What did Caroline paint?", set(), "What did Caroline paint?"),
+    ],
+)
+def test_topic_text_leaves_out_the_names(query: str, names: set[str], expected: str) -> None:
+    assert topic_text(query, names) == expected
+
+
 def test_speaker_is_part_of_the_indexed_and_embedded_text() -> None:
     assert index_text("Researching adoption agencies.", "Caroline") == (
         "Caroline: Researching adoption agencies."
@@ -156,3 +196,59 @@ def test_refinement_never_returns_a_memory_twice(tmp_path: Path) -> None:
         hits = m.search("item alpha", user_id="u", limit=150)
         assert len({h.id for h in hits}) == len(hits) == 150
         assert {h.id for h in hits} <= set(ids)
+
+
+class _Recording(HashEmbedder):
+    """The deterministic embedder, remembering every text it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def _dialogue(m: Memory) -> list[str]:
+    turns = [
+        ("Caroline", "I painted a sunrise over the lake last week."),
+        ("Mel", "That sounds lovely, what colours?"),
+        ("Caroline", "Mostly orange and a deep violet for the water."),
+        ("Mel", "I went hiking with the kids on Sunday."),
+        ("Caroline", "We should plan a trip to the mountains together."),
+    ]
+    return m.add(
+        [{"role": "user", "name": n, "content": c} for n, c in turns], user_id="u", session_id="s"
+    )
+
+
+def test_recall_embeds_the_query_without_the_speakers_it_names(tmp_path: Path) -> None:
+    emb = _Recording()
+    with Memory(Config(path=str(tmp_path / "a"), embed_cache_size=0), embedder=emb) as m:
+        _dialogue(m)
+        emb.seen.clear()
+        result = m.recall("What did Caroline paint?", user_id="u")
+        assert emb.seen == ["What did paint?"]
+        assert result.memories[0].memory.metadata["speaker"] == "Caroline"
+        emb.seen.clear()
+        m.search("What did Caroline paint?", user_id="u")
+        assert emb.seen == ["What did paint?"]
+        emb.seen.clear()
+        m.recall("What did Bob paint?", user_id="u")  # not a speaker of this scope
+        assert emb.seen == ["What did Bob paint?"]
+    off = Config(path=str(tmp_path / "b"), embed_cache_size=0, query_without_speakers=False)
+    with Memory(off, embedder=emb) as m:
+        _dialogue(m)
+        emb.seen.clear()
+        m.recall("What did Caroline paint?", user_id="u")
+        assert emb.seen == ["What did Caroline paint?"]
+
+
+def test_the_message_two_steps_away_gains_support(tmp_path: Path) -> None:
+    cfg = Config(path=str(tmp_path), graph_depth=0, neighbour_weight=0.0)
+    with Memory(cfg, embedder=HashEmbedder()) as m:
+        ids = _dialogue(m)
+        hits = {h.id: h for h in m.search("painted sunrise lake", user_id="u", limit=5)}
+        assert hits[ids[2]].components["sequence"] > 0  # Caroline, two steps after the hit
+        assert "sequence" not in hits[ids[1]].components  # one step: switched off here

@@ -96,7 +96,7 @@ class Config:
         "without what it answers.",
     )
     speaker_boost: float = _opt(
-        0.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
+        1.0, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
     query_without_speakers: bool = _opt(
         True,
