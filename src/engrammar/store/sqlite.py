@@ -626,6 +626,15 @@ class SQLiteStore:
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         ids = list(dict.fromkeys(ids))
+        # Recall asks right after a search synced the partition: its in-memory vectors are
+        # current whenever no commit happened since (the same data_version), and reading them
+        # skips a blob query per call (~3 ms of a 10k-memory recall).
+        with self._index_lock:
+            data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+            for (index_workspace, _), index in self._indexes.items():
+                if index_workspace == workspace and index.data_version == data_version:
+                    out.update(index.vectors_of([i for i in ids if i not in out]))
+        ids = [i for i in ids if i not in out]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
