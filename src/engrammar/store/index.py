@@ -162,7 +162,9 @@ class ScopeIndex:
         k = min(k, len(scores))
         idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         idx = idx[np.argsort(-scores[idx], kind="stable")]
-        return [(self._ids[i], float(scores[i])) for i in idx if np.isfinite(scores[i])]
+        idx = idx[np.isfinite(scores[idx])]
+        ids = self._ids
+        return [(ids[i], s) for i, s in zip(idx.tolist(), scores[idx].tolist(), strict=True)]
 
     def term_postings(
         self,
