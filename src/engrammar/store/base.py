@@ -194,8 +194,14 @@ class Store(Protocol):
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
-        """Change a memory; records the change in its history."""
+        """Change a memory; records the change in its history.
+
+        ``edges`` (given with a content change) replace, in the same transaction, the
+        memory's content-derived edges in both directions: every kind but ``sequence``. An
+        edge present before and after keeps its learned weight.
+        """
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their

@@ -285,6 +285,23 @@ class SQLiteStore:
             raise StoreError(f"add failed: {exc}") from exc
         return out
 
+    def _replace_edges(
+        self, conn: sqlite3.Connection, workspace: str, memory_id: str, edges: Sequence[NewEdge]
+    ) -> None:
+        where = "workspace = ? AND (src = ? OR dst = ?) AND kind != 'sequence'"
+        args = (workspace, memory_id, memory_id)
+        learned = {
+            (r[0], r[1], r[2]): r[3]
+            for r in conn.execute(f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args)
+        }
+        conn.execute(f"DELETE FROM edges WHERE {where}", args)
+        kept = [
+            NewEdge(e.src, e.dst, e.kind, learned.get((e.src, e.dst, e.kind), e.weight))
+            for e in edges
+            if e.kind != "sequence"
+        ]
+        self._insert_edges(conn, workspace, kept, {}, time.time())
+
     def _insert_edges(
         self,
         conn: sqlite3.Connection,
@@ -354,6 +371,7 @@ class SQLiteStore:
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
         try:
             with self._write() as conn:
@@ -396,6 +414,8 @@ class SQLiteStore:
                 after = content if content is not None else (status or json.dumps(metadata))
                 before = old.content if content is not None else (old.status if status else None)
                 self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
+                if edges is not None:
+                    self._replace_edges(conn, workspace, memory_id, edges)
                 new = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
