@@ -46,6 +46,7 @@ __all__ = [
     "NewMemory",
     "RecallRecord",
     "Store",
+    "rebuilt_edges",
 ]
 
 FeedbackRecord = FeedbackEvent | DecisionReview | PreferencePair | LoggedEvent | MemoryRating
@@ -86,6 +87,18 @@ class NewEdge:
     dst: str
     kind: str
     weight: float
+
+
+def rebuilt_edges(
+    edges: Sequence[NewEdge], learned: dict[tuple[str, str, str], float]
+) -> list[NewEdge]:
+    """The content-derived ``edges`` of an updated memory, each at its ``learned`` weight when
+    the (src, dst, kind) edge existed before the update (see ``Store.update_memory``)."""
+    return [
+        NewEdge(e.src, e.dst, e.kind, learned.get((e.src, e.dst, e.kind), e.weight))
+        for e in edges
+        if e.kind != "sequence"
+    ]
 
 
 @dataclass

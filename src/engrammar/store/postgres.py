@@ -59,6 +59,7 @@ from .base import (
     NewFeedbackEvent,
     NewMemory,
     RecallRecord,
+    rebuilt_edges,
 )
 from .postgres_migrations import MIGRATIONS
 from .tables import (
@@ -639,12 +640,7 @@ class PostgresStore:
             ).fetchall()
         }
         conn.execute(f"DELETE FROM edges WHERE {where}", args)
-        kept = [
-            NewEdge(e.src, e.dst, e.kind, learned.get((e.src, e.dst, e.kind), e.weight))
-            for e in edges
-            if e.kind != "sequence"
-        ]
-        self._insert_edges(conn, workspace, kept, {}, time.time())
+        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         where, params = _scope_where(scope)

@@ -41,6 +41,7 @@ from .base import (
     NewFeedbackEvent,
     NewMemory,
     RecallRecord,
+    rebuilt_edges,
 )
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
@@ -295,12 +296,7 @@ class SQLiteStore:
             for r in conn.execute(f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args)
         }
         conn.execute(f"DELETE FROM edges WHERE {where}", args)
-        kept = [
-            NewEdge(e.src, e.dst, e.kind, learned.get((e.src, e.dst, e.kind), e.weight))
-            for e in edges
-            if e.kind != "sequence"
-        ]
-        self._insert_edges(conn, workspace, kept, {}, time.time())
+        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     def _insert_edges(
         self,
