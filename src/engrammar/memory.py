@@ -254,13 +254,29 @@ class Memory:
         if content is None and metadata is None:
             raise ValidationError("content", "give content and/or metadata to update")
         new_meta = v.metadata("metadata", metadata) if metadata is not None else None
-        embedding = dedup = None
+        embedding = dedup = edges = None
         if content is not None:
             content = v.text("content", content, self.config.max_content_chars)
             current = self.get(memory_id, workspace=ws)
             scope = Scope(ws, current.user_id, current.agent_id, current.session_id)
             embedding = self._embed([embedding_text(content, speaker_of(current.metadata))])[0]
             dedup = _dedup_key(scope, current.role, content)
+            # New content means new neighbours, shared names and contradictions.
+            changed = NewMemory(
+                id=current.id,
+                workspace=ws,
+                user_id=current.user_id,
+                agent_id=current.agent_id,
+                session_id=current.session_id,
+                role=current.role,
+                content=content,
+                kind=current.kind,
+                created_at=current.created_at,
+                metadata=new_meta if new_meta is not None else current.metadata,
+                dedup_key=dedup,
+                embedding=embedding,
+            )
+            edges = _graphops.build_edges(self.store, self.config, scope, [changed], replacing=True)
         return self.store.update_memory(
             ws,
             memory_id,
@@ -270,6 +286,7 @@ class Memory:
             metadata=new_meta,
             status=None,
             reason=v.text("reason", reason, 2000) if reason else "",
+            edges=edges,
         )
 
     def forget(
