@@ -29,7 +29,13 @@ from engrammar import CachedEmbedder, Config, Memory
 from engrammar import eval_locomo as ev
 from engrammar.embed.onnx import MiniLMEmbedder
 
-OFF = {"speaker_boost": 0.0, "time_boost": 0.0, "neighbour_weight": 0.0}
+OFF = {
+    "speaker_boost": 0.0,
+    "time_boost": 0.0,
+    "neighbour_weight": 0.0,
+    "second_neighbour_weight": 0.0,
+    "query_without_speakers": False,
+}
 HAS_GRAPH = "graph_weight" in Config.describe()
 GRAPH_OFF = {"graph_depth": 0} if HAS_GRAPH else {}
 
@@ -43,10 +49,17 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default": ({}, "default"),
     "default - speaker boost": ({"speaker_boost": 0.0}, "default"),
     "default - time boost": ({"time_boost": 0.0}, "default"),
+    "default - names in the query vector": ({"query_without_speakers": False}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
+    "default - second neighbours": ({"second_neighbour_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
     **(
-        {"default - graph - neighbours": ({**GRAPH_OFF, "neighbour_weight": 0.0}, "default")}
+        {
+            "default - graph - neighbours": (
+                {**GRAPH_OFF, "neighbour_weight": 0.0, "second_neighbour_weight": 0.0},
+                "default",
+            )
+        }
         if HAS_GRAPH
         else {}
     ),
@@ -59,7 +72,7 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         {**GRAPH_OFF, "neighbour_weight": 1.0},
         "default",
     ),
-    "default with speaker_boost 0.8": ({"speaker_boost": 0.8}, "default"),
+    "default with speaker_boost 0.5": ({"speaker_boost": 0.5}, "default"),
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),
@@ -211,6 +224,8 @@ def main() -> None:
                 "speaker_boost",
                 "time_boost",
                 "neighbour_weight",
+                "second_neighbour_weight",
+                "query_without_speakers",
                 "candidate_pool",
                 "graph_weight",
                 "graph_seeds",
