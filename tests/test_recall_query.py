@@ -252,3 +252,12 @@ def test_the_message_two_steps_away_gains_support(tmp_path: Path) -> None:
         hits = {h.id: h for h in m.search("painted sunrise lake", user_id="u", limit=5)}
         assert hits[ids[2]].components["sequence"] > 0  # Caroline, two steps after the hit
         assert "sequence" not in hits[ids[1]].components  # one step: switched off here
+
+
+def test_a_forgotten_neighbour_never_joins(tmp_path: Path) -> None:
+    with Memory(Config(path=str(tmp_path), graph_depth=0), embedder=HashEmbedder()) as m:
+        ids = _dialogue(m)
+        m.forget(ids[2], user_id="u")
+        result = m.recall("painted sunrise lake", user_id="u", limit=10)
+        assert ids[2] not in {h.id for h in result.memories}
+        assert ids[0] == result.memories[0].id

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._refine import refine_candidates, search_hits
+from ._refine import in_scope, refine_candidates, search_hits
 from .config import Config
 from .errors import NotFoundError
 from .learn.alignment import alignment_deltas, tension_deltas
@@ -43,17 +43,6 @@ def graph_scope(scope: Scope) -> Scope:
     if scope.user_id is None and scope.agent_id is None:
         return scope
     return Scope(scope.workspace, scope.user_id, scope.agent_id, None)
-
-
-def in_scope(record: MemoryRecord, scope: Scope) -> bool:
-    return (
-        record.workspace == scope.workspace
-        and record.status == "active"
-        and all(
-            getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)
-            for key in ("user_id", "agent_id", "session_id")
-        )
-    )
 
 
 def _speaker(metadata: dict[str, Any], role: str) -> str:

@@ -12,13 +12,19 @@ from collections.abc import Callable
 import numpy as np
 
 from .config import Config
-from .models import Scope
+from .models import MemoryRecord, Scope
 from .recall.fusion import Candidate
 from .recall.query import named_speakers, rescore, sequence_support, topic_text
 from .recall.text import speaker_of
 from .store import Store
 
-__all__ = ["REFINE_DEPTH", "complete_vector_hits", "refine_candidates", "search_hits"]
+__all__ = [
+    "REFINE_DEPTH",
+    "complete_vector_hits",
+    "in_scope",
+    "refine_candidates",
+    "search_hits",
+]
 
 # Only the head can reach the results: a bounded boost never lifts a candidate from far down
 # the fused list, and fetching the whole pool would cost more than the searches themselves.
@@ -27,6 +33,18 @@ REFINE_DEPTH = 60
 # an index term of everything its speaker said, so that person's memories lead the list (on
 # LoCoMo every named speaker was among the speakers of the top 10 keyword hits).
 NAME_LOOKUP = 20
+
+
+def in_scope(record: MemoryRecord, scope: Scope) -> bool:
+    """Whether an active memory belongs to ``scope`` (what graph walks may bring in)."""
+    return (
+        record.workspace == scope.workspace
+        and record.status == "active"
+        and all(
+            getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)
+            for key in ("user_id", "agent_id", "session_id")
+        )
+    )
 
 
 def search_hits(
@@ -144,7 +162,9 @@ def _join_neighbours(
         return head, tail
     by_id = {c.id: c for c in tail}
     moved = [by_id[i] for i in sorted(reached) if i in by_id]
-    fresh = sorted(i for i in reached if i not in by_id)
+    found = store.get_memories(scope.workspace, sorted(i for i in reached if i not in by_id))
+    # A conversation's links stay in its session, but a recall may be narrower than that.
+    fresh = sorted(i for i, r in found.items() if in_scope(r, scope))
     vecs = store.vectors(scope.workspace, fresh)
     has_vector = any(c.vector_rank is not None for c in cands)
     has_keyword = any(c.keyword_rank is not None for c in cands)
@@ -153,7 +173,7 @@ def _join_neighbours(
     joined = []
     for memory_id in fresh:
         if memory_id not in vecs:
-            continue  # forgotten, or outside the workspace
+            continue  # forgotten meanwhile
         cos = float(vecs[memory_id] @ qvec)
         rel = (1 - kw) * max(cos, 0.0) / (top_vec or 1.0) if config.fusion == "score" else 0.0
         cand = Candidate(memory_id, vector=cos, relevance=rel)
