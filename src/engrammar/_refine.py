@@ -14,7 +14,14 @@ import numpy as np
 from .config import Config
 from .models import MemoryRecord, Scope
 from .recall.fusion import Candidate
-from .recall.query import named_speakers, rescore, sequence_support, topic_text
+from .recall.query import (
+    asks_question,
+    named_speakers,
+    question_discount,
+    rescore,
+    sequence_support,
+    topic_text,
+)
 from .recall.text import speaker_of
 from .store import Store
 
@@ -104,7 +111,8 @@ def refine_candidates(
     cands: list[Candidate],
     qvec: np.ndarray | None = None,
 ) -> list[Candidate]:
-    """Speaker and time boosts, then support from conversation neighbours; best first.
+    """Speaker and time boosts, the question discount, then support from conversation
+    neighbours; best first.
 
     With ``qvec``, the memories next to (and two messages from) the head of the list join it
     with their own relevance (their cosine to ``qvec``, on the fused scale; their keyword
@@ -125,7 +133,7 @@ def refine_candidates(
             head, tail = _join_neighbours(
                 store, config, scope, qvec, cands, head, tail, (neighbours, second)
             )
-    if config.speaker_boost > 0 or config.time_boost > 0:
+    if config.speaker_boost > 0 or config.time_boost > 0 or config.question_penalty > 0:
         records = store.get_memories(scope.workspace, [c.id for c in head])
         head = rescore(
             head,
@@ -135,6 +143,8 @@ def refine_candidates(
             speaker_boost=config.speaker_boost,
             time_boost=config.time_boost,
         )
+        asking = {i for i, r in records.items() if asks_question(r.content)}
+        head = question_discount(head, asking, config.question_penalty)
     if support:
         head = sequence_support(
             head, neighbours, config.neighbour_weight, second, config.second_neighbour_weight

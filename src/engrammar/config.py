@@ -98,6 +98,10 @@ class Config:
     speaker_boost: float = _opt(
         1.0, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
+    question_penalty: float = _opt(
+        0.2,
+        "Relevance x (1 - penalty) for memories that end with a question: asking states little.",
+    )
     query_without_speakers: bool = _opt(
         True,
         "Embed a query without the names of the speakers it mentions (the speaker boost "
@@ -243,6 +247,10 @@ class Config:
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
+        if not 0.0 <= self.question_penalty <= 1.0:
+            raise ValidationError(
+                "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"
+            )
         if self.edge_weight_min > self.edge_weight_max:
             raise ValidationError(
                 "edge_weight_min",

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from .fusion import Candidate
 
 __all__ = [
+    "asks_question",
     "named_speakers",
     "query_time_range",
+    "question_discount",
     "rescore",
     "sequence_support",
     "time_match",
@@ -178,6 +180,35 @@ def rescore(
                 cand.components["time_boost"] = round(time_boost * match, 6)
         cand.relevance *= factor
         cand.components["relevance"] = round(cand.relevance, 6)
+    return sorted(cands, key=lambda c: -c.relevance)
+
+
+# Notes appended to a message ("... [shared image: a dog on a beach]") are not what was said.
+_TRAILING_NOTE = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")
+
+
+def asks_question(text: str) -> bool:
+    """Whether a message ends with a question (a trailing bracketed note aside)."""
+    body = _TRAILING_NOTE.sub("", text).rstrip().rstrip("\"'\u201d\u2019)")
+    return body.endswith("?")
+
+
+def question_discount(
+    cands: list[Candidate], questions: Collection[str], penalty: float
+) -> list[Candidate]:
+    """Multiply the relevance of the candidates in ``questions`` (memories that end with a
+    question) by ``1 - penalty``; best first again.
+
+    Asking states little: "What other hobbies have you found?" shares the words of "What
+    hobbies does Evan have?" but is rarely its answer, while the statements around it are.
+    """
+    if penalty <= 0 or not questions:
+        return cands
+    for cand in cands:
+        if cand.id in questions:
+            cand.relevance *= 1.0 - penalty
+            cand.components["question_penalty"] = penalty
+            cand.components["relevance"] = round(cand.relevance, 6)
     return sorted(cands, key=lambda c: -c.relevance)
 
 
