@@ -35,6 +35,7 @@ OFF = {
     "neighbour_weight": 0.0,
     "second_neighbour_weight": 0.0,
     "query_without_speakers": False,
+    "question_penalty": 0.0,
 }
 HAS_GRAPH = "graph_weight" in Config.describe()
 GRAPH_OFF = {"graph_depth": 0} if HAS_GRAPH else {}
@@ -50,6 +51,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - speaker boost": ({"speaker_boost": 0.0}, "default"),
     "default - time boost": ({"time_boost": 0.0}, "default"),
     "default - names in the query vector": ({"query_without_speakers": False}, "default"),
+    "default - question penalty": ({"question_penalty": 0.0}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
     "default - second neighbours": ({"second_neighbour_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
@@ -226,6 +228,7 @@ def main() -> None:
                 "neighbour_weight",
                 "second_neighbour_weight",
                 "query_without_speakers",
+                "question_penalty",
                 "candidate_pool",
                 "graph_weight",
                 "graph_seeds",

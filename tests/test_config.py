@@ -61,6 +61,8 @@ def test_unknown_file_key_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         ({"store": "mysql://x"}, "store"),
         ({"workspace": " "}, "workspace"),
         ({"edge_weight_max": math.inf}, "edge_weight_max"),
+        ({"question_penalty": 1.5}, "question_penalty"),
+        ({"second_neighbour_weight": -0.1}, "second_neighbour_weight"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs: dict[str, object], field: str) -> None:

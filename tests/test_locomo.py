@@ -49,6 +49,7 @@ def test_locomo_smoke_recall_floor(store_path: Path, minilm: MiniLMEmbedder) -> 
         time_boost=0.0,
         neighbour_weight=0.0,
         second_neighbour_weight=0.0,
+        question_penalty=0.0,
     )
     with Memory(bm25_only, embedder=minilm) as mem:
         baseline = ev.ask(mem, items, limit=20)

@@ -12,8 +12,10 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.query import (
+    asks_question,
     named_speakers,
     query_time_range,
+    question_discount,
     rescore,
     sequence_support,
     time_match,
@@ -162,6 +164,30 @@ def test_sequence_support_reaches_two_steps_and_passes_both_ways() -> None:
 )
 def test_topic_text_leaves_out_the_names(query: str, names: set[str], expected: str) -> None:
     assert topic_text(query, names) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("What other hobbies have you found?", True),
+        ("Have you been there? [shared image: a beach at dusk]", True),
+        ('She asked "why not?"', True),
+        ("Really? I never knew.", False),
+        ("Nice! [shared image: a dog]", False),
+        ("", False),
+    ],
+)
+def test_asks_question(text: str, asks: bool) -> None:
+    assert asks_question(text) is asks
+
+
+def test_question_discount_lowers_only_questions() -> None:
+    cands = _cands(("q", 1.0), ("s", 0.9))
+    out = question_discount(cands, {"q"}, 0.2)
+    assert [(c.id, c.relevance) for c in out] == [("s", 0.9), ("q", pytest.approx(0.8))]
+    assert out[1].components["question_penalty"] == 0.2
+    assert "question_penalty" not in out[0].components
+    assert question_discount(cands, {"q"}, 0.0) is cands
 
 
 def test_speaker_is_part_of_the_indexed_and_embedded_text() -> None:

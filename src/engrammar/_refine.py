@@ -123,6 +123,7 @@ def refine_candidates(
     if not head:
         return cands
     support = config.neighbour_weight > 0 or config.second_neighbour_weight > 0
+    records: dict[str, MemoryRecord] = {}
     neighbours: dict[str, list[tuple[str, float]]] = {}
     second: dict[str, list[tuple[str, float]]] = {}
     if support:
@@ -130,11 +131,13 @@ def refine_candidates(
             store, scope, [c.id for c in head], config.second_neighbour_weight > 0
         )
         if qvec is not None:
-            head, tail = _join_neighbours(
+            head, tail, records = _join_neighbours(
                 store, config, scope, qvec, cands, head, tail, (neighbours, second)
             )
     if config.speaker_boost > 0 or config.time_boost > 0 or config.question_penalty > 0:
-        records = store.get_memories(scope.workspace, [c.id for c in head])
+        records.update(
+            store.get_memories(scope.workspace, [c.id for c in head if c.id not in records])
+        )
         head = rescore(
             head,
             query,
@@ -163,13 +166,14 @@ def _join_neighbours(
     head: list[Candidate],
     tail: list[Candidate],
     links: tuple[dict[str, list[tuple[str, float]]], ...],
-) -> tuple[list[Candidate], list[Candidate]]:
+) -> tuple[list[Candidate], list[Candidate], dict[str, MemoryRecord]]:
     """``head`` plus every memory ``links`` reach from it (tail candidates move up as they
-    are; others are scored by their cosine alone), and what is left of ``tail``."""
+    are; others are scored by their cosine alone), what is left of ``tail``, and the records
+    of the memories that joined (read to check their scope; the boosts reuse them)."""
     in_head = {c.id for c in head}
     reached = {dst for mapping in links for outs in mapping.values() for dst, _ in outs} - in_head
     if not reached:
-        return head, tail
+        return head, tail, {}
     by_id = {c.id: c for c in tail}
     moved = [by_id[i] for i in sorted(reached) if i in by_id]
     found = store.get_memories(scope.workspace, sorted(i for i in reached if i not in by_id))
@@ -190,7 +194,12 @@ def _join_neighbours(
         cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
         joined.append(cand)
     moved_ids = {c.id for c in moved}
-    return head + moved + joined, [c for c in tail if c.id not in moved_ids]
+    kept = {c.id for c in joined}
+    return (
+        head + moved + joined,
+        [c for c in tail if c.id not in moved_ids],
+        {i: r for i, r in found.items() if i in kept},
+    )
 
 
 def _sequence_links(

@@ -189,7 +189,10 @@ _TRAILING_NOTE = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")
 
 def asks_question(text: str) -> bool:
     """Whether a message ends with a question (a trailing bracketed note aside)."""
-    body = _TRAILING_NOTE.sub("", text).rstrip().rstrip("\"'\u201d\u2019)")
+    body = text.rstrip()
+    if body.endswith("]"):
+        body = _TRAILING_NOTE.sub("", body)
+    body = body.rstrip().rstrip("\"'\u201d\u2019)")
     return body.endswith("?")
 
 
