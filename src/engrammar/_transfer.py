@@ -192,6 +192,7 @@ def import_jsonl(
                     metadata=r["metadata"],
                     dedup_key=_dedup_key(scope, r["role"], r["content"]),
                     embedding=vector,
+                    status=r["status"],
                 )
             )
         if progress:
@@ -206,16 +207,4 @@ def import_jsonl(
         raise ValidationError("workspace", "an import with edges must hold one workspace")
     results = memory.store.add_memories(new_rows, kept_edges)
     created = sum(1 for _, made in results if made)
-    for r, (memory_id, made) in zip(rows, results, strict=True):
-        if made and r["status"] != "active":
-            memory.store.update_memory(
-                r["workspace"],
-                memory_id,
-                content=None,
-                embedding=None,
-                dedup_key=None,
-                metadata=None,
-                status=r["status"],
-                reason="import",
-            )
     return {"memories": created, "duplicates": total - created, "edges": len(kept_edges)}

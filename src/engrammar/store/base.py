@@ -62,7 +62,11 @@ FEEDBACK_RECORD_KINDS = (
 
 @dataclass
 class NewMemory:
-    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse."""
+    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse.
+
+    ``status`` is ``active`` except when an import restores a superseded or forgotten memory
+    (written in the same transaction as the rest of the import).
+    """
 
     id: str
     workspace: str
@@ -76,6 +80,7 @@ class NewMemory:
     metadata: dict[str, Any]
     dedup_key: str
     embedding: np.ndarray
+    status: str = "active"
 
 
 @dataclass

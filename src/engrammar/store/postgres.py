@@ -433,6 +433,7 @@ class PostgresStore:
                     row.role,
                     row.content,
                     row.kind,
+                    row.status,
                     row.created_at,
                     now,
                     _json(row.metadata),
@@ -453,7 +454,7 @@ class PostgresStore:
                 cur.executemany(
                     "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                     "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                    "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,"
+                    "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
                     "%s,%s,%b,%s::tsvector,%s) ON CONFLICT (workspace, dedup_key) DO NOTHING "
                     "RETURNING id",
                     params,

@@ -261,7 +261,7 @@ class SQLiteStore:
                     conn.execute(
                         "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                         "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                        "embedding) VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?)",
+                        "embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (
                             row.id,
                             row.workspace,
@@ -271,6 +271,7 @@ class SQLiteStore:
                             row.role,
                             row.content,
                             row.kind,
+                            row.status,
                             row.created_at,
                             now,
                             json.dumps(row.metadata, ensure_ascii=False),
