@@ -16,14 +16,16 @@ Target on the embedded default: zero errors and p99 under 100 ms at 100 requests
 from __future__ import annotations
 
 import argparse
-import asyncio
+import http.client
 import json
 import os
+import queue
 import random
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -103,47 +105,65 @@ class Plan:
         return "feedback", "/v1/feedback", {"response": reply, "user_id": user}
 
 
-async def _drive(
-    base: str, key: str, rate: float, seconds: float, grace: float, plan: Plan
+def _drive(
+    base: str, key: str, rate: float, seconds: float, grace: float, plan: Plan, workers: int
 ) -> dict[str, Any]:
+    """Open loop: a dispatcher hands request i to a pool of keep-alive connections at its due
+    time; a request waiting for a free connection is queueing, and its latency shows it."""
     results: list[tuple[str, float, int | str]] = []  # (op, latency s, status or error)
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
-    async with httpx.AsyncClient(
-        base_url=base,
-        headers={"Authorization": f"Bearer {key}"},
-        limits=limits,
-        timeout=httpx.Timeout(seconds + grace),
-    ) as client:
+    host, port = base.removeprefix("http://").split(":")
+    jobs: queue.Queue[tuple[str, str, bytes, float] | None] = queue.Queue()
+    lock = threading.Lock()
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    stop_at = [float("inf")]
 
-        async def one(op: str, path: str, body: dict[str, Any], due: float) -> None:
-            try:
-                r = await client.post(path, json=body)
-                status: int | str = r.status_code
-            except httpx.HTTPError as exc:
-                status = f"{type(exc).__name__}: {exc}"
-            results.append((op, time.perf_counter() - due, status))
+    def worker() -> None:
+        conn = http.client.HTTPConnection(host, int(port), timeout=seconds + grace)
+        while True:
+            job = jobs.get()
+            if job is None:
+                break
+            op, path, body, due = job
+            if time.perf_counter() > stop_at[0]:
+                status: int | str = "unfinished after the grace period"
+            else:
+                try:
+                    conn.request("POST", path, body=body, headers=headers)
+                    response = conn.getresponse()
+                    response.read()
+                    status = response.status
+                except (OSError, http.client.HTTPException) as exc:
+                    status = f"{type(exc).__name__}: {exc}"
+                    conn.close()
+                    conn = http.client.HTTPConnection(host, int(port), timeout=seconds + grace)
+            with lock:
+                results.append((op, time.perf_counter() - due, status))
+        conn.close()
 
-        tasks: list[asyncio.Task[None]] = []
-        start = time.perf_counter()
-        n = int(rate * seconds)
-        for i in range(n):
-            due = start + i / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            op, path, body = plan.next()
-            tasks.append(asyncio.create_task(one(op, path, body, due)))
-        sent_for = time.perf_counter() - start
-        _, pending = await asyncio.wait(tasks, timeout=grace) if tasks else (set(), set())
-        for task in pending:
-            task.cancel()
-        elapsed = time.perf_counter() - start
+    pool = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+    for t in pool:
+        t.start()
+    n = int(rate * seconds)
+    start = time.perf_counter()
+    for i in range(n):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        op, path, body = plan.next()
+        jobs.put((op, path, json.dumps(body).encode(), due))
+    sent_for = time.perf_counter() - start
+    stop_at[0] = time.perf_counter() + grace
+    for _ in pool:
+        jobs.put(None)
+    for t in pool:
+        t.join(grace + seconds)
     return {
         "results": results,
-        "unfinished": len(pending),
+        "unfinished": n - len(results),
         "sent": n,
         "send_seconds": sent_for,
-        "elapsed": elapsed,
+        "elapsed": time.perf_counter() - start,
     }
 
 
@@ -189,6 +209,7 @@ def run(
     mix: tuple[float, float] = (0.6, 0.25),
     grace: float = 15.0,
     embedder: str | None = None,
+    workers: int = 64,
 ) -> dict[str, Any]:
     """Start a server on a fresh store, seed it, drive the load, stop the server."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,13 +259,14 @@ def run(
                 for user in USERS:  # warm every user's partition of the vector index
                     c.post("/v1/recall", json={"query": "deploy", "user_id": user})
             load_before = os.getloadavg()
-            raw = asyncio.run(_drive(base, key, rate, seconds, grace, Plan(2, *mix)))
+            raw = _drive(base, key, rate, seconds, grace, Plan(2, *mix), workers)
             out = _summary(raw, rate, seconds)
             out["load_avg_before"] = [round(x, 2) for x in load_before]
             out["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
             out["mix"] = {"recall": mix[0], "add": mix[1], "feedback": round(1 - sum(mix), 3)}
             out["seed_memories"] = seed_memories
             out["embedder"] = embedder or "default (minilm)"
+            out["client_connections"] = workers
             return out
         finally:
             server.terminate()
@@ -263,6 +285,7 @@ def main() -> None:
     parser.add_argument("--recall", type=float, default=0.6, help="share of recalls")
     parser.add_argument("--add", type=float, default=0.25, help="share of adds (rest: feedback)")
     parser.add_argument("--embedder", help="default: the embedded default model")
+    parser.add_argument("--connections", type=int, default=64, help="client keep-alive pool")
     parser.add_argument("--out", type=Path, default=RESULTS / "load.json")
     args = parser.parse_args()
     result = run(
@@ -271,6 +294,7 @@ def main() -> None:
         seed_memories=args.seed_memories,
         mix=(args.recall, args.add),
         embedder=args.embedder,
+        workers=args.connections,
     )
     result["machine"] = machine()
     result["command"] = "python " + " ".join(sys.argv)
