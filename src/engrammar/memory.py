@@ -1133,7 +1133,8 @@ class Memory:
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Write the memories of a scope and the edges between them as JSON Lines.
+        """Write the memories of a scope, the edges between them and the scope's recall and
+        feedback records (events, reviews, pairs, logged events, ratings) as JSON Lines.
 
         Args:
             destination: a file path or an open text file.
@@ -1164,7 +1165,8 @@ class Memory:
             progress: called as ``progress(done, total)`` while embedding.
 
         Returns:
-            ``{"memories": created, "duplicates": already_present, "edges": edges}``.
+            ``{"memories": created, "duplicates": already_present, "edges": edges,
+            "records": records_read}`` (records already present are skipped).
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is
