@@ -110,7 +110,7 @@ def _drive(
 ) -> dict[str, Any]:
     """Open loop: a dispatcher hands request i to a pool of keep-alive connections at its due
     time; a request waiting for a free connection is queueing, and its latency shows it."""
-    results: list[tuple[str, float, int | str]] = []  # (op, latency s, status or error)
+    results: list[tuple[str, float, int | str, float]] = []  # op, latency, status, due
     host, port = base.removeprefix("http://").split(":")
     jobs: queue.Queue[tuple[str, str, bytes, float] | None] = queue.Queue()
     lock = threading.Lock()
@@ -137,14 +137,14 @@ def _drive(
                     conn.close()
                     conn = http.client.HTTPConnection(host, int(port), timeout=seconds + grace)
             with lock:
-                results.append((op, time.perf_counter() - due, status))
+                results.append((op, time.perf_counter() - due, status, due - start))
         conn.close()
 
+    n = int(rate * seconds)
+    start = time.perf_counter() + 0.5
     pool = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
     for t in pool:
         t.start()
-    n = int(rate * seconds)
-    start = time.perf_counter()
     for i in range(n):
         due = start + i / rate
         delay = due - time.perf_counter()
@@ -169,22 +169,26 @@ def _drive(
 
 def _summary(raw: dict[str, Any], rate: float, seconds: float) -> dict[str, Any]:
     results = raw["results"]
-    ok = [lat for _, lat, s in results if isinstance(s, int) and 200 <= s < 300]
+    ok = [lat for _, lat, s, _ in results if isinstance(s, int) and 200 <= s < 300]
     errors: dict[str, int] = {}
-    for _, _, s in results:
+    for _, _, s, _ in results:
         if not (isinstance(s, int) and 200 <= s < 300):
             errors[str(s)[:120]] = errors.get(str(s)[:120], 0) + 1
     if raw["unfinished"]:
         errors["unfinished after the grace period"] = raw["unfinished"]
     by_op: dict[str, Any] = {}
     for op in ("recall", "add", "feedback"):
-        lats = [lat for o, lat, s in results if o == op and isinstance(s, int) and s < 300]
+        lats = [lat for o, lat, s, _ in results if o == op and isinstance(s, int) and s < 300]
         by_op[op] = {
-            "n": sum(1 for o, _, _ in results if o == op),
+            "n": sum(1 for o, _, _, _ in results if o == op),
             "p50_ms": round(pct(lats, 50) * 1000, 1),
             "p99_ms": round(pct(lats, 99) * 1000, 1),
         }
-    all_lats = [lat for _, lat, _ in results]
+    all_lats = [lat for _, lat, _, _ in results]
+    windows = []  # p99 per 10 s of the run, by when the requests were due
+    for w in range(max(1, int(seconds // 10))):
+        lats = [lat for _, lat, _, due in results if w * 10 <= due < (w + 1) * 10]
+        windows.append(round(pct(lats, 99) * 1000, 1))
     return {
         "target_rate_per_s": rate,
         "seconds": seconds,
@@ -198,6 +202,7 @@ def _summary(raw: dict[str, Any], rate: float, seconds: float) -> dict[str, Any]
         "errors": sum(errors.values()),
         "error_kinds": errors,
         "by_op": by_op,
+        "p99_ms_per_10s": windows,
     }
 
 

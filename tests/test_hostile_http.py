@@ -6,6 +6,7 @@ Every response must be documented for its operation, match its schema, and never
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -129,6 +130,17 @@ HOSTILE_VALUES: list[Any] = [
     {"k": {"k": {"k": {"k": {"k": {}}}}}},
     [{"role": "user", "content": "\x00"}],
     [{"role": "wizard", "content": "x"}],
+    # Deep JSON, far past any sane nesting; a megabyte string; more odd Unicode and numbers.
+    functools.reduce(lambda inner, _: {"k": inner}, range(400), {}),
+    functools.reduce(lambda inner, _: [inner], range(400), []),
+    "y" * 1_000_000,
+    "e\u0301\u0301\u0301 \U0001f468\u200d\U0001f469\u200d\U0001f467 \uffff \U0010ffff",
+    "\u0000\u0001\u001f",
+    "content:foo OR memories MATCH 'x'",
+    "foo* NOT bar AND (",
+    -0.0,
+    -1e308,
+    -(2**31),
 ]
 GOOD: dict[str, Any] = {
     "content": "We deploy on Tuesdays.",
