@@ -5,7 +5,7 @@ fully there, nothing partial is visible, and the integrity checks pass.
 
 The worker (tests/crash_worker.py) logs each call only after it returned, so the log is a
 lower bound: at most the one call running at the kill may also be there, but only whole.
-``ENGRAMMAR_CRASH_KILLS`` (default 5) sets the kills per scenario; bench runs use more.
+``ENGRAMMAR_CRASH_KILLS`` (default 4) sets the kills per scenario; bench runs use more.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 import crash_worker
 from engrammar import Config, HashEmbedder, Memory
 
-KILLS = int(os.environ.get("ENGRAMMAR_CRASH_KILLS", "5"))
+KILLS = int(os.environ.get("ENGRAMMAR_CRASH_KILLS", "4"))
 WORKER = Path(__file__).with_name("crash_worker.py")
 pytestmark = pytest.mark.slow
 
