@@ -67,6 +67,15 @@ def _sentence(rng: random.Random, user: str) -> str:
     )
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux /proc), or None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -264,8 +273,16 @@ def run(
                 for user in USERS:  # warm every user's partition of the vector index
                     c.post("/v1/recall", json={"query": "deploy", "user_id": user})
             load_before = os.getloadavg()
+            cpu_before = _cpu_seconds(server.pid)
             raw = _drive(base, key, rate, seconds, grace, Plan(2, *mix), workers)
+            cpu_after = _cpu_seconds(server.pid)
             out = _summary(raw, rate, seconds)
+            if cpu_before is not None and cpu_after is not None:
+                # The server's own cost, whatever else runs on the machine: CPU per request,
+                # and the cores it kept busy (above 1 only where the GIL is released).
+                used = cpu_after - cpu_before
+                out["server_cpu_ms_per_request"] = round(1000 * used / raw["sent"], 2)
+                out["server_cores_busy"] = round(used / raw["elapsed"], 2)
             out["load_avg_before"] = [round(x, 2) for x in load_before]
             out["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
             out["mix"] = {"recall": mix[0], "add": mix[1], "feedback": round(1 - sum(mix), 3)}
@@ -302,6 +319,7 @@ def main() -> None:
         workers=args.connections,
     )
     result["machine"] = machine()
+    result["machine"].pop("load_avg_at_start")  # taken after the run: see load_avg_before
     result["command"] = "python " + " ".join(sys.argv)
     text = json.dumps(result, indent=2)
     print(text)

@@ -98,9 +98,11 @@ def test_killed_adds_leave_only_whole_batches(store: str, tmp_path: Path) -> Non
     with crash_worker.open_memory(store) as mem:
         _check_store(mem, store)
         batches: dict[int, int] = {}
-        for m in mem.list(user_id="u", limit=1000):
-            batches[m.metadata["batch"]] = batches.get(m.metadata["batch"], 0) + 1
-        all_ids = {m["id"] for m in _rows(mem, "memories")}
+        rows = _rows(mem, "memories")
+        for m in rows:
+            batches[m["metadata"]["batch"]] = batches.get(m["metadata"]["batch"], 0) + 1
+        all_ids = {m["id"] for m in rows}
+        assert mem.stats(user_id="u")["memories"] == len(rows)
         # Every add that returned is fully there; nothing partial is visible.
         for n, ids in returned.items():
             assert batches.get(n) == crash_worker.ADD_BATCH and set(ids) <= all_ids
