@@ -46,6 +46,7 @@ __all__ = [
     "NewMemory",
     "RecallRecord",
     "Store",
+    "rebuilt_edges",
 ]
 
 FeedbackRecord = FeedbackEvent | DecisionReview | PreferencePair | LoggedEvent | MemoryRating
@@ -95,6 +96,18 @@ class NewEdge:
     kind: str
     weight: float
     updated_at: float | None = None
+
+
+def rebuilt_edges(
+    edges: Sequence[NewEdge], learned: dict[tuple[str, str, str], float]
+) -> list[NewEdge]:
+    """The content-derived ``edges`` of an updated memory, each at its ``learned`` weight when
+    the (src, dst, kind) edge existed before the update (see ``Store.update_memory``)."""
+    return [
+        NewEdge(e.src, e.dst, e.kind, learned.get((e.src, e.dst, e.kind), e.weight))
+        for e in edges
+        if e.kind != "sequence"
+    ]
 
 
 @dataclass
@@ -219,8 +232,14 @@ class Store(Protocol):
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
-        """Change a memory; records the change in its history."""
+        """Change a memory; records the change in its history.
+
+        ``edges`` (given with a content change) replace, in the same transaction, the
+        memory's content-derived edges in both directions: every kind but ``sequence``. An
+        edge present before and after keeps its learned weight.
+        """
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their

@@ -59,6 +59,7 @@ from .base import (
     NewFeedbackEvent,
     NewMemory,
     RecallRecord,
+    rebuilt_edges,
 )
 from .postgres_migrations import MIGRATIONS
 from .tables import (
@@ -598,6 +599,7 @@ class PostgresStore:
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
         def run(conn: Conn) -> MemoryRecord:
             row = conn.execute(
@@ -651,9 +653,25 @@ class PostgresStore:
             after = content if content is not None else (status or json.dumps(metadata))
             before = old.content if content is not None else (old.status if status else None)
             self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
+            if edges is not None:
+                self._replace_edges(conn, workspace, memory_id, edges)
             return _record(new)
 
         return self._tx("update", run)
+
+    def _replace_edges(
+        self, conn: Conn, workspace: str, memory_id: str, edges: Sequence[NewEdge]
+    ) -> None:
+        where = "workspace = %s AND (src = %s OR dst = %s) AND kind <> 'sequence'"
+        args = (workspace, memory_id, memory_id)
+        learned = {
+            (r[0], r[1], r[2]): r[3]
+            for r in conn.execute(
+                f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args
+            ).fetchall()
+        }
+        conn.execute(f"DELETE FROM edges WHERE {where}", args)
+        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         where, params = _scope_where(scope)

@@ -41,6 +41,7 @@ from .base import (
     NewFeedbackEvent,
     NewMemory,
     RecallRecord,
+    rebuilt_edges,
 )
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
@@ -325,6 +326,18 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"import failed: {exc}") from exc
 
+    def _replace_edges(
+        self, conn: sqlite3.Connection, workspace: str, memory_id: str, edges: Sequence[NewEdge]
+    ) -> None:
+        where = "workspace = ? AND (src = ? OR dst = ?) AND kind != 'sequence'"
+        args = (workspace, memory_id, memory_id)
+        learned = {
+            (r[0], r[1], r[2]): r[3]
+            for r in conn.execute(f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args)
+        }
+        conn.execute(f"DELETE FROM edges WHERE {where}", args)
+        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
+
     def _insert_edges(
         self,
         conn: sqlite3.Connection,
@@ -401,6 +414,7 @@ class SQLiteStore:
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
         try:
             with self._write() as conn:
@@ -443,6 +457,8 @@ class SQLiteStore:
                 after = content if content is not None else (status or json.dumps(metadata))
                 before = old.content if content is not None else (old.status if status else None)
                 self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
+                if edges is not None:
+                    self._replace_edges(conn, workspace, memory_id, edges)
                 new = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
@@ -673,6 +689,15 @@ class SQLiteStore:
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         ids = list(dict.fromkeys(ids))
+        # Recall asks right after a search synced the partition: its in-memory vectors are
+        # current whenever no commit happened since (the same data_version), and reading them
+        # skips a blob query per call (~3 ms of a 10k-memory recall).
+        with self._index_lock:
+            data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+            for (index_workspace, _), index in self._indexes.items():
+                if index_workspace == workspace and index.data_version == data_version:
+                    out.update(index.vectors_of([i for i in ids if i not in out]))
+        ids = [i for i in ids if i not in out]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
