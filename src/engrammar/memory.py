@@ -425,7 +425,9 @@ class Memory:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         return self._ranked(scope, query, limit)
 
     def recall(
@@ -444,7 +446,9 @@ class Memory:
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         qvec = self._embed([query])[0]
         ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec)
         learned = self._learned(scope, query, _graph_items(ranking.entries))
@@ -557,7 +561,9 @@ class Memory:
         query = v.text("query", query, self.config.max_content_chars)
         v.scope_id("memory_id", memory_id, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         qvec = self._embed([query])[0]
         out = _graphops.explain(self.store, self.config, scope, query, qvec, memory_id, limit)
         return self._explain_learned(out, scope, query, qvec, memory_id, limit)
