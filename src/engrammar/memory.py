@@ -20,6 +20,7 @@ from . import _validate as v
 from ._refine import refine_candidates, search_hits
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
+from .embed.base import blend_context
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .learn.scoring import LearnParams, learned_ranking, standing_answer
 from .models import (
@@ -40,7 +41,7 @@ from .models import (
 )
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
-from .recall.text import embedding_text, embedding_texts, speaker_of
+from .recall.text import context_sources, embedding_text, speaker_of
 from .store import NewMemory, RecallRecord, Store, open_store
 from .store.base import NewFeedbackEvent
 
@@ -214,11 +215,11 @@ class Memory:
             if msg.get("name") is not None:
                 meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
-        vectors = self._embed(
-            embedding_texts(
-                [(p[1], speaker_of(p[4]), p[0]) for p in prepared], self.config.embed_context
-            )
-        )
+        vectors = self._embed([embedding_text(p[1], speaker_of(p[4])) for p in prepared])
+        if self.config.embed_context:
+            before, before_vec = self._session_tail(scope)
+            replies_to = context_sources([(speaker_of(p[4]), p[0]) for p in prepared], before)
+            vectors = blend_context(vectors, replies_to, self.config.context_weight, before_vec)
         rows = [
             NewMemory(
                 id=uuid.uuid4().hex,
@@ -238,6 +239,21 @@ class Memory:
         ]
         edges = _graphops.build_edges(self.store, self.config, scope, rows)
         return [memory_id for memory_id, _ in self.store.add_memories(rows, edges)]
+
+    def _session_tail(
+        self, scope: Scope
+    ) -> tuple[tuple[str | None, str] | None, np.ndarray | None]:
+        """The (speaker, role) and vector of the session's latest memory, so that a reply
+        added on its own still leans towards what it answers; (None, None) outside a session."""
+        if scope.session_id is None:
+            return None, None
+        latest = self.store.latest_memories(scope, 1)
+        if not latest:
+            return None, None
+        vector = self.store.vectors(scope.workspace, [latest[0].id]).get(latest[0].id)
+        if vector is None:
+            return None, None
+        return (speaker_of(latest[0].metadata), latest[0].role), vector
 
     def update(
         self,
@@ -410,7 +426,9 @@ class Memory:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         return self._ranked(scope, query, limit)
 
     def recall(
@@ -429,7 +447,9 @@ class Memory:
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         ranking = _graphops.graph_rank(self.store, self.config, scope, query, self._embed_one)
         learned = self._learned(scope, query, _graph_items(ranking.entries))
         records = self.store.get_memories(scope.workspace, [e.id for e in learned[: limit * 2]])
@@ -541,7 +561,9 @@ class Memory:
         query = v.text("query", query, self.config.max_content_chars)
         v.scope_id("memory_id", memory_id, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         out = _graphops.explain(
             self.store, self.config, scope, query, self._embed_one, memory_id, limit
         )
@@ -1152,7 +1174,8 @@ class Memory:
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Write the memories of a scope and the edges between them as JSON Lines.
+        """Write the memories of a scope, the edges between them and the scope's recall and
+        feedback records (events, reviews, pairs, logged events, ratings) as JSON Lines.
 
         Args:
             destination: a file path or an open text file.
@@ -1183,7 +1206,8 @@ class Memory:
             progress: called as ``progress(done, total)`` while embedding.
 
         Returns:
-            ``{"memories": created, "duplicates": already_present, "edges": edges}``.
+            ``{"memories": created, "duplicates": already_present, "edges": edges,
+            "records": records_read}`` (records already present are skipped).
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

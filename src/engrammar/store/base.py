@@ -63,7 +63,12 @@ FEEDBACK_RECORD_KINDS = (
 
 @dataclass
 class NewMemory:
-    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse."""
+    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse.
+
+    ``status`` is ``active`` except when an import restores a superseded or forgotten memory
+    (written in the same transaction as the rest of the import); ``updated_at`` is the time of
+    the write unless an import restores the exported one.
+    """
 
     id: str
     workspace: str
@@ -77,16 +82,20 @@ class NewMemory:
     metadata: dict[str, Any]
     dedup_key: str
     embedding: np.ndarray
+    status: str = "active"
+    updated_at: float | None = None
 
 
 @dataclass
 class NewEdge:
-    """An edge to create (or to raise to at least ``weight`` if it already exists)."""
+    """An edge to create (or to raise to at least ``weight`` if it already exists);
+    ``updated_at`` as in :class:`NewMemory`."""
 
     src: str
     dst: str
     kind: str
     weight: float
+    updated_at: float | None = None
 
 
 def rebuilt_edges(
@@ -188,6 +197,22 @@ class Store(Protocol):
 
         Returns, per row, ``(id, created)``; a row whose ``dedup_key`` exists returns the
         existing id with ``created=False``. Edges naming a collapsed row follow it to that id.
+        """
+
+    def import_bundle(
+        self,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        records: Sequence[tuple[str, dict[str, Any]]],
+    ) -> list[tuple[str, bool]]:
+        """What :meth:`add_memories` does, then insert ``records`` — ``(table, row)`` of
+        :data:`.tables.RECORD_TABLES` in the :meth:`export_rows` format — all in one
+        transaction (``Memory.import_``).
+
+        Memory ids in records follow rows that collapsed onto an existing memory. A record whose
+        id exists already (or, for a feedback event, whose ``source_event_id`` exists in its
+        workspace; for a decision link, whose event and answer) is skipped: importing the same
+        export twice writes it once. Returns what :meth:`add_memories` returns.
         """
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:

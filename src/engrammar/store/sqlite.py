@@ -53,6 +53,8 @@ from .tables import (
     EVENT_COLUMNS,
     FEEDBACK_TABLES,
     MEMORY_COLUMNS,
+    RECORD_TABLES,
+    rename_memory_refs,
 )
 
 __all__ = ["SQLiteStore"]
@@ -246,45 +248,83 @@ class SQLiteStore:
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
     ) -> list[tuple[str, bool]]:
-        now = time.time()
-        out: list[tuple[str, bool]] = []
-        rename: dict[str, str] = {}
         try:
             with self._write() as conn:
-                for row in rows:
-                    existing = conn.execute(
-                        "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
-                    ).fetchone()
-                    if existing is not None:
-                        rename[row.id] = existing[0]
-                        out.append((existing[0], False))
-                        continue
-                    conn.execute(
-                        "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
-                        "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                        "embedding) VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?)",
-                        (
-                            row.id,
-                            row.workspace,
-                            row.user_id,
-                            row.agent_id,
-                            row.session_id,
-                            row.role,
-                            row.content,
-                            row.kind,
-                            row.created_at,
-                            now,
-                            json.dumps(row.metadata, ensure_ascii=False),
-                            row.dedup_key,
-                            np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
-                        ),
-                    )
-                    self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
-                    out.append((row.id, True))
-                self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
+                return self._add_rows(conn, rows, edges, time.time())
         except sqlite3.Error as exc:
             raise StoreError(f"add failed: {exc}") from exc
+
+    def _add_rows(
+        self,
+        conn: sqlite3.Connection,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        now: float,
+    ) -> list[tuple[str, bool]]:
+        out: list[tuple[str, bool]] = []
+        rename: dict[str, str] = {}
+        for row in rows:
+            existing = conn.execute(
+                "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
+            ).fetchone()
+            if existing is not None:
+                rename[row.id] = existing[0]
+                out.append((existing[0], False))
+                continue
+            conn.execute(
+                "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
+                "content, kind, status, created_at, updated_at, metadata, dedup_key, "
+                "embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    row.id,
+                    row.workspace,
+                    row.user_id,
+                    row.agent_id,
+                    row.session_id,
+                    row.role,
+                    row.content,
+                    row.kind,
+                    row.status,
+                    row.created_at,
+                    now if row.updated_at is None else row.updated_at,
+                    json.dumps(row.metadata, ensure_ascii=False),
+                    row.dedup_key,
+                    np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
+                ),
+            )
+            self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+            out.append((row.id, True))
+        self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
         return out
+
+    def import_bundle(
+        self,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        records: Sequence[tuple[str, dict[str, Any]]],
+    ) -> list[tuple[str, bool]]:
+        try:
+            with self._write() as conn:
+                out = self._add_rows(conn, rows, edges, time.time())
+                rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
+                for table in RECORD_TABLES:
+                    mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
+                    if not mine:
+                        continue
+                    fields, _ = self._copy_spec(table)
+                    sql = (
+                        f"INSERT OR IGNORE INTO {table} ({', '.join(fields)}) "
+                        f"SELECT {', '.join('?' * len(fields))}"
+                    )
+                    params = self._copy_params(fields, mine)
+                    if table == "decision_memories":
+                        # Only links to an event of this import (not one skipped as known).
+                        sql += " WHERE EXISTS (SELECT 1 FROM feedback_events WHERE id = ?)"
+                        params = [[*p, p[0]] for p in params]
+                    conn.executemany(sql, params)
+                return out
+        except sqlite3.Error as exc:
+            raise StoreError(f"import failed: {exc}") from exc
 
     def _replace_edges(
         self, conn: sqlite3.Connection, workspace: str, memory_id: str, edges: Sequence[NewEdge]
@@ -315,7 +355,14 @@ class SQLiteStore:
                 "INSERT INTO edges (workspace, src, dst, kind, weight, updated_at) "
                 "VALUES (?,?,?,?,?,?) ON CONFLICT (src, dst, kind) DO UPDATE SET "
                 "weight = max(weight, excluded.weight), updated_at = excluded.updated_at",
-                (workspace, src, dst, edge.kind, edge.weight, now),
+                (
+                    workspace,
+                    src,
+                    dst,
+                    edge.kind,
+                    edge.weight,
+                    now if edge.updated_at is None else edge.updated_at,
+                ),
             )
 
     @staticmethod
@@ -871,6 +918,15 @@ class SQLiteStore:
         fields, _ = self._copy_spec(table)
         verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
         sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
+        params = self._copy_params(fields, rows)
+        try:
+            with self._write() as conn:
+                conn.executemany(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"importing {table} failed: {exc}") from exc
+
+    @staticmethod
+    def _copy_params(fields: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
         params = []
         for item in rows:
             values = []
@@ -884,11 +940,7 @@ class SQLiteStore:
                     value = int(value)
                 values.append(value)
             params.append(values)
-        try:
-            with self._write() as conn:
-                conn.executemany(sql, params)
-        except sqlite3.Error as exc:
-            raise StoreError(f"importing {table} failed: {exc}") from exc
+        return params
 
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
