@@ -346,8 +346,11 @@ class Memory:
         return out
 
     # -- recall -------------------------------------------------------------------------------
-    def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
-        qvec = self._embed([query])[0]
+    def _candidates(
+        self, scope: Scope, query: str, qvec: np.ndarray | None = None
+    ) -> builtins.list[Candidate]:
+        if qvec is None:
+            qvec = self._embed([query])[0]
         pool = self.config.candidate_pool
         keyword_hits = self.store.keyword_search(scope, query, pool)
         vector_hits = complete_vector_hits(
@@ -498,7 +501,21 @@ class Memory:
         )
         scope = self._scope(user_id, agent_id, session_id, workspace)
         rid = v.scope_id("recall_id", recall_id)
-        return _graphops.apply_feedback(self.store, self.config, scope, reply, self._embed, rid)
+        return _graphops.apply_feedback(
+            self.store, self.config, scope, reply, self._embed, rid, self._drawn_on
+        )
+
+    def _drawn_on(
+        self, scope: Scope, reply: str, reply_vec: np.ndarray
+    ) -> builtins.list[tuple[str, float]]:
+        """The memories a reply drew on: its best hybrid matches in the recall's scope, as
+        (id, cosine with the reply), at most ``feedback_reply_top``."""
+        top = self.config.feedback_reply_top
+        if top == 0:
+            return []
+        ids = [c.id for c in self._candidates(scope, reply, reply_vec)[:top]]
+        vecs = self.store.vectors(scope.workspace, ids)
+        return [(i, float(vecs[i] @ reply_vec)) for i in ids if i in vecs]
 
     def explain(
         self,
@@ -541,11 +558,18 @@ class Memory:
         component in ``components``.
         """
         items = list(items)
-        events, pairs, ratings = self.store.learning_facts(scope, [i.id for i in items])
-        if not (events or pairs or ratings):
+        cfg = self.config
+        now = time.time()
+        # Older signals weigh < 1/1000 of a fresh one: not worth reading.
+        since = now - _HORIZON_HALF_LIVES * cfg.feedback_half_life_days * 86_400.0
+        ids = [i.id for i in items]
+        events, pairs, ratings = self.store.learning_facts(
+            scope, ids, since=since, limit=cfg.feedback_records_limit
+        )
+        replies = self.store.reply_facts(scope, ids, since, cfg.feedback_records_limit)
+        if not (events or pairs or ratings or replies):
             return items
         qvec = self._embed([query])[0]
-        cfg = self.config
         params = LearnParams(
             half_life_days=cfg.feedback_half_life_days,
             min_samples=cfg.feedback_min_samples,
@@ -553,6 +577,11 @@ class Memory:
             context_min=cfg.feedback_context_min,
             context_full=cfg.feedback_context_full,
             same_output=cfg.feedback_same_output,
+            reply_weight=cfg.feedback_reply_weight,
+            conflict_weight=cfg.feedback_conflict_weight,
+            reply_top=max(1, cfg.feedback_reply_top),
+            reply_context_min=cfg.feedback_reply_context_min,
+            reply_context_full=cfg.feedback_reply_context_full,
         )
         vecs = self.store.vectors(scope.workspace, [i.id for i in items])
         kept = [(i.id, i.score) for i in items if i.id in vecs]
@@ -563,7 +592,7 @@ class Memory:
             records = self.store.get_memories(scope.workspace, [i.id for i in items])
             texts = {memory_id: r.content for memory_id, r in records.items()}
         ranked = learned_ranking(
-            kept, qvec, vecs, events, pairs, ratings, params, time.time(), texts
+            kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies
         )
         for position, s in enumerate(ranked, 1):
             before = base.get(s.id)
@@ -1182,6 +1211,9 @@ class _Ranked:
     components: dict[str, float]
     note: str | None = None
     via: str = "search"
+
+
+_HORIZON_HALF_LIVES = 10
 
 
 def _graph_items(entries: Sequence[Any]) -> list[_Ranked]:
