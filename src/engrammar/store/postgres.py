@@ -1574,6 +1574,7 @@ class PostgresStore:
         "preference_pairs": ("seq",),
         "logged_events": ("seq",),
         "memory_ratings": ("seq",),
+        "reply_signals": ("seq",),
         "api_keys": ("key_id",),
     }
 

@@ -834,6 +834,7 @@ class SQLiteStore:
         "preference_pairs": "seq",
         "logged_events": "seq",
         "memory_ratings": "seq",
+        "reply_signals": "seq",
         "api_keys": "rowid",
     }
 
@@ -1311,8 +1312,8 @@ class SQLiteStore:
                 ]
                 ratings: list[RatingFacts] = []
                 ids = list(dict.fromkeys(memory_ids))
-                for start in range(0, len(ids), 500):
-                    chunk = ids[start : start + 500]
+                for first in range(0, len(ids), 500):
+                    chunk = ids[first : first + 500]
                     marks = ",".join("?" * len(chunk))
                     ratings += [
                         RatingFacts(
@@ -1320,7 +1321,7 @@ class SQLiteStore:
                         )
                         for r in conn.execute(
                             "SELECT id, memory_id, verdict, weight, created_at, context_embedding, "
-                            f"recall_id FROM memory_ratings WHERE workspace = ? "
+                            "recall_id FROM memory_ratings WHERE workspace = ? "
                             f"AND memory_id IN ({marks}) AND created_at >= ?",
                             [scope.workspace, *chunk, start],
                         )
