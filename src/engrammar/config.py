@@ -180,12 +180,12 @@ class Config:
         1.0, "Weight of one reply signal, relative to one rating (0 turns reply signals off)."
     )
     feedback_reply_context_min: float = _opt(
-        0.6,
+        0.85,
         "Cosine between a query and a past reply's recall query below which that reply's "
         "signals do not count (they are about that question, not its topic).",
     )
     feedback_reply_context_full: float = _opt(
-        0.95, "Cosine at which a past reply's signals count fully (linear in between)."
+        0.98, "Cosine at which a past reply's signals count fully (linear in between)."
     )
     feedback_conflict_weight: float = _opt(
         0.25,

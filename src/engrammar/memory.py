@@ -473,8 +473,12 @@ class Memory:
         ``feedback_strengthen_rate x alignment``, paths below ``feedback_align_weaken`` lowered
         by ``feedback_weaken_rate``, within ``[edge_weight_min, edge_weight_max]``. For each
         tension of the recall, the side the reply agreed with is strengthened and the other
-        weakened. Only changed edges are written, in one transaction that also marks the recall
-        consumed: a second call without a new recall changes nothing and says so.
+        weakened. The reply also feeds the learned ranking: the memories it drew on (its best
+        ``feedback_reply_top`` matches in the recall's scope) and the recalled ones it left are
+        kept as reply signals tied to the recall's query; they confirm or contradict the
+        ratings of the same recall (see docs/learning.md). Only changed edges are written, with
+        the reply signals, in one transaction that also marks the recall consumed: a second
+        call without a new recall changes nothing and says so.
 
         Args:
             response: the reply (``assistant_response`` is MemWire's name for it).
@@ -483,7 +487,8 @@ class Memory:
 
         Returns:
             ``{"strengthened": n, "weakened": m, "recall_id": ..., "consumed": bool, ...}``
-            counting distinct edges whose weight changed; ``message`` explains a no-op.
+            counting distinct edges whose weight changed, with ``drawn_on`` / ``left`` (memory
+            ids of the reply signals); ``message`` explains a no-op.
 
         Raises:
             ValidationError: no reply, or both ``response`` and ``assistant_response``.

@@ -24,7 +24,9 @@ How each record acts on a recall whose query matches its context (``match`` in [
   matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
   ``reply_weight`` times the context match. The reply is an independent witness of the ratings
   of the same recall: a rating it contradicts (opposite signs) keeps only ``conflict_weight`` of
-  its weight, so a mistaken or flipped rating is shrunk while consistent signals apply fully.
+  its weight (so does the reply signal): conflicting signals nearly cancel, while a rating the
+  reply confirms is corroborated (less shrinkage, see ``rates``). A memory drawn on for a
+  matching question is placed at least at the level of the ``reply_top``-th candidate.
 
 All signals of a memory are aggregated by :func:`~engrammar.learn.rates.aggregate` (decay,
 shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``.
@@ -127,8 +129,8 @@ class LearnParams:
     reply_weight: float = 1.0
     conflict_weight: float = 0.25
     reply_top: int = 5
-    reply_context_min: float = 0.6
-    reply_context_full: float = 0.95
+    reply_context_min: float = 0.85
+    reply_context_full: float = 0.98
 
 
 @dataclass
@@ -323,9 +325,9 @@ def learned_ranking(
                 corroborated,
             )
 
-    # A memory a past reply drew on for a matching context is surfaced even if search missed
-    # it, at the level of the recall's ``reply_top``-th candidate (the reply used it as one of
-    # its best ``reply_top``), scaled by the match.
+    # A memory a past reply drew on for a matching question (undisputed by a rating) is placed
+    # at least at the level of the recall's ``reply_top``-th candidate, scaled by the match,
+    # and surfaced if search missed it: the reply used it as one of its best ``reply_top``.
     levels = sorted(relevance.values(), reverse=True)
     anchor = levels[min(params.reply_top, len(levels)) - 1] if levels else 1.0
     for reply in replies:
@@ -340,14 +342,14 @@ def learned_ranking(
                 w *= params.conflict_weight
             key = (reply.recall_id, reply.memory_id)
             add(reply.memory_id, reply.value, w, reply.created_at, "reply", float(key in agreed))
-            if reply.value > 0 and reply.memory_id not in relevance:
+            if reply.value > 0 and key not in disputed:
                 drawn[reply.memory_id] = max(drawn.get(reply.memory_id, 0.0), m * anchor)
 
     out: list[LearnedScore] = []
     for memory_id in dict.fromkeys([*ids, *injected, *drawn]):
         rel = relevance.get(memory_id)
         was_injected = rel is None
-        if rel is None or memory_id in injected:
+        if rel is None or memory_id in injected or memory_id in drawn:
             rel = max(rel or 0.0, injected.get(memory_id, 0.0), drawn.get(memory_id, 0.0))
         adj = aggregate(
             signals.get(memory_id, ()),
