@@ -39,6 +39,9 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/speed.py
 	$(PY) bench/locomo.py --ingest-ablations
 	$(PY) bench/peers.py
+	$(PY) bench/concurrency.py --out bench/results/concurrency.json
+	$(PY) bench/load.py --rate 100 --seconds 60
+	ENGRAMMAR_CRASH_KILLS=40 $(PY) -m pytest -q tests/test_crash.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -3,7 +3,10 @@ rating and adjusting edge weights for a bounded time.
 
 Checks: no call fails (SQLite busy is handled by the store), no edge update is lost (each
 shared edge's final weight equals its initial weight plus every delta whose call returned),
-memory counts equal the adds that returned, and the integrity check passes.
+no score update is lost (every thread also rates the shared seed memories: per memory and
+verdict, the stored ratings equal the rating calls that returned; a memory's learned score is
+computed from exactly these append-only records, there is no score column to lose updates
+of), memory counts equal the adds that returned, and the integrity check passes.
 
     python bench/concurrency.py --procs 4 --threads 4 --seconds 20
 
@@ -32,7 +35,7 @@ SHARED_USER = "shared"
 LO, HI = -1e9, 1e9
 
 
-def _seed(path: str) -> list[tuple[str, str, str, float]]:
+def _seed(path: str) -> tuple[list[tuple[str, str, str, float]], list[str]]:
     with Memory(Config(path=path), embedder=HashEmbedder()) as mem:
         mem.add(
             [
@@ -46,7 +49,7 @@ def _seed(path: str) -> list[tuple[str, str, str, float]]:
         edges = mem.store.edges_from(mem.config.workspace, ids)
         if not edges:
             raise SystemExit("the seed conversation built no edges")
-        return [(e.src, e.dst, e.kind, e.weight) for e in edges[:4]]
+        return [(e.src, e.dst, e.kind, e.weight) for e in edges[:4]], ids
 
 
 def _thread(
@@ -54,6 +57,7 @@ def _thread(
     pid: int,
     tid: int,
     edges: list[tuple[str, str, str, float]],
+    shared: list[str],
     until: float,
     out: dict[str, Any],
     lock: threading.Lock,
@@ -61,6 +65,7 @@ def _thread(
     user = f"p{pid}t{tid}"
     ops = {"add": 0, "recall": 0, "feedback": 0, "rate": 0, "adjust": 0}
     applied = [0.0] * len(edges)
+    rated: dict[str, int] = {}  # "memory_id verdict" -> rating calls that returned
     added = 0
     latencies: list[float] = []
     errors: list[str] = []
@@ -88,8 +93,14 @@ def _thread(
             elif step == 2:
                 mem.feedback(f"The deploy window is {i % 7}.", user_id=user)
                 ops["feedback"] += 1
-            elif step == 3 and own:
+            elif step == 3 and own and (i // 5) % 2:
                 mem.rate_memory(own[i % len(own)], "accepted", user_id=user)
+                ops["rate"] += 1
+            elif step == 3:
+                target = shared[(i // 10) % len(shared)]
+                verdict = "accepted" if (i // 10) % 3 else "rejected"
+                mem.rate_memory(target, verdict, user_id=user)
+                rated[f"{target} {verdict}"] = rated.get(f"{target} {verdict}", 0) + 1
                 ops["rate"] += 1
             else:
                 k = i % len(edges)
@@ -109,14 +120,22 @@ def _thread(
             out["ops"][name] = out["ops"].get(name, 0) + n
         out["applied"] = [a + b for a, b in zip(out["applied"], applied, strict=True)]
         out["added"] += added
+        for name, n in rated.items():
+            out["rated"][name] = out["rated"].get(name, 0) + n
         out["errors"].extend(errors)
         out["latencies"].extend(latencies)
 
 
 def _process(
-    path: str, pid: int, threads: int, edges: list[tuple[str, str, str, float]], until: float
+    path: str,
+    pid: int,
+    threads: int,
+    edges: list[tuple[str, str, str, float]],
+    shared: list[str],
+    until: float,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
+        "rated": {},
         "ops": {},
         "applied": [0.0] * len(edges),
         "added": 0,
@@ -125,7 +144,7 @@ def _process(
     }
     lock = threading.Lock()
     workers = [
-        threading.Thread(target=_thread, args=(path, pid, t, edges, until, out, lock))
+        threading.Thread(target=_thread, args=(path, pid, t, edges, shared, until, out, lock))
         for t in range(threads)
     ]
     for w in workers:
@@ -137,7 +156,7 @@ def _process(
 
 def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
     """Run the load and return the checks' inputs and figures (see the module docstring)."""
-    edges = _seed(path)
+    edges, shared = _seed(path)
     with Memory(Config(path=path), embedder=HashEmbedder()) as mem:
         before_count = mem.stats()["memories"]
     until_wall = time.time() + seconds
@@ -146,7 +165,7 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
     with ctx.Pool(procs) as pool:
         # Each process converts the wall-clock end into its own monotonic deadline.
         results = pool.starmap(
-            _process_wall, [(path, p, threads, edges, until_wall) for p in range(procs)]
+            _process_wall, [(path, p, threads, edges, shared, until_wall) for p in range(procs)]
         )
     elapsed = time.perf_counter() - started
     applied = [sum(r["applied"][k] for r in results) for k in range(len(edges))]
@@ -167,7 +186,28 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
     integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
     ratings = conn.execute("SELECT count(*) FROM memory_ratings").fetchone()[0]
     recalls = conn.execute("SELECT count(*) FROM recalls").fetchone()[0]
+    stored_ratings = {
+        f"{memory_id} {verdict}": n
+        for memory_id, verdict, n in conn.execute(
+            "SELECT memory_id, verdict, count(*) FROM memory_ratings WHERE memory_id IN "
+            f"({', '.join('?' * len(shared))}) GROUP BY 1, 2",
+            shared,
+        )
+    }
     conn.close()
+    rated: dict[str, int] = {}
+    for r in results:
+        for name, n in r["rated"].items():
+            rated[name] = rated.get(name, 0) + n
+    lost_scores = [
+        {
+            "memory verdict": name,
+            "expected": rated.get(name, 0),
+            "stored": stored_ratings.get(name, 0),
+        }
+        for name in sorted(set(rated) | set(stored_ratings))
+        if rated.get(name, 0) != stored_ratings.get(name, 0)
+    ]
     lost = [
         {"expected": w0 + applied[k], "final": final[(src, dst, kind)]}
         for k, (src, dst, kind, w0) in enumerate(edges)
@@ -188,6 +228,8 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
         "p99_ms": pct(0.99) if latencies else None,
         "errors": [e for r in results for e in r["errors"]],
         "lost_edge_updates": lost,
+        "shared_ratings": sum(rated.values()),
+        "lost_score_updates": lost_scores,
         "memories_expected": before_count + sum(r["added"] for r in results),
         "memories_found": after_count,
         "ratings_expected": ops.get("rate", 0),
@@ -199,9 +241,14 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
 
 
 def _process_wall(
-    path: str, pid: int, threads: int, edges: list[tuple[str, str, str, float]], until: float
+    path: str,
+    pid: int,
+    threads: int,
+    edges: list[tuple[str, str, str, float]],
+    shared: list[str],
+    until: float,
 ) -> dict[str, Any]:
-    return _process(path, pid, threads, edges, time.monotonic() + (until - time.time()))
+    return _process(path, pid, threads, edges, shared, time.monotonic() + (until - time.time()))
 
 
 def main() -> None:

@@ -279,7 +279,7 @@ def main() -> None:
         f"Edges: {g['edges_by_kind']} · per memory mean {g['edges_per_memory_mean']}, max "
         f"{g['edges_per_memory_max']} · add {g['add_s']} s for {g['messages']} messages "
         f"(raw embedding of the bare texts {g['raw_embed_s']} s; `add` embeds them with "
-        "their speaker context, see embed_context, so the two differ in more than the graph)",
+        "their reply context, see embed_context, so the two differ in more than the graph)",
         "",
         "| setting | questions | hit@5 | hit@10 | recall p50 | recall p95 |",
         "|---|---|---|---|---|---|",

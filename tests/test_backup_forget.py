@@ -135,16 +135,29 @@ def test_forget_user_removes_everything_of_the_user(store_path: Path) -> None:
             mem.recall("when do we deploy", user_id=user)
             mem.feedback("Deploys happen on Tuesdays.", user_id=user)
             mem.rate_memory(ids[0], "accepted", user_id=user)
-            mem.create_feedback_event(
+            event = mem.create_feedback_event(
                 "When do we deploy?",
                 "Fridays.",
                 "corrected",
                 user_correction="Tuesdays.",
                 user_id=user,
             )
+            mem.create_decision_review(event.id, "adopted", reason="Fridays it is", user_id=user)
+            mem.create_preference_pair(
+                "Summarise the deploy", "Two bullets.", "An essay.", user_id=user
+            )
+            mem.log_event("checkpoint", {"owner": user}, user_id=user)
+            mem.rate_memory(
+                ids[1], "corrected", correction=f"{user} deploys Wednesdays.", user_id=user
+            )
         alice_ids = {m.id for m in mem.list(user_id="alice")}
         bob_before = _rows_of(mem.config.sqlite_file, "bob", set())
-    assert _rows_of(Config(path=str(store_path)).sqlite_file, "alice", alice_ids)
+    before = _rows_of(Config(path=str(store_path)).sqlite_file, "alice", alice_ids)
+    # Every kind of record of the user is there to be removed.
+    assert set(before) >= {
+        "memories", "edges", "recalls", "feedback_events", "decision_memories",
+        "decision_reviews", "preference_pairs", "logged_events", "memory_ratings",
+    }, before  # fmt: skip
 
     result = cli(store_path, "forget", "--user-id", "alice")
     assert result.returncode == 0, result.stderr

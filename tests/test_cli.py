@@ -168,7 +168,12 @@ def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
             timeout=120,
         ).stdout
     )
-    assert imported == {"memories": 2, "duplicates": 0, "edges": imported["edges"]}
+    assert imported == {
+        "memories": 2,
+        "duplicates": 0,
+        "edges": imported["edges"],
+        "records": imported["records"],
+    }
     assert js(copy, "stats")["memories"] == 2
     again = js(copy, "import", str(out), "-w", "moved")
     assert again["memories"] == 2

@@ -20,6 +20,7 @@ def test_processes_and_threads_lose_nothing(tmp_path: Path) -> None:
     assert result["errors"] == [], result["errors"][:3]
     assert all(result["ops"][name] > 10 for name in ("add", "recall", "feedback", "rate", "adjust"))
     assert result["lost_edge_updates"] == []
+    assert result["shared_ratings"] > 10 and result["lost_score_updates"] == []
     assert result["memories_found"] == result["memories_expected"]
     assert result["ratings_found"] == result["ratings_expected"]
     assert result["recalls_found"] == result["recalls_expected"]

@@ -77,3 +77,29 @@ def test_an_object_that_is_not_an_embedder_is_refused(store_path: Path) -> None:
 def test_unknown_embedder_name(store_path: Path) -> None:
     with pytest.raises(EmbedderError, match="unknown embedder"):
         Memory(Config(path=str(store_path), embedder="word2vec"))
+
+
+@pytest.mark.model
+def test_concurrent_calls_are_batched_and_each_gets_its_own_vectors(minilm: MiniLMEmbedder) -> None:
+    import threading
+
+    texts = [
+        f"Sentence number {i} about {['tea', 'deploys', 'budgets'][i % 3]}." for i in range(48)
+    ]
+    alone = {t: minilm.embed([t])[0] for t in texts}
+    got: dict[str, np.ndarray] = {}
+    barrier = threading.Barrier(12)
+
+    def worker(mine: list[str]) -> None:
+        barrier.wait()
+        for t in mine:
+            got[t] = minilm.embed([t])[0]
+
+    threads = [threading.Thread(target=worker, args=(texts[k::12],)) for k in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(got) == set(texts)
+    for t in texts:  # padding inside a shared batch is masked out: the same vector
+        assert float(np.dot(got[t], alone[t])) > 0.999, t

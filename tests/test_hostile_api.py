@@ -405,3 +405,13 @@ def test_self_referencing_metadata_is_a_validation_error(mem: Memory) -> None:
     loop["me"] = loop
     with pytest.raises(ValidationError):
         mem.add("tea", user_id="u", metadata=loop)
+
+
+@pytest.mark.parametrize("limit", ["", 0, False, -1, "5", 2.5])
+def test_a_falsy_or_wrong_limit_is_refused_not_defaulted(mem: Memory, limit: object) -> None:
+    # Found by schemathesis: `"limit": ""` fell back to the default through `limit or default`.
+    mem.add("We deploy on Tuesdays.", user_id="u")
+    for call in (mem.recall, mem.search):
+        with pytest.raises(ValidationError) as info:
+            call("deploy", user_id="u", limit=limit)  # type: ignore[operator]
+        assert info.value.field == "limit"

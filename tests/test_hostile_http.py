@@ -6,6 +6,7 @@ Every response must be documented for its operation, match its schema, and never
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -129,6 +130,18 @@ HOSTILE_VALUES: list[Any] = [
     {"k": {"k": {"k": {"k": {"k": {}}}}}},
     [{"role": "user", "content": "\x00"}],
     [{"role": "wizard", "content": "x"}],
+    # Deep JSON (as deep as the MCP client serialises; deeper goes raw, below), a megabyte
+    # string, more odd Unicode and numbers.
+    functools.reduce(lambda inner, _: {"k": inner}, range(90), {}),
+    functools.reduce(lambda inner, _: [inner], range(90), []),
+    "y" * 1_000_000,
+    "e\u0301\u0301\u0301 \U0001f468\u200d\U0001f469\u200d\U0001f467 \uffff \U0010ffff",
+    "\u0000\u0001\u001f",
+    "content:foo OR memories MATCH 'x'",
+    "foo* NOT bar AND (",
+    -0.0,
+    -1e308,
+    -(2**31),
 ]
 GOOD: dict[str, Any] = {
     "content": "We deploy on Tuesdays.",
@@ -204,3 +217,54 @@ def test_mcp_fuzzed_arguments(live: Live) -> None:
 
     anyio.run(run)
     assert outcomes["error"] > outcomes["ok"] > 0, outcomes
+
+
+def _raw_mcp(live: Live, body: bytes) -> httpx.Response:
+    headers = {
+        "Authorization": f"Bearer {live.key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    return httpx.post(f"{live.base}/mcp", content=body, headers=headers, timeout=60)
+
+
+def test_mcp_raw_json_rpc_past_any_client_limit(live: Live) -> None:
+    """What no well-behaved client sends, straight to the MCP endpoint: nesting 100 000 deep,
+    broken JSON, wrong JSON-RPC shapes, NaN literals. A clear error, never a 5xx or a trace,
+    never a change to stored data."""
+    deep = "[" * 100_000 + "]" * 100_000
+    deep_obj = '{"k":' * 20_000 + "{}" + "}" * 20_000
+
+    def call(arguments: str) -> bytes:
+        return (
+            '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
+            '{"name": "memory_add", "arguments": ' + arguments + "}}"
+        ).encode()
+
+    bodies = [
+        call('{"content": ' + deep + ', "user_id": "u"}'),
+        call('{"content": "x", "user_id": "u", "metadata": ' + deep_obj + "}"),
+        call('{"content": NaN, "user_id": "u"}'),
+        call('{"content": "x", "user_id": "u", "timestamp": -Infinity}'),
+        call('{"content": "a\\u0000b", "user_id": "u"}'),
+        call('{"content": "\\ud800", "user_id": "u"}'),
+        call("[]"),
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "nope"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}',
+        b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": ' + b'"x' * 50_000 + b'"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_add"',
+        b"\xff\xfe not utf-8",
+        b"",
+    ]
+    before = _db_digest(live.memory)
+    for body in bodies:
+        r = _raw_mcp(live, body)
+        shown = body[:80]
+        assert r.status_code < 500, (shown, r.status_code, r.text[:300])
+        assert "Traceback" not in r.text, shown
+        if r.status_code == 200:  # a JSON-RPC answer: an error, or a tool error
+            data = r.json()
+            assert "error" in data or data["result"].get("isError") is True, (shown, data)
+    assert _db_digest(live.memory) == before

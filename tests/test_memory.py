@@ -4,6 +4,7 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
@@ -222,3 +223,22 @@ def test_recall_understands_meaning(real_mem: Memory) -> None:
     assert r.memories[0].content == "I always write documentation before code."
     pets = real_mem.search("Do you have any pets?", user_id="alice", limit=1)
     assert pets[0].content == "My cat is called Miso."
+
+
+def test_a_reply_added_alone_leans_on_the_session_before_it(mem: Memory) -> None:
+    [q] = mem.add(
+        [{"role": "user", "content": "Been camping lately?"}], user_id="u", session_id="s"
+    )
+    [a] = mem.add([{"role": "assistant", "content": "Yes, twice."}], user_id="u", session_id="s")
+    [b] = mem.add([{"role": "assistant", "content": "Both in June."}], user_id="u", session_id="s")
+    stored = mem.store.vectors("default", [q, a, b])
+    own = mem.embedder.embed(["Been camping lately?", "Yes, twice.", "Both in June."])
+    assert np.allclose(stored[q], own[0], atol=1e-6)
+    expected = own[1] + mem.config.context_weight * stored[q]
+    assert np.allclose(stored[a], expected / np.linalg.norm(expected), atol=1e-6)
+    assert np.allclose(stored[b], own[2], atol=1e-6)  # same speaker again: its own vector
+    # Outside a session there is no "before".
+    [c] = mem.add([{"role": "assistant", "content": "No."}], user_id="u")
+    assert np.allclose(
+        mem.store.vectors("default", [c])[c], mem.embedder.embed(["No."])[0], atol=1e-6
+    )

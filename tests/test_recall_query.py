@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from engrammar.embed.base import blend_context
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.query import (
     named_speakers,
@@ -15,7 +17,7 @@ from engrammar.recall.query import (
     sequence_support,
     time_match,
 )
-from engrammar.recall.text import embedding_text, embedding_texts, index_text, terms
+from engrammar.recall.text import context_sources, embedding_text, index_text, terms
 
 
 def _ts(*args: int) -> float:
@@ -129,23 +131,35 @@ def test_speaker_is_part_of_the_indexed_and_embedded_text() -> None:
         "Caroline: Researching adoption agencies."
     )
     assert "carolin" in terms(index_text("Researching adoption agencies.", "Caroline"))
-    assert embedding_text("Yes, twice!", "Mel", ("Caroline", "Been camping?")) == (
-        "Caroline: Been camping?\nMel: Yes, twice!"
-    )
+    assert embedding_text("Yes, twice!", "Mel") == "Mel: Yes, twice!"
 
 
 def test_only_replies_carry_context() -> None:
-    texts = embedding_texts(
-        [("Been camping?", "Caroline", "user"), ("Yes!", "Mel", "user"), ("Twice.", "Mel", "user")],
-        with_context=True,
+    # A reply leans on the message before it; a second message of one speaker does not.
+    assert context_sources([("Caroline", "user"), ("Mel", "user"), ("Mel", "user")]) == [
+        None, 0, None]  # fmt: skip
+    assert context_sources([(None, "user"), (None, "user")]) == [None, None]
+    assert context_sources([(None, "user"), (None, "assistant")]) == [None, 0]
+    assert context_sources([]) == []
+    # The first message of a batch replies to the session's latest memory of another speaker.
+    assert context_sources([("Mel", "user")], before=("Caroline", "user")) == [-1]
+    assert context_sources([("Mel", "user")], before=("Mel", "user")) == [None]
+
+
+def test_blend_context_leans_a_reply_towards_what_it_answers() -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    out = blend_context(vectors, [None, 0, None], 0.5)
+    assert np.allclose(out[0], vectors[0]) and np.allclose(out[2], vectors[2])
+    assert np.allclose(out[1], np.array([0.5, 1.0, 0.0]) / np.sqrt(1.25))
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0)
+    assert np.allclose(blend_context(vectors, [None, 0, None], 0.0), vectors)
+    before = np.array([0.0, 0.0, 1.0], dtype=np.float32)
+    out = blend_context(vectors[:2], [-1, None], 1.0, before)
+    assert np.allclose(out[0], np.array([1.0, 0.0, 1.0]) / np.sqrt(2)) and np.allclose(
+        out[1], vectors[1]
     )
-    assert texts == ["Caroline: Been camping?", "Caroline: Been camping?\nMel: Yes!", "Mel: Twice."]
-    plain = embedding_texts([("a", None, "user"), ("b", None, "user")], with_context=True)
-    assert plain == ["a", "b"]
-    assert embedding_texts([("q", None, "user"), ("a", None, "assistant")], with_context=False) == [
-        "q",
-        "a",
-    ]
+    # Without the vector of the message before, -1 is ignored.
+    assert np.allclose(blend_context(vectors[:2], [-1, None], 1.0), vectors[:2])
 
 
 def test_refinement_never_returns_a_memory_twice(tmp_path: Path) -> None:

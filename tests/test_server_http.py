@@ -382,6 +382,10 @@ def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
         assert gone.structured_content == {"deleted": 1}
         bad = await s.call_tool("memory_add", {"content": "x", "user_id": "max", "kind": "gossip"})
         assert bad.is_error
+        # An argument the tool does not take is refused, not silently dropped.
+        odd = await s.call_tool("memory_add", {"content": "x", "user_id": "max", "usr_id": "m"})
+        assert odd.is_error
+        assert "ValidationError: usr_id: unknown argument" in odd.content[0].text  # type: ignore[union-attr]
 
     _mcp(srv, "a", body)
 

@@ -704,6 +704,38 @@ def test_latest_memories_and_term_postings(store: Store) -> None:
     assert n_all == len(rows) - 1 and postings_all["violin"][0] == 3
 
 
+def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
+    store: Store,
+) -> None:
+    a, b, c, d = new("changing"), new("kept neighbour"), new("old neighbour"), new("new one")
+    add(
+        store, a, b, c, d,
+        edges=(NewEdge(a.id, b.id, "semantic", 0.5), NewEdge(c.id, a.id, "entity", 0.4),
+               NewEdge(b.id, a.id, "sequence", 0.5), NewEdge(b.id, c.id, "semantic", 0.3)),
+    )  # fmt: skip
+    store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.3)], LO, HI)  # learned: 0.8
+    store.update_memory(
+        WS, a.id, content="changed text", embedding=EMB.embed(["changed text"])[0],
+        dedup_key="changed-key", metadata=None, status=None, reason="edit",
+        edges=[NewEdge(a.id, b.id, "semantic", 0.5), NewEdge(a.id, d.id, "contradicts", 0.5),
+               NewEdge(d.id, a.id, "contradicts", 0.5)],
+    )  # fmt: skip
+    out_of_a = {(e.dst, e.kind): round(e.weight, 9) for e in store.edges_from(WS, [a.id])}
+    assert out_of_a == {(b.id, "semantic"): 0.8, (d.id, "contradicts"): 0.5}
+    into_a = {(e.src, e.kind) for e in store.edges_to(WS, [a.id])}
+    # The sequence edge stays; the old neighbour's entity edge is gone.
+    assert into_a == {(b.id, "sequence"), (d.id, "contradicts")}
+    # Edges not touching the memory are left alone.
+    assert {(e.dst, e.kind) for e in store.edges_from(WS, [b.id])} == {
+        (a.id, "sequence"), (c.id, "semantic")}  # fmt: skip
+    # A metadata-only update (no edges given) changes no edge.
+    store.update_memory(
+        WS, a.id, content=None, embedding=None, dedup_key=None, metadata={"x": 1},
+        status=None, reason="meta",
+    )  # fmt: skip
+    assert len(store.edges_from(WS, [a.id])) == 2
+
+
 def test_edges_to_and_edge_counts(store: Store) -> None:
     a, b, c = new("a"), new("b"), new("c")
     add(

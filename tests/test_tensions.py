@@ -151,3 +151,24 @@ def test_recall_flags_contradictions_and_not_compatible_pairs(real_mem: Memory) 
     assert all(by_id[t.newer] == "I moved to Berlin last month." for t in result.tensions)
     assert "[conflict]" in result.formatted
     assert "! conflict (superseded)" in result.formatted
+
+
+@pytest.mark.model
+def test_update_rebuilds_contradictions(real_mem: Memory) -> None:
+    """Changing a memory's text re-derives its edges: a contradiction appears when the new
+    text conflicts with a stored memory and disappears when the conflict is edited away."""
+    [home] = real_mem.add("I live in Paris.", user_id="u", timestamp=1e9)
+    [note] = real_mem.add("I bought a new bicycle.", user_id="u", timestamp=2e9)
+
+    def conflicts() -> set[tuple[str, str]]:
+        edges = real_mem.store.edges_from("default", [home, note])
+        return {(e.src, e.dst) for e in edges if e.kind == "contradicts"}
+
+    assert conflicts() == set()
+    real_mem.update(note, "I moved to Berlin last month.")
+    assert conflicts() == {(home, note), (note, home)}
+    result = real_mem.recall("Where do you live?", user_id="u")
+    assert {frozenset((t.a, t.b)) for t in result.tensions} == {frozenset((home, note))}
+    real_mem.update(note, "I bought a new bicycle.")
+    assert conflicts() == set()
+    assert real_mem.recall("Where do you live?", user_id="u").tensions == []

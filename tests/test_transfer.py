@@ -54,7 +54,12 @@ def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: P
 
     with _memory(tmp_path / "copy") as copy:
         result = copy.import_(out)
-        assert result == {"memories": 3, "duplicates": 0, "edges": len(exported_edges)}
+        assert result == {
+            "memories": 3,
+            "duplicates": 0,
+            "edges": len(exported_edges),
+            "records": 0,
+        }
         restored = copy.get(ids[0])
         original = mem.get(ids[0])
         assert (restored.content, restored.user_id, restored.session_id, restored.metadata) == (

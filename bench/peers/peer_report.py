@@ -276,6 +276,33 @@ def render(report: dict[str, Any], out: Path) -> None:
         f"{'yes' if faster and q_e is not None and q_m is not None and q_e >= q_m else 'no'} |"
     )
     w("")
+    # What caps the MemWire ratios: nothing that embeds each message once adds faster than
+    # the raw embedder, and no recall beats query embedding + exact scan.
+    raw_rate = _raw_rate(batch)
+    add_cap = _x(raw_rate, mw_add)
+    lim_a = _get(era_all.get(_get(esp, "recall_a", "memories") or -1), "limit", "p50_ms")
+    rec_cap = _x(mwra, lim_a)
+    if add_cap is not None or rec_cap is not None:
+        w(
+            "What bounds the MemWire ratios: a system that embeds each message once cannot add "
+            "faster than the raw embedder, and no recall is faster than the query embedding plus "
+            "an exact scan. "
+            + (
+                f"The raw embedder's batched rate ({raw_rate:.1f} msg/s) is {_fx(add_cap, 1)} "
+                f"MemWire's add throughput, so that is the most any such system can reach here "
+                f"(engrammar: {_fx(add_x, 1)}). "
+                if add_cap is not None and raw_rate is not None
+                else ""
+            )
+            + (
+                f"MemWire's recall takes {_fx(rec_cap, 1)} the recall limit measured at "
+                f"{_get(esp, 'recall_a', 'memories') or 0:,} memories ({lim_a} ms), so that is "
+                f"about the most any system can reach against it (engrammar: {_fx(rx, 1)})."
+                if rec_cap is not None
+                else ""
+            )
+        )
+        w("")
 
     # -- ingest --------------------------------------------------------------------------
     w("## Ingest")

@@ -70,7 +70,7 @@ class NumpyAdapter(Adapter):
     def recall(self, scope: str, query: str, k: int) -> list[str]:
         s = self._s(scope)
         qv = self.e.embed([query])[0]
-        sims = s.matrix @ qv
+        sims = np.einsum("ij,j->i", s.matrix, qv)  # the fastest exact scan (see peerlib.Limit)
         k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.argsort(-sims[top])]

@@ -69,9 +69,19 @@ def _statement(record: MemoryRecord) -> Statement:
 
 # -- add ------------------------------------------------------------------------------------
 def build_edges(
-    store: Store, config: Config, scope: Scope, rows: Sequence[NewMemory]
+    store: Store,
+    config: Config,
+    scope: Scope,
+    rows: Sequence[NewMemory],
+    *,
+    replacing: bool = False,
 ) -> list[NewEdge]:
-    """The edges a batch of new memories gets (see ``recall.graph``)."""
+    """The edges a batch of new memories gets (see ``recall.graph``).
+
+    ``replacing``: the rows are stored memories whose content changes; they are left out of
+    their own neighbourhoods and keep their sequence edges (the conversation order did not
+    change), so the result replaces only their content-derived edges.
+    """
     if not rows:
         return []
     lo, hi = config.edge_weight_min, config.edge_weight_max
@@ -81,8 +91,13 @@ def build_edges(
     texts = [r.content for r in rows]
     vectors = np.stack([np.asarray(r.embedding, dtype=np.float32) for r in rows])
     look = min(config.graph_semantic_threshold, config.tension_min_similarity)
+    own = set(ids)
     hits = [
-        [(mid, cos) for mid, cos in store.vector_search(gscope, vec, cap) if cos >= look]
+        [
+            (mid, cos)
+            for mid, cos in store.vector_search(gscope, vec, cap + (len(own) if replacing else 0))
+            if cos >= look and mid not in own
+        ][:cap]
         for vec in vectors
     ]
     proposals = semantic_edges(
@@ -94,16 +109,20 @@ def build_edges(
         hi,
     )
     previous = None
-    if scope.session_id is not None:
+    if scope.session_id is not None and not replacing:
         latest = store.latest_memories(scope, 1)
         previous = latest[0].id if latest else None
-    proposals += sequence_edges(ids, previous, config.graph_sequence_weight)
+    if not replacing:
+        proposals += sequence_edges(ids, previous, config.graph_sequence_weight)
     batch_terms = sorted({t for text in texts for t in terms(text)})
     n_stored, postings = store.term_postings(gscope, batch_terms, cap)
     proposals += salient_term_edges(
         ids, texts, n_stored, postings, config.graph_term_max_df, lo, hi, cap
     )
     proposals += _tension_edges(store, config, rows, vectors, hits)
+    if replacing:
+        # The stored memories still carry their old text in the term postings.
+        proposals = [p for p in proposals if p.src != p.dst]
     existing = {p.src for p in proposals} - set(ids)
     degrees = store.edge_counts(scope.workspace, sorted(existing)) if existing else {}
     kept = cap_edges(proposals, set(ids), degrees, cap)

@@ -1,10 +1,15 @@
 """Export and import of memories and their graph edges as JSON Lines.
 
 The first line is a header (``{"type": "engrammar-export", "version": 1, ...}``); then one
-``{"type": "memory", ...}`` line per memory and one ``{"type": "edge", ...}`` line per edge
-between exported memories. Vectors are not exported: they belong to an embedding model, and
-import embeds the content again with the importing store's model, so an export is also the
-way to move a store to another embedder.
+``{"type": "memory", ...}`` line per memory, one ``{"type": "edge", ...}`` line per edge
+between exported memories, and one ``{"type": "record", "table": ..., ...}`` line per record
+of the scope: recalls, feedback events (with the links to their decision memories), decision
+reviews, preference pairs, logged events and memory ratings, in the fields of
+:data:`~engrammar.store.tables.COPY_TABLES`. Vectors are not exported: they belong to an
+embedding model, and import embeds the texts again with the importing store's model, so an
+export is also the way to move a store to another embedder.
+
+Export -> import into an empty store -> export gives the same lines (the round trip is tested).
 """
 
 from __future__ import annotations
@@ -19,8 +24,24 @@ from typing import IO, TYPE_CHECKING, Any
 
 from . import _validate as v
 from .errors import ValidationError
-from .models import EDGE_KINDS, KINDS, ROLES, Scope
+from .models import (
+    EDGE_KINDS,
+    FEEDBACK_STATES,
+    KINDS,
+    RATING_VERDICTS,
+    REVIEW_OUTCOMES,
+    ROLES,
+    Scope,
+)
+from .recall.text import embedding_text, speaker_of
 from .store import NewEdge, NewMemory
+from .store.tables import (
+    COPY_JSON_FIELDS,
+    COPY_TABLES,
+    COPY_VECTOR_FIELDS,
+    RECORD_TABLES,
+    rename_memory_refs,
+)
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -76,7 +97,47 @@ def export_jsonl(
             for edge in memory.store.edges_from(scope.workspace, ordered[start : start + _PAGE]):
                 if edge.dst in ids:
                     out.write(json.dumps({"type": "edge", **edge.to_dict()}) + "\n")
+        for table, row in _scope_records(memory, scope, ids):
+            line = {"type": "record", "table": table, **row}
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
     return written
+
+
+def _scope_records(
+    memory: Memory, scope: Scope, ids: set[str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The scope's records whose memories are all exported, without vectors, in table order."""
+    events: set[str] = set()
+    for table in RECORD_TABLES:
+        after = None
+        while True:
+            rows, after = memory.store.export_rows(table, after, _PAGE)
+            for row in rows:
+                if table == "decision_memories":
+                    keep = row["event_id"] in events and row["memory_id"] in ids
+                else:
+                    keep = row["workspace"] == scope.workspace and all(
+                        row.get(key, value) == value
+                        for key, value in (
+                            ("user_id", scope.user_id),
+                            ("agent_id", scope.agent_id),
+                            ("session_id", scope.session_id),
+                        )
+                        if value is not None
+                    )
+                    keep = keep and all(
+                        row.get(name) is None or row[name] in ids
+                        for name in ("memory_id", "correction_memory_id", "decision_memory_id")
+                    )
+                    if table == "decision_reviews":
+                        keep = keep and row["event_id"] in events
+                if not keep:
+                    continue
+                if table == "feedback_events":
+                    events.add(row["id"])
+                yield table, {k: v for k, v in row.items() if k not in COPY_VECTOR_FIELDS}
+            if after is None:
+                break
 
 
 def _memory_row(
@@ -116,6 +177,7 @@ def _memory_row(
         "kind": v.choice(f("kind"), data.get("kind", "message"), KINDS),
         "status": v.choice(f("status"), data.get("status", "active"), STATUSES),
         "created_at": v.timestamp(f("created_at"), data.get("created_at")),
+        "updated_at": v.timestamp(f("updated_at"), data.get("updated_at")),
         "metadata": v.metadata(f("metadata"), data.get("metadata")),
     }
 
@@ -128,10 +190,123 @@ def _edge_row(line: int, data: dict[str, Any]) -> NewEdge:
     dst = v.scope_id(f("dst"), data.get("dst"), required=True)
     kind = v.choice(f("kind"), data.get("kind"), EDGE_KINDS)
     weight = data.get("weight")
-    if isinstance(weight, bool) or not isinstance(weight, int | float):
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or weight != weight:
         raise ValidationError(f("weight"), "must be a number")
+    unknown = sorted(set(data) - {"type", "src", "dst", "kind", "weight", "updated_at"})
+    if unknown:
+        raise ValidationError(f(unknown[0]), "unknown field")
     assert src is not None and dst is not None
-    return NewEdge(src=src, dst=dst, kind=kind, weight=float(weight))
+    updated = v.timestamp(f("updated_at"), data.get("updated_at"))
+    return NewEdge(src=src, dst=dst, kind=kind, weight=float(weight), updated_at=updated)
+
+
+#: Record fields that may be null (the others are required), and those with fixed values.
+_NULLABLE = frozenset(
+    {
+        "user_id", "agent_id", "session_id", "user_reaction", "user_correction",
+        "corrected_output", "reason", "source_event_id", "correction", "correction_memory_id",
+        "recall_id", "context", "decision_memory_id", "consumed_at", "memory_id",
+    }
+)  # fmt: skip
+_NUMBERS = frozenset({"created_at", "consumed_at", "weight", "confidence"})
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "state": FEEDBACK_STATES,
+    "final_decision": FEEDBACK_STATES,
+    "outcome": REVIEW_OUTCOMES,
+    "verdict": RATING_VERDICTS,
+    "answer": ("corrected", "ai_output"),
+}
+_IDS = frozenset({"id", "workspace", "event_id", "memory_id", "correction_memory_id",
+                  "decision_memory_id", "recall_id", "source_event_id", "user_id", "agent_id",
+                  "session_id"})  # fmt: skip
+
+
+def _record_row(memory: Memory, line: int, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def f(name: str) -> str:
+        return f"line {line}: {name}"
+
+    table = v.choice(f("table"), data.get("table"), RECORD_TABLES)
+    fields = [name for name in COPY_TABLES[table] if name not in COPY_VECTOR_FIELDS]
+    unknown = sorted(set(data) - {"type", "table", *fields})
+    if unknown:
+        raise ValidationError(f(unknown[0]), "unknown field")
+    row: dict[str, Any] = {}
+    for name in fields:
+        value = data.get(name)
+        if value is None:
+            if name not in _NULLABLE:
+                raise ValidationError(f(name), "is required")
+            row[name] = None
+        elif name in _IDS:
+            row[name] = v.scope_id(f(name), value, required=True)
+        elif name in _CHOICES:
+            row[name] = v.choice(f(name), value, _CHOICES[name])
+        elif name in _NUMBERS:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise ValidationError(f(name), "must be a number")
+            row[name] = float(value)
+        elif name == "reversed":
+            if not isinstance(value, bool):
+                raise ValidationError(f(name), "must be true or false")
+            row[name] = value
+        elif name in ("metadata", "payload"):
+            row[name] = v.metadata(f(name), value)
+        elif name in COPY_JSON_FIELDS:  # memory_ids, paths, tensions: lists
+            if not isinstance(value, list) or not v._depth_ok(value, 8):
+                raise ValidationError(f(name), "must be a list")
+            row[name] = value
+        else:
+            row[name] = v.text(f(name), value, memory.config.max_content_chars)
+    if table == "memory_ratings" and row["memory_id"] is None:
+        raise ValidationError(f("memory_id"), "is required")
+    return table, row
+
+
+def _record_vectors(memory: Memory, records: list[tuple[str, dict[str, Any]]]) -> None:
+    """Embed the texts whose vectors a record keeps, as the call that wrote it did."""
+    wanted: list[tuple[dict[str, Any], str, str]] = []  # (row, vector field, text)
+    for table, row in records:
+        if table == "feedback_events":
+            wanted.append((row, "context_embedding", row["input_context"]))
+            wanted.append((row, "ai_output_embedding", row["ai_output"]))
+            corrected = row["corrected_output"] or row["user_correction"]
+            row["corrected_embedding"] = None
+            if corrected:
+                wanted.append((row, "corrected_embedding", corrected))
+        elif table == "preference_pairs":
+            wanted.append((row, "context_embedding", row["context"]))
+            wanted.append((row, "accepted_embedding", row["accepted_output"]))
+            wanted.append((row, "rejected_embedding", row["rejected_output"]))
+        elif table == "memory_ratings":
+            row["context_embedding"] = None
+            if row["context"] is not None:
+                wanted.append((row, "context_embedding", row["context"]))
+    for start in range(0, len(wanted), _EMBED_CHUNK):
+        chunk = wanted[start : start + _EMBED_CHUNK]
+        vectors = memory._embed([text for _, _, text in chunk])
+        for (row, name, _), vector in zip(chunk, vectors, strict=True):
+            row[name] = vector
+
+
+def _move_records(
+    records: list[tuple[str, dict[str, Any]]], workspace: str, rename: dict[str, str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Records imported into another workspace: new record ids, the memories' new ids."""
+    new_ids: dict[str, str] = {}
+    for table, row in records:
+        if table != "decision_memories":
+            new_ids[row["id"]] = uuid.uuid4().hex
+    out = []
+    for table, row in records:
+        moved = rename_memory_refs(table, row, rename)
+        if table != "decision_memories":
+            moved["id"] = new_ids[row["id"]]
+            moved["workspace"] = workspace
+        for name in ("event_id", "recall_id"):
+            if moved.get(name) is not None:
+                moved[name] = new_ids.get(moved[name], moved[name])
+        out.append((table, moved))
+    return out
 
 
 def import_jsonl(
@@ -142,6 +317,7 @@ def import_jsonl(
     ws = v.scope_id("workspace", workspace)
     rows: list[dict[str, Any]] = []
     edges: list[NewEdge] = []
+    records: list[tuple[str, dict[str, Any]]] = []
     # Everything is read and checked before anything is written: a bad line loses nothing.
     with _open(source, "r") as handle:
         for number, raw in enumerate(handle, 1):
@@ -164,6 +340,8 @@ def import_jsonl(
                 rows.append(_memory_row(memory, number, data, ws))
             elif kind == "edge":
                 edges.append(_edge_row(number, data))
+            elif kind == "record":
+                records.append(_record_row(memory, number, data))
             else:
                 raise ValidationError(f"line {number}: type", f"unknown record type {kind!r}")
     # A memory moved into another workspace gets a new id: ids are unique across a store.
@@ -175,7 +353,9 @@ def import_jsonl(
     new_rows: list[NewMemory] = []
     for start in range(0, total, _EMBED_CHUNK):
         chunk = rows[start : start + _EMBED_CHUNK]
-        vectors = memory._embed([r["content"] for r in chunk])
+        vectors = memory._embed(
+            [embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk]
+        )
         for r, vector in zip(chunk, vectors, strict=True):
             scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
             new_rows.append(
@@ -192,30 +372,35 @@ def import_jsonl(
                     metadata=r["metadata"],
                     dedup_key=_dedup_key(scope, r["role"], r["content"]),
                     embedding=vector,
+                    status=r["status"],
+                    updated_at=r["updated_at"],
                 )
             )
         if progress:
             progress(len(new_rows), total)
     kept_edges = [
-        NewEdge(rename[e.src], rename[e.dst], e.kind, e.weight)
+        NewEdge(rename[e.src], rename[e.dst], e.kind, e.weight, e.updated_at)
         for e in edges
         if e.src in rename and e.dst in rename
     ]
     workspaces = {r.workspace for r in new_rows}
-    if len(workspaces) > 1 and kept_edges:
-        raise ValidationError("workspace", "an import with edges must hold one workspace")
-    results = memory.store.add_memories(new_rows, kept_edges)
+    if len(workspaces) > 1 and (kept_edges or records):
+        raise ValidationError(
+            "workspace", "an import with edges or records must hold one workspace"
+        )
+    if records:
+        target = ws or (workspaces.pop() if workspaces else records[0][1].get("workspace"))
+        if ws is not None:
+            records = _move_records(records, ws, rename)
+        elif any(row.get("workspace", target) != target for _, row in records):
+            raise ValidationError("workspace", "an import with records must hold one workspace")
+        _record_vectors(memory, records)
+    # One transaction: every memory, edge and record, or nothing.
+    results = memory.store.import_bundle(new_rows, kept_edges, records)
     created = sum(1 for _, made in results if made)
-    for r, (memory_id, made) in zip(rows, results, strict=True):
-        if made and r["status"] != "active":
-            memory.store.update_memory(
-                r["workspace"],
-                memory_id,
-                content=None,
-                embedding=None,
-                dedup_key=None,
-                metadata=None,
-                status=r["status"],
-                reason="import",
-            )
-    return {"memories": created, "duplicates": total - created, "edges": len(kept_edges)}
+    return {
+        "memories": created,
+        "duplicates": total - created,
+        "edges": len(kept_edges),
+        "records": len(records),
+    }

@@ -678,7 +678,7 @@ def import_(
         data,
         lambda d: (
             f"imported {d['memories']} memories ({d['duplicates']} already present), "
-            f"{d['edges']} links"
+            f"{d['edges']} links, {d['records']} feedback and recall records"
         ),
     )
 

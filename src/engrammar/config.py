@@ -91,9 +91,14 @@ class Config:
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
     embed_context: bool = _opt(
         True,
-        "Embed a message that replies to someone (the message before it in the same add call "
-        "has another speaker or role) together with that message: a reply means little "
-        "without what it answers.",
+        "Give a message that replies to someone (the message before it in the same add call, "
+        "or the session's latest memory, has another speaker or role) a vector that leans "
+        "towards that message: a reply means little without what it answers.",
+    )
+    context_weight: float = _opt(
+        0.5,
+        "With embed_context, a reply's vector is its own plus this share of the vector of the "
+        "message it answers (renormalised); no text is embedded twice.",
     )
     speaker_boost: float = _opt(
         0.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
@@ -237,6 +242,7 @@ class Config:
             "bm25_b",
             "keyword_weight",
             "speaker_boost",
+            "context_weight",
             "time_boost",
             "neighbour_weight",
             "graph_sequence_weight",

@@ -20,6 +20,7 @@ from . import _validate as v
 from ._refine import complete_vector_hits, refine_candidates
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
+from .embed.base import blend_context
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .learn.scoring import LearnParams, learned_ranking, standing_answer
 from .models import (
@@ -40,7 +41,7 @@ from .models import (
 )
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
-from .recall.text import embedding_text, embedding_texts, speaker_of
+from .recall.text import context_sources, embedding_text, speaker_of
 from .store import NewMemory, RecallRecord, Store, open_store
 from .store.base import NewFeedbackEvent
 
@@ -210,11 +211,11 @@ class Memory:
             if msg.get("name") is not None:
                 meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
-        vectors = self._embed(
-            embedding_texts(
-                [(p[1], speaker_of(p[4]), p[0]) for p in prepared], self.config.embed_context
-            )
-        )
+        vectors = self._embed([embedding_text(p[1], speaker_of(p[4])) for p in prepared])
+        if self.config.embed_context:
+            before, before_vec = self._session_tail(scope)
+            replies_to = context_sources([(speaker_of(p[4]), p[0]) for p in prepared], before)
+            vectors = blend_context(vectors, replies_to, self.config.context_weight, before_vec)
         rows = [
             NewMemory(
                 id=uuid.uuid4().hex,
@@ -235,6 +236,21 @@ class Memory:
         edges = _graphops.build_edges(self.store, self.config, scope, rows)
         return [memory_id for memory_id, _ in self.store.add_memories(rows, edges)]
 
+    def _session_tail(
+        self, scope: Scope
+    ) -> tuple[tuple[str | None, str] | None, np.ndarray | None]:
+        """The (speaker, role) and vector of the session's latest memory, so that a reply
+        added on its own still leans towards what it answers; (None, None) outside a session."""
+        if scope.session_id is None:
+            return None, None
+        latest = self.store.latest_memories(scope, 1)
+        if not latest:
+            return None, None
+        vector = self.store.vectors(scope.workspace, [latest[0].id]).get(latest[0].id)
+        if vector is None:
+            return None, None
+        return (speaker_of(latest[0].metadata), latest[0].role), vector
+
     def update(
         self,
         memory_id: str,
@@ -250,13 +266,29 @@ class Memory:
         if content is None and metadata is None:
             raise ValidationError("content", "give content and/or metadata to update")
         new_meta = v.metadata("metadata", metadata) if metadata is not None else None
-        embedding = dedup = None
+        embedding = dedup = edges = None
         if content is not None:
             content = v.text("content", content, self.config.max_content_chars)
             current = self.get(memory_id, workspace=ws)
             scope = Scope(ws, current.user_id, current.agent_id, current.session_id)
             embedding = self._embed([embedding_text(content, speaker_of(current.metadata))])[0]
             dedup = _dedup_key(scope, current.role, content)
+            # New content means new neighbours, shared names and contradictions.
+            changed = NewMemory(
+                id=current.id,
+                workspace=ws,
+                user_id=current.user_id,
+                agent_id=current.agent_id,
+                session_id=current.session_id,
+                role=current.role,
+                content=content,
+                kind=current.kind,
+                created_at=current.created_at,
+                metadata=new_meta if new_meta is not None else current.metadata,
+                dedup_key=dedup,
+                embedding=embedding,
+            )
+            edges = _graphops.build_edges(self.store, self.config, scope, [changed], replacing=True)
         return self.store.update_memory(
             ws,
             memory_id,
@@ -266,6 +298,7 @@ class Memory:
             metadata=new_meta,
             status=None,
             reason=v.text("reason", reason, 2000) if reason else "",
+            edges=edges,
         )
 
     def forget(
@@ -395,7 +428,9 @@ class Memory:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         return self._ranked(scope, query, limit)
 
     def recall(
@@ -414,7 +449,9 @@ class Memory:
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         qvec = self._embed([query])[0]
         ranking = _graphops.graph_rank(self.store, self.config, scope, query, qvec)
         learned = self._learned(scope, query, _graph_items(ranking.entries))
@@ -546,7 +583,9 @@ class Memory:
         query = v.text("query", query, self.config.max_content_chars)
         v.scope_id("memory_id", memory_id, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int("limit", limit or self.config.recall_limit, maximum=1000)
+        limit = v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
         qvec = self._embed([query])[0]
         out = _graphops.explain(self.store, self.config, scope, query, qvec, memory_id, limit)
         return self._explain_learned(out, scope, query, qvec, memory_id, limit)
@@ -1167,7 +1206,8 @@ class Memory:
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Write the memories of a scope and the edges between them as JSON Lines.
+        """Write the memories of a scope, the edges between them and the scope's recall and
+        feedback records (events, reviews, pairs, logged events, ratings) as JSON Lines.
 
         Args:
             destination: a file path or an open text file.
@@ -1198,7 +1238,8 @@ class Memory:
             progress: called as ``progress(done, total)`` while embedding.
 
         Returns:
-            ``{"memories": created, "duplicates": already_present, "edges": edges}``.
+            ``{"memories": created, "duplicates": already_present, "edges": edges,
+            "records": records_read}`` (records already present are skipped).
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

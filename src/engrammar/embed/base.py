@@ -39,6 +39,34 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     return out
 
 
+def blend_context(
+    vectors: np.ndarray,
+    sources: Sequence[int | None],
+    weight: float,
+    before: np.ndarray | None = None,
+) -> np.ndarray:
+    """Each unit vector plus ``weight`` x the vector of the message it replies to, renormalised.
+
+    ``sources[i]`` is a row of ``vectors``, -1 for ``before`` (the vector of the message stored
+    just before these), or None. On LoCoMo this ranked as well as embedding a reply's text
+    together with the message it answers (recall@10 0.770 against 0.777 on conversations 1-5,
+    0.741 against 0.744 on 6-10; bench/results/locomo_notes.md) without embedding any text
+    twice.
+    """
+    table = vectors if before is None else np.vstack([vectors, before[None, :]])
+    pairs = [
+        (i, len(vectors) if src == -1 else src)
+        for i, src in enumerate(sources)
+        if src is not None and (src >= 0 or before is not None)
+    ]
+    out = vectors.copy()
+    if not pairs or weight == 0:
+        return out
+    rows, srcs = [i for i, _ in pairs], [src for _, src in pairs]
+    out[rows] = vectors[rows] + weight * table[srcs]
+    return normalise(out)
+
+
 class CachedEmbedder:
     """Wraps an embedder with an LRU cache of recently embedded texts (thread-safe)."""
 

@@ -86,9 +86,49 @@ class MiniLMEmbedder:
             raise EmbedderError(f"{model} gives {outputs[0].shape[-1]} dimensions, expected {DIM}")
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._batch_size = batch_size
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one model run at a time
+        self._queue_lock = threading.Lock()
+        self._pending: list[_Slot] = []
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; safe from many threads.
+
+        Group commit: small calls that arrive while the model is busy queue up, and the next
+        one to get the model embeds every queued text in one batch. A server answering many
+        requests at once then pays one model run per batch, not per request, at the cost of
+        no extra latency (nobody waits for a batch to fill).
+        """
+        texts = list(texts)
+        if not texts or len(texts) >= self._batch_size:
+            with self._lock:
+                return self._run(texts)
+        slot = _Slot(texts)
+        with self._queue_lock:
+            self._pending.append(slot)
+        with self._lock:
+            if not slot.done:
+                with self._queue_lock:
+                    batch, self._pending = self._pending, []
+                joined = [t for queued in batch for t in queued.texts]
+                try:
+                    vectors: np.ndarray | None = self._run(joined)
+                    error = None
+                except EmbedderError as exc:
+                    vectors, error = None, exc
+                start = 0
+                for queued in batch:
+                    end = start + len(queued.texts)
+                    queued.vectors = None if vectors is None else vectors[start:end]
+                    queued.error = error
+                    queued.done = True
+                    start = end
+        if slot.error is not None:
+            raise slot.error
+        assert slot.vectors is not None
+        return slot.vectors
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        """The model on ``texts`` (the caller holds ``self._lock``)."""
         out = np.empty((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
@@ -108,11 +148,22 @@ class MiniLMEmbedder:
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             try:
-                with self._lock:
-                    hidden = self._session.run(None, feeds)[0]
+                hidden = self._session.run(None, feeds)[0]
             except Exception as exc:  # onnxruntime's errors are untyped
                 raise EmbedderError(f"the embedding model failed: {exc}") from exc
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[idx] = pooled
         return normalise(out)
+
+
+class _Slot:
+    """One caller's texts waiting in the group commit of :meth:`MiniLMEmbedder.embed`."""
+
+    __slots__ = ("done", "error", "texts", "vectors")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.vectors: np.ndarray | None = None
+        self.error: EmbedderError | None = None
+        self.done = False

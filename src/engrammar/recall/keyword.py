@@ -23,6 +23,7 @@ class BM25Index:
         self._postings: dict[str, dict[int, int]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._lengths: list[int] = []
+        self._lengths_array: np.ndarray | None = None  # _lengths as floats, rebuilt on change
         self._alive: list[bool] = []
         self._total_len = 0
         self._n_alive = 0
@@ -39,6 +40,7 @@ class BM25Index:
             self._postings.setdefault(term, {})[slot] = tf
             self._arrays.pop(term, None)
         self._lengths[slot] = len(doc_terms)
+        self._lengths_array = None
         self._alive[slot] = True
         self._total_len += len(doc_terms)
         self._n_alive += 1
@@ -82,7 +84,9 @@ class BM25Index:
         out = np.zeros(size, dtype=np.float32)
         if not self._n_alive:
             return out
-        lengths = np.asarray(self._lengths, dtype=np.float32)
+        if self._lengths_array is None:
+            self._lengths_array = np.asarray(self._lengths, dtype=np.float32)
+        lengths = self._lengths_array
         avg = max(self._total_len / self._n_alive, 1e-9)
         for term, qtf in Counter(query_terms).items():
             arr = self._array(term)

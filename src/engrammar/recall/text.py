@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["STOP_WORDS", "embedding_text", "embedding_texts", "index_text", "speaker_of", "terms"]
+__all__ = ["STOP_WORDS", "context_sources", "embedding_text", "index_text", "speaker_of", "terms"]
 
 # Function words carry no topic; left in, they dominate BM25 on conversational text and turn
 # into hubs of the memory graph.
@@ -72,47 +72,23 @@ def index_text(content: str, speaker: str | None = None) -> str:
     return f"{speaker}: {content}" if speaker else content
 
 
-def embedding_text(
-    content: str,
-    speaker: str | None = None,
-    context: tuple[str | None, str] | None = None,
-) -> str:
-    """The text a memory's vector is computed from: its :func:`index_text`, preceded by the
-    message said just before it (``context`` = (speaker, content)) when there is one.
+def embedding_text(content: str, speaker: str | None = None) -> str:
+    """The text a memory's vector is computed from: its :func:`index_text`."""
+    return index_text(content, speaker)
 
-    A reply ("Yes, twice last summer!") means little without the question it answers, so the
-    vector carries a line of the conversation before it.
+
+def context_sources(
+    messages: list[tuple[str | None, str]], before: tuple[str | None, str] | None = None
+) -> list[int | None]:
+    """For each ``(speaker, role)`` of one ``add`` batch, the position of the message it
+    replies to (-1: ``before``, the message stored just before the batch), or None.
+
+    A message replies to the one before it when that one has another speaker (or, without
+    speakers, another role); consecutive messages of one speaker are separate statements.
     """
-    text = index_text(content, speaker)
-    if context is None:
-        return text
-    prev_speaker, prev_content = context
-    return f"{index_text(_clip(prev_content), prev_speaker)}\n{text}"
-
-
-_CONTEXT_WORDS = 60
-
-
-def _clip(text: str) -> str:
-    # The previous message is context, not content: a long one would crowd out the memory
-    # itself in the model's fixed window (and cost time), so only its start is kept.
-    words = text.split()
-    return text if len(words) <= _CONTEXT_WORDS else " ".join(words[:_CONTEXT_WORDS]) + " …"
-
-
-def embedding_texts(messages: list[tuple[str, str | None, str]], with_context: bool) -> list[str]:
-    """:func:`embedding_text` of each ``(content, speaker, role)`` of one batch, in order.
-
-    With ``with_context``, a message that replies to someone else (the message before it in
-    the batch has another speaker or role) carries that message as context; consecutive
-    messages of one speaker are separate statements and are embedded on their own.
-    """
-    out = []
-    for i, (content, speaker, role) in enumerate(messages):
-        context = None
-        if with_context and i:
-            prev_content, prev_speaker, prev_role = messages[i - 1]
-            if (prev_speaker or prev_role) != (speaker or role):
-                context = (prev_speaker, prev_content)
-        out.append(embedding_text(content, speaker, context))
+    out: list[int | None] = []
+    for i, (speaker, role) in enumerate(messages):
+        prev = messages[i - 1] if i else before
+        replies = prev is not None and (prev[0] or prev[1]) != (speaker or role)
+        out.append(i - 1 if replies else None)
     return out

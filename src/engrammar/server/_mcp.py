@@ -98,6 +98,24 @@ def _listing(items: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+class _StrictServer(MCPServer[Any]):
+    """Refuses arguments a tool does not have, as the REST API does: silently dropping one (a
+    misspelt ``user_id``, a ``timestamp`` the tool does not take) would lose what the caller
+    meant without a word."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = set(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments) - known)
+            if unknown:
+                raise ToolError(
+                    f"ValidationError: {unknown[0][:100]}: unknown argument; "
+                    f"{name} takes {', '.join(sorted(known))}"
+                )
+        return await super().call_tool(name, arguments, context)
+
+
 def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
     """The MCP server over ``memory``.
 
@@ -105,7 +123,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
         memory: the memory every tool acts on.
         default: the principal of calls without an HTTP request (stdio).
     """
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _StrictServer(
         "engrammar",
         title="engrammar memory",
         instructions=INSTRUCTIONS,

@@ -47,6 +47,7 @@ __all__ = [
     "RecallRecord",
     "ReplySignal",
     "Store",
+    "rebuilt_edges",
 ]
 
 FeedbackRecord = FeedbackEvent | DecisionReview | PreferencePair | LoggedEvent | MemoryRating
@@ -63,7 +64,12 @@ FEEDBACK_RECORD_KINDS = (
 
 @dataclass
 class NewMemory:
-    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse."""
+    """A memory about to be written; ``dedup_key`` makes exact duplicates collapse.
+
+    ``status`` is ``active`` except when an import restores a superseded or forgotten memory
+    (written in the same transaction as the rest of the import); ``updated_at`` is the time of
+    the write unless an import restores the exported one.
+    """
 
     id: str
     workspace: str
@@ -77,16 +83,32 @@ class NewMemory:
     metadata: dict[str, Any]
     dedup_key: str
     embedding: np.ndarray
+    status: str = "active"
+    updated_at: float | None = None
 
 
 @dataclass
 class NewEdge:
-    """An edge to create (or to raise to at least ``weight`` if it already exists)."""
+    """An edge to create (or to raise to at least ``weight`` if it already exists);
+    ``updated_at`` as in :class:`NewMemory`."""
 
     src: str
     dst: str
     kind: str
     weight: float
+    updated_at: float | None = None
+
+
+def rebuilt_edges(
+    edges: Sequence[NewEdge], learned: dict[tuple[str, str, str], float]
+) -> list[NewEdge]:
+    """The content-derived ``edges`` of an updated memory, each at its ``learned`` weight when
+    the (src, dst, kind) edge existed before the update (see ``Store.update_memory``)."""
+    return [
+        NewEdge(e.src, e.dst, e.kind, learned.get((e.src, e.dst, e.kind), e.weight))
+        for e in edges
+        if e.kind != "sequence"
+    ]
 
 
 @dataclass
@@ -194,6 +216,22 @@ class Store(Protocol):
         existing id with ``created=False``. Edges naming a collapsed row follow it to that id.
         """
 
+    def import_bundle(
+        self,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        records: Sequence[tuple[str, dict[str, Any]]],
+    ) -> list[tuple[str, bool]]:
+        """What :meth:`add_memories` does, then insert ``records`` — ``(table, row)`` of
+        :data:`.tables.RECORD_TABLES` in the :meth:`export_rows` format — all in one
+        transaction (``Memory.import_``).
+
+        Memory ids in records follow rows that collapsed onto an existing memory. A record whose
+        id exists already (or, for a feedback event, whose ``source_event_id`` exists in its
+        workspace; for a decision link, whose event and answer) is skipped: importing the same
+        export twice writes it once. Returns what :meth:`add_memories` returns.
+        """
+
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """The memories of ``workspace`` among ``ids`` (absent ids are simply missing)."""
 
@@ -211,8 +249,14 @@ class Store(Protocol):
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
-        """Change a memory; records the change in its history."""
+        """Change a memory; records the change in its history.
+
+        ``edges`` (given with a content change) replace, in the same transaction, the
+        memory's content-derived edges in both directions: every kind but ``sequence``. An
+        edge present before and after keeps its learned weight.
+        """
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their

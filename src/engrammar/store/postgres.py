@@ -60,6 +60,7 @@ from .base import (
     NewMemory,
     RecallRecord,
     ReplySignal,
+    rebuilt_edges,
 )
 from .postgres_migrations import MIGRATIONS
 from .tables import (
@@ -69,6 +70,8 @@ from .tables import (
     EVENT_COLUMNS,
     FEEDBACK_TABLES,
     MEMORY_COLUMNS,
+    RECORD_TABLES,
+    rename_memory_refs,
 )
 
 __all__ = ["PostgresStore", "redact_url"]
@@ -420,6 +423,33 @@ class PostgresStore:
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
     ) -> list[tuple[str, bool]]:
+        return self._tx("add", self._adder(rows, edges))
+
+    def import_bundle(
+        self,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        records: Sequence[tuple[str, dict[str, Any]]],
+    ) -> list[tuple[str, bool]]:
+        add = self._adder(rows, edges)
+
+        def run(conn: Conn) -> list[tuple[str, bool]]:
+            out = add(conn)
+            rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
+            for table in RECORD_TABLES:
+                mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
+                if mine:
+                    sql, params = self._copy_insert(table, mine)
+                    with conn.cursor() as cur:
+                        cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
+            return out
+
+        return self._tx("import", run)
+
+    def _adder(
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge]
+    ) -> Callable[[Conn], list[tuple[str, bool]]]:
+        """The transaction body of :meth:`add_memories` (retried as a whole by ``_tx``)."""
         now = time.time()
         params = []
         for row in rows:
@@ -434,8 +464,9 @@ class PostgresStore:
                     row.role,
                     row.content,
                     row.kind,
+                    row.status,
                     row.created_at,
-                    now,
+                    now if row.updated_at is None else row.updated_at,
                     _json(row.metadata),
                     row.dedup_key,
                     _Vector(row.embedding),
@@ -454,7 +485,7 @@ class PostgresStore:
                 cur.executemany(
                     "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                     "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                    "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,"
+                    "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
                     "%s,%s,%b,%s::tsvector,%s) ON CONFLICT (workspace, dedup_key) DO NOTHING "
                     "RETURNING id",
                     params,
@@ -487,7 +518,7 @@ class PostgresStore:
             self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
             return out
 
-        return self._tx("add", run)
+        return run
 
     @staticmethod
     def _insert_edges(
@@ -502,7 +533,8 @@ class PostgresStore:
             src = rename.get(edge.src, edge.src)
             dst = rename.get(edge.dst, edge.dst)
             if src != dst:
-                params.append((workspace, src, dst, edge.kind, edge.weight, now))
+                when = now if edge.updated_at is None else edge.updated_at
+                params.append((workspace, src, dst, edge.kind, edge.weight, when))
         # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
         params.sort(key=lambda p: (p[1], p[2], p[3]))
         if params:
@@ -568,6 +600,7 @@ class PostgresStore:
         metadata: dict[str, Any] | None,
         status: str | None,
         reason: str,
+        edges: Sequence[NewEdge] | None = None,
     ) -> MemoryRecord:
         def run(conn: Conn) -> MemoryRecord:
             row = conn.execute(
@@ -621,9 +654,25 @@ class PostgresStore:
             after = content if content is not None else (status or json.dumps(metadata))
             before = old.content if content is not None else (old.status if status else None)
             self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
+            if edges is not None:
+                self._replace_edges(conn, workspace, memory_id, edges)
             return _record(new)
 
         return self._tx("update", run)
+
+    def _replace_edges(
+        self, conn: Conn, workspace: str, memory_id: str, edges: Sequence[NewEdge]
+    ) -> None:
+        where = "workspace = %s AND (src = %s OR dst = %s) AND kind <> 'sequence'"
+        args = (workspace, memory_id, memory_id)
+        learned = {
+            (r[0], r[1], r[2]): r[3]
+            for r in conn.execute(
+                f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args
+            ).fetchall()
+        }
+        conn.execute(f"DELETE FROM edges WHERE {where}", args)
+        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         where, params = _scope_where(scope)
@@ -1603,13 +1652,21 @@ class PostgresStore:
         return out, (tuple(rows[-1][:n]) if len(rows) == limit else None)
 
     def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        sql, params = self._copy_insert(table, rows)
+        if table == "meta":
+            sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+        def run(conn: Conn) -> None:
+            with conn.cursor() as cur:
+                cur.executemany(sql, params)
+
+        self._tx(f"importing {table}", run)
+
+    def _copy_insert(
+        self, table: str, rows: Sequence[dict[str, Any]]
+    ) -> tuple[str, list[Sequence[Any]]]:
+        """The INSERT statement and its parameters for exported rows of ``table``."""
         fields, _ = self._copy_spec(table)
-        columns = list(fields)
-        marks = ["%b" if f in COPY_VECTOR_FIELDS else "%s" for f in fields]
-        if table == "memories":
-            columns += ["terms", "doc_len"]
-            marks += ["%s::tsvector", "%s"]
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
         if table == "decision_memories":
             # The embedded store keys these by event alone; here they carry the event's
             # workspace (a distribution key), looked up from the event copied before them.
@@ -1622,11 +1679,14 @@ class PostgresStore:
                 (r["event_id"], r["answer"], r["memory_id"], r["created_at"], r["event_id"])
                 for r in rows
             ]
-            self._tx(f"importing {table}", lambda c: c.cursor().executemany(sql, links))
-            return
-        if table == "meta":
-            sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-        params = []
+            return sql, list(links)
+        columns = list(fields)
+        marks = ["%b" if f in COPY_VECTOR_FIELDS else "%s" for f in fields]
+        if table == "memories":
+            columns += ["terms", "doc_len"]
+            marks += ["%s::tsvector", "%s"]
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
+        params: list[Sequence[Any]] = []
         for item in rows:
             values = []
             for name in fields:
@@ -1639,9 +1699,4 @@ class PostgresStore:
             if table == "memories":
                 values += list(_analysed(item["content"], item["metadata"]))
             params.append(values)
-
-        def run(conn: Conn) -> None:
-            with conn.cursor() as cur:
-                cur.executemany(sql, params)
-
-        self._tx(f"importing {table}", run)
+        return sql, params

@@ -6,7 +6,16 @@ can be copied into a store of another (see :mod:`.migrate`).
 
 from __future__ import annotations
 
-__all__ = ["COPY_BOOL_FIELDS", "COPY_JSON_FIELDS", "COPY_TABLES", "COPY_VECTOR_FIELDS"]
+from typing import Any
+
+__all__ = [
+    "COPY_BOOL_FIELDS",
+    "COPY_JSON_FIELDS",
+    "COPY_TABLES",
+    "COPY_VECTOR_FIELDS",
+    "RECORD_TABLES",
+    "rename_memory_refs",
+]
 
 #: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
 #: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
@@ -109,3 +118,39 @@ FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
         True,
     ),
 }
+
+#: The tables an export (``Memory.export``) carries besides memories and edges, in the order
+#: an import writes them (a record comes after what it points at).
+RECORD_TABLES = (
+    "recalls",
+    "feedback_events",
+    "decision_memories",
+    "decision_reviews",
+    "preference_pairs",
+    "logged_events",
+    "memory_ratings",
+)
+#: Fields of those tables that hold one memory id.
+MEMORY_REF_FIELDS = frozenset({"memory_id", "correction_memory_id", "decision_memory_id"})
+
+
+def rename_memory_refs(table: str, row: dict[str, Any], rename: dict[str, str]) -> dict[str, Any]:
+    """A copy of an exported ``row`` of ``table`` whose memory ids follow ``rename``
+    (memories that got another id on import: moved workspace, or an identical one existed)."""
+    if not rename:
+        return row
+    out = dict(row)
+    for name in MEMORY_REF_FIELDS & set(out):
+        if out[name] is not None:
+            out[name] = rename.get(out[name], out[name])
+    if table == "recalls":
+        out["memory_ids"] = [rename.get(i, i) for i in out["memory_ids"] or []]
+        out["paths"] = [
+            {**p, "nodes": [rename.get(n, n) for n in p.get("nodes", [])]}
+            for p in out["paths"] or []
+        ]
+        out["tensions"] = [
+            {**t, **{k: rename.get(t[k], t[k]) for k in ("a", "b", "newer") if t.get(k)}}
+            for t in out["tensions"] or []
+        ]
+    return out
