@@ -34,12 +34,17 @@ def edge_snapshot(mem: Memory) -> dict[str, float]:
 def main() -> None:
     scenario, store, log_path, start = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     mem = open_memory(store)
-    with open(log_path, "a", encoding="utf-8") as log:
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
 
         def done(entry: dict[str, Any]) -> None:
-            log.write(json.dumps(entry) + "\n")
-            log.flush()
-            os.fsync(log.fileno())
+            # One write() per entry: a SIGKILL cannot land inside it on a regular file, so a
+            # killed worker never leaves half a line for the next run to append to (a
+            # buffered file writes a long line in several calls).
+            data = (json.dumps(entry) + "\n").encode()
+            if os.write(fd, data) != len(data):
+                raise OSError(f"short write to {log_path}")
+            os.fsync(fd)
 
         n = start
         while True:
@@ -94,6 +99,8 @@ def main() -> None:
             if n == start:
                 print("ready", flush=True)
             n += 1
+    finally:
+        os.close(fd)
 
 
 if __name__ == "__main__":
