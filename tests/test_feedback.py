@@ -11,6 +11,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.learn.alignment import alignment_deltas
+from engrammar.models import Scope
 from engrammar.store import EdgeDelta
 
 
@@ -266,3 +267,68 @@ def test_concurrent_feedback_consumes_a_recall_exactly_once(store_path: Path) ->
             for t in threads:
                 t.join()
     assert sorted(bool(r["consumed"]) for r in results) == [False, True]
+
+
+def test_the_reply_feeds_the_learned_ranking(real_mem: Memory) -> None:
+    """feedback(response=...) keeps what the reply drew on and what it left, tied to the recall:
+    the same question later ranks the memory the reply used higher, a rating the reply
+    contradicts is shrunk, and the recall is still consumed once."""
+    mem = real_mem
+    ids = mem.add(
+        [
+            {"role": "user", "content": "My sister Ana lives in Porto and teaches chemistry."},
+            {"role": "user", "content": "Porto has lovely bridges over the river."},
+            {"role": "user", "content": "I visited a chemistry museum once."},
+            {"role": "user", "content": "Teachers in my town went on strike last year."},
+        ],
+        user_id="u",
+    )
+    question = "What does my sister do for a living?"
+    before = mem.recall(question, user_id="u", limit=4)
+    rank_before = [m.id for m in before.memories].index(ids[0])
+    out = mem.feedback(response="Your sister Ana teaches chemistry in Porto.", user_id="u")
+    assert ids[0] in out["drawn_on"]
+    assert set(out["left"]) <= {m.id for m in before.memories} - set(out["drawn_on"])
+    replies = mem.store.reply_facts(Scope("default", "u"), ids, 0.0, 100)
+    assert {r.memory_id for r in replies if r.value > 0} == set(out["drawn_on"])
+    assert all(r.recall_id == before.recall_id for r in replies)
+    # Consumed once: a second reply to the same recall adds nothing.
+    assert mem.feedback(response="Something else entirely.", user_id="u")["consumed"] is False
+    assert len(mem.store.reply_facts(Scope("default", "u"), ids, 0.0, 100)) == len(replies)
+    after = mem.recall(question, user_id="u", limit=4)
+    top = next(m for m in after.memories if m.id == ids[0])
+    assert top.components["learned_reply"] > 0
+    assert [m.id for m in after.memories].index(ids[0]) <= rank_before
+    # A paraphrase far from the question does not inherit the reply's signals.
+    other = mem.search("bridges over the river", user_id="u", limit=4)
+    assert all("learned_reply" not in m.components for m in other)
+    # forget(user_id=...) takes the reply signals with the user's other records.
+    mem.forget(user_id="u")
+    assert mem.store.reply_facts(Scope("default", "u"), ids, 0.0, 100) == []
+
+
+def test_a_rating_the_reply_contradicts_is_shrunk(store_path: Path, minilm: MiniLMEmbedder) -> None:
+    # The reply draws on its single best match here, so the other recalled memory is "left".
+    mem = Memory(Config(path=str(store_path), feedback_reply_top=1), embedder=minilm)
+    ids = mem.add(
+        [
+            {"role": "user", "content": "The deploy script lives in tools/deploy.sh."},
+            {"role": "user", "content": "We deploy on Fridays after lunch."},
+        ],
+        user_id="u",
+    )
+    question = "Where is the deploy script?"
+    r = mem.recall(question, user_id="u", limit=2)
+    mem.feedback(response="It lives in tools/deploy.sh.", user_id="u", recall_id=r.recall_id)
+    left = [m.id for m in r.memories if m.id != ids[0]]
+    assert left, "both memories should be recalled"
+    # A (mistaken) acceptance of the memory the reply did not use: the conflict cancels out.
+    mem.rate_memory(left[0], "accepted", recall_id=r.recall_id)
+    item = next(m for m in mem.recall(question, user_id="u", limit=2).memories if m.id == left[0])
+    assert item.components["learned"] == pytest.approx(0.0, abs=1e-6)
+    # The rating the reply confirms applies with more than a lone rating's 1/(1 + N).
+    mem.rate_memory(ids[0], "accepted", recall_id=r.recall_id)
+    item = next(m for m in mem.recall(question, user_id="u", limit=2).memories if m.id == ids[0])
+    lone = mem.config.feedback_max_adjustment / (1 + mem.config.feedback_min_samples)
+    assert lone < item.components["learned"] <= mem.config.feedback_max_adjustment
+    mem.close()

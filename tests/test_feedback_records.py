@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from pathlib import Path
 from typing import Any
 
@@ -301,3 +302,26 @@ def test_explain_shows_each_learned_component(mem: Memory) -> None:
     assert surfaced["learned"]["context_match"] == pytest.approx(1.0)
     recalled = mem.recall("coffee market", user_id="u")
     assert recalled.memories[0].components["final"] == pytest.approx(recalled.memories[0].score)
+
+
+def test_recall_reads_only_recent_bounded_feedback_facts(mem: Memory) -> None:
+    """Scalability: recall asks the store for the newest ``feedback_records_limit`` events and
+    pairs, ratings of its candidates only, and nothing older than the decay horizon."""
+    from engrammar.models import Scope
+
+    day = 86_400.0
+    now = time.time()
+    for i in range(5):
+        mem.create_feedback_event(
+            f"context {i}", f"output {i}", "adopted", user_id="u", timestamp=now - i
+        )
+    [kept, other] = mem.add(["a memory rated", "a memory not asked about"], user_id="u")
+    mem.rate_memory(kept, "accepted", user_id="u")
+    mem.rate_memory(kept, "rejected", user_id="u", timestamp=now - 400 * day)
+    mem.rate_memory(other, "rejected", user_id="u")
+    scope = Scope("default", "u")
+    events, _, ratings = mem.store.learning_facts(scope, [kept], since=now - 300 * day, limit=2)
+    assert [e.ai_output for e in events] == ["output 3", "output 4"]  # the last two written
+    assert [(r.memory_id, r.verdict) for r in ratings] == [(kept, "accepted")]
+    everything, _, all_ratings = mem.store.learning_facts(scope, [kept, other])
+    assert len(everything) == 5 and len(all_ratings) == 3

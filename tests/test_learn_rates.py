@@ -78,6 +78,11 @@ def test_context_match_ramps_between_thresholds() -> None:
         ({"feedback_max_adjustment": -0.1}, "feedback_max_adjustment"),
         ({"feedback_context_min": 0.9}, "feedback_context_min"),
         ({"feedback_same_output": 1.5}, "feedback_same_output"),
+        ({"feedback_conflict_weight": 1.5}, "feedback_conflict_weight"),
+        ({"feedback_reply_context_min": 0.99}, "feedback_reply_context_min"),
+        ({"feedback_records_limit": 0}, "feedback_records_limit"),
+        ({"feedback_reply_top": -1}, "feedback_reply_top"),
+        ({"feedback_reply_weight": -1.0}, "feedback_reply_weight"),
     ],
 )
 def test_learning_settings_are_validated(change: dict[str, float], field: str) -> None:
@@ -99,6 +104,29 @@ def test_learning_settings_are_documented_with_defaults() -> None:
         "feedback_context_min",
         "feedback_context_full",
         "feedback_same_output",
+        "feedback_reply_top",
+        "feedback_reply_weight",
+        "feedback_reply_context_min",
+        "feedback_reply_context_full",
+        "feedback_conflict_weight",
+        "feedback_records_limit",
     ):
         default, doc = described[name]
         assert doc and getattr(Config(), name) == default
+
+
+def test_corroborated_signals_apply_more_but_a_lone_outlier_does_not() -> None:
+    lone = aggregate(signals([1.0]), now=NOW, **RULES)
+    # A rating and the reply of the same recall agreeing: two consistent samples.
+    pair = [Signal(1.0, 1.0, NOW, "rating", 1.0), Signal(1.0, 1.0, NOW, "reply", 1.0)]
+    agreed = aggregate(pair, now=NOW, **RULES)
+    uncorroborated = aggregate(
+        [Signal(1.0, 1.0, NOW, "rating"), Signal(1.0, 1.0, NOW, "reply")], now=NOW, **RULES
+    )
+    assert lone.value == pytest.approx(0.5 / 4)
+    assert uncorroborated.value == pytest.approx(0.5 * 2 / 5)
+    assert agreed.value == pytest.approx(0.5 * 2 / (2 + 3 / 3))
+    assert agreed.value <= 0.5
+    # Many corroborated signals still stop at the bound.
+    many = [Signal(-1.0, 5.0, NOW, "rating", 1.0) for _ in range(50)]
+    assert aggregate(many, now=NOW, **RULES).value >= -0.5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engrammar.learn.scoring import (
     EventFacts,
@@ -60,6 +61,7 @@ def rank(cands: list[tuple[str, float]], vecs: dict[str, np.ndarray], **records:
         records.get("ratings", []),
         PARAMS,
         NOW,
+        replies=records.get("replies", []),
     )
 
 
@@ -121,3 +123,37 @@ def test_contextual_rating_scales_with_the_match() -> None:
     assert out["a"].score < 0.5
     assert out["b"].score == 0.5
     assert out["c"].score > 0.5
+
+
+def test_reply_signals_confirm_or_shrink_the_ratings_of_their_recall() -> None:
+    from engrammar.learn.scoring import ReplyFacts
+
+    def score(rating: str, reply: float | None) -> float:
+        ratings = [RatingFacts("r", "a", rating, 1.0, NOW, CTX, "rec")]
+        replies = [] if reply is None else [ReplyFacts("a", "rec", reply, NOW, CTX)]
+        out = rank([("a", 0.5)], {"a": FAR}, ratings=ratings, replies=replies)
+        return float(out[0].score)
+
+    alone = score("accepted", None)
+    confirmed = score("accepted", 1.0)
+    contradicted = score("accepted", -1.0)
+    assert confirmed > alone > 0.5
+    # Conflicting signals both keep only conflict_weight of their weight: they cancel, so a
+    # flipped rating cannot move the memory, and neither can the reply alone.
+    assert contradicted == pytest.approx(0.5)
+    assert score("rejected", 1.0) == pytest.approx(0.5)
+    assert score("rejected", -1.0) < score("rejected", None) < 0.5
+
+
+def test_a_memory_a_past_reply_drew_on_is_surfaced_for_the_same_question_only() -> None:
+    from engrammar.learn.scoring import ReplyFacts
+
+    drawn = [ReplyFacts("used", "rec", 1.0, NOW, Q)]
+    out = rank([("a", 0.6), ("b", 0.4)], {"a": FAR, "b": FAR}, replies=drawn)
+    ids = [s.id for s in out]
+    # Surfaced at the level of the recall's reply_top-th candidate, then lifted by its signal.
+    assert ids == ["a", "used", "b"]
+    assert out[1].injected and out[1].components["learned_reply"] > 0
+    elsewhere = [ReplyFacts("used", "rec", 1.0, NOW, FAR)]
+    out = rank([("a", 0.6), ("b", 0.4)], {"a": FAR, "b": FAR}, replies=elsewhere)
+    assert "used" not in {s.id for s in out}

@@ -23,6 +23,7 @@ from test_feedback import (
     test_arguments_are_checked,
     test_feedback_acts_on_the_scope_of_the_recall,
     test_no_recall_means_nothing_to_do,
+    test_the_reply_feeds_the_learned_ranking,
     test_the_side_of_a_tension_the_reply_agrees_with_is_strengthened,
     test_weakening_stops_at_the_floor,
 )
@@ -36,6 +37,7 @@ from test_feedback_records import (
     test_pairs_logged_events_and_ratings_round_trip,
     test_preference_pair_surfaces_accepted_and_demotes_rejected,
     test_ratings_raise_and_lower_a_memory,
+    test_recall_reads_only_recent_bounded_feedback_facts,
     test_rejected_event_stores_no_answer,
     test_reviews_mark_reversals_and_validate,
     test_same_source_event_id_returns_the_existing_event,
@@ -55,10 +57,12 @@ __all__ = [
     "test_pairs_logged_events_and_ratings_round_trip",
     "test_preference_pair_surfaces_accepted_and_demotes_rejected",
     "test_ratings_raise_and_lower_a_memory",
+    "test_recall_reads_only_recent_bounded_feedback_facts",
     "test_rejected_event_stores_no_answer",
     "test_reviews_mark_reversals_and_validate",
     "test_same_source_event_id_returns_the_existing_event",
     "test_stats_count_feedback_records",
+    "test_the_reply_feeds_the_learned_ranking",
     "test_the_side_of_a_tension_the_reply_agrees_with_is_strengthened",
     "test_weakening_stops_at_the_floor",
 ]

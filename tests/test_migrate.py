@@ -62,6 +62,7 @@ def _fill(location: str) -> None:
         r = mem.recall("Where does the user live?", user_id="alice")
         mem.store.adjust_edges("default", [], 0.01, 1.0, consume_recall=r.recall_id)
         mem.recall("peanuts", user_id="alice", session_id="s1")
+        mem.feedback(response="The user is allergic to peanuts.", user_id="alice", session_id="s1")
         # Feedback state: an event with its decision memory, a reversing review, a pair, a
         # logged event and ratings (one with a correction and a context).
         event = mem.create_feedback_event(
@@ -119,6 +120,10 @@ def _snapshot(location: str) -> dict[str, object]:
             for ws in ("default",)
         }
         out["facts"] = repr(mem.store.learning_facts(Scope("default", "alice"), []))
+        alice = [m.id for m in mem.store.list_memories(Scope("default", "alice"), 100, 0)]
+        replies = mem.store.reply_facts(Scope("default", "alice"), alice, 0.0, 100)
+        assert replies  # the reply to the "peanuts" recall was kept
+        out["replies"] = repr(sorted(replies, key=lambda r: (r.recall_id, r.memory_id)))
         for m in out["list:default"]:  # type: ignore[attr-defined]
             m.pop("rev", None)
         for entries in out["history:default"]:  # type: ignore[attr-defined]

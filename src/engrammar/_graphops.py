@@ -7,6 +7,7 @@ decision is a pure function of ``recall.graph``, ``recall.tensions`` or ``learn.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,7 @@ from .recall.graph import (
 )
 from .recall.tensions import Statement, agreed_side, detect_tension
 from .recall.text import terms
-from .store import EdgeDelta, NewEdge, NewMemory, Store
+from .store import EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal, Store
 
 # Initial weight of the edges recording a contradiction.
 _TENSION_EDGE_WEIGHT = 0.5
@@ -314,8 +315,10 @@ def apply_feedback(
     reply: str,
     embed: Callable[[Sequence[str]], np.ndarray],
     recall_id: str | None,
+    drawn_on: Callable[[Scope, str, np.ndarray], list[tuple[str, float]]] | None = None,
 ) -> dict[str, Any]:
-    """The MemWire rule on the scope's last unconsumed recall (or ``recall_id``), once."""
+    """The MemWire rule on the scope's last unconsumed recall (or ``recall_id``), once; and
+    the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
     record = store.get_recall(scope, recall_id)
     if record is None:
         if recall_id is not None:
@@ -361,12 +364,18 @@ def apply_feedback(
                 )
             )
             resolved = [{"agreed": a, "other": b} for a, b in sides]
+    signals = (
+        reply_signals(store, config, record, reply, reply_vec, embed, drawn_on)
+        if drawn_on is not None
+        else []
+    )
     changed = store.adjust_edges(
         record.workspace,
         [EdgeDelta(src, dst, kind, d) for (src, dst, kind), d in sorted(deltas.items()) if d],
         config.edge_weight_min,
         config.edge_weight_max,
         consume_recall=record.recall_id,
+        reply_signals=signals,
     )
     if changed is None:
         return _nothing(record.recall_id, "this recall already received feedback; nothing changed")
@@ -379,9 +388,52 @@ def apply_feedback(
         "consumed": True,
         "paths": [{"nodes": p.nodes, "alignment": p.alignment, "action": p.action} for p in report],
         "tensions": resolved,
+        "drawn_on": [r.memory_id for r in signals if r.value > 0],
+        "left": [r.memory_id for r in signals if r.value < 0],
     }
     if not record.paths and not resolved:
         out["message"] = "the recall had no graph paths; no edge changed"
+    return out
+
+
+def reply_signals(
+    store: Store,
+    config: Config,
+    record: RecallRecord,
+    reply: str,
+    reply_vec: np.ndarray,
+    embed: Callable[[Sequence[str]], np.ndarray],
+    drawn_on: Callable[[Scope, str, np.ndarray], list[tuple[str, float]]],
+) -> list[ReplySignal]:
+    """What the reply says about memories, for the learned ranking (``learn.scoring``): +1 for
+    each memory it drew on (its best matches in the recall's scope, aligned at least
+    ``feedback_align_weaken``), -1 for each recalled memory it did not draw on. Tied to the
+    recall's query as context, so they count for similar queries only."""
+    if config.feedback_reply_weight == 0:
+        return []
+    scope = Scope(record.workspace, record.user_id, record.agent_id, record.session_id)
+    used = {m: a for m, a in drawn_on(scope, reply, reply_vec) if a >= config.feedback_align_weaken}
+    recalled = [m for m in record.memory_ids if m not in used]
+    vectors = store.vectors(record.workspace, recalled)
+    context = embed([record.query])[0]
+    now = time.time()
+
+    def signal(memory_id: str, value: float, alignment: float) -> ReplySignal:
+        return ReplySignal(
+            record.workspace,
+            record.user_id,
+            record.agent_id,
+            record.session_id,
+            record.recall_id,
+            memory_id,
+            value,
+            round(alignment, 6),
+            now,
+            context,
+        )
+
+    out = [signal(m, 1.0, a) for m, a in used.items()]
+    out += [signal(m, -1.0, float(vectors[m] @ reply_vec)) for m in recalled if m in vectors]
     return out
 
 

@@ -191,6 +191,30 @@ class Config:
     feedback_same_output: float = _opt(
         0.9, "Cosine at which a memory counts as the same text as a rated or rejected output."
     )
+    feedback_reply_top: int = _opt(
+        5,
+        "feedback(response=...): the reply's best matches in the recall's scope (up to this "
+        "many) count as the memories it drew on (+1 signal); recalled ones it did not, -1.",
+    )
+    feedback_reply_weight: float = _opt(
+        1.0, "Weight of one reply signal, relative to one rating (0 turns reply signals off)."
+    )
+    feedback_reply_context_min: float = _opt(
+        0.85,
+        "Cosine between a query and a past reply's recall query below which that reply's "
+        "signals do not count (they are about that question, not its topic).",
+    )
+    feedback_reply_context_full: float = _opt(
+        0.98, "Cosine at which a past reply's signals count fully (linear in between)."
+    )
+    feedback_conflict_weight: float = _opt(
+        0.25,
+        "Share of its weight a rating keeps when the reply of the same recall contradicts it.",
+    )
+    feedback_records_limit: int = _opt(
+        2000,
+        "Recall reads at most this many of the newest feedback events and preference pairs.",
+    )
 
     def __post_init__(self) -> None:
         file_values = _file_values()
@@ -241,6 +265,8 @@ class Config:
             "graph_min_edge_weight",
             "graph_weight",
             "rate_limit_per_s",
+            "feedback_reply_top",
+            "feedback_reply_weight",
         ):
             if getattr(self, name) < 0:
                 raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
@@ -281,10 +307,31 @@ class Config:
                 "feedback_max_adjustment",
                 f"must be in [0, 1) so a score never turns negative, got {self.feedback_max_adjustment!r}",
             )
-        for name in ("feedback_context_min", "feedback_context_full", "feedback_same_output"):
+        for name in (
+            "feedback_context_min",
+            "feedback_context_full",
+            "feedback_same_output",
+            "feedback_reply_context_min",
+            "feedback_reply_context_full",
+        ):
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {value!r}")
+        if not 0 <= self.feedback_conflict_weight <= 1:
+            raise ValidationError(
+                "feedback_conflict_weight",
+                f"must be in [0, 1], got {self.feedback_conflict_weight!r}",
+            )
+        if self.feedback_records_limit < 1:
+            raise ValidationError(
+                "feedback_records_limit", f"must be >= 1, got {self.feedback_records_limit!r}"
+            )
+        if self.feedback_reply_context_min >= self.feedback_reply_context_full:
+            raise ValidationError(
+                "feedback_reply_context_min",
+                "must be below feedback_reply_context_full "
+                f"({self.feedback_reply_context_min} >= {self.feedback_reply_context_full})",
+            )
         if self.feedback_context_min >= self.feedback_context_full:
             raise ValidationError(
                 "feedback_context_min",

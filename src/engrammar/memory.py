@@ -383,10 +383,13 @@ class Memory:
         return out
 
     # -- recall -------------------------------------------------------------------------------
-    def _candidates(self, scope: Scope, query: str) -> builtins.list[Candidate]:
-        qvec, vector_hits, keyword_hits = search_hits(
-            self.store, self.config, scope, query, self._embed_one
-        )
+    def _candidates(
+        self, scope: Scope, query: str, qvec: np.ndarray | None = None
+    ) -> builtins.list[Candidate]:
+        # A caller holding the vector already (a reply's) searches with it as it is.
+        given = qvec
+        embed = self._embed_one if given is None else (lambda _text: given)
+        qvec, vector_hits, keyword_hits = search_hits(self.store, self.config, scope, query, embed)
         cands = fuse(
             vector_hits,
             keyword_hits,
@@ -507,8 +510,12 @@ class Memory:
         ``feedback_strengthen_rate x alignment``, paths below ``feedback_align_weaken`` lowered
         by ``feedback_weaken_rate``, within ``[edge_weight_min, edge_weight_max]``. For each
         tension of the recall, the side the reply agreed with is strengthened and the other
-        weakened. Only changed edges are written, in one transaction that also marks the recall
-        consumed: a second call without a new recall changes nothing and says so.
+        weakened. The reply also feeds the learned ranking: the memories it drew on (its best
+        ``feedback_reply_top`` matches in the recall's scope) and the recalled ones it left are
+        kept as reply signals tied to the recall's query; they confirm or contradict the
+        ratings of the same recall (see docs/learning.md). Only changed edges are written, with
+        the reply signals, in one transaction that also marks the recall consumed: a second
+        call without a new recall changes nothing and says so.
 
         Args:
             response: the reply (``assistant_response`` is MemWire's name for it).
@@ -517,7 +524,8 @@ class Memory:
 
         Returns:
             ``{"strengthened": n, "weakened": m, "recall_id": ..., "consumed": bool, ...}``
-            counting distinct edges whose weight changed; ``message`` explains a no-op.
+            counting distinct edges whose weight changed, with ``drawn_on`` / ``left`` (memory
+            ids of the reply signals); ``message`` explains a no-op.
 
         Raises:
             ValidationError: no reply, or both ``response`` and ``assistant_response``.
@@ -535,7 +543,21 @@ class Memory:
         )
         scope = self._scope(user_id, agent_id, session_id, workspace)
         rid = v.scope_id("recall_id", recall_id)
-        return _graphops.apply_feedback(self.store, self.config, scope, reply, self._embed, rid)
+        return _graphops.apply_feedback(
+            self.store, self.config, scope, reply, self._embed, rid, self._drawn_on
+        )
+
+    def _drawn_on(
+        self, scope: Scope, reply: str, reply_vec: np.ndarray
+    ) -> builtins.list[tuple[str, float]]:
+        """The memories a reply drew on: its best hybrid matches in the recall's scope, as
+        (id, cosine with the reply), at most ``feedback_reply_top``."""
+        top = self.config.feedback_reply_top
+        if top == 0:
+            return []
+        ids = [c.id for c in self._candidates(scope, reply, reply_vec)[:top]]
+        vecs = self.store.vectors(scope.workspace, ids)
+        return [(i, float(vecs[i] @ reply_vec)) for i in ids if i in vecs]
 
     def explain(
         self,
@@ -581,11 +603,18 @@ class Memory:
         component in ``components``.
         """
         items = list(items)
-        events, pairs, ratings = self.store.learning_facts(scope, [i.id for i in items])
-        if not (events or pairs or ratings):
+        cfg = self.config
+        now = time.time()
+        # Older signals weigh < 1/1000 of a fresh one: not worth reading.
+        since = now - _HORIZON_HALF_LIVES * cfg.feedback_half_life_days * 86_400.0
+        ids = [i.id for i in items]
+        events, pairs, ratings = self.store.learning_facts(
+            scope, ids, since=since, limit=cfg.feedback_records_limit
+        )
+        replies = self.store.reply_facts(scope, ids, since, cfg.feedback_records_limit)
+        if not (events or pairs or ratings or replies):
             return items
         qvec = self._embed([query])[0]
-        cfg = self.config
         params = LearnParams(
             half_life_days=cfg.feedback_half_life_days,
             min_samples=cfg.feedback_min_samples,
@@ -593,6 +622,11 @@ class Memory:
             context_min=cfg.feedback_context_min,
             context_full=cfg.feedback_context_full,
             same_output=cfg.feedback_same_output,
+            reply_weight=cfg.feedback_reply_weight,
+            conflict_weight=cfg.feedback_conflict_weight,
+            reply_top=max(1, cfg.feedback_reply_top),
+            reply_context_min=cfg.feedback_reply_context_min,
+            reply_context_full=cfg.feedback_reply_context_full,
         )
         vecs = self.store.vectors(scope.workspace, [i.id for i in items])
         kept = [(i.id, i.score) for i in items if i.id in vecs]
@@ -603,7 +637,7 @@ class Memory:
             records = self.store.get_memories(scope.workspace, [i.id for i in items])
             texts = {memory_id: r.content for memory_id, r in records.items()}
         ranked = learned_ranking(
-            kept, qvec, vecs, events, pairs, ratings, params, time.time(), texts
+            kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies
         )
         for position, s in enumerate(ranked, 1):
             before = base.get(s.id)
@@ -1225,6 +1259,9 @@ class _Ranked:
     components: dict[str, float]
     note: str | None = None
     via: str = "search"
+
+
+_HORIZON_HALF_LIVES = 10
 
 
 def _graph_items(entries: Sequence[Any]) -> list[_Ranked]:

@@ -9,6 +9,11 @@ a sustained pattern does:
 * **Shrinkage.** The mean is taken as ``sum(w·v) / (sum(w) + min_samples)``: a prior of
   ``min_samples`` neutral signals. One fresh signal reaches ``1 / (1 + min_samples)`` of the full
   effect, ``min_samples`` consistent signals half of it, many consistent signals nearly all.
+* **Consistency.** Signals corroborated by an independent one about the same event (a rating
+  and the reply of the same recall saying the same) are consistent samples: the prior becomes
+  ``min_samples / (1 + corroborated weight)``, so a rating the reply confirms applies with
+  more of its effect (two agreeing signals reach 2/3 with ``min_samples`` = 3, not 2/5), while
+  a lone outlier still reaches only ``1 / (1 + min_samples)``.
 * **Bound.** The adjustment is ``max_adjustment × mean``, so a score moves by at most
   ``± max_adjustment`` of itself, whatever the number or weight of signals.
 """
@@ -31,7 +36,8 @@ class Signal:
     value: float  # in [-1, 1]
     weight: float  # >= 0, before decay
     created_at: float  # epoch seconds
-    source: str  # "rating", "decision", "review", "pair", "rejected_output", ...
+    source: str  # "rating", "decision", "review", "pair", "rejected_output", "reply", ...
+    corroborated: float = 0.0  # in [0, 1]: how far an independent signal of the same event agrees
 
 
 @dataclass
@@ -71,6 +77,7 @@ def aggregate(
     """Combine signals into one bounded adjustment (see the module docstring)."""
     total = 0.0
     weight = 0.0
+    agreeing = 0.0
     per_source: dict[str, float] = {}
     for s in signals:
         if s.weight <= 0:
@@ -79,10 +86,11 @@ def aggregate(
         v = max(-1.0, min(1.0, s.value))
         total += w * v
         weight += w
+        agreeing += w * max(0.0, min(1.0, s.corroborated))
         per_source[s.source] = per_source.get(s.source, 0.0) + w * v
     if weight == 0.0:
         return Adjustment()
-    denominator = weight + min_samples
+    denominator = weight + min_samples / (1.0 + agreeing)
     mean = total / denominator
     value = max(-max_adjustment, min(max_adjustment, max_adjustment * mean))
     return Adjustment(

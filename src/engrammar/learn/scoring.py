@@ -20,6 +20,13 @@ How each record acts on a recall whose query matches its context (``match`` in [
   memories that are the same text as the accepted output gain +w, as the rejected one lose w.
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
   context counts in proportion to the match, one without counts everywhere.
+* **Reply signal** (``feedback(response=...)``). The memories the reply drew on (its best
+  matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
+  ``reply_weight`` times the context match. The reply is an independent witness of the ratings
+  of the same recall: a rating it contradicts (opposite signs) keeps only ``conflict_weight`` of
+  its weight (so does the reply signal): conflicting signals nearly cancel, while a rating the
+  reply confirms is corroborated (less shrinkage, see ``rates``). A memory drawn on for a
+  matching question is placed at least at the level of the ``reply_top``-th candidate.
 
 All signals of a memory are aggregated by :func:`~engrammar.learn.rates.aggregate` (decay,
 shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``.
@@ -40,6 +47,7 @@ __all__ = [
     "LearnedScore",
     "PairFacts",
     "RatingFacts",
+    "ReplyFacts",
     "ReviewFacts",
     "learned_ranking",
     "standing_answer",
@@ -96,6 +104,18 @@ class RatingFacts:
     weight: float
     created_at: float
     context_vec: np.ndarray | None
+    recall_id: str | None = None
+
+
+@dataclass
+class ReplyFacts:
+    """What a reply sent through ``feedback`` said about one memory of its recall's scope."""
+
+    memory_id: str
+    recall_id: str
+    value: float  # +1 the reply drew on it, -1 recalled but not drawn on
+    created_at: float
+    context_vec: np.ndarray  # the recall's query
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,11 @@ class LearnParams:
     context_min: float
     context_full: float
     same_output: float
+    reply_weight: float = 1.0
+    conflict_weight: float = 0.25
+    reply_top: int = 5
+    reply_context_min: float = 0.85
+    reply_context_full: float = 0.98
 
 
 @dataclass
@@ -150,6 +175,7 @@ def learned_ranking(
     params: LearnParams,
     now: float,
     candidate_texts: dict[str, str] | None = None,
+    replies: Sequence[ReplyFacts] = (),
 ) -> list[LearnedScore]:
     """Re-rank ``candidates`` ((id, relevance), relevance in [0, 1]) by the feedback records.
 
@@ -177,8 +203,17 @@ def learned_ranking(
             found += [ids[i] for i in np.flatnonzero(sims >= params.same_output)]
         return list(dict.fromkeys(found))
 
-    def add(memory_id: str, value: float, weight: float, created_at: float, source: str) -> None:
-        signals.setdefault(memory_id, []).append(Signal(value, weight, created_at, source))
+    def add(
+        memory_id: str,
+        value: float,
+        weight: float,
+        created_at: float,
+        source: str,
+        corroborated: float = 0.0,
+    ) -> None:
+        signals.setdefault(memory_id, []).append(
+            Signal(value, weight, created_at, source, corroborated)
+        )
 
     for event in events:
         m = context_match(
@@ -250,6 +285,12 @@ def learned_ranking(
         for memory_id in same_text(pair.rejected_vec, pair.rejected_output):
             add(memory_id, -1.0, w, pair.created_at, "pair")
 
+    drawn: dict[str, float] = {}
+    disputed: set[tuple[str | None, str]] = set()
+    agreed: set[tuple[str | None, str]] = set()
+    said: dict[tuple[str | None, str], ReplyFacts] = {
+        (r.recall_id, r.memory_id): r for r in replies
+    }
     for rating in ratings:
         if rating.context_vec is None:
             m = 1.0
@@ -258,20 +299,58 @@ def learned_ranking(
                 _cos(query_vec, rating.context_vec), params.context_min, params.context_full
             )
         if m > 0:
+            value = VERDICT_VALUE[rating.verdict]
+            witness = said.get((rating.recall_id, rating.memory_id))
+            agree = 0.0 if witness is None else witness.value * value
+            trust = 1.0
+            if agree < 0:
+                # A rating the reply of its own recall contradicts is the likelier mistake.
+                trust = params.conflict_weight
+                disputed.add((rating.recall_id, rating.memory_id))
+            corroborated = 0.0
+            if agree > 0 and witness is not None:
+                agreed.add((rating.recall_id, rating.memory_id))
+                # Corroboration is about the reply's own question: it counts where that matches.
+                corroborated = context_match(
+                    _cos(query_vec, witness.context_vec),
+                    params.reply_context_min,
+                    params.reply_context_full,
+                )
             add(
                 rating.memory_id,
-                VERDICT_VALUE[rating.verdict],
-                rating.weight * m,
+                value,
+                rating.weight * m * trust,
                 rating.created_at,
                 "rating",
+                corroborated,
             )
 
+    # A memory a past reply drew on for a matching question (undisputed by a rating) is placed
+    # at least at the level of the recall's ``reply_top``-th candidate, scaled by the match,
+    # and surfaced if search missed it: the reply used it as one of its best ``reply_top``.
+    levels = sorted(relevance.values(), reverse=True)
+    anchor = levels[min(params.reply_top, len(levels)) - 1] if levels else 1.0
+    for reply in replies:
+        m = context_match(
+            _cos(query_vec, reply.context_vec),
+            params.reply_context_min,
+            params.reply_context_full,
+        )
+        if m > 0:
+            w = params.reply_weight * m
+            if (reply.recall_id, reply.memory_id) in disputed:
+                w *= params.conflict_weight
+            key = (reply.recall_id, reply.memory_id)
+            add(reply.memory_id, reply.value, w, reply.created_at, "reply", float(key in agreed))
+            if reply.value > 0 and key not in disputed:
+                drawn[reply.memory_id] = max(drawn.get(reply.memory_id, 0.0), m * anchor)
+
     out: list[LearnedScore] = []
-    for memory_id in dict.fromkeys([*ids, *injected]):
+    for memory_id in dict.fromkeys([*ids, *injected, *drawn]):
         rel = relevance.get(memory_id)
         was_injected = rel is None
-        if rel is None or memory_id in injected:
-            rel = max(rel or 0.0, injected.get(memory_id, 0.0))
+        if rel is None or memory_id in injected or memory_id in drawn:
+            rel = max(rel or 0.0, injected.get(memory_id, 0.0), drawn.get(memory_id, 0.0))
         adj = aggregate(
             signals.get(memory_id, ()),
             now=now,

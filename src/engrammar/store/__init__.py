@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import ApiKeyRecord, EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
+from .base import (
+    ApiKeyRecord,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    ReplySignal,
+    Store,
+)
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -15,6 +23,7 @@ __all__ = [
     "NewEdge",
     "NewMemory",
     "RecallRecord",
+    "ReplySignal",
     "Store",
     "open_store",
 ]

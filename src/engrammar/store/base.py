@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import (
     DecisionReview,
     Edge,
@@ -45,6 +45,7 @@ __all__ = [
     "NewFeedbackEvent",
     "NewMemory",
     "RecallRecord",
+    "ReplySignal",
     "Store",
     "rebuilt_edges",
 ]
@@ -118,6 +119,22 @@ class EdgeDelta:
     dst: str
     kind: str
     delta: float
+
+
+@dataclass
+class ReplySignal:
+    """What a reply sent through ``feedback`` said about one memory (see ``learn.scoring``)."""
+
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    recall_id: str
+    memory_id: str
+    value: float  # +1 drawn on by the reply, -1 recalled but not drawn on
+    alignment: float  # cosine(reply, memory)
+    created_at: float
+    context_embedding: np.ndarray  # the recall's query
 
 
 @dataclass
@@ -289,12 +306,14 @@ class Store(Protocol):
         lo: float,
         hi: float,
         consume_recall: str | None = None,
+        reply_signals: Sequence[ReplySignal] = (),
     ) -> list[Edge] | None:
         """Add each delta to its edge's weight, clamped to [lo, hi], atomically in the database;
         returns the edges whose weight actually changed (with their new weights).
 
         With ``consume_recall``, that recall is marked consumed in the same transaction; if it
         was already consumed (by a concurrent call), nothing is written and ``None`` returned.
+        ``reply_signals`` are appended in the same transaction (and only then).
         """
 
     # -- recalls -------------------------------------------------------------------------------
@@ -372,12 +391,25 @@ class Store(Protocol):
         """Records of ``kind`` in the scope, oldest first."""
 
     def learning_facts(
-        self, scope: Scope, memory_ids: Sequence[str]
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
         """What recall needs to apply feedback: the events (with their reviews and decision
         memories) and preference pairs of the workspace visible to ``scope.user_id`` (its own
         and workspace-wide records, any agent or session: decisions are shared), and the
-        ratings of ``memory_ids``."""
+        ratings of ``memory_ids``. With ``since``, only records created (events: or reviewed)
+        at or after it; with ``limit``, only the newest ``limit`` events and pairs."""
+
+    def reply_facts(
+        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
+    ) -> list[ReplyFacts]:
+        """Reply signals created at or after ``since``: those about ``memory_ids``, and the
+        newest ``limit`` positive ones (the reply drew on the memory) of ``scope.user_id``'s
+        recalls (and user-less ones) whose memory is active in ``scope``. Indexed reads, never
+        the whole workspace."""
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:

@@ -272,8 +272,44 @@ def m003_api_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_reply_signals(conn: sqlite3.Connection) -> None:
+    """What each reply sent through ``feedback`` said about the memories of its recall, and
+    indexes so recall reads only the signals of its candidates, newest first."""
+    _run(
+        conn,
+        """
+        CREATE TABLE reply_signals (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                recall_id TEXT NOT NULL,
+                memory_id TEXT NOT NULL,
+                value REAL NOT NULL,
+                alignment REAL NOT NULL,
+                context_embedding BLOB NOT NULL,
+                created_at REAL NOT NULL
+            )
+        """,
+        """
+        CREATE INDEX reply_signals_memory ON reply_signals (workspace, memory_id, created_at)
+        """,
+        """
+        CREATE INDEX reply_signals_scope ON reply_signals (workspace, user_id, seq)
+        """,
+        """
+        CREATE INDEX memory_ratings_memory_time ON memory_ratings (workspace, memory_id, created_at)
+        """,
+        """
+        DROP INDEX memory_ratings_memory
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
     m003_api_keys,
+    m004_reply_signals,
 ]

@@ -39,7 +39,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
 from ..models import (
     DecisionReview,
     Edge,
@@ -59,6 +59,7 @@ from .base import (
     NewFeedbackEvent,
     NewMemory,
     RecallRecord,
+    ReplySignal,
     rebuilt_edges,
 )
 from .postgres_migrations import MIGRATIONS
@@ -963,6 +964,7 @@ class PostgresStore:
         lo: float,
         hi: float,
         consume_recall: str | None = None,
+        reply_signals: Sequence[ReplySignal] = (),
     ) -> list[Edge] | None:
         # A stable sort keeps the order of repeated deltas to one edge (clamping is not
         # commutative) while locking distinct edges in one global order.
@@ -979,6 +981,28 @@ class PostgresStore:
                 if consumed.rowcount != 1:
                     return None
             changed: list[Edge] = []
+            if reply_signals:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                        "recall_id, memory_id, value, alignment, context_embedding, created_at) "
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        [
+                            (
+                                r.workspace,
+                                r.user_id,
+                                r.agent_id,
+                                r.session_id,
+                                r.recall_id,
+                                r.memory_id,
+                                r.value,
+                                r.alignment,
+                                _Vector(r.context_embedding),
+                                r.created_at,
+                            )
+                            for r in reply_signals
+                        ],
+                    )
             if not ordered:
                 return changed
             with conn.cursor() as cur:
@@ -1369,7 +1393,11 @@ class PostgresStore:
         return MemoryRating(*row)
 
     def learning_facts(
-        self, scope: Scope, memory_ids: Sequence[str]
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
         user_clause = ""
         params: list[Any] = [scope.workspace]
@@ -1378,6 +1406,7 @@ class PostgresStore:
             user_clause = " AND (user_id = %s OR user_id IS NULL)"
             params.append(scope.user_id)
         ids = list(dict.fromkeys(memory_ids))
+        start = -1e300 if since is None else since
 
         def run(conn: Conn) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
             # One snapshot for the whole read, like a single SQLite read transaction.
@@ -1387,8 +1416,12 @@ class PostgresStore:
             for r in cur.execute(
                 "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
                 "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
-                f"FROM feedback_events WHERE workspace = %s{user_clause} ORDER BY seq",
-                params,
+                "FROM (SELECT * FROM feedback_events e "
+                f"WHERE workspace = %s{user_clause} AND (created_at >= %s OR EXISTS "
+                "(SELECT 1 FROM decision_reviews r WHERE r.workspace = e.workspace "
+                "AND r.event_id = e.id AND r.created_at >= %s)) ORDER BY seq DESC LIMIT %s) t "
+                "ORDER BY seq",
+                [*params, start, start, limit],
             ).fetchall():
                 events[r[0]] = EventFacts(
                     event_id=r[0],
@@ -1403,19 +1436,19 @@ class PostgresStore:
                     corrected=r[8],
                 )
             if events:
+                event_ids = list(events)
                 for event_id, answer, memory_id in cur.execute(
                     "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
-                    "JOIN feedback_events e ON e.workspace = d.workspace AND e.id = d.event_id "
                     "JOIN memories m ON m.workspace = d.workspace AND m.id = d.memory_id "
-                    f"AND m.status = 'active' WHERE e.workspace = %s"
-                    f"{user_clause.replace('user_id', 'e.user_id')}",
-                    params,
+                    "AND m.status = 'active' WHERE d.workspace = %s AND d.event_id = ANY(%s)",
+                    (scope.workspace, event_ids),
                 ).fetchall():
                     events[event_id].answers[answer] = memory_id
                 for r in cur.execute(
                     "SELECT event_id, final_decision, outcome, confidence, reversed, "
-                    "created_at, reason FROM decision_reviews WHERE workspace = %s ORDER BY seq",
-                    (scope.workspace,),
+                    "created_at, reason FROM decision_reviews WHERE workspace = %s "
+                    "AND event_id = ANY(%s) ORDER BY seq",
+                    (scope.workspace, event_ids),
                 ).fetchall():
                     if r[0] in events:
                         events[r[0]].reviews.append(
@@ -1426,21 +1459,63 @@ class PostgresStore:
                 for r in cur.execute(
                     "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
                     "rejected_embedding, memory_id, accepted_output, rejected_output "
-                    f"FROM preference_pairs WHERE workspace = %s{user_clause} ORDER BY seq",
-                    params,
+                    "FROM (SELECT * FROM preference_pairs "
+                    f"WHERE workspace = %s{user_clause} AND created_at >= %s "
+                    "ORDER BY seq DESC LIMIT %s) t ORDER BY seq",
+                    [*params, start, limit],
                 ).fetchall()
             ]
             ratings = [
-                RatingFacts(r[0], r[1], r[2], r[3], r[4], r[5])
+                RatingFacts(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
                 for r in cur.execute(
-                    "SELECT id, memory_id, verdict, weight, created_at, context_embedding "
-                    "FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s) ORDER BY seq",
-                    (scope.workspace, ids),
+                    "SELECT id, memory_id, verdict, weight, created_at, context_embedding, "
+                    "recall_id FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s) "
+                    "AND created_at >= %s ORDER BY seq",
+                    (scope.workspace, ids, start),
                 ).fetchall()
             ] if ids else []  # fmt: skip
             return list(events.values()), pairs, ratings
 
         return self._tx("reading feedback", run)
+
+    def reply_facts(
+        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
+    ) -> list[ReplyFacts]:
+        ids = list(dict.fromkeys(memory_ids))
+        where, params = _scope_where(scope, "m")
+        user_clause = ""
+        if scope.user_id is not None:
+            user_clause = " AND (r.user_id = %s OR r.user_id IS NULL)"
+            params.append(scope.user_id)
+
+        def run(conn: Conn) -> list[Any]:
+            cur = conn.cursor(binary=True)
+            rows = (
+                cur.execute(
+                    "SELECT memory_id, recall_id, value, created_at, context_embedding "
+                    "FROM reply_signals WHERE workspace = %s AND memory_id = ANY(%s) "
+                    "AND created_at >= %s",
+                    (scope.workspace, ids, since),
+                ).fetchall()
+                if ids
+                else []
+            )
+            rows += cur.execute(
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
+                "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
+                f"AND m.id = r.memory_id AND m.status = 'active' WHERE {where}{user_clause} "
+                "AND r.value > 0 AND r.created_at >= %s ORDER BY r.seq DESC LIMIT %s",
+                [*params, since, limit],
+            ).fetchall()
+            return rows
+
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for r in self._tx("reading reply signals", run):
+            if (r[1], r[0]) not in seen:
+                seen.add((r[1], r[0]))
+                out.append(ReplyFacts(r[0], r[1], r[2], r[3], r[4]))
+        return out
 
     @staticmethod
     def _forget_feedback(conn: Conn, scope: Scope) -> None:
@@ -1463,6 +1538,7 @@ class PostgresStore:
             ("preference_pairs", True),
             ("logged_events", True),
             ("memory_ratings", True),
+            ("reply_signals", True),
         ):
             if not scoped and scope.session_id is not None:
                 continue  # reviews carry no session; they went with their events above
@@ -1547,6 +1623,7 @@ class PostgresStore:
         "preference_pairs": ("seq",),
         "logged_events": ("seq",),
         "memory_ratings": ("seq",),
+        "reply_signals": ("seq",),
         "api_keys": ("key_id",),
     }
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
 from ..models import (
     DecisionReview,
     Edge,
@@ -41,6 +41,7 @@ from .base import (
     NewFeedbackEvent,
     NewMemory,
     RecallRecord,
+    ReplySignal,
     rebuilt_edges,
 )
 from .index import IndexRow, ScopeIndex
@@ -781,6 +782,7 @@ class SQLiteStore:
         lo: float,
         hi: float,
         consume_recall: str | None = None,
+        reply_signals: Sequence[ReplySignal] = (),
     ) -> list[Edge] | None:
         now = time.time()
         changed: list[Edge] = []
@@ -805,6 +807,26 @@ class SQLiteStore:
                     ).fetchone()
                     if row is not None:
                         changed.append(Edge(*row))
+                conn.executemany(
+                    "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                    "recall_id, memory_id, value, alignment, context_embedding, created_at) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            r.workspace,
+                            r.user_id,
+                            r.agent_id,
+                            r.session_id,
+                            r.recall_id,
+                            r.memory_id,
+                            r.value,
+                            r.alignment,
+                            _blob(r.context_embedding),
+                            r.created_at,
+                        )
+                        for r in reply_signals
+                    ],
+                )
         except sqlite3.Error as exc:
             raise StoreError(f"edge update failed: {exc}") from exc
         return changed
@@ -884,6 +906,7 @@ class SQLiteStore:
         "preference_pairs": "seq",
         "logged_events": "seq",
         "memory_ratings": "seq",
+        "reply_signals": "seq",
         "api_keys": "rowid",
     }
 
@@ -1290,7 +1313,11 @@ class SQLiteStore:
         return MemoryRating(*row)
 
     def learning_facts(
-        self, scope: Scope, memory_ids: Sequence[str]
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
         user_clause = ""
         params: list[Any] = [scope.workspace]
@@ -1298,6 +1325,8 @@ class SQLiteStore:
             # A user's own records and the workspace-wide ones (no user) apply to that user.
             user_clause = " AND (user_id = ? OR user_id IS NULL)"
             params.append(scope.user_id)
+        start = -1e300 if since is None else since
+        newest = -1 if limit is None else limit
         conn = self._reader()
         try:
             conn.execute("BEGIN")
@@ -1306,9 +1335,11 @@ class SQLiteStore:
                 for r in conn.execute(
                     "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
                     "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
-                    f"FROM feedback_events WHERE workspace = ?{user_clause} "
-                    "ORDER BY seq",
-                    params,
+                    "FROM (SELECT * FROM feedback_events "
+                    f"WHERE workspace = ?{user_clause} AND (created_at >= ? OR EXISTS "
+                    "(SELECT 1 FROM decision_reviews r WHERE r.event_id = feedback_events.id "
+                    "AND r.created_at >= ?)) ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                    [*params, start, start, newest],
                 ):
                     events[r[0]] = EventFacts(
                         event_id=r[0],
@@ -1323,20 +1354,23 @@ class SQLiteStore:
                         corrected=r[8],
                     )
                 if events:
-                    for event_id, answer, memory_id in conn.execute(
-                        "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
-                        "JOIN feedback_events e ON e.id = d.event_id JOIN memories m "
-                        "ON m.id = d.memory_id AND m.status = 'active' "
-                        f"WHERE e.workspace = ?{user_clause.replace('user_id', 'e.user_id')}",
-                        params,
-                    ):
-                        events[event_id].answers[answer] = memory_id
-                    for r in conn.execute(
-                        "SELECT event_id, final_decision, outcome, confidence, reversed, "
-                        "created_at, reason FROM decision_reviews WHERE workspace = ? ORDER BY seq",
-                        (scope.workspace,),
-                    ):
-                        if r[0] in events:
+                    event_ids = list(events)
+                    for first in range(0, len(event_ids), 500):
+                        chunk = event_ids[first : first + 500]
+                        marks = ",".join("?" * len(chunk))
+                        for event_id, answer, memory_id in conn.execute(
+                            "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
+                            "JOIN memories m ON m.id = d.memory_id AND m.status = 'active' "
+                            f"WHERE d.event_id IN ({marks})",
+                            chunk,
+                        ):
+                            events[event_id].answers[answer] = memory_id
+                        for r in conn.execute(
+                            "SELECT event_id, final_decision, outcome, confidence, reversed, "
+                            "created_at, reason FROM decision_reviews "
+                            f"WHERE workspace = ? AND event_id IN ({marks}) ORDER BY seq",
+                            [scope.workspace, *chunk],
+                        ):
                             events[r[0]].reviews.append(
                                 ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
                             )
@@ -1347,24 +1381,26 @@ class SQLiteStore:
                     for r in conn.execute(
                         "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
                         "rejected_embedding, memory_id, accepted_output, rejected_output "
-                        "FROM preference_pairs "
-                        f"WHERE workspace = ?{user_clause} ORDER BY seq",
-                        params,
+                        "FROM (SELECT * FROM preference_pairs "
+                        f"WHERE workspace = ?{user_clause} AND created_at >= ? "
+                        "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                        [*params, start, newest],
                     )
                 ]
                 ratings: list[RatingFacts] = []
                 ids = list(dict.fromkeys(memory_ids))
-                for start in range(0, len(ids), 500):
-                    chunk = ids[start : start + 500]
+                for first in range(0, len(ids), 500):
+                    chunk = ids[first : first + 500]
                     marks = ",".join("?" * len(chunk))
                     ratings += [
                         RatingFacts(
-                            r[0], r[1], r[2], r[3], r[4], None if r[5] is None else _vec(r[5])
+                            r[0], r[1], r[2], r[3], r[4], None if r[5] is None else _vec(r[5]), r[6]
                         )
                         for r in conn.execute(
-                            "SELECT id, memory_id, verdict, weight, created_at, context_embedding "
-                            f"FROM memory_ratings WHERE workspace = ? AND memory_id IN ({marks})",
-                            [scope.workspace, *chunk],
+                            "SELECT id, memory_id, verdict, weight, created_at, context_embedding, "
+                            "recall_id FROM memory_ratings WHERE workspace = ? "
+                            f"AND memory_id IN ({marks}) AND created_at >= ?",
+                            [scope.workspace, *chunk, start],
                         )
                     ]
             finally:
@@ -1372,6 +1408,40 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"read failed: {exc}") from exc
         return list(events.values()), pairs, ratings
+
+    def reply_facts(
+        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
+    ) -> list[ReplyFacts]:
+        ids = list(dict.fromkeys(memory_ids))
+        rows: list[Any] = []
+        for first in range(0, len(ids), 500):
+            chunk = ids[first : first + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += self._read(
+                "SELECT memory_id, recall_id, value, created_at, context_embedding "
+                f"FROM reply_signals WHERE workspace = ? AND memory_id IN ({marks}) "
+                "AND created_at >= ?",
+                [scope.workspace, *chunk, since],
+            )
+        where, params = _scope_where(scope, "m")
+        user_clause = ""
+        if scope.user_id is not None:
+            user_clause = " AND (r.user_id = ? OR r.user_id IS NULL)"
+            params.append(scope.user_id)
+        rows += self._read(
+            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
+            "FROM reply_signals r JOIN memories m ON m.id = r.memory_id "
+            f"AND m.status = 'active' WHERE {where} AND r.workspace = m.workspace{user_clause} "
+            "AND r.value > 0 AND r.created_at >= ? ORDER BY r.seq DESC LIMIT ?",
+            [*params, since, limit],
+        )
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for r in rows:
+            if (r[1], r[0]) not in seen:
+                seen.add((r[1], r[0]))
+                out.append(ReplyFacts(r[0], r[1], r[2], r[3], _vec(r[4])))
+        return out
 
     def _feedback_counts(self, scope: Scope) -> dict[str, int]:
         out = {}
@@ -1400,6 +1470,7 @@ class SQLiteStore:
             ("preference_pairs", True),
             ("logged_events", True),
             ("memory_ratings", True),
+            ("reply_signals", True),
         ):
             w, p = _scope_where(
                 scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)

@@ -60,6 +60,10 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "correction", "correction_memory_id", "weight", "recall_id", "context",
         "context_embedding", "created_at",
     ),
+    "reply_signals": (
+        "workspace", "user_id", "agent_id", "session_id", "recall_id", "memory_id", "value",
+        "alignment", "context_embedding", "created_at",
+    ),
     "api_keys": ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
 }  # fmt: skip
 #: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
