@@ -38,6 +38,8 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) bench/speed.py
 	$(PY) bench/locomo.py --ingest-ablations
+	$(PY) bench/feedback_learning.py --rounds 2
+	$(PY) bench/graph.py
 	$(PY) bench/peers.py
 	$(PY) bench/concurrency.py --out bench/results/concurrency.json
 	$(PY) bench/load.py --rate 100 --seconds 60
