@@ -207,6 +207,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_half_life_days",
                 "feedback_context_min",
                 "feedback_context_full",
+                "feedback_reply_top",
+                "feedback_reply_weight",
+                "feedback_reply_context_min",
+                "feedback_reply_context_full",
+                "feedback_conflict_weight",
             )
         },
     }
