@@ -285,6 +285,19 @@ def learned_ranking(
         for memory_id in same_text(pair.rejected_vec, pair.rejected_output):
             add(memory_id, -1.0, w, pair.created_at, "pair")
 
+    # A recall's signals share its query as context: match each recall once.
+    reply_match: dict[str, float] = {}
+
+    def replied_to(reply: ReplyFacts) -> float:
+        m = reply_match.get(reply.recall_id)
+        if m is None:
+            m = reply_match[reply.recall_id] = context_match(
+                _cos(query_vec, reply.context_vec),
+                params.reply_context_min,
+                params.reply_context_full,
+            )
+        return m
+
     drawn: dict[str, float] = {}
     disputed: set[tuple[str | None, str]] = set()
     agreed: set[tuple[str | None, str]] = set()
@@ -311,11 +324,7 @@ def learned_ranking(
             if agree > 0 and witness is not None:
                 agreed.add((rating.recall_id, rating.memory_id))
                 # Corroboration is about the reply's own question: it counts where that matches.
-                corroborated = context_match(
-                    _cos(query_vec, witness.context_vec),
-                    params.reply_context_min,
-                    params.reply_context_full,
-                )
+                corroborated = replied_to(witness)
             add(
                 rating.memory_id,
                 value,
@@ -331,11 +340,7 @@ def learned_ranking(
     levels = sorted(relevance.values(), reverse=True)
     anchor = levels[min(params.reply_top, len(levels)) - 1] if levels else 1.0
     for reply in replies:
-        m = context_match(
-            _cos(query_vec, reply.context_vec),
-            params.reply_context_min,
-            params.reply_context_full,
-        )
+        m = replied_to(reply)
         if m > 0:
             w = params.reply_weight * m
             if (reply.recall_id, reply.memory_id) in disputed:

@@ -48,6 +48,7 @@ __all__ = [
     "ReplySignal",
     "Store",
     "rebuilt_edges",
+    "reply_rows",
 ]
 
 FeedbackRecord = FeedbackEvent | DecisionReview | PreferencePair | LoggedEvent | MemoryRating
@@ -109,6 +110,25 @@ def rebuilt_edges(
         for e in edges
         if e.kind != "sequence"
     ]
+
+
+def reply_rows(rows: Sequence[Sequence[Any]]) -> tuple[list[Sequence[Any]], dict[str, int]]:
+    """Reply-signal rows ``(memory_id, recall_id, value, created_at, seq)`` once per (recall,
+    memory), and per recall the ``seq`` of one of its rows.
+
+    Every signal of a recall carries that recall's query as its context, so a store reads the
+    context vector once per recall (by that ``seq``), not once per signal: a memory recalled
+    and fed back often gathers many signals, and their vectors were most of recall's cost.
+    """
+    seen: set[tuple[str, str]] = set()
+    kept: list[Sequence[Any]] = []
+    first_seq: dict[str, int] = {}
+    for r in rows:
+        if (r[1], r[0]) not in seen:
+            seen.add((r[1], r[0]))
+            kept.append(r)
+            first_seq.setdefault(r[1], r[4])
+    return kept, first_seq
 
 
 @dataclass

@@ -61,6 +61,7 @@ from .base import (
     RecallRecord,
     ReplySignal,
     rebuilt_edges,
+    reply_rows,
 )
 from .postgres_migrations import MIGRATIONS
 from .tables import (
@@ -1488,11 +1489,11 @@ class PostgresStore:
             user_clause = " AND (r.user_id = %s OR r.user_id IS NULL)"
             params.append(scope.user_id)
 
-        def run(conn: Conn) -> list[Any]:
+        def run(conn: Conn) -> tuple[list[Any], dict[str, int], dict[int, np.ndarray]]:
             cur = conn.cursor(binary=True)
             rows = (
                 cur.execute(
-                    "SELECT memory_id, recall_id, value, created_at, context_embedding "
+                    "SELECT memory_id, recall_id, value, created_at, seq "
                     "FROM reply_signals WHERE workspace = %s AND memory_id = ANY(%s) "
                     "AND created_at >= %s",
                     (scope.workspace, ids, since),
@@ -1501,21 +1502,28 @@ class PostgresStore:
                 else []
             )
             rows += cur.execute(
-                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.seq "
                 "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
                 f"AND m.id = r.memory_id AND m.status = 'active' WHERE {where}{user_clause} "
                 "AND r.value > 0 AND r.created_at >= %s ORDER BY r.seq DESC LIMIT %s",
                 [*params, since, limit],
             ).fetchall()
-            return rows
+            kept, first_seq = reply_rows(rows)
+            contexts = dict(
+                cur.execute(
+                    "SELECT seq, context_embedding FROM reply_signals "
+                    "WHERE workspace = %s AND seq = ANY(%s)",
+                    (scope.workspace, list(first_seq.values())),
+                ).fetchall()
+            )
+            return kept, first_seq, contexts
 
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for r in self._tx("reading reply signals", run):
-            if (r[1], r[0]) not in seen:
-                seen.add((r[1], r[0]))
-                out.append(ReplyFacts(r[0], r[1], r[2], r[3], r[4]))
-        return out
+        kept, first_seq, contexts = self._tx("reading reply signals", run)
+        return [
+            ReplyFacts(r[0], r[1], r[2], r[3], contexts[first_seq[r[1]]])
+            for r in kept
+            if first_seq[r[1]] in contexts
+        ]
 
     @staticmethod
     def _forget_feedback(conn: Conn, scope: Scope) -> None:

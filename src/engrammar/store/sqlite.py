@@ -43,6 +43,7 @@ from .base import (
     RecallRecord,
     ReplySignal,
     rebuilt_edges,
+    reply_rows,
 )
 from .index import IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
@@ -1418,7 +1419,7 @@ class SQLiteStore:
             chunk = ids[first : first + 500]
             marks = ",".join("?" * len(chunk))
             rows += self._read(
-                "SELECT memory_id, recall_id, value, created_at, context_embedding "
+                "SELECT memory_id, recall_id, value, created_at, seq "
                 f"FROM reply_signals WHERE workspace = ? AND memory_id IN ({marks}) "
                 "AND created_at >= ?",
                 [scope.workspace, *chunk, since],
@@ -1429,19 +1430,27 @@ class SQLiteStore:
             user_clause = " AND (r.user_id = ? OR r.user_id IS NULL)"
             params.append(scope.user_id)
         rows += self._read(
-            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
+            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.seq "
             "FROM reply_signals r JOIN memories m ON m.id = r.memory_id "
             f"AND m.status = 'active' WHERE {where} AND r.workspace = m.workspace{user_clause} "
             "AND r.value > 0 AND r.created_at >= ? ORDER BY r.seq DESC LIMIT ?",
             [*params, since, limit],
         )
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for r in rows:
-            if (r[1], r[0]) not in seen:
-                seen.add((r[1], r[0]))
-                out.append(ReplyFacts(r[0], r[1], r[2], r[3], _vec(r[4])))
-        return out
+        kept, first_seq = reply_rows(rows)
+        contexts: dict[int, np.ndarray] = {}
+        seqs = list(first_seq.values())
+        for first in range(0, len(seqs), 500):
+            part = seqs[first : first + 500]
+            marks = ",".join("?" * len(part))
+            for seq, blob in self._read(
+                f"SELECT seq, context_embedding FROM reply_signals WHERE seq IN ({marks})", part
+            ):
+                contexts[seq] = _vec(blob)
+        return [
+            ReplyFacts(r[0], r[1], r[2], r[3], contexts[first_seq[r[1]]])
+            for r in kept
+            if first_seq[r[1]] in contexts
+        ]
 
     def _feedback_counts(self, scope: Scope) -> dict[str, int]:
         out = {}
