@@ -73,6 +73,11 @@ class Config:
     max_request_bytes: int = _opt(
         4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."
     )
+    server_threads: int = _opt(
+        4,
+        "Worker threads of `engrammar serve` running requests; more requests wait their turn "
+        "(the work is mostly one GIL and a model run that already uses every core).",
+    )
     rate_limit_per_s: float = _opt(
         0.0,
         "Requests per second one API key may make to `engrammar serve` (429 above); 0 = no limit.",
@@ -359,6 +364,7 @@ class Config:
             "hnsw_ef_search",
             "max_request_bytes",
             "rate_limit_burst",
+            "server_threads",
         ):
             if getattr(self, name) < 1:
                 raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")

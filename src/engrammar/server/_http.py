@@ -77,6 +77,22 @@ def error_response(exc: EngrammarError) -> JSONResponse:
     return _error(500, type(exc).__name__, str(exc))
 
 
+async def in_worker(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking ``fn(*args)`` on one of the app's ``server_threads`` worker threads.
+
+    Bounded because the work is mostly Python under one GIL plus a model run that already
+    uses every core: with anyio's default of 40 threads, a burst above capacity became 40
+    threads thrashing the GIL, the write lock and the model's own threads, the CPU spent per
+    request rose from ~10 to ~17 ms and the queue never drained (bench/results/reliability.md).
+    Requests past the bound now wait their turn instead.
+    """
+    state = app.state
+    limiter = getattr(state, "limiter", None)
+    if limiter is None:  # created inside the event loop, on first use
+        limiter = state.limiter = anyio.CapacityLimiter(state.server_threads)
+    return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
+
+
 class AuthMiddleware:
     """Turns the bearer key of each HTTP request into a :class:`Principal` (or a 401)."""
 
@@ -109,9 +125,7 @@ class AuthMiddleware:
             await response(scope, receive, send)
             return
         try:
-            record = await anyio.to_thread.run_sync(
-                verify_api_key, self.memory.store, token.strip()
-            )
+            record = await in_worker(self.app, verify_api_key, self.memory.store, token.strip())
         except EngrammarError as exc:
             await error_response(exc)(scope, receive, send)
             return
@@ -194,7 +208,7 @@ def _endpoint(handler: Callable[..., Any], status: int = 200) -> Callable[[Reque
         try:
             args = await handler(request)
             method = getattr(ops, args.pop("__op__"))
-            data = await anyio.to_thread.run_sync(call, method, args)
+            data = await in_worker(request.app, call, method, args)
         except EngrammarError as exc:
             return error_response(exc)
         return JSONResponse(data, status_code=status)
@@ -371,6 +385,7 @@ def build_app(
     )
     app.router.routes.extend(rest_routes())
     app.state.memory = memory
+    app.state.server_threads = memory.config.server_threads
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
     cfg = memory.config
