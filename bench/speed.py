@@ -250,9 +250,8 @@ def main() -> None:
         f"import {cs['import_s']} s · open (loads the model) {cs['open_s']} s · first recall "
         f"{cs['first_recall_s']} s · total **{cs['total_s']} s**",
         "",
-        "For scale (issue 2): the seed system MemWire 0.1.2 takes ~400 ms per added message and "
-        "~0.4 s per recall at 1,000 messages on this machine (not re-measured here; see "
-        "bench/results/peers.md once it exists).",
+        "For scale: MemWire 0.1.2, the seed system, is measured beside engrammar, mem0 and the "
+        "floors on the same workload in bench/results/peers.md (not re-measured here).",
         "",
     ]
     (out / "speed.md").write_text("\n".join(lines))
