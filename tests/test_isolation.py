@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,14 +20,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key
-from engrammar.server import build_app, openapi_document
+from engrammar.server import openapi_document
 from engrammar.store.tables import COPY_TABLES
+from serving import serve_in_thread
 
 DOC = openapi_document()
 PROBES_PER_OPERATION = 12
@@ -147,26 +144,6 @@ class Tenancy:
     own: dict[str, dict[str, list[str]]]  # attacker -> ids of its own records
 
 
-def _serve(memory: Memory) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(memory), host="127.0.0.1", port=port, log_level="critical")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
     path = tmp_path_factory.mktemp("iso") / "store"
@@ -182,7 +159,7 @@ def tenancy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
         assert _digest(memory, victim).count("\n") > 10
         shown = memory.get(victim.ids["memory"][0], workspace=victim.workspace).to_dict()
         assert _leaks(json.dumps(shown), victim, sent="")
-    for base in _serve(memory):
+    for base in serve_in_thread(memory):
         yield Tenancy(
             base,
             memory,

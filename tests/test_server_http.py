@@ -3,9 +3,6 @@ over streamable HTTP, and cross-tenant probes by every route and argument."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +12,14 @@ import anyio
 import httpx
 import jsonschema
 import pytest
-import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import AuthError, Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key, revoke_api_key
-from engrammar.server import build_app, openapi_document, serve
+from engrammar.server import openapi_document, serve
 from engrammar.server._http import rest_operations
+from serving import serve_in_thread
 
 TOOLS = {
     "memory_add",
@@ -58,31 +55,6 @@ class Server:
         return httpx.Client(base_url=self.base, headers=headers, timeout=30)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _run_server(memory: Memory, auth: bool = True) -> Iterator[str]:
-    port = _free_port()
-    config = uvicorn.Config(
-        build_app(memory, auth=auth), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     path = tmp_path_factory.mktemp("http") / "store"
@@ -92,7 +64,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "alice": create_api_key(memory.store, "team-a", user_id="alice")[0],
         "b": create_api_key(memory.store, "team-b")[0],
     }
-    for base in _run_server(memory):
+    for base in serve_in_thread(memory):
         yield Server(base, memory, keys)
     memory.close()
 
@@ -439,7 +411,7 @@ def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:
 
 def test_no_auth_on_loopback_serves_the_local_user(tmp_path: Path) -> None:
     with Memory(Config(path=str(tmp_path / "s")), embedder=HashEmbedder()) as memory:
-        for base in _run_server(memory, auth=False):
+        for base in serve_in_thread(memory, auth=False):
             with httpx.Client(base_url=base) as c:
                 r = c.post("/v1/memories", json={"content": "local", "user_id": "me"})
                 assert r.status_code == 201 and r.json()["workspace"] == "default"

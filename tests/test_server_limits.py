@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.keys import create_api_key
-from engrammar.server import build_app
 from engrammar.server._limits import TokenBucket
-
-
-def _serve(memory: Memory) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(memory), host="127.0.0.1", port=port, log_level="critical")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+from serving import serve_in_thread
 
 
 @pytest.fixture
@@ -48,7 +25,7 @@ def limited(tmp_path: object) -> Iterator[tuple[str, Memory, str, str]]:
     memory = Memory(config, embedder=HashEmbedder())
     key_a = create_api_key(memory.store, "team-a")[0]
     key_b = create_api_key(memory.store, "team-b")[0]
-    for base in _serve(memory):
+    for base in serve_in_thread(memory):
         yield base, memory, key_a, key_b
     memory.close()
 

@@ -1,0 +1,40 @@
+"""A real `engrammar serve` app on a loopback port, in a thread of the test process."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import uvicorn
+
+from engrammar import Memory
+from engrammar.server import build_app
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve_in_thread(memory: Memory, auth: bool = True) -> Iterator[str]:
+    """Yields the base URL once the server accepts connections; stops it afterwards."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(memory, auth=auth), host="127.0.0.1", port=port, log_level="critical"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
