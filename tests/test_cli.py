@@ -279,8 +279,7 @@ def test_feedback_and_explain(store: Path) -> None:
 
 
 def test_decision_and_feedback_records(store: Path) -> None:
-    event = js(
-        store,
+    create = [
         "event",
         "create",
         "--agent-id",
@@ -303,33 +302,10 @@ def test_decision_and_feedback_records(store: Path) -> None:
         "A 4xx means the request is wrong; sending it again won't fix it.",
         "--source-event-id",
         "evt-1",
-    )
+    ]
+    event = js(store, *create)
     assert event["state"] == "corrected" and event["workspace"] == "payments-api"
-    again = js(
-        store,
-        "event",
-        "create",
-        "--agent-id",
-        "codex",
-        "-w",
-        "payments-api",
-        "--input-context",
-        "Add retries to the webhook sender",
-        "--ai-output",
-        "Retry every 30 seconds until it succeeds.",
-        "--user-reaction",
-        "Changed the retry policy",
-        "--user-correction",
-        "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
-        "--corrected-output",
-        "Exponential backoff, max 5 attempts, skip 4xx.",
-        "--state",
-        "corrected",
-        "--reason",
-        "A 4xx means the request is wrong; sending it again won't fix it.",
-        "--source-event-id",
-        "evt-1",
-    )
+    again = js(store, *create)
     assert again["id"] == event["id"]
     listed = js(store, "event", "list", "-w", "payments-api", "-a", "codex")["feedback_events"]
     assert [e["id"] for e in listed] == [event["id"]]

@@ -916,20 +916,15 @@ class PostgresStore:
 
     # -- graph -----------------------------------------------------------------------------------
     def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        rows = self._read(
-            "reading edges",
-            lambda c: c.execute(
-                "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                "AND src = ANY(%s) AND weight >= %s ORDER BY src, dst, kind",
-                (workspace, ids, min_weight),
-            ).fetchall(),
-        )
-        return [Edge(*r) for r in rows]
+        return self._edges(workspace, ids, min_weight, "src", "dst")
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
+        return self._edges(workspace, ids, min_weight, "dst", "src")
+
+    def _edges(
+        self, workspace: str, ids: Sequence[str], min_weight: float, end: str, other: str
+    ) -> list[Edge]:
+        """Edges whose ``end`` column ("src" or "dst") is one of ``ids``."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
@@ -937,7 +932,7 @@ class PostgresStore:
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                "AND dst = ANY(%s) AND weight >= %s ORDER BY dst, src, kind",
+                f"AND {end} = ANY(%s) AND weight >= %s ORDER BY {end}, {other}, kind",
                 (workspace, ids, min_weight),
             ).fetchall(),
         )
