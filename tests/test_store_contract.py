@@ -380,6 +380,18 @@ def test_vector_search_exact_and_scoped(store: Store) -> None:
     assert store.vector_search(Scope("w2"), query, 5) == []
 
 
+def test_vector_searches_answer_each_row_like_vector_search(store: Store) -> None:
+    _load_corpus(store)
+    queries = EMB.embed(["violin lessons in the evening", "my sister's new job", "hiking"])
+    for scope in (Scope(WS, "alice"), Scope(WS, "alice", "a1"), Scope(WS), Scope("w2")):
+        batch = store.vector_searches(scope, queries, 3)
+        one_by_one = [store.vector_search(scope, q, 3) for q in queries]
+        assert [[h for h, _ in row] for row in batch] == [[h for h, _ in r] for r in one_by_one]
+        for row, single in zip(batch, one_by_one, strict=True):
+            np.testing.assert_allclose([s for _, s in row], [s for _, s in single], atol=1e-5)
+    assert store.vector_searches(Scope(WS, "alice"), queries[:0], 3) == []
+
+
 # -- graph ---------------------------------------------------------------------------------------
 def test_edges_insert_keeps_max_weight_and_filters(store: Store) -> None:
     a, b, c = new("a node"), new("b node"), new("c node")

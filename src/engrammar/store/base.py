@@ -272,6 +272,12 @@ class Store(Protocol):
     def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` (id, cosine) of active memories in scope, best first."""
 
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
+        neighbours of every new memory); one list per row."""
+
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` (id, BM25 score > 0) of active memories in scope, best first."""
 

@@ -204,6 +204,29 @@ class ScopeIndex:
         sims[~mask] = -np.inf
         return self._top(sims, k)
 
+    def vector_searches(
+        self,
+        queries: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` for each row of ``queries``: one matrix product per block of
+        rows (compute-bound, unlike one matrix-vector product per row), so a batch of adds
+        pays for its neighbours' search once."""
+        n = len(self._ids)
+        if not self._slot or k <= 0 or n >= self._ann_threshold:
+            return [self.vector_search(q, k, agent_id, session_id) for q in queries]
+        mask = self._mask(agent_id, session_id)
+        matrix = self._vectors[:n]
+        out: list[list[tuple[str, float]]] = []
+        block = max(1, 4_000_000 // max(n, 1))  # ~16 MB of scores at a time
+        for start in range(0, len(queries), block):
+            sims = np.asarray(queries[start : start + block], dtype=np.float32) @ matrix.T
+            sims[:, ~mask] = -np.inf
+            out += [self._top(row, k) for row in sims]
+        return out
+
     def keyword_search(
         self,
         query_terms: list[str],

@@ -804,6 +804,12 @@ class PostgresStore:
             return self._read("search", run)
         return self._tx("search", run, idempotent=True)
 
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        # The HNSW index answers one vector per query: a batch is a loop of them.
+        return [self.vector_search(scope, q, k) for q in queries]
+
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         query_terms = terms(text)
         if not query_terms or k <= 0:

@@ -654,6 +654,23 @@ class SQLiteStore:
         hits.sort(key=lambda h: -h[1])
         return hits[:k]
 
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        try:
+            parts = self._partitions(scope)
+            out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+            with self._index_lock:
+                for index in parts:
+                    found = index.vector_searches(queries, k, scope.agent_id, scope.session_id)
+                    for row, hits in zip(out, found, strict=True):
+                        row += hits
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+        if len(parts) > 1:
+            out = [sorted(row, key=lambda h: -h[1])[:k] for row in out]
+        return out
+
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         query_terms = terms(text)
         if not query_terms:
