@@ -987,7 +987,7 @@ class PostgresStore:
                     cur.executemany(
                         "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
                         "recall_id, memory_id, value, alignment, context_embedding, created_at) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
                         [
                             (
                                 r.workspace,

@@ -312,10 +312,12 @@ def m004_reply_signals(conn: Conn) -> None:
 
 def m005_reply_signals_by_recall(conn: Conn) -> None:
     """Recall reads reply signals by recall: it finds the recalls whose query matches its own
-    first, then reads just their signals."""
+    first, then reads just their signals. A reply says one thing per memory of its recall, so
+    (recall, memory) is unique, which also makes importing an export twice add nothing."""
     _run(
         conn,
-        "CREATE INDEX reply_signals_recall ON reply_signals (workspace, recall_id)",
+        "CREATE UNIQUE INDEX reply_signals_recall ON reply_signals "
+        "(workspace, recall_id, memory_id)",
     )
 
 

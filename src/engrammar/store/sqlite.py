@@ -827,7 +827,7 @@ class SQLiteStore:
                     if row is not None:
                         changed.append(Edge(*row))
                 conn.executemany(
-                    "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                    "INSERT OR IGNORE INTO reply_signals (workspace, user_id, agent_id, session_id, "
                     "recall_id, memory_id, value, alignment, context_embedding, created_at) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?)",
                     [
