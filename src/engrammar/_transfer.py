@@ -24,7 +24,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+import numpy as np
+
 from . import _validate as v
+from .embed.base import blend_context
 from .errors import ValidationError
 from .models import (
     EDGE_KINDS,
@@ -35,7 +38,7 @@ from .models import (
     ROLES,
     Scope,
 )
-from .recall.text import embedding_text, speaker_of
+from .recall.text import context_sources, embedding_text, speaker_of
 from .store import NewEdge, NewMemory
 from .store.tables import (
     COPY_JSON_FIELDS,
@@ -328,6 +331,24 @@ def _move_records(
     return out
 
 
+def _replies_to(rows: list[dict[str, Any]]) -> list[int | None]:
+    """For each imported memory (in the export's order, the order they were stored), the row
+    it answers within its session, as ``add`` blends a reply's vector with it
+    (``Config.embed_context``); None outside a session. Messages added in one batch without
+    a session were blended within their batch, which the export does not record."""
+    out: list[int | None] = [None] * len(rows)
+    sessions: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        if r["session_id"] is not None:
+            key = (r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
+            sessions.setdefault(key, []).append(i)
+    for members in sessions.values():
+        said = [(speaker_of(rows[i]["metadata"]), rows[i]["role"]) for i in members]
+        for i, source in zip(members, context_sources(said), strict=True):
+            out[i] = None if source is None else members[source]
+    return out
+
+
 def import_jsonl(
     memory: Memory, source: Target, workspace: str | None, progress: Progress | None
 ) -> dict[str, int]:
@@ -369,34 +390,38 @@ def import_jsonl(
         for r in rows
     }
     total = len(rows)
-    new_rows: list[NewMemory] = []
+    parts: list[np.ndarray] = []
     for start in range(0, total, _EMBED_CHUNK):
         chunk = rows[start : start + _EMBED_CHUNK]
-        vectors = memory._embed(
-            [embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk]
+        parts.append(
+            memory._embed([embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk])
         )
-        for r, vector in zip(chunk, vectors, strict=True):
-            scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
-            new_rows.append(
-                NewMemory(
-                    id=rename[r["id"]],
-                    workspace=r["workspace"],
-                    user_id=r["user_id"],
-                    agent_id=r["agent_id"],
-                    session_id=r["session_id"],
-                    role=r["role"],
-                    content=r["content"],
-                    kind=r["kind"],
-                    created_at=r["created_at"] or time.time(),
-                    metadata=r["metadata"],
-                    dedup_key=_dedup_key(scope, r["role"], r["content"]),
-                    embedding=vector,
-                    status=r["status"],
-                    updated_at=r["updated_at"],
-                )
-            )
         if progress:
-            progress(len(new_rows), total)
+            progress(sum(len(p) for p in parts), total)
+    vectors = np.concatenate(parts) if parts else np.zeros((0, memory.embedder.dim), np.float32)
+    if memory.config.embed_context:
+        vectors = blend_context(vectors, _replies_to(rows), memory.config.context_weight)
+    new_rows: list[NewMemory] = []
+    for r, vector in zip(rows, vectors, strict=True):
+        scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
+        new_rows.append(
+            NewMemory(
+                id=rename[r["id"]],
+                workspace=r["workspace"],
+                user_id=r["user_id"],
+                agent_id=r["agent_id"],
+                session_id=r["session_id"],
+                role=r["role"],
+                content=r["content"],
+                kind=r["kind"],
+                created_at=r["created_at"] or time.time(),
+                metadata=r["metadata"],
+                dedup_key=_dedup_key(scope, r["role"], r["content"]),
+                embedding=vector,
+                status=r["status"],
+                updated_at=r["updated_at"],
+            )
+        )
     kept_edges = [
         NewEdge(rename[e.src], rename[e.dst], e.kind, e.weight, e.updated_at)
         for e in edges
