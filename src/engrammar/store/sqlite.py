@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -59,6 +60,9 @@ from .tables import (
 )
 
 __all__ = ["SQLiteStore"]
+
+#: Memory rows kept in memory for ``get_memories`` (about 1 KB each).
+_ROW_CACHE = 20_000
 
 
 def _blob(vector: np.ndarray) -> bytes:
@@ -136,6 +140,11 @@ class SQLiteStore:
         self._dim: int | None = None
         self._indexes: dict[tuple[str, str | None], ScopeIndex] = {}
         self._contexts: dict[tuple[str, str | None], ContextIndex] = {}
+        self._rows: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+        self._rows_lock = threading.Lock()
+        self._rows_rev = 0
+        self._rows_version: int | None = None
+        self._rows_epoch = 0
         self._context_versions: dict[tuple[str, str | None], int | None] = {}
         self._writer = self._connect()
         self._sync_conn = self._connect()
@@ -386,17 +395,69 @@ class SQLiteStore:
         )
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        out: dict[str, MemoryRecord] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+        # Recall reads the rows of ~200 candidates and neighbours several times over; most
+        # were read by the recall before. Rows (immutable tuples) are kept by id until the
+        # change log names the memory; each caller still gets records of its own.
+        cache = self._rows
+        epoch = self._sync_rows()
+        rows: dict[str, tuple[Any, ...]] = {}
+        missing: list[str] = []
+        with self._rows_lock:
+            for memory_id in dict.fromkeys(ids):
+                row = cache.get(memory_id)
+                if row is not None and row[1] == workspace:
+                    cache.move_to_end(memory_id)
+                    rows[memory_id] = row
+                else:
+                    missing.append(memory_id)
+        read: list[tuple[Any, ...]] = []
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self._read(
+            read += self._read(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
-            ):
-                out[row[0]] = _record(row)
-        return out
+            )
+        with self._rows_lock:
+            # Rows read while another thread learned of a change may be stale: not kept.
+            keep = epoch == self._rows_epoch
+            for row in read:
+                rows[row[0]] = row
+                if keep:
+                    cache[row[0]] = row
+            while len(cache) > _ROW_CACHE:
+                cache.popitem(last=False)
+        return {memory_id: _record(row) for memory_id, row in rows.items()}
+
+    def _sync_rows(self) -> int:
+        """Drop the cached rows of memories changed since the last look (by any process, from
+        the change log), and return the cache's epoch (bumped on every drop)."""
+        with self._index_lock:
+            conn = self._sync_conn
+            try:
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if version == self._rows_version:
+                    return self._rows_epoch
+                if self._rows_version is None:  # nothing cached yet: start at the log's end
+                    self._rows_rev = conn.execute(
+                        "SELECT coalesce(max(rev), 0) FROM memory_changes"
+                    ).fetchone()[0]
+                    self._rows_version = version
+                    return self._rows_epoch
+                changed = conn.execute(
+                    "SELECT rev, memory_id FROM memory_changes WHERE rev > ? ORDER BY rev",
+                    (self._rows_rev,),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"read failed: {exc}") from exc
+            with self._rows_lock:
+                if changed:
+                    for _, memory_id in changed:
+                        self._rows.pop(memory_id, None)
+                    self._rows_rev = changed[-1][0]
+                    self._rows_epoch += 1
+                self._rows_version = version
+                return self._rows_epoch
 
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = _scope_where(scope)
