@@ -839,6 +839,10 @@ def test_edges_to_and_edge_counts(store: Store) -> None:
     assert into_c == {(a.id, "semantic"), (b.id, "entity")}
     assert [e.src for e in store.edges_to(WS, [c.id], min_weight=0.5)] == [b.id]
     assert store.edges_to("w2", [c.id]) == []
+    assert [(e.dst, e.kind) for e in store.edges_from(WS, [a.id], kind="sequence")] == [
+        (b.id, "sequence")
+    ]
+    assert store.edges_from(WS, [a.id], min_weight=0.6, kind="sequence") == []
     assert store.edge_counts(WS, [a.id, b.id, c.id, "none"]) == {a.id: 2, b.id: 1, c.id: 0,
                                                                  "none": 0}  # fmt: skip
 

@@ -920,25 +920,35 @@ class PostgresStore:
         return self._read("reading term postings", run)
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        return self._edges(workspace, ids, min_weight, "src", "dst")
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        return self._edges(workspace, ids, min_weight, "src", "dst", kind)
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         return self._edges(workspace, ids, min_weight, "dst", "src")
 
     def _edges(
-        self, workspace: str, ids: Sequence[str], min_weight: float, end: str, other: str
+        self,
+        workspace: str,
+        ids: Sequence[str],
+        min_weight: float,
+        end: str,
+        other: str,
+        kind: str | None = None,
     ) -> list[Edge]:
-        """Edges whose ``end`` column ("src" or "dst") is one of ``ids``."""
+        """Edges whose ``end`` column ("src" or "dst") is one of ``ids`` (of ``kind`` only,
+        if set)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
+        of_kind = "" if kind is None else " AND kind = %s"
         rows = self._read(
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                f"AND {end} = ANY(%s) AND weight >= %s ORDER BY {end}, {other}, kind",
-                (workspace, ids, min_weight),
+                f"AND {end} = ANY(%s) AND weight >= %s{of_kind} ORDER BY {end}, {other}, kind",
+                (workspace, ids, min_weight, *([] if kind is None else [kind])),
             ).fetchall(),
         )
         return [Edge(*r) for r in rows]

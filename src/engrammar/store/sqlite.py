@@ -818,16 +818,26 @@ class SQLiteStore:
         return total, merged
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        return self._edges("src", workspace, ids, min_weight)
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        return self._edges("src", workspace, ids, min_weight, kind)
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         return self._edges("dst", workspace, ids, min_weight)
 
-    def _edges(self, end: str, workspace: str, ids: Sequence[str], min_weight: float) -> list[Edge]:
-        """Edges whose ``end`` ("src" or "dst") is one of ``ids``."""
+    def _edges(
+        self,
+        end: str,
+        workspace: str,
+        ids: Sequence[str],
+        min_weight: float,
+        kind: str | None = None,
+    ) -> list[Edge]:
+        """Edges whose ``end`` ("src" or "dst") is one of ``ids`` (of ``kind`` only, if set)."""
         out: list[Edge] = []
         ids = list(dict.fromkeys(ids))
+        of_kind = "" if kind is None else " AND kind = ?"
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -835,8 +845,8 @@ class SQLiteStore:
                 Edge(*r)
                 for r in self._read(
                     "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = ? "
-                    f"AND {end} IN ({marks}) AND weight >= ?",
-                    [workspace, *chunk, min_weight],
+                    f"AND {end} IN ({marks}) AND weight >= ?{of_kind}",
+                    [workspace, *chunk, min_weight, *([] if kind is None else [kind])],
                 )
             ]
         return out
