@@ -110,6 +110,18 @@ def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def _partition_users(conn: sqlite3.Connection, scope: Scope, table: str) -> list[str | None]:
+    """The users whose (workspace, user) partitions of ``table`` the scope covers."""
+    if scope.user_id is not None:
+        return [scope.user_id]
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT user_id FROM {table} WHERE workspace = ?", (scope.workspace,)
+        )
+    ]
+
+
 class SQLiteStore:
     """The embedded default store (see the module docstring and :class:`~.base.Store`)."""
 
@@ -636,17 +648,8 @@ class SQLiteStore:
         with self._index_lock:
             conn = self._sync_conn
             data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if scope.user_id is not None:
-                users: list[str | None] = [scope.user_id]
-            else:
-                users = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT user_id FROM memories WHERE workspace = ?",
-                        (scope.workspace,),
-                    )
-                ]
             out = []
+            users = _partition_users(conn, scope, "memories")
             for user in users:
                 index = self._indexes.get((scope.workspace, user))
                 if index is None:
@@ -1578,16 +1581,9 @@ class SQLiteStore:
         with self._index_lock:
             conn = self._sync_conn
             data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            users = _partition_users(conn, scope, "reply_signals")
             if scope.user_id is not None:
-                users: list[str | None] = [scope.user_id, None]
-            else:
-                users = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT user_id FROM reply_signals WHERE workspace = ?",
-                        (scope.workspace,),
-                    )
-                ]
+                users.append(None)  # workspace-wide recalls count for every user
             indexes = []
             for user in users:
                 key = (scope.workspace, user)
