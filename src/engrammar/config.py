@@ -122,8 +122,9 @@ class Config:
     )
     neighbour_weight: float = _opt(
         0.3,
-        "Share of the best conversation neighbour's relevance, times the sequence edge's weight, "
-        "added to a memory's relevance; 0 switches it off.",
+        "Share of the best conversation neighbour's relevance (less half the memory's own: "
+        "support fills a gap), times the sequence edge's weight, added to a memory's "
+        "relevance; 0 switches it off.",
     )
     second_neighbour_weight: float = _opt(
         0.6,
