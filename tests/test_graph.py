@@ -36,6 +36,24 @@ def test_semantic_edges_both_ways_above_threshold() -> None:
     assert all(0.01 <= p.weight <= 1 for p in out)
 
 
+def test_semantic_edges_per_memory_keep_the_same_capped_edges() -> None:
+    # A batch of near-duplicates (three tight clusters): proposing each memory's nearest only
+    # must leave cap_edges with exactly the edges that proposing every pair gives.
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((3, 16))
+    vecs = np.concatenate([c + 0.15 * rng.standard_normal((20, 16)) for c in centres])
+    vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+    ids = [f"n{i}" for i in range(len(vecs))]
+    hits = [[("old", 0.6)] for _ in ids]
+    every = semantic_edges(ids, vecs, hits, 0.5, 0.01, 1.0)
+    nearest = semantic_edges(ids, vecs, hits, 0.5, 0.01, 1.0, per_memory=5)
+    assert len(nearest) < len(every)
+    kept = cap_edges(nearest, set(ids), {"old": 0}, 5)
+    assert {(p.src, p.dst, p.weight) for p in kept} == {
+        (p.src, p.dst, p.weight) for p in cap_edges(every, set(ids), {"old": 0}, 5)
+    }
+
+
 def test_sequence_edges_chain_the_conversation() -> None:
     out = sequence_edges(["b", "c"], "a", 0.5)
     assert {(p.src, p.dst) for p in out} == {("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -120,8 +121,8 @@ def _snapshot(location: str) -> dict[str, object]:
             for ws in ("default",)
         }
         out["facts"] = repr(mem.store.learning_facts(Scope("default", "alice"), []))
-        alice = [m.id for m in mem.store.list_memories(Scope("default", "alice"), 100, 0)]
-        replies = mem.store.reply_facts(Scope("default", "alice"), alice, 0.0, 100)
+        anything = np.eye(mem.embedder.dim, dtype=np.float32)[0]  # every recall is >= -2
+        replies = mem.store.reply_facts(Scope("default", "alice"), lambda: anything, -2.0, 0.0, 100)
         assert replies  # the reply to the "peanuts" recall was kept
         out["replies"] = repr(sorted(replies, key=lambda r: (r.recall_id, r.memory_id)))
         for m in out["list:default"]:  # type: ignore[attr-defined]

@@ -24,6 +24,7 @@ from engrammar.models import Scope
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
 from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
+from engrammar.store.base import ReplySignal
 
 EMB = HashEmbedder()
 WS = "default"
@@ -379,6 +380,18 @@ def test_vector_search_exact_and_scoped(store: Store) -> None:
     assert store.vector_search(Scope("w2"), query, 5) == []
 
 
+def test_vector_searches_answer_each_row_like_vector_search(store: Store) -> None:
+    _load_corpus(store)
+    queries = EMB.embed(["violin lessons in the evening", "my sister's new job", "hiking"])
+    for scope in (Scope(WS, "alice"), Scope(WS, "alice", "a1"), Scope(WS), Scope("w2")):
+        batch = store.vector_searches(scope, queries, 3)
+        one_by_one = [store.vector_search(scope, q, 3) for q in queries]
+        assert [[h for h, _ in row] for row in batch] == [[h for h, _ in r] for r in one_by_one]
+        for row, single in zip(batch, one_by_one, strict=True):
+            np.testing.assert_allclose([s for _, s in row], [s for _, s in single], atol=1e-5)
+    assert store.vector_searches(Scope(WS, "alice"), queries[:0], 3) == []
+
+
 # -- graph ---------------------------------------------------------------------------------------
 def test_edges_insert_keeps_max_weight_and_filters(store: Store) -> None:
     a, b, c = new("a node"), new("b node"), new("c node")
@@ -443,6 +456,66 @@ def test_adjust_edges_consumes_recall_once(store: Store) -> None:
     assert [round(e.weight, 9) for e in store.edges_from(WS, [a.id])] == [0.6]
     rec = store.get_recall(Scope(WS, "alice"), "r1")
     assert rec is not None and rec.consumed_at is not None
+
+
+def _unit(*values: float) -> np.ndarray:
+    v = np.zeros(EMB.dim, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)
+
+
+def _feed_back(
+    store: Store, recall_id: str, context: np.ndarray, verdicts: dict[str, float]
+) -> None:
+    t = time.time()
+    store.save_recall(RecallRecord(recall_id, WS, "alice", None, None, "q", t, list(verdicts)))
+    signals = [
+        ReplySignal(WS, "alice", None, None, recall_id, m, v, 0.5, t, context)
+        for m, v in verdicts.items()
+    ]
+    assert store.adjust_edges(WS, [], LO, HI, recall_id, signals) is not None
+
+
+def test_reply_facts_follow_the_matching_recalls(backend: Backend) -> None:
+    store, other = backend.open(), backend.open()
+    a, b, c = new("apples"), new("bread"), new("cheese")
+    add(store, a, b, c)
+    near, far = _unit(1.0), _unit(0.0, 1.0)
+    _feed_back(store, "r-near", near, {a.id: 1.0, b.id: -1.0})
+    _feed_back(store, "r-far", far, {c.id: 1.0, b.id: 1.0})
+    alice = Scope(WS, "alice")
+    got = store.reply_facts(alice, lambda: _unit(1.0, 0.1), 0.9, 0.0, 100)
+    assert {(r.recall_id, r.memory_id, r.value) for r in got} == {
+        ("r-near", a.id, 1.0),
+        ("r-near", b.id, -1.0),
+    }
+    assert np.allclose(got[0].context_vec, near, atol=1e-6)
+    # A rating's own recall is read whatever its query: only the pair it names.
+    got = store.reply_facts(alice, lambda: near, 0.9, 0.0, 100, witnesses=[("r-far", c.id)])
+    assert {(r.recall_id, r.memory_id) for r in got} == {
+        ("r-near", a.id),
+        ("r-near", b.id),
+        ("r-far", c.id),
+    }
+    assert next(r for r in got if r.recall_id == "r-far").context_vec @ far > 0.999
+    # Another client's feedback is seen at once; the newest ``limit`` recalls are kept.
+    _feed_back(other, "r-near2", _unit(1.0, 0.05), {c.id: 1.0})
+    got = store.reply_facts(alice, lambda: near, 0.9, 0.0, 1)
+    assert {r.recall_id for r in got} == {"r-near2"}
+
+    # Other users, old signals, forgotten memories and deleted signals are not returned.
+    def unwanted() -> np.ndarray:
+        raise AssertionError("a scope without fed-back recalls needs no query vector")
+
+    assert store.reply_facts(Scope(WS, "bob"), unwanted, 0.9, 0.0, 100) == []
+    assert store.reply_facts(alice, lambda: near, 0.9, time.time() + 60, 100) == []
+    store.forget(alice, [a.id])
+    assert {r.memory_id for r in store.reply_facts(alice, lambda: near, 0.9, 0.0, 100)} == {
+        b.id,
+        c.id,
+    }
+    other.forget(alice, None)
+    assert store.reply_facts(alice, lambda: near, -2.0, 0.0, 100) == []
 
 
 # -- recalls -------------------------------------------------------------------------------------

@@ -5,9 +5,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.recall.text import embedding_text
 
 
 def _edge(mem: Memory, src: str, dst: str) -> None:
@@ -101,3 +103,31 @@ def test_a_bad_line_names_itself_and_writes_nothing(mem: Memory, tmp_path: Path)
     with pytest.raises(ValidationError, match="line 2"):
         mem.import_(source)
     assert mem.stats()["memories"] == 0
+
+
+def test_import_blends_replies_as_add_did(tmp_path: Path) -> None:
+    # A reply's vector leans on the message it answers (Config.embed_context); the export
+    # holds no vectors, so import must blend again for recall to rank the same.
+    turns = [
+        ("Ana", "I moved to Porto in March."),
+        ("Ben", "How do you like it there?"),
+        ("Ana", "Love the river walks."),
+        ("Ana", "And the bakeries."),
+        ("Ben", "Sounds great."),
+    ]
+    messages = [{"role": "user", "name": n, "content": c} for n, c in turns]
+    out = tmp_path / "s.jsonl"
+    with Memory(Config(path=str(tmp_path / "a")), embedder=HashEmbedder()) as source:
+        ids = source.add(messages, user_id="u", session_id="s1")
+        source.add("Unrelated note.", user_id="u")
+        source.export(out)
+        before = source.store.vectors("default", ids)
+    with Memory(Config(path=str(tmp_path / "b")), embedder=HashEmbedder()) as fresh:
+        fresh.import_(out)
+        after = fresh.store.vectors("default", ids)
+        plain = fresh.embedder.embed([embedding_text(c, n) for n, c in turns])
+    for memory_id in ids:
+        np.testing.assert_allclose(after[memory_id], before[memory_id], atol=1e-6)
+    # The replies really were blended (the second and third answer another speaker).
+    assert float(after[ids[1]] @ plain[1]) < 0.999 and float(after[ids[2]] @ plain[2]) < 0.999
+    assert float(after[ids[3]] @ plain[3]) > 0.999  # the same speaker again: not a reply

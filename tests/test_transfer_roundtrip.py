@@ -1,6 +1,7 @@
 """Export -> import into a fresh store -> export again gives the same content: every record
 kind (memories with every status, edges, recalls, feedback events with their decision
-memories, decision reviews, preference pairs, logged events, ratings with corrections)."""
+memories, decision reviews, preference pairs, logged events, ratings with corrections, the
+signals of replies sent through feedback)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.models import Scope
 
 
 def _rich(mem: Memory) -> None:
@@ -69,7 +72,7 @@ def test_round_trip_keeps_every_record_kind(mem: Memory, tmp_path: Path) -> None
     assert kinds >= {
         "engrammar-export", "memory", "edge", "record", "recalls", "feedback_events",
         "decision_memories", "decision_reviews", "preference_pairs", "logged_events",
-        "memory_ratings",
+        "memory_ratings", "reply_signals",
     }  # fmt: skip
     assert {x["status"] for x in lines if x["type"] == "memory"} == {"active", "superseded"}
     assert all(x.get("workspace", "default") == "default" for x in lines[1:])
@@ -102,6 +105,16 @@ def test_round_trip_keeps_every_record_kind(mem: Memory, tmp_path: Path) -> None
             }
 
         assert counts(fresh) == counts(mem)
+
+        # The reply's signals came back with their recall's query as context.
+        def signals(m: Memory) -> list[tuple[str, str, float, tuple[float, ...]]]:
+            every = np.eye(m.embedder.dim, dtype=np.float32)[0]  # any recall is >= -2
+            return sorted(
+                (r.recall_id, r.memory_id, r.value, tuple(np.round(r.context_vec, 5)))
+                for r in m.store.reply_facts(Scope("default", "alice"), lambda: every, -2, 0, 99)
+            )
+
+        assert signals(fresh) == signals(mem) and signals(mem)
 
 
 def test_round_trip_of_one_user_into_another_workspace(mem: Memory, tmp_path: Path) -> None:
@@ -150,6 +163,19 @@ def test_a_bad_record_names_its_line_and_writes_nothing(mem: Memory, tmp_path: P
         with pytest.raises(ValidationError) as info:
             fresh.import_(out)
         assert info.value.field == f"line {i + 1}: verdict"
+        assert fresh.stats()["memories"] == 0
+
+
+def test_a_reply_signal_without_its_recall_is_refused(mem: Memory, tmp_path: Path) -> None:
+    _rich(mem)
+    out = tmp_path / "e.jsonl"
+    mem.export(out)
+    lines = [x for x in _lines(out) if x.get("table") != "recalls"]
+    out.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    with Memory(Config(path=str(tmp_path / "fresh")), embedder=HashEmbedder()) as fresh:
+        with pytest.raises(ValidationError) as info:
+            fresh.import_(out)
+        assert info.value.field == "reply_signals: recall_id"
         assert fresh.stats()["memories"] == 0
 
 

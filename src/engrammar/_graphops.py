@@ -81,13 +81,9 @@ def build_edges(
     vectors = np.stack([np.asarray(r.embedding, dtype=np.float32) for r in rows])
     look = min(config.graph_semantic_threshold, config.tension_min_similarity)
     own = set(ids)
+    found = store.vector_searches(gscope, vectors, cap + (len(own) if replacing else 0))
     hits = [
-        [
-            (mid, cos)
-            for mid, cos in store.vector_search(gscope, vec, cap + (len(own) if replacing else 0))
-            if cos >= look and mid not in own
-        ][:cap]
-        for vec in vectors
+        [(mid, cos) for mid, cos in row if cos >= look and mid not in own][:cap] for row in found
     ]
     proposals = semantic_edges(
         ids,
@@ -96,6 +92,7 @@ def build_edges(
         config.graph_semantic_threshold,
         lo,
         hi,
+        per_memory=cap,
     )
     previous = None
     if scope.session_id is not None and not replacing:

@@ -4,7 +4,9 @@ The first line is a header (``{"type": "engrammar-export", "version": 1, ...}``)
 ``{"type": "memory", ...}`` line per memory, one ``{"type": "edge", ...}`` line per edge
 between exported memories, and one ``{"type": "record", "table": ..., ...}`` line per record
 of the scope: recalls, feedback events (with the links to their decision memories), decision
-reviews, preference pairs, logged events and memory ratings, in the fields of
+reviews, preference pairs, logged events, memory ratings and the signals of replies sent
+through ``feedback`` (their context vector is the embedding of their recall's query), in the
+fields of
 :data:`~engrammar.store.tables.COPY_TABLES`. Vectors are not exported: they belong to an
 embedding model, and import embeds the texts again with the importing store's model, so an
 export is also the way to move a store to another embedder.
@@ -22,7 +24,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
+import numpy as np
+
 from . import _validate as v
+from .embed.base import blend_context
 from .errors import ValidationError
 from .models import (
     EDGE_KINDS,
@@ -33,7 +38,7 @@ from .models import (
     ROLES,
     Scope,
 )
-from .recall.text import embedding_text, speaker_of
+from .recall.text import context_sources, embedding_text, speaker_of
 from .store import NewEdge, NewMemory
 from .store.tables import (
     COPY_JSON_FIELDS,
@@ -208,7 +213,9 @@ _NULLABLE = frozenset(
         "recall_id", "context", "decision_memory_id", "consumed_at", "memory_id",
     }
 )  # fmt: skip
-_NUMBERS = frozenset({"created_at", "consumed_at", "weight", "confidence"})
+_NUMBERS = frozenset({"created_at", "consumed_at", "weight", "confidence", "value", "alignment"})
+#: Tables whose rows have no id of their own.
+_NO_ID = frozenset({"decision_memories", "reply_signals"})
 _CHOICES: dict[str, tuple[str, ...]] = {
     "state": FEEDBACK_STATES,
     "final_decision": FEEDBACK_STATES,
@@ -257,14 +264,20 @@ def _record_row(memory: Memory, line: int, data: dict[str, Any]) -> tuple[str, d
             row[name] = value
         else:
             row[name] = v.text(f(name), value, memory.config.max_content_chars)
-    if table == "memory_ratings" and row["memory_id"] is None:
+    if table in ("memory_ratings", "reply_signals") and row["memory_id"] is None:
         raise ValidationError(f("memory_id"), "is required")
+    if table == "reply_signals":
+        if row["recall_id"] is None:
+            raise ValidationError(f("recall_id"), "is required")
+        if not -1.0 <= row["value"] <= 1.0:
+            raise ValidationError(f("value"), "must be between -1 and 1")
     return table, row
 
 
 def _record_vectors(memory: Memory, records: list[tuple[str, dict[str, Any]]]) -> None:
     """Embed the texts whose vectors a record keeps, as the call that wrote it did."""
     wanted: list[tuple[dict[str, Any], str, str]] = []  # (row, vector field, text)
+    queries = {row["id"]: row["query"] for table, row in records if table == "recalls"}
     for table, row in records:
         if table == "feedback_events":
             wanted.append((row, "context_embedding", row["input_context"]))
@@ -281,6 +294,14 @@ def _record_vectors(memory: Memory, records: list[tuple[str, dict[str, Any]]]) -
             row["context_embedding"] = None
             if row["context"] is not None:
                 wanted.append((row, "context_embedding", row["context"]))
+        elif table == "reply_signals":
+            # A reply's signals count for questions like its recall's: that query's vector.
+            if row["recall_id"] not in queries:
+                raise ValidationError(
+                    "reply_signals: recall_id",
+                    f"the recall {row['recall_id']!r} is not in the import",
+                )
+            wanted.append((row, "context_embedding", queries[row["recall_id"]]))
     for start in range(0, len(wanted), _EMBED_CHUNK):
         chunk = wanted[start : start + _EMBED_CHUNK]
         vectors = memory._embed([text for _, _, text in chunk])
@@ -294,18 +315,37 @@ def _move_records(
     """Records imported into another workspace: new record ids, the memories' new ids."""
     new_ids: dict[str, str] = {}
     for table, row in records:
-        if table != "decision_memories":
+        if table not in _NO_ID:
             new_ids[row["id"]] = uuid.uuid4().hex
     out = []
     for table, row in records:
         moved = rename_memory_refs(table, row, rename)
-        if table != "decision_memories":
+        if table not in _NO_ID:
             moved["id"] = new_ids[row["id"]]
+        if table != "decision_memories":
             moved["workspace"] = workspace
         for name in ("event_id", "recall_id"):
             if moved.get(name) is not None:
                 moved[name] = new_ids.get(moved[name], moved[name])
         out.append((table, moved))
+    return out
+
+
+def _replies_to(rows: list[dict[str, Any]]) -> list[int | None]:
+    """For each imported memory (in the export's order, the order they were stored), the row
+    it answers within its session, as ``add`` blends a reply's vector with it
+    (``Config.embed_context``); None outside a session. Messages added in one batch without
+    a session were blended within their batch, which the export does not record."""
+    out: list[int | None] = [None] * len(rows)
+    sessions: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        if r["session_id"] is not None:
+            key = (r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
+            sessions.setdefault(key, []).append(i)
+    for members in sessions.values():
+        said = [(speaker_of(rows[i]["metadata"]), rows[i]["role"]) for i in members]
+        for i, source in zip(members, context_sources(said), strict=True):
+            out[i] = None if source is None else members[source]
     return out
 
 
@@ -350,34 +390,38 @@ def import_jsonl(
         for r in rows
     }
     total = len(rows)
-    new_rows: list[NewMemory] = []
+    parts: list[np.ndarray] = []
     for start in range(0, total, _EMBED_CHUNK):
         chunk = rows[start : start + _EMBED_CHUNK]
-        vectors = memory._embed(
-            [embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk]
+        parts.append(
+            memory._embed([embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk])
         )
-        for r, vector in zip(chunk, vectors, strict=True):
-            scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
-            new_rows.append(
-                NewMemory(
-                    id=rename[r["id"]],
-                    workspace=r["workspace"],
-                    user_id=r["user_id"],
-                    agent_id=r["agent_id"],
-                    session_id=r["session_id"],
-                    role=r["role"],
-                    content=r["content"],
-                    kind=r["kind"],
-                    created_at=r["created_at"] or time.time(),
-                    metadata=r["metadata"],
-                    dedup_key=_dedup_key(scope, r["role"], r["content"]),
-                    embedding=vector,
-                    status=r["status"],
-                    updated_at=r["updated_at"],
-                )
-            )
         if progress:
-            progress(len(new_rows), total)
+            progress(sum(len(p) for p in parts), total)
+    vectors = np.concatenate(parts) if parts else np.zeros((0, memory.embedder.dim), np.float32)
+    if memory.config.embed_context:
+        vectors = blend_context(vectors, _replies_to(rows), memory.config.context_weight)
+    new_rows: list[NewMemory] = []
+    for r, vector in zip(rows, vectors, strict=True):
+        scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
+        new_rows.append(
+            NewMemory(
+                id=rename[r["id"]],
+                workspace=r["workspace"],
+                user_id=r["user_id"],
+                agent_id=r["agent_id"],
+                session_id=r["session_id"],
+                role=r["role"],
+                content=r["content"],
+                kind=r["kind"],
+                created_at=r["created_at"] or time.time(),
+                metadata=r["metadata"],
+                dedup_key=_dedup_key(scope, r["role"], r["content"]),
+                embedding=vector,
+                status=r["status"],
+                updated_at=r["updated_at"],
+            )
+        )
     kept_edges = [
         NewEdge(rename[e.src], rename[e.dst], e.kind, e.weight, e.updated_at)
         for e in edges

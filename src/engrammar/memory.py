@@ -611,10 +611,27 @@ class Memory:
         events, pairs, ratings = self.store.learning_facts(
             scope, ids, since=since, limit=cfg.feedback_records_limit
         )
-        replies = self.store.reply_facts(scope, ids, since, cfg.feedback_records_limit)
+        query_vec: list[np.ndarray] = []
+
+        def context() -> np.ndarray:
+            # Embedded at most once, and only when some record may use it.
+            if not query_vec:
+                query_vec.append(self._embed([query])[0])
+            return query_vec[0]
+
+        # Reply signals count only for a matching query (and as witnesses of ratings given
+        # on their recall), so the store searches the recalls' queries before reading any.
+        replies = self.store.reply_facts(
+            scope,
+            context,
+            cfg.feedback_reply_context_min,
+            since,
+            cfg.feedback_records_limit,
+            witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
+        )
         if not (events or pairs or ratings or replies):
             return items
-        qvec = self._embed([query])[0]
+        qvec = context()
         params = LearnParams(
             half_life_days=cfg.feedback_half_life_days,
             min_samples=cfg.feedback_min_samples,

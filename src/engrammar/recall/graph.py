@@ -75,9 +75,17 @@ def semantic_edges(
     threshold: float,
     lo: float,
     hi: float,
+    per_memory: int | None = None,
 ) -> list[EdgeProposal]:
     """Edges to existing memories (``existing_hits[i]`` = nearest stored memories of ``ids[i]``)
-    and among the batch itself, for cosines >= ``threshold``; both directions."""
+    and among the batch itself, for cosines >= ``threshold``; both directions.
+
+    With ``per_memory``, each new memory proposes edges to its ``per_memory`` nearest of the
+    batch only: :func:`cap_edges` keeps no more than that many of its semantic and entity
+    edges, and a pair left out was beyond both memories' nearest (up to ties in weight), so
+    the edges kept are the same while a batch of near-duplicates no longer proposes every
+    pair of itself.
+    """
     out: list[EdgeProposal] = []
     for i, hits in enumerate(existing_hits):
         for other, cos in hits:
@@ -91,11 +99,25 @@ def semantic_edges(
         block = vectors[start : start + 512] @ vectors.T
         for r in range(block.shape[0]):
             i = start + r
-            for j in map(int, np.flatnonzero(block[r] >= threshold)):
-                if j > i and ids[j] != ids[i]:
-                    w = _clamp(float(block[r, j]), lo, hi)
-                    out.append(EdgeProposal(ids[i], ids[j], "semantic", w))
-                    out.append(EdgeProposal(ids[j], ids[i], "semantic", w))
+            row = block[r]
+            if per_memory is None:
+                for j in map(int, np.flatnonzero(row >= threshold)):
+                    if j > i and ids[j] != ids[i]:
+                        w = _clamp(float(row[j]), lo, hi)
+                        out.append(EdgeProposal(ids[i], ids[j], "semantic", w))
+                        out.append(EdgeProposal(ids[j], ids[i], "semantic", w))
+                continue
+            row[i] = -np.inf
+            near = (
+                np.argpartition(-row, per_memory)[: per_memory + 1]
+                if n > per_memory + 1
+                else range(n)
+            )
+            for j in map(int, near):
+                if row[j] >= threshold and ids[j] != ids[i]:
+                    out.append(
+                        EdgeProposal(ids[i], ids[j], "semantic", _clamp(float(row[j]), lo, hi))
+                    )
     return out
 
 

@@ -18,7 +18,7 @@ Contract, for every method:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -48,7 +48,6 @@ __all__ = [
     "ReplySignal",
     "Store",
     "rebuilt_edges",
-    "reply_rows",
 ]
 
 FeedbackRecord = FeedbackEvent | DecisionReview | PreferencePair | LoggedEvent | MemoryRating
@@ -110,25 +109,6 @@ def rebuilt_edges(
         for e in edges
         if e.kind != "sequence"
     ]
-
-
-def reply_rows(rows: Sequence[Sequence[Any]]) -> tuple[list[Sequence[Any]], dict[str, int]]:
-    """Reply-signal rows ``(memory_id, recall_id, value, created_at, seq)`` once per (recall,
-    memory), and per recall the ``seq`` of one of its rows.
-
-    Every signal of a recall carries that recall's query as its context, so a store reads the
-    context vector once per recall (by that ``seq``), not once per signal: a memory recalled
-    and fed back often gathers many signals, and their vectors were most of recall's cost.
-    """
-    seen: set[tuple[str, str]] = set()
-    kept: list[Sequence[Any]] = []
-    first_seq: dict[str, int] = {}
-    for r in rows:
-        if (r[1], r[0]) not in seen:
-            seen.add((r[1], r[0]))
-            kept.append(r)
-            first_seq.setdefault(r[1], r[4])
-    return kept, first_seq
 
 
 @dataclass
@@ -292,6 +272,12 @@ class Store(Protocol):
     def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` (id, cosine) of active memories in scope, best first."""
 
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
+        neighbours of every new memory); one list per row."""
+
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` (id, BM25 score > 0) of active memories in scope, best first."""
 
@@ -424,12 +410,23 @@ class Store(Protocol):
         at or after it; with ``limit``, only the newest ``limit`` events and pairs."""
 
     def reply_facts(
-        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
     ) -> list[ReplyFacts]:
-        """Reply signals created at or after ``since``: those about ``memory_ids``, and the
-        newest ``limit`` positive ones (the reply drew on the memory) of ``scope.user_id``'s
-        recalls (and user-less ones) whose memory is active in ``scope``. Indexed reads, never
-        the whole workspace."""
+        """Reply signals created at or after ``since`` that recall can use: every signal of
+        the newest ``limit`` recalls of ``scope.user_id`` (and user-less ones) whose query has
+        a cosine of at least ``context_min`` with the vector ``context()``, about memories
+        active in ``scope``; and the signals naming a ``(recall_id, memory_id)`` of
+        ``witnesses`` (the recalls ratings were given on), whatever their query.
+
+        ``context`` is called only if the scope has such recalls at all: a scope without
+        feedback costs no query embedding. The cost follows the matching recalls, not the
+        signals stored: the recalls' query vectors are searched first."""
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from ..recall.keyword import BM25Index
 from ..recall.text import terms
 
-__all__ = ["IndexRow", "ScopeIndex", "cosines"]
+__all__ = ["ContextIndex", "IndexRow", "ScopeIndex", "cosines"]
 
 
 def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -39,6 +39,66 @@ class IndexRow:
     created_at: float
     content: str
     embedding: np.ndarray
+
+
+class ContextIndex:
+    """The query vectors of one (workspace, user) partition's fed-back recalls.
+
+    Reply signals count only for a recall whose query nearly matches the current one, and
+    every signal of a recall shares that query, so recall first finds the matching recalls
+    here (one matrix product) and then reads just their signals. Reading every candidate's
+    signals with their vectors instead grew with the feedback given: in a small scope the
+    candidates are the whole scope, and recall's median went 3.3 -> 7.4 ms over 4,000 mixed
+    operations. Append-only, fed from the store's ``seq``: a recall whose signals were
+    deleted only costs a read that finds nothing.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.last_seq = 0
+        self.newest = float("-inf")  # the newest recall's time
+        self._dim = dim
+        self._ids: list[str] = []
+        self._slot: dict[str, int] = {}
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self._times = np.zeros(0, dtype=np.float64)
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self._used = 0
+
+    def __len__(self) -> int:
+        return self._used
+
+    def add(self, seq: int, recall_id: str, created_at: float, vector: np.ndarray) -> None:
+        """Record a signal row; only a recall's first row adds its query vector."""
+        self.last_seq = max(self.last_seq, seq)
+        if recall_id in self._slot:
+            return
+        if self._used == len(self._seqs):
+            grow = max(64, len(self._seqs))
+            self._seqs = np.concatenate([self._seqs, np.zeros(grow, dtype=np.int64)])
+            self._times = np.concatenate([self._times, np.zeros(grow, dtype=np.float64)])
+            self._vectors = np.vstack([self._vectors, np.zeros((grow, self._dim), np.float32)])
+        slot = self._used
+        self._ids.append(recall_id)
+        self._slot[recall_id] = slot
+        self._seqs[slot] = seq
+        self._times[slot] = created_at
+        self.newest = max(self.newest, created_at)
+        self._vectors[slot] = vector
+        self._used += 1
+
+    def vector(self, recall_id: str) -> np.ndarray | None:
+        slot = self._slot.get(recall_id)
+        return None if slot is None else self._vectors[slot]
+
+    def matching(self, query: np.ndarray, minimum: float, since: float) -> list[tuple[int, str]]:
+        """``(seq, recall_id)`` of the recalls since ``since`` whose query has a cosine of at
+        least ``minimum`` with ``query``."""
+        n = self._used
+        if n == 0:
+            return []
+        sims = cosines(self._vectors[:n], query)
+        hits = np.flatnonzero((sims >= minimum) & (self._times[:n] >= since))
+        return [(int(self._seqs[i]), self._ids[i]) for i in hits]
 
 
 class ScopeIndex:
@@ -143,6 +203,29 @@ class ScopeIndex:
         sims = cosines(self._vectors[:n], query)
         sims[~mask] = -np.inf
         return self._top(sims, k)
+
+    def vector_searches(
+        self,
+        queries: np.ndarray,
+        k: int,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`vector_search` for each row of ``queries``: one matrix product per block of
+        rows (compute-bound, unlike one matrix-vector product per row), so a batch of adds
+        pays for its neighbours' search once."""
+        n = len(self._ids)
+        if not self._slot or k <= 0 or n >= self._ann_threshold:
+            return [self.vector_search(q, k, agent_id, session_id) for q in queries]
+        mask = self._mask(agent_id, session_id)
+        matrix = self._vectors[:n]
+        out: list[list[tuple[str, float]]] = []
+        block = max(1, 4_000_000 // max(n, 1))  # ~16 MB of scores at a time
+        for start in range(0, len(queries), block):
+            sims = np.asarray(queries[start : start + block], dtype=np.float32) @ matrix.T
+            sims[:, ~mask] = -np.inf
+            out += [self._top(row, k) for row in sims]
+        return out
 
     def keyword_search(
         self,

@@ -61,7 +61,6 @@ from .base import (
     RecallRecord,
     ReplySignal,
     rebuilt_edges,
-    reply_rows,
 )
 from .postgres_migrations import MIGRATIONS
 from .tables import (
@@ -805,6 +804,12 @@ class PostgresStore:
             return self._read("search", run)
         return self._tx("search", run, idempotent=True)
 
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        # The HNSW index answers one vector per query: a batch is a loop of them.
+        return [self.vector_search(scope, q, k) for q in queries]
+
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         query_terms = terms(text)
         if not query_terms or k <= 0:
@@ -982,7 +987,7 @@ class PostgresStore:
                     cur.executemany(
                         "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
                         "recall_id, memory_id, value, alignment, context_embedding, created_at) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
                         [
                             (
                                 r.workspace,
@@ -1475,50 +1480,70 @@ class PostgresStore:
         return self._tx("reading feedback", run)
 
     def reply_facts(
-        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
     ) -> list[ReplyFacts]:
-        ids = list(dict.fromkeys(memory_ids))
         where, params = _scope_where(scope, "m")
         user_clause = ""
+        user_params: list[Any] = []
         if scope.user_id is not None:
-            user_clause = " AND (r.user_id = %s OR r.user_id IS NULL)"
-            params.append(scope.user_id)
+            user_clause = " AND (user_id = %s OR user_id IS NULL)"
+            user_params.append(scope.user_id)
+        wanted_pairs = set(witnesses)
+        witness_recalls = list({r for r, _ in witnesses})
 
-        def run(conn: Conn) -> tuple[list[Any], dict[str, int], dict[int, np.ndarray]]:
+        def run(conn: Conn) -> list[Any]:
             cur = conn.cursor(binary=True)
-            rows = (
-                cur.execute(
-                    "SELECT memory_id, recall_id, value, created_at, seq "
-                    "FROM reply_signals WHERE workspace = %s AND memory_id = ANY(%s) "
-                    "AND created_at >= %s",
-                    (scope.workspace, ids, since),
-                ).fetchall()
-                if ids
-                else []
-            )
-            rows += cur.execute(
-                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.seq "
+            scoped = f"FROM reply_signals WHERE workspace = %s{user_clause} AND created_at >= %s"
+            any_signal = cur.execute(
+                f"SELECT 1 {scoped} LIMIT 1", [scope.workspace, *user_params, since]
+            ).fetchone()
+            # The matching recalls first (pgvector's distance in the server), then only
+            # their signals: the cost follows the matches, not the signals stored.
+            matched: list[str] = []
+            if any_signal:
+                matched = [
+                    r[0]
+                    for r in cur.execute(
+                        f"SELECT recall_id {scoped} AND context_embedding <=> %b <= %s "
+                        "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s",
+                        [
+                            scope.workspace,
+                            *user_params,
+                            since,
+                            _Vector(context()),
+                            1.0 - context_min,
+                            limit,
+                        ],
+                    ).fetchall()
+                ]
+            recall_ids = list(dict.fromkeys([*matched, *witness_recalls]))
+            if not recall_ids:
+                return []
+            rows = cur.execute(
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
                 "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
-                f"AND m.id = r.memory_id AND m.status = 'active' WHERE {where}{user_clause} "
-                "AND r.value > 0 AND r.created_at >= %s ORDER BY r.seq DESC LIMIT %s",
-                [*params, since, limit],
+                "AND m.id = r.memory_id AND m.status = 'active' "
+                f"WHERE r.workspace = %s AND r.recall_id = ANY(%s) AND r.created_at >= %s "
+                f"AND {where}",
+                [scope.workspace, recall_ids, since, *params],
             ).fetchall()
-            kept, first_seq = reply_rows(rows)
-            contexts = dict(
-                cur.execute(
-                    "SELECT seq, context_embedding FROM reply_signals "
-                    "WHERE workspace = %s AND seq = ANY(%s)",
-                    (scope.workspace, list(first_seq.values())),
-                ).fetchall()
-            )
-            return kept, first_seq, contexts
+            keep = set(matched)
+            return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
 
-        kept, first_seq, contexts = self._tx("reading reply signals", run)
-        return [
-            ReplyFacts(r[0], r[1], r[2], r[3], contexts[first_seq[r[1]]])
-            for r in kept
-            if first_seq[r[1]] in contexts
-        ]
+        rows = self._tx("reading reply signals", run)
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for memory_id, recall_id, value, created_at, vector in rows:
+            if (recall_id, memory_id) not in seen:
+                seen.add((recall_id, memory_id))
+                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector))
+        return out
 
     @staticmethod
     def _forget_feedback(conn: Conn, scope: Scope) -> None:

@@ -310,9 +310,21 @@ def m004_reply_signals(conn: Conn) -> None:
     )
 
 
+def m005_reply_signals_by_recall(conn: Conn) -> None:
+    """Recall reads reply signals by recall: it finds the recalls whose query matches its own
+    first, then reads just their signals. A reply says one thing per memory of its recall, so
+    (recall, memory) is unique, which also makes importing an export twice add nothing."""
+    _run(
+        conn,
+        "CREATE UNIQUE INDEX reply_signals_recall ON reply_signals "
+        "(workspace, recall_id, memory_id)",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
     m003_api_keys,
     m004_reply_signals,
+    m005_reply_signals_by_recall,
 ]

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -43,9 +43,8 @@ from .base import (
     RecallRecord,
     ReplySignal,
     rebuilt_edges,
-    reply_rows,
 )
-from .index import IndexRow, ScopeIndex
+from .index import ContextIndex, IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
 from .tables import (
     COPY_BOOL_FIELDS,
@@ -136,6 +135,8 @@ class SQLiteStore:
         self._closed = False
         self._dim: int | None = None
         self._indexes: dict[tuple[str, str | None], ScopeIndex] = {}
+        self._contexts: dict[tuple[str, str | None], ContextIndex] = {}
+        self._context_versions: dict[tuple[str, str | None], int | None] = {}
         self._writer = self._connect()
         self._sync_conn = self._connect()
         self._migrate()
@@ -653,6 +654,23 @@ class SQLiteStore:
         hits.sort(key=lambda h: -h[1])
         return hits[:k]
 
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        try:
+            parts = self._partitions(scope)
+            out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+            with self._index_lock:
+                for index in parts:
+                    found = index.vector_searches(queries, k, scope.agent_id, scope.session_id)
+                    for row, hits in zip(out, found, strict=True):
+                        row += hits
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+        if len(parts) > 1:
+            out = [sorted(row, key=lambda h: -h[1])[:k] for row in out]
+        return out
+
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         query_terms = terms(text)
         if not query_terms:
@@ -809,7 +827,7 @@ class SQLiteStore:
                     if row is not None:
                         changed.append(Edge(*row))
                 conn.executemany(
-                    "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                    "INSERT OR IGNORE INTO reply_signals (workspace, user_id, agent_id, session_id, "
                     "recall_id, memory_id, value, alignment, context_embedding, created_at) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?)",
                     [
@@ -1411,46 +1429,111 @@ class SQLiteStore:
         return list(events.values()), pairs, ratings
 
     def reply_facts(
-        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
     ) -> list[ReplyFacts]:
-        ids = list(dict.fromkeys(memory_ids))
+        found, known = self._matching_recalls(scope, context, context_min, since)
+        matched = [r for _, r in sorted(found, reverse=True)[:limit]]
+        wanted_pairs = set(witnesses)
+        recall_ids = list(dict.fromkeys([*matched, *(r for r, _ in witnesses)]))
+        if not recall_ids:
+            return []
+        where, params = _scope_where(scope, "m")
+        matched_set = set(matched)
         rows: list[Any] = []
-        for first in range(0, len(ids), 500):
-            chunk = ids[first : first + 500]
+        for first in range(0, len(recall_ids), 500):
+            chunk = recall_ids[first : first + 500]
             marks = ",".join("?" * len(chunk))
             rows += self._read(
-                "SELECT memory_id, recall_id, value, created_at, seq "
-                f"FROM reply_signals WHERE workspace = ? AND memory_id IN ({marks}) "
-                "AND created_at >= ?",
-                [scope.workspace, *chunk, since],
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at "
+                "FROM reply_signals r JOIN memories m ON m.id = r.memory_id "
+                f"AND m.status = 'active' WHERE r.workspace = ? AND r.recall_id IN ({marks}) "
+                f"AND r.created_at >= ? AND r.workspace = m.workspace AND {where}",
+                [scope.workspace, *chunk, since, *params],
             )
-        where, params = _scope_where(scope, "m")
-        user_clause = ""
-        if scope.user_id is not None:
-            user_clause = " AND (r.user_id = ? OR r.user_id IS NULL)"
-            params.append(scope.user_id)
-        rows += self._read(
-            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.seq "
-            "FROM reply_signals r JOIN memories m ON m.id = r.memory_id "
-            f"AND m.status = 'active' WHERE {where} AND r.workspace = m.workspace{user_clause} "
-            "AND r.value > 0 AND r.created_at >= ? ORDER BY r.seq DESC LIMIT ?",
-            [*params, since, limit],
-        )
-        kept, first_seq = reply_rows(rows)
-        contexts: dict[int, np.ndarray] = {}
-        seqs = list(first_seq.values())
-        for first in range(0, len(seqs), 500):
-            part = seqs[first : first + 500]
+        rows = [r for r in rows if r[1] in matched_set or (r[1], r[0]) in wanted_pairs]
+        missing = list({r[1] for r in rows} - set(known))
+        for first in range(0, len(missing), 500):
+            part = missing[first : first + 500]
             marks = ",".join("?" * len(part))
-            for seq, blob in self._read(
-                f"SELECT seq, context_embedding FROM reply_signals WHERE seq IN ({marks})", part
+            for recall_id, blob in self._read(
+                "SELECT recall_id, context_embedding FROM reply_signals "
+                f"WHERE workspace = ? AND recall_id IN ({marks}) GROUP BY recall_id",
+                [scope.workspace, *part],
             ):
-                contexts[seq] = _vec(blob)
-        return [
-            ReplyFacts(r[0], r[1], r[2], r[3], contexts[first_seq[r[1]]])
-            for r in kept
-            if first_seq[r[1]] in contexts
-        ]
+                known[recall_id] = _vec(blob)
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for memory_id, recall_id, value, created_at in rows:
+            if (recall_id, memory_id) not in seen and recall_id in known:
+                seen.add((recall_id, memory_id))
+                out.append(ReplyFacts(memory_id, recall_id, value, created_at, known[recall_id]))
+        return out
+
+    def _matching_recalls(
+        self, scope: Scope, context: Callable[[], np.ndarray], context_min: float, since: float
+    ) -> tuple[list[tuple[int, str]], dict[str, np.ndarray]]:
+        """The fed-back recalls of the scope's users whose query matches ``context`` (see
+        :class:`~.index.ContextIndex`), as ``(seq, recall_id)``, and their query vectors.
+        Each partition's index catches up from ``seq`` whenever the database changed."""
+        with self._index_lock:
+            conn = self._sync_conn
+            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if scope.user_id is not None:
+                users: list[str | None] = [scope.user_id, None]
+            else:
+                users = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT DISTINCT user_id FROM reply_signals WHERE workspace = ?",
+                        (scope.workspace,),
+                    )
+                ]
+            indexes = []
+            for user in users:
+                key = (scope.workspace, user)
+                index = self._contexts.get(key)
+                if index is None:
+                    index = self._contexts[key] = ContextIndex(self._dimension())
+                    self._context_versions[key] = None
+                if self._context_versions[key] != data_version:
+                    self._catch_up(index, scope.workspace, user)
+                    self._context_versions[key] = data_version
+                if index.newest >= since:
+                    indexes.append(index)
+        matched: list[tuple[int, str]] = []
+        known: dict[str, np.ndarray] = {}
+        if not indexes:
+            return matched, known
+        query = context()  # embedding may take milliseconds: not under the lock
+        with self._index_lock:
+            for index in indexes:
+                for seq, recall_id in index.matching(query, context_min, since):
+                    matched.append((seq, recall_id))
+                    vector = index.vector(recall_id)
+                    if vector is not None:
+                        known[recall_id] = vector.copy()
+        return matched, known
+
+    def _catch_up(self, index: ContextIndex, workspace: str, user: str | None) -> None:
+        conn = self._sync_conn
+        try:
+            # A recall's signals share its query, time and transaction: one row each.
+            for first, last, recall_id, created_at, blob in conn.execute(
+                "SELECT min(seq), max(seq), recall_id, created_at, context_embedding "
+                "FROM reply_signals WHERE workspace = ? AND user_id IS ? AND seq > ? "
+                "GROUP BY recall_id ORDER BY 1",
+                (workspace, user, index.last_seq),
+            ):
+                index.add(first, recall_id, created_at, _vec(blob))
+                index.last_seq = max(index.last_seq, last)
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
 
     def _feedback_counts(self, scope: Scope) -> dict[str, int]:
         out = {}

@@ -129,6 +129,7 @@ RECORD_TABLES = (
     "preference_pairs",
     "logged_events",
     "memory_ratings",
+    "reply_signals",
 )
 #: Fields of those tables that hold one memory id.
 MEMORY_REF_FIELDS = frozenset({"memory_id", "correction_memory_id", "decision_memory_id"})
