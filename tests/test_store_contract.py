@@ -226,6 +226,25 @@ def test_update_content_metadata_status_and_history(store: Store) -> None:
     assert row.id not in dict(store.vector_search(Scope(WS, "alice"), moved.embedding, 5))
 
 
+def test_get_memories_sees_other_clients_changes(backend: Backend) -> None:
+    store, other = backend.open(), backend.open()
+    a, b = new("first text"), new("second text")
+    add(store, a, b)
+    assert store.get_memories(WS, [a.id, b.id])[a.id].content == "first text"  # read once
+    emb = EMB.embed(["changed text"])[0]
+    other.update_memory(
+        WS, a.id, content="changed text", embedding=emb, dedup_key="k2", metadata={"x": 1},
+        status=None, reason="edit",
+    )  # fmt: skip
+    other.forget(Scope(WS, "alice"), [b.id])
+    got = store.get_memories(WS, [a.id, b.id])
+    assert (got[a.id].content, got[a.id].metadata) == ("changed text", {"x": 1})
+    assert b.id not in got
+    got[a.id].metadata["x"] = 2  # a caller's record is its own
+    assert store.get_memories(WS, [a.id])[a.id].metadata == {"x": 1}
+    assert store.get_memories("elsewhere", [a.id]) == {}
+
+
 def test_update_errors_leave_memory_unchanged(store: Store) -> None:
     a, b = new("first text"), new("second text")
     add(store, a, b)
@@ -820,6 +839,10 @@ def test_edges_to_and_edge_counts(store: Store) -> None:
     assert into_c == {(a.id, "semantic"), (b.id, "entity")}
     assert [e.src for e in store.edges_to(WS, [c.id], min_weight=0.5)] == [b.id]
     assert store.edges_to("w2", [c.id]) == []
+    assert [(e.dst, e.kind) for e in store.edges_from(WS, [a.id], kind="sequence")] == [
+        (b.id, "sequence")
+    ]
+    assert store.edges_from(WS, [a.id], min_weight=0.6, kind="sequence") == []
     assert store.edge_counts(WS, [a.id, b.id, c.id, "none"]) == {a.id: 2, b.id: 1, c.id: 0,
                                                                  "none": 0}  # fmt: skip
 

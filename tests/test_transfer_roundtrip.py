@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.learn.scoring import verdict
 from engrammar.models import Scope
 
 
@@ -195,3 +196,36 @@ def test_round_trip_on_postgresql(pg_server: Any, tmp_path: Path) -> None:
         lite.import_(first)
         lite.export(tmp_path / "third.jsonl")
     assert _lines(tmp_path / "third.jsonl") == _lines(first)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_reviews_of_an_event_known_by_its_source_id_join_the_stored_event(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    def open_store(name: str) -> Memory:
+        if backend == "sqlite":
+            return Memory(Config(path=str(tmp_path / name)), embedder=HashEmbedder())
+        pg = request.getfixturevalue("pg_server")
+        return Memory(Config(store=pg.new_database()), embedder=HashEmbedder())
+
+    out = tmp_path / "a.jsonl"
+    with open_store("a") as a:
+        event = a.create_feedback_event(
+            "Pick a database", "Use Mongo.", "corrected", user_correction="Use Postgres.",
+            source_event_id="ticket-1", user_id="u",
+        )  # fmt: skip
+        a.create_decision_review(event.id, "adopted", reason="Mongo was fine", user_id="u")
+        a.export(out)
+    with open_store("b") as b:
+        mine = b.create_feedback_event(
+            "Pick a database", "Use Mongo.", "corrected", user_correction="Use Postgres.",
+            source_event_id="ticket-1", user_id="u",
+        )  # fmt: skip
+        b.import_(out)
+        events = b.store.list_feedback_records("feedback_event", Scope("default"), 10, 0)
+        reviews = b.store.list_feedback_records("decision_review", Scope("default"), 10, 0)
+        assert [e.id for e in events] == [mine.id]
+        assert [r.event_id for r in reviews] == [mine.id]  # type: ignore[attr-defined]
+        # The review counts: the stored event's verdict is now the AI's output.
+        facts, _, _ = b.store.learning_facts(Scope("default", "u"), [])
+        assert [verdict(e) for e in facts] == ["adopted"]

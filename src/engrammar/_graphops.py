@@ -283,7 +283,7 @@ def recall_tensions(
     by_id = {r.id: r for r in records}
     pairs = {
         tuple(sorted((e.src, e.dst)))
-        for e in store.edges_from(workspace, list(by_id))
+        for e in store.edges_from(workspace, list(by_id), kind="contradicts")
         if e.kind == "contradicts" and e.dst in by_id
     }
     if not pairs:

@@ -208,7 +208,7 @@ def _sequence_links(
     """Per id, its sequence neighbours ``(id, edge weight)`` and, with ``two_hops``, the
     memories two sequence edges away ``(id, weaker edge weight)``."""
     neighbours: dict[str, list[tuple[str, float]]] = {}
-    for edge in store.edges_from(scope.workspace, ids):
+    for edge in store.edges_from(scope.workspace, ids, kind="sequence"):
         if edge.kind == "sequence":
             neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
     second: dict[str, list[tuple[str, float]]] = {}
@@ -216,7 +216,7 @@ def _sequence_links(
         return neighbours, second
     middle = sorted({dst for outs in neighbours.values() for dst, _ in outs})
     onward: dict[str, list[tuple[str, float]]] = {}
-    for edge in store.edges_from(scope.workspace, middle):
+    for edge in store.edges_from(scope.workspace, middle, kind="sequence"):
         if edge.kind == "sequence":
             onward.setdefault(edge.src, []).append((edge.dst, edge.weight))
     for src, outs in neighbours.items():

@@ -296,8 +296,11 @@ class Store(Protocol):
         """
 
     # -- graph ---------------------------------------------------------------------------------
-    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        """Edges leaving any of ``ids`` with weight >= ``min_weight``."""
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        """Edges leaving any of ``ids`` with weight >= ``min_weight`` (of ``kind`` only, if
+        given)."""
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         """Edges arriving at any of ``ids`` with weight >= ``min_weight``."""

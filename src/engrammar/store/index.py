@@ -215,7 +215,9 @@ class ScopeIndex:
         rows (compute-bound, unlike one matrix-vector product per row), so a batch of adds
         pays for its neighbours' search once."""
         n = len(self._ids)
-        if not self._slot or k <= 0 or n >= self._ann_threshold:
+        # A few rows: matrix-vector products by einsum (see :func:`cosines`); BLAS's threads
+        # made one row of a single add take ~5 ms instead of ~0.1 ms on a busy machine.
+        if not self._slot or k <= 0 or n >= self._ann_threshold or len(queries) < 16:
             return [self.vector_search(q, k, agent_id, session_id) for q in queries]
         mask = self._mask(agent_id, session_id)
         matrix = self._vectors[:n]

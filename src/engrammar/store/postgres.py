@@ -436,12 +436,30 @@ class PostgresStore:
         def run(conn: Conn) -> list[tuple[str, bool]]:
             out = add(conn)
             rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
+            known: dict[str, str] = {}
             for table in RECORD_TABLES:
                 mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
-                if mine:
-                    sql, params = self._copy_insert(table, mine)
-                    with conn.cursor() as cur:
-                        cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
+                if not mine:
+                    continue
+                if table == "decision_reviews" and known:
+                    # Reviews of an event skipped as known are about the stored event.
+                    mine = [
+                        {**r, "event_id": known.get(r["event_id"], r["event_id"])} for r in mine
+                    ]
+                sql, params = self._copy_insert(table, mine)
+                with conn.cursor() as cur:
+                    cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
+                if table == "feedback_events":
+                    for row in mine:
+                        if row.get("source_event_id") is None:
+                            continue
+                        found = conn.execute(
+                            "SELECT id FROM feedback_events WHERE workspace = %s "
+                            "AND source_event_id = %s",
+                            (row["workspace"], row["source_event_id"]),
+                        ).fetchone()
+                        if found is not None and found[0] != row["id"]:
+                            known[row["id"]] = found[0]
             return out
 
         return self._tx("import", run)
@@ -920,25 +938,35 @@ class PostgresStore:
         return self._read("reading term postings", run)
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        return self._edges(workspace, ids, min_weight, "src", "dst")
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        return self._edges(workspace, ids, min_weight, "src", "dst", kind)
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         return self._edges(workspace, ids, min_weight, "dst", "src")
 
     def _edges(
-        self, workspace: str, ids: Sequence[str], min_weight: float, end: str, other: str
+        self,
+        workspace: str,
+        ids: Sequence[str],
+        min_weight: float,
+        end: str,
+        other: str,
+        kind: str | None = None,
     ) -> list[Edge]:
-        """Edges whose ``end`` column ("src" or "dst") is one of ``ids``."""
+        """Edges whose ``end`` column ("src" or "dst") is one of ``ids`` (of ``kind`` only,
+        if set)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
+        of_kind = "" if kind is None else " AND kind = %s"
         rows = self._read(
             "reading edges",
             lambda c: c.execute(
                 "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                f"AND {end} = ANY(%s) AND weight >= %s ORDER BY {end}, {other}, kind",
-                (workspace, ids, min_weight),
+                f"AND {end} = ANY(%s) AND weight >= %s{of_kind} ORDER BY {end}, {other}, kind",
+                (workspace, ids, min_weight, *([] if kind is None else [kind])),
             ).fetchall(),
         )
         return [Edge(*r) for r in rows]

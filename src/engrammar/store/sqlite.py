@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -60,6 +61,9 @@ from .tables import (
 
 __all__ = ["SQLiteStore"]
 
+#: Memory rows kept in memory for ``get_memories`` (about 1 KB each).
+_ROW_CACHE = 20_000
+
 
 def _blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
@@ -106,6 +110,18 @@ def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def _partition_users(conn: sqlite3.Connection, scope: Scope, table: str) -> list[str | None]:
+    """The users whose (workspace, user) partitions of ``table`` the scope covers."""
+    if scope.user_id is not None:
+        return [scope.user_id]
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT user_id FROM {table} WHERE workspace = ?", (scope.workspace,)
+        )
+    ]
+
+
 class SQLiteStore:
     """The embedded default store (see the module docstring and :class:`~.base.Store`)."""
 
@@ -136,6 +152,11 @@ class SQLiteStore:
         self._dim: int | None = None
         self._indexes: dict[tuple[str, str | None], ScopeIndex] = {}
         self._contexts: dict[tuple[str, str | None], ContextIndex] = {}
+        self._rows: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+        self._rows_lock = threading.Lock()
+        self._rows_rev = 0
+        self._rows_version: int | None = None
+        self._rows_epoch = 0
         self._context_versions: dict[tuple[str, str | None], int | None] = {}
         self._writer = self._connect()
         self._sync_conn = self._connect()
@@ -310,10 +331,15 @@ class SQLiteStore:
             with self._write() as conn:
                 out = self._add_rows(conn, rows, edges, time.time())
                 rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
+                known: dict[str, str] = {}
                 for table in RECORD_TABLES:
                     mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
                     if not mine:
                         continue
+                    if table == "decision_reviews" and known:
+                        mine = [
+                            {**r, "event_id": known.get(r["event_id"], r["event_id"])} for r in mine
+                        ]
                     fields, _ = self._copy_spec(table)
                     sql = (
                         f"INSERT OR IGNORE INTO {table} ({', '.join(fields)}) "
@@ -325,9 +351,27 @@ class SQLiteStore:
                         sql += " WHERE EXISTS (SELECT 1 FROM feedback_events WHERE id = ?)"
                         params = [[*p, p[0]] for p in params]
                     conn.executemany(sql, params)
+                    if table == "feedback_events":
+                        known = self._known_events(conn, mine)
                 return out
         except sqlite3.Error as exc:
             raise StoreError(f"import failed: {exc}") from exc
+
+    @staticmethod
+    def _known_events(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> dict[str, str]:
+        """Imported events skipped because the store holds the same ``source_event_id`` under
+        another id: theirs -> the stored one (their reviews are about the stored event)."""
+        out = {}
+        for row in rows:
+            if row.get("source_event_id") is None:
+                continue
+            found = conn.execute(
+                "SELECT id FROM feedback_events WHERE workspace = ? AND source_event_id = ?",
+                (row["workspace"], row["source_event_id"]),
+            ).fetchone()
+            if found is not None and found[0] != row["id"]:
+                out[row["id"]] = found[0]
+        return out
 
     def _replace_edges(
         self, conn: sqlite3.Connection, workspace: str, memory_id: str, edges: Sequence[NewEdge]
@@ -386,17 +430,69 @@ class SQLiteStore:
         )
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        out: dict[str, MemoryRecord] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+        # Recall reads the rows of ~200 candidates and neighbours several times over; most
+        # were read by the recall before. Rows (immutable tuples) are kept by id until the
+        # change log names the memory; each caller still gets records of its own.
+        cache = self._rows
+        epoch = self._sync_rows()
+        rows: dict[str, tuple[Any, ...]] = {}
+        missing: list[str] = []
+        with self._rows_lock:
+            for memory_id in dict.fromkeys(ids):
+                row = cache.get(memory_id)
+                if row is not None and row[1] == workspace:
+                    cache.move_to_end(memory_id)
+                    rows[memory_id] = row
+                else:
+                    missing.append(memory_id)
+        read: list[tuple[Any, ...]] = []
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self._read(
+            read += self._read(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +workspace = ? AND id IN ({marks})",
                 [workspace, *chunk],
-            ):
-                out[row[0]] = _record(row)
-        return out
+            )
+        with self._rows_lock:
+            # Rows read while another thread learned of a change may be stale: not kept.
+            keep = epoch == self._rows_epoch
+            for row in read:
+                rows[row[0]] = row
+                if keep:
+                    cache[row[0]] = row
+            while len(cache) > _ROW_CACHE:
+                cache.popitem(last=False)
+        return {memory_id: _record(row) for memory_id, row in rows.items()}
+
+    def _sync_rows(self) -> int:
+        """Drop the cached rows of memories changed since the last look (by any process, from
+        the change log), and return the cache's epoch (bumped on every drop)."""
+        with self._index_lock:
+            conn = self._sync_conn
+            try:
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if version == self._rows_version:
+                    return self._rows_epoch
+                if self._rows_version is None:  # nothing cached yet: start at the log's end
+                    self._rows_rev = conn.execute(
+                        "SELECT coalesce(max(rev), 0) FROM memory_changes"
+                    ).fetchone()[0]
+                    self._rows_version = version
+                    return self._rows_epoch
+                changed = conn.execute(
+                    "SELECT rev, memory_id FROM memory_changes WHERE rev > ? ORDER BY rev",
+                    (self._rows_rev,),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"read failed: {exc}") from exc
+            with self._rows_lock:
+                if changed:
+                    for _, memory_id in changed:
+                        self._rows.pop(memory_id, None)
+                    self._rows_rev = changed[-1][0]
+                    self._rows_epoch += 1
+                self._rows_version = version
+                return self._rows_epoch
 
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = _scope_where(scope)
@@ -552,17 +648,8 @@ class SQLiteStore:
         with self._index_lock:
             conn = self._sync_conn
             data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if scope.user_id is not None:
-                users: list[str | None] = [scope.user_id]
-            else:
-                users = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT user_id FROM memories WHERE workspace = ?",
-                        (scope.workspace,),
-                    )
-                ]
             out = []
+            users = _partition_users(conn, scope, "memories")
             for user in users:
                 index = self._indexes.get((scope.workspace, user))
                 if index is None:
@@ -757,16 +844,26 @@ class SQLiteStore:
         return total, merged
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        return self._edges("src", workspace, ids, min_weight)
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        return self._edges("src", workspace, ids, min_weight, kind)
 
     def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
         return self._edges("dst", workspace, ids, min_weight)
 
-    def _edges(self, end: str, workspace: str, ids: Sequence[str], min_weight: float) -> list[Edge]:
-        """Edges whose ``end`` ("src" or "dst") is one of ``ids``."""
+    def _edges(
+        self,
+        end: str,
+        workspace: str,
+        ids: Sequence[str],
+        min_weight: float,
+        kind: str | None = None,
+    ) -> list[Edge]:
+        """Edges whose ``end`` ("src" or "dst") is one of ``ids`` (of ``kind`` only, if set)."""
         out: list[Edge] = []
         ids = list(dict.fromkeys(ids))
+        of_kind = "" if kind is None else " AND kind = ?"
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -774,8 +871,8 @@ class SQLiteStore:
                 Edge(*r)
                 for r in self._read(
                     "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = ? "
-                    f"AND {end} IN ({marks}) AND weight >= ?",
-                    [workspace, *chunk, min_weight],
+                    f"AND {end} IN ({marks}) AND weight >= ?{of_kind}",
+                    [workspace, *chunk, min_weight, *([] if kind is None else [kind])],
                 )
             ]
         return out
@@ -1484,16 +1581,9 @@ class SQLiteStore:
         with self._index_lock:
             conn = self._sync_conn
             data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            users = _partition_users(conn, scope, "reply_signals")
             if scope.user_id is not None:
-                users: list[str | None] = [scope.user_id, None]
-            else:
-                users = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT user_id FROM reply_signals WHERE workspace = ?",
-                        (scope.workspace,),
-                    )
-                ]
+                users.append(None)  # workspace-wide recalls count for every user
             indexes = []
             for user in users:
                 key = (scope.workspace, user)
