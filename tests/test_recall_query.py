@@ -124,7 +124,9 @@ def test_sequence_support_adds_the_best_neighbour_without_chaining() -> None:
     cands = _cands(("q", 1.0), ("x", 0.5))
     neighbours = {"q": [("r", 0.5), ("p", 1.0)], "r": [("q", 0.5), ("s", 0.5)], "x": [("q", 1.0)]}
     out = {c.id: c for c in sequence_support(cands, neighbours, 0.6)}
-    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 1.0 * 0.5)
+    # x passes on its relevance less half of q's: nothing; q passes 1.0 - 0.5 x 0.5 to x.
+    assert out["q"].relevance == pytest.approx(1.0) and "sequence" not in out["q"].components
+    assert out["x"].relevance == pytest.approx(0.5 + 0.6 * 1.0 * 0.75)
     assert out["r"].relevance == pytest.approx(0.3) and out["r"].components["sequence"] == 0.3
     assert out["p"].relevance == pytest.approx(0.6)  # a stronger edge carries more support
     assert "s" not in out  # support comes from candidates' own relevance only
@@ -136,12 +138,27 @@ def test_sequence_support_reaches_two_steps_and_passes_both_ways() -> None:
     neighbours = {"q": [("n", 0.5)]}
     second = {"q": [("m", 0.5)], "far": [("q", 0.25)]}
     out = {c.id: c for c in sequence_support(cands, neighbours, 0.3, second, 0.6)}
-    assert out["n"].relevance == pytest.approx(0.2 + 0.3 * 0.5 * 1.0)
+    assert out["n"].relevance == pytest.approx(0.2 + 0.3 * 0.5 * (1.0 - 0.5 * 0.2))
     assert out["m"].relevance == pytest.approx(0.6 * 0.5 * 1.0)  # two steps on, not a candidate
     # "far" lists q as two steps away: q gains from far, and far from q (the best of both).
-    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 0.25 * 0.9)
-    assert out["far"].relevance == pytest.approx(0.9 + 0.6 * 0.25 * 1.0)
+    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 0.25 * (0.9 - 0.5 * 1.0))
+    assert out["far"].relevance == pytest.approx(0.9 + 0.6 * 0.25 * (1.0 - 0.5 * 0.9))
     assert sequence_support(cands, neighbours, 0.0, second, 0.0) is cands
+
+
+def test_sequence_support_fills_a_gap_instead_of_lifting_a_cluster() -> None:
+    # Two adjacent strong hits (a, b) gain only what each exceeds half the other by; the weak
+    # reply (d) to a lone hit (c) gains nearly all of c's relevance, and passes nothing back.
+    cands = _cands(("a", 0.8), ("b", 0.78), ("c", 0.79), ("d", 0.2))
+    neighbours = {"a": [("b", 0.5)], "c": [("d", 0.5)]}
+    out = sequence_support(cands, neighbours, 0.6)
+    by_id = {c.id: c.relevance for c in out}
+    assert by_id["a"] == pytest.approx(0.8 + 0.3 * (0.78 - 0.4))
+    assert by_id["b"] == pytest.approx(0.78 + 0.3 * (0.8 - 0.39))
+    assert by_id["d"] == pytest.approx(0.2 + 0.3 * (0.79 - 0.1))
+    assert by_id["c"] == pytest.approx(0.79)  # d is too weak to pass anything on
+    # With the full neighbour relevance passed on, a and b would have gained 0.23-0.24 each.
+    assert by_id["a"] - 0.8 < 0.12 and by_id["d"] - 0.2 > 0.2
 
 
 @pytest.mark.parametrize(

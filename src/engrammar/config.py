@@ -92,7 +92,7 @@ class Config:
     formatted_max_chars: int = _opt(4000, "Character budget of RecallResult.formatted.")
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
-    keyword_weight: float = _opt(0.5, "Share of the keyword score in the fused relevance.")
+    keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
     embed_context: bool = _opt(
         True,
@@ -106,7 +106,7 @@ class Config:
         "message it answers (renormalised); no text is embedded twice.",
     )
     speaker_boost: float = _opt(
-        1.0, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
+        1.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
     question_penalty: float = _opt(
         0.2,
@@ -122,8 +122,9 @@ class Config:
     )
     neighbour_weight: float = _opt(
         0.3,
-        "Share of the best conversation neighbour's relevance, times the sequence edge's weight, "
-        "added to a memory's relevance; 0 switches it off.",
+        "Share of the best conversation neighbour's relevance (less half the memory's own: "
+        "support fills a gap), times the sequence edge's weight, added to a memory's "
+        "relevance; 0 switches it off.",
     )
     second_neighbour_weight: float = _opt(
         0.6,

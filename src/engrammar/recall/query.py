@@ -183,6 +183,12 @@ def rescore(
     return sorted(cands, key=lambda c: -c.relevance)
 
 
+# Share of its own relevance a memory must exceed to gain from a neighbour: on LoCoMo
+# (conversations 1-5) support from the full neighbour relevance let clusters of adjacent hits
+# lift each other; 0.25 / 0.5 / 0.75 / 1.0 gave multi-hop recall@10 0.573 / 0.574 / 0.573 / 0.564
+# with overall recall@10 0.807 / 0.809 / 0.803 / 0.803 (0.576 / 0.808 without it).
+_SELF_SHARE = 0.5
+
 # Notes appended to a message ("... [shared image: a dog on a beach]") are not what was said.
 _TRAILING_NOTE = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")
 
@@ -231,7 +237,10 @@ def sequence_support(
     that weight × their relevance: in a dialogue that is the same person going on about the
     same thing after the other's reply. A memory takes its best support of either kind; one
     that was not itself a candidate joins the list with only that support. A link passes support
-    both ways. Support is computed from the relevances before this step, so it does not chain.
+    both ways. Support fills a gap: what a neighbour passes on is its relevance less half the
+    receiver's own (never below 0), so a weak reply next to a strong hit gains nearly all of it
+    while two strong hits side by side do not lift each other over the rest of the list.
+    Support is computed from the relevances before this step, so it does not chain.
     """
     links = [(neighbours, weight), (second or {}, second_weight)]
     if not any(w > 0 and m for m, w in links):
@@ -250,7 +259,8 @@ def sequence_support(
                     continue
                 for a, b in ((memory_id, other), (other, memory_id)):
                     if a in base:
-                        value = w * edge_weight * base[a]
+                        gap = base[a] - _SELF_SHARE * base.get(b, 0.0)
+                        value = w * edge_weight * gap
                         if value > support.get(b, 0.0):
                             support[b] = value
     for other, value in support.items():
