@@ -626,7 +626,7 @@ class Memory:
             context,
             cfg.feedback_reply_context_min,
             since,
-            cfg.feedback_records_limit,
+            min(cfg.feedback_records_limit, _MATCHING_RECALLS),
             witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
         )
         if not (events or pairs or ratings or replies):
@@ -1279,6 +1279,11 @@ class _Ranked:
 
 
 _HORIZON_HALF_LIVES = 10
+# The newest recalls whose replies count for a query: an agent asking the same question again
+# and again would otherwise make every recall read more signals (up to feedback_records_limit
+# recalls, ~10 signals each); 200 matching recalls already saturate the shrinkage
+# (N / (N + feedback_min_samples)).
+_MATCHING_RECALLS = 200
 
 
 def _graph_items(entries: Sequence[Any]) -> list[_Ranked]:
