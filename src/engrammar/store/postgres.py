@@ -70,8 +70,7 @@ from .tables import (
     EVENT_COLUMNS,
     FEEDBACK_TABLES,
     MEMORY_COLUMNS,
-    RECORD_TABLES,
-    rename_memory_refs,
+    write_records,
 )
 
 __all__ = ["PostgresStore", "redact_url"]
@@ -436,30 +435,20 @@ class PostgresStore:
         def run(conn: Conn) -> list[tuple[str, bool]]:
             out = add(conn)
             rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
-            known: dict[str, str] = {}
-            for table in RECORD_TABLES:
-                mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
-                if not mine:
-                    continue
-                if table == "decision_reviews" and known:
-                    # Reviews of an event skipped as known are about the stored event.
-                    mine = [
-                        {**r, "event_id": known.get(r["event_id"], r["event_id"])} for r in mine
-                    ]
+
+            def insert(table: str, mine: list[dict[str, Any]]) -> None:
                 sql, params = self._copy_insert(table, mine)
                 with conn.cursor() as cur:
                     cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
-                if table == "feedback_events":
-                    for row in mine:
-                        if row.get("source_event_id") is None:
-                            continue
-                        found = conn.execute(
-                            "SELECT id FROM feedback_events WHERE workspace = %s "
-                            "AND source_event_id = %s",
-                            (row["workspace"], row["source_event_id"]),
-                        ).fetchone()
-                        if found is not None and found[0] != row["id"]:
-                            known[row["id"]] = found[0]
+
+            def stored_event(workspace: str, source_event_id: str) -> str | None:
+                found = conn.execute(
+                    "SELECT id FROM feedback_events WHERE workspace = %s AND source_event_id = %s",
+                    (workspace, source_event_id),
+                ).fetchone()
+                return None if found is None else str(found[0])
+
+            write_records(records, rename, insert, stored_event)
             return out
 
         return self._tx("import", run)

@@ -55,8 +55,7 @@ from .tables import (
     EVENT_COLUMNS,
     FEEDBACK_TABLES,
     MEMORY_COLUMNS,
-    RECORD_TABLES,
-    rename_memory_refs,
+    write_records,
 )
 
 __all__ = ["SQLiteStore"]
@@ -331,15 +330,8 @@ class SQLiteStore:
             with self._write() as conn:
                 out = self._add_rows(conn, rows, edges, time.time())
                 rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
-                known: dict[str, str] = {}
-                for table in RECORD_TABLES:
-                    mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
-                    if not mine:
-                        continue
-                    if table == "decision_reviews" and known:
-                        mine = [
-                            {**r, "event_id": known.get(r["event_id"], r["event_id"])} for r in mine
-                        ]
+
+                def insert(table: str, mine: list[dict[str, Any]]) -> None:
                     fields, _ = self._copy_spec(table)
                     sql = (
                         f"INSERT OR IGNORE INTO {table} ({', '.join(fields)}) "
@@ -351,27 +343,18 @@ class SQLiteStore:
                         sql += " WHERE EXISTS (SELECT 1 FROM feedback_events WHERE id = ?)"
                         params = [[*p, p[0]] for p in params]
                     conn.executemany(sql, params)
-                    if table == "feedback_events":
-                        known = self._known_events(conn, mine)
+
+                def stored_event(workspace: str, source_event_id: str) -> str | None:
+                    found = conn.execute(
+                        "SELECT id FROM feedback_events WHERE workspace = ? AND source_event_id = ?",
+                        (workspace, source_event_id),
+                    ).fetchone()
+                    return None if found is None else str(found[0])
+
+                write_records(records, rename, insert, stored_event)
                 return out
         except sqlite3.Error as exc:
             raise StoreError(f"import failed: {exc}") from exc
-
-    @staticmethod
-    def _known_events(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> dict[str, str]:
-        """Imported events skipped because the store holds the same ``source_event_id`` under
-        another id: theirs -> the stored one (their reviews are about the stored event)."""
-        out = {}
-        for row in rows:
-            if row.get("source_event_id") is None:
-                continue
-            found = conn.execute(
-                "SELECT id FROM feedback_events WHERE workspace = ? AND source_event_id = ?",
-                (row["workspace"], row["source_event_id"]),
-            ).fetchone()
-            if found is not None and found[0] != row["id"]:
-                out[row["id"]] = found[0]
-        return out
 
     def _replace_edges(
         self, conn: sqlite3.Connection, workspace: str, memory_id: str, edges: Sequence[NewEdge]

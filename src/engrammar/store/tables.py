@@ -6,6 +6,7 @@ can be copied into a store of another (see :mod:`.migrate`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "COPY_VECTOR_FIELDS",
     "RECORD_TABLES",
     "rename_memory_refs",
+    "write_records",
 ]
 
 #: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
@@ -155,3 +157,33 @@ def rename_memory_refs(table: str, row: dict[str, Any], rename: dict[str, str]) 
             for t in out["tensions"] or []
         ]
     return out
+
+
+def write_records(
+    records: Sequence[tuple[str, dict[str, Any]]],
+    rename: dict[str, str],
+    insert: Callable[[str, list[dict[str, Any]]], None],
+    stored_event: Callable[[str, str], str | None],
+) -> None:
+    """Write an import's records table by table, in :data:`RECORD_TABLES` order, through
+    ``insert(table, rows)`` (which skips rows the store already has).
+
+    Memory ids follow ``rename``. An event skipped because the store holds its
+    ``source_event_id`` under another id (``stored_event(workspace, source_event_id)``) hands
+    its reviews to the stored event: they are about the same decision.
+    """
+    known: dict[str, str] = {}
+    for table in RECORD_TABLES:
+        mine = [rename_memory_refs(t, row, rename) for t, row in records if t == table]
+        if not mine:
+            continue
+        if table == "decision_reviews" and known:
+            mine = [{**r, "event_id": known.get(r["event_id"], r["event_id"])} for r in mine]
+        insert(table, mine)
+        if table == "feedback_events":
+            for row in mine:
+                if row.get("source_event_id") is None:
+                    continue
+                found = stored_event(row["workspace"], row["source_event_id"])
+                if found is not None and found != row["id"]:
+                    known[row["id"]] = found
