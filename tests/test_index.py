@@ -6,7 +6,7 @@ import numpy as np
 
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
-from engrammar.store.index import IndexRow, ScopeIndex
+from engrammar.store.index import ContextIndex, IndexRow, ScopeIndex
 
 
 def _clustered(n: int, dim: int, seed: int = 1) -> np.ndarray:
@@ -61,3 +61,30 @@ def test_bm25_prefers_rarer_terms_and_ignores_stop_words() -> None:
     assert s[3] > s[0] > 0 and s[1] == 0
     bm.remove(3, terms(docs[3]))
     assert bm.scores(terms("zebra"), len(docs))[3] == 0
+
+
+def test_context_index_matches_recent_similar_queries_and_prunes_old_ones() -> None:
+    dim = 8
+    index = ContextIndex(dim)
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal(dim).astype(np.float32)
+    base /= np.linalg.norm(base)
+    for i in range(3000):
+        v = rng.standard_normal(dim).astype(np.float32)
+        v /= np.linalg.norm(v)
+        # Every signal row of a recall carries its query; only the first one counts.
+        index.add(2 * i + 1, f"r{i}", float(i), base if i % 500 == 0 else v)
+        index.add(2 * i + 2, f"r{i}", float(i), v)
+    assert len(index) == 3000 and index.last_seq == 6000 and index.newest == 2999.0
+    near = {r for _, r in index.matching(base, 0.99, 0.0)}
+    assert near == {f"r{i}" for i in range(0, 3000, 500)}
+    assert {r for _, r in index.matching(base, 0.99, 1200.0)} == {"r1500", "r2000", "r2500"}
+    vector = index.vector("r500")
+    assert vector is not None and np.allclose(vector, base)
+    index.prune(1200.0)  # 1,200 older recalls: over 1,024, under half of 3,000: kept
+    assert len(index) == 3000
+    index.prune(2000.0)  # 2,000 older: pruned
+    assert len(index) == 1000 and index.vector("r500") is None
+    assert {r for _, r in index.matching(base, 0.99, 0.0)} == {"r2000", "r2500"}
+    index.add(6001, "new", 3000.0, base)
+    assert index.matching(base, 0.99, 0.0)[-1] == (6001, "new")

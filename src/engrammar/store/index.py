@@ -90,6 +90,20 @@ class ContextIndex:
         slot = self._slot.get(recall_id)
         return None if slot is None else self._vectors[slot]
 
+    def prune(self, before: float) -> None:
+        """Forget recalls older than ``before`` (past the learning horizon they never count
+        again), once they are at least half of the index and over 1,024."""
+        n = self._used
+        keep = np.flatnonzero(self._times[:n] >= before)
+        if n - len(keep) < max(1024, n // 2):
+            return
+        self._ids = [self._ids[i] for i in keep]
+        self._slot = {recall_id: slot for slot, recall_id in enumerate(self._ids)}
+        self._seqs = self._seqs[keep].copy()
+        self._times = self._times[keep].copy()
+        self._vectors = self._vectors[keep].copy()
+        self._used = len(keep)
+
     def matching(self, query: np.ndarray, minimum: float, since: float) -> list[tuple[int, str]]:
         """``(seq, recall_id)`` of the recalls since ``since`` whose query has a cosine of at
         least ``minimum`` with ``query``."""

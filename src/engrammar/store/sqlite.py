@@ -1577,6 +1577,7 @@ class SQLiteStore:
                 if self._context_versions[key] != data_version:
                     self._catch_up(index, scope.workspace, user)
                     self._context_versions[key] = data_version
+                    index.prune(since)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []
