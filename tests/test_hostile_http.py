@@ -11,10 +11,7 @@ import hashlib
 import math
 import random
 import re
-import socket
 import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,14 +19,14 @@ import anyio
 import httpx
 import pytest
 import schemathesis
-import uvicorn
 from hypothesis import HealthCheck, settings
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key
-from engrammar.server import build_app, openapi_document
+from engrammar.server import openapi_document
+from serving import serve_in_thread
 
 # Bounded for the suite's time budget: few random examples per operation, and the coverage
 # phase (boundary and schema-violating values, the most hostile part) without its probes of
@@ -42,12 +39,6 @@ SCHEMA = schemathesis.openapi.from_dict(
         {"phases": {"coverage": {"unexpected-methods": []}}}
     ),
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Live:
@@ -63,22 +54,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     memory = Memory(Config(path=str(path), workspace="default"), embedder=HashEmbedder())
     key = create_api_key(memory.store, "team-fuzz")[0]
     memory.add("Deploys happen on Tuesdays.", user_id="u", workspace="team-fuzz")
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(memory), host="127.0.0.1", port=port, log_level="critical")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    try:
-        yield Live(f"http://127.0.0.1:{port}", key, memory)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        memory.close()
+    for base in serve_in_thread(memory):
+        yield Live(base, key, memory)
+    memory.close()
 
 
 @SCHEMA.parametrize()
