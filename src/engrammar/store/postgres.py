@@ -38,37 +38,29 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
+from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
 from ..models import (
-    DecisionReview,
     Edge,
     FeedbackEvent,
-    LoggedEvent,
-    MemoryRating,
     MemoryRecord,
-    PreferencePair,
     Scope,
 )
 from ..recall.text import index_text, speaker_of, terms
 from .base import (
     ApiKeyRecord,
     EdgeDelta,
-    FeedbackRecord,
     NewEdge,
     NewFeedbackEvent,
     NewMemory,
-    RecallRecord,
     ReplySignal,
-    rebuilt_edges,
 )
 from .postgres_migrations import MIGRATIONS
+from .sql import KEY_COLUMNS, Dialect, SQLStore, scope_where
 from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
-    EVENT_COLUMNS,
-    FEEDBACK_TABLES,
     MEMORY_COLUMNS,
     write_records,
 )
@@ -156,40 +148,31 @@ def _tsvector(doc_terms: list[str]) -> str:
     return " ".join(f"{_quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
 
 
-def _record(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        workspace=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=row[5],
-        content=row[6],
-        kind=row[7],
-        status=row[8],
-        created_at=row[9],
-        updated_at=row[10],
-        metadata=row[11],
-    )
-
-
 def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    p = f"{alias}." if alias else ""
-    clauses = [f"{p}workspace = %s"]
-    params: list[Any] = [scope.workspace]
-    for key in ("user_id", "agent_id", "session_id"):
-        value = getattr(scope, key)
-        if value is not None:
-            clauses.append(f"{p}{key} = %s")
-            params.append(value)
-    return " AND ".join(clauses), params
+    where, params = scope_where(scope, alias)
+    return where.replace("?", "%s"), params
 
 
 def _json(value: Any) -> Jsonb:
     return Jsonb(value)
 
 
-class PostgresStore:
+#: psycopg's placeholders (a vector travels in pgvector's binary format), arrays for IN lists,
+#: and row locks where concurrent writers meet.
+DIALECT = Dialect(
+    name="postgresql",
+    mark="%s",
+    vector_mark="%b",
+    vector=_Vector,
+    json=_json,
+    for_update=" FOR UPDATE",
+    for_share=" FOR SHARE",
+    edge_order=True,
+    key_order=", key_id",
+)
+
+
+class PostgresStore(SQLStore):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
@@ -200,6 +183,8 @@ class PostgresStore:
         hnsw_ef_search: candidates visited per vector query (raised to the query's ``k``).
         connect_timeout: seconds to wait for the server.
     """
+
+    dialect = DIALECT
 
     def __init__(
         self,
@@ -359,33 +344,48 @@ class PostgresStore:
             lambda c: [r[0] for r in c.execute("SELECT name FROM migrations ORDER BY name")],
         )
 
-    # -- meta ------------------------------------------------------------------------------------
-    def check_embedder(self, name: str, dim: int) -> None:
-        def run(conn: Conn) -> None:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('embedder', %s)",
-                    (json.dumps({"name": name, "dim": dim}),),
-                )
-                self._set_dimension(conn, dim)
-                return
-            known = json.loads(row[0])
-            if known["dim"] != dim:
-                raise EmbedderError(
-                    f"the store at {redact_url(self.url)} holds {known['dim']}-dimensional "
-                    f"vectors from {known['name']!r}; the embedder {name!r} makes {dim}. Use the "
-                    "same embedder, or export and re-import into a new store."
-                )
-            if known["name"] != name:
-                conn.execute(
-                    "UPDATE meta SET value = %s WHERE key = 'embedder'",
-                    (json.dumps({"name": name, "dim": dim}),),
-                )
+    def _run(
+        self,
+        what: str,
+        fn: Callable[[Conn], T],
+        *,
+        write: bool = True,
+        single: bool = False,
+        snapshot: bool = False,
+    ) -> T:
+        if write or snapshot:
+            return self._tx(what, fn, transaction=not single)
+        return self._read(what, fn)
 
-        self._tx("checking the embedder", run)
-        self._dim = dim
+    def _location(self) -> str:
+        return redact_url(self.url)
+
+    def _store_facts(self, conn: Conn) -> dict[str, Any]:
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        return {
+            "store": "postgresql",
+            "url": redact_url(self.url),
+            "bytes_on_disk": size[0] if size else 0,
+        }
+
+    def _link_decision(
+        self, conn: Conn, workspace: str, event_id: str, answer: str, memory_id: str, now: float
+    ) -> None:
+        # Two reviews racing to link the same answer: the first link stands.
+        linked = conn.execute(
+            "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
+            "created_at) VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING RETURNING memory_id",
+            (workspace, event_id, answer, memory_id, now),
+        ).fetchone()
+        if linked is None:
+            raise pg_errors.SerializationFailure("answer linked concurrently")
+
+    # -- meta ------------------------------------------------------------------------------------
+    def _lock_meta(self, conn: Conn) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+
+    def _first_embedder(self, conn: Conn, dim: int) -> None:
+        self._set_dimension(conn, dim)
 
     def _set_dimension(self, conn: Conn, dim: int) -> None:
         # Fixing the column's dimension is what lets pgvector build an HNSW index on it.
@@ -554,23 +554,6 @@ class PostgresStore:
                     params,
                 )
 
-    @staticmethod
-    def _log(
-        conn: Conn,
-        memory_id: str,
-        workspace: str,
-        user_id: str | None,
-        op: str,
-        before: str | None,
-        after: str | None,
-        reason: str = "",
-    ) -> None:
-        conn.execute(
-            "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, reason, "
-            "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
-            (memory_id, workspace, user_id, op, before, after, reason, time.time()),
-        )
-
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         ids = list(dict.fromkeys(ids))
         if not ids:
@@ -582,19 +565,7 @@ class PostgresStore:
                 (workspace, ids),
             ).fetchall(),
         )
-        return {r[0]: _record(r) for r in rows}
-
-    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
-        where, params = _scope_where(scope)
-        rows = self._read(
-            "list",
-            lambda c: c.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
-                "ORDER BY seq LIMIT %s OFFSET %s",
-                [*params, limit, offset],
-            ).fetchall(),
-        )
-        return [_record(r) for r in rows]
+        return {r[0]: self._record(r) for r in rows}
 
     def update_memory(
         self,
@@ -617,7 +588,7 @@ class PostgresStore:
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"memory {memory_id!r} not found in workspace {workspace!r}")
-            old = _record(row)
+            old = self._record(row)
             sets: list[str] = ["updated_at = %s"]
             params: list[Any] = [time.time()]
             new_content = old.content
@@ -663,23 +634,9 @@ class PostgresStore:
             self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
             if edges is not None:
                 self._replace_edges(conn, workspace, memory_id, edges)
-            return _record(new)
+            return self._record(new)
 
         return self._tx("update", run)
-
-    def _replace_edges(
-        self, conn: Conn, workspace: str, memory_id: str, edges: Sequence[NewEdge]
-    ) -> None:
-        where = "workspace = %s AND (src = %s OR dst = %s) AND kind <> 'sequence'"
-        args = (workspace, memory_id, memory_id)
-        learned = {
-            (r[0], r[1], r[2]): r[3]
-            for r in conn.execute(
-                f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args
-            ).fetchall()
-        }
-        conn.execute(f"DELETE FROM edges WHERE {where}", args)
-        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         where, params = _scope_where(scope)
@@ -726,64 +683,6 @@ class PostgresStore:
             return len(deleted)
 
         return self._tx("forget", run)
-
-    def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
-        rows = self._read(
-            "history",
-            lambda c: c.execute(
-                "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
-                "WHERE workspace = %s AND memory_id = %s ORDER BY rev",
-                (workspace, memory_id),
-            ).fetchall(),
-        )
-        if not rows:
-            raise NotFoundError(f"memory {memory_id!r} not found in workspace {workspace!r}")
-        return [
-            {"rev": r[0], "op": r[1], "before": r[2], "after": r[3], "reason": r[4], "at": r[5]}
-            for r in rows
-        ]
-
-    def stats(self, scope: Scope) -> dict[str, Any]:
-        where, params = _scope_where(scope)
-        where_m, params_m = _scope_where(scope, "m")
-
-        def run(conn: Conn) -> dict[str, Any]:
-            memories = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params)
-            n_memories = memories.fetchone()[0]  # type: ignore[index]
-            edges = conn.execute(
-                "SELECT count(*) FROM edges e JOIN memories m ON m.workspace = e.workspace "
-                f"AND m.id = e.src WHERE {where_m}",
-                params_m,
-            ).fetchone()[0]  # type: ignore[index]
-            recalls = conn.execute(
-                f"SELECT count(*) FROM recalls WHERE {where}", params
-            ).fetchone()[0]  # type: ignore[index]
-            by_kind = dict(
-                conn.execute(
-                    f"SELECT kind, count(*) FROM memories WHERE {where} GROUP BY kind", params
-                ).fetchall()
-            )
-            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-            feedback = {}
-            for kind, (table, _, has_session) in FEEDBACK_TABLES.items():
-                narrowed = (
-                    scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
-                )
-                w, p = _scope_where(narrowed)
-                row = conn.execute(f"SELECT count(*) FROM {table} WHERE {w}", p).fetchone()
-                feedback[kind] = int(row[0]) if row else 0
-            return {
-                "memories": n_memories,
-                "memories_by_kind": by_kind,
-                "edges": edges,
-                "recalls": recalls,
-                "feedback_records": feedback,
-                "store": "postgresql",
-                "url": redact_url(self.url),
-                "bytes_on_disk": size[0] if size else 0,
-            }
-
-        return self._read("stats", run)
 
     # -- search ----------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -889,18 +788,6 @@ class PostgresStore:
 
         return self._read("reading vectors", run)
 
-    def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        where, params = _scope_where(scope)
-        rows = self._read(
-            "reading memories",
-            lambda c: c.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-                "ORDER BY seq DESC LIMIT %s",
-                [*params, limit],
-            ).fetchall(),
-        )
-        return [_record(r) for r in rows]
-
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
@@ -927,54 +814,6 @@ class PostgresStore:
         return self._read("reading term postings", run)
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(
-        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
-    ) -> list[Edge]:
-        return self._edges(workspace, ids, min_weight, "src", "dst", kind)
-
-    def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        return self._edges(workspace, ids, min_weight, "dst", "src")
-
-    def _edges(
-        self,
-        workspace: str,
-        ids: Sequence[str],
-        min_weight: float,
-        end: str,
-        other: str,
-        kind: str | None = None,
-    ) -> list[Edge]:
-        """Edges whose ``end`` column ("src" or "dst") is one of ``ids`` (of ``kind`` only,
-        if set)."""
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        of_kind = "" if kind is None else " AND kind = %s"
-        rows = self._read(
-            "reading edges",
-            lambda c: c.execute(
-                "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %s "
-                f"AND {end} = ANY(%s) AND weight >= %s{of_kind} ORDER BY {end}, {other}, kind",
-                (workspace, ids, min_weight, *([] if kind is None else [kind])),
-            ).fetchall(),
-        )
-        return [Edge(*r) for r in rows]
-
-    def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
-        ids = list(dict.fromkeys(ids))
-        out = dict.fromkeys(ids, 0)
-        if ids:
-            rows = self._read(
-                "counting edges",
-                lambda c: c.execute(
-                    "SELECT src, count(*) FROM edges WHERE workspace = %s AND src = ANY(%s) "
-                    "GROUP BY src",
-                    (workspace, ids),
-                ).fetchall(),
-            )
-            out.update({src: int(n) for src, n in rows})
-        return out
-
     def adjust_edges(
         self,
         workspace: str,
@@ -1057,60 +896,6 @@ class PostgresStore:
         return self._tx("edge update", run)
 
     # -- recalls ---------------------------------------------------------------------------------
-    def save_recall(self, record: RecallRecord) -> None:
-        def run(conn: Conn) -> None:
-            conn.execute(
-                "INSERT INTO recalls (id, workspace, user_id, agent_id, session_id, query, "
-                "created_at, memory_ids, paths, tensions, consumed_at) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    record.recall_id,
-                    record.workspace,
-                    record.user_id,
-                    record.agent_id,
-                    record.session_id,
-                    record.query,
-                    record.created_at,
-                    _json(record.memory_ids),
-                    _json(record.paths),
-                    _json(record.tensions),
-                    record.consumed_at,
-                ),
-            )
-
-        self._tx("saving the recall", run, transaction=False)
-
-    def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
-        where, params = _scope_where(scope)
-        cols = (
-            "id, workspace, user_id, agent_id, session_id, query, created_at, memory_ids, paths, "
-            "tensions, consumed_at"
-        )
-        if recall_id is not None:
-            sql = f"SELECT {cols} FROM recalls WHERE {where} AND id = %s"
-            params = [*params, recall_id]
-        else:
-            sql = (
-                f"SELECT {cols} FROM recalls WHERE {where} AND consumed_at IS NULL "
-                "ORDER BY created_at DESC, seq DESC LIMIT 1"
-            )
-        row = self._read("reading the recall", lambda c: c.execute(sql, params).fetchone())
-        if row is None:
-            return None
-        return RecallRecord(
-            recall_id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            query=row[5],
-            created_at=row[6],
-            memory_ids=row[7],
-            paths=row[8],
-            tensions=row[9],
-            consumed_at=row[10],
-        )
-
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: Conn, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
@@ -1184,231 +969,6 @@ class PostgresStore:
             return self._get_event(conn, e.workspace, e.id), True
 
         return self._tx("creating the feedback event", run)
-
-    def _get_event(self, conn: Conn, workspace: str, event_id: str) -> FeedbackEvent:
-        row = conn.execute(
-            f"SELECT {EVENT_COLUMNS} FROM feedback_events WHERE workspace = %s AND id = %s",
-            (workspace, event_id),
-        ).fetchone()
-        assert row is not None
-        return self._event(conn, row)
-
-    @staticmethod
-    def _event(conn: Conn, row: Sequence[Any]) -> FeedbackEvent:
-        link = conn.execute(
-            "SELECT memory_id FROM decision_memories WHERE workspace = %s AND event_id = %s "
-            "AND answer = %s",
-            (row[1], row[0], {"corrected": "corrected", "adopted": "ai_output"}.get(row[11], "")),
-        ).fetchone()
-        return FeedbackEvent(
-            id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            input_context=row[5],
-            ai_output=row[6],
-            user_reaction=row[7],
-            user_correction=row[8],
-            corrected_output=row[9],
-            state=row[11],
-            reason=row[10],
-            source_event_id=row[12],
-            created_at=row[13],
-            metadata=row[14],
-            decision_memory_id=link[0] if link else None,
-        )
-
-    def create_decision_review(
-        self, review: DecisionReview, decision: NewMemory | None, answer: str | None
-    ) -> DecisionReview:
-        def run(conn: Conn) -> DecisionReview:
-            now = time.time()
-            found = conn.execute(
-                "SELECT 1 FROM feedback_events WHERE workspace = %s AND id = %s",
-                (review.workspace, review.event_id),
-            ).fetchone()
-            if found is None:
-                raise NotFoundError(
-                    f"feedback event {review.event_id!r} not found in workspace "
-                    f"{review.workspace!r}"
-                )
-            memory_id: str | None = None
-            if answer is not None:
-                link = conn.execute(
-                    "SELECT memory_id FROM decision_memories WHERE workspace = %s "
-                    "AND event_id = %s AND answer = %s",
-                    (review.workspace, review.event_id, answer),
-                ).fetchone()
-                if link is not None:
-                    memory_id = link[0]
-                elif decision is not None:
-                    memory_id = self._insert_linked_memory(conn, decision, now)
-                    # Two reviews racing to link the same answer: the first link stands.
-                    linked = conn.execute(
-                        "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
-                        "created_at) VALUES (%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING "
-                        "RETURNING memory_id",
-                        (review.workspace, review.event_id, answer, memory_id, now),
-                    ).fetchone()
-                    if linked is None:
-                        raise pg_errors.SerializationFailure("answer linked concurrently")
-            conn.execute(
-                "INSERT INTO decision_reviews (id, workspace, user_id, agent_id, event_id, "
-                "final_decision, outcome, confidence, reversed, reason, decision_memory_id, "
-                "created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    review.id, review.workspace, review.user_id, review.agent_id,
-                    review.event_id, review.final_decision, review.outcome, review.confidence,
-                    bool(review.reversed), review.reason, memory_id, review.created_at,
-                ),
-            )  # fmt: skip
-            review.decision_memory_id = memory_id
-            return review
-
-        return self._tx("creating the decision review", run)
-
-    def create_preference_pair(
-        self,
-        pair: PreferencePair,
-        context_embedding: np.ndarray,
-        accepted_embedding: np.ndarray,
-        rejected_embedding: np.ndarray,
-        memory: NewMemory,
-    ) -> PreferencePair:
-        def run(conn: Conn) -> PreferencePair:
-            memory_id = self._insert_linked_memory(conn, memory, time.time())
-            conn.execute(
-                "INSERT INTO preference_pairs (id, workspace, user_id, agent_id, session_id, "
-                "context, accepted_output, rejected_output, weight, memory_id, created_at, "
-                "context_embedding, accepted_embedding, rejected_embedding) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%b,%b)",
-                (
-                    pair.id, pair.workspace, pair.user_id, pair.agent_id, pair.session_id,
-                    pair.context, pair.accepted_output, pair.rejected_output, pair.weight,
-                    memory_id, pair.created_at, _Vector(context_embedding),
-                    _Vector(accepted_embedding), _Vector(rejected_embedding),
-                ),
-            )  # fmt: skip
-            pair.memory_id = memory_id
-            return pair
-
-        return self._tx("creating the preference pair", run)
-
-    def log_event(self, event: LoggedEvent) -> LoggedEvent:
-        self._tx(
-            "logging the event",
-            lambda c: c.execute(
-                "INSERT INTO logged_events (id, workspace, user_id, agent_id, session_id, kind, "
-                "payload, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    event.id,
-                    event.workspace,
-                    event.user_id,
-                    event.agent_id,
-                    event.session_id,
-                    event.kind,
-                    _json(event.payload),
-                    event.created_at,
-                ),
-            ),
-        )
-        return event
-
-    def rate_memory(
-        self,
-        rating: MemoryRating,
-        context_embedding: np.ndarray | None,
-        correction: NewMemory | None,
-    ) -> MemoryRating:
-        def run(conn: Conn) -> MemoryRating:
-            # FOR SHARE: a concurrent forget cannot delete the memory under the new rating.
-            found = conn.execute(
-                "SELECT 1 FROM memories WHERE workspace = %s AND id = %s FOR SHARE",
-                (rating.workspace, rating.memory_id),
-            ).fetchone()
-            if found is None:
-                raise NotFoundError(
-                    f"memory {rating.memory_id!r} not found in workspace {rating.workspace!r}"
-                )
-            correction_id = None
-            if correction is not None:
-                correction_id = self._insert_linked_memory(conn, correction, time.time())
-            conn.execute(
-                "INSERT INTO memory_ratings (id, workspace, user_id, agent_id, session_id, "
-                "memory_id, verdict, correction, correction_memory_id, weight, recall_id, "
-                "context, context_embedding, created_at) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s)",
-                (
-                    rating.id, rating.workspace, rating.user_id, rating.agent_id,
-                    rating.session_id, rating.memory_id, rating.verdict, rating.correction,
-                    correction_id, rating.weight, rating.recall_id, rating.context,
-                    None if context_embedding is None else _Vector(context_embedding),
-                    rating.created_at,
-                ),
-            )  # fmt: skip
-            if correction is not None:
-                rating.correction_memory_id = correction_id
-            return rating
-
-        return self._tx("rating the memory", run)
-
-    def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
-        table, columns, _ = FEEDBACK_TABLES[kind]
-
-        def run(conn: Conn) -> FeedbackRecord:
-            row = conn.execute(
-                f"SELECT {columns} FROM {table} WHERE workspace = %s AND id = %s",
-                (workspace, record_id),
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(
-                    f"{kind.replace('_', ' ')} {record_id!r} not found in workspace {workspace!r}"
-                )
-            return self._feedback_record(conn, kind, row)
-
-        return self._tx("reading the feedback record", run)
-
-    def list_feedback_records(
-        self, kind: str, scope: Scope, limit: int, offset: int
-    ) -> list[FeedbackRecord]:
-        table, columns, scoped = FEEDBACK_TABLES[kind]
-        where, params = _scope_where(
-            scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
-        )
-
-        def run(conn: Conn) -> list[FeedbackRecord]:
-            rows = conn.execute(
-                f"SELECT {columns} FROM {table} WHERE {where} ORDER BY seq LIMIT %s OFFSET %s",
-                [*params, limit, offset],
-            ).fetchall()
-            return [self._feedback_record(conn, kind, r) for r in rows]
-
-        return self._tx("listing feedback records", run)
-
-    def _feedback_record(self, conn: Conn, kind: str, row: Sequence[Any]) -> FeedbackRecord:
-        if kind == "feedback_event":
-            return self._event(conn, row)
-        if kind == "decision_review":
-            return DecisionReview(
-                id=row[0],
-                workspace=row[1],
-                user_id=row[2],
-                agent_id=row[3],
-                event_id=row[4],
-                final_decision=row[5],
-                outcome=row[6],
-                confidence=row[7],
-                reversed=bool(row[8]),
-                reason=row[9],
-                decision_memory_id=row[10],
-                created_at=row[11],
-            )
-        if kind == "preference_pair":
-            return PreferencePair(*row)
-        if kind == "logged_event":
-            return LoggedEvent(*row)
-        return MemoryRating(*row)
 
     def learning_facts(
         self,
@@ -1593,12 +1153,10 @@ class PostgresStore:
             conn.execute(f"DELETE FROM {table} WHERE {w}", p)
 
     # -- API keys --------------------------------------------------------------------------------
-    _KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
-
     def create_api_key(self, record: ApiKeyRecord) -> None:
         def run(conn: Conn) -> None:
             inserted = conn.execute(
-                f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s) "
+                f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s) "
                 "ON CONFLICT (key_id) DO NOTHING RETURNING key_id",
                 (
                     record.key_id,
@@ -1614,45 +1172,6 @@ class PostgresStore:
                 raise ConflictError(f"API key {record.key_id!r} already exists")
 
         self._tx("creating the API key", run)
-
-    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
-        row = self._tx(
-            "reading the API key",
-            lambda c: c.execute(
-                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,)
-            ).fetchone(),
-        )
-        return ApiKeyRecord(*row) if row else None
-
-    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
-        def run(conn: Conn) -> list[Any]:
-            if workspace is None:
-                return conn.execute(
-                    f"SELECT {self._KEY_COLUMNS} FROM api_keys ORDER BY created_at, key_id"
-                ).fetchall()
-            return conn.execute(
-                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE workspace = %s "
-                "ORDER BY created_at, key_id",
-                (workspace,),
-            ).fetchall()
-
-        return [ApiKeyRecord(*r) for r in self._tx("listing API keys", run)]
-
-    def revoke_api_key(self, key_id: str) -> bool:
-        def run(conn: Conn) -> bool:
-            row = conn.execute(
-                "SELECT revoked_at FROM api_keys WHERE key_id = %s FOR UPDATE", (key_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"API key {key_id!r} not found")
-            if row[0] is not None:
-                return False
-            conn.execute(
-                "UPDATE api_keys SET revoked_at = %s WHERE key_id = %s", (time.time(), key_id)
-            )
-            return True
-
-        return self._tx("revoking the API key", run)
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     #: table -> the columns that order its rows (the cursor of export_rows)

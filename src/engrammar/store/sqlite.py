@@ -17,48 +17,43 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from ..errors import ConflictError, EmbedderError, NotFoundError, StoreError, ValidationError
+from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
 from ..models import (
-    DecisionReview,
     Edge,
     FeedbackEvent,
-    LoggedEvent,
-    MemoryRating,
     MemoryRecord,
-    PreferencePair,
     Scope,
 )
 from ..recall.text import index_text, terms
 from .base import (
     ApiKeyRecord,
     EdgeDelta,
-    FeedbackRecord,
     NewEdge,
     NewFeedbackEvent,
     NewMemory,
-    RecallRecord,
     ReplySignal,
-    rebuilt_edges,
 )
 from .index import ContextIndex, IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
+from .sql import KEY_COLUMNS, Dialect, SQLStore, scope_where
+from .sqlite_backup import backup_file, restore_file
 from .tables import (
     COPY_BOOL_FIELDS,
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
-    EVENT_COLUMNS,
-    FEEDBACK_TABLES,
     MEMORY_COLUMNS,
     write_records,
 )
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "backup_file", "restore_file"]
+
+T = TypeVar("T")
 
 #: Memory rows kept in memory for ``get_memories`` (about 1 KB each).
 _ROW_CACHE = 20_000
@@ -72,21 +67,28 @@ def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def _record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        workspace=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=row[5],
-        content=row[6],
-        kind=row[7],
-        status=row[8],
-        created_at=row[9],
-        updated_at=row[10],
-        metadata=json.loads(row[11]),
-    )
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+#: One writer at a time (BEGIN IMMEDIATE): no row locks; at most 500 values in one IN list.
+DIALECT = Dialect(
+    name="sqlite",
+    mark="?",
+    vector_mark="?",
+    vector=_blob,
+    json=_json,
+    from_json=json.loads,
+    in_chunk=500,
+    recall_order="rowid",
+)
+
+#: Decision links carry their event's workspace, looked up from the event copied before them
+#: (an export names the event alone); a link to an event not stored is skipped.
+_DECISION_INSERT = (
+    "INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
+    "SELECT e.workspace, ?, ?, ?, ? FROM feedback_events e WHERE e.id = ?"
+)
 
 
 def _speaker(metadata_json: str) -> str | None:
@@ -95,18 +97,6 @@ def _speaker(metadata_json: str) -> str | None:
         return None
     speaker = json.loads(metadata_json).get("speaker")
     return speaker if isinstance(speaker, str) and speaker.strip() else None
-
-
-def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    p = f"{alias}." if alias else ""
-    clauses = [f"{p}workspace = ?"]
-    params: list[Any] = [scope.workspace]
-    for key in ("user_id", "agent_id", "session_id"):
-        value = getattr(scope, key)
-        if value is not None:
-            clauses.append(f"{p}{key} = ?")
-            params.append(value)
-    return " AND ".join(clauses), params
 
 
 def _partition_users(conn: sqlite3.Connection, scope: Scope, table: str) -> list[str | None]:
@@ -121,8 +111,10 @@ def _partition_users(conn: sqlite3.Connection, scope: Scope, table: str) -> list
     ]
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """The embedded default store (see the module docstring and :class:`~.base.Store`)."""
+
+    dialect = DIALECT
 
     def __init__(
         self,
@@ -240,33 +232,49 @@ class SQLiteStore:
     def applied_migrations(self) -> list[str]:
         return [r[0] for r in self._read("SELECT name FROM migrations ORDER BY name")]
 
+    def _run(
+        self,
+        what: str,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        write: bool = True,
+        single: bool = False,
+        snapshot: bool = False,
+    ) -> T:
+        try:
+            if write:
+                with self._write() as conn:
+                    return fn(conn)
+            return fn(self._reader())
+        except sqlite3.Error as exc:
+            raise StoreError(f"{what} failed: {exc}") from exc
+
+    def _location(self) -> str:
+        return str(self.file)
+
+    def _store_facts(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        size = sum(p.stat().st_size for p in (self.file, Path(f"{self.file}-wal")) if p.exists())
+        return {"store": "sqlite", "file": str(self.file), "bytes_on_disk": size}
+
+    def _link_decision(
+        self,
+        conn: sqlite3.Connection,
+        workspace: str,
+        event_id: str,
+        answer: str,
+        memory_id: str,
+        now: float,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
+            "VALUES (?,?,?,?,?)",
+            (workspace, event_id, answer, memory_id, now),
+        )
+
     def integrity_check(self) -> str:
         return str(self._read("PRAGMA integrity_check")[0][0])
 
     # -- meta ------------------------------------------------------------------------------------
-    def check_embedder(self, name: str, dim: int) -> None:
-        with self._write() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('embedder', ?)",
-                    (json.dumps({"name": name, "dim": dim}),),
-                )
-            else:
-                known = json.loads(row[0])
-                if known["dim"] != dim:
-                    raise EmbedderError(
-                        f"the store at {self.file} holds {known['dim']}-dimensional vectors from "
-                        f"{known['name']!r}; the embedder {name!r} makes {dim}. Use the same "
-                        "embedder, or export and re-import into a new store."
-                    )
-                if known["name"] != name:
-                    conn.execute(
-                        "UPDATE meta SET value = ? WHERE key = 'embedder'",
-                        (json.dumps({"name": name, "dim": dim}),),
-                    )
-        self._dim = dim
-
     # -- memories --------------------------------------------------------------------------------
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
@@ -340,7 +348,7 @@ class SQLiteStore:
                     params = self._copy_params(fields, mine)
                     if table == "decision_memories":
                         # Only links to an event of this import (not one skipped as known).
-                        sql += " WHERE EXISTS (SELECT 1 FROM feedback_events WHERE id = ?)"
+                        sql = "INSERT OR IGNORE " + _DECISION_INSERT
                         params = [[*p, p[0]] for p in params]
                     conn.executemany(sql, params)
 
@@ -355,18 +363,6 @@ class SQLiteStore:
                 return out
         except sqlite3.Error as exc:
             raise StoreError(f"import failed: {exc}") from exc
-
-    def _replace_edges(
-        self, conn: sqlite3.Connection, workspace: str, memory_id: str, edges: Sequence[NewEdge]
-    ) -> None:
-        where = "workspace = ? AND (src = ? OR dst = ?) AND kind != 'sequence'"
-        args = (workspace, memory_id, memory_id)
-        learned = {
-            (r[0], r[1], r[2]): r[3]
-            for r in conn.execute(f"SELECT src, dst, kind, weight FROM edges WHERE {where}", args)
-        }
-        conn.execute(f"DELETE FROM edges WHERE {where}", args)
-        self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     def _insert_edges(
         self,
@@ -394,23 +390,6 @@ class SQLiteStore:
                     now if edge.updated_at is None else edge.updated_at,
                 ),
             )
-
-    @staticmethod
-    def _log(
-        conn: sqlite3.Connection,
-        memory_id: str,
-        workspace: str,
-        user_id: str | None,
-        op: str,
-        before: str | None,
-        after: str | None,
-        reason: str = "",
-    ) -> None:
-        conn.execute(
-            "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, reason, "
-            "created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (memory_id, workspace, user_id, op, before, after, reason, time.time()),
-        )
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         # Recall reads the rows of ~200 candidates and neighbours several times over; most
@@ -445,7 +424,7 @@ class SQLiteStore:
                     cache[row[0]] = row
             while len(cache) > _ROW_CACHE:
                 cache.popitem(last=False)
-        return {memory_id: _record(row) for memory_id, row in rows.items()}
+        return {memory_id: self._record(row) for memory_id, row in rows.items()}
 
     def _sync_rows(self) -> int:
         """Drop the cached rows of memories changed since the last look (by any process, from
@@ -477,14 +456,6 @@ class SQLiteStore:
                 self._rows_version = version
                 return self._rows_epoch
 
-    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
-        where, params = _scope_where(scope)
-        rows = self._read(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        )
-        return [_record(r) for r in rows]
-
     def update_memory(
         self,
         workspace: str,
@@ -508,7 +479,7 @@ class SQLiteStore:
                     raise NotFoundError(
                         f"memory {memory_id!r} not found in workspace {workspace!r}"
                     )
-                old = _record(row)
+                old = self._record(row)
                 sets: list[str] = ["updated_at = ?"]
                 params: list[Any] = [time.time()]
                 if content is not None and embedding is not None and dedup_key is not None:
@@ -546,10 +517,10 @@ class SQLiteStore:
                 ).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"update failed: {exc}") from exc
-        return _record(new)
+        return self._record(new)
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
-        where, params = _scope_where(scope)
+        where, params = scope_where(scope)
         try:
             with self._write() as conn:
                 if ids is None:
@@ -587,43 +558,6 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"forget failed: {exc}") from exc
         return len(rows)
-
-    def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
-        rows = self._read(
-            "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
-            "WHERE workspace = ? AND memory_id = ? ORDER BY rev",
-            (workspace, memory_id),
-        )
-        if not rows:
-            raise NotFoundError(f"memory {memory_id!r} not found in workspace {workspace!r}")
-        return [
-            {"rev": r[0], "op": r[1], "before": r[2], "after": r[3], "reason": r[4], "at": r[5]}
-            for r in rows
-        ]
-
-    def stats(self, scope: Scope) -> dict[str, Any]:
-        where, params = _scope_where(scope)
-        memories = self._read(f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
-        where_m, params_m = _scope_where(scope, "m")
-        edges = self._read(
-            f"SELECT count(*) FROM edges e JOIN memories m ON m.id = e.src WHERE {where_m}",
-            params_m,
-        )[0][0]
-        recalls = self._read(f"SELECT count(*) FROM recalls WHERE {where}", params)[0][0]
-        by_kind = dict(
-            self._read(f"SELECT kind, count(*) FROM memories WHERE {where} GROUP BY kind", params)
-        )
-        size = sum(p.stat().st_size for p in (self.file, Path(f"{self.file}-wal")) if p.exists())
-        return {
-            "memories": memories,
-            "memories_by_kind": by_kind,
-            "edges": edges,
-            "recalls": recalls,
-            "feedback_records": self._feedback_counts(scope),
-            "store": "sqlite",
-            "file": str(self.file),
-            "bytes_on_disk": size,
-        }
 
     # -- search ----------------------------------------------------------------------------------
     def _partitions(self, scope: Scope) -> list[ScopeIndex]:
@@ -767,7 +701,7 @@ class SQLiteStore:
             return []
         # Each term quoted: user text never reaches FTS5's query syntax.
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in dict.fromkeys(words))
-        where, params = _scope_where(scope, "m")
+        where, params = scope_where(scope, "m")
         rows = self._read(
             f"SELECT m.id, -bm25(memories_fts) FROM memories_fts JOIN memories m "
             f"ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? AND {where} "
@@ -798,15 +732,6 @@ class SQLiteStore:
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
         return out
 
-    def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        where, params = _scope_where(scope)
-        rows = self._read(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-            "ORDER BY seq DESC LIMIT ?",
-            [*params, limit],
-        )
-        return [_record(r) for r in rows]
-
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
@@ -827,53 +752,6 @@ class SQLiteStore:
         return total, merged
 
     # -- graph -----------------------------------------------------------------------------------
-    def edges_from(
-        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
-    ) -> list[Edge]:
-        return self._edges("src", workspace, ids, min_weight, kind)
-
-    def edges_to(self, workspace: str, ids: Sequence[str], min_weight: float = 0.0) -> list[Edge]:
-        return self._edges("dst", workspace, ids, min_weight)
-
-    def _edges(
-        self,
-        end: str,
-        workspace: str,
-        ids: Sequence[str],
-        min_weight: float,
-        kind: str | None = None,
-    ) -> list[Edge]:
-        """Edges whose ``end`` ("src" or "dst") is one of ``ids`` (of ``kind`` only, if set)."""
-        out: list[Edge] = []
-        ids = list(dict.fromkeys(ids))
-        of_kind = "" if kind is None else " AND kind = ?"
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            out += [
-                Edge(*r)
-                for r in self._read(
-                    "SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = ? "
-                    f"AND {end} IN ({marks}) AND weight >= ?{of_kind}",
-                    [workspace, *chunk, min_weight, *([] if kind is None else [kind])],
-                )
-            ]
-        return out
-
-    def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
-        ids = list(dict.fromkeys(ids))
-        out = dict.fromkeys(ids, 0)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for src, count in self._read(
-                f"SELECT src, count(*) FROM edges WHERE workspace = ? AND src IN ({marks}) "
-                "GROUP BY src",
-                [workspace, *chunk],
-            ):
-                out[src] = count
-        return out
-
     def adjust_edges(
         self,
         workspace: str,
@@ -931,61 +809,6 @@ class SQLiteStore:
         return changed
 
     # -- recalls ---------------------------------------------------------------------------------
-    def save_recall(self, record: RecallRecord) -> None:
-        try:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT INTO recalls (id, workspace, user_id, agent_id, session_id, query, "
-                    "created_at, memory_ids, paths, tensions) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        record.recall_id,
-                        record.workspace,
-                        record.user_id,
-                        record.agent_id,
-                        record.session_id,
-                        record.query,
-                        record.created_at,
-                        json.dumps(record.memory_ids),
-                        json.dumps(record.paths),
-                        json.dumps(record.tensions),
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"saving the recall failed: {exc}") from exc
-
-    def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
-        where, params = _scope_where(scope)
-        cols = (
-            "id, workspace, user_id, agent_id, session_id, query, created_at, memory_ids, paths, "
-            "tensions, consumed_at"
-        )
-        if recall_id is not None:
-            rows = self._read(
-                f"SELECT {cols} FROM recalls WHERE {where} AND id = ?", [*params, recall_id]
-            )
-        else:
-            rows = self._read(
-                f"SELECT {cols} FROM recalls WHERE {where} AND consumed_at IS NULL "
-                "ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                params,
-            )
-        if not rows:
-            return None
-        r = rows[0]
-        return RecallRecord(
-            recall_id=r[0],
-            workspace=r[1],
-            user_id=r[2],
-            agent_id=r[3],
-            session_id=r[4],
-            query=r[5],
-            created_at=r[6],
-            memory_ids=json.loads(r[7]),
-            paths=json.loads(r[8]),
-            tensions=json.loads(r[9]),
-            consumed_at=r[10],
-        )
-
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -1041,6 +864,9 @@ class SQLiteStore:
         verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
         sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
         params = self._copy_params(fields, rows)
+        if table == "decision_memories":
+            sql = "INSERT " + _DECISION_INSERT
+            params = [[*p, p[0]] for p in params]
         try:
             with self._write() as conn:
                 conn.executemany(sql, params)
@@ -1112,7 +938,7 @@ class SQLiteStore:
                                 f"source_event_id {e.source_event_id!r} already names event "
                                 f"{row[0]!r} in workspace {e.workspace!r} with a different payload"
                             )
-                        return self._get_event(conn, row[0]), False
+                        return self._get_event(conn, e.workspace, row[0]), False
                 conn.execute(
                     "INSERT INTO feedback_events (id, workspace, user_id, agent_id, session_id, "
                     "input_context, ai_output, user_reaction, user_correction, corrected_output, "
@@ -1143,273 +969,13 @@ class SQLiteStore:
                 )
                 if new.decision is not None and new.answer is not None:
                     memory_id = self._insert_linked_memory(conn, new.decision, now)
-                    conn.execute(
-                        "INSERT INTO decision_memories (event_id, answer, memory_id, created_at) "
-                        "VALUES (?,?,?,?)",
-                        (e.id, new.answer, memory_id, now),
-                    )
-                return self._get_event(conn, e.id), True
+                    self._link_decision(conn, e.workspace, e.id, new.answer, memory_id, now)
+                return self._get_event(conn, e.workspace, e.id), True
         except sqlite3.IntegrityError as exc:
             # Only reachable if another writer slipped past BEGIN IMMEDIATE; the constraint holds.
             raise ConflictError(f"source_event_id {e.source_event_id!r}: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"creating the feedback event failed: {exc}") from exc
-
-    def _get_event(self, conn: sqlite3.Connection, event_id: str) -> FeedbackEvent:
-        row = conn.execute(
-            f"SELECT {EVENT_COLUMNS} FROM feedback_events WHERE id = ?", (event_id,)
-        ).fetchone()
-        return self._event(conn, row)
-
-    @staticmethod
-    def _event(conn: sqlite3.Connection, row: tuple[Any, ...]) -> FeedbackEvent:
-        link = conn.execute(
-            "SELECT memory_id FROM decision_memories WHERE event_id = ? AND answer = ?",
-            (row[0], {"corrected": "corrected", "adopted": "ai_output"}.get(row[11], "")),
-        ).fetchone()
-        return FeedbackEvent(
-            id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            input_context=row[5],
-            ai_output=row[6],
-            user_reaction=row[7],
-            user_correction=row[8],
-            corrected_output=row[9],
-            state=row[11],
-            reason=row[10],
-            source_event_id=row[12],
-            created_at=row[13],
-            metadata=json.loads(row[14]),
-            decision_memory_id=link[0] if link else None,
-        )
-
-    def create_decision_review(
-        self, review: DecisionReview, decision: NewMemory | None, answer: str | None
-    ) -> DecisionReview:
-        now = time.time()
-        try:
-            with self._write() as conn:
-                found = conn.execute(
-                    "SELECT 1 FROM feedback_events WHERE workspace = ? AND id = ?",
-                    (review.workspace, review.event_id),
-                ).fetchone()
-                if found is None:
-                    raise NotFoundError(
-                        f"feedback event {review.event_id!r} not found in workspace "
-                        f"{review.workspace!r}"
-                    )
-                memory_id: str | None = None
-                if answer is not None:
-                    link = conn.execute(
-                        "SELECT memory_id FROM decision_memories WHERE event_id = ? AND answer = ?",
-                        (review.event_id, answer),
-                    ).fetchone()
-                    if link is not None:
-                        memory_id = link[0]
-                    elif decision is not None:
-                        memory_id = self._insert_linked_memory(conn, decision, now)
-                        conn.execute(
-                            "INSERT INTO decision_memories (event_id, answer, memory_id, "
-                            "created_at) VALUES (?,?,?,?)",
-                            (review.event_id, answer, memory_id, now),
-                        )
-                review.decision_memory_id = memory_id
-                conn.execute(
-                    "INSERT INTO decision_reviews (id, workspace, user_id, agent_id, event_id, "
-                    "final_decision, outcome, confidence, reversed, reason, decision_memory_id, "
-                    "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        review.id,
-                        review.workspace,
-                        review.user_id,
-                        review.agent_id,
-                        review.event_id,
-                        review.final_decision,
-                        review.outcome,
-                        review.confidence,
-                        int(review.reversed),
-                        review.reason,
-                        memory_id,
-                        review.created_at,
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"creating the decision review failed: {exc}") from exc
-        return review
-
-    def create_preference_pair(
-        self,
-        pair: PreferencePair,
-        context_embedding: np.ndarray,
-        accepted_embedding: np.ndarray,
-        rejected_embedding: np.ndarray,
-        memory: NewMemory,
-    ) -> PreferencePair:
-        now = time.time()
-        try:
-            with self._write() as conn:
-                pair.memory_id = self._insert_linked_memory(conn, memory, now)
-                conn.execute(
-                    "INSERT INTO preference_pairs (id, workspace, user_id, agent_id, session_id, "
-                    "context, accepted_output, rejected_output, weight, memory_id, created_at, "
-                    "context_embedding, accepted_embedding, rejected_embedding) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        pair.id,
-                        pair.workspace,
-                        pair.user_id,
-                        pair.agent_id,
-                        pair.session_id,
-                        pair.context,
-                        pair.accepted_output,
-                        pair.rejected_output,
-                        pair.weight,
-                        pair.memory_id,
-                        pair.created_at,
-                        _blob(context_embedding),
-                        _blob(accepted_embedding),
-                        _blob(rejected_embedding),
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"creating the preference pair failed: {exc}") from exc
-        return pair
-
-    def log_event(self, event: LoggedEvent) -> LoggedEvent:
-        try:
-            with self._write() as conn:
-                conn.execute(
-                    "INSERT INTO logged_events (id, workspace, user_id, agent_id, session_id, kind, "
-                    "payload, created_at) VALUES (?,?,?,?,?,?,?,?)",
-                    (
-                        event.id,
-                        event.workspace,
-                        event.user_id,
-                        event.agent_id,
-                        event.session_id,
-                        event.kind,
-                        json.dumps(event.payload, ensure_ascii=False),
-                        event.created_at,
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"logging the event failed: {exc}") from exc
-        return event
-
-    def rate_memory(
-        self,
-        rating: MemoryRating,
-        context_embedding: np.ndarray | None,
-        correction: NewMemory | None,
-    ) -> MemoryRating:
-        now = time.time()
-        try:
-            with self._write() as conn:
-                found = conn.execute(
-                    "SELECT 1 FROM memories WHERE workspace = ? AND id = ?",
-                    (rating.workspace, rating.memory_id),
-                ).fetchone()
-                if found is None:
-                    raise NotFoundError(
-                        f"memory {rating.memory_id!r} not found in workspace {rating.workspace!r}"
-                    )
-                if correction is not None:
-                    rating.correction_memory_id = self._insert_linked_memory(conn, correction, now)
-                conn.execute(
-                    "INSERT INTO memory_ratings (id, workspace, user_id, agent_id, session_id, "
-                    "memory_id, verdict, correction, correction_memory_id, weight, recall_id, "
-                    "context, context_embedding, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        rating.id,
-                        rating.workspace,
-                        rating.user_id,
-                        rating.agent_id,
-                        rating.session_id,
-                        rating.memory_id,
-                        rating.verdict,
-                        rating.correction,
-                        rating.correction_memory_id,
-                        rating.weight,
-                        rating.recall_id,
-                        rating.context,
-                        None if context_embedding is None else _blob(context_embedding),
-                        rating.created_at,
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"rating the memory failed: {exc}") from exc
-        return rating
-
-    def get_feedback_record(self, kind: str, workspace: str, record_id: str) -> FeedbackRecord:
-        table, columns, _ = FEEDBACK_TABLES[kind]
-        conn = self._reader()
-        try:
-            row = conn.execute(
-                f"SELECT {columns} FROM {table} WHERE workspace = ? AND id = ?",
-                (workspace, record_id),
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(
-                    f"{kind.replace('_', ' ')} {record_id!r} not found in workspace {workspace!r}"
-                )
-            return self._feedback_record(conn, kind, row)
-        except sqlite3.Error as exc:
-            raise StoreError(f"read failed: {exc}") from exc
-
-    def list_feedback_records(
-        self, kind: str, scope: Scope, limit: int, offset: int
-    ) -> list[FeedbackRecord]:
-        table, columns, scoped = FEEDBACK_TABLES[kind]
-        where, params = _scope_where(
-            scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
-        )
-        conn = self._reader()
-        try:
-            rows = conn.execute(
-                f"SELECT {columns} FROM {table} WHERE {where} ORDER BY seq LIMIT ? OFFSET ?",
-                [*params, limit, offset],
-            ).fetchall()
-            return [self._feedback_record(conn, kind, r) for r in rows]
-        except sqlite3.Error as exc:
-            raise StoreError(f"read failed: {exc}") from exc
-
-    def _feedback_record(
-        self, conn: sqlite3.Connection, kind: str, row: tuple[Any, ...]
-    ) -> FeedbackRecord:
-        if kind == "feedback_event":
-            return self._event(conn, row)
-        if kind == "decision_review":
-            return DecisionReview(
-                id=row[0],
-                workspace=row[1],
-                user_id=row[2],
-                agent_id=row[3],
-                event_id=row[4],
-                final_decision=row[5],
-                outcome=row[6],
-                confidence=row[7],
-                reversed=bool(row[8]),
-                reason=row[9],
-                decision_memory_id=row[10],
-                created_at=row[11],
-            )
-        if kind == "preference_pair":
-            return PreferencePair(*row)
-        if kind == "logged_event":
-            return LoggedEvent(
-                id=row[0],
-                workspace=row[1],
-                user_id=row[2],
-                agent_id=row[3],
-                session_id=row[4],
-                kind=row[5],
-                payload=json.loads(row[6]),
-                created_at=row[7],
-            )
-        return MemoryRating(*row)
 
     def learning_facts(
         self,
@@ -1460,8 +1026,8 @@ class SQLiteStore:
                         for event_id, answer, memory_id in conn.execute(
                             "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
                             "JOIN memories m ON m.id = d.memory_id AND m.status = 'active' "
-                            f"WHERE d.event_id IN ({marks})",
-                            chunk,
+                            f"WHERE d.workspace = ? AND d.event_id IN ({marks})",
+                            [scope.workspace, *chunk],
                         ):
                             events[event_id].answers[answer] = memory_id
                         for r in conn.execute(
@@ -1523,7 +1089,7 @@ class SQLiteStore:
         recall_ids = list(dict.fromkeys([*matched, *(r for r, _ in witnesses)]))
         if not recall_ids:
             return []
-        where, params = _scope_where(scope, "m")
+        where, params = scope_where(scope, "m")
         matched_set = set(matched)
         rows: list[Any] = []
         for first in range(0, len(recall_ids), 500):
@@ -1609,26 +1175,19 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"read failed: {exc}") from exc
 
-    def _feedback_counts(self, scope: Scope) -> dict[str, int]:
-        out = {}
-        for kind, (table, _, has_session) in FEEDBACK_TABLES.items():
-            narrowed = (
-                scope if has_session else Scope(scope.workspace, scope.user_id, scope.agent_id)
-            )
-            where, params = _scope_where(narrowed)
-            out[kind] = int(self._read(f"SELECT count(*) FROM {table} WHERE {where}", params)[0][0])
-        return out
-
     def _forget_feedback(self, conn: sqlite3.Connection, scope: Scope) -> None:
         """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
-        where, params = _scope_where(scope)
+        where, params = scope_where(scope)
         event_ids = [
             r[0] for r in conn.execute(f"SELECT id FROM feedback_events WHERE {where}", params)
         ]
         for start in range(0, len(event_ids), 500):
             chunk = event_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            conn.execute(f"DELETE FROM decision_memories WHERE event_id IN ({marks})", chunk)
+            conn.execute(
+                f"DELETE FROM decision_memories WHERE workspace = ? AND event_id IN ({marks})",
+                [scope.workspace, *chunk],
+            )
             conn.execute(f"DELETE FROM decision_reviews WHERE event_id IN ({marks})", chunk)
         conn.execute(f"DELETE FROM feedback_events WHERE {where}", params)
         for table, scoped in (
@@ -1638,7 +1197,7 @@ class SQLiteStore:
             ("memory_ratings", True),
             ("reply_signals", True),
         ):
-            w, p = _scope_where(
+            w, p = scope_where(
                 scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
             )
             if not scoped and scope.session_id is not None:
@@ -1646,8 +1205,6 @@ class SQLiteStore:
             conn.execute(f"DELETE FROM {table} WHERE {w}", p)
 
     # -- API keys --------------------------------------------------------------------------------
-    _KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
-
     def create_api_key(self, record: ApiKeyRecord) -> None:
         try:
             with self._write() as conn:
@@ -1656,7 +1213,7 @@ class SQLiteStore:
                 ).fetchone():
                     raise ConflictError(f"API key {record.key_id!r} already exists")
                 conn.execute(
-                    f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                    f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                     (
                         record.key_id,
                         record.key_hash,
@@ -1669,121 +1226,3 @@ class SQLiteStore:
                 )
         except sqlite3.Error as exc:
             raise StoreError(f"creating the API key failed: {exc}") from exc
-
-    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
-        rows = self._read(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,))
-        return ApiKeyRecord(*rows[0]) if rows else None
-
-    def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
-        if workspace is None:
-            rows = self._read(f"SELECT {self._KEY_COLUMNS} FROM api_keys ORDER BY created_at")
-        else:
-            rows = self._read(
-                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE workspace = ? ORDER BY created_at",
-                (workspace,),
-            )
-        return [ApiKeyRecord(*r) for r in rows]
-
-    def revoke_api_key(self, key_id: str) -> bool:
-        try:
-            with self._write() as conn:
-                row = conn.execute(
-                    "SELECT revoked_at FROM api_keys WHERE key_id = ?", (key_id,)
-                ).fetchone()
-                if row is None:
-                    raise NotFoundError(f"API key {key_id!r} not found")
-                if row[0] is not None:
-                    return False
-                conn.execute(
-                    "UPDATE api_keys SET revoked_at = ? WHERE key_id = ?", (time.time(), key_id)
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"revoking the API key failed: {exc}") from exc
-        return True
-
-
-# -- online backup and restore (engrammar backup / restore) ------------------------------------------
-def _check_engrammar_db(conn: sqlite3.Connection, what: str) -> None:
-    try:
-        ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        has_meta = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{what} is not a readable SQLite database: {exc}") from exc
-    if ok != "ok":
-        raise StoreError(f"{what} fails the integrity check: {ok}")
-    if not has_meta:
-        raise StoreError(f"{what} is not an engrammar store (no meta table)")
-
-
-def backup_file(db_file: str | Path, target: str | Path, *, busy_timeout_ms: int = 10_000) -> int:
-    """Copy the live store ``db_file`` to ``target`` with SQLite's online backup API.
-
-    Writers in other processes keep working (WAL: the copy reads one consistent snapshot).
-    The copy is written to a temporary file, checked (integrity and schema) and then renamed,
-    so ``target`` is either a complete backup or untouched. Returns the pages copied.
-    """
-    source, dest = Path(db_file), Path(target)
-    if not source.is_file():
-        raise StoreError(f"no store at {source}")
-    if dest.resolve() == source.resolve():
-        raise ValidationError("file", "the backup must not be the store itself")
-    partial = dest.with_name(dest.name + ".partial")
-    partial.unlink(missing_ok=True)
-    pages = 0
-    try:
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000)
-        out = sqlite3.connect(partial)
-        try:
-
-            def count(status: int, remaining: int, total: int) -> None:
-                nonlocal pages
-                pages = total
-
-            src.backup(out, progress=count)
-            _check_engrammar_db(out, f"the backup {partial}")
-        finally:
-            out.close()
-            src.close()
-        partial.replace(dest)
-    except sqlite3.Error as exc:
-        raise StoreError(f"backup of {source} to {dest} failed: {exc}") from exc
-    finally:
-        partial.unlink(missing_ok=True)
-    return pages
-
-
-def restore_file(backup: str | Path, db_file: str | Path, *, busy_timeout_ms: int = 10_000) -> int:
-    """Replace the contents of the store ``db_file`` with the backup ``backup``, online.
-
-    The backup is checked first (integrity and schema); the copy runs as one write into the
-    live database, so other connections see the old or the new contents, never a mix.
-    Processes holding the store open should reopen it afterwards (in-memory caches).
-    Returns the pages copied.
-    """
-    source, dest = Path(backup), Path(db_file)
-    if not source.is_file():
-        raise ValidationError("file", f"no backup file at {source}")
-    pages = 0
-    try:
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        try:
-            _check_engrammar_db(src, f"the backup {source}")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            out = sqlite3.connect(dest, timeout=busy_timeout_ms / 1000)
-            try:
-
-                def count(status: int, remaining: int, total: int) -> None:
-                    nonlocal pages
-                    pages = total
-
-                src.backup(out, progress=count)
-                _check_engrammar_db(out, f"the restored store {dest}")
-            finally:
-                out.close()
-        finally:
-            src.close()
-    except sqlite3.Error as exc:
-        raise StoreError(f"restore of {source} into {dest} failed: {exc}") from exc
-    return pages
