@@ -39,24 +39,21 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
+from ..learn.scoring import ReplyFacts
 from ..models import (
     Edge,
-    FeedbackEvent,
     MemoryRecord,
     Scope,
 )
 from ..recall.text import index_text, speaker_of, terms
 from .base import (
-    ApiKeyRecord,
     EdgeDelta,
     NewEdge,
-    NewFeedbackEvent,
     NewMemory,
     ReplySignal,
 )
 from .postgres_migrations import MIGRATIONS
-from .sql import KEY_COLUMNS, Dialect, SQLStore, scope_where
+from .sql import Dialect, SQLStore, scope_where
 from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
@@ -167,7 +164,7 @@ DIALECT = Dialect(
     json=_json,
     for_update=" FOR UPDATE",
     for_share=" FOR SHARE",
-    edge_order=True,
+    ordered=True,
     key_order=", key_id",
 )
 
@@ -353,9 +350,22 @@ class PostgresStore(SQLStore):
         single: bool = False,
         snapshot: bool = False,
     ) -> T:
-        if write or snapshot:
+        if snapshot:
+            # One snapshot for the whole read, like a single SQLite read transaction.
+            def read(conn: Conn) -> T:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return fn(conn)
+
+            return self._tx(what, read)
+        if write:
             return self._tx(what, fn, transaction=not single)
         return self._read(what, fn)
+
+    def _cursor(self, conn: Conn) -> psycopg.Cursor[Any]:
+        return conn.cursor(binary=True)
+
+    def _vanished(self, what: str) -> None:
+        raise pg_errors.SerializationFailure(what)
 
     def _location(self) -> str:
         return redact_url(self.url)
@@ -922,140 +932,6 @@ class PostgresStore(SQLStore):
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
 
-    def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
-        e = new.event
-
-        def run(conn: Conn) -> tuple[FeedbackEvent, bool]:
-            now = time.time()
-            # ON CONFLICT waits for a concurrent writer of the same source_event_id, then
-            # yields: exactly one of them inserts.
-            inserted = conn.execute(
-                "INSERT INTO feedback_events (id, workspace, user_id, agent_id, session_id, "
-                "input_context, ai_output, user_reaction, user_correction, corrected_output, "
-                "state, reason, source_event_id, payload_hash, metadata, created_at, "
-                "context_embedding, ai_output_embedding, corrected_embedding) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%b,%b) "
-                "ON CONFLICT (workspace, source_event_id) DO NOTHING RETURNING id",
-                (
-                    e.id, e.workspace, e.user_id, e.agent_id, e.session_id, e.input_context,
-                    e.ai_output, e.user_reaction, e.user_correction, e.corrected_output,
-                    e.state, e.reason, e.source_event_id, new.payload_hash, _json(e.metadata),
-                    e.created_at, _Vector(new.context_embedding),
-                    _Vector(new.ai_output_embedding),
-                    None if new.corrected_embedding is None else _Vector(new.corrected_embedding),
-                ),
-            ).fetchone()  # fmt: skip
-            if inserted is None:
-                row = conn.execute(
-                    "SELECT id, payload_hash FROM feedback_events "
-                    "WHERE workspace = %s AND source_event_id = %s",
-                    (e.workspace, e.source_event_id),
-                ).fetchone()
-                if row is None:
-                    raise pg_errors.SerializationFailure("conflicting event vanished")
-                if row[1] != new.payload_hash:
-                    raise ConflictError(
-                        f"source_event_id {e.source_event_id!r} already names event "
-                        f"{row[0]!r} in workspace {e.workspace!r} with a different payload"
-                    )
-                return self._get_event(conn, e.workspace, row[0]), False
-            if new.decision is not None and new.answer is not None:
-                memory_id = self._insert_linked_memory(conn, new.decision, now)
-                conn.execute(
-                    "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
-                    "created_at) VALUES (%s,%s,%s,%s,%s)",
-                    (e.workspace, e.id, new.answer, memory_id, now),
-                )
-            return self._get_event(conn, e.workspace, e.id), True
-
-        return self._tx("creating the feedback event", run)
-
-    def learning_facts(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-        user_clause = ""
-        params: list[Any] = [scope.workspace]
-        if scope.user_id is not None:
-            # A user's own records and the workspace-wide ones (no user) apply to that user.
-            user_clause = " AND (user_id = %s OR user_id IS NULL)"
-            params.append(scope.user_id)
-        ids = list(dict.fromkeys(memory_ids))
-        start = -1e300 if since is None else since
-
-        def run(conn: Conn) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-            # One snapshot for the whole read, like a single SQLite read transaction.
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cur = conn.cursor(binary=True)
-            events: dict[str, EventFacts] = {}
-            for r in cur.execute(
-                "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
-                "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
-                "FROM (SELECT * FROM feedback_events e "
-                f"WHERE workspace = %s{user_clause} AND (created_at >= %s OR EXISTS "
-                "(SELECT 1 FROM decision_reviews r WHERE r.workspace = e.workspace "
-                "AND r.event_id = e.id AND r.created_at >= %s)) ORDER BY seq DESC LIMIT %s) t "
-                "ORDER BY seq",
-                [*params, start, start, limit],
-            ).fetchall():
-                events[r[0]] = EventFacts(
-                    event_id=r[0],
-                    state=r[1],
-                    reason=r[2],
-                    created_at=r[3],
-                    context_vec=r[4],
-                    ai_output_vec=r[5],
-                    corrected_vec=r[6],
-                    answers={},
-                    ai_output=r[7],
-                    corrected=r[8],
-                )
-            if events:
-                event_ids = list(events)
-                for event_id, answer, memory_id in cur.execute(
-                    "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
-                    "JOIN memories m ON m.workspace = d.workspace AND m.id = d.memory_id "
-                    "AND m.status = 'active' WHERE d.workspace = %s AND d.event_id = ANY(%s)",
-                    (scope.workspace, event_ids),
-                ).fetchall():
-                    events[event_id].answers[answer] = memory_id
-                for r in cur.execute(
-                    "SELECT event_id, final_decision, outcome, confidence, reversed, "
-                    "created_at, reason FROM decision_reviews WHERE workspace = %s "
-                    "AND event_id = ANY(%s) ORDER BY seq",
-                    (scope.workspace, event_ids),
-                ).fetchall():
-                    if r[0] in events:
-                        events[r[0]].reviews.append(
-                            ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
-                        )
-            pairs = [
-                PairFacts(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
-                for r in cur.execute(
-                    "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
-                    "rejected_embedding, memory_id, accepted_output, rejected_output "
-                    "FROM (SELECT * FROM preference_pairs "
-                    f"WHERE workspace = %s{user_clause} AND created_at >= %s "
-                    "ORDER BY seq DESC LIMIT %s) t ORDER BY seq",
-                    [*params, start, limit],
-                ).fetchall()
-            ]
-            ratings = [
-                RatingFacts(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
-                for r in cur.execute(
-                    "SELECT id, memory_id, verdict, weight, created_at, context_embedding, "
-                    "recall_id FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s) "
-                    "AND created_at >= %s ORDER BY seq",
-                    (scope.workspace, ids, start),
-                ).fetchall()
-            ] if ids else []  # fmt: skip
-            return list(events.values()), pairs, ratings
-
-        return self._tx("reading feedback", run)
-
     def reply_facts(
         self,
         scope: Scope,
@@ -1122,57 +998,7 @@ class PostgresStore(SQLStore):
                 out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector))
         return out
 
-    @staticmethod
-    def _forget_feedback(conn: Conn, scope: Scope) -> None:
-        """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
-        where, params = _scope_where(scope)
-        gone = [
-            r[0]
-            for r in conn.execute(
-                f"DELETE FROM feedback_events WHERE {where} RETURNING id", params
-            ).fetchall()
-        ]
-        if gone:
-            for table in ("decision_memories", "decision_reviews"):
-                conn.execute(
-                    f"DELETE FROM {table} WHERE workspace = %s AND event_id = ANY(%s)",
-                    (scope.workspace, gone),
-                )
-        for table, scoped in (
-            ("decision_reviews", False),
-            ("preference_pairs", True),
-            ("logged_events", True),
-            ("memory_ratings", True),
-            ("reply_signals", True),
-        ):
-            if not scoped and scope.session_id is not None:
-                continue  # reviews carry no session; they went with their events above
-            w, p = _scope_where(
-                scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
-            )
-            conn.execute(f"DELETE FROM {table} WHERE {w}", p)
-
     # -- API keys --------------------------------------------------------------------------------
-    def create_api_key(self, record: ApiKeyRecord) -> None:
-        def run(conn: Conn) -> None:
-            inserted = conn.execute(
-                f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s) "
-                "ON CONFLICT (key_id) DO NOTHING RETURNING key_id",
-                (
-                    record.key_id,
-                    record.key_hash,
-                    record.workspace,
-                    record.user_id,
-                    record.name,
-                    record.created_at,
-                    record.revoked_at,
-                ),
-            ).fetchone()
-            if inserted is None:
-                raise ConflictError(f"API key {record.key_id!r} already exists")
-
-        self._tx("creating the API key", run)
-
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     #: table -> the columns that order its rows (the cursor of export_rows)
     _COPY_KEYS: dict[str, tuple[str, ...]] = {  # noqa: RUF012

@@ -22,25 +22,22 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
+from ..learn.scoring import ReplyFacts
 from ..models import (
     Edge,
-    FeedbackEvent,
     MemoryRecord,
     Scope,
 )
 from ..recall.text import index_text, terms
 from .base import (
-    ApiKeyRecord,
     EdgeDelta,
     NewEdge,
-    NewFeedbackEvent,
     NewMemory,
     ReplySignal,
 )
 from .index import ContextIndex, IndexRow, ScopeIndex
 from .migrations import MIGRATIONS
-from .sql import KEY_COLUMNS, Dialect, SQLStore, scope_where
+from .sql import Dialect, SQLStore, scope_where
 from .sqlite_backup import backup_file, restore_file
 from .tables import (
     COPY_BOOL_FIELDS,
@@ -80,6 +77,8 @@ DIALECT = Dialect(
     json=_json,
     from_json=json.loads,
     in_chunk=500,
+    from_vector=_vec,
+    no_limit=-1,
     recall_order="rowid",
 )
 
@@ -245,7 +244,14 @@ class SQLiteStore(SQLStore):
             if write:
                 with self._write() as conn:
                     return fn(conn)
-            return fn(self._reader())
+            if not snapshot:
+                return fn(self._reader())
+            conn = self._reader()
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
@@ -921,159 +927,6 @@ class SQLiteStore(SQLStore):
         self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
         return row.id
 
-    def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
-        e = new.event
-        now = time.time()
-        try:
-            with self._write() as conn:
-                if e.source_event_id is not None:
-                    row = conn.execute(
-                        "SELECT id, payload_hash FROM feedback_events "
-                        "WHERE workspace = ? AND source_event_id = ?",
-                        (e.workspace, e.source_event_id),
-                    ).fetchone()
-                    if row is not None:
-                        if row[1] != new.payload_hash:
-                            raise ConflictError(
-                                f"source_event_id {e.source_event_id!r} already names event "
-                                f"{row[0]!r} in workspace {e.workspace!r} with a different payload"
-                            )
-                        return self._get_event(conn, e.workspace, row[0]), False
-                conn.execute(
-                    "INSERT INTO feedback_events (id, workspace, user_id, agent_id, session_id, "
-                    "input_context, ai_output, user_reaction, user_correction, corrected_output, "
-                    "state, reason, source_event_id, payload_hash, metadata, created_at, "
-                    "context_embedding, ai_output_embedding, corrected_embedding) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        e.id,
-                        e.workspace,
-                        e.user_id,
-                        e.agent_id,
-                        e.session_id,
-                        e.input_context,
-                        e.ai_output,
-                        e.user_reaction,
-                        e.user_correction,
-                        e.corrected_output,
-                        e.state,
-                        e.reason,
-                        e.source_event_id,
-                        new.payload_hash,
-                        json.dumps(e.metadata, ensure_ascii=False),
-                        e.created_at,
-                        _blob(new.context_embedding),
-                        _blob(new.ai_output_embedding),
-                        None if new.corrected_embedding is None else _blob(new.corrected_embedding),
-                    ),
-                )
-                if new.decision is not None and new.answer is not None:
-                    memory_id = self._insert_linked_memory(conn, new.decision, now)
-                    self._link_decision(conn, e.workspace, e.id, new.answer, memory_id, now)
-                return self._get_event(conn, e.workspace, e.id), True
-        except sqlite3.IntegrityError as exc:
-            # Only reachable if another writer slipped past BEGIN IMMEDIATE; the constraint holds.
-            raise ConflictError(f"source_event_id {e.source_event_id!r}: {exc}") from exc
-        except sqlite3.Error as exc:
-            raise StoreError(f"creating the feedback event failed: {exc}") from exc
-
-    def learning_facts(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-        user_clause = ""
-        params: list[Any] = [scope.workspace]
-        if scope.user_id is not None:
-            # A user's own records and the workspace-wide ones (no user) apply to that user.
-            user_clause = " AND (user_id = ? OR user_id IS NULL)"
-            params.append(scope.user_id)
-        start = -1e300 if since is None else since
-        newest = -1 if limit is None else limit
-        conn = self._reader()
-        try:
-            conn.execute("BEGIN")
-            try:
-                events: dict[str, EventFacts] = {}
-                for r in conn.execute(
-                    "SELECT id, state, reason, created_at, context_embedding, ai_output_embedding, "
-                    "corrected_embedding, ai_output, coalesce(corrected_output, user_correction) "
-                    "FROM (SELECT * FROM feedback_events "
-                    f"WHERE workspace = ?{user_clause} AND (created_at >= ? OR EXISTS "
-                    "(SELECT 1 FROM decision_reviews r WHERE r.event_id = feedback_events.id "
-                    "AND r.created_at >= ?)) ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                    [*params, start, start, newest],
-                ):
-                    events[r[0]] = EventFacts(
-                        event_id=r[0],
-                        state=r[1],
-                        reason=r[2],
-                        created_at=r[3],
-                        context_vec=_vec(r[4]),
-                        ai_output_vec=_vec(r[5]),
-                        corrected_vec=None if r[6] is None else _vec(r[6]),
-                        answers={},
-                        ai_output=r[7],
-                        corrected=r[8],
-                    )
-                if events:
-                    event_ids = list(events)
-                    for first in range(0, len(event_ids), 500):
-                        chunk = event_ids[first : first + 500]
-                        marks = ",".join("?" * len(chunk))
-                        for event_id, answer, memory_id in conn.execute(
-                            "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
-                            "JOIN memories m ON m.id = d.memory_id AND m.status = 'active' "
-                            f"WHERE d.workspace = ? AND d.event_id IN ({marks})",
-                            [scope.workspace, *chunk],
-                        ):
-                            events[event_id].answers[answer] = memory_id
-                        for r in conn.execute(
-                            "SELECT event_id, final_decision, outcome, confidence, reversed, "
-                            "created_at, reason FROM decision_reviews "
-                            f"WHERE workspace = ? AND event_id IN ({marks}) ORDER BY seq",
-                            [scope.workspace, *chunk],
-                        ):
-                            events[r[0]].reviews.append(
-                                ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
-                            )
-                pairs = [
-                    PairFacts(
-                        r[0], r[1], r[2], _vec(r[3]), _vec(r[4]), _vec(r[5]), r[6], r[7], r[8]
-                    )
-                    for r in conn.execute(
-                        "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
-                        "rejected_embedding, memory_id, accepted_output, rejected_output "
-                        "FROM (SELECT * FROM preference_pairs "
-                        f"WHERE workspace = ?{user_clause} AND created_at >= ? "
-                        "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                        [*params, start, newest],
-                    )
-                ]
-                ratings: list[RatingFacts] = []
-                ids = list(dict.fromkeys(memory_ids))
-                for first in range(0, len(ids), 500):
-                    chunk = ids[first : first + 500]
-                    marks = ",".join("?" * len(chunk))
-                    ratings += [
-                        RatingFacts(
-                            r[0], r[1], r[2], r[3], r[4], None if r[5] is None else _vec(r[5]), r[6]
-                        )
-                        for r in conn.execute(
-                            "SELECT id, memory_id, verdict, weight, created_at, context_embedding, "
-                            "recall_id FROM memory_ratings WHERE workspace = ? "
-                            f"AND memory_id IN ({marks}) AND created_at >= ?",
-                            [scope.workspace, *chunk, start],
-                        )
-                    ]
-            finally:
-                conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StoreError(f"read failed: {exc}") from exc
-        return list(events.values()), pairs, ratings
-
     def reply_facts(
         self,
         scope: Scope,
@@ -1175,54 +1028,4 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise StoreError(f"read failed: {exc}") from exc
 
-    def _forget_feedback(self, conn: sqlite3.Connection, scope: Scope) -> None:
-        """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
-        where, params = scope_where(scope)
-        event_ids = [
-            r[0] for r in conn.execute(f"SELECT id FROM feedback_events WHERE {where}", params)
-        ]
-        for start in range(0, len(event_ids), 500):
-            chunk = event_ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            conn.execute(
-                f"DELETE FROM decision_memories WHERE workspace = ? AND event_id IN ({marks})",
-                [scope.workspace, *chunk],
-            )
-            conn.execute(f"DELETE FROM decision_reviews WHERE event_id IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM feedback_events WHERE {where}", params)
-        for table, scoped in (
-            ("decision_reviews", False),
-            ("preference_pairs", True),
-            ("logged_events", True),
-            ("memory_ratings", True),
-            ("reply_signals", True),
-        ):
-            w, p = scope_where(
-                scope if scoped else Scope(scope.workspace, scope.user_id, scope.agent_id)
-            )
-            if not scoped and scope.session_id is not None:
-                continue  # reviews carry no session; they go with their events above
-            conn.execute(f"DELETE FROM {table} WHERE {w}", p)
-
     # -- API keys --------------------------------------------------------------------------------
-    def create_api_key(self, record: ApiKeyRecord) -> None:
-        try:
-            with self._write() as conn:
-                if conn.execute(
-                    "SELECT 1 FROM api_keys WHERE key_id = ?", (record.key_id,)
-                ).fetchone():
-                    raise ConflictError(f"API key {record.key_id!r} already exists")
-                conn.execute(
-                    f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                    (
-                        record.key_id,
-                        record.key_hash,
-                        record.workspace,
-                        record.user_id,
-                        record.name,
-                        record.created_at,
-                        record.revoked_at,
-                    ),
-                )
-        except sqlite3.Error as exc:
-            raise StoreError(f"creating the API key failed: {exc}") from exc
