@@ -20,40 +20,31 @@
 from __future__ import annotations
 
 import json
-import struct
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.abc import Buffer
-from psycopg.adapt import Dumper, Loader
-from psycopg.pq import Format
-from psycopg.types import TypeInfo
-from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
-from ..learn.scoring import ReplyFacts
-from ..models import (
-    Edge,
-    MemoryRecord,
-    Scope,
-)
-from ..recall.text import index_text, speaker_of, terms
-from .base import (
-    EdgeDelta,
-    NewEdge,
-    NewMemory,
-    ReplySignal,
-)
+from ..models import Edge, MemoryRecord, Scope
+from .base import EdgeDelta, NewEdge, NewMemory, ReplySignal
 from .postgres_migrations import MIGRATIONS
-from .sql import Dialect, SQLStore, scope_where
+from .postgres_search import (
+    PostgresSearch,
+    Vector,
+    analysed,
+    jsonb,
+    pg_scope_where,
+    register_vector,
+)
+from .sql import Dialect
 from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
@@ -71,7 +62,6 @@ Conn = psycopg.Connection[Any]
 # Any constant works; it only has to be the same in every process that migrates this schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
-_MAX_POSITION = 16383  # tsvector positions saturate here; term counts above are approximate
 
 
 def redact_url(url: str) -> str:
@@ -83,85 +73,14 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class _Vector:
-    """A float32 vector on its way to a ``vector`` parameter (binary wire format)."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array = np.ascontiguousarray(array, dtype=np.float32)
-
-
-def _register_vector(conn: Conn) -> None:
-    """Teach the connection pgvector's binary format, both ways, with no extra dependency."""
-    info = TypeInfo.fetch(conn, "vector")
-    if info is None:
-        raise StoreError("the pgvector extension is not installed in this database")
-    vector_oid = info.oid
-
-    class VectorDumper(Dumper):
-        format = Format.BINARY
-        oid = vector_oid
-
-        def dump(self, obj: _Vector) -> Buffer:
-            a = obj.array
-            return struct.pack(">HH", len(a), 0) + a.astype(">f4").tobytes()
-
-    class VectorBinaryLoader(Loader):
-        format = Format.BINARY
-
-        def load(self, data: Buffer) -> np.ndarray:
-            dim = struct.unpack_from(">H", data)[0]
-            return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
-
-    class VectorTextLoader(Loader):
-        format = Format.TEXT
-
-        def load(self, data: Buffer) -> np.ndarray:
-            text = bytes(data).decode()
-            return np.array(text[1:-1].split(","), dtype=np.float32)
-
-    conn.adapters.register_dumper(_Vector, VectorDumper)
-    conn.adapters.register_loader(vector_oid, VectorBinaryLoader)
-    conn.adapters.register_loader(vector_oid, VectorTextLoader)
-
-
-def _quote_lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _analysed(content: str, metadata: dict[str, Any]) -> tuple[str, int]:
-    """The keyword terms of a memory, exactly as the embedded store indexes them (its speaker
-    in front of its content), as a tsvector literal and a length."""
-    doc_terms = terms(index_text(content, speaker_of(metadata)))
-    return _tsvector(doc_terms), len(doc_terms)
-
-
-def _tsvector(doc_terms: list[str]) -> str:
-    """A tsvector literal of already-analysed terms, with positions (so that tf survives)."""
-    positions: dict[str, list[str]] = {}
-    for pos, term in enumerate(doc_terms, start=1):
-        positions.setdefault(term, []).append(str(min(pos, _MAX_POSITION)))
-    return " ".join(f"{_quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
-
-
-def _scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    where, params = scope_where(scope, alias)
-    return where.replace("?", "%s"), params
-
-
-def _json(value: Any) -> Jsonb:
-    return Jsonb(value)
-
-
 #: psycopg's placeholders (a vector travels in pgvector's binary format), arrays for IN lists,
 #: and row locks where concurrent writers meet.
 DIALECT = Dialect(
     name="postgresql",
     mark="%s",
     vector_mark="%b",
-    vector=_Vector,
-    json=_json,
+    vector=Vector,
+    json=jsonb,
     for_update=" FOR UPDATE",
     for_share=" FOR SHARE",
     ordered=True,
@@ -169,7 +88,7 @@ DIALECT = Dialect(
 )
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(PostgresSearch):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
@@ -224,7 +143,7 @@ class PostgresStore(SQLStore):
 
     # -- connections -----------------------------------------------------------------------------
     def _configure(self, conn: Conn) -> None:
-        _register_vector(conn)
+        register_vector(conn)
         # Session defaults, so that the usual vector query needs no SET of its own. Iterative
         # scans (pgvector 0.8+; older versions ignore the setting) keep filtered HNSW queries
         # from coming back short.
@@ -451,14 +370,7 @@ class PostgresStore(SQLStore):
                 with conn.cursor() as cur:
                     cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
 
-            def stored_event(workspace: str, source_event_id: str) -> str | None:
-                found = conn.execute(
-                    "SELECT id FROM feedback_events WHERE workspace = %s AND source_event_id = %s",
-                    (workspace, source_event_id),
-                ).fetchone()
-                return None if found is None else str(found[0])
-
-            write_records(records, rename, insert, stored_event)
+            write_records(records, rename, insert, partial(self._stored_event, conn))
             return out
 
         return self._tx("import", run)
@@ -470,7 +382,7 @@ class PostgresStore(SQLStore):
         now = time.time()
         params = []
         for row in rows:
-            tsv, doc_len = _analysed(row.content, row.metadata)
+            tsv, doc_len = analysed(row.content, row.metadata)
             params.append(
                 (
                     row.id,
@@ -484,9 +396,9 @@ class PostgresStore(SQLStore):
                     row.status,
                     row.created_at,
                     now if row.updated_at is None else row.updated_at,
-                    _json(row.metadata),
+                    jsonb(row.metadata),
                     row.dedup_key,
-                    _Vector(row.embedding),
+                    Vector(row.embedding),
                     tsv,
                     doc_len,
                 )
@@ -564,19 +476,6 @@ class PostgresStore(SQLStore):
                     params,
                 )
 
-    def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        rows = self._read(
-            "get",
-            lambda c: c.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = ANY(%s)",
-                (workspace, ids),
-            ).fetchall(),
-        )
-        return {r[0]: self._record(r) for r in rows}
-
     def update_memory(
         self,
         workspace: str,
@@ -613,13 +512,13 @@ class PostgresStore(SQLStore):
                         f"memory {clash[0]!r} of the same scope already has this content"
                     )
                 sets += ["content = %s", "embedding = %b", "dedup_key = %s"]
-                params += [content, _Vector(embedding), dedup_key]
+                params += [content, Vector(embedding), dedup_key]
             if metadata is not None:
                 sets.append("metadata = %s")
-                params.append(_json(metadata))
+                params.append(jsonb(metadata))
             if new_content != old.content or metadata is not None:
                 # The indexed text holds the speaker (from metadata) and the content.
-                tsv, doc_len = _analysed(
+                tsv, doc_len = analysed(
                     new_content, metadata if metadata is not None else old.metadata
                 )
                 sets += ["terms = %s::tsvector", "doc_len = %s"]
@@ -649,7 +548,7 @@ class PostgresStore(SQLStore):
         return self._tx("update", run)
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
-        where, params = _scope_where(scope)
+        where, params = pg_scope_where(scope)
 
         def run(conn: Conn) -> int:
             if ids is None:
@@ -694,135 +593,6 @@ class PostgresStore(SQLStore):
 
         return self._tx("forget", run)
 
-    # -- search ----------------------------------------------------------------------------------
-    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        if k <= 0:
-            return []
-        where, params = _scope_where(scope)
-        ef = min(1000, max(self._ef_search, k))
-
-        def run(conn: Conn) -> list[tuple[str, float]]:
-            if ef != self._ef_search:
-                # Transaction-local: the pooled connection goes back unchanged.
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            return [
-                (r[0], float(r[1]))
-                for r in conn.execute(
-                    "WITH hits AS MATERIALIZED (SELECT id, embedding <=> %b AS distance "
-                    f"FROM memories WHERE {where} AND status = 'active' "
-                    "ORDER BY embedding <=> %b LIMIT %s) "
-                    "SELECT id, 1 - distance FROM hits ORDER BY distance, id",
-                    [_Vector(query), *params, _Vector(query), k],
-                )
-            ]
-
-        if ef == self._ef_search:
-            return self._read("search", run)
-        return self._tx("search", run, idempotent=True)
-
-    def vector_searches(
-        self, scope: Scope, queries: np.ndarray, k: int
-    ) -> list[list[tuple[str, float]]]:
-        # The HNSW index answers one vector per query: a batch is a loop of them.
-        return [self.vector_search(scope, q, k) for q in queries]
-
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
-        query_terms = terms(text)
-        if not query_terms or k <= 0:
-            return []
-        counts = Counter(query_terms)
-        words = list(counts)
-        tsquery = " | ".join(_quote_lexeme(w) for w in words)
-        part_where = ["m.workspace = %(ws)s", "m.status = 'active'"]
-        filters = []
-        params: dict[str, Any] = {
-            "ws": scope.workspace,
-            "words": words,
-            "qtf": [counts[w] for w in words],
-            "tsq": tsquery,
-            "k1": self._k1,
-            "b": self._b,
-            "k": k,
-        }
-        if scope.user_id is not None:
-            part_where.append("m.user_id = %(user_id)s")
-            params["user_id"] = scope.user_id
-        for key in ("agent_id", "session_id"):
-            if getattr(scope, key) is not None:
-                filters.append(f"c.{key} = %({key})s")
-                params[key] = getattr(scope, key)
-        # BM25 exactly as recall.keyword.BM25Index computes it: idf and the average length per
-        # (workspace, user) partition, agent/session filters applied after df is counted. One
-        # pass over the matching rows' matching lexemes (the GIN index finds the rows).
-        sql = f"""
-            WITH hits AS (
-                SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.doc_len,
-                       u.lexeme AS term, cardinality(u.positions) AS tf
-                FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
-                WHERE {" AND ".join(part_where)} AND m.terms @@ %(tsq)s::tsquery
-                  AND u.lexeme = ANY(%(words)s::text[])
-            ),
-            df AS (SELECT user_id, term, count(*) AS df FROM hits GROUP BY user_id, term),
-            q AS (SELECT * FROM unnest(%(words)s::text[], %(qtf)s::int[]) AS q(term, qtf))
-            SELECT c.id, sum(
-                q.qtf
-                * ln(1.0 + (p.n - df.df + 0.5) / (df.df + 0.5))
-                * c.tf * (%(k1)s + 1.0)
-                / (c.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
-                    / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
-            ) AS score
-            FROM hits c
-            JOIN q ON q.term = c.term
-            JOIN df ON df.user_id IS NOT DISTINCT FROM c.user_id AND df.term = c.term
-            JOIN keyword_stats p ON p.workspace = %(ws)s AND p.user_key = coalesce(c.user_id, '')
-            {"WHERE " + " AND ".join(filters) if filters else ""}
-            GROUP BY c.seq, c.id
-            ORDER BY score DESC, c.seq
-            LIMIT %(k)s
-        """
-        rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
-        return [(r[0], float(r[1])) for r in rows]
-
-    def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-
-        def run(conn: Conn) -> dict[str, np.ndarray]:
-            with conn.cursor(binary=True) as cur:
-                cur.execute(
-                    "SELECT id, embedding FROM memories WHERE workspace = %s AND id = ANY(%s)",
-                    (workspace, ids),
-                )
-                return {r[0]: r[1] for r in cur}
-
-        return self._read("reading vectors", run)
-
-    def term_postings(
-        self, scope: Scope, terms: Sequence[str], limit: int
-    ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
-        wanted = list(dict.fromkeys(terms))
-        where, params = _scope_where(scope, "m")
-
-        def run(conn: Conn) -> tuple[int, dict[str, tuple[int, list[str]]]]:
-            total = conn.execute(
-                f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params
-            ).fetchone()
-            out: dict[str, tuple[int, list[str]]] = {t: (0, []) for t in wanted}
-            if wanted:
-                rows = conn.execute(
-                    "SELECT t.term, count(m.seq), "
-                    "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "
-                    "FROM unnest(%s::text[], %s::tsquery[]) AS t(term, q) JOIN memories m "
-                    f"ON m.terms @@ t.q WHERE {where} AND m.status = 'active' GROUP BY t.term",
-                    [limit, wanted, [_quote_lexeme(t) for t in wanted], *params],
-                ).fetchall()
-                for term, df, ids in rows:
-                    out[term] = (int(df), [i for i in ids if i is not None])
-            return int(total[0]) if total else 0, out
-
-        return self._read("reading term postings", run)
-
     # -- graph -----------------------------------------------------------------------------------
     def adjust_edges(
         self,
@@ -864,7 +634,7 @@ class PostgresStore(SQLStore):
                                 r.memory_id,
                                 r.value,
                                 r.alignment,
-                                _Vector(r.context_embedding),
+                                Vector(r.context_embedding),
                                 r.created_at,
                             )
                             for r in reply_signals
@@ -905,11 +675,10 @@ class PostgresStore(SQLStore):
 
         return self._tx("edge update", run)
 
-    # -- recalls ---------------------------------------------------------------------------------
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: Conn, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
-        tsv, doc_len = _analysed(row.content, row.metadata)
+        tsv, doc_len = analysed(row.content, row.metadata)
         inserted = conn.execute(
             "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
             "kind, status, created_at, updated_at, metadata, dedup_key, embedding, terms, "
@@ -917,8 +686,8 @@ class PostgresStore(SQLStore):
             "ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
             (
                 row.id, row.workspace, row.user_id, row.agent_id, row.session_id, row.role,
-                row.content, row.kind, row.created_at, now, _json(row.metadata), row.dedup_key,
-                _Vector(row.embedding), tsv, doc_len,
+                row.content, row.kind, row.created_at, now, jsonb(row.metadata), row.dedup_key,
+                Vector(row.embedding), tsv, doc_len,
             ),
         ).fetchone()  # fmt: skip
         if inserted is not None:
@@ -932,73 +701,6 @@ class PostgresStore(SQLStore):
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
 
-    def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
-    ) -> list[ReplyFacts]:
-        where, params = _scope_where(scope, "m")
-        user_clause = ""
-        user_params: list[Any] = []
-        if scope.user_id is not None:
-            user_clause = " AND (user_id = %s OR user_id IS NULL)"
-            user_params.append(scope.user_id)
-        wanted_pairs = set(witnesses)
-        witness_recalls = list({r for r, _ in witnesses})
-
-        def run(conn: Conn) -> list[Any]:
-            cur = conn.cursor(binary=True)
-            scoped = f"FROM reply_signals WHERE workspace = %s{user_clause} AND created_at >= %s"
-            any_signal = cur.execute(
-                f"SELECT 1 {scoped} LIMIT 1", [scope.workspace, *user_params, since]
-            ).fetchone()
-            # The matching recalls first (pgvector's distance in the server), then only
-            # their signals: the cost follows the matches, not the signals stored.
-            matched: list[str] = []
-            if any_signal:
-                matched = [
-                    r[0]
-                    for r in cur.execute(
-                        f"SELECT recall_id {scoped} AND context_embedding <=> %b <= %s "
-                        "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s",
-                        [
-                            scope.workspace,
-                            *user_params,
-                            since,
-                            _Vector(context()),
-                            1.0 - context_min,
-                            limit,
-                        ],
-                    ).fetchall()
-                ]
-            recall_ids = list(dict.fromkeys([*matched, *witness_recalls]))
-            if not recall_ids:
-                return []
-            rows = cur.execute(
-                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
-                "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
-                "AND m.id = r.memory_id AND m.status = 'active' "
-                f"WHERE r.workspace = %s AND r.recall_id = ANY(%s) AND r.created_at >= %s "
-                f"AND {where}",
-                [scope.workspace, recall_ids, since, *params],
-            ).fetchall()
-            keep = set(matched)
-            return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
-
-        rows = self._tx("reading reply signals", run)
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for memory_id, recall_id, value, created_at, vector in rows:
-            if (recall_id, memory_id) not in seen:
-                seen.add((recall_id, memory_id))
-                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector))
-        return out
-
-    # -- API keys --------------------------------------------------------------------------------
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     #: table -> the columns that order its rows (the cursor of export_rows)
     _COPY_KEYS: dict[str, tuple[str, ...]] = {  # noqa: RUF012
@@ -1082,11 +784,11 @@ class PostgresStore(SQLStore):
             for name in fields:
                 value = item[name]
                 if value is not None and name in COPY_JSON_FIELDS:
-                    value = _json(value)
+                    value = jsonb(value)
                 elif value is not None and name in COPY_VECTOR_FIELDS:
-                    value = _Vector(value)
+                    value = Vector(value)
                 values.append(value)
             if table == "memories":
-                values += list(_analysed(item["content"], item["metadata"]))
+                values += list(analysed(item["content"], item["metadata"]))
             params.append(values)
         return sql, params

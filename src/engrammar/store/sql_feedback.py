@@ -127,6 +127,14 @@ class SQLRecords:
 
         return self._run("creating the feedback event", run)
 
+    def _stored_event(self, conn: Any, workspace: str, source_event_id: str) -> str | None:
+        """The id of the stored event that ``source_event_id`` names in ``workspace``."""
+        found = conn.execute(
+            self._q("SELECT id FROM feedback_events WHERE workspace = ? AND source_event_id = ?"),
+            (workspace, source_event_id),
+        ).fetchone()
+        return None if found is None else str(found[0])
+
     def _forget_feedback(self, conn: Any, scope: Scope) -> None:
         """Delete a scope's feedback records (``forget`` of a whole user, agent or session)."""
         q = self._q
