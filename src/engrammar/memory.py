@@ -387,7 +387,8 @@ class Memory:
             input_context: what the agent was asked or working on.
             ai_output: what the agent produced.
             state: ``corrected``, ``adopted`` or ``rejected``.
-            user_reaction, user_correction, corrected_output, reason: as in the seed example.
+            user_reaction, user_correction, corrected_output, reason: how the user reacted, the
+                correction they gave, the output as corrected, and why; kept with the event.
             agent_id, user_id, session_id, workspace: the scope; at least one of the first three.
             source_event_id: idempotency key: the same value in the same workspace returns the
                 existing event and writes nothing.
