@@ -1268,6 +1268,14 @@ class Memory:
 
         return import_jsonl(self, source, workspace, progress)
 
+    # -- asked by the interfaces layer (r-interfaces) -------------------------------------------
+    def has_recall(
+        self, recall_id: str, *, workspace: str | None = None, user_id: str | None = None
+    ) -> bool:
+        """Whether the recall ``recall_id`` exists in the workspace for ``user_id``."""
+        scope = Scope(self._workspace(workspace), user_id)
+        return self.store.get_recall(scope, recall_id) is not None
+
 
 @dataclass
 class _Ranked:
