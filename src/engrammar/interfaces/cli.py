@@ -61,6 +61,10 @@ _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]
 }
 
 
+def _int(bound: float | None) -> int | None:
+    return None if bound is None else int(bound)
+
+
 def _option(p: Param) -> click.Parameter:
     if p.cli == "arg":
         return click.Argument([p.name])
@@ -71,7 +75,7 @@ def _option(p: Param) -> click.Parameter:
     if p.choices is not None:
         kind = click.Choice(p.choices)
     elif p.type in (int, int | None):
-        kind = click.IntRange(p.low, p.high)
+        kind = click.IntRange(_int(p.low), _int(p.high))
     elif p.type in (float, float | None):
         kind = click.FloatRange(p.low, p.high) if p.low is not None and not p.gt else float
     default = None if p.required or p.default in (None, "") else p.default
@@ -112,7 +116,7 @@ def _command(op: Operation) -> click.Command:
         emit(as_json, data, op.text)
 
     command = click.Command(op.cli[-1], callback=run, params=[*extra, *params], help=op.cli_doc)
-    return store_options(command)  # type: ignore[no-any-return]
+    return store_options(command)
 
 
 # -- the group -----------------------------------------------------------------------------------

@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from ..errors import EngrammarError
+from .cli_common import config_of, emit, memory_of, scope_options, store_options
 from .cli_eval import eval_group
 from .cli_migrate import migrate_command
-from .cli_common import config_of, emit, memory_of, scope_options, store_options
 
 __all__ = ["register"]
 

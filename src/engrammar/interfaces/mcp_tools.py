@@ -57,7 +57,7 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    role: Annotated[Literal[ROLES], Field(description="Who said it.")] = "user"
+    role: Annotated[Literal[ROLES], Field(description="Who said it.")] = "user"  # type: ignore[valid-type]
     content: Annotated[str, Field(description="What was said.")]
     name: Annotated[str | None, Field(description="Speaker's name, if known.")] = None
     timestamp: Annotated[
@@ -65,7 +65,8 @@ class Message(BaseModel):
         Field(description="When it was said: ISO-8601 or epoch seconds. Default: now."),
     ] = None
     kind: Annotated[
-        Literal[KINDS] | None, Field(description="Overrides the call's kind for this message.")
+        Literal[KINDS] | None,  # type: ignore[valid-type]
+        Field(description="Overrides the call's kind for this message."),
     ] = None
     metadata: Annotated[dict[str, Any] | None, Field(description="Extra JSON data.")] = None
 
@@ -83,12 +84,9 @@ def _annotation(param: Param) -> Any:
     if param.choices is not None:
         hint = Literal[param.choices]
         hint = hint | None if param.default is None else hint
-    bounds: dict[str, float] = {}
-    if param.low is not None:
-        bounds["gt" if param.gt else "ge"] = param.low
-    if param.high is not None:
-        bounds["le"] = param.high
-    return Annotated[hint, Field(description=param.doc, **bounds)]
+    low = param.low if not param.gt else None
+    above = param.low if param.gt else None
+    return Annotated[hint, Field(description=param.doc, ge=low, gt=above, le=param.high)]
 
 
 def _text(data: Any) -> str:
@@ -185,7 +183,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
                 _tool(op, principal_of, memory),
                 name=op.mcp,
                 description=op.mcp_doc,
-                annotations=ToolAnnotations(**op.hints) if op.hints else None,
+                annotations=ToolAnnotations.model_validate(op.hints) if op.hints else None,
             )
 
     @server.tool()
@@ -196,7 +194,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
             Field(description="The memory you rate (ids come with recall/search results)."),
         ] = None,
         verdict: Annotated[
-            Literal[RATING_VERDICTS] | None,
+            Literal[RATING_VERDICTS] | None,  # type: ignore[valid-type]
             Field(description="With memory_id: whether it helped, was wrong, or needed a fix."),
         ] = None,
         correction: Annotated[

@@ -25,9 +25,9 @@ from ..memory import Memory
 from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
 
 __all__ = [
-    "HttpRoute",
     "NOT_EXPOSED",
     "OPERATIONS",
+    "HttpRoute",
     "Operation",
     "Param",
     "Principal",
@@ -399,39 +399,6 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=(401, 403, 404, 409, 422),
     ),
     Operation(
-        "forget",
-        "forget",
-        (
-            _p(
-                "memory_id",
-                str | list[str] | None,
-                "The id (or ids) to delete. Omit to delete a whole scope.",
-                cli="args",
-            ),
-            *SCOPE,
-        ),
-        "Delete memories by id or a whole scope",
-        http=(
-            HttpRoute("POST", "/v1/forget"),
-            HttpRoute("DELETE", "/v1/memories/{memory_id}", op_id="forget_one"),
-        ),
-        mcp="memory_forget",
-        mcp_doc="Delete memories for good, with the graph links they own.\n\nGive memory_id "
-        "(from memory_search) to delete specific memories, or only scope keys (e.g. user_id) to "
-        "delete everything of that scope. Returns how many were deleted.",
-        cli=("forget",),
-        cli_doc="Delete memories for good: the given MEMORY_IDs, or with no id a whole scope.\n\n"
-        "\b\n  engrammar forget 3f2a…                # one memory\n  engrammar forget --user-id "
-        "alice      # everything of alice",
-        guards=(_resolve, narrow_ids),
-        shape=lambda out, args: {"deleted": out},
-        text=lambda d: f"deleted {d['deleted']} memories",
-        mcp_text=lambda d: f"Deleted {d['deleted']} memories.",
-        schemas=("ForgetRequest", "ForgetResult"),
-        errors=(401, 403, 404, 422),
-        hints={"destructiveHint": True},
-    ),
-    Operation(
         "history",
         "history",
         (MEMORY_ID, WORKSPACE),
@@ -488,6 +455,39 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp_text=lambda d: _mcp_listing(d["results"]) or "No memories matched.",
         schemas=("QueryRequest", "SearchResult"),
         hints={"readOnlyHint": True},
+    ),
+    Operation(
+        "forget",
+        "forget",
+        (
+            _p(
+                "memory_id",
+                str | list[str] | None,
+                "The id (or ids) to delete. Omit to delete a whole scope.",
+                cli="args",
+            ),
+            *SCOPE,
+        ),
+        "Delete memories by id or a whole scope",
+        http=(
+            HttpRoute("POST", "/v1/forget"),
+            HttpRoute("DELETE", "/v1/memories/{memory_id}", op_id="forget_one"),
+        ),
+        mcp="memory_forget",
+        mcp_doc="Delete memories for good, with the graph links they own.\n\nGive memory_id "
+        "(from memory_search) to delete specific memories, or only scope keys (e.g. user_id) to "
+        "delete everything of that scope. Returns how many were deleted.",
+        cli=("forget",),
+        cli_doc="Delete memories for good: the given MEMORY_IDs, or with no id a whole scope.\n\n"
+        "\b\n  engrammar forget 3f2a…                # one memory\n  engrammar forget --user-id "
+        "alice      # everything of alice",
+        guards=(_resolve, narrow_ids),
+        shape=lambda out, args: {"deleted": out},
+        text=lambda d: f"deleted {d['deleted']} memories",
+        mcp_text=lambda d: f"Deleted {d['deleted']} memories.",
+        schemas=("ForgetRequest", "ForgetResult"),
+        errors=(401, 403, 404, 422),
+        hints={"destructiveHint": True},
     ),
     Operation(
         "stats",
