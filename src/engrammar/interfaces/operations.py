@@ -5,12 +5,7 @@ doc, default), its guards, its HTTP method and path, its MCP tool and its CLI ve
 the OpenAPI paths, the MCP tools and the CLI commands are generated from :data:`OPERATIONS`;
 :func:`dispatch` runs one of them for a :class:`Principal`.
 
-Every request runs as a principal. Over HTTP the principal comes from the API key and is
-*fixed*: its workspace (and user, when the key is bound to one) replaces whatever scope the
-request names, a different workspace or user is refused with ``ForbiddenError``, and a memory
-id outside the principal's reach is reported as not found, exactly as if it did not exist.
-Over stdio (or ``--no-auth`` on loopback) the principal is the local user: scope arguments are
-honoured and the configured workspace is only the default.
+Who may reach what (the principal, the guards) lives in :mod:`.access`.
 """
 
 from __future__ import annotations
@@ -20,9 +15,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..errors import ForbiddenError, NotFoundError, ValidationError
+from ..errors import ValidationError
 from ..memory import Memory
 from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
+from .access import (
+    Call,
+    Principal,
+    narrow_ids,
+    own_event,
+    own_memory,
+    own_recall,
+    own_record,
+    resolve,
+)
 
 __all__ = [
     "NOT_EXPOSED",
@@ -36,39 +41,6 @@ __all__ = [
 ]
 
 REQUIRED: Any = object()
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: a workspace, optionally a user, and whether they are fixed."""
-
-    workspace: str
-    user_id: str | None = None
-    key_id: str | None = None
-    fixed: bool = True
-
-    def resolve(self, workspace: Any, user_id: Any) -> tuple[str, str | None]:
-        """The (workspace, user_id) a call may act on, given what it asked for."""
-        if not self.fixed:
-            return (workspace if workspace is not None else self.workspace), user_id
-        if workspace is not None and workspace != self.workspace:
-            raise ForbiddenError(
-                f"this API key is bound to workspace {self.workspace!r}; "
-                f"it cannot reach workspace {workspace!r}"
-            )
-        if self.user_id is not None:
-            if user_id is not None and user_id != self.user_id:
-                raise ForbiddenError(
-                    f"this API key is bound to user_id {self.user_id!r}; "
-                    f"it cannot act for user_id {user_id!r}"
-                )
-            user_id = self.user_id
-        return self.workspace, user_id
-
-    @property
-    def bound_user(self) -> str | None:
-        """The user a fixed principal is bound to, if any."""
-        return self.user_id if self.fixed else None
 
 
 @dataclass(frozen=True)
@@ -136,15 +108,6 @@ class Operation:
         return tuple(p.name for p in self.params)
 
 
-@dataclass
-class Call:
-    """One operation being run: the memory, the principal, and its (resolved) arguments."""
-
-    memory: Memory
-    principal: Principal
-    args: dict[str, Any]
-
-
 # -- the shared parameters ---------------------------------------------------------------------
 def _p(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
     return Param(name, type_, doc, default, **kw)
@@ -177,84 +140,6 @@ WEIGHT = _p(
     "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
 )
 REASON = _p("reason", str | None, "Why.")
-
-
-# -- guards: what a principal may reach --------------------------------------------------------
-def _resolve(call: Call) -> None:
-    args = call.args
-    ws, user = call.principal.resolve(args.get("workspace"), args.get("user_id"))
-    args["workspace"] = ws
-    if "user_id" in args:
-        args["user_id"] = user
-
-
-def _own_memory_id(call: Call, memory_id: Any) -> Any:
-    if not isinstance(memory_id, str):
-        raise ValidationError("memory_id", "must be a string")
-    ws = call.args["workspace"]
-    record = call.memory.get(memory_id, workspace=ws)
-    bound = call.principal.bound_user
-    if bound is not None and record.user_id != bound:
-        # Same answer as an absent id: a key must not learn what other users hold.
-        raise NotFoundError(f"memory {memory_id!r} not found in workspace {ws!r}")
-    return record
-
-
-def own_memory(call: Call) -> None:
-    """The memory named by ``memory_id`` is within the principal's reach."""
-    _own_memory_id(call, call.args["memory_id"])
-
-
-def own_event(call: Call) -> None:
-    """The feedback event named by ``event_id`` is within the principal's reach."""
-    event_id = call.args["event_id"]
-    event = call.memory.get_feedback_event(event_id, workspace=call.args["workspace"])
-    _own_record(call, "feedback event", event.to_dict(), event_id)
-
-
-def own_recall(call: Call) -> None:
-    """A user-bound key may rate in the light of its own user's recalls only."""
-    recall_id, bound = call.args.get("recall_id"), call.principal.bound_user
-    ws = call.args["workspace"]
-    if (
-        recall_id is not None
-        and bound is not None
-        and (
-            not isinstance(recall_id, str)
-            or not call.memory.has_recall(recall_id, workspace=ws, user_id=bound)
-        )
-    ):
-        raise NotFoundError(f"recall {recall_id!r} not found in workspace {ws!r}")
-
-
-def narrow_ids(call: Call) -> None:
-    """Ids given to forget are each owned, and a scope given with them narrows them."""
-    args = call.args
-    if args.get("memory_id") is None:
-        return
-    ids = [args["memory_id"]] if isinstance(args["memory_id"], str) else args["memory_id"]
-    if not isinstance(ids, list) or not ids:
-        raise ValidationError("memory_id", "must be an id or a non-empty list of ids")
-    for mid in ids:
-        record = _own_memory_id(call, mid)
-        # A memory outside the scope is not found, so a delete either happens or says why not.
-        for key in ("user_id", "agent_id", "session_id"):
-            wanted = args.get(key)
-            if wanted is not None and getattr(record, key) != wanted:
-                raise NotFoundError(
-                    f"memory {mid!r} not found for {key} {wanted!r} "
-                    f"in workspace {args['workspace']!r}"
-                )
-    args["memory_id"] = ids
-
-
-def _own_record(call: Call, kind: str, record: dict[str, Any], record_id: Any) -> dict[str, Any]:
-    bound = call.principal.bound_user
-    if bound is not None and record["user_id"] != bound:
-        raise NotFoundError(
-            f"{kind} {record_id!r} not found in workspace {call.args['workspace']!r}"
-        )
-    return record
 
 
 # -- rendering -----------------------------------------------------------------------------------
@@ -315,8 +200,8 @@ def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
 
 
 # -- the operations ------------------------------------------------------------------------------
-_SCOPED = (_resolve,)
-_OWNED = (_resolve, own_memory)
+_SCOPED = (resolve,)
+_OWNED = (resolve, own_memory)
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
@@ -481,7 +366,7 @@ OPERATIONS: tuple[Operation, ...] = (
         cli_doc="Delete memories for good: the given MEMORY_IDs, or with no id a whole scope.\n\n"
         "\b\n  engrammar forget 3f2a…                # one memory\n  engrammar forget --user-id "
         "alice      # everything of alice",
-        guards=(_resolve, narrow_ids),
+        guards=(resolve, narrow_ids),
         shape=lambda out, args: {"deleted": out},
         text=lambda d: f"deleted {d['deleted']} memories",
         mcp_text=lambda d: f"Deleted {d['deleted']} memories.",
@@ -701,7 +586,7 @@ _RECORDS = (
             "recall.",
             cli=("review", "create"),
             cli_doc="Review the feedback event EVENT_ID: final decision, outcome, confidence.",
-            guards=(_resolve, own_event),
+            guards=(resolve, own_event),
             text=lambda d: (
                 f"recorded decision review {d['id']}" + (" (reversed)" if d["reversed"] else "")
             ),
@@ -811,7 +696,7 @@ _RECORDS = (
             http=(HttpRoute("POST", "/v1/ratings", 201, "create_memory_ratings"),),
             cli=("rate", "create"),
             cli_doc="Rate MEMORY_ID: accepted, rejected or corrected (MCP memory_feedback).",
-            guards=(_resolve, own_memory, own_recall),
+            guards=(resolve, own_memory, own_recall),
             text=lambda d: f"rated memory {d['memory_id']}: {d['verdict']} ({d['id']})",
             schemas=("RatingRequest", "MemoryRating"),
             errors=(401, 403, 404, 409, 422),
@@ -865,7 +750,7 @@ def dispatch(
     else:
         data = dict(out)
     if op.owned_as is not None:
-        _own_record(call, op.owned_as, data, call.args[op.fields[0]])
+        own_record(call, op.owned_as, data, call.args[op.fields[0]])
     if name == "stats" and principal.fixed:
         # Where the store lives on the server is none of a remote client's business.
         data.pop("file", None)
