@@ -148,7 +148,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         "properties": {
             "id": {"type": "string"},
             "content": {"type": "string"},
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "role": {"type": "string", "enum": list(models.ROLES)},
             "kind": {"type": "string"},
             "workspace": {"type": "string"},
             "user_id": _NULLABLE_STR,
@@ -177,7 +177,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         "required": ["role", "content"],
         "additionalProperties": False,
         "properties": {
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "role": {"type": "string", "enum": list(models.ROLES)},
             "content": _TEXT,
             "name": _opt(_ID),
             "timestamp": _TIME,
@@ -218,7 +218,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         },
         "JSONValue": json_value,
         "JSONObject": json_object,
-        "Kind": {"type": "string", "enum": ["message", "fact", "decision", "preference", "event"]},
+        "Kind": {"type": "string", "enum": list(models.KINDS)},
         "Memory": memory,
         "ScoredMemory": scored,
         "Message": message,
@@ -416,7 +416,7 @@ def _text(doc: str) -> dict[str, Any]:
 
 
 def _record_requests() -> dict[str, Any]:
-    states = {"type": "string", "enum": ["corrected", "adopted", "rejected"]}
+    states = {"type": "string", "enum": list(models.FEEDBACK_STATES)}
     weight = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
 
     def request(
@@ -462,7 +462,7 @@ def _record_requests() -> dict[str, Any]:
             {
                 "event_id": _ID,
                 "final_decision": states,
-                "outcome": {"type": "string", "enum": ["success", "partial", "failure", "unknown"]},
+                "outcome": {"type": "string", "enum": list(models.REVIEW_OUTCOMES)},
                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                 "reason": _opt(_TEXT),
                 "user_id": _opt(_ID),
@@ -503,7 +503,7 @@ def _record_requests() -> dict[str, Any]:
             ["memory_id", "verdict"],
             {
                 "memory_id": _ID,
-                "verdict": {"type": "string", "enum": ["accepted", "rejected", "corrected"]},
+                "verdict": {"type": "string", "enum": list(models.RATING_VERDICTS)},
                 "correction": _opt(_TEXT),
                 "recall_id": _opt(_ID),
                 "context": _opt(_TEXT),
