@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
-from engrammar.cli_migrate import migrate_command
+from engrammar.interfaces.cli_migrate import migrate_command
 from engrammar.keys import create_api_key, verify_api_key
 from engrammar.models import Scope
 from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.interfaces.limits import TokenBucket
 from engrammar.keys import create_api_key
-from engrammar.server._limits import TokenBucket
 from serving import serve_in_thread
 
 
