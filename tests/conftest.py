@@ -1,4 +1,9 @@
-"""Shared fixtures: real SQLite files in a temporary folder; the real model loaded once."""
+"""Shared fixtures: real stores in a temporary place; the real model loaded once.
+
+Stores: ``mem``, ``real_mem`` and ``store`` open on ``location``, which is a SQLite folder
+unless the test is marked ``every_store``: then it runs once per backend (SQLite, and PostgreSQL
+on the throwaway server of tests/pg.py). ``backend`` names the one a test runs on.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from engrammar import Config, HashEmbedder, Memory
+from backends import BACKENDS, StoreClients, open_memory
+from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.store import Store
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("every_store"):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
 
 
 @pytest.fixture(autouse=True)
@@ -33,19 +45,49 @@ def store_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def mem(store_path: Path) -> Iterator[Memory]:
-    """A Memory on a real SQLite file with the deterministic test embedder."""
-    m = Memory(Config(path=str(store_path)), embedder=HashEmbedder())
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend the test runs on: each of BACKENDS if it is marked ``every_store``, else
+    SQLite."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def location(backend: str, store_path: Path, request: pytest.FixtureRequest) -> str:
+    """A new, empty store: a SQLite folder, or the URL of a fresh PostgreSQL database."""
+    if backend == "sqlite":
+        return str(store_path)
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def mem(location: str) -> Iterator[Memory]:
+    """A Memory on ``location`` with the deterministic test embedder."""
+    m = open_memory(location)
     yield m
     m.close()
 
 
 @pytest.fixture
-def real_mem(store_path: Path, minilm: MiniLMEmbedder) -> Iterator[Memory]:
-    """A Memory on a real SQLite file with the real default model."""
-    m = Memory(Config(path=str(store_path)), embedder=minilm)
+def real_mem(location: str, minilm: MiniLMEmbedder) -> Iterator[Memory]:
+    """A Memory on ``location`` with the real default model."""
+    m = open_memory(location, minilm)
     yield m
     m.close()
+
+
+@pytest.fixture
+def clients(backend: str, location: str) -> Iterator[StoreClients]:
+    """A factory of handles on one new store (several handles = several clients of it)."""
+    made = StoreClients(backend, location)
+    yield made
+    for store in made.handles:
+        store.close()
+
+
+@pytest.fixture
+def store(clients: StoreClients) -> Store:
+    """A Store (no Memory around it) on ``location``."""
+    return clients.open()
 
 
 @pytest.fixture(scope="session")
