@@ -18,10 +18,39 @@ from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.store import Store
 
+# Modules that take long to collect, with the marks of their tests: schemathesis builds its
+# cases while collecting (minutes on a busy machine), so a run whose -m expression deselects
+# every one of their tests (``make test-fast``) does not collect them at all.
+SLOW_TO_COLLECT = {"test_hostile_http.py": {"slow", "processes"}}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    marks = SLOW_TO_COLLECT.get(collection_path.name)
+    markexpr = config.getoption("markexpr")
+    if marks and markexpr:
+        from _pytest.mark.expression import Expression
+
+        if not Expression.compile(markexpr).evaluate(lambda name, **_: name in marks):
+            return True
+    return None
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("every_store"):
-        metafunc.parametrize("backend", BACKENDS, indirect=True)
+        postgres = [pytest.mark.postgres]
+        params = [pytest.param(b, marks=postgres if b == "postgresql" else ()) for b in BACKENDS]
+        metafunc.parametrize("backend", params, indirect=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # What a test costs follows from the fixtures it uses: mark it, so that -m can leave it out.
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "minilm" in names:
+            item.add_marker(pytest.mark.model)
+        if "pg_server" in names:
+            item.add_marker(pytest.mark.postgres)
 
 
 @pytest.fixture(autouse=True)

@@ -100,6 +100,7 @@ def _child_create(location: str, barrier: Any, out: Any) -> None:
     mem.close()
 
 
+@pytest.mark.processes
 def test_idempotent_under_concurrent_processes(location: str) -> None:
     open_memory(location).close()  # migrate first
     ctx = mp.get_context("spawn")

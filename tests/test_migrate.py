@@ -222,6 +222,7 @@ def test_cli_command(tmp_path: Path, pg_url: str) -> None:
     assert "already holds" in again.output
 
 
+@pytest.mark.processes
 def test_engrammar_migrate_command(tmp_path: Path) -> None:
     """Wired into the ``engrammar`` group, run as a real process."""
     import subprocess

@@ -21,6 +21,8 @@ from engrammar.server import openapi_document, serve
 from engrammar.server._http import rest_operations
 from serving import serve_in_thread
 
+pytestmark = pytest.mark.processes
+
 TOOLS = {
     "memory_add",
     "memory_recall",

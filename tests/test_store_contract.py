@@ -609,6 +609,7 @@ def _process_worker(location: str, w: int, hub: str, spokes: list[str], rounds: 
         store.close()
 
 
+@pytest.mark.processes
 def test_adjust_edges_processes_lose_no_update(clients: StoreClients) -> None:
     store = clients.open()
     hub, spokes = _hub(store, 5)
