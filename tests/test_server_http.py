@@ -21,6 +21,8 @@ from engrammar.keys import create_api_key, revoke_api_key
 from engrammar.server import openapi_document, serve
 from serving import serve_in_thread
 
+pytestmark = pytest.mark.processes
+
 TOOLS = {
     "memory_add",
     "memory_recall",

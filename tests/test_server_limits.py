@@ -13,6 +13,8 @@ from engrammar.interfaces.limits import TokenBucket
 from engrammar.keys import create_api_key
 from serving import serve_in_thread
 
+pytestmark = pytest.mark.processes
+
 
 @pytest.fixture
 def limited(tmp_path: object) -> Iterator[tuple[str, Memory, str, str]]:
