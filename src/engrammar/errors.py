@@ -12,6 +12,8 @@ Every error the library raises on purpose derives from :class:`EngrammarError`::
     └── EmbedderError        the embedding model is missing, broken or mismatched with the store
 
 A raised error never leaves a half-written change behind: every write is one transaction.
+Its message can always be encoded: anything UTF-8 cannot carry that it quotes (a lone
+surrogate from a JSON key, say) is shown escaped (``\\ud800``).
 """
 
 from __future__ import annotations
@@ -28,17 +30,25 @@ __all__ = [
 ]
 
 
+def escaped(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (lone surrogates) written as escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class EngrammarError(Exception):
     """Base class of every error engrammar raises on purpose."""
+
+    def __str__(self) -> str:
+        return escaped(super().__str__())
 
 
 class ValidationError(EngrammarError, ValueError):
     """Input that engrammar refuses. ``field`` names the offending argument or key."""
 
     def __init__(self, field: str, problem: str) -> None:
-        self.field = field
-        self.problem = problem
-        super().__init__(f"{field}: {problem}")
+        self.field = escaped(field)
+        self.problem = escaped(problem)
+        super().__init__(f"{self.field}: {self.problem}")
 
 
 class NotFoundError(EngrammarError, LookupError):

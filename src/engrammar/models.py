@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -28,7 +29,18 @@ EDGE_KINDS = ("semantic", "sequence", "entity", "supersedes", "contradicts")
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
+    """``ts`` (epoch seconds) as ISO-8601 UTC; a stored value no date can show (written by
+    hand or by an older version) comes back as ``"invalid time <value>"`` rather than an
+    error, so one bad row never takes its scope down."""
+    try:
+        return datetime.fromtimestamp(ts, tz=UTC).isoformat()
+    except (OverflowError, ValueError, OSError, TypeError):
+        return f"invalid time {ts!r}"
+
+
+def json_time(ts: float) -> float | None:
+    """``ts`` as JSON can carry it: ``None`` for a stored value that is not a finite number."""
+    return ts if isinstance(ts, int | float) and math.isfinite(ts) else None
 
 
 def _json_copy(value: Any) -> Any:
@@ -84,8 +96,8 @@ class MemoryRecord(_Dict):
             "user_id": self.user_id,
             "agent_id": self.agent_id,
             "session_id": self.session_id,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
+            "created_at": json_time(self.created_at),
+            "updated_at": json_time(self.updated_at),
             "status": self.status,
             "metadata": _json_copy(self.metadata),
             "created_at_iso": iso(self.created_at),

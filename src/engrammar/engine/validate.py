@@ -134,7 +134,7 @@ def metadata(name: str, value: Any, max_bytes: int = 65_536) -> dict[str, Any]:
         raise ValidationError(name, f"must be an object (dict), got {type(value).__name__}")
     for key in value:
         if not isinstance(key, str):
-            raise ValidationError(name, f"keys must be strings, got {key!r}")
+            raise ValidationError(name, f"keys must be strings, got {quote(key)}")
     if not depth_ok(value, _MAX_DEPTH):
         raise ValidationError(name, f"is nested deeper than {_MAX_DEPTH} levels")
     try:
@@ -150,31 +150,59 @@ def metadata(name: str, value: Any, max_bytes: int = 65_536) -> dict[str, Any]:
     return result
 
 
+#: The one range every accepted time falls in, on every interface (epoch seconds, UTC):
+#: 1970-01-01 up to, not including, 3000-01-01.
+TIME_MIN = 0.0
+TIME_MAX = 32_503_680_000.0
+_TIME_RANGE = "between 1970-01-01 and 3000-01-01 (UTC)"
+
+
 def timestamp(name: str, value: Any) -> float | None:
-    """Seconds since the epoch from a datetime, an ISO-8601 string or a number."""
+    """Seconds since the epoch from a datetime, an ISO-8601 string or a number, in the one
+    supported range (:data:`TIME_MIN` to :data:`TIME_MAX`) whatever form it came in."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise ValidationError(name, "must be a datetime, an ISO-8601 string or epoch seconds")
     if isinstance(value, datetime):
-        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return dt.timestamp()
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or not 0 <= value < 32_503_680_000:
-            raise ValidationError(name, f"must be epoch seconds between 1970 and 3000, got {value}")
+        seconds = _epoch(name, value)
+    elif isinstance(value, int | float):
+        if not math.isfinite(value) or not TIME_MIN <= value < TIME_MAX:
+            raise ValidationError(
+                name, f"must be epoch seconds {_TIME_RANGE}, got {quote(value)}"
+            )
         return float(value)
-    if isinstance(value, str):
+    elif isinstance(value, str):
         try:
-            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ValidationError(name, f"is not an ISO-8601 date/time: {value[:60]!r}") from None
+            raise ValidationError(
+                name, f"is not an ISO-8601 date/time: {quote(value[:60])}"
+            ) from None
+        seconds = _epoch(name, parsed)
+    else:
+        raise ValidationError(name, "must be a datetime, an ISO-8601 string or epoch seconds")
+    if not TIME_MIN <= seconds < TIME_MAX:
+        raise ValidationError(name, f"must be a time {_TIME_RANGE}, got {quote(str(value)[:60])}")
+    return seconds
+
+
+def _epoch(name: str, dt: datetime) -> float:
+    try:
         return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
-    raise ValidationError(name, "must be a datetime, an ISO-8601 string or epoch seconds")
+    except (OverflowError, ValueError, OSError):
+        raise ValidationError(name, f"must be a time {_TIME_RANGE}") from None
+
+
+def quote(value: Any) -> str:
+    """``value`` as an error message may show it: its repr, with anything UTF-8 cannot carry
+    (lone surrogates) escaped, so the message itself can always be encoded and sent."""
+    return repr(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in allowed:
-        raise ValidationError(name, f"must be one of {', '.join(allowed)}; got {value!r}")
+        raise ValidationError(name, f"must be one of {', '.join(allowed)}; got {quote(value)}")
     return value
 
 

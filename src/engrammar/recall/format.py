@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from ..models import ScoredMemory, Tension
+from ..models import ScoredMemory, Tension, iso
 
 __all__ = ["format_memories"]
 
 
 def _line(item: ScoredMemory, flagged: set[str]) -> str:
     mem = item.memory
-    day = datetime.fromtimestamp(mem.created_at, tz=UTC).strftime("%Y-%m-%d")
+    stamp = iso(mem.created_at)
+    day = stamp[:10] if not stamp.startswith("invalid") else "date unknown"
     who = mem.metadata.get("speaker") or mem.role
     mark = " [conflict]" if mem.id in flagged else ""
     note = f" ({item.note})" if item.note else ""

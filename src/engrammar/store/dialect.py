@@ -6,6 +6,7 @@ parameter; :meth:`Dialect.sql` turns them into the database's own placeholders.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -92,6 +93,15 @@ def scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+def stored_time(value: Any) -> float:
+    """A stored time as a float; NaN for what is not a number (a row written by hand), so a
+    bad value reads back as "invalid" instead of failing the read of its whole scope."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def memory_record(row: Sequence[Any], metadata: Any) -> MemoryRecord:
     """A :class:`MemoryRecord` from a row of ``MEMORY_COLUMNS`` (``metadata`` decoded)."""
     return MemoryRecord(
@@ -104,7 +114,7 @@ def memory_record(row: Sequence[Any], metadata: Any) -> MemoryRecord:
         content=row[6],
         kind=row[7],
         status=row[8],
-        created_at=row[9],
-        updated_at=row[10],
+        created_at=stored_time(row[9]),
+        updated_at=stored_time(row[10]),
         metadata=metadata,
     )
