@@ -86,6 +86,30 @@ class Config:
         100, "Requests one API key may make at once above `rate_limit_per_s` before a 429."
     )
 
+    allowed_hosts: str = _opt(
+        "",
+        "Host names `engrammar serve` answers for besides loopback and the address it listens "
+        "on (comma-separated, e.g. 'memory.example.com'); other Host headers get 421 and "
+        "browser Origins outside them 403, on REST and /mcp alike. Setting it also turns the "
+        "check on for a server listening on a public address.",
+    )
+    header_timeout_s: float = _opt(
+        10.0, "Seconds `engrammar serve` waits for a request's line and headers before closing."
+    )
+    body_timeout_s: float = _opt(
+        30.0, "Seconds `engrammar serve` waits for each next piece of a request body (408 after)."
+    )
+    max_pending_connections: int = _opt(
+        64,
+        "Connections `engrammar serve` keeps open while they are still sending headers; "
+        "more are closed at once (slow-client cap).",
+    )
+    scope_cache_bytes: int = _opt(
+        64 * 1024 * 1024,
+        "Bytes of in-memory scope indexes (vectors of recent recalls per workspace and user) a "
+        "process keeps; the least recently used scopes are dropped past it and rebuilt on use.",
+    )
+
     # -- recall ------------------------------------------------------------------------------
     recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")
     candidate_pool: int = _opt(100, "Candidates taken from each of vector and keyword search.")
@@ -366,6 +390,7 @@ class Config:
             "max_request_bytes",
             "rate_limit_burst",
             "server_threads",
+            "max_pending_connections",
         ):
             if getattr(self, name) < 1:
                 raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")
@@ -389,6 +414,11 @@ class Config:
             )
         if self.hnsw_ef_search > 1000:
             raise ValidationError("hnsw_ef_search", f"must be <= 1000, got {self.hnsw_ef_search}")
+        for name in ("header_timeout_s", "body_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValidationError(name, f"must be > 0, got {getattr(self, name)!r}")
+        if self.scope_cache_bytes < 0:
+            raise ValidationError("scope_cache_bytes", "must be >= 0")
         if self.embed_cache_size < 0:
             raise ValidationError("embed_cache_size", "must be >= 0")
         if self.fusion not in ("score", "rrf"):

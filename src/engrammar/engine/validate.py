@@ -168,9 +168,7 @@ def timestamp(name: str, value: Any) -> float | None:
         seconds = _epoch(name, value)
     elif isinstance(value, int | float):
         if not math.isfinite(value) or not TIME_MIN <= value < TIME_MAX:
-            raise ValidationError(
-                name, f"must be epoch seconds {_TIME_RANGE}, got {quote(value)}"
-            )
+            raise ValidationError(name, f"must be epoch seconds {_TIME_RANGE}, got {quote(value)}")
         return float(value)
     elif isinstance(value, str):
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -55,7 +56,7 @@ every call with user_id (and agent_id / session_id when useful)."""
 class Message(BaseModel):
     """One message to remember."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     role: Annotated[Literal[ROLES], Field(description="Who said it.")] = "user"  # type: ignore[valid-type]
     content: Annotated[str, Field(description="What was said.")]
@@ -71,11 +72,13 @@ class Message(BaseModel):
     metadata: Annotated[dict[str, Any] | None, Field(description="Extra JSON data.")] = None
 
 
-_UserId = Annotated[str | None, Field(description=USER.doc)]
-_AgentId = Annotated[str | None, Field(description=AGENT.doc)]
-_SessionId = Annotated[str | None, Field(description=SESSION.doc)]
-_Workspace = Annotated[str | None, Field(description=WORKSPACE.doc)]
-_Response = Annotated[str | None, Field(description=operation("feedback").params[0].doc)]
+_UserId = Annotated[str | None, Field(description=USER.doc, strict=True)]
+_AgentId = Annotated[str | None, Field(description=AGENT.doc, strict=True)]
+_SessionId = Annotated[str | None, Field(description=SESSION.doc, strict=True)]
+_Workspace = Annotated[str | None, Field(description=WORKSPACE.doc, strict=True)]
+_Response = Annotated[
+    str | None, Field(description=operation("feedback").params[0].doc, strict=True)
+]
 
 
 def _annotation(param: Param) -> Any:
@@ -86,7 +89,12 @@ def _annotation(param: Param) -> Any:
         hint = hint | None if param.default is None else hint
     low = param.low if not param.gt else None
     above = param.low if param.gt else None
-    return Annotated[hint, Field(description=param.doc, ge=low, gt=above, le=param.high)]
+    # Strict, as REST is: `limit: "5"` is a string, not a number (no silent coercion).
+    scalar = set(typing.get_args(param.type) or (param.type,)) <= {str, int, float, type(None)}
+    strict = True if scalar and param.choices is None else None
+    return Annotated[
+        hint, Field(description=param.doc, ge=low, gt=above, le=param.high, strict=strict)
+    ]
 
 
 def _text(data: Any) -> str:
@@ -191,7 +199,10 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
         ctx: Context,
         memory_id: Annotated[
             str | None,
-            Field(description="The memory you rate (ids come with recall/search results)."),
+            Field(
+                description="The memory you rate (ids come with recall/search results).",
+                strict=True,
+            ),
         ] = None,
         verdict: Annotated[
             Literal[RATING_VERDICTS] | None,  # type: ignore[valid-type]
@@ -199,13 +210,17 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
         ] = None,
         correction: Annotated[
             str | None,
-            Field(description="With 'corrected': the right content; it is stored as a fact."),
+            Field(
+                description="With 'corrected': the right content; it is stored as a fact.",
+                strict=True,
+            ),
         ] = None,
         recall_id: Annotated[
             str | None,
             Field(
                 description="The recall this is about: a rating then counts for similar "
-                "queries, and `response` acts on this recall instead of your latest one."
+                "queries, and `response` acts on this recall instead of your latest one.",
+                strict=True,
             ),
         ] = None,
         response: _Response = None,

@@ -40,6 +40,7 @@ def open_store(config: Config) -> Store:
             bm25_k1=config.bm25_k1,
             bm25_b=config.bm25_b,
             ann_threshold=config.ann_threshold,
+            scope_cache_bytes=config.scope_cache_bytes,
         )
     try:
         from .postgres import PostgresStore

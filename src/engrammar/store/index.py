@@ -9,14 +9,21 @@ trades a little recall for sub-linear time.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
 from ..recall.keyword import BM25Index
 from ..recall.text import terms
 
-__all__ = ["ContextIndex", "IndexRow", "ScopeIndex", "cosines"]
+__all__ = ["ByteLRU", "ContextIndex", "IndexRow", "ScopeIndex", "cosines"]
+
+#: What one indexed row holds besides its vector (id, scope keys, time, terms, postings),
+#: roughly, in bytes: counted so that a cache of many small scopes is bounded too.
+ROW_OVERHEAD = 400
 
 
 def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -55,6 +62,7 @@ class ContextIndex:
 
     def __init__(self, dim: int) -> None:
         self.last_seq = 0
+        self.data_version: int | None = None
         self.newest = float("-inf")  # the newest recall's time
         self._dim = dim
         self._ids: list[str] = []
@@ -85,6 +93,12 @@ class ContextIndex:
         self.newest = max(self.newest, created_at)
         self._vectors[slot] = vector
         self._used += 1
+
+    @property
+    def nbytes(self) -> int:
+        """The memory this index holds, roughly."""
+        arrays = self._seqs.nbytes + self._times.nbytes + self._vectors.nbytes
+        return arrays + ROW_OVERHEAD * self._used
 
     def vector(self, recall_id: str) -> np.ndarray | None:
         slot = self._slot.get(recall_id)
@@ -122,8 +136,9 @@ class ScopeIndex:
         self.dim = dim
         self.rev = 0
         self.data_version: int | None = None
-        self._vectors = np.zeros((64, dim), dtype=np.float32)
-        self._alive = np.zeros(64, dtype=bool)
+        # Nothing allocated up front: a scope that is only ever searched stays empty.
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self._alive = np.zeros(0, dtype=bool)
         self._agents: list[str | None] = []
         self._sessions: list[str | None] = []
         self._times: list[float] = []
@@ -137,6 +152,12 @@ class ScopeIndex:
 
     def __len__(self) -> int:
         return len(self._slot)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory this index holds, roughly (vectors, and a per-row estimate of the rest)."""
+        ivf = self._ivf.nbytes if self._ivf is not None else 0
+        return self._vectors.nbytes + self._alive.nbytes + ROW_OVERHEAD * len(self._ids) + ivf
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._slot
@@ -304,6 +325,10 @@ class _IVF:
         self.centroids = centroids
         self.cells = cells
 
+    @property
+    def nbytes(self) -> int:
+        return self.centroids.nbytes + sum(c.nbytes for c in self.cells)
+
     @classmethod
     def build(cls, vectors: np.ndarray, alive: np.ndarray, seed: int = 0) -> _IVF:
         slots = np.flatnonzero(alive)
@@ -335,3 +360,55 @@ class _IVF:
             if total >= want and len(picked) >= 8:
                 break
         return np.concatenate(picked) if picked else np.empty(0, dtype=np.int64)
+
+
+class _Sized(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+
+
+V = TypeVar("V", bound=_Sized)
+Key = tuple[str, str, str | None]  # (what, workspace, user)
+
+
+class ByteLRU(Generic[V]):
+    """Indexes by scope, least recently used dropped first once they hold over ``max_bytes``.
+
+    A dropped index is rebuilt from the database on its next use, so the bound costs time,
+    never data. The newest entry stays even when it alone is over the bound (a search needs
+    it); not thread-safe (the store locks).
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[Key, V] = OrderedDict()
+        self._sizes: dict[Key, int] = {}
+        self.total = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Key) -> V | None:
+        item = self._items.get(key)
+        if item is not None:
+            self._items.move_to_end(key)
+        return item
+
+    def put(self, key: Key, item: V) -> None:
+        """Keep ``item`` under ``key`` (or re-measure it after it changed), then evict."""
+        self.total -= self._sizes.pop(key, 0)
+        self._items[key] = item
+        self._items.move_to_end(key)
+        size = item.nbytes
+        self._sizes[key] = size
+        self.total += size
+        while self.total > self.max_bytes and len(self._items) > 1:
+            old, _ = self._items.popitem(last=False)
+            self.total -= self._sizes.pop(old)
+
+    def pop(self, key: Key) -> None:
+        if self._items.pop(key, None) is not None:
+            self.total -= self._sizes.pop(key)
+
+    def items(self) -> Iterator[tuple[Key, V]]:
+        return iter(list(self._items.items()))

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
 from .base import EdgeDelta, NewEdge, NewMemory, ReplySignal
-from .index import ContextIndex, ScopeIndex
+from .index import ByteLRU, ContextIndex, ScopeIndex
 from .migrations import MIGRATIONS
 from .sql import Dialect, scope_where
 from .sqlite_backup import backup_file, restore_file
@@ -91,6 +91,7 @@ class SQLiteStore(SQLiteSearch):
         bm25_k1: float = 1.2,
         bm25_b: float = 0.1,
         ann_threshold: int = 200_000,
+        scope_cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.file = Path(file)
         try:
@@ -108,14 +109,12 @@ class SQLiteStore(SQLiteSearch):
         self._conns_lock = threading.Lock()
         self._closed = False
         self._dim: int | None = None
-        self._indexes: dict[tuple[str, str | None], ScopeIndex] = {}
-        self._contexts: dict[tuple[str, str | None], ContextIndex] = {}
+        self._indexes: ByteLRU[ScopeIndex | ContextIndex] = ByteLRU(scope_cache_bytes)
         self._rows: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
         self._rows_lock = threading.Lock()
         self._rows_rev = 0
         self._rows_version: int | None = None
         self._rows_epoch = 0
-        self._context_versions: dict[tuple[str, str | None], int | None] = {}
         self._writer = self._connect()
         self._sync_conn = self._connect()
         self._migrate()

@@ -24,7 +24,7 @@ from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, Scope
 from ..recall.text import index_text, terms
 from .dialect import scope_where
-from .index import ContextIndex, IndexRow, ScopeIndex
+from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
 from .sql import SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -66,9 +66,7 @@ class SQLiteSearch(SQLStore):
     _ann_threshold: int
     _index_lock: threading.Lock
     _sync_conn: sqlite3.Connection
-    _indexes: dict[tuple[str, str | None], ScopeIndex]
-    _contexts: dict[tuple[str, str | None], ContextIndex]
-    _context_versions: dict[tuple[str, str | None], int | None]
+    _indexes: ByteLRU[ScopeIndex | ContextIndex]
     _rows: OrderedDict[str, tuple[Any, ...]]
     _rows_lock: threading.Lock
     _rows_rev: int
@@ -151,14 +149,20 @@ class SQLiteSearch(SQLStore):
             out = []
             users = _partition_users(conn, scope, "memories")
             for user in users:
-                index = self._indexes.get((scope.workspace, user))
-                if index is None:
+                key = ("scope", scope.workspace, user)
+                index = self._indexes.get(key)
+                if not isinstance(index, ScopeIndex):
                     index = self._load_partition(scope.workspace, user)
                     index.data_version = data_version
-                    self._indexes[(scope.workspace, user)] = index
                 elif index.data_version != data_version:
                     self._refresh(index, scope.workspace, user)
                     index.data_version = data_version
+                if len(index):
+                    self._indexes.put(key, index)  # bounded by bytes (scope_cache_bytes)
+                else:
+                    # An empty scope (a new user only searched for) is not kept: it costs
+                    # one empty read per search, and no memory however many there are.
+                    self._indexes.pop(key)
                 out.append(index)
             return out
 
@@ -301,8 +305,13 @@ class SQLiteSearch(SQLStore):
         # skips a blob query per call (~3 ms of a 10k-memory recall).
         with self._index_lock:
             data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
-            for (index_workspace, _), index in self._indexes.items():
-                if index_workspace == workspace and index.data_version == data_version:
+            for (kind, index_workspace, _), index in self._indexes.items():
+                if (
+                    kind == "scope"
+                    and isinstance(index, ScopeIndex)
+                    and index_workspace == workspace
+                    and index.data_version == data_version
+                ):
                     out.update(index.vectors_of([i for i in ids if i not in out]))
         ids = [i for i in ids if i not in out]
         for start in range(0, len(ids), 500):
@@ -395,15 +404,18 @@ class SQLiteSearch(SQLStore):
                 users.append(None)  # workspace-wide recalls count for every user
             indexes = []
             for user in users:
-                key = (scope.workspace, user)
-                index = self._contexts.get(key)
-                if index is None:
-                    index = self._contexts[key] = ContextIndex(self._dimension())
-                    self._context_versions[key] = None
-                if self._context_versions[key] != data_version:
+                key = ("context", scope.workspace, user)
+                index = self._indexes.get(key)
+                if not isinstance(index, ContextIndex):
+                    index = ContextIndex(self._dimension())
+                if index.data_version != data_version:
                     self._catch_up(index, scope.workspace, user)
-                    self._context_versions[key] = data_version
+                    index.data_version = data_version
                     index.prune(since)
+                if len(index):
+                    self._indexes.put(key, index)
+                else:
+                    self._indexes.pop(key)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []
