@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from engrammar import Memory
+from engrammar.interfaces.rest import server_config
 from engrammar.server import build_app
 
 
@@ -22,10 +23,9 @@ def free_port() -> int:
 def serve_in_thread(memory: Memory, auth: bool = True) -> Iterator[str]:
     """Yields the base URL once the server accepts connections; stops it afterwards."""
     port = free_port()
+    app = build_app(memory, auth=auth)
     server = uvicorn.Server(
-        uvicorn.Config(
-            build_app(memory, auth=auth), host="127.0.0.1", port=port, log_level="critical"
-        )
+        server_config(memory, app, host="127.0.0.1", port=port, log_level="critical")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -17,6 +17,7 @@ from .engine import validate as v
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .models import (
     FEEDBACK_STATES,
+    KEY_SEPARATOR,
     KINDS,
     RATING_VERDICTS,
     REVIEW_OUTCOMES,
@@ -390,8 +391,10 @@ class Memory:
             user_reaction, user_correction, corrected_output, reason: how the user reacted, the
                 correction they gave, the output as corrected, and why; kept with the event.
             agent_id, user_id, session_id, workspace: the scope; at least one of the first three.
-            source_event_id: idempotency key: the same value in the same workspace returns the
-                existing event and writes nothing.
+            source_event_id: idempotency key: the same value for the same user (or, for an
+                event without a user, in the same workspace) returns the existing event and
+                writes nothing. Each user has a key space of their own, so a key never
+                reveals or blocks another user's event.
             metadata: extra JSON data kept with the event.
             timestamp: when it happened; default now.
 
@@ -409,6 +412,8 @@ class Memory:
         corrected_output = v.optional_text("corrected_output", corrected_output, limit)
         reason = v.optional_text("reason", reason, limit)
         source_event_id = v.scope_id("source_event_id", source_event_id)
+        if source_event_id is not None and KEY_SEPARATOR in source_event_id:
+            raise ValidationError("source_event_id", "must not contain the character U+001F")
         meta = v.metadata("metadata", metadata)
         when = v.timestamp("timestamp", timestamp) or time.time()
         if state == "corrected" and corrected_output is None and user_correction is None:

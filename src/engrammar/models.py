@@ -43,6 +43,23 @@ def json_time(ts: float) -> float | None:
     return ts if isinstance(ts, int | float) and math.isfinite(ts) else None
 
 
+#: Separates a stored idempotency key from the user whose key space it belongs to.
+KEY_SEPARATOR = "\x1f"
+
+
+def idempotency_key(source_event_id: str | None, user_id: str | None) -> str | None:
+    """How ``source_event_id`` is stored: within its user's own key space when the event
+    has a user, so one user's key neither reveals nor blocks another's (issue 21)."""
+    if source_event_id is None or user_id is None:
+        return source_event_id
+    return f"{source_event_id}{KEY_SEPARATOR}{user_id}"
+
+
+def visible_key(stored: str | None) -> str | None:
+    """The caller's own ``source_event_id`` from its stored form."""
+    return None if stored is None else stored.split(KEY_SEPARATOR, 1)[0]
+
+
 def _json_copy(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars)."""
     if isinstance(value, dict):

@@ -346,8 +346,23 @@ def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int
         for w in sorted(ranking.walks, key=lambda w: -w.score)
         if w.nodes[-1] == memory_id
     ]
+    # Name only what the caller can read: an edge to a memory outside the scope (another
+    # user's, an agent-level one a user-bound key cannot GET) is left out, ids and all.
     edges_out = store.edges_from(scope.workspace, [memory_id])
     edges_in = store.edges_to(scope.workspace, [memory_id])
+    others = {e.dst for e in edges_out} | {e.src for e in edges_in}
+    others |= {n for p in paths for n in p["nodes"]}
+    readable = {
+        i
+        for i, r in store.get_memories(scope.workspace, list(others)).items()
+        if in_scope(r, scope)
+    } | {memory_id}
+    edges_out = [e for e in edges_out if e.dst in readable]
+    edges_in = [e for e in edges_in if e.src in readable]
+    paths = [p for p in paths if set(p["nodes"]) <= readable]
+    best = entry.walk.to_path().to_dict() if entry.walk is not None else None
+    if best is not None and not set(best["nodes"]) <= readable:
+        best = None
     above = ranking.entries[rank - 2] if rank > 1 else None
     out = {
         "memory_id": memory_id,
@@ -360,7 +375,7 @@ def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int
         "is_seed": memory_id in ranking.seeds,
         "score": round(entry.final, 6),
         "components": dict(entry.components),
-        "best_path": entry.walk.to_path().to_dict() if entry.walk is not None else None,
+        "best_path": best,
         "paths": paths,
         "edges": {
             "out": [_edge_dict(e) for e in sorted(edges_out, key=lambda e: -e.weight)],

@@ -26,6 +26,7 @@ from ..models import (
     MemoryRecord,
     PreferencePair,
     Scope,
+    idempotency_key,
 )
 from ..store import NewMemory, RecallRecord
 from ..store.base import NewFeedbackEvent
@@ -101,7 +102,7 @@ def create_feedback_event(
         corrected_output=corrected_output,
         state=state,
         reason=reason,
-        source_event_id=source_event_id,
+        source_event_id=idempotency_key(source_event_id, scope.user_id),
         created_at=when,
         metadata=metadata,
     )

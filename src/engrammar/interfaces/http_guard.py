@@ -159,7 +159,7 @@ def guarded_h11(header_timeout_s: float, max_pending: int) -> type[asyncio.Proto
             super().connection_lost(exc)
 
         def _who(self) -> str:
-            return "%s:%d" % self.client if self.client else "?"
+            return f"{self.client[0]}:{self.client[1]}" if self.client else "?"
 
         def _arm(self) -> None:
             pending.add(self)

@@ -1,13 +1,14 @@
-"""Request limits in front of authentication: body size (413) and per-key rate (429)."""
+"""Request limits: body size (413) and body read time (408) in front of authentication; the
+token buckets of the per-key rate limit (429), which authentication applies once it knows
+the key (see :class:`~.rest.AuthMiddleware`)."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
-import time
 from typing import Any
 
+import anyio
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -19,6 +20,17 @@ class _TooLarge(HTTPException):
 
     def __init__(self, max_bytes: int) -> None:
         super().__init__(413, _too_large_message(max_bytes))
+
+
+class _TooSlow(HTTPException):
+    """Raised inside ``receive`` when the next piece of a body does not come in time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, _too_slow_message(seconds))
+
+
+def _too_slow_message(seconds: float) -> str:
+    return f"the request body did not arrive within {seconds:g} s (body_timeout_s)"
 
 
 def _too_large_message(max_bytes: int) -> str:
@@ -38,6 +50,12 @@ class TokenBucket:
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
+    def empty(self, client: str, now: float) -> bool:
+        """Whether ``client`` has no whole token now (spends nothing)."""
+        with self._lock:
+            tokens, last = self._buckets.get(client, (self.burst, now))
+            return min(self.burst, tokens + (now - last) * self.rate) < 1
+
     def take(self, client: str, now: float) -> float:
         """Spend one token of ``client``; 0 if allowed, else the seconds until one is free."""
         with self._lock:
@@ -55,51 +73,39 @@ class TokenBucket:
             return (1 - tokens) / self.rate
 
 
-def _client_of(scope: Scope) -> str:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            # Keyed by a digest, so no key is ever kept in memory in the clear.
-            return "k:" + hashlib.sha256(value).hexdigest()
-    client = scope.get("client")
-    return f"ip:{client[0] if client else '?'}"
-
-
 def _error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Any:
     return JSONResponse(
         {"error": {"type": kind, "message": message}}, status_code=status, headers=headers
     )
 
 
-class LimitsMiddleware:
-    """Refuses bodies over ``max_bytes`` with 413 and clients over their rate with 429.
+def rate_limited(wait: float) -> Any:
+    """The 429 response for a client whose next token is ``wait`` seconds away."""
+    retry = max(1, math.ceil(wait))
+    return _error(
+        429,
+        "rate_limited",
+        f"too many requests for this API key; retry in {retry} s",
+        {"Retry-After": str(retry)},
+    )
 
-    The rate applies per API key (per client address for requests without one); ``rate`` 0
-    turns it off. Health checks are exempt.
-    """
+
+class LimitsMiddleware:
+    """Refuses bodies over ``max_bytes`` with 413, and a body whose next piece takes longer
+    than ``body_timeout_s`` with 408. Health checks are exempt."""
 
     def __init__(
-        self, app: ASGIApp, *, max_bytes: int, rate: float, burst: int, exempt: frozenset[str]
+        self, app: ASGIApp, *, max_bytes: int, body_timeout_s: float, exempt: frozenset[str]
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.bucket = TokenBucket(rate, burst) if rate > 0 else None
+        self.body_timeout_s = body_timeout_s
         self.exempt = exempt
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.exempt:
             await self.app(scope, receive, send)
             return
-        if self.bucket is not None:
-            wait = self.bucket.take(_client_of(scope), time.monotonic())
-            if wait > 0:
-                retry = max(1, math.ceil(wait))
-                await _error(
-                    429,
-                    "rate_limited",
-                    f"too many requests for this API key; retry in {retry} s",
-                    {"Retry-After": str(retry)},
-                )(scope, receive, send)
-                return
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:
@@ -112,12 +118,20 @@ class LimitsMiddleware:
                     return
         received = 0
         started = False
+        body_done = False
 
         async def counted_receive() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:  # afterwards the app only waits for a disconnect: no deadline
+                return await receive()
+            try:
+                with anyio.fail_after(self.body_timeout_s):
+                    message = await receive()
+            except TimeoutError:
+                raise _TooSlow(self.body_timeout_s) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                body_done = not message.get("more_body", False)
                 if received > self.max_bytes:
                     raise _TooLarge(self.max_bytes)
             return message
@@ -134,6 +148,12 @@ class LimitsMiddleware:
             if started:
                 raise
             await self._too_large(scope, receive, send)
+        except _TooSlow:
+            if started:
+                raise
+            await _error(408, "request_timeout", _too_slow_message(self.body_timeout_s))(
+                scope, receive, send
+            )
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         await _error(

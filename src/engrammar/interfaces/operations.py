@@ -515,8 +515,9 @@ _RECORDS = (
                 WORKSPACE,
                 _text_p(
                     "source_event_id",
-                    "Your own id for this event: resending the same value in the same "
-                    "workspace returns the existing event instead of a duplicate.",
+                    "Your own id for this event: resending the same value for the same user "
+                    "(or, without a user, in the same workspace) returns the existing event "
+                    "instead of a duplicate. Each user has a key space of their own.",
                 ),
                 METADATA,
                 TIMESTAMP,
@@ -752,6 +753,8 @@ def dispatch(
     if op.owned_as is not None:
         own_record(call, op.owned_as, data, call.args[op.fields[0]])
     if name == "stats" and principal.fixed:
-        # Where the store lives on the server is none of a remote client's business.
+        # Where the store lives on the server, and how big it is with every other tenant's
+        # data in it, is none of a remote client's business (the local user still sees both).
         data.pop("file", None)
+        data.pop("bytes_on_disk", None)
     return data

@@ -10,13 +10,16 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -29,15 +32,17 @@ from ..errors import (
     ForbiddenError,
     NotFoundError,
     ValidationError,
+    escaped,
 )
 from ..keys import verify_api_key
 from ..memory import Memory
-from .limits import LimitsMiddleware
+from .http_guard import HostGuard, allowed_hosts, guarded_h11
+from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
 from .openapi import MAX_INT, openapi_document
 from .operations import OPERATIONS, HttpRoute, Operation, Principal, dispatch
 
-__all__ = ["build_app", "is_loopback", "serve"]
+__all__ = ["build_app", "is_loopback", "serve", "server_config"]
 
 log = logging.getLogger("engrammar.server")
 
@@ -55,9 +60,9 @@ def is_loopback(host: str) -> bool:
 
 
 def _error(status: int, kind: str, message: str, field: str | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"type": kind, "message": message}
+    body: dict[str, Any] = {"type": kind, "message": escaped(message)}
     if field is not None:
-        body["field"] = field
+        body["field"] = escaped(field)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
@@ -74,7 +79,17 @@ def error_response(exc: EngrammarError) -> JSONResponse:
         return _error(401, "unauthorized", str(exc))
     if isinstance(exc, ConflictError):
         return _error(409, "conflict", str(exc))
-    return _error(500, type(exc).__name__, str(exc))
+    return internal_error(exc, "an operation")
+
+
+def internal_error(exc: BaseException, where: str) -> JSONResponse:
+    """A 500 that names an error id and nothing else: the details go to the server's log
+    under that id, never to the client (they can name files, tables, other tenants)."""
+    error_id = secrets.token_hex(6)
+    log.error("error %s on %s: %s: %s", error_id, where, type(exc).__name__, exc, exc_info=exc)
+    message = f"internal error {error_id}; the server's log has the details"
+    body = {"type": "internal_error", "message": message, "error_id": error_id}
+    return JSONResponse({"error": body}, status_code=500)
 
 
 async def in_worker(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
@@ -94,21 +109,40 @@ async def in_worker(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 class AuthMiddleware:
-    """Turns the bearer key of each HTTP request into a :class:`Principal` (or a 401)."""
+    """Turns the bearer key of each HTTP request into a :class:`Principal` (or a 401), and
+    applies the rate limit: per verified key, and per client address for requests that fail
+    authentication (or when authentication is off). Buckets are never keyed by what a client
+    merely sends, so inventing new Authorization headers buys no fresh tokens."""
 
-    def __init__(self, app: ASGIApp, memory: Memory, *, auth: bool, default: Principal) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        memory: Memory,
+        *,
+        auth: bool,
+        default: Principal,
+        bucket: TokenBucket | None = None,
+    ) -> None:
         self.app = app
         self.memory = memory
         self.auth = auth
         self.default = default
+        self.bucket = bucket
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
+        address = "ip:" + (scope["client"][0] if scope.get("client") else "?")
         if not self.auth:
+            if await self._limited(address, scope, receive, send):
+                return
             scope[PRINCIPAL_KEY] = self.default
             await self.app(scope, receive, send)
+            return
+        # An address that keeps failing is held back before its next key is even checked.
+        if self.bucket is not None and self.bucket.empty(address, time.monotonic()):
+            await self._limited(address, scope, receive, send)
             return
         header = ""
         for name, value in scope["headers"]:
@@ -117,6 +151,8 @@ class AuthMiddleware:
                 break
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
+            if await self._limited(address, scope, receive, send):
+                return
             response = _error(
                 401,
                 "unauthorized",
@@ -126,13 +162,30 @@ class AuthMiddleware:
             return
         try:
             record = await in_worker(self.app, verify_api_key, self.memory.store, token.strip())
+        except AuthError as exc:
+            if await self._limited(address, scope, receive, send):
+                return
+            await error_response(exc)(scope, receive, send)
+            return
         except EngrammarError as exc:
             await error_response(exc)(scope, receive, send)
+            return
+        if await self._limited("key:" + record.key_id, scope, receive, send):
             return
         scope[PRINCIPAL_KEY] = Principal(
             workspace=record.workspace, user_id=record.user_id, key_id=record.key_id
         )
         await self.app(scope, receive, send)
+
+    async def _limited(self, client: str, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Spend one of ``client``'s tokens; answer 429 (and say so) when it has none."""
+        if self.bucket is None:
+            return False
+        wait = self.bucket.take(client, time.monotonic())
+        if wait <= 0:
+            return False
+        await rate_limited(wait)(scope, receive, send)
+        return True
 
 
 # -- REST ------------------------------------------------------------------------------------------
@@ -221,6 +274,11 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
             data = await in_worker(request.app, dispatch, memory, principal, op.name, args)
         except EngrammarError as exc:
             return error_response(exc)
+        except ClientDisconnect:
+            # Nobody is left to answer; one line, not a traceback.
+            client = request.client.host if request.client else "?"
+            log.info("client %s went away during %s %s", client, request.method, request.url.path)
+            return Response(status_code=400)
         return JSONResponse(data, status_code=status)
 
     return endpoint
@@ -296,24 +354,61 @@ def build_app(
         host: the address served, for the MCP transport's DNS-rebinding protection.
     """
     default = default or Principal(workspace=memory.config.workspace, fixed=False)
+    cfg = memory.config
+    hosts = allowed_hosts(host, cfg.allowed_hosts)
+    # The same Host/Origin rule for /mcp as for REST (the MCP SDK's own check uses it too).
+    enforce = is_loopback(host) or bool(cfg.allowed_hosts.strip())
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=enforce,
+        allowed_hosts=[f"{h}:*" for h in hosts] + list(hosts),
+        allowed_origins=[
+            f"{scheme}://{h}{port}"
+            for h in hosts
+            for scheme in ("http", "https")
+            for port in ("", ":*")
+        ],
+    )
     mcp = build_mcp_server(memory, default)
     app: Starlette = mcp.streamable_http_app(
         host=host,
         stateless_http=True,
         json_response=True,
+        transport_security=security,
     )
     app.router.routes.extend(rest_routes())
     app.state.memory = memory
-    app.state.server_threads = memory.config.server_threads
+    app.state.server_threads = cfg.server_threads
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
-    cfg = memory.config
+    bucket = (
+        TokenBucket(cfg.rate_limit_per_s, cfg.rate_limit_burst) if cfg.rate_limit_per_s else None
+    )
     return LimitsMiddleware(
-        AuthMiddleware(app, memory, auth=auth, default=default),
+        HostGuard(
+            AuthMiddleware(app, memory, auth=auth, default=default, bucket=bucket),
+            hosts=hosts,
+            enforce_hosts=enforce,
+            exempt=frozenset({"/healthz"}),
+        ),
         max_bytes=cfg.max_request_bytes,
-        rate=cfg.rate_limit_per_s,
-        burst=cfg.rate_limit_burst,
+        body_timeout_s=cfg.body_timeout_s,
         exempt=frozenset({"/healthz"}),
+    )
+
+
+def server_config(memory: Memory, app: ASGIApp, *, host: str, port: int, **kw: Any) -> Any:
+    """The uvicorn configuration `engrammar serve` runs ``app`` with: the header deadline and
+    the cap on connections still sending headers from ``memory.config``."""
+    import uvicorn
+
+    cfg = memory.config
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=guarded_h11(cfg.header_timeout_s, cfg.max_pending_connections),
+        timeout_keep_alive=5,
+        **kw,
     )
 
 
@@ -325,8 +420,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     # The process boundary: log the trace on the server, give the client one clear line.
-    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _error(500, "internal_error", f"{type(exc).__name__}: {exc}")
+    return internal_error(exc, f"{request.method} {request.url.path}")
 
 
 def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = "info") -> None:
@@ -339,4 +433,4 @@ def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = 
             "on a loopback address (127.0.0.1, ::1, localhost)"
         )
     app = build_app(memory, auth=auth, host=host)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.Server(server_config(memory, app, host=host, port=port, log_level=log_level)).run()

@@ -18,6 +18,7 @@ from ..models import (
     MemoryRating,
     PreferencePair,
     Scope,
+    visible_key,
 )
 from .base import FeedbackRecord, NewFeedbackEvent, NewMemory
 from .dialect import Dialect, scope_where
@@ -110,7 +111,7 @@ class SQLRecords:
                     self._vanished("the conflicting event vanished")
                 if row[1] != new.payload_hash:
                     raise ConflictError(
-                        f"source_event_id {e.source_event_id!r} already names event "
+                        f"source_event_id {visible_key(e.source_event_id)!r} already names event "
                         f"{row[0]!r} in workspace {e.workspace!r} with a different payload"
                     )
                 return self._get_event(conn, e.workspace, row[0]), False
@@ -302,7 +303,7 @@ class SQLRecords:
             corrected_output=row[9],
             state=row[11],
             reason=row[10],
-            source_event_id=row[12],
+            source_event_id=visible_key(row[12]),
             created_at=row[13],
             metadata=self.dialect.from_json(row[14]),
             decision_memory_id=link[0] if link else None,
