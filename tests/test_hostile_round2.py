@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from engrammar import Memory, ValidationError
+from backends import open_memory
+from engrammar import ConflictError, Memory, NotFoundError, ValidationError
 from engrammar.interfaces.cli import cli
+from engrammar.interfaces.operations import Principal, dispatch
 
 BAD_TIMES = ["0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59-23:59", "1969-12-31T23:59:59Z"]
 
@@ -109,3 +112,79 @@ def test_cli_list_and_export_survive_a_bad_stored_time(
     exported = runner.invoke(cli, ["export", str(out), "--path", location], env=env)
     assert exported.exit_code == 0, exported.output
     assert memory_id in out.read_text()
+
+
+# -- 4. idempotency keys stay within what the caller may read ------------------------------------
+def _as(memory: Memory, user: str | None, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return dispatch(memory, Principal(workspace="team", user_id=user), name, args)
+
+
+def test_a_source_event_id_neither_reveals_nor_blocks_another_users_event(mem: Memory) -> None:
+    event = {"input_context": "Add retries", "ai_output": "Retry forever.", "state": "rejected"}
+    bobs = _as(mem, "bob", "create_feedback_event", {**event, "source_event_id": "bob-evt-1"})
+    # alice's key, the same source id, another payload: her own event, no 409 naming bob's.
+    alices = _as(
+        mem,
+        "alice",
+        "create_feedback_event",
+        {**event, "ai_output": "Retry twice.", "source_event_id": "bob-evt-1"},
+    )
+    assert alices["id"] != bobs["id"]
+    assert alices["source_event_id"] == bobs["source_event_id"] == "bob-evt-1"
+    # A resend by alice with another payload conflicts with her own event only.
+    with pytest.raises(ConflictError) as info:
+        _as(mem, "alice", "create_feedback_event", {**event, "source_event_id": "bob-evt-1"})
+    assert alices["id"] in str(info.value)
+    assert bobs["id"] not in str(info.value)
+    # The same event resent for bob by a workspace key is bob's, not a new one.
+    again = _as(
+        mem,
+        None,
+        "create_feedback_event",
+        {**event, "user_id": "bob", "source_event_id": "bob-evt-1"},
+    )
+    assert again["id"] == bobs["id"]
+    with pytest.raises(ValidationError):
+        _as(mem, "bob", "create_feedback_event", {**event, "source_event_id": "x\x1fmallory"})
+
+
+# -- 6. explain names only what the caller can read ----------------------------------------------
+def test_explain_shows_a_user_bound_key_only_edges_it_can_read(mem: Memory, location: str) -> None:
+    (hidden,) = mem.add("The deploy freeze starts on Friday.", agent_id="ops", workspace="team")
+    (own,) = mem.add("I deploy on Friday afternoons.", user_id="bob", workspace="team")
+    (mine_too,) = mem.add("Friday deploys need a second reviewer.", user_id="bob", workspace="team")
+    for src, dst in ((own, hidden), (hidden, own), (own, mine_too)):
+        poke(
+            location,
+            "INSERT OR REPLACE INTO edges (workspace, src, dst, kind, weight, updated_at) "
+            "VALUES ('team', ?, ?, 'semantic', 0.9, 0)",
+            src,
+            dst,
+        )
+    with pytest.raises(NotFoundError):
+        _as(mem, "bob", "get", {"memory_id": hidden})
+    out = _as(mem, "bob", "explain", {"query": "friday deploy", "memory_id": own})
+    assert hidden not in json.dumps(out)
+    assert {e["dst"] for e in out["edges"]["out"]} == {mine_too}
+    assert {e["src"] for e in out["edges"]["in"]} <= {mine_too}
+
+
+# -- 7. stats, permissions, MCP types ------------------------------------------------------------
+def test_stats_bytes_on_disk_only_for_the_local_admin(mem: Memory) -> None:
+    mem.add("tea", user_id="u", workspace="team")
+    assert "bytes_on_disk" not in _as(mem, None, "stats", {})
+    assert "bytes_on_disk" not in _as(mem, "u", "stats", {})
+    local = dispatch(mem, Principal("team", fixed=False), "stats", {"user_id": "u"})
+    assert local["bytes_on_disk"] > 0
+
+
+def test_a_new_store_is_private_to_its_owner(tmp_path: Path) -> None:
+    folder = tmp_path / "new" / "store"
+    memory = open_memory(str(folder))
+    memory.add("secret", user_id="u")
+    memory.close()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for name in ("engrammar.db",):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
+    extra = [p for p in folder.iterdir() if p.name.startswith("engrammar.db-")]
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in extra)

@@ -10,6 +10,7 @@ changed (``PRAGMA data_version``), so writes from other processes become visible
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -78,6 +79,21 @@ _DECISION_INSERT = (
 )
 
 
+def _private_store(file: Path) -> None:
+    """Create the store's folder (0700) and database file (0600) readable by their owner
+    only: memories are private. A folder or file that already exists keeps its mode (it is
+    the user's to set); SQLite gives its -wal and -shm files the database file's mode."""
+    folder = file.parent
+    if not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+    if not file.exists():
+        try:
+            os.close(os.open(file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:  # another process made it first
+            pass
+
+
 class SQLiteStore(SQLiteSearch):
     """The embedded default store (see the module docstring and :class:`~.base.Store`)."""
 
@@ -95,7 +111,7 @@ class SQLiteStore(SQLiteSearch):
     ) -> None:
         self.file = Path(file)
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
+            _private_store(self.file)
         except OSError as exc:
             raise StoreError(f"cannot create the store folder {self.file.parent}: {exc}") from exc
         self._timeout = busy_timeout_ms / 1000
