@@ -8,16 +8,20 @@ leaves the database byte-for-byte as it was (a checksum over every table is comp
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 import sqlite3
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engrammar import Memory, NotFoundError, ValidationError
+from engrammar import Config, ConflictError, HashEmbedder, Memory, NotFoundError, ValidationError
+from engrammar.interfaces.operations import Principal, dispatch
 
 pytestmark = pytest.mark.slow
 
@@ -165,8 +169,11 @@ def expect_clean(mem: Memory, call: Callable[[], Any]) -> Any:
     except ValidationError as exc:
         assert exc.field, "a ValidationError must name the field"
         assert exc.problem
-    except NotFoundError:
-        pass
+        # Every message can be sent: what it quotes is escaped (issue 21, item 5).
+        str(exc).encode("utf-8")
+        exc.field.encode("utf-8")
+    except NotFoundError as exc:
+        str(exc).encode("utf-8")
     assert checksum(mem) == before, "a refused call changed stored data"
     return None
 
@@ -417,3 +424,177 @@ def test_a_falsy_or_wrong_limit_is_refused_not_defaulted(mem: Memory, limit: obj
         with pytest.raises(ValidationError) as info:
             call("deploy", user_id="u", limit=limit)  # type: ignore[operator]
         assert info.value.field == "limit"
+
+
+# -- issue 21: times, stored values, surrogate keys, key spaces, what a response names, caches ---
+SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+
+
+def iso_times() -> st.SearchStrategy[Any]:
+    """Times in every form, across the whole range datetime can write and every UTC offset."""
+    offsets = st.integers(-(23 * 60 + 59), 23 * 60 + 59).map(
+        lambda m: ("+" if m >= 0 else "-") + f"{abs(m) // 60:02d}:{abs(m) % 60:02d}"
+    )
+    moments = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31))
+    return st.one_of(
+        st.builds(lambda d, o: d.isoformat() + o, moments, offsets),
+        st.builds(lambda d: d.isoformat() + "Z", moments),
+        moments,
+        moments.map(lambda d: d.isoformat()),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(2**40), 2**40),
+    )
+
+
+@SETTINGS
+@given(when=iso_times(), where=st.sampled_from(["add", "message", "event", "log", "pair"]))
+def test_every_accepted_time_is_in_the_one_range(mem: Memory, when: Any, where: str) -> None:
+    calls: dict[str, Callable[[], Any]] = {
+        "add": lambda: mem.add("deploy note", agent_id="t", timestamp=when),
+        "message": lambda: mem.add(
+            [{"role": "user", "content": "deploy note", "timestamp": when}], agent_id="t"
+        ),
+        "event": lambda: mem.create_feedback_event(
+            "ctx", "out", "adopted", agent_id="t", timestamp=when
+        ),
+        "log": lambda: mem.log_event("checkpoint", agent_id="t", timestamp=when),
+        "pair": lambda: mem.create_preference_pair("c", "a", "r", agent_id="t", timestamp=when),
+    }
+    expect_clean(mem, calls[where])
+    for record in mem.list(agent_id="t", limit=10_000):
+        assert 0 <= record.created_at < 32_503_680_000
+        assert not record.to_dict()["created_at_iso"].startswith("invalid")
+
+
+@SETTINGS
+@given(
+    bad=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(2**62), 2**62),
+        st.text(max_size=12),
+        st.binary(max_size=8),
+    )
+)
+def test_a_scope_reads_whatever_time_was_stored_by_hand(
+    mem: Memory, bad: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    if not mem.list(agent_id="hand", limit=1):
+        mem.add(["deploy on tuesdays", "deploy fridays note"], agent_id="hand")
+    target = mem.list(agent_id="hand", limit=1)[0].id
+    conn = sqlite3.connect(mem.config.sqlite_file)
+    try:
+        conn.execute("UPDATE memories SET created_at = ? WHERE id = ?", (bad, target))
+        conn.commit()
+    finally:
+        conn.close()
+    for record in mem.list(agent_id="hand"):
+        json.dumps(record.to_dict(), allow_nan=False)
+    json.dumps(mem.get(target).to_dict(), allow_nan=False)
+    json.dumps([h.to_dict() for h in mem.search("deploy", agent_id="hand")], allow_nan=False)
+    assert mem.recall("deploy fridays", agent_id="hand").recall_id
+    out = tmp_path_factory.mktemp("export") / "x.jsonl"
+    assert mem.export(str(out)) >= 2
+
+
+@SETTINGS
+@given(
+    key=st.text(min_size=0, max_size=4).flatmap(
+        lambda t: st.builds(lambda c, i: t[:i] + c + t[i:], SURROGATES, st.integers(0, len(t)))
+    ),
+    where=st.sampled_from(["metadata", "nested", "payload", "message"]),
+)
+def test_a_lone_surrogate_in_any_key_is_a_clear_error(mem: Memory, key: str, where: str) -> None:
+    calls: dict[str, Callable[[], Any]] = {
+        "metadata": lambda: mem.add("ok", user_id="j", metadata={key: 1}),
+        "nested": lambda: mem.add("ok", user_id="j", metadata={"a": [{"b": {key: "x"}}]}),
+        "payload": lambda: mem.log_event("k", user_id="j", payload={key: 1}),
+        "message": lambda: mem.add([{"role": "user", "content": "ok", key: 1}], user_id="j"),
+    }
+    with pytest.raises(ValidationError) as info:
+        calls[where]()
+    str(info.value).encode("utf-8")
+
+
+@SETTINGS
+@given(
+    source=st.text(min_size=1, max_size=12).filter(lambda t: t.strip() and "\x00" not in t),
+    users=st.lists(st.sampled_from(["ann", "bob", "cy", None]), min_size=2, max_size=5),
+    outputs=st.lists(st.sampled_from(["Retry forever.", "Retry twice."]), min_size=5, max_size=5),
+)
+def test_an_idempotency_key_never_names_an_event_the_caller_cannot_read(
+    mem: Memory, source: str, users: list[str | None], outputs: list[str]
+) -> None:
+    for user, output in zip(users, outputs, strict=False):
+        principal = Principal("team", user_id=user)
+        args = {"input_context": "Add retries", "ai_output": output, "state": "rejected"}
+        args |= {"source_event_id": source, "agent_id": "a"}
+        try:
+            event = dispatch(mem, principal, "create_feedback_event", args)
+        except ValidationError:
+            return  # a source id the validator refuses (U+001F, control text): nothing stored
+        except ConflictError as exc:
+            named = re.findall(r"event '([0-9a-f]{32})'", str(exc))
+            for event_id in named:
+                dispatch(mem, principal, "get_feedback_event", {"event_id": event_id})
+            continue
+        assert event["source_event_id"] == source
+        assert user is None or event["user_id"] == user
+
+
+@SETTINGS
+@given(
+    owners=st.lists(st.sampled_from(["bob", "ann", None]), min_size=3, max_size=6),
+    links=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=10),
+)
+def test_explain_names_only_readable_memories(
+    mem: Memory, owners: list[str | None], links: list[tuple[int, int]]
+) -> None:
+    ids = [
+        mem.add(f"friday deploy note {i}", user_id=o, agent_id="ops", workspace="team")[0]
+        for i, o in enumerate(owners)
+    ]
+    conn = sqlite3.connect(mem.config.sqlite_file)
+    try:
+        for a, b in links:
+            if a < len(ids) and b < len(ids) and a != b:
+                conn.execute(
+                    "INSERT OR REPLACE INTO edges VALUES ('team', ?, ?, 'semantic', 0.8, 0)",
+                    (ids[a], ids[b]),
+                )
+        conn.commit()
+    finally:
+        conn.close()
+    readable = {i for i, o in zip(ids, owners, strict=True) if o == "bob"}
+    for memory_id in readable:
+        out = dispatch(
+            mem,
+            Principal("team", user_id="bob"),
+            "explain",
+            {"query": "friday deploy", "memory_id": memory_id},
+        )
+        named = set(re.findall(r"[0-9a-f]{32}", json.dumps(out)))
+        assert named & set(ids) <= readable | {memory_id}
+
+
+@SETTINGS
+@given(
+    budget=st.integers(0, 200_000),
+    scopes=st.lists(st.integers(0, 400), min_size=1, max_size=60),
+    writes=st.sets(st.integers(0, 400), max_size=5),
+)
+def test_scope_caches_stay_within_their_byte_budget(
+    tmp_path_factory: pytest.TempPathFactory, budget: int, scopes: list[int], writes: set[int]
+) -> None:
+    path = tmp_path_factory.mktemp("lru")
+    memory = Memory(Config(path=str(path), scope_cache_bytes=budget), embedder=HashEmbedder())
+    try:
+        for w in writes:
+            memory.add(f"note for user {w}", user_id=f"u{w}")
+        cache = memory.store._indexes  # type: ignore[attr-defined]
+        for s in scopes:
+            memory.search("note", user_id=f"u{s}")
+            memory.recall("note", user_id=f"u{s}")
+            assert cache.total <= budget or len(cache) == 1
+            assert len(cache) <= len(writes) * 2
+    finally:
+        memory.close()
