@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import random
 import re
@@ -19,11 +20,13 @@ import anyio
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import Config, HashEmbedder, Memory
+from engrammar.interfaces.operations import OPERATIONS
 from engrammar.keys import create_api_key
 from engrammar.server import openapi_document
 from serving import serve_in_thread
@@ -120,6 +123,14 @@ HOSTILE_VALUES: list[Any] = [
     -0.0,
     -1e308,
     -(2**31),
+    # Issue 21: numbers as strings (strict types, as REST), times outside the one range.
+    "5",
+    "1.5",
+    "true",
+    "0001-01-01T00:00:00+23:59",
+    "9999-12-31T23:59:59-23:59",
+    [{"role": "user", "content": "x", "timestamp": "0001-01-01T00:00:00+23:59"}],
+    [{"role": "user", "content": "x", "timestamp": "9999-12-31T23:59:59-23:59"}],
 ]
 GOOD: dict[str, Any] = {
     "content": "We deploy on Tuesdays.",
@@ -246,3 +257,220 @@ def test_mcp_raw_json_rpc_past_any_client_limit(live: Live) -> None:
             data = r.json()
             assert "error" in data or data["result"].get("isError") is True, (shown, data)
     assert _db_digest(live.memory) == before
+
+
+# -- issue 21: raw bodies past the schema, on every REST operation that takes one -----------------
+BODY_ROUTES = [
+    (route.method, route.path)
+    for op in OPERATIONS
+    for route in op.http
+    if route.method in ("POST", "PATCH")
+]
+GOOD_BODY = {"content": "ok", "query": "deploy", "user_id": "u", "kind": "k", "state": "adopted"}
+RAW_SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+SURROGATE = st.integers(0xD800, 0xDFFF).map(lambda c: f"\\u{c:04x}")
+
+
+def _url(live: Live, path: str) -> str:
+    if "{memory_id}" in path:
+        memory_id = live.memory.list(user_id="u", workspace="team-fuzz", limit=1)[0].id
+        path = path.replace("{memory_id}", memory_id)
+    return live.base + path
+
+
+def _answered_cleanly(r: httpx.Response) -> None:
+    assert r.status_code < 500, (r.status_code, r.text[:300])
+    assert "Traceback" not in r.text
+    if r.status_code >= 400:
+        error = r.json()["error"]
+        assert error["message"]
+        error["message"].encode("utf-8")
+
+
+@RAW_SETTINGS
+@given(
+    route=st.sampled_from(BODY_ROUTES),
+    key=st.tuples(st.text(max_size=3), SURROGATE, st.text(max_size=3)),
+    where=st.sampled_from(["top", "metadata", "payload", "deep"]),
+)
+def test_surrogate_keys_in_any_body_are_clear_422s(
+    live: Live, route: tuple[str, str], key: tuple[str, str, str], where: str
+) -> None:
+    name = json.dumps(key[0])[1:-1] + key[1] + json.dumps(key[2])[1:-1]
+    inner = '{"' + name + '": 1}'
+    body = (
+        json.dumps(GOOD_BODY)[:-1]
+        + ", "
+        + {
+            "top": '"' + name + '": 1}',
+            "metadata": '"metadata": ' + inner + "}",
+            "payload": '"payload": ' + inner + "}",
+            "deep": '"metadata": {"a": [' + inner + "]}}",
+        }[where]
+    )
+    before = _db_digest(live.memory)
+    r = httpx.request(
+        route[0],
+        _url(live, route[1]),
+        content=body.encode(),
+        headers={"Authorization": f"Bearer {live.key}", "Content-Type": "application/json"},
+        timeout=30,
+    )
+    _answered_cleanly(r)
+    assert r.status_code == 422, (route, body, r.text)
+    assert _db_digest(live.memory) == before
+
+
+@RAW_SETTINGS
+@given(
+    route=st.sampled_from(BODY_ROUTES),
+    content_type=st.one_of(
+        st.sampled_from(
+            [
+                "text/plain",
+                "application/x-www-form-urlencoded",
+                "multipart/form-data; b=x",
+                "application/jsonx",
+                "text/json",
+                "",
+                "application/json; charset=utf-8",
+                "application/merge-patch+json",
+                "APPLICATION/JSON",
+            ]
+        ),
+        st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=30),
+    ),
+)
+def test_bodies_not_declared_json_are_refused(
+    live: Live, route: tuple[str, str], content_type: str
+) -> None:
+    headers = {"Authorization": f"Bearer {live.key}"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    before = _db_digest(live.memory)
+    r = httpx.request(
+        route[0],
+        _url(live, route[1]),
+        content=json.dumps(GOOD_BODY).encode(),
+        headers=headers,
+        timeout=30,
+    )
+    _answered_cleanly(r)
+    kind = content_type.split(";")[0].strip().lower()
+    if not (kind == "application/json" or kind.endswith("+json")):
+        assert r.status_code == 415, (content_type, r.status_code)
+        assert _db_digest(live.memory) == before
+
+
+TIME_ROUTES = [
+    (route.method, route.path)
+    for op in OPERATIONS
+    for route in op.http
+    if route.method == "POST" and any(p.name == "timestamp" for p in op.params)
+]
+
+
+@RAW_SETTINGS
+@given(
+    route=st.sampled_from(TIME_ROUTES),
+    year=st.integers(1, 9999),
+    offset=st.integers(-(23 * 60 + 59), 23 * 60 + 59),
+    in_message=st.booleans(),
+)
+def test_any_iso_time_is_refused_or_in_range_over_rest(
+    live: Live, route: tuple[str, str], year: int, offset: int, in_message: bool
+) -> None:
+    sign = "+" if offset >= 0 else "-"
+    when = f"{year:04d}-06-15T12:00:00{sign}{abs(offset) // 60:02d}:{abs(offset) % 60:02d}"
+    body: dict[str, Any] = {
+        "content": "deploy note",
+        "input_context": "c",
+        "ai_output": "o",
+        "state": "adopted",
+        "context": "c",
+        "accepted_output": "a",
+        "rejected_output": "r",
+        "kind": "k",
+        "user_id": "times",
+    }
+    if route[1] == "/v1/memories" and in_message:
+        body = {
+            "messages": [{"role": "user", "content": "deploy", "timestamp": when}],
+            "user_id": "times",
+        }
+    else:
+        body["timestamp"] = when
+    names = {p.name for op in OPERATIONS for r in op.http if r.path == route[1] for p in op.params}
+    body = {k: v for k, v in body.items() if k in names}
+    if route[1] != "/v1/events":
+        body.pop("kind", None)  # a memory's kind is an enum; a logged event's is free text
+    headers = {"Authorization": f"Bearer {live.key}"}
+    r = httpx.request(route[0], live.base + route[1], json=body, headers=headers, timeout=30)
+    _answered_cleanly(r)
+    if not 1970 <= year < 3000 or year in (1970, 2999):
+        assert r.status_code in (201, 404, 422), r.text
+    else:
+        assert r.status_code in (201, 404), r.text
+    listed = httpx.get(
+        f"{live.base}/v1/memories?user_id=times&limit=10000", headers=headers, timeout=30
+    )
+    assert listed.status_code == 200
+
+
+@pytest.fixture(scope="module")
+def open_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("open") / "store"
+    memory = Memory(Config(path=str(path), allowed_hosts="mem.example"), embedder=HashEmbedder())
+    memory.add("Deploys happen on Tuesdays.", user_id="victim")
+    yield from serve_in_thread(memory, auth=False)
+    memory.close()
+
+
+HOSTS = ["127.0.0.1", "localhost", "[::1]", "mem.example"]
+
+
+@RAW_SETTINGS
+@given(
+    host=st.one_of(
+        st.sampled_from(HOSTS),
+        st.sampled_from(
+            ["evil.example", "127.0.0.1.evil.example", "localhost.evil", "mem.example.evil", ""]
+        ),
+        st.from_regex(r"[a-z0-9.-]{1,20}", fullmatch=True),
+    ),
+    port=st.one_of(st.none(), st.integers(1, 65535)),
+    origin=st.one_of(
+        st.none(),
+        st.sampled_from(
+            [
+                "http://evil.example",
+                "null",
+                "http://localhost.evil",
+                "https://mem.example",
+                "http://127.0.0.1:9",
+                "file://",
+                "http://mem.example.evil:80",
+            ]
+        ),
+    ),
+    path=st.sampled_from(["/v1/memories?user_id=victim", "/v1/stats?user_id=victim"]),
+)
+def test_no_auth_answers_only_allowed_hosts_and_origins(
+    open_live: str, host: str, port: int | None, origin: str | None, path: str
+) -> None:
+    headers = {"Host": host + (f":{port}" if port else "")}
+    if origin is not None:
+        headers["Origin"] = origin
+    r = httpx.get(open_live + path, headers=headers, timeout=30)
+    _answered_cleanly(r)
+    origin_host = (origin or "").split("://", 1)[-1].rsplit(":", 1)[0]
+    allowed = host in HOSTS and (
+        origin is None or (origin.startswith(("http://", "https://")) and origin_host in HOSTS)
+    )
+    assert (r.status_code == 200) == allowed, (headers, r.status_code, r.text[:200])
+    if not allowed:
+        assert "Tuesdays" not in r.text

@@ -42,7 +42,7 @@ def open_server(tmp_path: Path) -> Iterator[tuple[str, Memory]]:
 def test_no_auth_rest_refuses_other_sites_hosts_and_non_json(
     open_server: tuple[str, Memory],
 ) -> None:
-    base, memory = open_server
+    base, _ = open_server
     planted = {"content": "planted by a web page", "user_id": "victim"}
     r = httpx.post(f"{base}/v1/memories", json=planted)
     assert r.status_code == 201
@@ -194,7 +194,7 @@ def test_mcp_refuses_a_limit_given_as_a_string(tmp_path: Path) -> None:
         key = create_api_key(memory.store, "team")[0]
         memory.add("We deploy on Tuesdays.", user_id="u", workspace="team")
 
-        async def run() -> tuple[bool, bool]:
+        async def run(base: str = base, key: str = key) -> tuple[bool, bool]:
             headers = {"Authorization": f"Bearer {key}"}
             async with (
                 httpx.AsyncClient(headers=headers, timeout=30) as http,

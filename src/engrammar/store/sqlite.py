@@ -9,6 +9,7 @@ changed (``PRAGMA data_version``), so writes from other processes become visible
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -88,10 +89,8 @@ def _private_store(file: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
     if not file.exists():
-        try:
+        with contextlib.suppress(FileExistsError):  # another process made it first
             os.close(os.open(file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        except FileExistsError:  # another process made it first
-            pass
 
 
 class SQLiteStore(SQLiteSearch):
