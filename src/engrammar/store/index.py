@@ -170,7 +170,7 @@ class ScopeIndex:
     def _append(self, row: IndexRow, doc_terms: list[str]) -> None:
         slot = len(self._ids)
         if slot >= len(self._vectors):
-            grow = max(64, len(self._vectors))
+            grow = max(8, len(self._vectors))
             self._vectors = np.vstack([self._vectors, np.zeros((grow, self.dim), np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
         self._vectors[slot] = row.embedding
