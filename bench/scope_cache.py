@@ -21,9 +21,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS  # noqa: E402
-
-from engrammar import Config, HashEmbedder, Memory  # noqa: E402
+from _common import RESULTS
+from engrammar import Config, HashEmbedder, Memory
 
 
 def rss_mb() -> float:
