@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS
@@ -36,6 +37,14 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cache_bytes(cache: Any) -> int:
+    """Bytes the store's scope caches hold (also on a version before the bound, for a
+    before/after comparison: there they were a plain dict of indexes)."""
+    if hasattr(cache, "total"):
+        return int(cache.total)
+    return sum(int(getattr(i, "nbytes", i._vectors.nbytes)) for i in cache.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scopes", type=int, default=100_000)
@@ -46,7 +55,7 @@ def main() -> None:
     settings = {} if args.budget is None else {"scope_cache_bytes": args.budget}
     with tempfile.TemporaryDirectory() as tmp:
         memory = Memory(Config(path=tmp, **settings), embedder=HashEmbedder())
-        budget = memory.config.scope_cache_bytes
+        budget = getattr(memory.config, "scope_cache_bytes", None)
         step = max(1, args.scopes // max(1, args.with_data))
         for i in range(0, args.scopes, step):
             memory.add(
@@ -60,13 +69,13 @@ def main() -> None:
         peak_cache = 0
         for i in range(args.scopes):
             memory.search("when does this user deploy", user_id=f"user-{i}")
-            peak_cache = max(peak_cache, cache.total)
+            peak_cache = max(peak_cache, _cache_bytes(cache))
             if (i + 1) % max(1, args.scopes // 10) == 0:
                 samples.append(
                     {
                         "scopes_searched": i + 1,
                         "rss_mb": round(rss_mb(), 1),
-                        "cache_bytes": cache.total,
+                        "cache_bytes": _cache_bytes(cache),
                         "cached_scopes": len(cache),
                     }
                 )

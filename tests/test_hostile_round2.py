@@ -188,3 +188,24 @@ def test_a_new_store_is_private_to_its_owner(tmp_path: Path) -> None:
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
     extra = [p for p in folder.iterdir() if p.name.startswith("engrammar.db-")]
     assert all(stat.S_IMODE(p.stat().st_mode) & 0o077 == 0 for p in extra)
+
+
+@pytest.mark.parametrize("created_at", [-62135683140.0, "0001-01-01T00:00:00+23:59", 4e10])
+def test_import_refuses_a_time_outside_the_range_and_writes_nothing(
+    mem: Memory, tmp_path: Path, created_at: Any
+) -> None:
+    mem.add(["deploy on tuesdays", "deploy fridays note"], agent_id="deployer")
+    out = tmp_path / "dump.jsonl"
+    mem.export(str(out))
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    target = next(line for line in lines if line.get("content") == "deploy fridays note")
+    target["created_at"] = created_at
+    out.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    other = open_memory(str(tmp_path / "other"))
+    try:
+        with pytest.raises(ValidationError) as info:
+            other.import_(str(out))
+        assert "created_at" in info.value.field
+        assert other.list(agent_id="deployer") == []
+    finally:
+        other.close()
