@@ -753,8 +753,10 @@ class Memory:
             progress: called as ``progress(done, total)`` while embedding.
 
         Returns:
-            ``{"memories": created, "duplicates": already_present, "edges": edges,
-            "records": records_read}`` (records already present are skipped).
+            ``{"memories": created, "duplicates": already_present, "edges": links_written,
+            "records": records_written, "edges_built": links_built}``: what this import
+            wrote (records and links already present are skipped). An export without link
+            lines gets the links ``add`` would have built (``edges_built``).
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

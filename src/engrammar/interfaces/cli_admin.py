@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
-from ..errors import EngrammarError
+from ..errors import EngrammarError, require_extra
 from .cli_common import config_of, emit, memory_of, scope_options, store_options
 from .cli_eval import eval_group
 from .cli_migrate import migrate_command
+from .operations import plural
 
 __all__ = ["register"]
 
@@ -56,7 +57,7 @@ def export_(
     Exports the whole workspace unless scope options narrow it. Vectors are not included:
     'engrammar import' embeds again, so an export also moves a store to another model.
     """
-    memory = memory_of(path, store_url, embedder)
+    memory = memory_of(path, store_url, embedder, existing=True)
     close, progress = _bar("exporting")
     try:
         target: Any = sys.stdout if file == "-" else file
@@ -96,8 +97,10 @@ def import_(
         as_json,
         data,
         lambda d: (
-            f"imported {d['memories']} memories ({d['duplicates']} already present), "
-            f"{d['edges']} links, {d['records']} feedback and recall records"
+            f"imported {plural(d['memories'], 'memory', 'memories')} "
+            f"({d['duplicates']} already present), {plural(d['edges'], 'new link', 'new links')}"
+            + (f" ({d['edges_built']} built: the file had none)" if d["edges_built"] else "")
+            + f", {plural(d['records'], 'new feedback or recall record', 'new feedback and recall records')}"
         ),
     )
 
@@ -239,6 +242,7 @@ def serve(
 
     Every request needs 'Authorization: Bearer KEY' with a key from 'engrammar keys create'.
     """
+    require_extra("engrammar serve", "server", "mcp", "starlette", "uvicorn")
     from .rest import is_loopback
     from .rest import serve as run
 
@@ -267,6 +271,7 @@ def mcp(
     """
     import logging
 
+    require_extra("engrammar mcp", "server", "mcp")
     from ..memory import Memory
     from .mcp_tools import run_stdio
 

@@ -34,6 +34,7 @@ from .operations import (
     Param,
     Principal,
     dispatch,
+    feedback_summary,
     operation,
 )
 
@@ -186,7 +187,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
                 annotations=ToolAnnotations.model_validate(op.hints) if op.hints else None,
             )
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(destructiveHint=False))
     def memory_feedback(
         ctx: Context,
         memory_id: Annotated[
@@ -249,11 +250,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
         if data["rating"] is not None:
             lines.append(f"Rated memory {memory_id}: {verdict} (rating {data['rating']['id']}).")
         if data["alignment"] is not None:
-            a = data["alignment"]
-            lines.append(
-                a.get("message")
-                or f"Strengthened {a['strengthened']} and weakened {a['weakened']} graph links."
-            )
+            lines.append(feedback_summary(data["alignment"]))
         return _result(" ".join(lines), data)
 
     return server

@@ -37,7 +37,9 @@ __all__ = [
     "Param",
     "Principal",
     "dispatch",
+    "feedback_summary",
     "operation",
+    "plural",
 ]
 
 REQUIRED: Any = object()
@@ -159,6 +161,34 @@ def _memory_lines(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def plural(count: int, one: str, many: str) -> str:
+    """``1 memory``, ``2 memories``."""
+    return f"{count} {one if count == 1 else many}"
+
+
+def _recalled(d: dict[str, Any]) -> str:
+    """Recall in the shell: ranked lines with scores and ids (for explain, forget, rate), the
+    tensions among them, and the recall's id (for feedback)."""
+    lines = [
+        f"{i}. {m['score']:.3f}  {m['memory']['id']}  {short(m['memory']['content'])}"
+        for i, m in enumerate(d["memories"], 1)
+    ] or ["No memories matched."]
+    for t in d.get("tensions") or ():
+        lines.append(f"tension: {t['a']} vs {t['b']} ({t.get('reason') or t.get('kind', '')})")
+    return "\n".join([*lines, "", f"recall_id: {d['recall_id']}"])
+
+
+def feedback_summary(out: dict[str, Any]) -> str:
+    """One line saying everything a feedback call changed: graph links and learned signals."""
+    if out.get("message"):
+        return str(out["message"])
+    return (
+        f"strengthened {out['strengthened']} and weakened {out['weakened']} graph links; "
+        f"learned from the reply: up for {len(out.get('drawn_on', ()))} memories it drew on, "
+        f"down for {len(out.get('left', ()))} it left (recall {out['recall_id']})"
+    )
+
+
 def _ranked(items: list[dict[str, Any]]) -> str:
     if not items:
         return "No memories matched."
@@ -234,9 +264,10 @@ OPERATIONS: tuple[Operation, ...] = (
         guards=_SCOPED,
         shape=lambda out, args: {"ids": out, "workspace": args["workspace"]},
         text=lambda d: "\n".join(d["ids"]),
-        mcp_text=lambda d: f"Stored {len(d['ids'])} memories: {', '.join(d['ids'])}",
+        mcp_text=lambda d: f"Stored {plural(len(d['ids']), 'memory', 'memories')}: "
+        + ", ".join(d["ids"]),
         schemas=("AddRequest", "AddResult"),
-        hints={"destructiveHint": False},
+        hints={"destructiveHint": False, "idempotentHint": True},
     ),
     Operation(
         "list",
@@ -248,9 +279,13 @@ OPERATIONS: tuple[Operation, ...] = (
         cli_doc="List memories of a scope, oldest first.",
         guards=_SCOPED,
         shape=_listed("memories"),
-        text=lambda d: "\n".join(
-            f"{m['id']}  {m['created_at_iso'][:19]}  {m['user_id'] or '-'}  {short(m['content'])}"
-            for m in d["memories"]
+        text=lambda d: (
+            "\n".join(
+                f"{m['id']}  {m['created_at_iso'][:19]}  {m['user_id'] or '-'}  "
+                f"{short(m['content'])}"
+                for m in d["memories"]
+            )
+            or "No memories."
         ),
         schemas=(None, "MemoryList"),
     ),
@@ -315,12 +350,12 @@ OPERATIONS: tuple[Operation, ...] = (
         "block.\n\nThe recall is recorded with an id (printed last) that 'engrammar feedback' "
         "can act on.",
         guards=_SCOPED,
-        text=lambda d: f"{d['formatted'] or 'No memories matched.'}\n\nrecall_id: {d['recall_id']}",
+        text=_recalled,
         mcp_text=lambda d: (
             f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
         ),
         schemas=("QueryRequest", "RecallResult"),
-        hints={"destructiveHint": False},
+        hints={"readOnlyHint": True},
     ),
     Operation(
         "search",
@@ -368,11 +403,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "alice      # everything of alice",
         guards=(resolve, narrow_ids),
         shape=lambda out, args: {"deleted": out},
-        text=lambda d: f"deleted {d['deleted']} memories",
-        mcp_text=lambda d: f"Deleted {d['deleted']} memories.",
+        text=lambda d: f"deleted {plural(d['deleted'], 'memory', 'memories')}",
+        mcp_text=lambda d: f"Deleted {plural(d['deleted'], 'memory', 'memories')}.",
         schemas=("ForgetRequest", "ForgetResult"),
         errors=(401, 403, 404, 422),
-        hints={"destructiveHint": True},
+        hints={"destructiveHint": True, "idempotentHint": True},
     ),
     Operation(
         "stats",
@@ -416,10 +451,7 @@ OPERATIONS: tuple[Operation, ...] = (
         'recall "How do you approach projects?" -u alice\n  engrammar feedback "You write the '
         'docs first, then code." -u alice',
         guards=_SCOPED,
-        text=lambda d: (
-            d.get("message")
-            or f"strengthened {d['strengthened']}, weakened {d['weakened']} (recall {d['recall_id']})"
-        ),
+        text=feedback_summary,
         schemas=("FeedbackRequest", "FeedbackResult"),
         errors=(401, 403, 404, 422),
     ),
@@ -524,6 +556,7 @@ _RECORDS = (
             "Create a feedback event",
             http=(HttpRoute("POST", "/v1/feedback-events", 201, "create_feedback_events"),),
             mcp="memory_create_feedback_event",
+            hints={"destructiveHint": False},
             mcp_doc="Record what happened to your output: the user corrected, adopted or "
             "rejected it.\n\nCall this whenever the user changes or judges what you produced. The "
             "corrected (or adopted) version becomes the standing decision: the next memory_recall "
@@ -580,6 +613,7 @@ _RECORDS = (
             "Create a decision review",
             http=(HttpRoute("POST", "/v1/decision-reviews", 201, "create_decision_reviews"),),
             mcp="memory_create_decision_review",
+            hints={"destructiveHint": False},
             mcp_doc="Review an earlier feedback event: the final decision, its outcome, your "
             "confidence.\n\nUse it when a decision is revisited later (it worked, it failed, the "
             "user changed their mind). A different final_decision reverses the event's effect on "
@@ -623,6 +657,7 @@ _RECORDS = (
             "Create a preference pair",
             http=(HttpRoute("POST", "/v1/preference-pairs", 201, "create_preference_pairs"),),
             mcp="memory_create_preference_pair",
+            hints={"destructiveHint": False},
             mcp_doc="Record that one output was preferred over another for the same context.\n\n"
             "For similar contexts the accepted output is surfaced and lifted, and memories that "
             "repeat the rejected output are lowered.",
@@ -660,6 +695,7 @@ _RECORDS = (
             "Create a logged event",
             http=(HttpRoute("POST", "/v1/events", 201, "create_logged_events"),),
             mcp="memory_log_event",
+            hints={"destructiveHint": False},
             mcp_doc="Put any other event on record (a checkpoint, a tool run, a milestone).",
             cli=("log", "create"),
             cli_doc="Put any other event of KIND on record (a checkpoint, a tool run).",
