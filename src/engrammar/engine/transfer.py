@@ -469,7 +469,7 @@ def _numbered_lines(handle: IO[str]) -> Iterator[tuple[int, str]]:
     ``ValidationError`` naming the line, not a traceback."""
     number = 0
     try:
-        for number, raw in enumerate(handle, 1):  # noqa: B007 (read after the loop)
+        for number, raw in enumerate(handle, 1):
             yield number, raw
     except UnicodeDecodeError as exc:
         raise ValidationError(

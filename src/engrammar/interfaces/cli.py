@@ -84,9 +84,7 @@ _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]
 
 #: The commands that may create the store; every other one reads (or changes) what is there,
 #: so on a missing store it says so instead of creating an empty one.
-_CREATES_STORE = frozenset(
-    {"add", "create_feedback_event", "create_preference_pair", "log_event"}
-)
+_CREATES_STORE = frozenset({"add", "create_feedback_event", "create_preference_pair", "log_event"})
 
 
 def _int(bound: float | None) -> int | None:

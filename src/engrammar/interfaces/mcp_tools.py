@@ -187,7 +187,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
                 annotations=ToolAnnotations.model_validate(op.hints) if op.hints else None,
             )
 
-    @server.tool(annotations=ToolAnnotations(destructiveHint=False))
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
     def memory_feedback(
         ctx: Context,
         memory_id: Annotated[
@@ -253,7 +253,62 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
             lines.append(feedback_summary(data["alignment"]))
         return _result(" ".join(lines), data)
 
+    _resources_and_prompts(server, memory, principal_of)
     return server
+
+
+#: The resource template: a user's memories, newest last (what a client can attach as context).
+MEMORIES_URI = "engrammar://{workspace}/users/{user_id}/memories"
+_RECENT = 50
+
+
+def _resources_and_prompts(
+    server: MCPServer[Any], memory: Memory, principal_of: Callable[[Context], Principal]
+) -> None:
+    """What MCP advertises besides tools: a user's recent memories as a resource, and the
+    recall -> answer -> feedback loop as a prompt."""
+
+    @server.resource(
+        MEMORIES_URI,
+        name="user_memories",
+        title="A user's recent memories",
+        description=f"The newest {_RECENT} memories of one user in a workspace, oldest first.",
+        mime_type="text/plain",
+    )
+    def user_memories(workspace: str, user_id: str, ctx: Context) -> str:
+        def newest() -> dict[str, Any]:
+            principal = principal_of(ctx)
+            scope = {"user_id": user_id, "workspace": workspace}
+            total = dispatch(memory, principal, "stats", scope)["memories"]
+            page = {**scope, "limit": _RECENT, "offset": max(0, int(total) - _RECENT)}
+            return dispatch(memory, principal, "list", page)
+
+        listed = _run(newest)["memories"]
+        if not listed:
+            return f"No memories of {user_id} in {workspace}."
+        return "\n".join(
+            f"[{m['created_at_iso'][:19]}] {m['role']}: {m['content']}  (id {m['id']})"
+            for m in listed
+        )
+
+    @server.prompt(
+        name="recall_answer_feedback",
+        title="Answer with memory",
+        description="Answer a user with engrammar: recall first, answer, then report back.",
+    )
+    def recall_answer_feedback(user_id: str, question: str = "") -> str:
+        asked = f" The question: {question}" if question else ""
+        return (
+            f"You are answering {user_id}.{asked}\n"
+            f"1. Call memory_recall with the question and user_id={user_id!r}; read `formatted` "
+            "and keep `recall_id`.\n"
+            "2. Answer using what was recalled; where memories conflict, prefer the newer one "
+            "and say so.\n"
+            "3. Call memory_feedback with response=<your answer> (and recall_id) so the "
+            "memories that helped are strengthened; rate a memory that was wrong with "
+            "memory_id and verdict='rejected'.\n"
+            f"4. Store anything new {user_id} told you with memory_add."
+        )
 
 
 def run_stdio(memory: Memory, workspace: str | None = None) -> None:

@@ -91,6 +91,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _errors(*codes: int) -> dict[str, Any]:
     text = {
+        400: "The body is not a JSON object (malformed JSON).",
         401: "Missing, unknown or revoked API key.",
         403: "The key is not bound to the workspace or user asked for.",
         404: "No such memory in the key's reach.",
@@ -113,7 +114,12 @@ def _op(
 ) -> dict[str, Any]:
     status, doc, schema = ok
     # Every authenticated operation can be rate limited; every one with a body size limited.
-    errors = (*errors, *((413,) if body is not None else ()), 429)
+    errors = (
+        *((400,) if body is not None else ()),
+        *errors,
+        *((413,) if body is not None else ()),
+        429,
+    )
     out: dict[str, Any] = {
         "summary": summary,
         "operationId": op_id,

@@ -264,8 +264,9 @@ OPERATIONS: tuple[Operation, ...] = (
         guards=_SCOPED,
         shape=lambda out, args: {"ids": out, "workspace": args["workspace"]},
         text=lambda d: "\n".join(d["ids"]),
-        mcp_text=lambda d: f"Stored {plural(len(d['ids']), 'memory', 'memories')}: "
-        + ", ".join(d["ids"]),
+        mcp_text=lambda d: (
+            f"Stored {plural(len(d['ids']), 'memory', 'memories')}: " + ", ".join(d["ids"])
+        ),
         schemas=("AddRequest", "AddResult"),
         hints={"destructiveHint": False, "idempotentHint": True},
     ),
