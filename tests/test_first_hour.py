@@ -310,7 +310,7 @@ def test_16_migrate_prints_an_aligned_table(tmp_path: Path) -> None:
 
 # -- item 18: MCP tool annotations ---------------------------------------------------------------
 @pytest.mark.processes
-def test_18_19_mcp_annotations_resources_and_prompts(tmp_path: Path) -> None:
+def test_08_18_19_mcp_errors_annotations_resources_and_prompts(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}
     env.update(ENGRAMMAR_PATH=str(tmp_path / "store"), ENGRAMMAR_EMBEDDER="hash")
     params = StdioServerParameters(
@@ -333,11 +333,35 @@ def test_18_19_mcp_annotations_resources_and_prompts(tmp_path: Path) -> None:
             seen["prompts"] = (await s.list_prompts()).prompts
             got = await s.get_prompt("recall_answer_feedback", {"user_id": "alice"})
             seen["prompt"] = got.messages[0].content
+            errors = []
+            for tool, args in (
+                ("memory_add", {"content": "", "user_id": "a"}),
+                ("memory_add", {"content": "x", "user_id": "a", "kind": "gossip"}),
+                ("memory_add", {"content": 5, "user_id": "a"}),
+                ("memory_add", {"messages": [{"role": "bot", "content": "x"}], "user_id": "a"}),
+                ("memory_recall", {"query": "x", "user_id": "a", "limit": 0}),
+                ("memory_recall", {"user_id": "a"}),
+            ):
+                r = await s.call_tool(tool, args)
+                assert r.is_error
+                errors.append(r.content[0].text)
+            seen["errors"] = errors
 
     try:
         anyio.run(session)
     finally:
         errlog.close()
+    # Item 8: short, actionable, naming the field; no SDK prefix, no pydantic dump or URL.
+    assert seen["errors"] == [
+        "ValidationError: messages[0].content: must not be empty",
+        "ValidationError: kind: must be one of 'message', 'fact', 'decision', 'preference' "
+        "or 'event', got 'gossip'",
+        "ValidationError: content: must be a string, got 5",
+        "ValidationError: messages[0].role: must be one of 'user', 'assistant', 'system' or "
+        "'tool', got 'bot'",
+        "ValidationError: limit: must be at least 1, got 0",
+        "ValidationError: query: is required",
+    ]
     tools = seen["tools"]
     assert tools["memory_recall"].read_only_hint and tools["memory_search"].read_only_hint
     assert tools["memory_forget"].destructive_hint and tools["memory_forget"].idempotent_hint

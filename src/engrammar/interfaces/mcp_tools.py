@@ -19,6 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from .. import __version__
 from ..errors import EngrammarError
@@ -121,7 +122,50 @@ class _StrictServer(MCPServer[Any]):
                     f"ValidationError: {unknown[0][:100]}: unknown argument; "
                     f"{name} takes {', '.join(sorted(known))}"
                 )
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # The SDK prefixes "Error executing tool NAME: " and, for arguments that do not
+            # fit the schema, dumps pydantic's report with a URL. The model gets what the
+            # interfaces document instead: the kind, the field, what to change.
+            cause = exc.__cause__
+            if isinstance(cause, PydanticValidationError):
+                raise ToolError(_argument_error(cause)) from cause
+            if isinstance(cause, ToolError):
+                raise ToolError(str(cause)) from cause
+            raise
+
+
+def _argument_error(exc: PydanticValidationError) -> str:
+    """``ValidationError: field: problem`` for the first of pydantic's errors."""
+    first = exc.errors()[0]
+    field = ""
+    for part in first["loc"]:
+        field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
+    ctx = first.get("ctx") or {}
+    kind = first["type"]
+    got = repr(first.get("input"))[:60]
+    if kind == "literal_error":
+        problem = f"must be one of {ctx.get('expected', '')}, got {got}"
+    elif kind == "missing":
+        problem = "is required"
+    elif kind.endswith("_type") or kind.endswith("_parsing"):
+        wanted = kind.split("_")[0].replace("dict", "object").replace("list", "list")
+        problem = f"must be a {wanted}, got {got}"
+    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()), "")
+        words = {
+            "greater_than_equal": "at least",
+            "greater_than": "more than",
+            "less_than_equal": "at most",
+            "less_than": "less than",
+        }
+        problem = f"must be {words[kind]} {bound}, got {got}"
+    elif kind == "extra_forbidden":
+        problem = "unknown key"
+    else:
+        problem = f"{first['msg'][:1].lower()}{first['msg'][1:]}"
+    return f"ValidationError: {field or 'arguments'}: {problem}"
 
 
 def _tool(op: Operation, principal_of: Callable[[Context], Principal], memory: Memory) -> Any:
