@@ -23,6 +23,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.keys import create_api_key
+from engrammar.recall.format import score_breakdown, score_parts
 from serving import serve_in_thread
 
 
@@ -428,3 +429,76 @@ def test_23_cors_origins_are_checked() -> None:
         "https://a.example",
         "http://[::1]:8080",
     )
+
+
+# -- item 9: every printed breakdown adds up -----------------------------------------------------
+def _parts_add_up(score: float, components: dict[str, float]) -> None:
+    parts = score_parts(score, components)
+    total = components.get("ranking", score)
+    assert abs(sum(v for _, v in parts) - round(total, 3)) < 1e-9, (parts, total)
+    text = score_breakdown(score, components)
+    assert text.startswith(f"{score:.3f} = ")
+    if "query_match" in components:
+        assert abs(components["ranking"] * components["query_match"] - score) < 1e-6
+
+
+def test_09_score_breakdowns_add_up_before_and_after_feedback(mem: Memory) -> None:
+    mem.add(
+        [
+            "I go bouldering at the climbing gym on weekends.",
+            "My favourite route there is a purple overhang.",
+            "I bake sourdough on Sundays.",
+        ],
+        user_id="alice",
+        session_id="s1",
+    )
+    question = "What do you do at the climbing gym on weekends?"
+    before = mem.recall(question, user_id="alice")
+    stats = mem.feedback(response="You go bouldering on the purple overhang.", user_id="alice")
+    assert stats["consumed"]
+    after = mem.recall(question, user_id="alice")
+    learned = [m for m in after.memories if m.components.get("learned")]
+    assert learned, "the reply taught nothing: the test would not test the learned part"
+    for item in (*before.memories, *after.memories):
+        _parts_add_up(item.score, item.components)
+    top = after.memories[0]
+    parts = dict(score_parts(top.score, top.components))
+    assert parts["learned"] != 0 and parts["graph"] >= 0
+    for hit in mem.search(question, user_id="alice"):
+        _parts_add_up(hit.score, hit.components)
+        assert "graph" not in hit.components and "sequence" not in hit.components
+
+
+# -- item 14: search scores are absolute ---------------------------------------------------------
+@pytest.mark.model
+def test_14_search_scores_compare_across_queries_and_min_score_cuts(
+    tmp_path: Path, minilm: Any
+) -> None:
+    with Memory(Config(path=str(tmp_path / "store")), embedder=minilm) as mem:
+        mem.add(
+            [
+                "I always write documentation before code.",
+                "Deploys happen on Wednesdays now.",
+                "My cat is called Miso.",
+            ],
+            user_id="alice",
+        )
+        good = mem.search("How do you approach documentation and code?", user_id="alice")
+        bad = mem.search("quantum chromodynamics lattice", user_id="alice")
+        assert good[0].content == "I always write documentation before code."
+        # No top-1 normalisation: an unrelated query's best hit scores far below a real match.
+        assert bad[0].score < 0.5 * good[0].score
+        assert good[0].score < 1.0
+        floor = (good[0].score + bad[0].score) / 2
+        assert [
+            h.content
+            for h in mem.search("quantum chromodynamics lattice", user_id="alice", min_score=floor)
+        ] == []
+        kept = mem.search(
+            "How do you approach documentation and code?", user_id="alice", min_score=floor
+        )
+        assert kept and all(h.score >= floor for h in kept)
+    with pytest.raises(ValidationError, match="min_score"):
+        Memory(Config(path=str(tmp_path / "s2")), embedder=HashEmbedder()).search(
+            "x", user_id="a", min_score=-1
+        )

@@ -248,12 +248,18 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        min_score: float | None = None,
     ) -> builtins.list[ScoredMemory]:
-        """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
+        """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
+
+        Scores are absolute (comparable across queries; see ``engine.recall.search``): a
+        query nothing matches scores low. ``min_score`` drops results scoring below it.
+        """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.search(self._engine, scope, query, limit)
+        floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
+        return recall.search(self._engine, scope, query, limit, floor)
 
     def recall(
         self,

@@ -268,6 +268,19 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
             },
         },
+        "SearchRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "query": _TEXT,
+                **_scope_props(),
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+                "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
+            },
+        },
         "RecallResult": {
             "type": "object",
             "required": ["recall_id", "query", "memories", "paths", "tensions", "formatted"],

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from ..errors import ValidationError
 from ..memory import Memory
 from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
+from ..recall.format import score_breakdown
 from .access import (
     Call,
     Principal,
@@ -170,7 +171,8 @@ def _recalled(d: dict[str, Any]) -> str:
     """Recall in the shell: ranked lines with scores and ids (for explain, forget, rate), the
     tensions among them, and the recall's id (for feedback)."""
     lines = [
-        f"{i}. {m['score']:.3f}  {m['memory']['id']}  {short(m['memory']['content'])}"
+        f"{i}. {m['score']:.3f}  {m['memory']['id']}  {short(m['memory']['content'])}\n"
+        f"   {score_breakdown(m['score'], m['components'])}"
         for i, m in enumerate(d["memories"], 1)
     ] or ["No memories matched."]
     for t in d.get("tensions") or ():
@@ -194,6 +196,7 @@ def _ranked(items: list[dict[str, Any]]) -> str:
         return "No memories matched."
     return "\n".join(
         f"{i}. {item['score']:.3f}  {item['memory']['id']}  {short(item['memory']['content'])}"
+        f"\n   {score_breakdown(item['score'], item['components'])}"
         for i, item in enumerate(items, 1)
     )
 
@@ -217,6 +220,8 @@ def record_lines(record: dict[str, Any]) -> str:
 
 def _explain_text(d: dict[str, Any]) -> str:
     lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
+    if d.get("score") is not None:
+        lines.append(f"  {score_breakdown(d['score'], d.get('components', {}))}")
     lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
     if d.get("best_path"):
         lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
@@ -361,7 +366,19 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         "search",
-        (QUERY, *SCOPE, LIMIT),
+        (
+            QUERY,
+            *SCOPE,
+            LIMIT,
+            _p(
+                "min_score",
+                float | None,
+                "Leave out results scoring below this. Search scores are absolute (comparable "
+                "across queries): a query nothing matches scores low.",
+                low=0,
+                high=10,
+            ),
+        ),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
         mcp="memory_search",
@@ -374,7 +391,7 @@ OPERATIONS: tuple[Operation, ...] = (
         shape=lambda out, args: {"query": args["query"], "results": [h.to_dict() for h in out]},
         text=lambda d: _ranked(d["results"]),
         mcp_text=lambda d: _mcp_listing(d["results"]) or "No memories matched.",
-        schemas=("QueryRequest", "SearchResult"),
+        schemas=("SearchRequest", "SearchResult"),
         hints={"readOnlyHint": True},
     ),
     Operation(

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from ..models import ScoredMemory, Tension
 
-__all__ = ["format_memories"]
+__all__ = ["format_memories", "score_breakdown", "score_parts"]
 
 
 def _line(item: ScoredMemory, flagged: set[str]) -> str:
@@ -40,3 +40,29 @@ def format_memories(items: list[ScoredMemory], tensions: list[Tension], max_char
             lines.append(note)
             used += len(note) + 1
     return "\n".join(lines)
+
+
+def score_parts(score: float, components: dict[str, float]) -> list[tuple[str, float]]:
+    """A score as named parts, rounded to 3 decimals so that the printed parts add up to the
+    printed score exactly: relevance, graph (``graph_weight`` × graph support; recall only)
+    and learned (what feedback records added or took). A search score is these parts times
+    ``query_match`` (see :func:`score_breakdown`); they then add up to ``ranking``."""
+    total = round(components.get("ranking", score), 3)
+    parts = [("relevance", round(components.get("relevance", 0.0), 3))]
+    if "graph" in components:
+        graph = components.get("graph_weight", 0.0) * components["graph"]
+        parts.append(("graph", round(graph, 3)))
+    parts.append(("learned", round(total - sum(v for _, v in parts), 3)))
+    return parts
+
+
+def score_breakdown(score: float, components: dict[str, float]) -> str:
+    """``1.152 = relevance 1.000 + graph 0.024 + learned 0.128`` (recall), or
+    ``0.495 = (relevance 1.000 + learned 0.125) × query_match 0.440`` (search)."""
+    parts = score_parts(score, components)
+    text = parts[0][0] + f" {parts[0][1]:.3f}"
+    for name, value in parts[1:]:
+        text += f" {'+' if value >= 0 else '-'} {name} {abs(value):.3f}"
+    if "query_match" in components:
+        text = f"({text}) × query_match {components['query_match']:.3f}"
+    return f"{score:.3f} = {text}"
