@@ -82,8 +82,9 @@ def main() -> None:
         for round_no in range(1, ROUNDS + 1):
             stats = mem.feedback(response=REPLY, user_id="alice")
             print(
-                f"\nfeedback round {round_no}: strengthened {stats['strengthened']}, "
-                f"weakened {stats['weakened']}"
+                f"\nfeedback round {round_no}: strengthened {stats['strengthened']} and weakened "
+                f"{stats['weakened']} links; learned: up for {len(stats['drawn_on'])} memories "
+                f"the reply drew on, down for {len(stats['left'])} it left"
             )
             result = mem.recall(QUESTION, user_id="alice")
         print()

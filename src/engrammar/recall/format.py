@@ -47,12 +47,18 @@ def score_parts(score: float, components: dict[str, float]) -> list[tuple[str, f
     printed score exactly: relevance, graph (``graph_weight`` × graph support; recall only)
     and learned (what feedback records added or took). A search score is these parts times
     ``query_match`` (see :func:`score_breakdown`); they then add up to ``ranking``."""
-    total = round(components.get("ranking", score), 3)
-    parts = [("relevance", round(components.get("relevance", 0.0), 3))]
+    total = components.get("ranking", score)
+    raw = [("relevance", components.get("relevance", 0.0))]
     if "graph" in components:
-        graph = components.get("graph_weight", 0.0) * components["graph"]
-        parts.append(("graph", round(graph, 3)))
-    parts.append(("learned", round(total - sum(v for _, v in parts), 3)))
+        raw.append(("graph", components.get("graph_weight", 0.0) * components["graph"]))
+    raw.append(("learned", total - sum(v for _, v in raw)))
+    # Each part is the step between rounded running totals: the parts add up to the rounded
+    # score exactly and each is within 0.001 of its true value (no phantom 0.001 parts).
+    parts, before, running = [], 0.0, 0.0
+    for name, value in raw:
+        running += value
+        parts.append((name, round(round(running, 3) - before, 3)))
+        before = round(running, 3)
     return parts
 
 
