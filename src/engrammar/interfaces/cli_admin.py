@@ -12,7 +12,7 @@ from ..errors import EngrammarError, require_extra
 from .cli_common import config_of, emit, memory_of, scope_options, store_options
 from .cli_eval import eval_group
 from .cli_migrate import migrate_command
-from .operations import plural
+from .texts import plural
 
 __all__ = ["register"]
 

@@ -35,9 +35,9 @@ from .operations import (
     Param,
     Principal,
     dispatch,
-    feedback_summary,
     operation,
 )
+from .texts import feedback_summary
 
 __all__ = ["PRINCIPAL_KEY", "build_mcp_server", "run_stdio"]
 

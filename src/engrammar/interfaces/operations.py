@@ -29,6 +29,7 @@ from .access import (
     own_record,
     resolve,
 )
+from .texts import feedback_summary, plural, recalled_text, short
 
 __all__ = [
     "NOT_EXPOSED",
@@ -38,9 +39,7 @@ __all__ = [
     "Param",
     "Principal",
     "dispatch",
-    "feedback_summary",
     "operation",
-    "plural",
 ]
 
 REQUIRED: Any = object()
@@ -146,12 +145,6 @@ REASON = _p("reason", str | None, "Why.")
 
 
 # -- rendering -----------------------------------------------------------------------------------
-def short(text: str, width: int = 100) -> str:
-    """``text`` on one line, cut to ``width`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _memory_lines(record: dict[str, Any]) -> str:
     keys = (
         "id content role kind status workspace user_id agent_id session_id created_at_iso"
@@ -160,35 +153,6 @@ def _memory_lines(record: dict[str, Any]) -> str:
     if record.get("metadata"):
         lines.append(f"metadata: {json.dumps(record['metadata'], ensure_ascii=False)}")
     return "\n".join(lines)
-
-
-def plural(count: int, one: str, many: str) -> str:
-    """``1 memory``, ``2 memories``."""
-    return f"{count} {one if count == 1 else many}"
-
-
-def _recalled(d: dict[str, Any]) -> str:
-    """Recall in the shell: ranked lines with scores and ids (for explain, forget, rate), the
-    tensions among them, and the recall's id (for feedback)."""
-    lines = [
-        f"{i}. {m['score']:.3f}  {m['memory']['id']}  {short(m['memory']['content'])}\n"
-        f"   {score_breakdown(m['score'], m['components'])}"
-        for i, m in enumerate(d["memories"], 1)
-    ] or ["No memories matched."]
-    for t in d.get("tensions") or ():
-        lines.append(f"tension: {t['a']} vs {t['b']} ({t.get('reason') or t.get('kind', '')})")
-    return "\n".join([*lines, "", f"recall_id: {d['recall_id']}"])
-
-
-def feedback_summary(out: dict[str, Any]) -> str:
-    """One line saying everything a feedback call changed: graph links and learned signals."""
-    if out.get("message"):
-        return str(out["message"])
-    return (
-        f"strengthened {out['strengthened']} and weakened {out['weakened']} graph links; "
-        f"learned from the reply: up for {len(out.get('drawn_on', ()))} memories it drew on, "
-        f"down for {len(out.get('left', ()))} it left (recall {out['recall_id']})"
-    )
 
 
 def _ranked(items: list[dict[str, Any]]) -> str:
@@ -356,7 +320,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "block.\n\nThe recall is recorded with an id (printed last) that 'engrammar feedback' "
         "can act on.",
         guards=_SCOPED,
-        text=_recalled,
+        text=recalled_text,
         mcp_text=lambda d: (
             f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
         ),
