@@ -506,4 +506,15 @@ def _written(
         stats = engine.store.stats(Scope(ws))
         edges += int(stats["edges"])
         count += int(stats["recalls"]) + sum(int(n) for n in stats["feedback_records"].values())
+    # Two record tables have no count in stats: count their rows when the import has some.
+    for table in sorted({t for t, _ in records} & _UNCOUNTED):
+        after: Any = None
+        while True:
+            rows, after = engine.store.export_rows(table, after, 10_000)
+            count += sum(1 for r in rows if r.get("workspace", next(iter(names), None)) in names)
+            if not rows or after is None:
+                break
     return edges, count
+
+
+_UNCOUNTED = frozenset({"decision_memories", "reply_signals"})
