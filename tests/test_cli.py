@@ -176,6 +176,7 @@ def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
         "duplicates": 0,
         "edges": imported["edges"],
         "records": imported["records"],
+        "edges_built": 0,
     }
     assert js(copy, "stats")["memories"] == 2
     again = js(copy, "import", str(out), "-w", "moved")

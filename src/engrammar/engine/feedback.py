@@ -110,9 +110,10 @@ def apply_feedback(
 
 def _learned_summary(out: dict[str, Any]) -> str:
     """What the reply taught the learned ranking (see ``reply_signals``)."""
+    up, down = len(out["drawn_on"]), len(out["left"])
     return (
-        f"learned from the reply: up for {len(out['drawn_on'])} memories it drew on, "
-        f"down for {len(out['left'])} it left"
+        f"learned from the reply: up for {up} {'memory' if up == 1 else 'memories'} it drew "
+        f"on, down for {down} it left"
     )
 
 

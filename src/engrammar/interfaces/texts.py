@@ -39,6 +39,6 @@ def feedback_summary(out: dict[str, Any]) -> str:
         return str(out["message"])
     return (
         f"strengthened {out['strengthened']} and weakened {out['weakened']} graph links; "
-        f"learned from the reply: up for {len(out.get('drawn_on', ()))} memories it drew on, "
-        f"down for {len(out.get('left', ()))} it left (recall {out['recall_id']})"
+        f"learned from the reply: up for {plural(len(out.get('drawn_on', ())), 'memory', 'memories')}"
+        f" it drew on, down for {len(out.get('left', ()))} it left (recall {out['recall_id']})"
     )
