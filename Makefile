@@ -1,20 +1,33 @@
 # `make demo` and `make test` set themselves up: a virtual environment in .venv with the
-# project and its test extras installed, rebuilt when pyproject.toml changes.
+# project installed (the demo: the core only; the tests: every extra), rebuilt when
+# pyproject.toml changes.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.installed-core
 
 .PHONY: demo test test-fast lint format bench clean
 
+# Everything: the core, the [server] and [postgres] extras and the test tools.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(CORE_STAMP)
 
-demo: $(STAMP)
+# What the demo needs: the core library and the `engrammar` command, no extras.
+$(CORE_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $(CORE_STAMP)
+
+demo: $(CORE_STAMP)
 	$(PY) -m engrammar.demo
+	@echo
+	@echo "The engrammar command is in $(VENV)/bin: run '$(VENV)/bin/engrammar --help',"
+	@echo "or 'source $(VENV)/bin/activate' first to have it on your PATH."
 
 # Everything CI runs.
 test: $(STAMP)

@@ -161,7 +161,7 @@ def test_forget_user_removes_everything_of_the_user(store_path: Path) -> None:
         "decision_reviews", "preference_pairs", "logged_events", "memory_ratings",
     }, before  # fmt: skip
 
-    result = cli(store_path, "forget", "--user-id", "alice")
+    result = cli(store_path, "forget", "--user-id", "alice", "--yes")
     assert result.returncode == 0, result.stderr
 
     db = Config(path=str(store_path)).sqlite_file

@@ -82,11 +82,12 @@ def test_tour_add_recall_search_get_list_history_stats_forget(store: Path) -> No
     assert [h["op"] for h in js(store, "history", tea)["history"]] == ["add"]
     assert js(store, "stats")["memories"] == 4
     assert js(store, "forget", tea) == {"deleted": 1}
-    assert js(store, "forget", "-u", "bob") == {"deleted": 2}
+    assert js(store, "forget", "-u", "bob", "--yes") == {"deleted": 2}
     assert js(store, "stats")["memories"] == 1
 
 
 def test_exit_codes_and_one_line_errors(store: Path) -> None:
+    ok(store, "add", "Something to have a store.", "-u", "zed")
     missing = run(store, "get", "no-such-id")
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.strip().splitlines() == [
@@ -175,6 +176,7 @@ def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
         "duplicates": 0,
         "edges": imported["edges"],
         "records": imported["records"],
+        "edges_built": 0,
     }
     assert js(copy, "stats")["memories"] == 2
     again = js(copy, "import", str(out), "-w", "moved")

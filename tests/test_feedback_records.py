@@ -230,8 +230,12 @@ def test_ratings_raise_and_lower_a_memory(mem: Memory) -> None:
     top = mem.search(query, user_id="u")[0]
     assert top.id == ids[0]
     assert top.components["learned_rating"] > 0
-    assert top.components["final"] == pytest.approx(
+    # Search scores are absolute: the learned ranking times the query's best match.
+    assert top.components["ranking"] == pytest.approx(
         top.components["relevance"] * (1 + top.components["learned"]), rel=1e-4
+    )
+    assert top.components["final"] == pytest.approx(
+        top.components["ranking"] * top.components["query_match"], rel=1e-4
     )
     # The bound holds however many ratings arrive.
     for _ in range(50):

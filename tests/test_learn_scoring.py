@@ -97,8 +97,26 @@ def test_failed_review_takes_the_decision_off_the_top() -> None:
     review = ReviewFacts("corrected", "failure", 1.0, False, NOW)
     reviews = [review, review, review]
     out = rank([("x", 0.5)], {"x": unit(1, 1)}, events=[event(reviews=reviews)])
-    fix = next(s for s in out if s.id == "fix")
-    assert not fix.prior_decision  # net negative: no longer offered as the decision
+    # Failed: no longer offered as the decision, nor surfaced when search missed it.
+    assert [s.id for s in out] == ["x"]
+
+
+def test_one_failed_review_means_the_decision_no_longer_stands() -> None:
+    """Issue 16 item 12: adopted, then failed in practice: not a prior decision, ranked below
+    a memory of equal relevance, noted as failed; a later success makes it stand again."""
+    failure = ReviewFacts("corrected", "failure", 1.0, False, NOW)
+    vecs = {"fix": FIX, "other": unit(1, 1)}
+    out = rank([("fix", 0.5), ("other", 0.5)], vecs, events=[event(reviews=[failure])])
+    assert [s.id for s in out] == ["other", "fix"]
+    fix = out[1]
+    assert not fix.prior_decision and fix.adjustment.value < 0
+    assert fix.note == "prior decision (corrected) failed when reviewed"
+    # Not surfaced when search missed it.
+    missed = rank([("other", 0.5)], vecs, events=[event(reviews=[failure])])
+    assert [s.id for s in missed] == ["other"]
+    success = ReviewFacts("corrected", "success", 1.0, False, NOW + 1)
+    again = rank([("fix", 0.5), ("other", 0.5)], vecs, events=[event(reviews=[failure, success])])
+    assert again[0].id == "fix" and again[0].prior_decision
 
 
 def test_pair_prefers_accepted_and_demotes_rejected_text() -> None:

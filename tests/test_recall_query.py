@@ -305,7 +305,9 @@ def test_the_message_two_steps_away_gains_support(tmp_path: Path) -> None:
     cfg = Config(path=str(tmp_path), graph_depth=0, neighbour_weight=0.0)
     with Memory(cfg, embedder=HashEmbedder()) as m:
         ids = _dialogue(m)
-        hits = {h.id: h for h in m.search("painted sunrise lake", user_id="u", limit=5)}
+        # Recall (its graph walk off): search follows no graph links, sequence ones included.
+        found = m.recall("painted sunrise lake", user_id="u", limit=5).memories
+        hits = {h.id: h for h in found}
         assert hits[ids[2]].components["sequence"] > 0  # Caroline, two steps after the hit
         assert "sequence" not in hits[ids[1]].components  # one step: switched off here
 

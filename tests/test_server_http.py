@@ -175,10 +175,16 @@ def test_rest_errors_are_json_and_name_the_field(srv: Server) -> None:
         assert r.status_code == 422 and r.json()["error"]["field"] == "colour"
         r = c.post("/v1/search", json={"user_id": "u"})
         assert r.status_code == 422 and r.json()["error"]["field"] == "query"
+        # Issue 16 item 16: a body that does not parse is a 400 (the convention), not a 422.
         r = c.post("/v1/recall", content=b"{not json", headers={"content-type": "application/json"})
-        assert r.status_code == 422 and r.json()["error"]["field"] == "body"
+        assert r.status_code == 400 and r.json()["error"] == {
+            "type": "bad_request",
+            "message": "the body is not valid JSON",
+            "field": "body",
+        }
+        _check(r, "/v1/recall", "post")
         r = c.post("/v1/recall", json=[1, 2])
-        assert r.status_code == 422 and r.json()["error"]["field"] == "body"
+        assert r.status_code == 400 and r.json()["error"]["field"] == "body"
         r = c.get("/v1/memories", params={"limit": "lots"})
         assert r.status_code == 422 and r.json()["error"]["field"] == "limit"
         assert c.get("/v1/memories", params={"limit": 0}).status_code == 422

@@ -50,6 +50,8 @@ def test_large_bodies_get_413_and_store_nothing(limited: tuple[str, Memory, str,
         r = c.post("/v1/memories", content=chunks(), headers={"Content-Type": "application/json"})
         assert r.status_code == 413
         assert "max_request_bytes" in r.json()["error"]["message"]
+        # Issue 16 item 16: the streamed body's 413 has the same type as the declared one.
+        assert r.json()["error"]["type"] == "payload_too_large"
         assert c.post("/v1/memories", json={"content": "small", "user_id": "u"}).status_code == 201
     assert memory.stats(workspace="team-a")["memories"] == 1
 

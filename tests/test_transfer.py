@@ -61,6 +61,7 @@ def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: P
             "duplicates": 0,
             "edges": len(exported_edges),
             "records": 0,
+            "edges_built": 0,
         }
         restored = copy.get(ids[0])
         original = mem.get(ids[0])
@@ -77,7 +78,43 @@ def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: P
         # A second import finds everything already there.
         again = copy.import_(out)
         assert (again["memories"], again["duplicates"]) == (0, 3)
+        # ... and says it wrote nothing (issue 16 item 7): no links, no records.
+        assert (again["edges"], again["records"], again["edges_built"]) == (0, 0, 0)
         assert copy.stats()["memories"] == 3
+
+
+def test_an_export_without_links_gets_the_links_add_builds(mem: Memory, tmp_path: Path) -> None:
+    """Issue 16 item 6: imported memories are linked as `add` links them, so recall walks."""
+    mem.add(
+        ["I go bouldering on weekends.", "The purple overhang is my favourite route."],
+        user_id="alice",
+        session_id="s1",
+    )
+    out = tmp_path / "links.jsonl"
+    mem.export(out)
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(
+        "".join(line for line in out.read_text().splitlines(True) if '"type": "edge"' not in line)
+    )
+    with _memory(tmp_path / "copy") as copy:
+        result = copy.import_(bare)
+        assert result["memories"] == 2 and result["edges_built"] > 0
+        assert result["edges"] == result["edges_built"] == copy.stats()["edges"]
+        ids = [m.id for m in copy.list(user_id="alice")]
+        kinds = {e.kind for e in copy.store.edges_from("default", ids)}
+        assert "sequence" in kinds
+        # A second import of the same bare file builds nothing more.
+        again = copy.import_(bare)
+        assert (again["memories"], again["edges"], again["edges_built"]) == (0, 0, 0)
+
+
+def test_a_file_that_is_not_utf8_is_a_validation_error(mem: Memory, tmp_path: Path) -> None:
+    """Issue 16 item 5: binary input names the line, no UnicodeDecodeError escapes."""
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00bin")
+    with pytest.raises(ValidationError, match="line 1: is not UTF-8 text"):
+        mem.import_(binary)
+    assert mem.stats()["memories"] == 0
 
 
 def test_import_into_another_workspace_gets_new_ids(mem: Memory) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import tomllib
 import types
 import typing
@@ -84,6 +85,11 @@ class Config:
     )
     rate_limit_burst: int = _opt(
         100, "Requests one API key may make at once above `rate_limit_per_s` before a 429."
+    )
+    cors_origins: tuple[str, ...] = _opt(
+        (),
+        "Browser origins (`https://app.example`) allowed to call `engrammar serve` across "
+        "sites (CORS); comma-separated in the environment. Empty: no CORS headers.",
     )
 
     allowed_hosts: str = _opt(
@@ -246,7 +252,17 @@ class Config:
         "Recall reads at most this many of the newest feedback events and preference pairs.",
     )
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Config:
+        # A misspelt keyword is bad input like any other: a ValidationError naming it, not the
+        # TypeError the generated __init__ would raise.
+        known = {f.name for f in dataclasses.fields(cls)}
+        for name in kwargs:
+            if name not in known:
+                raise ValidationError(name, f"unknown setting{_did_you_mean(name, known)}")
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
+        _check_environment()
         file_values = _file_values()
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):
@@ -313,6 +329,12 @@ class Config:
             raise ValidationError(
                 "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"
             )
+        for origin in self.cors_origins:
+            if not _ORIGIN.fullmatch(origin):
+                raise ValidationError(
+                    "cors_origins",
+                    f"{origin!r} is not an origin: give scheme://host[:port], no path, no '*'",
+                )
         if self.edge_weight_min > self.edge_weight_max:
             raise ValidationError(
                 "edge_weight_min",
@@ -438,6 +460,39 @@ class Config:
         return Path(self.path) / "engrammar.db"
 
 
+#: An origin as browsers send it: scheme, host and optional port, nothing else.
+_ORIGIN = re.compile(
+    r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
+)
+
+
+def _did_you_mean(name: str, known: set[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), sorted(known), n=1, cutoff=0.8)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _check_environment() -> None:
+    """An ``ENGRAMMAR_*`` variable that is one typo away from a setting is an error, as the
+    same typo in the TOML file is. Variables far from every setting are left alone: tools
+    around engrammar (the test set-up, benchmarks) keep their own ``ENGRAMMAR_*`` names."""
+    import difflib
+
+    known = {f.name for f in dataclasses.fields(Config)} | {"config"}
+    for var in os.environ:
+        if not var.startswith("ENGRAMMAR_"):
+            continue
+        name = var[len("ENGRAMMAR_") :].lower()
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        if close:
+            raise ValidationError(
+                var, f"unknown setting; did you mean ENGRAMMAR_{close[0].upper()}?"
+            )
+
+
 def _file_values() -> dict[str, Any]:
     name = os.environ.get("ENGRAMMAR_CONFIG")
     if not name:
@@ -482,6 +537,11 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
         if not math.isfinite(number):
             raise ValidationError(name, f"must be a finite number, got {value!r}")
         return number
+    if typing.get_origin(hint) is tuple:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise ValidationError(name, f"must be a list of strings, got {value!r}")
+        return tuple(i.strip() for i in items if i.strip())
     if hint is str:
         if not isinstance(value, str):
             raise ValidationError(name, f"must be a string, got {type(value).__name__}")

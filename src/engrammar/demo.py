@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 
 from engrammar import Config, Memory, RecallResult
+from engrammar.recall.format import score_breakdown
 
 SESSIONS = {
     "monday": [
@@ -37,12 +38,8 @@ ROUNDS = 4
 def show_ranking(title: str, result: RecallResult, mark: set[str]) -> list[str]:
     print(title)
     for rank, item in enumerate(result.memories, 1):
-        c = item.components
         star = "*" if item.id in mark else " "
-        print(
-            f" {star}{rank:2d}. {item.score:.3f} (relevance {c['relevance']:.3f} + graph "
-            f"{c['graph_weight']:.1f} x {c['graph']:.3f})  {item.content}"
-        )
+        print(f" {star}{rank:2d}. {score_breakdown(item.score, item.components)}  {item.content}")
     return [m.id for m in result.memories]
 
 
@@ -58,6 +55,10 @@ def show_edges(mem: Memory, pairs: set[tuple[str, str]], texts: dict[str, str]) 
 
 
 def main() -> None:
+    print(
+        "Each score below adds up: relevance (how well the memory matches) + graph "
+        "(graph_weight x support along\nmemory links) + learned (what feedback has taught).\n"
+    )
     with tempfile.TemporaryDirectory() as folder, Memory(Config(path=folder)) as mem:
         for session, messages in SESSIONS.items():
             turns = [{"role": "user", "content": text} for text in messages]
@@ -81,8 +82,9 @@ def main() -> None:
         for round_no in range(1, ROUNDS + 1):
             stats = mem.feedback(response=REPLY, user_id="alice")
             print(
-                f"\nfeedback round {round_no}: strengthened {stats['strengthened']}, "
-                f"weakened {stats['weakened']}"
+                f"\nfeedback round {round_no}: strengthened {stats['strengthened']} and weakened "
+                f"{stats['weakened']} links; learned: up for {len(stats['drawn_on'])} memories "
+                f"the reply drew on, down for {len(stats['left'])} it left"
             )
             result = mem.recall(QUESTION, user_id="alice")
         print()

@@ -9,7 +9,9 @@ Every error the library raises on purpose derives from :class:`EngrammarError`::
     ├── AuthError            a missing, unknown or revoked API key
     │   └── ForbiddenError   a valid key asking for a workspace or user it does not own
     ├── StoreError           the storage backend failed (I/O, corruption, lock timeout)
-    └── EmbedderError        the embedding model is missing, broken or mismatched with the store
+    ├── EmbedderError        the embedding model is missing, broken or mismatched with the store
+    └── MissingExtraError    a feature whose optional dependencies are not installed; names the
+                             extra to install (``pip install 'engrammar[server]'``)
 
 A raised error never leaves a half-written change behind: every write is one transaction.
 Its message can always be encoded: anything UTF-8 cannot carry that it quotes (a lone
@@ -24,6 +26,7 @@ __all__ = [
     "EmbedderError",
     "EngrammarError",
     "ForbiddenError",
+    "MissingExtraError",
     "NotFoundError",
     "StoreError",
     "ValidationError",
@@ -73,3 +76,25 @@ class StoreError(EngrammarError):
 
 class EmbedderError(EngrammarError):
     """The embedding model is missing, failed, or does not match the store."""
+
+
+class MissingExtraError(EngrammarError, ImportError):
+    """A feature needs an optional extra that is not installed; the message names the extra."""
+
+    def __init__(self, feature: str, extra: str, missing: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{extra}' extra ({missing} is not installed): "
+            f"pip install 'engrammar[{extra}]'"
+        )
+
+
+def require_extra(feature: str, extra: str, *modules: str) -> None:
+    """Import ``modules``, or raise :class:`MissingExtraError` naming ``extra``."""
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise MissingExtraError(feature, extra, name) from exc

@@ -249,12 +249,18 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        min_score: float | None = None,
     ) -> builtins.list[ScoredMemory]:
-        """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
+        """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
+
+        Scores are absolute (comparable across queries; see ``engine.recall.search``): a
+        query nothing matches scores low. ``min_score`` drops results scoring below it.
+        """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.search(self._engine, scope, query, limit)
+        floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
+        return recall.search(self._engine, scope, query, limit, floor)
 
     def recall(
         self,
@@ -758,8 +764,10 @@ class Memory:
             progress: called as ``progress(done, total)`` while embedding.
 
         Returns:
-            ``{"memories": created, "duplicates": already_present, "edges": edges,
-            "records": records_read}`` (records already present are skipped).
+            ``{"memories": created, "duplicates": already_present, "edges": links_written,
+            "records": records_written, "edges_built": links_built}``: what this import
+            wrote (records and links already present are skipped). An export without link
+            lines gets the links ``add`` would have built (``edges_built``).
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

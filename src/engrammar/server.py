@@ -6,10 +6,14 @@ were. Importing it loads the MCP SDK and Starlette; ``import engrammar`` does no
 
 from __future__ import annotations
 
-from .interfaces.mcp_tools import build_mcp_server, run_stdio
-from .interfaces.openapi import openapi_document
-from .interfaces.operations import Principal, dispatch
-from .interfaces.rest import build_app, is_loopback, serve
+from .errors import require_extra
+
+require_extra("engrammar.server", "server", "mcp", "starlette", "uvicorn")
+
+from .interfaces.mcp_tools import build_mcp_server, run_stdio  # noqa: E402
+from .interfaces.openapi import openapi_document  # noqa: E402
+from .interfaces.operations import Principal, dispatch  # noqa: E402
+from .interfaces.rest import build_app, is_loopback, serve  # noqa: E402
 
 __all__ = [
     "Principal",

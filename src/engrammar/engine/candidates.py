@@ -9,6 +9,8 @@ them rank alike.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..config import Config
@@ -74,16 +76,34 @@ def search_hits(engine: Engine, scope: Scope, query: str, qvec: np.ndarray | Non
 
 
 def candidates(
-    engine: Engine, scope: Scope, query: str, qvec: np.ndarray | None = None
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    qvec: np.ndarray | None = None,
+    *,
+    links: bool = True,
 ) -> list[Candidate]:
-    """Search, fusion and refinement: the ranked candidates of ``query``, best first."""
-    return refined(engine, scope, query, search_hits(engine, scope, query, qvec))
+    """Search, fusion and refinement: the ranked candidates of ``query``, best first.
+
+    ``links=False`` (plain search) leaves out the support of conversation neighbours, which
+    follows sequence edges of the graph.
+    """
+    hits = search_hits(engine, scope, query, qvec)
+    return refined(engine, scope, query, hits, links=links)
 
 
-def refined(engine: Engine, scope: Scope, query: str, hits: Hits) -> list[Candidate]:
+@functools.lru_cache(maxsize=8)
+def _unlinked(config: Config) -> Config:
+    """``config`` without neighbour support (one copy per configuration: a Config is frozen)."""
+    return config.replace(neighbour_weight=0.0, second_neighbour_weight=0.0)
+
+
+def refined(
+    engine: Engine, scope: Scope, query: str, hits: Hits, *, links: bool = True
+) -> list[Candidate]:
     """The fused and refined candidates of a search's ``hits``, best first."""
     qvec, vector_hits, keyword_hits = hits
-    config = engine.config
+    config = engine.config if links else _unlinked(engine.config)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )

@@ -102,8 +102,19 @@ def apply_feedback(
         "left": [r.memory_id for r in signals if r.value < 0],
     }
     if not record.paths and not resolved:
-        out["message"] = "the recall had no graph paths; no edge changed"
+        out["message"] = (
+            f"the recall had no graph paths, so no link changed; {_learned_summary(out)}"
+        )
     return out
+
+
+def _learned_summary(out: dict[str, Any]) -> str:
+    """What the reply taught the learned ranking (see ``reply_signals``)."""
+    up, down = len(out["drawn_on"]), len(out["left"])
+    return (
+        f"learned from the reply: up for {up} {'memory' if up == 1 else 'memories'} it drew "
+        f"on, down for {down} it left"
+    )
 
 
 def drawn_on(

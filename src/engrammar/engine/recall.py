@@ -77,21 +77,35 @@ class Learned:
 
 
 # -- search ---------------------------------------------------------------------------------
-def search(engine: Engine, scope: Scope, query: str, limit: int) -> list[ScoredMemory]:
-    """Hybrid search within ``scope``, refined and re-ranked by learning, without the graph."""
-    cands = candidates(engine, scope, query)
+def search(
+    engine: Engine, scope: Scope, query: str, limit: int, min_score: float = 0.0
+) -> list[ScoredMemory]:
+    """Hybrid search within ``scope``, refined and re-ranked by learning, without the graph.
+
+    Scores are absolute: the ranking's score (relative, the best hit near 1) times
+    ``query_match``, the best cosine any memory of the scope has with the query. A query
+    nothing matches scores low however its hits rank among themselves, so scores compare
+    across queries and ``min_score`` can cut off weak results.
+    """
+    cands = candidates(engine, scope, query, links=False)
+    match = max((max(c.vector, 0.0) for c in cands), default=0.0)
     ranked = learned(
         engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
     )
     records = engine.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
     out = []
     for item in ranked:
+        score = item.score * match
+        if score < min_score:
+            break  # best first: the rest score lower still
         record = records.get(item.id)
         if record is None:  # forgotten between search and fetch
             continue
         comps = dict(item.components)
-        comps["final"] = round(item.score, 6)
-        out.append(ScoredMemory(record, item.score, comps, via=item.via, note=item.note))
+        comps["ranking"] = round(item.score, 6)
+        comps["query_match"] = round(match, 6)
+        comps["final"] = round(score, 6)
+        out.append(ScoredMemory(record, score, comps, via=item.via, note=item.note))
         if len(out) == limit:
             break
     return out

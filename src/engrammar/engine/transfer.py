@@ -48,6 +48,7 @@ from ..store.tables import (
 )
 from . import validate as v
 from .base import Engine, dedup_key
+from .ingest import build_edges
 
 __all__ = ["FORMAT_VERSION", "export_jsonl", "import_jsonl"]
 
@@ -361,7 +362,7 @@ def import_jsonl(
     records: list[tuple[str, dict[str, Any]]] = []
     # Everything is read and checked before anything is written: a bad line loses nothing.
     with _open(source, "r") as handle:
-        for number, raw in enumerate(handle, 1):
+        for number, raw in _numbered_lines(handle):
             if not raw.strip():
                 continue
             try:
@@ -440,12 +441,80 @@ def import_jsonl(
         elif any(row.get("workspace", target) != target for _, row in records):
             raise ValidationError("workspace", "an import with records must hold one workspace")
         _record_vectors(engine, records)
+    built = 0
+    if not edges and new_rows:
+        # An export without links (hand-written, or from another tool): give the memories the
+        # links `add` would have given them, or recall could never walk between them.
+        kept_edges = _link(engine, new_rows)
+        built = len(kept_edges)
+    # What is written is told apart from what was read: a second import of the same file
+    # adds nothing, and says so.
+    targets = {r.workspace for r in new_rows}
+    before = _written(engine, targets, records)
     # One transaction: every memory, edge and record, or nothing.
     results = engine.store.import_bundle(new_rows, kept_edges, records)
     created = sum(1 for _, made in results if made)
+    after = _written(engine, targets, records)
     return {
         "memories": created,
         "duplicates": total - created,
-        "edges": len(kept_edges),
-        "records": len(records),
+        "edges": after[0] - before[0],
+        "records": after[1] - before[1],
+        "edges_built": built,
     }
+
+
+def _numbered_lines(handle: IO[str]) -> Iterator[tuple[int, str]]:
+    """The lines of ``handle`` with their numbers; text that is not UTF-8 is a
+    ``ValidationError`` naming the line, not a traceback."""
+    number = 0
+    try:
+        for number, raw in enumerate(handle, 1):
+            yield number, raw
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"line {number + 1}", f"is not UTF-8 text (byte {exc.object[exc.start]:#04x})"
+        ) from None
+
+
+def _link(engine: Engine, rows: list[NewMemory]) -> list[NewEdge]:
+    """The graph links of imported ``rows``, built as ``add`` builds them: per conversation
+    (workspace, user, agent, session), in the file's order."""
+    groups: dict[tuple[str, str | None, str | None, str | None], list[NewMemory]] = {}
+    present: set[str] = set()
+    for ws in {r.workspace for r in rows}:
+        present |= set(engine.store.get_memories(ws, [r.id for r in rows if r.workspace == ws]))
+    for row in rows:
+        if row.id in present:
+            continue  # imported before: it has its links
+
+        key = (row.workspace, row.user_id, row.agent_id, row.session_id)
+        groups.setdefault(key, []).append(row)
+    out: list[NewEdge] = []
+    for (ws, user, agent, session), group in groups.items():
+        out += build_edges(engine, Scope(ws, user, agent, session), group)
+    return out
+
+
+def _written(
+    engine: Engine, workspaces: set[str], records: list[tuple[str, dict[str, Any]]]
+) -> tuple[int, int]:
+    """(edges, feedback and recall records) stored in the workspaces an import writes to."""
+    names = set(workspaces) | {row.get("workspace") for _, row in records if row.get("workspace")}
+    edges = count = 0
+    for ws in sorted(n for n in names if isinstance(n, str)):
+        stats = engine.store.stats(Scope(ws))
+        edges += int(stats["edges"])
+        count += int(stats["recalls"]) + sum(int(n) for n in stats["feedback_records"].values())
+    # Two record tables have no count in stats: count their rows when the import has some.
+    for table in sorted({t for t, _ in records} & _UNCOUNTED):
+        after: Any = None
+        while True:
+            rows, after = engine.store.export_rows(table, after, 10_000)
+            count += sum(1 for r in rows if r.get("workspace", next(iter(names), None)) in names)
+            if not rows or after is None:
+                break
+    return edges, count
+
+
+_UNCOUNTED = frozenset({"decision_memories", "reply_signals"})

@@ -42,6 +42,17 @@ def _add_messages(args: dict[str, Any]) -> None:
     args["messages"] = [{"role": role, "content": t} for t in texts]
 
 
+def _confirm_scope(args: dict[str, Any]) -> None:
+    """Forgetting a whole scope asks first (``--yes`` skips the question)."""
+    yes = args.pop("yes")
+    if args.get("memory_id"):
+        return
+    keys = ("workspace", "user_id", "agent_id", "session_id")
+    scope = ", ".join(f"{k}={args[k]}" for k in keys if args.get(k)) or "the default workspace"
+    if not yes:
+        click.confirm(f"Delete every memory of {scope}, for good?", abort=True, err=True)
+
+
 #: What a few verbs take beyond their operation's parameters, and how they turn it into those.
 _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]] = {
     "add": (
@@ -58,7 +69,22 @@ _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]
         _add_messages,
     ),
     "feedback": ([], lambda args: args.update(response=_stdin(args["response"]))),
+    "forget": (
+        [
+            click.Option(
+                ["--yes", "-y"],
+                is_flag=True,
+                help="Do not ask before deleting a whole scope.",
+            )
+        ],
+        _confirm_scope,
+    ),
 }
+
+
+#: The commands that may create the store; every other one reads (or changes) what is there,
+#: so on a missing store it says so instead of creating an empty one.
+_CREATES_STORE = frozenset({"add", "create_feedback_event", "create_preference_pair", "log_event"})
 
 
 def _int(bound: float | None) -> int | None:
@@ -106,7 +132,7 @@ def _command(op: Operation) -> click.Command:
         if "timestamp" in args:
             args["timestamp"] = _when(args["timestamp"])
         given = {k: v for k, v in args.items() if v is not None}
-        memory = memory_of(path, store_url, embedder)
+        memory = memory_of(path, store_url, embedder, existing=op.name not in _CREATES_STORE)
         try:
             # The shell is the store's owner: scope options are honoured as given.
             principal = Principal(workspace=memory.config.workspace, fixed=False)
@@ -175,6 +201,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        # The outermost boundary: an error nobody meant still reads as one line, not a trace.
+        click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
-from ..errors import EngrammarError
+from ..errors import EngrammarError, require_extra
 from .cli_common import config_of, emit, memory_of, scope_options, store_options
 from .cli_eval import eval_group
 from .cli_migrate import migrate_command
+from .texts import plural
 
 __all__ = ["register"]
 
@@ -56,7 +57,7 @@ def export_(
     Exports the whole workspace unless scope options narrow it. Vectors are not included:
     'engrammar import' embeds again, so an export also moves a store to another model.
     """
-    memory = memory_of(path, store_url, embedder)
+    memory = memory_of(path, store_url, embedder, existing=True)
     close, progress = _bar("exporting")
     try:
         target: Any = sys.stdout if file == "-" else file
@@ -96,8 +97,10 @@ def import_(
         as_json,
         data,
         lambda d: (
-            f"imported {d['memories']} memories ({d['duplicates']} already present), "
-            f"{d['edges']} links, {d['records']} feedback and recall records"
+            f"imported {plural(d['memories'], 'memory', 'memories')} "
+            f"({d['duplicates']} already present), {plural(d['edges'], 'new link', 'new links')}"
+            + (f" ({d['edges_built']} built: the file had none)" if d["edges_built"] else "")
+            + f", {plural(d['records'], 'new feedback or recall record', 'new feedback and recall records')}"
         ),
     )
 
@@ -239,18 +242,67 @@ def serve(
 
     Every request needs 'Authorization: Bearer KEY' with a key from 'engrammar keys create'.
     """
-    from .rest import is_loopback
+    require_extra("engrammar serve", "server", "mcp", "starlette", "uvicorn")
+    from .rest import is_loopback, listen
     from .rest import serve as run
 
     if no_auth and not is_loopback(host):
         raise click.UsageError("--no-auth is only allowed on a loopback address (127.0.0.1, ::1)")
     from ..memory import Memory
 
-    memory = Memory(config_of(path, store_url, embedder, workspace=workspace))
+    sock = listen(host, port)
     try:
-        run(memory, host=host, port=port, auth=not no_auth, log_level=log_level)
+        memory = Memory(config_of(path, store_url, embedder, workspace=workspace))
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        _announce(memory, host, port, auth=not no_auth)
+        run(memory, host=host, port=port, auth=not no_auth, log_level=log_level, sock=sock)
     finally:
         memory.close()
+
+
+def _announce(memory: Any, host: str, port: int, *, auth: bool) -> None:
+    """Say on stderr which store is served and how many keys open it: a key created on
+    another store is the commonest reason for a 401."""
+    from ..keys import list_api_keys
+
+    config = memory.config
+    where = str(config.sqlite_file.resolve()) if config.is_sqlite else _redacted(config.store)
+    active = [k for k in list_api_keys(memory.store, None) if k.revoked_at is None]
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"engrammar: serving {where} on http://{shown}:{port}", err=True)
+    if not auth:
+        click.echo(
+            f"engrammar: no authentication (--no-auth), workspace {config.workspace!r}", err=True
+        )
+    elif active:
+        workspaces = sorted({k.workspace for k in active})
+        click.echo(
+            f"engrammar: {plural(len(active), 'active API key', 'active API keys')} "
+            f"(workspaces: {', '.join(workspaces)})",
+            err=True,
+        )
+    else:
+        path_hint = f" --path {config.path}" if config.is_sqlite else " --store URL"
+        click.echo(
+            "engrammar: WARNING: this store holds no active API key, so every request will be "
+            "refused (401). Create one on THIS store: "
+            f"engrammar keys create --workspace W{path_hint}",
+            err=True,
+        )
+
+
+def _redacted(url: str) -> str:
+    """A store URL without its password."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @click.command()
@@ -267,6 +319,7 @@ def mcp(
     """
     import logging
 
+    require_extra("engrammar mcp", "server", "mcp")
     from ..memory import Memory
     from .mcp_tools import run_stdio
 

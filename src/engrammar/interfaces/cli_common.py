@@ -8,7 +8,15 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["config_of", "emit", "json_object", "memory_of", "scope_options", "store_options"]
+__all__ = [
+    "config_of",
+    "emit",
+    "json_object",
+    "memory_of",
+    "require_store",
+    "scope_options",
+    "store_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,10 +64,28 @@ def config_of(path: str | None, store_url: str | None, embedder: str | None, **e
     return Config(**{k: val for k, val in given.items() if val is not None})
 
 
-def memory_of(path: str | None, store_url: str | None, embedder: str | None) -> Any:
+def memory_of(
+    path: str | None, store_url: str | None, embedder: str | None, *, existing: bool = False
+) -> Any:
+    """The store's ``Memory``; with ``existing``, a missing embedded store is an error instead
+    of being created (a read on a mistyped ``--path`` must not leave a new store behind)."""
     from ..memory import Memory
 
-    return Memory(config_of(path, store_url, embedder))
+    config = config_of(path, store_url, embedder)
+    if existing:
+        require_store(config)
+    return Memory(config)
+
+
+def require_store(config: Any) -> None:
+    """Raise ``NotFoundError`` when ``config`` names an embedded store that does not exist."""
+    from ..errors import NotFoundError
+
+    if config.is_sqlite and not config.sqlite_file.exists():
+        raise NotFoundError(
+            f"no store at {config.sqlite_file.parent} (no {config.sqlite_file.name} there): "
+            "check --path / ENGRAMMAR_PATH; 'engrammar add' creates a store"
+        )
 
 
 def emit(as_json: bool, data: Any, text: Callable[[Any], str]) -> None:

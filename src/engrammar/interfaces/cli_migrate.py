@@ -42,5 +42,8 @@ def migrate_command(source: str, destination: str, batch: int) -> None:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     click.echo(f"copied {report.source} -> {report.destination}")
+    width = max((len(t) for t in report.tables), default=5)
+    digits = max([4, *(len(str(rows)) for rows, _ in report.tables.values())])
+    click.echo(f"{'table':<{width}}  {'rows':>{digits}}  {'sha256 (first 16)':<17}  check")
     for table, (rows, checksum) in report.tables.items():
-        click.echo(f"{table:15} {rows:>10} rows  sha256-sum {checksum[:16]}…  identical")
+        click.echo(f"{table:<{width}}  {rows:>{digits}}  {checksum[:16]:<17}  identical")

@@ -66,9 +66,12 @@ class HostGuard:
         hosts: Iterable[str],
         enforce_hosts: bool,
         exempt: frozenset[str],
+        origins: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.hosts = frozenset(hosts)
+        # The CORS origins an operator allowed (setting cors_origins) are trusted sites too.
+        self.origins = frozenset(origins)
         self.enforce_hosts = enforce_hosts
         self.exempt = exempt
 
@@ -94,12 +97,13 @@ class HostGuard:
                     "allowed: " + ", ".join(sorted(self.hosts)) + " (setting allowed_hosts)",
                 )
             origin = headers.get(b"origin")
-            if origin is not None and not self._origin_ok(origin):
+            if origin is not None and origin not in self.origins and not self._origin_ok(origin):
                 return _error(
                     403,
                     "forbidden_origin",
                     f"requests from the web origin {escaped(origin[:100])!r} are refused; "
-                    "allowed: the allowed hosts over http or https (setting allowed_hosts)",
+                    "allowed: the allowed hosts over http or https (setting allowed_hosts) "
+                    "and the origins of setting cors_origins",
                 )
         if scope["method"] in _BODY_METHODS and scope["path"] != "/mcp":
             kind = headers.get(b"content-type", "").split(";")[0].strip().lower()

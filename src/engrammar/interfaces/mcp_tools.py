@@ -20,6 +20,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from .. import __version__
 from ..errors import EngrammarError
@@ -37,6 +38,7 @@ from .operations import (
     dispatch,
     operation,
 )
+from .texts import feedback_summary
 
 __all__ = ["PRINCIPAL_KEY", "build_mcp_server", "run_stdio"]
 
@@ -128,7 +130,50 @@ class _StrictServer(MCPServer[Any]):
                     f"ValidationError: {unknown[0][:100]}: unknown argument; "
                     f"{name} takes {', '.join(sorted(known))}"
                 )
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # The SDK prefixes "Error executing tool NAME: " and, for arguments that do not
+            # fit the schema, dumps pydantic's report with a URL. The model gets what the
+            # interfaces document instead: the kind, the field, what to change.
+            cause = exc.__cause__
+            if isinstance(cause, PydanticValidationError):
+                raise ToolError(_argument_error(cause)) from cause
+            if isinstance(cause, ToolError):
+                raise ToolError(str(cause)) from cause
+            raise
+
+
+def _argument_error(exc: PydanticValidationError) -> str:
+    """``ValidationError: field: problem`` for the first of pydantic's errors."""
+    first = exc.errors()[0]
+    field = ""
+    for part in first["loc"]:
+        field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
+    ctx = first.get("ctx") or {}
+    kind = first["type"]
+    got = repr(first.get("input"))[:60]
+    if kind == "literal_error":
+        problem = f"must be one of {ctx.get('expected', '')}, got {got}"
+    elif kind == "missing":
+        problem = "is required"
+    elif kind.endswith("_type") or kind.endswith("_parsing"):
+        wanted = kind.split("_")[0].replace("dict", "object").replace("list", "list")
+        problem = f"must be a {wanted}, got {got}"
+    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()), "")
+        words = {
+            "greater_than_equal": "at least",
+            "greater_than": "more than",
+            "less_than_equal": "at most",
+            "less_than": "less than",
+        }
+        problem = f"must be {words[kind]} {bound}, got {got}"
+    elif kind == "extra_forbidden":
+        problem = "unknown key"
+    else:
+        problem = f"{first['msg'][:1].lower()}{first['msg'][1:]}"
+    return f"ValidationError: {field or 'arguments'}: {problem}"
 
 
 def _tool(op: Operation, principal_of: Callable[[Context], Principal], memory: Memory) -> Any:
@@ -194,7 +239,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
                 annotations=ToolAnnotations.model_validate(op.hints) if op.hints else None,
             )
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False))
     def memory_feedback(
         ctx: Context,
         memory_id: Annotated[
@@ -264,14 +309,65 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
         if data["rating"] is not None:
             lines.append(f"Rated memory {memory_id}: {verdict} (rating {data['rating']['id']}).")
         if data["alignment"] is not None:
-            a = data["alignment"]
-            lines.append(
-                a.get("message")
-                or f"Strengthened {a['strengthened']} and weakened {a['weakened']} graph links."
-            )
+            lines.append(feedback_summary(data["alignment"]))
         return _result(" ".join(lines), data)
 
+    _resources_and_prompts(server, memory, principal_of)
     return server
+
+
+#: The resource template: a user's memories, newest last (what a client can attach as context).
+MEMORIES_URI = "engrammar://{workspace}/users/{user_id}/memories"
+_RECENT = 50
+
+
+def _resources_and_prompts(
+    server: MCPServer[Any], memory: Memory, principal_of: Callable[[Context], Principal]
+) -> None:
+    """What MCP advertises besides tools: a user's recent memories as a resource, and the
+    recall -> answer -> feedback loop as a prompt."""
+
+    @server.resource(
+        MEMORIES_URI,
+        name="user_memories",
+        title="A user's recent memories",
+        description=f"The newest {_RECENT} memories of one user in a workspace, oldest first.",
+        mime_type="text/plain",
+    )
+    def user_memories(workspace: str, user_id: str, ctx: Context) -> str:
+        def newest() -> dict[str, Any]:
+            principal = principal_of(ctx)
+            scope = {"user_id": user_id, "workspace": workspace}
+            total = dispatch(memory, principal, "stats", scope)["memories"]
+            page = {**scope, "limit": _RECENT, "offset": max(0, int(total) - _RECENT)}
+            return dispatch(memory, principal, "list", page)
+
+        listed = _run(newest)["memories"]
+        if not listed:
+            return f"No memories of {user_id} in {workspace}."
+        return "\n".join(
+            f"[{m['created_at_iso'][:19]}] {m['role']}: {m['content']}  (id {m['id']})"
+            for m in listed
+        )
+
+    @server.prompt(
+        name="recall_answer_feedback",
+        title="Answer with memory",
+        description="Answer a user with engrammar: recall first, answer, then report back.",
+    )
+    def recall_answer_feedback(user_id: str, question: str = "") -> str:
+        asked = f" The question: {question}" if question else ""
+        return (
+            f"You are answering {user_id}.{asked}\n"
+            f"1. Call memory_recall with the question and user_id={user_id!r}; read `formatted` "
+            "and keep `recall_id`.\n"
+            "2. Answer using what was recalled; where memories conflict, prefer the newer one "
+            "and say so.\n"
+            "3. Call memory_feedback with response=<your answer> (and recall_id) so the "
+            "memories that helped are strengthened; rate a memory that was wrong with "
+            "memory_id and verdict='rejected'.\n"
+            f"4. Store anything new {user_id} told you with memory_add."
+        )
 
 
 def run_stdio(memory: Memory, workspace: str | None = None) -> None:

@@ -91,6 +91,7 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _errors(*codes: int) -> dict[str, Any]:
     text = {
+        400: "The body is not a JSON object (malformed JSON).",
         401: "Missing, unknown or revoked API key.",
         403: "The key is not bound to the workspace or user asked for.",
         404: "No such memory in the key's reach.",
@@ -113,7 +114,12 @@ def _op(
 ) -> dict[str, Any]:
     status, doc, schema = ok
     # Every authenticated operation can be rate limited; every one with a body size limited.
-    errors = (*errors, *((413,) if body is not None else ()), 429)
+    errors = (
+        *((400,) if body is not None else ()),
+        *errors,
+        *((413,) if body is not None else ()),
+        429,
+    )
     out: dict[str, Any] = {
         "summary": summary,
         "operationId": op_id,
@@ -260,6 +266,19 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "query": _TEXT,
                 **_scope_props(),
                 "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+            },
+        },
+        "SearchRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "query": _TEXT,
+                **_scope_props(),
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+                "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
             },
         },
         "RecallResult": {

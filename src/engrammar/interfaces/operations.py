@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from ..errors import ValidationError
 from ..memory import Memory
 from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
+from ..recall.format import score_breakdown
 from .access import (
     Call,
     Principal,
@@ -28,6 +29,7 @@ from .access import (
     own_record,
     resolve,
 )
+from .texts import feedback_summary, plural, recalled_text, short
 
 __all__ = [
     "NOT_EXPOSED",
@@ -143,12 +145,6 @@ REASON = _p("reason", str | None, "Why.")
 
 
 # -- rendering -----------------------------------------------------------------------------------
-def short(text: str, width: int = 100) -> str:
-    """``text`` on one line, cut to ``width`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _memory_lines(record: dict[str, Any]) -> str:
     keys = (
         "id content role kind status workspace user_id agent_id session_id created_at_iso"
@@ -164,6 +160,7 @@ def _ranked(items: list[dict[str, Any]]) -> str:
         return "No memories matched."
     return "\n".join(
         f"{i}. {item['score']:.3f}  {item['memory']['id']}  {short(item['memory']['content'])}"
+        f"\n   {score_breakdown(item['score'], item['components'])}"
         for i, item in enumerate(items, 1)
     )
 
@@ -187,6 +184,8 @@ def record_lines(record: dict[str, Any]) -> str:
 
 def _explain_text(d: dict[str, Any]) -> str:
     lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
+    if d.get("score") is not None:
+        lines.append(f"  {score_breakdown(d['score'], d.get('components', {}))}")
     lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
     if d.get("best_path"):
         lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
@@ -234,9 +233,11 @@ OPERATIONS: tuple[Operation, ...] = (
         guards=_SCOPED,
         shape=lambda out, args: {"ids": out, "workspace": args["workspace"]},
         text=lambda d: "\n".join(d["ids"]),
-        mcp_text=lambda d: f"Stored {len(d['ids'])} memories: {', '.join(d['ids'])}",
+        mcp_text=lambda d: (
+            f"Stored {plural(len(d['ids']), 'memory', 'memories')}: " + ", ".join(d["ids"])
+        ),
         schemas=("AddRequest", "AddResult"),
-        hints={"destructiveHint": False},
+        hints={"destructiveHint": False, "idempotentHint": True},
     ),
     Operation(
         "list",
@@ -248,9 +249,13 @@ OPERATIONS: tuple[Operation, ...] = (
         cli_doc="List memories of a scope, oldest first.",
         guards=_SCOPED,
         shape=_listed("memories"),
-        text=lambda d: "\n".join(
-            f"{m['id']}  {m['created_at_iso'][:19]}  {m['user_id'] or '-'}  {short(m['content'])}"
-            for m in d["memories"]
+        text=lambda d: (
+            "\n".join(
+                f"{m['id']}  {m['created_at_iso'][:19]}  {m['user_id'] or '-'}  "
+                f"{short(m['content'])}"
+                for m in d["memories"]
+            )
+            or "No memories."
         ),
         schemas=(None, "MemoryList"),
     ),
@@ -315,17 +320,29 @@ OPERATIONS: tuple[Operation, ...] = (
         "block.\n\nThe recall is recorded with an id (printed last) that 'engrammar feedback' "
         "can act on.",
         guards=_SCOPED,
-        text=lambda d: f"{d['formatted'] or 'No memories matched.'}\n\nrecall_id: {d['recall_id']}",
+        text=recalled_text,
         mcp_text=lambda d: (
             f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
         ),
         schemas=("QueryRequest", "RecallResult"),
-        hints={"destructiveHint": False},
+        hints={"readOnlyHint": True},
     ),
     Operation(
         "search",
         "search",
-        (QUERY, *SCOPE, LIMIT),
+        (
+            QUERY,
+            *SCOPE,
+            LIMIT,
+            _p(
+                "min_score",
+                float | None,
+                "Leave out results scoring below this. Search scores are absolute (comparable "
+                "across queries): a query nothing matches scores low.",
+                low=0,
+                high=10,
+            ),
+        ),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
         mcp="memory_search",
@@ -338,7 +355,7 @@ OPERATIONS: tuple[Operation, ...] = (
         shape=lambda out, args: {"query": args["query"], "results": [h.to_dict() for h in out]},
         text=lambda d: _ranked(d["results"]),
         mcp_text=lambda d: _mcp_listing(d["results"]) or "No memories matched.",
-        schemas=("QueryRequest", "SearchResult"),
+        schemas=("SearchRequest", "SearchResult"),
         hints={"readOnlyHint": True},
     ),
     Operation(
@@ -368,11 +385,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "alice      # everything of alice",
         guards=(resolve, narrow_ids),
         shape=lambda out, args: {"deleted": out},
-        text=lambda d: f"deleted {d['deleted']} memories",
-        mcp_text=lambda d: f"Deleted {d['deleted']} memories.",
+        text=lambda d: f"deleted {plural(d['deleted'], 'memory', 'memories')}",
+        mcp_text=lambda d: f"Deleted {plural(d['deleted'], 'memory', 'memories')}.",
         schemas=("ForgetRequest", "ForgetResult"),
         errors=(401, 403, 404, 422),
-        hints={"destructiveHint": True},
+        hints={"destructiveHint": True, "idempotentHint": True},
     ),
     Operation(
         "stats",
@@ -416,10 +433,7 @@ OPERATIONS: tuple[Operation, ...] = (
         'recall "How do you approach projects?" -u alice\n  engrammar feedback "You write the '
         'docs first, then code." -u alice',
         guards=_SCOPED,
-        text=lambda d: (
-            d.get("message")
-            or f"strengthened {d['strengthened']}, weakened {d['weakened']} (recall {d['recall_id']})"
-        ),
+        text=feedback_summary,
         schemas=("FeedbackRequest", "FeedbackResult"),
         errors=(401, 403, 404, 422),
     ),
@@ -525,6 +539,7 @@ _RECORDS = (
             "Create a feedback event",
             http=(HttpRoute("POST", "/v1/feedback-events", 201, "create_feedback_events"),),
             mcp="memory_create_feedback_event",
+            hints={"destructiveHint": False},
             mcp_doc="Record what happened to your output: the user corrected, adopted or "
             "rejected it.\n\nCall this whenever the user changes or judges what you produced. The "
             "corrected (or adopted) version becomes the standing decision: the next memory_recall "
@@ -581,6 +596,7 @@ _RECORDS = (
             "Create a decision review",
             http=(HttpRoute("POST", "/v1/decision-reviews", 201, "create_decision_reviews"),),
             mcp="memory_create_decision_review",
+            hints={"destructiveHint": False},
             mcp_doc="Review an earlier feedback event: the final decision, its outcome, your "
             "confidence.\n\nUse it when a decision is revisited later (it worked, it failed, the "
             "user changed their mind). A different final_decision reverses the event's effect on "
@@ -624,6 +640,7 @@ _RECORDS = (
             "Create a preference pair",
             http=(HttpRoute("POST", "/v1/preference-pairs", 201, "create_preference_pairs"),),
             mcp="memory_create_preference_pair",
+            hints={"destructiveHint": False},
             mcp_doc="Record that one output was preferred over another for the same context.\n\n"
             "For similar contexts the accepted output is surfaced and lifted, and memories that "
             "repeat the rejected output are lowered.",
@@ -661,6 +678,7 @@ _RECORDS = (
             "Create a logged event",
             http=(HttpRoute("POST", "/v1/events", 201, "create_logged_events"),),
             mcp="memory_log_event",
+            hints={"destructiveHint": False},
             mcp_doc="Put any other event on record (a checkpoint, a tool run, a milestone).",
             cli=("log", "create"),
             cli_doc="Put any other event of KIND on record (a checkpoint, a tool run).",

@@ -7,10 +7,12 @@ Every request except ``/healthz`` and ``/openapi.json`` must carry ``Authorizati
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import logging
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,7 @@ import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -217,9 +220,9 @@ async def _body(request: Request) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
-        raise ValidationError("body", "is not valid JSON") from None
+        raise _BadRequest("the body is not valid JSON") from None
     if not isinstance(data, dict):
-        raise ValidationError("body", "must be a JSON object")
+        raise _BadRequest("the body must be a JSON object")
     _check_json("body", data)
     for name in _INT_PARAMS:
         # JSON Schema counts 5.0 as an integer; Python's json reads it as a float.
@@ -227,6 +230,11 @@ async def _body(request: Request) -> dict[str, Any]:
         if isinstance(value, float) and value.is_integer():
             data[name] = int(value)
     return data
+
+
+class _BadRequest(Exception):
+    """A body that is not a JSON object at all: 400, the HTTP convention for a request that
+    cannot be parsed (422 is for a well-formed request whose fields are wrong)."""
 
 
 def _check_json(where: str, value: Any) -> None:
@@ -272,6 +280,8 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
                     )
                 args[key] = request.path_params[key]
             data = await in_worker(request.app, dispatch, memory, principal, op.name, args)
+        except _BadRequest as exc:
+            return _error(400, "bad_request", str(exc), "body")
         except EngrammarError as exc:
             return error_response(exc)
         except ClientDisconnect:
@@ -383,16 +393,29 @@ def build_app(
     bucket = (
         TokenBucket(cfg.rate_limit_per_s, cfg.rate_limit_burst) if cfg.rate_limit_per_s else None
     )
-    return LimitsMiddleware(
+    limited = LimitsMiddleware(
         HostGuard(
             AuthMiddleware(app, memory, auth=auth, default=default, bucket=bucket),
             hosts=hosts,
             enforce_hosts=enforce,
             exempt=frozenset({"/healthz"}),
+            origins=cfg.cors_origins,
         ),
         max_bytes=cfg.max_request_bytes,
         body_timeout_s=cfg.body_timeout_s,
         exempt=frozenset({"/healthz"}),
+    )
+    if not cfg.cors_origins:
+        return limited
+    # Outermost: a browser's preflight carries no key, so it is answered before
+    # authentication; the real request that follows still needs one.
+    return CORSMiddleware(
+        limited,
+        allow_origins=list(cfg.cors_origins),
+        allow_methods=["GET", "POST", "PATCH", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
+        expose_headers=["Retry-After", "WWW-Authenticate", "Mcp-Session-Id"],
+        max_age=600,
     )
 
 
@@ -415,7 +438,12 @@ def server_config(memory: Memory, app: ASGIApp, *, host: str, port: int, **kw: A
 async def _http_error(request: Request, exc: Exception) -> Response:
     # Starlette's own 404s (unknown paths) in the same JSON shape as every other error.
     assert isinstance(exc, HTTPException)
-    return _error(exc.status_code, "http_error", str(exc.detail))
+    kind = _HTTP_KINDS.get(exc.status_code, "http_error")
+    return _error(exc.status_code, kind, str(exc.detail))
+
+
+#: The error types of HTTP-level refusals, as the middleware names them.
+_HTTP_KINDS = {413: "payload_too_large", 405: "method_not_allowed"}
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -423,8 +451,35 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return internal_error(exc, f"{request.method} {request.url.path}")
 
 
-def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = "info") -> None:
-    """Serve MCP + REST with uvicorn until interrupted."""
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``; a busy port or a bad address is one clear ``OSError``
+    (the CLI prints it and exits 1) instead of uvicorn's log and exit status 3."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        why = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror or exc
+        raise OSError(f"cannot listen on {host}:{port}: {why}") from None
+    return sock
+
+
+def serve(
+    memory: Memory,
+    *,
+    host: str,
+    port: int,
+    auth: bool,
+    log_level: str = "info",
+    sock: socket.socket | None = None,
+) -> None:
+    """Serve MCP + REST with uvicorn until interrupted (on ``sock`` when given, bound by
+    :func:`listen`)."""
     import uvicorn
 
     if not auth and not is_loopback(host):
@@ -433,4 +488,9 @@ def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = 
             "on a loopback address (127.0.0.1, ::1, localhost)"
         )
     app = build_app(memory, auth=auth, host=host)
-    uvicorn.Server(server_config(memory, app, host=host, port=port, log_level=log_level)).run()
+    sock = sock or listen(host, port)
+    try:
+        server = uvicorn.Server(server_config(memory, app, host=host, port=port, log_level=log_level))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

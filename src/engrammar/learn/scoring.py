@@ -15,7 +15,9 @@ How each record acts on a recall whose query matches its context (``match`` in [
   non-standing output get -1 signals, so a rejected output is never offered as the answer.
 * **Decision review.** A review agreeing with the current verdict adds its outcome (success +1,
   partial +0.5, failure -1) × confidence to the standing answer. A reversed review changes the
-  verdict, which flips which answer stands.
+  verdict, which flips which answer stands. When the latest review reports ``failure`` the
+  decision *failed*: it loses its +1, is neither surfaced nor ranked as a prior decision, and
+  keeps the reviews' negative signals (noted ``prior decision (...) failed when reviewed``).
 * **Preference pair.** The accepted output's memory gains +w (injected when search missed it);
   memories that are the same text as the accepted output gain +w, as the rejected one lose w.
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
@@ -152,6 +154,15 @@ def verdict(event: EventFacts) -> str:
     return event.reviews[-1].final_decision if event.reviews else event.state
 
 
+def failed(event: EventFacts) -> bool:
+    """Whether the event's latest review kept its verdict and reports that it failed: a
+    decision that failed in practice does not stand, whatever was decided."""
+    if not event.reviews:
+        return False
+    last = event.reviews[-1]
+    return last.outcome == "failure" and last.final_decision == verdict(event)
+
+
 def standing_answer(state: str) -> str | None:
     """Which output stands under a verdict: ``corrected``, ``ai_output`` or none (rejected)."""
     return {"corrected": "corrected", "adopted": "ai_output"}.get(state)
@@ -244,7 +255,12 @@ def learned_ranking(
         if stands is None or stands not in event.answers:
             continue
         memory_id = event.answers[stands]
-        add(memory_id, 1.0, m, when, "decision")
+        if failed(event):
+            # The decision was kept and then failed: it no longer stands. Its reviews count
+            # against it (below) and it is neither surfaced nor ranked as a prior decision.
+            rejected_notes.setdefault(memory_id, f"prior decision ({current}) failed when reviewed")
+        else:
+            add(memory_id, 1.0, m, when, "decision")
         for review in event.reviews:
             if review.final_decision == current and OUTCOME_VALUE[review.outcome]:
                 add(
@@ -254,6 +270,8 @@ def learned_ranking(
                     review.created_at,
                     "review",
                 )
+        if failed(event):
+            continue
         injected[memory_id] = max(injected.get(memory_id, 0.0), m)
         note = f"prior decision ({current})"
         # After a reversal the event's own reason argued for the other side.

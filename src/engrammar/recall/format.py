@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..models import ScoredMemory, Tension, iso
 
-__all__ = ["format_memories"]
+__all__ = ["format_memories", "score_breakdown", "score_parts"]
 
 
 def _line(item: ScoredMemory, flagged: set[str]) -> str:
@@ -39,3 +39,35 @@ def format_memories(items: list[ScoredMemory], tensions: list[Tension], max_char
             lines.append(note)
             used += len(note) + 1
     return "\n".join(lines)
+
+
+def score_parts(score: float, components: dict[str, float]) -> list[tuple[str, float]]:
+    """A score as named parts, rounded to 3 decimals so that the printed parts add up to the
+    printed score exactly: relevance, graph (``graph_weight`` × graph support; recall only)
+    and learned (what feedback records added or took). A search score is these parts times
+    ``query_match`` (see :func:`score_breakdown`); they then add up to ``ranking``."""
+    total = components.get("ranking", score)
+    raw = [("relevance", components.get("relevance", 0.0))]
+    if "graph" in components:
+        raw.append(("graph", components.get("graph_weight", 0.0) * components["graph"]))
+    raw.append(("learned", total - sum(v for _, v in raw)))
+    # Each part is the step between rounded running totals: the parts add up to the rounded
+    # score exactly and each is within 0.001 of its true value (no phantom 0.001 parts).
+    parts, before, running = [], 0.0, 0.0
+    for name, value in raw:
+        running += value
+        parts.append((name, round(round(running, 3) - before, 3)))
+        before = round(running, 3)
+    return parts
+
+
+def score_breakdown(score: float, components: dict[str, float]) -> str:
+    """``1.152 = relevance 1.000 + graph 0.024 + learned 0.128`` (recall), or
+    ``0.495 = (relevance 1.000 + learned 0.125) × query_match 0.440`` (search)."""
+    parts = score_parts(score, components)
+    text = parts[0][0] + f" {parts[0][1]:.3f}"
+    for name, value in parts[1:]:
+        text += f" {'+' if value >= 0 else '-'} {name} {abs(value):.3f}"
+    if "query_match" in components:
+        text = f"({text}) × query_match {components['query_match']:.3f}"
+    return f"{score:.3f} = {text}"

@@ -1,0 +1,44 @@
+"""How the CLI and MCP put a few results into words (counts, recall lines, feedback)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..recall.format import score_breakdown
+
+__all__ = ["feedback_summary", "plural", "recalled_text", "short"]
+
+
+def short(text: str, width: int = 100) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def plural(count: int, one: str, many: str) -> str:
+    """``1 memory``, ``2 memories``."""
+    return f"{count} {one if count == 1 else many}"
+
+
+def recalled_text(d: dict[str, Any]) -> str:
+    """Recall in the shell: ranked lines with scores and ids (for explain, forget, rate), the
+    tensions among them, and the recall's id (for feedback)."""
+    lines = [
+        f"{i}. {m['score']:.3f}  {m['memory']['id']}  {short(m['memory']['content'])}\n"
+        f"   {score_breakdown(m['score'], m['components'])}"
+        for i, m in enumerate(d["memories"], 1)
+    ] or ["No memories matched."]
+    for t in d.get("tensions") or ():
+        lines.append(f"tension: {t['a']} vs {t['b']} ({t.get('reason') or t.get('kind', '')})")
+    return "\n".join([*lines, "", f"recall_id: {d['recall_id']}"])
+
+
+def feedback_summary(out: dict[str, Any]) -> str:
+    """One line saying everything a feedback call changed: graph links and learned signals."""
+    if out.get("message"):
+        return str(out["message"])
+    return (
+        f"strengthened {out['strengthened']} and weakened {out['weakened']} graph links; "
+        f"learned from the reply: up for {plural(len(out.get('drawn_on', ())), 'memory', 'memories')}"
+        f" it drew on, down for {len(out.get('left', ()))} it left (recall {out['recall_id']})"
+    )
