@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._inspector import InspectorOperations
 from .errors import ForbiddenError, NotFoundError, ValidationError
 from .memory import Memory
 from .models import MemoryRecord, Scope
@@ -51,10 +52,11 @@ class Principal:
         return self.workspace, user_id
 
 
-class Operations:
+class Operations(InspectorOperations):
     """The operations of the interface layer over one ``Memory``, for one principal.
 
-    Methods take JSON-shaped keyword arguments and return JSON-ready dicts.
+    Methods take JSON-shaped keyword arguments and return JSON-ready dicts; the web
+    inspector's reads come from :class:`~engrammar._inspector.InspectorOperations`.
     """
 
     def __init__(self, memory: Memory, principal: Principal) -> None:

@@ -36,12 +36,19 @@ from ..memory import Memory
 from ._limits import LimitsMiddleware
 from ._mcp import PRINCIPAL_KEY, build_mcp_server
 from ._openapi import MAX_INT, openapi_document
+from .ui import ui_routes
 
 __all__ = ["build_app", "is_loopback", "serve"]
 
 log = logging.getLogger("engrammar.server")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
+#: The web inspector's static files: the page asks for a key and sends it with every API call.
+UI_PREFIX = "/ui"
+
+
+def _public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
 
 
 def is_loopback(host: str) -> bool:
@@ -103,7 +110,7 @@ class AuthMiddleware:
         self.default = default
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or _public(scope["path"]):
             await self.app(scope, receive, send)
             return
         if not self.auth:
@@ -136,7 +143,7 @@ class AuthMiddleware:
 
 
 # -- REST ------------------------------------------------------------------------------------------
-_INT_PARAMS = frozenset({"limit", "offset"})
+_INT_PARAMS = frozenset({"limit", "offset", "depth"})
 
 
 def _query_args(request: Request) -> dict[str, Any]:
@@ -292,7 +299,7 @@ def _routes() -> list[Route]:
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
         Route("/v1/memories", _endpoint(_from_body("add"), 201), methods=["POST"]),
-        Route("/v1/memories", _endpoint(_from_query("list")), methods=["GET"]),
+        Route("/v1/memories", _endpoint(_from_query("find_memories")), methods=["GET"]),
         Route(
             "/v1/memories/{memory_id}", _endpoint(_from_query("get", memory_id=m)), methods=["GET"]
         ),
@@ -318,6 +325,28 @@ def _routes() -> list[Route]:
         *_record_routes(),
         Route("/v1/feedback", _endpoint(_from_body("feedback")), methods=["POST"]),
         Route("/v1/explain", _endpoint(_from_body("explain")), methods=["POST"]),
+        *_inspector_routes(),
+    ]
+
+
+def _inspector_routes() -> list[Route]:
+    """Reads the web inspector needs; public REST like the rest (see docs/interfaces.md)."""
+    m = "memory_id"
+    return [
+        Route("/v1/scopes", _endpoint(_from_query("scopes")), methods=["GET"]),
+        Route(
+            "/v1/memories/{memory_id}/edges",
+            _endpoint(_from_query("memory_edges", memory_id=m)),
+            methods=["GET"],
+        ),
+        Route(
+            "/v1/memories/{memory_id}/learning",
+            _endpoint(_from_query("memory_learning", memory_id=m)),
+            methods=["GET"],
+        ),
+        Route("/v1/timeline", _endpoint(_from_query("timeline")), methods=["GET"]),
+        Route("/v1/rank-shifts", _endpoint(_from_query("rank_shifts")), methods=["GET"]),
+        Route("/v1/tensions", _endpoint(_from_query("tensions")), methods=["GET"]),
     ]
 
 
@@ -384,6 +413,7 @@ def build_app(
         json_response=True,
     )
     app.router.routes.extend(rest_routes())
+    app.router.routes.extend(ui_routes())
     app.state.memory = memory
     app.state.server_threads = memory.config.server_threads
     app.add_exception_handler(Exception, _internal_error)

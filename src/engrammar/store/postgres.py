@@ -62,6 +62,16 @@ from .base import (
     ReplySignal,
     rebuilt_edges,
 )
+from .inspect_sql import (
+    EDGE_CHANGE_COLUMNS,
+    REPLY_SIGNAL_COLUMNS,
+    MemoryFilter,
+    edge_changes_sql,
+    find_memories_sql,
+    reply_signal_rows_sql,
+    scope_counts_sql,
+    scope_edges_sql,
+)
 from .postgres_migrations import MIGRATIONS
 from .tables import (
     COPY_JSON_FIELDS,
@@ -705,6 +715,11 @@ class PostgresStore:
                 "DELETE FROM edges WHERE workspace = %s AND (src = ANY(%s) OR dst = ANY(%s))",
                 (scope.workspace, gone, gone),
             )
+            conn.execute(
+                "DELETE FROM edge_changes WHERE workspace = %s "
+                "AND (src = ANY(%s) OR dst = ANY(%s))",
+                (scope.workspace, gone, gone),
+            )
             if ids is not None:
                 conn.execute(
                     "DELETE FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s)",
@@ -975,6 +990,52 @@ class PostgresStore:
             out.update({src: int(n) for src, n in rows})
         return out
 
+    # -- inspector reads (SQL in inspect_sql, shared with the SQLite store) ----------------------
+    def find_memories(
+        self, scope: Scope, where: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        select, count, params = find_memories_sql(scope, where, limit, offset, "%s")
+        rows = self._rows("memory list", select, params)
+        total = self._rows("memory count", count, params[:-2])[0][0]
+        return [_record(r) for r in rows], int(total)
+
+    def scope_counts(
+        self, scope: Scope, limit: int
+    ) -> list[tuple[str | None, str | None, str | None, int, float]]:
+        sql, params = scope_counts_sql(scope, limit, "%s")
+        return [
+            (r[0], r[1], r[2], int(r[3]), float(r[4]))
+            for r in self._rows("inspector read", sql, params)
+        ]
+
+    def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
+        sql, params = scope_edges_sql(scope, kind, limit, "%s")
+        return [Edge(*r) for r in self._rows("inspector read", sql, params)]
+
+    def edge_changes(
+        self, workspace: str, memory_ids: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        ids = list(dict.fromkeys(memory_ids))[:400]
+        if not ids:
+            return []
+        sql, params = edge_changes_sql(workspace, ids, limit, "%s")
+        return [
+            dict(zip(EDGE_CHANGE_COLUMNS, r, strict=True))
+            for r in self._rows("inspector read", sql, params)
+        ]
+
+    def reply_signal_rows(
+        self, scope: Scope, memory_id: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        sql, params = reply_signal_rows_sql(scope, memory_id, limit, "%s")
+        return [
+            dict(zip(REPLY_SIGNAL_COLUMNS, r, strict=True))
+            for r in self._rows("inspector read", sql, params)
+        ]
+
+    def _rows(self, what: str, sql: str, params: Sequence[Any]) -> list[Any]:
+        return self._read(what, lambda c: c.execute(sql, params).fetchall())
+
     def adjust_edges(
         self,
         workspace: str,
@@ -1052,6 +1113,28 @@ class PostgresStore:
                         changed.append(Edge(*row))
                     if not cur.nextset():
                         break
+            if changed:
+                requested = {(d.src, d.dst, d.kind): 0.0 for d in ordered}
+                for d in ordered:
+                    requested[(d.src, d.dst, d.kind)] += d.delta
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                        "recall_id, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+                        [
+                            (
+                                workspace,
+                                e.src,
+                                e.dst,
+                                e.kind,
+                                requested[(e.src, e.dst, e.kind)],
+                                e.weight,
+                                consume_recall,
+                                now,
+                            )
+                            for e in changed
+                        ],
+                    )
             return changed
 
         return self._tx("edge update", run)

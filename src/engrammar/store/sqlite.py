@@ -46,6 +46,16 @@ from .base import (
     rebuilt_edges,
 )
 from .index import ContextIndex, IndexRow, ScopeIndex
+from .inspect_sql import (
+    EDGE_CHANGE_COLUMNS,
+    REPLY_SIGNAL_COLUMNS,
+    MemoryFilter,
+    edge_changes_sql,
+    find_memories_sql,
+    reply_signal_rows_sql,
+    scope_counts_sql,
+    scope_edges_sql,
+)
 from .migrations import MIGRATIONS
 from .tables import (
     COPY_BOOL_FIELDS,
@@ -570,6 +580,10 @@ class SQLiteStore:
                     conn.execute(
                         "DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id)
                     )
+                    conn.execute(
+                        "DELETE FROM edge_changes WHERE workspace = ? AND (src = ? OR dst = ?)",
+                        (workspace, memory_id, memory_id),
+                    )
                     conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
                     # The history of a forgotten memory keeps no content.
                     conn.execute(
@@ -874,6 +888,40 @@ class SQLiteStore:
                 out[src] = count
         return out
 
+    # -- inspector reads (SQL in inspect_sql, shared with the PostgreSQL store) ------------------
+    def find_memories(
+        self, scope: Scope, where: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        select, count, params = find_memories_sql(scope, where, limit, offset)
+        rows = self._read(select, params)
+        total = self._read(count, params[:-2])[0][0]
+        return [_record(r) for r in rows], int(total)
+
+    def scope_counts(
+        self, scope: Scope, limit: int
+    ) -> list[tuple[str | None, str | None, str | None, int, float]]:
+        sql, params = scope_counts_sql(scope, limit)
+        return [(r[0], r[1], r[2], int(r[3]), float(r[4])) for r in self._read(sql, params)]
+
+    def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
+        sql, params = scope_edges_sql(scope, kind, limit)
+        return [Edge(*r) for r in self._read(sql, params)]
+
+    def edge_changes(
+        self, workspace: str, memory_ids: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        ids = list(dict.fromkeys(memory_ids))[:400]
+        if not ids:
+            return []
+        sql, params = edge_changes_sql(workspace, ids, limit)
+        return [dict(zip(EDGE_CHANGE_COLUMNS, r, strict=True)) for r in self._read(sql, params)]
+
+    def reply_signal_rows(
+        self, scope: Scope, memory_id: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        sql, params = reply_signal_rows_sql(scope, memory_id, limit)
+        return [dict(zip(REPLY_SIGNAL_COLUMNS, r, strict=True)) for r in self._read(sql, params)]
+
     def adjust_edges(
         self,
         workspace: str,
@@ -906,6 +954,11 @@ class SQLiteStore:
                     ).fetchone()
                     if row is not None:
                         changed.append(Edge(*row))
+                        conn.execute(
+                            "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                            "recall_id, at) VALUES (?,?,?,?,?,?,?,?)",
+                            (workspace, d.src, d.dst, d.kind, d.delta, row[3], consume_recall, now),
+                        )
                 conn.executemany(
                     "INSERT OR IGNORE INTO reply_signals (workspace, user_id, agent_id, session_id, "
                     "recall_id, memory_id, value, alignment, context_embedding, created_at) "
