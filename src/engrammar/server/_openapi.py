@@ -291,8 +291,11 @@ def _schemas() -> dict[str, Any]:
         },
         "MemoryList": {
             "type": "object",
-            "required": ["memories"],
-            "properties": {"memories": {"type": "array", "items": _ref("Memory")}},
+            "required": ["memories", "total"],
+            "properties": {
+                "memories": {"type": "array", "items": _ref("Memory")},
+                "total": {"type": "integer", "minimum": 0, "description": "Matches in all."},
+            },
         },
         "UpdateRequest": {
             "type": "object",
@@ -596,6 +599,154 @@ def _record_paths() -> dict[str, Any]:
     return paths
 
 
+def _list_filters() -> list[dict[str, Any]]:
+    number_or_iso = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": _PATTERN}
+    return [
+        _query("kind", _ID, "Only memories of this kind (message, fact, decision, ...)."),
+        _query(
+            "role",
+            {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "Only memories of this role.",
+        ),
+        _query("status", _ID, "Only memories of this status (active, ...)."),
+        _query("since", number_or_iso, "Created at or after: epoch seconds or ISO-8601."),
+        _query("until", number_or_iso, "Created before: epoch seconds or ISO-8601."),
+        _query(
+            "text",
+            {"type": "string", "minLength": 1, "maxLength": 1_000, "pattern": _PATTERN},
+            "Content contains this text (case-insensitive).",
+        ),
+        _query("order", {"type": "string", "enum": ["oldest", "newest"]}, "Default oldest."),
+    ]
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "required": required or list(props), "properties": props}
+
+
+_ARRAY_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
+
+
+def _inspector_paths() -> dict[str, Any]:
+    """The reads of the web inspector (``/ui``), public like every other endpoint."""
+    limit = {"type": "integer", "minimum": 1, "maximum": 10_000}
+    user_agent = [p for p in _scope_query() if p["name"] in ("user_id", "agent_id", "workspace")]
+
+    def lim(doc: str, maximum: int) -> dict[str, Any]:
+        return _query("limit", {**limit, "maximum": maximum}, doc)
+
+    return {
+        "/v1/scopes": {
+            "get": _op(
+                "The users, agents and sessions of the key's workspace, with memory counts",
+                (
+                    200,
+                    "One row per distinct (user_id, agent_id, session_id), sorted by them.",
+                    _obj(
+                        {
+                            "workspace": {"type": "string"},
+                            "scopes": {
+                                "type": "array",
+                                "items": _obj(
+                                    {
+                                        "user_id": _NULLABLE_STR,
+                                        "agent_id": _NULLABLE_STR,
+                                        "session_id": _NULLABLE_STR,
+                                        "memories": {"type": "integer", "minimum": 1},
+                                        "newest_at": {"type": "number"},
+                                    }
+                                ),
+                            },
+                            "truncated": {"type": "boolean"},
+                        }
+                    ),
+                ),
+                params=[*user_agent, lim("Rows at most (default 2000).", 10_000)],
+                op_id="scopes",
+            ),
+        },
+        "/v1/memories/{memory_id}/edges": {
+            "get": _op(
+                "A memory's graph neighbourhood, with every weight change feedback made",
+                (
+                    200,
+                    "The memories (the asked one first), the edges between them, and the "
+                    "logged weight changes of those edges, oldest first.",
+                    _obj(
+                        {
+                            "memory_id": {"type": "string"},
+                            "depth": {"type": "integer"},
+                            "nodes": {"type": "array", "items": _ref("Memory")},
+                            "edges": _ARRAY_OF_OBJECTS,
+                            "changes": _ARRAY_OF_OBJECTS,
+                        }
+                    ),
+                ),
+                params=[
+                    _PATH_ID,
+                    _WORKSPACE_Q,
+                    _query("depth", {"type": "integer", "minimum": 1, "maximum": 2}, "Hops."),
+                    lim("Edges at most (default 200).", 1_000),
+                ],
+                errors=(401, 403, 404, 422),
+                op_id="memory_edges",
+            ),
+        },
+        "/v1/memories/{memory_id}/learning": {
+            "get": _op(
+                "The feedback signals on a memory and its learned multiplier after each",
+                (
+                    200,
+                    "Signals oldest first, each with the multiplier (1 + adjustment) for a "
+                    "query that fully matches their contexts.",
+                    _obj({"memory_id": {"type": "string"}, "signals": _ARRAY_OF_OBJECTS}),
+                ),
+                params=[_PATH_ID, _WORKSPACE_Q],
+                errors=(401, 403, 404, 422),
+                op_id="memory_learning",
+            ),
+        },
+        "/v1/timeline": {
+            "get": _op(
+                "A scope's feedback of every kind on one time line, newest first",
+                (
+                    200,
+                    "Feedback events, decision reviews, preference pairs, ratings, logged "
+                    "events and reply signals, each with its record.",
+                    _obj({"items": _ARRAY_OF_OBJECTS, "counts": {"type": "object"}}),
+                ),
+                params=[*_scope_query(), lim("Items at most (default 200).", 2_000)],
+                op_id="timeline",
+            ),
+        },
+        "/v1/rank-shifts": {
+            "get": _op(
+                "Ranks of memories that feedback touched: in the recall rated, and now",
+                (
+                    200,
+                    "Per (recall, memory): the signal, the rank in that recall and the rank "
+                    "the same query gives now.",
+                    _obj({"shifts": _ARRAY_OF_OBJECTS}),
+                ),
+                params=[*_scope_query(), lim("Recalls at most (default 10).", 50)],
+                op_id="rank_shifts",
+            ),
+        },
+        "/v1/tensions": {
+            "get": _op(
+                "Contradictions between a scope's memories, with the ratings of each side",
+                (
+                    200,
+                    "Each tension: both memories, kind, reason, the newer side, ratings.",
+                    _obj({"tensions": _ARRAY_OF_OBJECTS}),
+                ),
+                params=[*_scope_query(), lim("Tensions at most (default 100).", 1_000)],
+                op_id="tensions",
+            ),
+        },
+    }
+
+
 @cache
 def _document() -> dict[str, Any]:
     paths: dict[str, Any] = {
@@ -629,9 +780,9 @@ def _document() -> dict[str, Any]:
                 op_id="add",
             ),
             "get": _op(
-                "List memories of a scope, oldest first",
-                (200, "A page of memories.", _ref("MemoryList")),
-                params=[*_scope_query(), *_page_query()],
+                "List memories of a scope (oldest first unless order=newest), with filters",
+                (200, "A page of memories and how many match in all.", _ref("MemoryList")),
+                params=[*_scope_query(), *_page_query(), *_list_filters()],
                 op_id="list",
             ),
         },
@@ -720,6 +871,7 @@ def _document() -> dict[str, Any]:
             ),
         },
         **_record_paths(),
+        **_inspector_paths(),
         "/v1/stats": {
             "get": _op(
                 "Counts of a scope",
