@@ -42,6 +42,8 @@ _MAX_PAGE = 10_000
 def _time_arg(name: str, value: Any) -> float | None:
     """Epoch seconds from a number, a numeric string (a query parameter) or ISO-8601 text."""
     if isinstance(value, str):
+        if len(value) > 64:
+            raise ValidationError(name, "must be at most 64 characters")
         with contextlib.suppress(ValueError):
             value = float(value)
     return v.timestamp(name, value)
@@ -93,9 +95,8 @@ class InspectorOperations:
                     "agent_id": a,
                     "session_id": s,
                     "memories": n,
-                    "newest_at": newest,
                 }
-                for u, a, s, n, newest in rows[:limit]
+                for u, a, s, n in rows[:limit]
             ],
             "truncated": len(rows) > limit,
         }

@@ -653,7 +653,6 @@ def _inspector_paths() -> dict[str, Any]:
                                         "agent_id": _NULLABLE_STR,
                                         "session_id": _NULLABLE_STR,
                                         "memories": {"type": "integer", "minimum": 1},
-                                        "newest_at": {"type": "number"},
                                     }
                                 ),
                             },

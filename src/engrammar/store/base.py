@@ -317,8 +317,8 @@ class Store(Protocol):
 
     def scope_counts(
         self, scope: Scope, limit: int
-    ) -> list[tuple[str | None, str | None, str | None, int, float]]:
-        """(user_id, agent_id, session_id, memories, newest created_at) of each distinct scope
+    ) -> list[tuple[str | None, str | None, str | None, int]]:
+        """(user_id, agent_id, session_id, memories) of each distinct scope
         key combination within ``scope``, sorted by the keys, at most ``limit`` rows."""
 
     def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:

@@ -994,19 +994,18 @@ class PostgresStore:
     def find_memories(
         self, scope: Scope, where: MemoryFilter, limit: int, offset: int
     ) -> tuple[list[MemoryRecord], int]:
-        select, count, params = find_memories_sql(scope, where, limit, offset, "%s")
+        select, count, params = find_memories_sql(
+            scope, where, limit, offset, "%s", seq_is_key=False
+        )
         rows = self._rows("memory list", select, params)
-        total = self._rows("memory count", count, params[:-2])[0][0]
+        total = self._rows("memory count", count, params[1:-2])[0][0]
         return [_record(r) for r in rows], int(total)
 
     def scope_counts(
         self, scope: Scope, limit: int
-    ) -> list[tuple[str | None, str | None, str | None, int, float]]:
+    ) -> list[tuple[str | None, str | None, str | None, int]]:
         sql, params = scope_counts_sql(scope, limit, "%s")
-        return [
-            (r[0], r[1], r[2], int(r[3]), float(r[4]))
-            for r in self._rows("inspector read", sql, params)
-        ]
+        return [(r[0], r[1], r[2], int(r[3])) for r in self._rows("inspector read", sql, params)]
 
     def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
         sql, params = scope_edges_sql(scope, kind, limit, "%s")

@@ -899,9 +899,9 @@ class SQLiteStore:
 
     def scope_counts(
         self, scope: Scope, limit: int
-    ) -> list[tuple[str | None, str | None, str | None, int, float]]:
+    ) -> list[tuple[str | None, str | None, str | None, int]]:
         sql, params = scope_counts_sql(scope, limit)
-        return [(r[0], r[1], r[2], int(r[3]), float(r[4])) for r in self._read(sql, params)]
+        return [(r[0], r[1], r[2], int(r[3])) for r in self._read(sql, params)]
 
     def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
         sql, params = scope_edges_sql(scope, kind, limit)

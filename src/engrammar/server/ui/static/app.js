@@ -239,7 +239,7 @@ async function loadMemories(box) {
     const first = data.total ? listState.offset + 1 : 0;
     const last = listState.offset + data.memories.length;
     box.replaceChildren(
-      h("p", { class: "muted", id: "memory-count" }, `${scopeLabel(getScope())}: ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`),
+      h("p", { class: "muted", id: "memory-count", elementtiming: "memory-list" }, `${scopeLabel(getScope())}: ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`),
       h("div", { class: "table-wrap" }, h("table", { id: "memory-table" },
         h("caption", { class: "muted", style: null }, ""),
         h("thead", {}, h("tr", {}, h("th", {}, "Created (UTC)"), h("th", {}, "Role / kind"), h("th", {}, "Content"), h("th", {}, "Scope"), h("th", {}, "Actions"))),
