@@ -4,7 +4,7 @@
 
 const KEY_STORE = "engrammar.key";
 const SCOPE_STORE = "engrammar.scope";
-const PAGE_SIZE = 50;
+const PAGE_SIZE = 50; // as memoryListQuery (boot.js) asks
 const $ = (sel, root = document) => root.querySelector(sel);
 
 // -- the API ---------------------------------------------------------------------------------
@@ -23,7 +23,14 @@ async function api(method, path, { query, body } = {}) {
   }
   const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY_STORE) || ""}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const early = window.earlyMemoryList;
+  let res;
+  if (early && method === "GET" && early.url === url.toString()) {
+    window.earlyMemoryList = null; // started by boot.js before the page was parsed; once
+    res = await early.response;
+  } else {
+    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  }
   const data = await res.json().catch(() => null);
   if (res.status === 401) { logout("The key was refused (401). Log in again."); }
   if (!res.ok) throw new ApiError(res.status, data);
@@ -129,6 +136,10 @@ function route() {
   const root = $("#page");
   root.replaceChildren();
   pages[page](root, arg ? decodeURIComponent(arg) : null);
+  if (page !== "memories" && !$("#workspace-label").textContent) {
+    // The memories page learns the workspace from its scope tree; other pages ask for it.
+    api("GET", "/v1/scopes", { query: { limit: 1 } }).then((d) => { $("#workspace-label").textContent = `workspace: ${d.workspace}`; }, () => {});
+  }
 }
 
 // 1. Scopes and memories ---------------------------------------------------------------------
@@ -154,19 +165,13 @@ function memoriesPage(root) {
   root.append(h("div", { class: "cols" },
     h("section", { class: "card", "aria-labelledby": "scopes-h" }, h("h2", { id: "scopes-h" }, "Scopes"), treeBox),
     h("section", { class: "card", "aria-labelledby": "mem-h" }, h("h2", { id: "mem-h" }, "Memories"), filters, listBox)));
-  // The list first: it is what the page is for; the scope tree fills in beside it.
-  loadMemories(listBox);
-  loadScopes(treeBox, listBox);
+  // The list first: it is what the page is for; the scope tree fills in beside it once the
+  // list is on screen (on a busy server the two requests would otherwise compete).
+  loadMemories(listBox).then(() => loadScopes(treeBox, listBox));
 }
 
 function select(name, options, value) {
   return h("select", { name }, options.map((o) => h("option", { value: o, selected: o === (value || "") }, o || "any")));
-}
-
-function toEpoch(local) {
-  if (!local) return null;
-  const t = Date.parse(local);
-  return Number.isNaN(t) ? null : t / 1000;
 }
 
 async function loadScopes(box, listBox) {
@@ -219,13 +224,10 @@ function markPressed(box) {
 }
 
 async function loadMemories(box) {
-  const f = listState.filters;
-  const query = {
-    ...getScope(), limit: PAGE_SIZE, offset: listState.offset, order: f.order || "newest",
-    kind: f.kind, role: f.role, text: f.text, since: toEpoch(f.since), until: toEpoch(f.until),
-  };
+  const query = memoryListQuery(getScope(), listState.offset, listState.filters);
   await guarded(async () => {
     const data = await api("GET", "/v1/memories", { query });
+    performance.mark("memory-list-data");
     const rows = data.memories.map((m) => h("tr", {},
       h("td", { class: "mono" }, fmtTime(m.created_at)),
       h("td", {}, m.role, " ", h("span", { class: "badge" }, m.kind), m.status !== "active" ? h("span", { class: "badge warn" }, m.status) : null),
@@ -247,7 +249,7 @@ async function loadMemories(box) {
       h("div", { class: "pager" },
         h("button", { type: "button", disabled: listState.offset === 0, onclick: () => { listState.offset = Math.max(0, listState.offset - PAGE_SIZE); loadMemories(box); } }, "← Previous"),
         h("button", { type: "button", disabled: last >= data.total, onclick: () => { listState.offset += PAGE_SIZE; loadMemories(box); } }, "Next →")));
-    window.__firstListPaint = window.__firstListPaint || performance.now();
+    performance.mark("memory-list-dom");
   });
 }
 
@@ -740,7 +742,6 @@ function start() {
   $("#login").hidden = true;
   $("#nav").hidden = false; $("#who").hidden = false; $("#scope-bar").hidden = false;
   setScope(getScope());
-  api("GET", "/v1/scopes", { query: { limit: 1 } }).then((d) => { $("#workspace-label").textContent = `workspace: ${d.workspace}`; }, () => {});
   if (!location.hash) location.hash = "#/memories";
   route();
 }
