@@ -182,11 +182,11 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
 
         # -- graph of the memory that moved ----------------------------------------------
         page.goto(f"{url}/ui/#/graph/{top}")
-        page.wait_for_selector("#graph-svg line", state="attached")
+        page.wait_for_selector("#graph-svg path.edge", state="attached")
         assert page.locator("#graph-svg g.node").count() >= 2
         assert page.locator("#edge-table tbody tr").count() >= 1
         # The reply feedback above changed edge weights: their history is drawn.
-        page.wait_for_selector("#edge-table svg polyline", state="attached")
+        page.wait_for_selector("#edge-table svg path", state="attached")
         _shot(page, "graph")
 
         # -- learning: timeline, multiplier, rank shifts ---------------------------------

@@ -190,16 +190,20 @@ async function loadScopes(box, listBox) {
     }
     const current = getScope();
     const pick = (sc) => { setScope(sc); listState.offset = 0; loadMemories(listBox); markPressed(box); };
+    // A missing key cannot be asked for (the API filters only on given keys): such a level
+    // is a label, not a button.
     const item = (label, count, sc) => h("li", {},
-      h("button", { type: "button", "data-scope": JSON.stringify(sc), "aria-pressed": String(sameScope(sc, current)), onclick: () => pick(sc) }, label),
-      h("span", { class: "count" }, `${count.toLocaleString()} memories`));
+      sc === null
+        ? h("span", { class: "muted" }, label)
+        : h("button", { type: "button", "data-scope": JSON.stringify(sc), "aria-pressed": String(sameScope(sc, current)), onclick: () => pick(sc) }, label),
+      h("span", { class: "count" }, `${count.toLocaleString()} ${count === 1 ? "memory" : "memories"}`));
     const tree = h("ul", {}, item(`workspace ${data.workspace}`, data.scopes.reduce((n, r) => n + r.memories, 0), {}));
     for (const [user, u] of users) {
-      const uli = item(user === null ? "(no user)" : `user ${user}`, u.count, user === null ? {} : { user_id: user });
+      const uli = item(user === null ? "(no user)" : `user ${user}`, u.count, user === null ? null : { user_id: user });
       const agents = h("ul");
       for (const [agent, a] of u.agents) {
         const base = user === null ? {} : { user_id: user };
-        const ali = item(agent === null ? "(no agent)" : `agent ${agent}`, a.count, agent === null ? base : { ...base, agent_id: agent });
+        const ali = item(agent === null ? "(no agent)" : `agent ${agent}`, a.count, agent === null ? null : { ...base, agent_id: agent });
         const sessions = h("ul");
         for (const row of a.sessions) {
           if (row.session_id === null) continue;
@@ -242,8 +246,7 @@ async function loadMemories(box) {
     const last = listState.offset + data.memories.length;
     box.replaceChildren(
       h("p", { class: "muted", id: "memory-count", elementtiming: "memory-list" }, `${scopeLabel(getScope())}: ${first.toLocaleString()}–${last.toLocaleString()} of ${data.total.toLocaleString()}`),
-      h("div", { class: "table-wrap" }, h("table", { id: "memory-table" },
-        h("caption", { class: "muted", style: null }, ""),
+      h("div", { class: "table-wrap" }, h("table", { id: "memory-table", class: "stack", "aria-labelledby": "mem-h" },
         h("thead", {}, h("tr", {}, h("th", {}, "Created (UTC)"), h("th", {}, "Role / kind"), h("th", {}, "Content"), h("th", {}, "Scope"), h("th", {}, "Actions"))),
         h("tbody", {}, rows))),
       h("div", { class: "pager" },
@@ -481,14 +484,26 @@ async function loadGraph(out, id, depth) {
     const others = nodes.filter((n) => n.id !== data.memory_id);
     others.forEach((n, i) => {
       const ring = others.length > 14 && i % 2 ? 0.62 : 0.9;
-      const a = (2 * Math.PI * i) / Math.max(1, others.length) - Math.PI / 2;
+      // Spread around the centre, starting at the right (two neighbours sit left and right).
+      const a = (2 * Math.PI * i) / Math.max(1, others.length);
       pos.set(n.id, [cx + Math.cos(a) * (W / 2 - 110) * ring, cy + Math.sin(a) * (H / 2 - 40) * ring]);
     });
     const content = new Map(nodes.map((n) => [n.id, n.content]));
     const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `Graph of ${nodes.length} memories and ${data.edges.length} edges`, id: "graph-svg" });
+    const seen = new Map();
     for (const e of data.edges) {
       const [x1, y1] = pos.get(e.src), [x2, y2] = pos.get(e.dst);
-      svg.append(s("line", { x1, y1, x2, y2, stroke: kindColour(e.kind, kinds), "stroke-width": 1 + 7 * Math.max(0, Math.min(1, e.weight)), "stroke-opacity": 0.75 },
+      // Each edge between the same two memories (either direction, any kind) bends its own
+      // way, so a link and its reverse are both visible.
+      const pair = [e.src, e.dst].sort().join("|");
+      const nth = seen.get(pair) || 0;
+      seen.set(pair, nth + 1);
+      // Offsets alternate sides of the pair's line; the perpendicular flips with direction.
+      const bend = (nth % 2 ? -1 : 1) * (12 + 14 * Math.floor(nth / 2)) * (e.src < e.dst ? 1 : -1);
+      const len = Math.hypot(x2 - x1, y2 - y1) || 1;
+      const qx = (x1 + x2) / 2 - ((y2 - y1) / len) * bend, qy = (y1 + y2) / 2 + ((x2 - x1) / len) * bend;
+      svg.append(s("path", { d: `M ${x1} ${y1} Q ${qx} ${qy} ${x2} ${y2}`, fill: "none", stroke: kindColour(e.kind, kinds),
+        "stroke-width": 1 + 7 * Math.max(0, Math.min(1, e.weight)), "stroke-opacity": 0.75, class: "edge" },
         s("title", {}, `${e.kind} ${num(e.weight)}: ${short(content.get(e.src), 40)} → ${short(content.get(e.dst), 40)}`)));
     }
     for (const n of nodes) {
@@ -513,32 +528,39 @@ async function loadGraph(out, id, depth) {
         h("td", {}, h("span", { class: "badge", style: null }, e.kind)),
         h("td", { class: "content" }, short(content.get(e.src), 60)), h("td", { class: "content" }, short(content.get(e.dst), 60)),
         h("td", { class: "num mono" }, num(e.weight)),
-        h("td", {}, ch.length ? sparkline(ch.map((c) => [c.at, c.weight]), e.weight) : h("span", { class: "muted" }, "no feedback yet")));
+        h("td", {}, ch.length ? sparkline(ch, e.weight) : h("span", { class: "muted" }, "no feedback yet")));
     });
     out.replaceChildren(
       h("section", { class: "card" }, h("h2", {}, `Around “${short(content.get(data.memory_id), 70)}”`),
         h("div", { class: "legend" }, kinds.map((k) => h("span", {}, h("i", { style: null, "data-colour": kindColour(k, kinds) }), k)), h("span", {}, "line thickness = weight")),
         svg),
       h("section", { class: "card" }, h("h2", {}, "Edges and their weight over time (changes by feedback)"),
-        h("div", { class: "table-wrap" }, h("table", { id: "edge-table" },
+        h("div", { class: "table-wrap" }, h("table", { id: "edge-table", class: "stack" },
           h("thead", {}, h("tr", {}, h("th", {}, "kind"), h("th", {}, "from"), h("th", {}, "to"), h("th", { class: "num" }, "weight"), h("th", {}, "weight over time"))),
           h("tbody", {}, rows)))));
     for (const i of out.querySelectorAll("i[data-colour]")) i.style.background = i.dataset.colour;
   });
 }
 
-function sparkline(points, current) {
-  const W = 180, H = 36;
-  const ts = points.map((p) => p[0]);
-  const t0 = Math.min(...ts), t1 = Math.max(...ts);
+// The weight before the first change (after minus the delta asked, as far as clamping allows),
+// then after each change: one step per feedback, its time in the tooltip.
+function sparkline(changes, current) {
+  const first = changes[0];
+  const start = Math.max(0, first.weight - first.delta);
+  const points = [[first.at, start, "before feedback"], ...changes.map((c) => [c.at, c.weight, `${c.delta >= 0 ? "+" : ""}${num(c.delta, 3)}`])];
+  const W = 180, H = 40;
   const ys = points.map((p) => p[1]);
   const lo = Math.min(0, ...ys), hi = Math.max(1, ...ys);
-  const x = (t) => (t1 === t0 ? W / 2 : 4 + ((t - t0) / (t1 - t0)) * (W - 8));
-  const y = (w) => H - 4 - ((w - lo) / (hi - lo)) * (H - 8);
-  const pts = points.map(([t, w]) => `${x(t).toFixed(1)},${y(w).toFixed(1)}`).join(" ");
+  const x = (i) => 6 + (i / Math.max(1, points.length - 1)) * (W - 12);
+  const y = (w) => H - 5 - ((w - lo) / (hi - lo)) * (H - 10);
+  let d = `M ${x(0)} ${y(points[0][1])}`;
+  points.slice(1).forEach((p, i) => { d += ` H ${x(i + 1)} V ${y(p[1])}`; });
   return s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": `weight ${ys.map((w) => num(w, 2)).join(" → ")}, now ${num(current, 2)}` },
-    s("polyline", { points: pts, fill: "none", stroke: "#0b5cad", "stroke-width": 2 }),
-    ...points.map(([t, w]) => s("circle", { cx: x(t), cy: y(w), r: 2.5, fill: "#0b5cad" }, s("title", {}, `${fmtTime(t)}: ${num(w)}`))));
+    s("line", { x1: 0, x2: W, y1: y(hi), y2: y(hi), class: "chart-axis", "stroke-dasharray": "2 3" }),
+    s("line", { x1: 0, x2: W, y1: y(lo), y2: y(lo), class: "chart-axis" }),
+    s("path", { d, fill: "none", stroke: "#0b5cad", "stroke-width": 2 }),
+    ...points.map(([t, w, what], i) => s("circle", { cx: x(i), cy: y(w), r: 3, fill: i ? "#0b5cad" : "#fff", stroke: "#0b5cad" },
+      s("title", {}, `${fmtTime(t)} ${what}: ${num(w)}`))));
 }
 
 // 4. Learning --------------------------------------------------------------------------------
@@ -582,7 +604,7 @@ async function loadLearning(out, memoryId) {
     pickForm.addEventListener("submit", (ev) => { ev.preventDefault(); loadMultiplier(multBox, pickForm.id.value.trim()); });
     out.replaceChildren(
       h("section", { class: "card" }, h("h2", {}, "Timeline"), timelineChart(tl.items),
-        h("div", { class: "table-wrap" }, h("table", { id: "timeline-table" },
+        h("div", { class: "table-wrap" }, h("table", { id: "timeline-table", class: "stack" },
           h("thead", {}, h("tr", {}, h("th", {}, "When (UTC)"), h("th", {}, "Type"), h("th", {}, "What"), h("th", {}, "Scope"))),
           h("tbody", {}, tl.items.slice(0, 100).map((i) => h("tr", {},
             h("td", { class: "mono" }, fmtTime(i.at)), h("td", {}, h("span", { class: "badge" }, i.type)), h("td", { class: "content" }, summary(i)),
