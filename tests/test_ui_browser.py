@@ -95,8 +95,10 @@ def served(tmp_path: Path, minilm: MiniLMEmbedder) -> Iterator[dict[str, Any]]:
 
 
 def _shot(page: Any, name: str) -> None:
+    """The whole page, and what a window of the current size shows (``-window``)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{name}-window.png"))
 
 
 def _login(page: Any, url: str, key: str) -> None:
