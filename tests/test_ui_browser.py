@@ -226,6 +226,28 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
         verdicts = {(r["verdict"], r["recall_id"]) for r in ratings}
         assert ("accepted", None) in verdicts and ("rejected", None) in verdicts
 
+        # -- edit and forget, each after a confirmation -----------------------------------
+        page.get_by_role("link", name="Memories").click()
+        row = page.locator("#memory-table tbody tr", has_text="I prefer tea over coffee.")
+        row.get_by_role("button", name="Edit").click()
+        page.locator("#edit-content").fill("I prefer green tea over coffee.")
+        page.locator("#edit-reason").fill("more precise")
+        page.locator("#dialog").get_by_role("button", name="Save").click()
+        row = page.locator("#memory-table tbody tr", has_text="I prefer green tea over coffee.")
+        row.get_by_role("button", name="History").click()
+        expect(page.locator("#dialog")).to_contain_text("more precise")
+        page.keyboard.press("Escape")
+        count = page.locator("#memory-count").inner_text()
+        row = page.locator("#memory-table tbody tr", has_text="Noted: tea, not coffee.")
+        row.get_by_role("button", name="Forget").click()
+        page.locator("#dialog").get_by_role("button", name="Cancel").click()
+        expect(page.locator("#memory-count")).to_have_text(count)
+        assert len(served["mem"].list(user_id="alice", workspace="acme")) == 8
+        row.get_by_role("button", name="Forget").click()
+        page.locator("#dialog").get_by_role("button", name="Forget").click()
+        expect(page.locator("#memory-count")).to_have_text(re.compile(r"of 7$"))
+        assert "Noted: tea" not in page.locator("#memory-table").inner_text()
+
         # -- keyboard: skip link, then the nav, without a mouse ---------------------------
         page.goto(f"{url}/ui/#/memories")
         page.reload()  # a fresh document: focus starts at the top

@@ -393,16 +393,18 @@ function renderRecall(out, data) {
         tensionIds.has(r.memory.id) ? h("span", { class: "badge bad" }, "in tension") : null),
       ...scoreBar(r, scale),
       h("div", { class: "actions" },
-        h("button", { type: "button", class: "small secondary", onclick: () => explain(r.memory.id) }, "Explain"),
-        h("button", { type: "button", class: "small", "data-verdict": "accepted", onclick: () => rate(r.memory.id, "accepted", data.recall_id, out) }, "Helped"),
-        h("button", { type: "button", class: "small danger", "data-verdict": "rejected", onclick: () => rate(r.memory.id, "rejected", data.recall_id, out) }, "Wrong"),
+        h("button", { type: "button", class: "small secondary", "aria-label": `Explain #${rank}`, onclick: () => explain(r.memory.id) }, "Explain"),
+        h("button", { type: "button", class: "small", "aria-label": `Helped: #${rank}`, onclick: () => rate(r.memory.id, "accepted", data.recall_id, out) }, "Helped"),
+        h("button", { type: "button", class: "small danger", "aria-label": `Wrong: #${rank}`, onclick: () => rate(r.memory.id, "rejected", data.recall_id, out) }, "Wrong"),
         h("a", { href: `#/graph/${encodeURIComponent(r.memory.id)}` }, "Graph")));
   }));
   const label = (id) => short(contents.get(id) || id, 50);
+  const PATHS_SHOWN = 8;
   const paths = data.paths.length
-    ? data.paths.map((p) => h("p", { class: "path" }, p.nodes.flatMap((n, i) => [
+    ? data.paths.slice(0, PATHS_SHOWN).map((p) => h("p", { class: "path" }, p.nodes.flatMap((n, i) => [
         i ? h("span", { class: "arrow" }, `—${p.kinds[i - 1]} ${num(p.weights[i - 1], 2)}→`) : null, label(n)]),
       h("span", { class: "muted" }, `  (score ${num(p.score)})`)))
+      .concat(data.paths.length > PATHS_SHOWN ? [h("p", { class: "muted" }, `and ${data.paths.length - PATHS_SHOWN} more, weaker`)] : [])
     : [h("p", { class: "muted" }, "No graph paths.")];
   const tensions = data.tensions.length
     ? data.tensions.map((t) => h("p", {}, h("span", { class: "badge bad" }, t.kind), ` ${label(t.a)}  ⟷  ${label(t.b)}`,
