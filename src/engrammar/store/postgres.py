@@ -1743,6 +1743,7 @@ class PostgresStore:
         "memories": ("seq",),
         "memory_changes": ("rev",),
         "edges": ("workspace", "src", "dst", "kind"),
+        "edge_changes": ("seq",),
         "recalls": ("seq",),
         "feedback_events": ("seq",),
         "decision_memories": ("workspace", "event_id", "answer"),

@@ -1051,6 +1051,7 @@ class SQLiteStore:
         "memories": "seq",
         "memory_changes": "rev",
         "edges": "rowid",
+        "edge_changes": "seq",
         "recalls": "rowid",
         "feedback_events": "seq",
         "decision_memories": "rowid",
