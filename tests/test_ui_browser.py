@@ -127,6 +127,11 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # The page keeps to its own Content-Security-Policy (no inline script or style).
+        page.on(
+            "console",
+            lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+        )
 
         # -- login, scopes and memories ---------------------------------------------------
         page.goto(f"{url}/ui/")
