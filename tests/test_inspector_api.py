@@ -232,6 +232,15 @@ def test_user_bound_key_sees_no_other_users_neighbours(srv: Srv) -> None:
         assert c.get(f"/v1/memories/{bob}/learning").status_code == 404
         graph = c.get(f"/v1/memories/{paris}/edges", params={"depth": 2}).json()
         assert {n["user_id"] for n in graph["nodes"]} == {"alice"}
+        asked = c.get(f"/v1/memories/{paris}/edges", params={"user_id": "bob"})
+        assert asked.status_code == 403
+    with srv.client("acme") as c:
+        everyone = c.get(f"/v1/memories/{paris}/edges", params={"depth": 2}).json()
+        narrowed = c.get(
+            f"/v1/memories/{paris}/edges", params={"depth": 2, "user_id": "alice"}
+        ).json()
+        assert {n["user_id"] for n in narrowed["nodes"]} == {"alice"}
+        assert len(narrowed["nodes"]) <= len(everyone["nodes"])
 
 
 def test_forget_removes_the_edge_history(srv: Srv, tmp_path: Path) -> None:

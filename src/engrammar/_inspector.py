@@ -85,12 +85,20 @@ class InspectorOperations:
         )
 
     def memory_edges(
-        self, *, memory_id: Any, workspace: Any = None, depth: Any = None, limit: Any = None
+        self,
+        *,
+        memory_id: Any,
+        user_id: Any = None,
+        workspace: Any = None,
+        depth: Any = None,
+        limit: Any = None,
     ) -> dict[str, Any]:
-        ws, _ = self.principal.resolve(workspace, None)
-        bound = self.principal.user_id if self.principal.fixed else None
+        # user_id narrows the neighbours to one user's memories; a user-bound key is narrowed
+        # to its own user whatever it asks.
+        ws, user = self.principal.resolve(workspace, user_id)
         center = self._own(memory_id, ws)
-        return self._inspector().memory_edges(center, depth=depth, limit=limit, only_user=bound)
+        only_user = v.scope_id("user_id", user)
+        return self._inspector().memory_edges(center, depth=depth, limit=limit, only_user=only_user)
 
     def memory_learning(self, *, memory_id: Any, workspace: Any = None) -> dict[str, Any]:
         ws, _ = self.principal.resolve(workspace, None)

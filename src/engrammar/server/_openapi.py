@@ -684,6 +684,7 @@ def _inspector_paths() -> dict[str, Any]:
                 params=[
                     _PATH_ID,
                     _WORKSPACE_Q,
+                    _query("user_id", _ID, "Only neighbours of this user."),
                     _query("depth", {"type": "integer", "minimum": 1, "maximum": 2}, "Hops."),
                     lim("Edges at most (default 200).", 1_000),
                 ],
