@@ -4,29 +4,15 @@ PostgreSQL: filtered pages with totals, scope counts, edges of a kind, the edge-
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from engrammar.models import Scope
 from engrammar.store import EdgeDelta, NewEdge, RecallRecord, Store
 from engrammar.store.base import ReplySignal
 from engrammar.store.inspect_sql import MemoryFilter
-from test_store_contract import EMB, HI, LO, WS, add, new, open_backend
+from test_store_contract import EMB, HI, LO, WS, add, new
 
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    where = (
-        str(tmp_path / "store.db")
-        if request.param == "sqlite"
-        else request.getfixturevalue("pg_url")
-    )
-    s = open_backend(request.param, where)
-    s.check_embedder(EMB.name, EMB.dim)
-    yield s
-    s.close()
+pytestmark = pytest.mark.every_store
 
 
 def test_find_memories_filters_orders_and_counts(store: Store) -> None:

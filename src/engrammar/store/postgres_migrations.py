@@ -328,7 +328,7 @@ def m006_edge_changes(conn: Conn) -> None:
         conn,
         """
         CREATE TABLE edge_changes (
-            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
             workspace TEXT NOT NULL,
             src TEXT NOT NULL,
             dst TEXT NOT NULL,
@@ -336,7 +336,8 @@ def m006_edge_changes(conn: Conn) -> None:
             delta DOUBLE PRECISION NOT NULL,
             weight DOUBLE PRECISION NOT NULL,
             recall_id TEXT,
-            at DOUBLE PRECISION NOT NULL
+            at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, seq)
         )
         """,
         "CREATE INDEX edge_changes_src ON edge_changes (workspace, src, at)",

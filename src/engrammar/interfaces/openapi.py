@@ -1,4 +1,8 @@
-"""The OpenAPI 3.1 document of the REST API, written by hand to match ``_http.rest_routes``."""
+"""The OpenAPI 3.1 document of the REST API.
+
+Its paths are generated from the operation table (:mod:`.operations`), the same table the
+routes are; the request and record schemas are written here, and their limits (content length,
+messages per add) are read from the :class:`~engrammar.config.Config` being served."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from functools import cache
 from typing import Any
 
 from .. import __version__, models
+from ..config import Config
+from .operations import OPERATIONS, Operation, Param
 
 __all__ = ["openapi_document"]
 
@@ -19,7 +25,8 @@ _ID = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _PATTERN}
 # Ids in a URL path also exclude '/' and the dot segments a client would normalise away.
 _PATH_PATTERN = "^(?!\\.{1,2}$)[^\\x00/]*\\S[^\\x00/]*$"
 _PATH_SCHEMA = {**_ID, "pattern": _PATH_PATTERN}
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 20_000, "pattern": _PATTERN}
+#: The text schema; ``maxLength`` is set from ``Config.max_content_chars`` per document.
+_TEXT: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": _PATTERN}
 _TIME = {
     "description": "ISO-8601 date-time or epoch seconds.",
     "anyOf": [
@@ -78,20 +85,6 @@ def _page_query(default_limit: int = 100) -> list[dict[str, Any]]:
     ]
 
 
-def _scope_query() -> list[dict[str, Any]]:
-    return [_query(k, _ID, d) for k, d in _SCOPE_DOC.items()]
-
-
-_PATH_ID = {
-    "name": "memory_id",
-    "in": "path",
-    "required": True,
-    "schema": _PATH_SCHEMA,
-    "description": "The memory's id.",
-}
-_WORKSPACE_Q = _query("workspace", _ID, _SCOPE_DOC["workspace"])
-
-
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": schema}}}
 
@@ -134,7 +127,7 @@ def _op(
     return out
 
 
-def _schemas() -> dict[str, Any]:
+def _schemas(max_messages: int) -> dict[str, Any]:
     memory = {
         "type": "object",
         "required": [
@@ -155,7 +148,7 @@ def _schemas() -> dict[str, Any]:
         "properties": {
             "id": {"type": "string"},
             "content": {"type": "string"},
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "role": {"type": "string", "enum": list(models.ROLES)},
             "kind": {"type": "string"},
             "workspace": {"type": "string"},
             "user_id": _NULLABLE_STR,
@@ -184,7 +177,7 @@ def _schemas() -> dict[str, Any]:
         "required": ["role", "content"],
         "additionalProperties": False,
         "properties": {
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "role": {"type": "string", "enum": list(models.ROLES)},
             "content": _TEXT,
             "name": _opt(_ID),
             "timestamp": _TIME,
@@ -225,7 +218,7 @@ def _schemas() -> dict[str, Any]:
         },
         "JSONValue": json_value,
         "JSONObject": json_object,
-        "Kind": {"type": "string", "enum": ["message", "fact", "decision", "preference", "event"]},
+        "Kind": {"type": "string", "enum": list(models.KINDS)},
         "Memory": memory,
         "ScoredMemory": scored,
         "Message": message,
@@ -241,7 +234,7 @@ def _schemas() -> dict[str, Any]:
                     "type": ["array", "null"],
                     "items": _ref("Message"),
                     "minItems": 1,
-                    "maxItems": 10_000,
+                    "maxItems": max_messages,
                 },
                 **_scope_props(),
                 "metadata": _METADATA,
@@ -297,6 +290,7 @@ def _schemas() -> dict[str, Any]:
                 "total": {"type": "integer", "minimum": 0, "description": "Matches in all."},
             },
         },
+        **_inspector_schemas(),
         "UpdateRequest": {
             "type": "object",
             "additionalProperties": False,
@@ -393,7 +387,8 @@ def _schemas() -> dict[str, Any]:
             },
         },
         **_record_requests(),
-        **{c[1]: _record_schema(getattr(models, c[1])) for c in _COLLECTIONS},
+        **{name: _record_schema(getattr(models, name)) for name in _RECORDS},
+        **{f"{name}List": _listing(name) for name in _RECORDS},
         "Stats": {
             "type": "object",
             "required": ["memories"],
@@ -425,7 +420,7 @@ def _text(doc: str) -> dict[str, Any]:
 
 
 def _record_requests() -> dict[str, Any]:
-    states = {"type": "string", "enum": ["corrected", "adopted", "rejected"]}
+    states = {"type": "string", "enum": list(models.FEEDBACK_STATES)}
     weight = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
 
     def request(
@@ -471,7 +466,7 @@ def _record_requests() -> dict[str, Any]:
             {
                 "event_id": _ID,
                 "final_decision": states,
-                "outcome": {"type": "string", "enum": ["success", "partial", "failure", "unknown"]},
+                "outcome": {"type": "string", "enum": list(models.REVIEW_OUTCOMES)},
                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                 "reason": _opt(_TEXT),
                 "user_id": _opt(_ID),
@@ -512,7 +507,7 @@ def _record_requests() -> dict[str, Any]:
             ["memory_id", "verdict"],
             {
                 "memory_id": _ID,
-                "verdict": {"type": "string", "enum": ["accepted", "rejected", "corrected"]},
+                "verdict": {"type": "string", "enum": list(models.RATING_VERDICTS)},
                 "correction": _opt(_TEXT),
                 "recall_id": _opt(_ID),
                 "context": _opt(_TEXT),
@@ -526,361 +521,107 @@ def _record_requests() -> dict[str, Any]:
     }
 
 
-# (path, record class name, request schema, list key, id name, title)
-_COLLECTIONS = (
-    (
-        "feedback-events",
-        "FeedbackEvent",
-        "FeedbackEventRequest",
-        "feedback_events",
-        "event_id",
-        "feedback event",
-    ),
-    (
-        "decision-reviews",
-        "DecisionReview",
-        "DecisionReviewRequest",
-        "decision_reviews",
-        "review_id",
-        "decision review",
-    ),
-    (
-        "preference-pairs",
-        "PreferencePair",
-        "PreferencePairRequest",
-        "preference_pairs",
-        "pair_id",
-        "preference pair",
-    ),
-    ("events", "LoggedEvent", "LogEventRequest", "logged_events", "event_id", "logged event"),
-    ("ratings", "MemoryRating", "RatingRequest", "memory_ratings", "rating_id", "memory rating"),
-)
+_RECORDS = ("FeedbackEvent", "DecisionReview", "PreferencePair", "LoggedEvent", "MemoryRating")
 
 
-def _record_paths() -> dict[str, Any]:
-    paths: dict[str, Any] = {}
-    page = _page_query()
-    for path, cls, req, key, id_name, title in _COLLECTIONS:
-        scope = [
-            p for p in _scope_query() if not (cls == "DecisionReview" and p["name"] == "session_id")
-        ]
-        listing = {
-            "type": "object",
-            "required": [key],
-            "properties": {key: {"type": "array", "items": _ref(cls)}},
-        }
-        paths[f"/v1/{path}"] = {
-            "post": _op(
-                f"Create a {title}",
-                (201, f"The {title} as stored.", _ref(cls)),
-                body=_ref(req),
-                errors=(401, 403, 404, 409, 422),
-                op_id=f"create_{key}",
-            ),
-            "get": _op(
-                f"List {title}s of a scope, oldest first",
-                (200, f"A page of {title}s.", listing),
-                params=[*scope, *page],
-                op_id=f"list_{key}",
-            ),
-        }
-        paths[f"/v1/{path}/{{{id_name}}}"] = {
-            "get": _op(
-                f"One {title}",
-                (200, f"The {title}.", _ref(cls)),
-                params=[
-                    {"name": id_name, "in": "path", "required": True, "schema": _PATH_SCHEMA},
-                    _WORKSPACE_Q,
-                ],
-                errors=(401, 403, 404, 422),
-                op_id=f"get_{key}",
-            ),
-        }
-    return paths
-
-
-def _list_filters() -> list[dict[str, Any]]:
-    number_or_iso = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": _PATTERN}
-    return [
-        _query("kind", _ID, "Only memories of this kind (message, fact, decision, ...)."),
-        _query(
-            "role",
-            {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
-            "Only memories of this role.",
-        ),
-        _query("status", _ID, "Only memories of this status (active, ...)."),
-        _query("since", number_or_iso, "Created at or after: epoch seconds or ISO-8601."),
-        _query("until", number_or_iso, "Created before: epoch seconds or ISO-8601."),
-        _query(
-            "text",
-            {"type": "string", "minLength": 1, "maxLength": 1_000, "pattern": _PATTERN},
-            "Content contains this text (case-insensitive).",
-        ),
-        _query("order", {"type": "string", "enum": ["oldest", "newest"]}, "Default oldest."),
-    ]
-
-
-def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {"type": "object", "required": required or list(props), "properties": props}
+def _listing(record: str) -> dict[str, Any]:
+    key = {"LoggedEvent": "logged_events", "MemoryRating": "memory_ratings"}.get(
+        record, "".join("_" + c.lower() if c.isupper() else c for c in record)[1:] + "s"
+    )
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: {"type": "array", "items": _ref(record)}},
+    }
 
 
 _ARRAY_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
 
 
-def _inspector_paths() -> dict[str, Any]:
-    """The reads of the web inspector (``/ui``), public like every other endpoint."""
-    limit = {"type": "integer", "minimum": 1, "maximum": 10_000}
-    user_agent = [p for p in _scope_query() if p["name"] in ("user_id", "agent_id", "workspace")]
+def _obj(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(props), "properties": props}
 
-    def lim(doc: str, maximum: int) -> dict[str, Any]:
-        return _query("limit", {**limit, "maximum": maximum}, doc)
 
+def _inspector_schemas() -> dict[str, Any]:
+    """The answers of the web inspector's reads."""
+    scope_row = _obj(
+        {
+            "user_id": _NULLABLE_STR,
+            "agent_id": _NULLABLE_STR,
+            "session_id": _NULLABLE_STR,
+            "memories": {"type": "integer", "minimum": 1},
+        }
+    )
     return {
-        "/v1/scopes": {
-            "get": _op(
-                "The users, agents and sessions of the key's workspace, with memory counts",
-                (
-                    200,
-                    "One row per distinct (user_id, agent_id, session_id), sorted by them.",
-                    _obj(
-                        {
-                            "workspace": {"type": "string"},
-                            "scopes": {
-                                "type": "array",
-                                "items": _obj(
-                                    {
-                                        "user_id": _NULLABLE_STR,
-                                        "agent_id": _NULLABLE_STR,
-                                        "session_id": _NULLABLE_STR,
-                                        "memories": {"type": "integer", "minimum": 1},
-                                    }
-                                ),
-                            },
-                            "truncated": {"type": "boolean"},
-                        }
-                    ),
-                ),
-                params=[*user_agent, lim("Rows at most (default 2000).", 10_000)],
-                op_id="scopes",
-            ),
-        },
-        "/v1/memories/{memory_id}/edges": {
-            "get": _op(
-                "A memory's graph neighbourhood, with every weight change feedback made",
-                (
-                    200,
-                    "The memories (the asked one first), the edges between them, and the "
-                    "logged weight changes of those edges, oldest first.",
-                    _obj(
-                        {
-                            "memory_id": {"type": "string"},
-                            "depth": {"type": "integer"},
-                            "nodes": {"type": "array", "items": _ref("Memory")},
-                            "edges": _ARRAY_OF_OBJECTS,
-                            "changes": _ARRAY_OF_OBJECTS,
-                        }
-                    ),
-                ),
-                params=[
-                    _PATH_ID,
-                    _WORKSPACE_Q,
-                    _query("user_id", _ID, "Only neighbours of this user."),
-                    _query("depth", {"type": "integer", "minimum": 1, "maximum": 2}, "Hops."),
-                    lim("Edges at most (default 200).", 1_000),
-                ],
-                errors=(401, 403, 404, 422),
-                op_id="memory_edges",
-            ),
-        },
-        "/v1/memories/{memory_id}/learning": {
-            "get": _op(
-                "The feedback signals on a memory and its learned multiplier after each",
-                (
-                    200,
-                    "Signals oldest first, each with the multiplier (1 + adjustment) for a "
-                    "query that fully matches their contexts.",
-                    _obj({"memory_id": {"type": "string"}, "signals": _ARRAY_OF_OBJECTS}),
-                ),
-                params=[_PATH_ID, _WORKSPACE_Q],
-                errors=(401, 403, 404, 422),
-                op_id="memory_learning",
-            ),
-        },
-        "/v1/timeline": {
-            "get": _op(
-                "A scope's feedback of every kind on one time line, newest first",
-                (
-                    200,
-                    "Feedback events, decision reviews, preference pairs, ratings, logged "
-                    "events and reply signals, each with its record.",
-                    _obj({"items": _ARRAY_OF_OBJECTS, "counts": {"type": "object"}}),
-                ),
-                params=[*_scope_query(), lim("Items at most (default 200).", 2_000)],
-                op_id="timeline",
-            ),
-        },
-        "/v1/rank-shifts": {
-            "get": _op(
-                "Ranks of memories that feedback touched: in the recall rated, and now",
-                (
-                    200,
-                    "Per (recall, memory): the signal, the rank in that recall and the rank "
-                    "the same query gives now.",
-                    _obj({"shifts": _ARRAY_OF_OBJECTS}),
-                ),
-                params=[*_scope_query(), lim("Recalls at most (default 10).", 50)],
-                op_id="rank_shifts",
-            ),
-        },
-        "/v1/tensions": {
-            "get": _op(
-                "Contradictions between a scope's memories, with the ratings of each side",
-                (
-                    200,
-                    "Each tension: both memories, kind, reason, the newer side, ratings.",
-                    _obj({"tensions": _ARRAY_OF_OBJECTS}),
-                ),
-                params=[*_scope_query(), lim("Tensions at most (default 100).", 1_000)],
-                op_id="tensions",
-            ),
-        },
-    }
-
-
-@cache
-def _document() -> dict[str, Any]:
-    paths: dict[str, Any] = {
-        "/healthz": {
-            "get": {
-                "summary": "Liveness check (no key needed)",
-                "operationId": "healthz",
-                "security": [],
-                "responses": {
-                    "200": {
-                        "description": "The server is up.",
-                        **_json(
-                            {
-                                "type": "object",
-                                "required": ["status", "version"],
-                                "properties": {
-                                    "status": {"type": "string"},
-                                    "version": {"type": "string"},
-                                },
-                            }
-                        ),
-                    }
-                },
+        "ScopeList": _obj(
+            {
+                "workspace": {"type": "string"},
+                "scopes": {"type": "array", "items": scope_row},
+                "truncated": {"type": "boolean"},
             }
-        },
-        "/v1/memories": {
-            "post": _op(
-                "Remember messages",
-                (201, "The ids of the stored memories.", _ref("AddResult")),
-                body=_ref("AddRequest"),
-                op_id="add",
-            ),
-            "get": _op(
-                "List memories of a scope (oldest first unless order=newest), with filters",
-                (200, "A page of memories and how many match in all.", _ref("MemoryList")),
-                params=[*_scope_query(), *_page_query(), *_list_filters()],
-                op_id="list",
-            ),
-        },
-        "/v1/memories/{memory_id}": {
-            "get": _op(
-                "One memory",
-                (200, "The memory.", _ref("Memory")),
-                params=[_PATH_ID, _WORKSPACE_Q],
-                errors=(401, 403, 404, 422),
-                op_id="get",
-            ),
-            "patch": _op(
-                "Change a memory's content and/or metadata",
-                (200, "The memory after the change.", _ref("Memory")),
-                params=[_PATH_ID],
-                body=_ref("UpdateRequest"),
-                errors=(401, 403, 404, 409, 422),
-                op_id="update",
-            ),
-            "delete": _op(
-                "Delete a memory with its graph links",
-                (200, "How many memories were deleted.", _ref("ForgetResult")),
-                params=[_PATH_ID, *_scope_query()],
-                errors=(401, 403, 404, 422),
-                op_id="forget_one",
-            ),
-        },
-        "/v1/memories/{memory_id}/history": {
-            "get": _op(
-                "What changed a memory and why",
-                (200, "The changes, oldest first.", _ref("History")),
-                params=[_PATH_ID, _WORKSPACE_Q],
-                errors=(401, 403, 404, 422),
-                op_id="history",
-            ),
-        },
-        "/v1/recall": {
-            "post": _op(
-                "Recall what matters for the next turn (recorded for feedback)",
-                (
-                    200,
-                    "Ranked memories, paths, tensions and a formatted block.",
-                    _ref("RecallResult"),
-                ),
-                body=_ref("QueryRequest"),
-                op_id="recall",
-            ),
-        },
-        "/v1/search": {
-            "post": _op(
-                "Hybrid search without the graph",
-                (200, "Ranked memories.", _ref("SearchResult")),
-                body=_ref("QueryRequest"),
-                op_id="search",
-            ),
-        },
-        "/v1/forget": {
-            "post": _op(
-                "Delete memories by id or a whole scope",
-                (200, "How many memories were deleted.", _ref("ForgetResult")),
-                body=_ref("ForgetRequest"),
-                errors=(401, 403, 404, 422),
-                op_id="forget",
-            ),
-        },
-        "/v1/feedback": {
-            "post": _op(
-                "Learn from the reply to a recall (MemWire alignment feedback)",
-                (
-                    200,
-                    "How many graph edges were strengthened and weakened.",
-                    _ref("FeedbackResult"),
-                ),
-                body=_ref("FeedbackRequest"),
-                errors=(401, 403, 404, 422),
-                op_id="feedback",
-            ),
-        },
-        "/v1/explain": {
-            "post": _op(
-                "Why a memory ranks where it does for a query",
-                (200, "Every component of the memory's score.", _ref("Explanation")),
-                body=_ref("ExplainRequest"),
-                errors=(401, 403, 404, 422),
-                op_id="explain",
-            ),
-        },
-        **_record_paths(),
-        **_inspector_paths(),
-        "/v1/stats": {
-            "get": _op(
-                "Counts of a scope",
-                (200, "Counts of memories, edges, recalls and feedback.", _ref("Stats")),
-                params=_scope_query(),
-                op_id="stats",
-            ),
-        },
+        ),
+        "Neighbourhood": _obj(
+            {
+                "memory_id": {"type": "string"},
+                "depth": {"type": "integer"},
+                "nodes": {"type": "array", "items": _ref("Memory")},
+                "edges": _ARRAY_OF_OBJECTS,
+                "changes": _ARRAY_OF_OBJECTS,
+            }
+        ),
+        "MemoryLearning": _obj({"memory_id": {"type": "string"}, "signals": _ARRAY_OF_OBJECTS}),
+        "Timeline": _obj({"items": _ARRAY_OF_OBJECTS, "counts": {"type": "object"}}),
+        "RankShifts": _obj({"shifts": _ARRAY_OF_OBJECTS}),
+        "Tensions": _obj({"tensions": _ARRAY_OF_OBJECTS}),
     }
+
+
+def _parameter(param: Param, where: str) -> dict[str, Any]:
+    if where == "path":
+        schema = {"name": param.name, "in": "path", "required": True, "schema": _PATH_SCHEMA}
+        return {**schema, "description": param.doc}
+    if param.name in _SCOPE_DOC:
+        return _query(param.name, _ID, _SCOPE_DOC[param.name])
+    if param.high is not None and (param.name == "depth" or param.default is None):
+        # The inspector's reads: each limit with its own bound, default in its doc.
+        bounds = {"type": "integer", "minimum": int(param.low or 1), "maximum": int(param.high)}
+        return _query(param.name, bounds, param.doc)
+    if param.choices is not None:
+        return _query(param.name, {"type": "string", "enum": list(param.choices)}, param.doc)
+    if param.name in ("status", "text"):
+        text = {"type": "string", "minLength": 1, "maxLength": 1_000, "pattern": _PATTERN}
+        return _query(param.name, _ID if param.name == "status" else text, param.doc)
+    if param.name in ("since", "until"):
+        moment = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": _PATTERN}
+        return _query(param.name, moment, param.doc)
+    if param.name == "limit":
+        return _page_query(param.default)[0]
+    if param.name == "offset":
+        return _page_query()[1]
+    raise AssertionError(f"no query schema for {param.name}")  # pragma: no cover
+
+
+def _operation(op: Operation, method: str, path: str, status: int, op_id: str) -> dict[str, Any]:
+    body, answer = op.schemas
+    in_body = method in ("POST", "PATCH")
+    params = [_parameter(p, "path") for p in op.params if "{" + p.name + "}" in path]
+    if not in_body:
+        params += [_parameter(p, "query") for p in op.params if "{" + p.name + "}" not in path]
+    return _op(
+        op.summary,
+        (status, f"{op.summary}: the answer.", _ref(answer or "")),
+        body=_ref(body) if in_body and body else None,
+        params=params,
+        errors=op.errors,
+        op_id=op_id or op.name,
+    )
+
+
+def _document(max_chars: int, max_messages: int) -> dict[str, Any]:
+    paths: dict[str, Any] = {"/healthz": _HEALTHZ}
+    for op in OPERATIONS:
+        for route in op.http:
+            paths.setdefault(route.path, {})[route.method.lower()] = _operation(op, *route)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -891,7 +632,7 @@ def _document() -> dict[str, Any]:
         },
         "paths": paths,
         "components": {
-            "schemas": _schemas(),
+            "schemas": _limited(_schemas(max_messages), max_chars),
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -903,6 +644,52 @@ def _document() -> dict[str, Any]:
     }
 
 
-def openapi_document() -> dict[str, Any]:
-    """The OpenAPI document (a fresh copy the caller may change)."""
-    return copy.deepcopy(_document())
+def _limited(value: Any, max_chars: int) -> Any:
+    """``value`` with every text schema's ``maxLength`` set to ``max_chars``."""
+    if isinstance(value, dict):
+        out = {k: _limited(v, max_chars) for k, v in value.items()}
+        if value.get("pattern") == _PATTERN and "maxLength" not in value:
+            out["maxLength"] = max_chars
+        return out
+    if isinstance(value, list):
+        return [_limited(v, max_chars) for v in value]
+    return value
+
+
+_HEALTHZ = {
+    "get": {
+        "summary": "Liveness check (no key needed)",
+        "operationId": "healthz",
+        "security": [],
+        "responses": {
+            "200": {
+                "description": "The server is up.",
+                **_json(
+                    {
+                        "type": "object",
+                        "required": ["status", "version"],
+                        "properties": {
+                            "status": {"type": "string"},
+                            "version": {"type": "string"},
+                        },
+                    }
+                ),
+            }
+        },
+    }
+}
+
+
+@cache
+def _cached(max_chars: int, max_messages: int) -> dict[str, Any]:
+    return _document(max_chars, max_messages)
+
+
+def openapi_document(config: Config | None = None) -> dict[str, Any]:
+    """The OpenAPI document for ``config``'s limits (default: the defaults), a fresh copy."""
+    if config is None:
+        defaults = Config.describe()
+        limits = defaults["max_content_chars"][0], defaults["max_messages_per_add"][0]
+    else:
+        limits = config.max_content_chars, config.max_messages_per_add
+    return copy.deepcopy(_cached(*limits))

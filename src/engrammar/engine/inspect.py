@@ -1,4 +1,4 @@
-"""The reads of the web inspector (``/ui``), over a store: no principal, no ``Memory``.
+"""The reads of the web inspector (``/ui``), over an :class:`Engine`: no principal.
 
 Who may see what is decided before these are called (the REST layer resolves the API key's
 workspace and user into the scope, and checks that a memory asked for is within reach); here
@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from . import _graphops
-from . import _validate as v
-from .config import Config
-from .errors import NotFoundError, ValidationError
-from .learn.rates import Signal, aggregate
-from .learn.scoring import VERDICT_VALUE
-from .models import MemoryRecord, Scope
-from .store import Store
-from .store.inspect_sql import MemoryFilter
+from ..errors import NotFoundError, ValidationError
+from ..learn.rates import Signal, aggregate
+from ..learn.scoring import VERDICT_VALUE
+from ..models import KINDS, ROLES, MemoryRecord, Scope
+from ..store.inspect_sql import MemoryFilter
+from . import recall
+from . import validate as v
+from .base import Engine
 
-__all__ = ["ROLES", "TIMELINE_TYPES", "Inspector"]
+__all__ = ["TIMELINE_TYPES", "Inspector"]
 
-ROLES = ("user", "assistant", "system", "tool")
 #: What the learning timeline lists, by the record kinds of the store.
 TIMELINE_TYPES = {
     "feedback_event": "feedback_event",
@@ -59,17 +57,13 @@ class Inspector:
     JSON gives them and are checked here, each error naming its field.
 
     Args:
-        store: the store read.
-        config: the learning and tension settings.
-        explain: ``Memory.explain`` (rank shifts re-rank with it).
+        engine: the store, embedder and settings (rank shifts re-rank with ``explain``).
     """
 
-    def __init__(
-        self, store: Store, config: Config, explain: Callable[..., dict[str, Any]]
-    ) -> None:
-        self.store = store
-        self.config = config
-        self.explain = explain
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.config = engine.config
 
     # -- scopes and memories ------------------------------------------------------------------
     def scopes(self, scope: Scope, limit: Any = None) -> dict[str, Any]:
@@ -108,7 +102,7 @@ class Inspector:
         limit = v.positive_int("limit", limit, maximum=_MAX_PAGE)
         offset = v.non_negative_int("offset", offset)
         where = MemoryFilter(
-            kind=None if kind is None else v.scope_id("kind", kind),
+            kind=None if kind is None else v.choice("kind", kind, KINDS),
             role=None if role is None else v.choice("role", role, ROLES),
             status=None if status is None else v.scope_id("status", status),
             since=_time_arg("since", since),
@@ -318,14 +312,12 @@ class Inspector:
                 budget -= 1
                 before = record.memory_ids.index(memory_id) + 1
                 try:
-                    now = self.explain(
+                    now = recall.explain(
+                        self.engine,
+                        Scope(scope.workspace, record.user_id, record.agent_id, record.session_id),
                         record.query,
                         memory_id,
-                        user_id=record.user_id,
-                        agent_id=record.agent_id,
-                        session_id=record.session_id,
-                        workspace=scope.workspace,
-                        limit=len(record.memory_ids),
+                        len(record.memory_ids),
                     )
                 except (NotFoundError, ValidationError):
                     continue  # forgotten since, or out of the scope asked for
@@ -359,9 +351,7 @@ class Inspector:
         records = store.get_memories(scope.workspace, ids)
         judged = {
             (min(t.a, t.b), max(t.a, t.b)): t
-            for t in _graphops.recall_tensions(
-                store, self.config, scope.workspace, _in_order(records, ids)
-            )
+            for t in recall.recall_tensions(self.engine, scope.workspace, _in_order(records, ids))
         }
         _, _, ratings = store.learning_facts(scope, ids)
         by_memory: dict[str, builtins.list[dict[str, Any]]] = {}
