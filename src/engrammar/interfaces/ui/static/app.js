@@ -594,7 +594,7 @@ async function loadLearning(out, memoryId) {
     const sc = getScope();
     const [tl, shifts] = await Promise.all([
       api("GET", "/v1/timeline", { query: { ...sc, limit: 300 } }),
-      needScope() ? api("GET", "/v1/rank-shifts", { query: { ...sc, limit: 10 } }) : Promise.resolve({ shifts: [] }),
+      api("GET", "/v1/rank-shifts", { query: { ...sc, limit: 10 } }),
     ]);
     const memoryIds = [...new Set(tl.items.map((i) => i.record.memory_id).filter(Boolean))];
     const chosen = memoryId || memoryIds[0] || null;
@@ -606,7 +606,7 @@ async function loadLearning(out, memoryId) {
     pickForm.addEventListener("submit", (ev) => { ev.preventDefault(); loadMultiplier(multBox, pickForm.id.value.trim()); });
     out.replaceChildren(
       h("section", { class: "card" }, h("h2", {}, "Timeline"), timelineChart(tl.items),
-        h("div", { class: "table-wrap" }, h("table", { id: "timeline-table", class: "stack" },
+        tl.items.length === 0 ? null : h("div", { class: "table-wrap" }, h("table", { id: "timeline-table", class: "stack" },
           h("thead", {}, h("tr", {}, h("th", {}, "When (UTC)"), h("th", {}, "Type"), h("th", {}, "What"), h("th", {}, "Scope"))),
           h("tbody", {}, tl.items.slice(0, 100).map((i) => h("tr", {},
             h("td", { class: "mono" }, fmtTime(i.at)), h("td", {}, h("span", { class: "badge" }, i.type)), h("td", { class: "content" }, summary(i)),
@@ -614,7 +614,7 @@ async function loadLearning(out, memoryId) {
       h("div", { class: "cols2" },
         h("section", { class: "card" }, h("h2", {}, "Learned multiplier of one memory over time"), pickForm, multBox),
         h("section", { class: "card" }, h("h2", {}, "How rankings shifted (rank when feedback was given → rank now)"),
-          needScope() ? rankCurve(shifts.shifts) : h("p", { class: "muted" }, "Choose a user, agent or session to see rank shifts."))));
+          rankCurve(shifts.shifts))));
     if (chosen) loadMultiplier(multBox, chosen);
   });
 }
