@@ -303,9 +303,13 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         },
         "MemoryList": {
             "type": "object",
-            "required": ["memories"],
-            "properties": {"memories": {"type": "array", "items": _ref("Memory")}},
+            "required": ["memories", "total"],
+            "properties": {
+                "memories": {"type": "array", "items": _ref("Memory")},
+                "total": {"type": "integer", "minimum": 0, "description": "Matches in all."},
+            },
         },
+        **_inspector_schemas(),
         "UpdateRequest": {
             "type": "object",
             "additionalProperties": False,
@@ -550,12 +554,65 @@ def _listing(record: str) -> dict[str, Any]:
     }
 
 
+_ARRAY_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
+
+
+def _obj(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(props), "properties": props}
+
+
+def _inspector_schemas() -> dict[str, Any]:
+    """The answers of the web inspector's reads."""
+    scope_row = _obj(
+        {
+            "user_id": _NULLABLE_STR,
+            "agent_id": _NULLABLE_STR,
+            "session_id": _NULLABLE_STR,
+            "memories": {"type": "integer", "minimum": 1},
+        }
+    )
+    return {
+        "ScopeList": _obj(
+            {
+                "workspace": {"type": "string"},
+                "scopes": {"type": "array", "items": scope_row},
+                "truncated": {"type": "boolean"},
+            }
+        ),
+        "Neighbourhood": _obj(
+            {
+                "memory_id": {"type": "string"},
+                "depth": {"type": "integer"},
+                "nodes": {"type": "array", "items": _ref("Memory")},
+                "edges": _ARRAY_OF_OBJECTS,
+                "changes": _ARRAY_OF_OBJECTS,
+            }
+        ),
+        "MemoryLearning": _obj({"memory_id": {"type": "string"}, "signals": _ARRAY_OF_OBJECTS}),
+        "Timeline": _obj({"items": _ARRAY_OF_OBJECTS, "counts": {"type": "object"}}),
+        "RankShifts": _obj({"shifts": _ARRAY_OF_OBJECTS}),
+        "Tensions": _obj({"tensions": _ARRAY_OF_OBJECTS}),
+    }
+
+
 def _parameter(param: Param, where: str) -> dict[str, Any]:
     if where == "path":
         schema = {"name": param.name, "in": "path", "required": True, "schema": _PATH_SCHEMA}
         return {**schema, "description": param.doc}
     if param.name in _SCOPE_DOC:
         return _query(param.name, _ID, _SCOPE_DOC[param.name])
+    if param.high is not None and (param.name == "depth" or param.default is None):
+        # The inspector's reads: each limit with its own bound, default in its doc.
+        bounds = {"type": "integer", "minimum": int(param.low or 1), "maximum": int(param.high)}
+        return _query(param.name, bounds, param.doc)
+    if param.choices is not None:
+        return _query(param.name, {"type": "string", "enum": list(param.choices)}, param.doc)
+    if param.name in ("status", "text"):
+        text = {"type": "string", "minLength": 1, "maxLength": 1_000, "pattern": _PATTERN}
+        return _query(param.name, _ID if param.name == "status" else text, param.doc)
+    if param.name in ("since", "until"):
+        moment = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": _PATTERN}
+        return _query(param.name, moment, param.doc)
     if param.name == "limit":
         return _page_query(param.default)[0]
     if param.name == "offset":

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..errors import ValidationError
 from ..memory import Memory
-from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
+from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, ROLES, iso
 from ..recall.format import score_breakdown
 from .access import (
     Call,
@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 REQUIRED: Any = object()
+ORDERS = ("oldest", "newest")
 
 
 @dataclass(frozen=True)
@@ -244,7 +245,6 @@ OPERATIONS: tuple[Operation, ...] = (
         "list",
         (*SCOPE, *PAGE),
         "List memories of a scope, oldest first",
-        http=(HttpRoute("GET", "/v1/memories", 200),),
         cli=("list",),
         cli_doc="List memories of a scope, oldest first.",
         guards=_SCOPED,
@@ -724,7 +724,97 @@ _RECORDS = (
     ),
 )
 
-OPERATIONS = (*OPERATIONS, *_RECORDS)
+
+def _limit(default: int, high: int) -> Param:
+    return _p("limit", int | None, f"At most this many (default {default}).", low=1, high=high)
+
+
+#: The reads of the web inspector (``/ui``): REST only.
+_INSPECTOR: tuple[Operation, ...] = (
+    Operation(
+        "find_memories",
+        "find_memories",
+        (
+            *SCOPE,
+            *PAGE,
+            _p("kind", str | None, "Only memories of this kind.", choices=KINDS),
+            _p("role", str | None, "Only memories of this role.", choices=ROLES),
+            _p("status", str | None, "Only memories of this status (active, ...)."),
+            _p("since", str | float | None, "Created at or after (epoch seconds or ISO-8601)."),
+            _p("until", str | float | None, "Created before (epoch seconds or ISO-8601)."),
+            _p("text", str | None, "Content contains this text (any case)."),
+            _p("order", str | None, "oldest (default) or newest first.", choices=ORDERS),
+        ),
+        "List memories of a scope (oldest first unless order=newest), with filters",
+        http=(HttpRoute("GET", "/v1/memories", 200, "list"),),
+        guards=_SCOPED,
+        schemas=(None, "MemoryList"),
+    ),
+    Operation(
+        "scopes",
+        "scopes",
+        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
+        "The users, agents and sessions of the key's workspace, with memory counts",
+        http=(HttpRoute("GET", "/v1/scopes", 200),),
+        guards=_SCOPED,
+        schemas=(None, "ScopeList"),
+    ),
+    Operation(
+        "memory_edges",
+        "memory_edges",
+        (
+            MEMORY_ID,
+            _p("user_id", str | None, "Only neighbours of this user."),
+            WORKSPACE,
+            _p("depth", int | None, "Hops from the memory, 1 (default) or 2.", low=1, high=2),
+            _limit(200, 1_000),
+        ),
+        "A memory's graph neighbourhood, with every weight change feedback made",
+        http=(HttpRoute("GET", "/v1/memories/{memory_id}/edges", 200),),
+        guards=_OWNED,
+        schemas=(None, "Neighbourhood"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "memory_learning",
+        "memory_learning",
+        (MEMORY_ID, WORKSPACE),
+        "The feedback signals on a memory and its learned multiplier after each",
+        http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
+        guards=_OWNED,
+        schemas=(None, "MemoryLearning"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "timeline",
+        "timeline",
+        (*SCOPE, _limit(200, 2_000)),
+        "A scope's feedback of every kind on one time line, newest first",
+        http=(HttpRoute("GET", "/v1/timeline", 200),),
+        guards=_SCOPED,
+        schemas=(None, "Timeline"),
+    ),
+    Operation(
+        "rank_shifts",
+        "rank_shifts",
+        (*SCOPE, _limit(10, 50)),
+        "Ranks of memories that feedback touched: in the recall rated, and now",
+        http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
+        guards=_SCOPED,
+        schemas=(None, "RankShifts"),
+    ),
+    Operation(
+        "tensions",
+        "tensions",
+        (*SCOPE, _limit(100, 1_000)),
+        "Contradictions between a scope's memories, with the ratings of each side",
+        http=(HttpRoute("GET", "/v1/tensions", 200),),
+        guards=_SCOPED,
+        schemas=(None, "Tensions"),
+    ),
+)
+
+OPERATIONS = (*OPERATIONS, *_RECORDS, *_INSPECTOR)
 _BY_NAME = {op.name: op for op in OPERATIONS}
 
 #: Public ``Memory`` methods no operation serves, and why.

@@ -44,12 +44,19 @@ from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
 from .openapi import MAX_INT, openapi_document
 from .operations import OPERATIONS, HttpRoute, Operation, Principal, dispatch
+from .ui import ui_routes
 
 __all__ = ["build_app", "is_loopback", "serve", "server_config"]
 
 log = logging.getLogger("engrammar.server")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
+#: The web inspector's static files: the page asks for a key and sends it with every API call.
+UI_PREFIX = "/ui"
+
+
+def _public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
 
 
 def is_loopback(host: str) -> bool:
@@ -133,7 +140,7 @@ class AuthMiddleware:
         self.bucket = bucket
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or _public(scope["path"]):
             await self.app(scope, receive, send)
             return
         address = "ip:" + (scope["client"][0] if scope.get("client") else "?")
@@ -192,7 +199,7 @@ class AuthMiddleware:
 
 
 # -- REST ------------------------------------------------------------------------------------------
-_INT_PARAMS = frozenset({"limit", "offset"})
+_INT_PARAMS = frozenset({"limit", "offset", "depth"})
 
 
 def _query_args(request: Request) -> dict[str, Any]:
@@ -386,6 +393,7 @@ def build_app(
         transport_security=security,
     )
     app.router.routes.extend(rest_routes())
+    app.router.routes.extend(ui_routes())
     app.state.memory = memory
     app.state.server_threads = cfg.server_threads
     app.add_exception_handler(Exception, _internal_error)

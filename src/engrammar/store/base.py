@@ -36,6 +36,7 @@ from ..models import (
     PreferencePair,
     Scope,
 )
+from .inspect_sql import MemoryFilter
 
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
@@ -307,6 +308,35 @@ class Store(Protocol):
 
     def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
         """How many edges leave each of ``ids`` (ids without edges map to 0)."""
+
+    # -- inspector reads (see engrammar.store.inspect_sql) ---------------------------------------
+    def find_memories(
+        self, scope: Scope, where: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        """A page of the scope's memories matching ``where``, and how many match in all."""
+
+    def scope_counts(
+        self, scope: Scope, limit: int
+    ) -> list[tuple[str | None, str | None, str | None, int]]:
+        """(user_id, agent_id, session_id, memories) of each distinct scope
+        key combination within ``scope``, sorted by the keys, at most ``limit`` rows."""
+
+    def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
+        """Edges of ``kind`` between memories of ``scope``, most recently updated first."""
+
+    def edge_changes(
+        self, workspace: str, memory_ids: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """Weight changes made by feedback to edges touching ``memory_ids``, oldest first:
+        ``src``, ``dst``, ``kind``, ``delta`` (as asked, before clamping), ``weight`` (after),
+        ``recall_id``, ``at``."""
+
+    def reply_signal_rows(
+        self, scope: Scope, memory_id: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Reply signals of the scope (of one memory, if given), newest first, without their
+        vectors: ``recall_id``, ``memory_id``, ``value``, ``alignment``, ``created_at`` and the
+        scope keys."""
 
     def adjust_edges(
         self,

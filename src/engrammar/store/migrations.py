@@ -354,6 +354,33 @@ def m006_decision_memories_by_workspace(conn: sqlite3.Connection) -> None:
     )
 
 
+def m007_edge_changes(conn: sqlite3.Connection) -> None:
+    """Every change of an edge's weight by feedback, so the inspector can draw weights over
+    time; rows of a forgotten memory go with it."""
+    _run(
+        conn,
+        """
+        CREATE TABLE edge_changes (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                src TEXT NOT NULL,
+                dst TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                delta REAL NOT NULL,
+                weight REAL NOT NULL,
+                recall_id TEXT,
+                at REAL NOT NULL
+            )
+        """,
+        """
+        CREATE INDEX edge_changes_src ON edge_changes (workspace, src, at)
+        """,
+        """
+        CREATE INDEX edge_changes_dst ON edge_changes (workspace, dst, at)
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -361,4 +388,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m004_reply_signals,
     m005_reply_signals_by_recall,
     m006_decision_memories_by_workspace,
+    m007_edge_changes,
 ]

@@ -571,6 +571,11 @@ class PostgresStore(PostgresSearch):
                 "DELETE FROM edges WHERE workspace = %s AND (src = ANY(%s) OR dst = ANY(%s))",
                 (scope.workspace, gone, gone),
             )
+            conn.execute(
+                "DELETE FROM edge_changes WHERE workspace = %s "
+                "AND (src = ANY(%s) OR dst = ANY(%s))",
+                (scope.workspace, gone, gone),
+            )
             if ids is not None:
                 conn.execute(
                     "DELETE FROM memory_ratings WHERE workspace = %s AND memory_id = ANY(%s)",
@@ -671,6 +676,28 @@ class PostgresStore(PostgresSearch):
                         changed.append(Edge(*row))
                     if not cur.nextset():
                         break
+            if changed:
+                requested = {(d.src, d.dst, d.kind): 0.0 for d in ordered}
+                for d in ordered:
+                    requested[(d.src, d.dst, d.kind)] += d.delta
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                        "recall_id, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+                        [
+                            (
+                                workspace,
+                                e.src,
+                                e.dst,
+                                e.kind,
+                                requested[(e.src, e.dst, e.kind)],
+                                e.weight,
+                                consume_recall,
+                                now,
+                            )
+                            for e in changed
+                        ],
+                    )
             return changed
 
         return self._tx("edge update", run)
@@ -708,6 +735,7 @@ class PostgresStore(PostgresSearch):
         "memories": ("seq",),
         "memory_changes": ("rev",),
         "edges": ("workspace", "src", "dst", "kind"),
+        "edge_changes": ("seq",),
         "recalls": ("seq",),
         "feedback_events": ("seq",),
         "decision_memories": ("workspace", "event_id", "answer"),

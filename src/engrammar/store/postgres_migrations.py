@@ -321,10 +321,35 @@ def m005_reply_signals_by_recall(conn: Conn) -> None:
     )
 
 
+def m006_edge_changes(conn: Conn) -> None:
+    """Every change of an edge's weight by feedback, so the inspector can draw weights over
+    time; rows of a forgotten memory go with it."""
+    _run(
+        conn,
+        """
+        CREATE TABLE edge_changes (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            workspace TEXT NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            delta DOUBLE PRECISION NOT NULL,
+            weight DOUBLE PRECISION NOT NULL,
+            recall_id TEXT,
+            at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, seq)
+        )
+        """,
+        "CREATE INDEX edge_changes_src ON edge_changes (workspace, src, at)",
+        "CREATE INDEX edge_changes_dst ON edge_changes (workspace, dst, at)",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
     m003_api_keys,
     m004_reply_signals,
     m005_reply_signals_by_recall,
+    m006_edge_changes,
 ]

@@ -97,6 +97,11 @@ TABLES: dict[str, Table] = {
         key=("workspace", "id"),
         order="seq",
     ),
+    "edge_changes": Table(
+        ("seq", "workspace", "src", "dst", "kind", "delta", "weight", "recall_id", "at"),
+        key=("workspace", "seq"),
+        order="seq",
+    ),
     "reply_signals": Table(
         ("seq", *_SCOPE, "recall_id", "memory_id", "value", "alignment", "context_embedding",
          "created_at"),

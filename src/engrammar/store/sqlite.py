@@ -456,6 +456,10 @@ class SQLiteStore(SQLiteSearch):
                     conn.execute(
                         "DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id)
                     )
+                    conn.execute(
+                        "DELETE FROM edge_changes WHERE workspace = ? AND (src = ? OR dst = ?)",
+                        (workspace, memory_id, memory_id),
+                    )
                     conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
                     # The history of a forgotten memory keeps no content.
                     conn.execute(
@@ -507,6 +511,11 @@ class SQLiteStore(SQLiteSearch):
                     ).fetchone()
                     if row is not None:
                         changed.append(Edge(*row))
+                        conn.execute(
+                            "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                            "recall_id, at) VALUES (?,?,?,?,?,?,?,?)",
+                            (workspace, d.src, d.dst, d.kind, d.delta, row[3], consume_recall, now),
+                        )
                 conn.executemany(
                     "INSERT OR IGNORE INTO reply_signals (workspace, user_id, agent_id, session_id, "
                     "recall_id, memory_id, value, alignment, context_embedding, created_at) "
@@ -543,6 +552,7 @@ class SQLiteStore(SQLiteSearch):
         "memories": "seq",
         "memory_changes": "rev",
         "edges": "rowid",
+        "edge_changes": "seq",
         "recalls": "rowid",
         "feedback_events": "seq",
         "decision_memories": "rowid",

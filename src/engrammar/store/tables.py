@@ -33,6 +33,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
     ),
     "edges": ("workspace", "src", "dst", "kind", "weight", "updated_at"),
+    "edge_changes": ("workspace", "src", "dst", "kind", "delta", "weight", "recall_id", "at"),
     "recalls": (
         "id", "workspace", "user_id", "agent_id", "session_id", "query", "created_at",
         "memory_ids", "paths", "tensions", "consumed_at",
