@@ -498,7 +498,9 @@ def serve(
     app = build_app(memory, auth=auth, host=host)
     sock = sock or listen(host, port)
     try:
-        server = uvicorn.Server(server_config(memory, app, host=host, port=port, log_level=log_level))
+        server = uvicorn.Server(
+            server_config(memory, app, host=host, port=port, log_level=log_level)
+        )
         server.run(sockets=[sock])
     finally:
         sock.close()
