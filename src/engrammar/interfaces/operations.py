@@ -3,9 +3,8 @@
 Each :class:`Operation` names its ``Memory`` method (the handler), its parameters (type, one-line
 doc, default), its guards, its HTTP method and path, its MCP tool and its CLI verb. REST routes,
 the OpenAPI paths, the MCP tools and the CLI commands are generated from :data:`OPERATIONS`;
-:func:`dispatch` runs one of them for a :class:`Principal`.
-
-Who may reach what (the principal, the guards) lives in :mod:`.access`.
+:func:`dispatch` runs one of them for a :class:`Principal`. Who may reach what (the principal,
+the guards) lives in :mod:`.access`; the table's shapes in :mod:`.spec`.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -37,14 +36,15 @@ from ..models import Edge, MemoryRecord, Scope
 from .base import EdgeDelta, NewEdge, NewMemory, ReplySignal
 from .postgres_migrations import MIGRATIONS
 from .postgres_search import (
+    DIALECT,
     PostgresSearch,
     Vector,
     analysed,
     jsonb,
     pg_scope_where,
+    redact_url,
     register_vector,
 )
-from .sql import Dialect
 from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
@@ -62,30 +62,6 @@ Conn = psycopg.Connection[Any]
 # Any constant works; it only has to be the same in every process that migrates this schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages and stats)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-#: psycopg's placeholders (a vector travels in pgvector's binary format), arrays for IN lists,
-#: and row locks where concurrent writers meet.
-DIALECT = Dialect(
-    name="postgresql",
-    mark="%s",
-    vector_mark="%b",
-    vector=Vector,
-    json=jsonb,
-    for_update=" FOR UPDATE",
-    for_share=" FOR SHARE",
-    ordered=True,
-    key_order=", key_id",
-)
 
 
 class PostgresStore(PostgresSearch):

@@ -11,6 +11,7 @@ import struct
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -25,7 +26,7 @@ from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, Scope
 from ..recall.text import index_text, speaker_of, terms
 from .dialect import scope_where
-from .sql import SQLStore
+from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["PostgresSearch", "Vector", "analysed", "jsonb", "pg_scope_where", "register_vector"]
@@ -334,3 +335,27 @@ class PostgresSearch(SQLStore):
                 seen.add((recall_id, memory_id))
                 out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector))
         return out
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and stats)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+#: psycopg's placeholders (a vector travels in pgvector's binary format), arrays for IN lists,
+#: and row locks where concurrent writers meet.
+DIALECT = Dialect(
+    name="postgresql",
+    mark="%s",
+    vector_mark="%b",
+    vector=Vector,
+    json=jsonb,
+    for_update=" FOR UPDATE",
+    for_share=" FOR SHARE",
+    ordered=True,
+    key_order=", key_id",
+)
