@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_DATA, RESULTS, machine
+from _embcache import DiskCachedEmbedder
 from engrammar import CachedEmbedder, Config, Memory
 from engrammar import eval_locomo as ev
 from engrammar.embed.onnx import MiniLMEmbedder
@@ -96,7 +97,7 @@ def ingest_store(
     root: Path,
     data: list[dict[str, Any]],
     numbers: list[int],
-    model: MiniLMEmbedder,
+    model: MiniLMEmbedder | DiskCachedEmbedder,
     reuse: bool = False,
 ) -> dict[str, Any]:
     changes, names = STORES[name]
@@ -160,6 +161,12 @@ def main() -> None:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--store", default="", help="folder for the stores (default: a temp dir)")
     ap.add_argument("--reuse", action="store_true", help="reuse stores already in --store")
+    ap.add_argument(
+        "--embed-cache",
+        action="store_true",
+        help="keep turn vectors on disk (~/.cache/engrammar-bench): ingest times then "
+        "measure the store, not the model",
+    )
     ap.add_argument("--latency-questions", type=int, default=300)
     ap.add_argument(
         "--latency-only",
@@ -188,6 +195,7 @@ def main() -> None:
         variants = {}
 
     model = MiniLMEmbedder()
+    ingest_model = DiskCachedEmbedder(model) if args.embed_cache else model
     tmp = tempfile.TemporaryDirectory(prefix="locomo-")
     root = Path(args.store) if args.store else Path(tmp.name)
     out = Path(args.out)
@@ -259,7 +267,7 @@ def main() -> None:
     for name, (changes, store) in sorted(variants.items(), key=lambda kv: kv[1][1] != "default"):
         if store not in ingests:
             print(f"ingest [{store}]", flush=True)
-            ingests[store] = ingest_store(store, root, data, numbers, model, args.reuse)
+            ingests[store] = ingest_store(store, root, data, numbers, ingest_model, args.reuse)
         # Tension detection does not change the ranking, and at limit 50 it compares up to
         # 1,225 pairs per recall; the quality runs skip it (latency is measured apart, below).
         cfg = Config(path=ingests[store]["path"], tension_min_similarity=1.0, **changes)

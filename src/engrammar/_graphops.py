@@ -187,6 +187,7 @@ def graph_rank(
     query: str,
     embed: Callable[[str], np.ndarray],
     focus: str | None = None,
+    as_of: float | None = None,
 ) -> Ranking:
     """Fused candidates, walks from the best of them, and the combined ranking, best first.
 
@@ -198,7 +199,7 @@ def graph_rank(
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
-    cands = refine_candidates(store, config, scope, query, cands, qvec)
+    cands = refine_candidates(store, config, scope, query, cands, qvec, as_of)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []

@@ -15,13 +15,14 @@ from .config import Config
 from .models import MemoryRecord, Scope
 from .recall.fusion import Candidate
 from .recall.query import (
-    asks_question,
     named_speakers,
     question_discount,
+    question_share,
     rescore,
     sequence_support,
     topic_text,
 )
+from .recall.roles import role_discount
 from .recall.text import speaker_of
 from .store import Store
 
@@ -110,9 +111,10 @@ def refine_candidates(
     query: str,
     cands: list[Candidate],
     qvec: np.ndarray | None = None,
+    as_of: float | None = None,
 ) -> list[Candidate]:
-    """Speaker and time boosts, the question discount, then support from conversation
-    neighbours; best first.
+    """Speaker and time boosts (relative times resolved against ``as_of``), the question and
+    assistant discounts, then support from conversation neighbours; best first.
 
     With ``qvec``, the memories next to (and two messages from) the head of the list join it
     with their own relevance (their cosine to ``qvec``, on the fused scale; their keyword
@@ -134,7 +136,12 @@ def refine_candidates(
             head, tail, records = _join_neighbours(
                 store, config, scope, qvec, cands, head, tail, (neighbours, second)
             )
-    if config.speaker_boost > 0 or config.time_boost > 0 or config.question_penalty > 0:
+    if (
+        config.speaker_boost > 0
+        or config.time_boost > 0
+        or config.question_penalty > 0
+        or config.assistant_penalty > 0
+    ):
         records.update(
             store.get_memories(scope.workspace, [c.id for c in head if c.id not in records])
         )
@@ -145,9 +152,13 @@ def refine_candidates(
             {i: r.created_at for i, r in records.items()},
             speaker_boost=config.speaker_boost,
             time_boost=config.time_boost,
+            as_of=as_of,
         )
-        asking = {i for i, r in records.items() if asks_question(r.content)}
+        asking = {i: question_share(r.content) for i, r in records.items()}
         head = question_discount(head, asking, config.question_penalty)
+        head = role_discount(
+            head, query, {i: r.role for i, r in records.items()}, config.assistant_penalty
+        )
     if support:
         head = sequence_support(
             head, neighbours, config.neighbour_weight, second, config.second_neighbour_weight

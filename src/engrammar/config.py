@@ -112,6 +112,11 @@ class Config:
         0.2,
         "Relevance x (1 - penalty) for memories that end with a question: asking states little.",
     )
+    assistant_penalty: float = _opt(
+        0.5,
+        "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
+        "assistant said: facts about the user are in the user's own words.",
+    )
     query_without_speakers: bool = _opt(
         True,
         "Embed a query without the names of the speakers it mentions (the speaker boost "
@@ -285,6 +290,10 @@ class Config:
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
+        if not 0.0 <= self.assistant_penalty <= 1.0:
+            raise ValidationError(
+                "assistant_penalty", f"must be in [0, 1], got {self.assistant_penalty!r}"
+            )
         if not 0.0 <= self.question_penalty <= 1.0:
             raise ValidationError(
                 "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"

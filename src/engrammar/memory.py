@@ -443,9 +443,12 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        as_of: Any = None,
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
+        ``as_of`` is when the question is asked (datetime, ISO-8601 or epoch seconds; default
+        now): "last weekend", "two weeks ago" or "in May" in the query are read relative to it.
         The recall is recorded; ``feedback`` later acts on it (once).
         """
         query = v.text("query", query, self.config.max_content_chars)
@@ -453,7 +456,10 @@ class Memory:
         limit = v.positive_int(
             "limit", self.config.recall_limit if limit is None else limit, maximum=1000
         )
-        ranking = _graphops.graph_rank(self.store, self.config, scope, query, self._embed_one)
+        asked = v.timestamp("as_of", as_of) or time.time()
+        ranking = _graphops.graph_rank(
+            self.store, self.config, scope, query, self._embed_one, as_of=asked
+        )
         learned = self._learned(scope, query, _graph_items(ranking.entries))
         records = self.store.get_memories(scope.workspace, [e.id for e in learned[: limit * 2]])
         items = [
