@@ -75,6 +75,7 @@ OFF: dict[str, Any] = {
     "query_without_speakers": False,
     "question_penalty": 0.0,
     "assistant_penalty": 0.0,
+    "session_weight": 0.0,
     "graph_depth": 0,
 }
 # Every recall step switched off one at a time (the same names as bench/locomo.py).
@@ -89,12 +90,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default - names in the query vector": {"query_without_speakers": False},
     "default - question penalty": {"question_penalty": 0.0},
     "default - assistant penalty": {"assistant_penalty": 0.0},
+    "default - session support": {"session_weight": 0.0},
     "default - question date (as_of)": {"_no_as_of": True},
     "default - neighbours": {"neighbour_weight": 0.0},
     "default - second neighbours": {"second_neighbour_weight": 0.0},
     "default - graph": {"graph_depth": 0},
 }
-PROBES: dict[str, dict[str, Any]] = {}
+PROBES: dict[str, dict[str, Any]] = {
+    **{f"default with session_weight {w}": {"session_weight": w} for w in (0.2, 0.4, 0.8)},
+    **{f"default with assistant_penalty {w}": {"assistant_penalty": w} for w in (0.3, 0.7, 0.9)},
+    **{f"default with bm25_b {w}": {"bm25_b": w} for w in (0.3, 0.5, 0.75)},
+    **{f"default with keyword_weight {w}": {"keyword_weight": w} for w in (0.3, 0.6)},
+    **{f"default with question_penalty {w}": {"question_penalty": w} for w in (0.0, 0.5)},
+}
 
 
 def referee(name: str) -> ModuleType:
@@ -183,6 +191,44 @@ def ingest(mem: Memory, entry: dict[str, Any]) -> int:
         if messages:
             added += len(mem.add(messages, user_id=user, session_id=f"{user}/{sid}"))
     return added
+
+
+def ingest_all(
+    store: Path,
+    data: Sequence[dict[str, Any]],
+    embedder: DiskCachedEmbedder,
+    reuse: bool,
+    changes: dict[str, Any],
+) -> dict[str, Any]:
+    """Ingest every question not in ``store`` yet (with ``reuse``: a larger sample adds only
+    its new questions); ``store/ingest.json`` lists what is in it and what it cost."""
+    ingest_file = store / "ingest.json"
+    done: dict[str, Any] = {"questions": [], "turns": 0, "seconds": 0.0, "model_seconds": 0.0}
+    if reuse and ingest_file.is_file():
+        done = json.loads(ingest_file.read_text())
+        if done.get("config", {}) != changes:
+            sys.exit(f"{store} was built with {done.get('config')}, not {changes}")
+    elif store.exists() and any(store.iterdir()):
+        sys.exit(f"{store} is not empty: pass --reuse or another --store")
+    todo = [e for e in data if e["question_id"] not in set(done["questions"])]
+    cfg = Config(path=str(store), embed_cache_size=0, max_content_chars=1_000_000, **changes)
+    t0 = time.perf_counter()
+    model0 = embedder.seconds
+    with Memory(cfg, embedder=embedder) as mem:
+        for i, entry in enumerate(todo):
+            done["turns"] += ingest(mem, entry)
+            done["questions"].append(entry["question_id"])
+            done["seconds"] = round(done["seconds"] + time.perf_counter() - t0, 1)
+            done["model_seconds"] = round(done["model_seconds"] + embedder.seconds - model0, 1)
+            t0, model0 = time.perf_counter(), embedder.seconds
+            done["config"] = changes
+            ingest_file.write_text(json.dumps(done), encoding="utf-8")
+            print(
+                f"  ingested {i + 1}/{len(todo)} ({done['turns']} turns in the store)", flush=True
+            )
+    return {k: v for k, v in done.items() if k != "questions"} | {
+        "questions_in_store": len(done["questions"])
+    }
 
 
 def question_time(entry: dict[str, Any]) -> float:
@@ -343,7 +389,15 @@ def main() -> None:
     ap.add_argument("--types", default="", help="comma-separated question types")
     ap.add_argument("--variants", default="", help="comma-separated subset of variant names")
     ap.add_argument("--store", default="", help="folder for the store (default: a temp dir)")
-    ap.add_argument("--reuse", action="store_true", help="reuse the store already in --store")
+    ap.add_argument(
+        "--reuse", action="store_true", help="reuse the store in --store (adding new questions)"
+    )
+    ap.add_argument(
+        "--ingest",
+        default="",
+        help="Config changes at ingest, as JSON (e.g. '{\"embed_context\": false}'); "
+        "use its own --store",
+    )
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--name", default="lme", help="report file names (lme.md, lme.json, ...)")
     ap.add_argument("--recall-limit", type=int, default=50)
@@ -363,6 +417,7 @@ def main() -> None:
     }
     print(f"{len(data)} questions ({len(groups['tune'])} tune, {len(groups['held-out'])} held-out)")
 
+    args.ingest = json.loads(args.ingest) if args.ingest else {}
     variants = dict(VARIANTS)
     if args.variants:
         known = {**VARIANTS, **PROBES}
@@ -387,35 +442,15 @@ def main() -> None:
     doc["variants"]["bm25 (referee protocol)"] = {"config": "plain Okapi BM25, not engrammar"}
     doc["variants"]["bm25 (referee protocol)"].update(grouped(ref, groups, bm25_run(data)))
 
-    ingest_file = store / "ingest.json"
-    if args.reuse and ingest_file.is_file():
-        doc["ingest"] = {**json.loads(ingest_file.read_text()), "reused": True}
-        print(f"reusing {store}")
-    else:
-        cfg = Config(path=str(store), embed_cache_size=0, max_content_chars=1_000_000)
-        t0 = time.perf_counter()
-        turns = 0
-        with Memory(cfg, embedder=cached) as mem:
-            for i, entry in enumerate(data):
-                turns += ingest(mem, entry)
-                if i % 20 == 0:
-                    print(
-                        f"  ingested {i + 1}/{len(data)} ({turns} turns, "
-                        f"{time.perf_counter() - t0:.0f}s, {cached.computed} embedded)",
-                        flush=True,
-                    )
-        doc["ingest"] = {
-            "turns": turns,
-            "seconds": round(time.perf_counter() - t0, 1),
-            "model_seconds": round(cached.seconds, 1),
-            "texts_embedded_by_the_model": cached.computed,
-        }
-        ingest_file.write_text(json.dumps(doc["ingest"]), encoding="utf-8")
+    doc["ingest"] = ingest_all(store, data, cached, args.reuse, args.ingest)
     shared = CachedEmbedder(cached, 4096)
     for name, changes in variants.items():
         settings = {k: v for k, v in changes.items() if not k.startswith("_")}
         cfg = Config(
-            path=str(store), tension_min_similarity=1.0, max_content_chars=1_000_000, **settings
+            path=str(store),
+            tension_min_similarity=1.0,
+            max_content_chars=1_000_000,
+            **{**args.ingest, **settings},
         )
         t0 = time.perf_counter()
         with Memory(cfg, embedder=shared) as mem:

@@ -37,6 +37,8 @@ OFF = {
     "second_neighbour_weight": 0.0,
     "query_without_speakers": False,
     "question_penalty": 0.0,
+    "assistant_penalty": 0.0,
+    "session_weight": 0.0,
 }
 HAS_GRAPH = "graph_weight" in Config.describe()
 GRAPH_OFF = {"graph_depth": 0} if HAS_GRAPH else {}
@@ -53,6 +55,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - time boost": ({"time_boost": 0.0}, "default"),
     "default - names in the query vector": ({"query_without_speakers": False}, "default"),
     "default - question penalty": ({"question_penalty": 0.0}, "default"),
+    "default - assistant penalty": ({"assistant_penalty": 0.0}, "default"),
+    "default - session support": ({"session_weight": 0.0}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
     "default - second neighbours": ({"second_neighbour_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
@@ -76,6 +80,15 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         "default",
     ),
     "default with speaker_boost 0.5": ({"speaker_boost": 0.5}, "default"),
+    **{
+        f"default with session_weight {w}": ({"session_weight": w}, "default")
+        for w in (0.2, 0.4, 0.8)
+    },
+    **{
+        f"default with question_penalty {w}": ({"question_penalty": w}, "default")
+        for w in (0.3, 0.5)
+    },
+    **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5)},
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),

@@ -166,3 +166,32 @@ def test_recall_prefers_what_the_user_said_over_the_assistant(tmp_path: Path) ->
         assert top.memories[0].memory.role == "user"
         about = mem.recall("What did you say vet check-ups cost for dogs?", user_id="u", limit=2)
         assert "assistant_penalty" not in about.memories[0].components
+
+
+def test_chunk_spans_cover_the_text_with_overlap() -> None:
+    from engrammar.recall.chunks import chunk_spans
+
+    text = " ".join(f"Sentence number {i} says something." for i in range(200))
+    spans = chunk_spans(text, 500, 100)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    for (a, b), (c, d) in zip(spans, spans[1:], strict=False):
+        assert b - a <= 500 and c < b and c > a  # overlapping, moving on
+    assert chunk_spans("short", 500, 100) == [(0, 5)]
+    with pytest.raises(ValueError):
+        chunk_spans(text, 100, 100)
+
+
+def test_recall_returns_the_excerpt_a_query_is_about(tmp_path: Path) -> None:
+    filler = " ".join(
+        f"Paragraph {i} covers general budgeting advice for households." for i in range(150)
+    )
+    doc = f"{filler} The spare key is hidden under the blue flowerpot by the garage. {filler}"
+    with Memory(Config(path=str(tmp_path), formatted_max_chars=2000)) as mem:
+        mem.add([{"role": "user", "content": doc}], user_id="u")
+        result = mem.recall("Where is the spare key hidden?", user_id="u", limit=1)
+        top = result.memories[0]
+        assert top.memory.content == doc  # the memory keeps its full text
+        assert top.excerpt is not None and "flowerpot" in top.excerpt
+        assert len(top.excerpt) <= Config().excerpt_chars + 2
+        assert "flowerpot" in result.formatted and len(result.formatted) <= 2000
+        assert top.to_dict()["excerpt"] == top.excerpt

@@ -23,6 +23,7 @@ from .recall.query import (
     topic_text,
 )
 from .recall.roles import role_discount
+from .recall.sessions import session_support
 from .recall.text import speaker_of
 from .store import Store
 
@@ -141,6 +142,7 @@ def refine_candidates(
         or config.time_boost > 0
         or config.question_penalty > 0
         or config.assistant_penalty > 0
+        or config.session_weight > 0
     ):
         records.update(
             store.get_memories(scope.workspace, [c.id for c in head if c.id not in records])
@@ -158,6 +160,9 @@ def refine_candidates(
         head = question_discount(head, asking, config.question_penalty)
         head = role_discount(
             head, query, {i: r.role for i, r in records.items()}, config.assistant_penalty
+        )
+        head = session_support(
+            head, {i: r.session_id for i, r in records.items()}, config.session_weight
         )
     if support:
         head = sequence_support(

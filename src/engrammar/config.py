@@ -68,7 +68,7 @@ class Config:
     embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
 
     # -- input limits ------------------------------------------------------------------------
-    max_content_chars: int = _opt(20_000, "Longest memory content accepted, in characters.")
+    max_content_chars: int = _opt(1_000_000, "Longest memory content accepted, in characters.")
     max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
     max_request_bytes: int = _opt(
         4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."
@@ -90,6 +90,12 @@ class Config:
     recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")
     candidate_pool: int = _opt(100, "Candidates taken from each of vector and keyword search.")
     formatted_max_chars: int = _opt(4000, "Character budget of RecallResult.formatted.")
+    excerpt_chars: int = _opt(
+        1000,
+        "A recalled memory longer than this carries an excerpt (ScoredMemory.excerpt, shown "
+        "in `formatted`): the window of about this many characters holding most of the "
+        "query's terms.",
+    )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
@@ -116,6 +122,12 @@ class Config:
         0.5,
         "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
         "assistant said: facts about the user are in the user's own words.",
+    )
+    session_weight: float = _opt(
+        0.0,
+        "Share of the mean relevance of the two best other candidates of a memory's session "
+        "added to its relevance (a fact said in passing in a conversation on the topic); "
+        "0 switches it off.",
     )
     query_without_speakers: bool = _opt(
         True,
@@ -272,6 +284,7 @@ class Config:
             "time_boost",
             "neighbour_weight",
             "second_neighbour_weight",
+            "session_weight",
             "graph_sequence_weight",
             "graph_min_edge_weight",
             "graph_weight",
@@ -366,6 +379,7 @@ class Config:
             "recall_limit",
             "candidate_pool",
             "formatted_max_chars",
+            "excerpt_chars",
             "graph_max_edges_per_memory",
             "graph_fanout",
             "graph_seeds",

@@ -39,6 +39,7 @@ from .models import (
     Scope,
     ScoredMemory,
 )
+from .recall.chunks import excerpt
 from .recall.format import format_memories
 from .recall.fusion import Candidate, fuse
 from .recall.text import context_sources, embedding_text, speaker_of
@@ -411,7 +412,16 @@ class Memory:
                 continue
             comps = dict(item.components)
             comps["final"] = round(item.score, 6)
-            out.append(ScoredMemory(record, item.score, comps, via=item.via, note=item.note))
+            out.append(
+                ScoredMemory(
+                    record,
+                    item.score,
+                    comps,
+                    via=item.via,
+                    note=item.note,
+                    excerpt=excerpt(record.content, query, self.config.excerpt_chars),
+                )
+            )
             if len(out) == limit:
                 break
         return out
@@ -467,6 +477,8 @@ class Memory:
             for e in learned
             if e.id in records  # forgotten between search and fetch
         ][:limit]
+        for item in items:
+            item.excerpt = excerpt(item.memory.content, query, self.config.excerpt_chars)
         shown = {i.id for i in items}
         paths = _graphops.result_paths(ranking.walks, shown, self.config.graph_max_paths)
         tensions = _graphops.recall_tensions(

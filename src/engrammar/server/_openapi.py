@@ -170,13 +170,14 @@ def _schemas() -> dict[str, Any]:
     }
     scored = {
         "type": "object",
-        "required": ["memory", "score", "components", "via", "note"],
+        "required": ["memory", "score", "components", "via", "note", "excerpt"],
         "properties": {
             "memory": _ref("Memory"),
             "score": {"type": "number"},
             "components": {"type": "object", "additionalProperties": {"type": "number"}},
             "via": {"type": "string"},
             "note": _NULLABLE_STR,
+            "excerpt": _NULLABLE_STR,
         },
     }
     message = {
