@@ -75,7 +75,6 @@ OFF: dict[str, Any] = {
     "query_without_speakers": False,
     "question_penalty": 0.0,
     "assistant_penalty": 0.0,
-    "session_weight": 0.0,
     "graph_depth": 0,
 }
 # Every recall step switched off one at a time (the same names as bench/locomo.py).
@@ -90,14 +89,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default - names in the query vector": {"query_without_speakers": False},
     "default - question penalty": {"question_penalty": 0.0},
     "default - assistant penalty": {"assistant_penalty": 0.0},
-    "default - session support": {"session_weight": 0.0},
     "default - question date (as_of)": {"_no_as_of": True},
     "default - neighbours": {"neighbour_weight": 0.0},
     "default - second neighbours": {"second_neighbour_weight": 0.0},
     "default - graph": {"graph_depth": 0},
 }
 PROBES: dict[str, dict[str, Any]] = {
-    **{f"default with session_weight {w}": {"session_weight": w} for w in (0.2, 0.4, 0.8)},
     **{f"default with assistant_penalty {w}": {"assistant_penalty": w} for w in (0.3, 0.7, 0.9)},
     **{f"default with bm25_b {w}": {"bm25_b": w} for w in (0.3, 0.5, 0.75)},
     **{f"default with keyword_weight {w}": {"keyword_weight": w} for w in (0.3, 0.6)},

@@ -38,7 +38,6 @@ OFF = {
     "query_without_speakers": False,
     "question_penalty": 0.0,
     "assistant_penalty": 0.0,
-    "session_weight": 0.0,
 }
 HAS_GRAPH = "graph_weight" in Config.describe()
 GRAPH_OFF = {"graph_depth": 0} if HAS_GRAPH else {}
@@ -56,7 +55,6 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - names in the query vector": ({"query_without_speakers": False}, "default"),
     "default - question penalty": ({"question_penalty": 0.0}, "default"),
     "default - assistant penalty": ({"assistant_penalty": 0.0}, "default"),
-    "default - session support": ({"session_weight": 0.0}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
     "default - second neighbours": ({"second_neighbour_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
@@ -80,10 +78,6 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         "default",
     ),
     "default with speaker_boost 0.5": ({"speaker_boost": 0.5}, "default"),
-    **{
-        f"default with session_weight {w}": ({"session_weight": w}, "default")
-        for w in (0.2, 0.4, 0.8)
-    },
     **{
         f"default with question_penalty {w}": ({"question_penalty": w}, "default")
         for w in (0.3, 0.5)

@@ -31,6 +31,7 @@ from .recall.graph import (
     semantic_edges,
     sequence_edges,
 )
+from .recall.roles import role_discount
 from .recall.tensions import Statement, agreed_side, detect_tension
 from .recall.text import terms
 from .store import EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal, Store
@@ -225,15 +226,27 @@ def graph_rank(
         # Scored on the same scale as fused candidates (vector part only: no keyword hit).
         kw = 0.0 if not keyword_hits else (1.0 if not vector_hits else config.keyword_weight)
         top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
+        reached = []
         for n in sorted(valid):
             cos = float(vecs[n] @ qvec) if n in vecs else 0.0
             rel = (1 - kw) * max(cos, 0.0) / top_vec if config.fusion == "score" else 0.0
-            by_id[n] = Candidate(
-                n,
-                vector=cos,
-                relevance=rel,
-                components={"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)},
+            reached.append(
+                Candidate(
+                    n,
+                    vector=cos,
+                    relevance=rel,
+                    components={
+                        "vector": round(cos, 6),
+                        "keyword": 0.0,
+                        "relevance": round(rel, 6),
+                    },
+                )
             )
+        # What the graph reaches is discounted like a search hit of the same role.
+        roles = {n: records[n].role for n in valid}
+        by_id.update(
+            (c.id, c) for c in role_discount(reached, query, roles, config.assistant_penalty)
+        )
     support = best_support(walks)
     # Neighbours that refinement brought in were found along sequence edges, not by search.
     found = {c.id for c in cands if c.vector_rank is not None or c.keyword_rank is not None}

@@ -23,7 +23,6 @@ from .recall.query import (
     topic_text,
 )
 from .recall.roles import role_discount
-from .recall.sessions import session_support
 from .recall.text import speaker_of
 from .store import Store
 
@@ -142,7 +141,6 @@ def refine_candidates(
         or config.time_boost > 0
         or config.question_penalty > 0
         or config.assistant_penalty > 0
-        or config.session_weight > 0
     ):
         records.update(
             store.get_memories(scope.workspace, [c.id for c in head if c.id not in records])
@@ -161,16 +159,22 @@ def refine_candidates(
         head = role_discount(
             head, query, {i: r.role for i, r in records.items()}, config.assistant_penalty
         )
-        head = session_support(
-            head, {i: r.session_id for i, r in records.items()}, config.session_weight
-        )
     if support:
-        head = sequence_support(
-            head, neighbours, config.neighbour_weight, second, config.second_neighbour_weight
-        )
+        # "The same speaker going on after the other's reply" needs named speakers: in a
+        # user <-> assistant chat the user's next message is mostly a new request (on the
+        # LongMemEval dev sample it lowered recall_all@5), so there it is left out.
+        if second and not records:
+            records = store.get_memories(scope.workspace, [c.id for c in head])
+        second_weight = config.second_neighbour_weight if _named(records) else 0.0
+        head = sequence_support(head, neighbours, config.neighbour_weight, second, second_weight)
     # Neighbour support can pull a memory from the tail into the head: keep one entry per id.
     in_head = {c.id for c in head}
     return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
+
+
+def _named(records: dict[str, MemoryRecord]) -> bool:
+    """Whether the memories read for the head of the list carry speaker names."""
+    return any(speaker_of(r.metadata) for r in records.values())
 
 
 def _join_neighbours(

@@ -115,19 +115,14 @@ class Config:
         1.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
     question_penalty: float = _opt(
-        0.2,
-        "Relevance x (1 - penalty) for memories that end with a question: asking states little.",
+        0.5,
+        "Relevance x (1 - penalty x the share of the message its closing question takes) for "
+        "memories that end with a question: asking states little.",
     )
     assistant_penalty: float = _opt(
         0.5,
         "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
         "assistant said: facts about the user are in the user's own words.",
-    )
-    session_weight: float = _opt(
-        0.0,
-        "Share of the mean relevance of the two best other candidates of a memory's session "
-        "added to its relevance (a fact said in passing in a conversation on the topic); "
-        "0 switches it off.",
     )
     query_without_speakers: bool = _opt(
         True,
@@ -284,7 +279,6 @@ class Config:
             "time_boost",
             "neighbour_weight",
             "second_neighbour_weight",
-            "session_weight",
             "graph_sequence_weight",
             "graph_min_edge_weight",
             "graph_weight",
