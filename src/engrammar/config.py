@@ -120,7 +120,7 @@ class Config:
         "memories that end with a question: asking states little.",
     )
     assistant_penalty: float = _opt(
-        0.5,
+        0.9,
         "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
         "assistant said: facts about the user are in the user's own words.",
     )
