@@ -47,4 +47,4 @@ def test_no_underscore_module_beside_the_public_ones() -> None:
         m.name for m in pkgutil.iter_modules(importlib.import_module("engrammar.engine").__path__)
     ]
     assert {"ingest", "candidates", "recall", "feedback", "records", "transfer"} <= set(engine)
-    assert [n for n in root if n.startswith("_") and n != "_ops"] == []
+    assert [n for n in root if n.startswith("_")] == []

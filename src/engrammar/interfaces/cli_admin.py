@@ -239,8 +239,8 @@ def serve(
 
     Every request needs 'Authorization: Bearer KEY' with a key from 'engrammar keys create'.
     """
-    from ..server import is_loopback
-    from ..server import serve as run
+    from .rest import is_loopback
+    from .rest import serve as run
 
     if no_auth and not is_loopback(host):
         raise click.UsageError("--no-auth is only allowed on a loopback address (127.0.0.1, ::1)")
@@ -268,7 +268,7 @@ def mcp(
     import logging
 
     from ..memory import Memory
-    from ..server import run_stdio
+    from .mcp_tools import run_stdio
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     memory = Memory(config_of(path, store_url, embedder, workspace=workspace))
