@@ -49,12 +49,55 @@ _FREQUENCY = frozenset("always usually often sometimes rarely ever".split())
 _ADDITIVE = frozenset("also too either another".split())
 # A change announced by the newer statement; "new" counts only for something the older names.
 _CHANGE = frozenset(
-    """moved move relocated switched switch changed quit stopped left sold became anymore
-    longer now migrated replaced married divorced retired resigned""".split()
+    """moved relocated switched switch changed quit stopped left sold became become anymore now
+    migrated replaced married divorced retired resigned cancelled canceled postponed rescheduled
+    renamed transferred promoted fired hired dropped""".split()
+)
+# "fired up", "dropped off": the change word followed by these is no change.
+_NOT_A_CHANGE = {"fired": ("up",), "dropped": ("off", "by", "in"), "left": ("over", "behind")}
+# Several words announcing a change; their words are not what the statement is about.
+_CHANGE_PHRASES = (
+    "no longer",
+    "any longer",
+    "any more",
+    "broke up",
+    "split up",
+    "passed away",
+    "gave up",
+    "given up",
+    "called off",
+    "pulled out",
+    "laid off",
+    "went up",
+    "went down",
+    "gone up",
+    "gone down",
+    "down to",
+    "pushed back",
+    "pushed to",
+    "took up",
+    "these days",
+    "from now on",
+)
+# Words of intent and light verbs: "I'm planning to do a PhD" is about the PhD.
+_LIGHT = frozenset(
+    """plan plans planning planned decide decided deciding want wants wanted think go goes going
+    went make makes made keep""".split()
+)
+# Past narration: an older statement telling what happened is no state a newer one can change.
+_PAST = frozenset(
+    """was were did went had ran saw met took came made got yesterday ago last today tonight
+    once""".split()
+)
+# Units belong to a value ("60k a year"), not to what the value is of.
+_UNITS = frozenset(
+    """year years month months week weeks day days hour hours minute minutes pound pounds kilo
+    kilos kg lbs mile miles km dollar dollars euro euros percent""".split()
 )
 _FUNCTIONAL = frozenset(
     """live lives living lived born name named called favorite favourite birthday deadline
-    age old work works working worked job employed married manager boss address""".split()
+    age old work works working worked job employed married manager boss address prefer prefers
+    preferred""".split()
 )
 # "It was amazing" / "It was awesome": opinions about a vague "it" are not facts with values.
 _VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what"])
@@ -89,10 +132,17 @@ _LEADING = (
     | frozenset("so well yesterday today recently lately honestly actually".split())
 )
 _NOT_CONTENT = (
-    _NEGATORS | _POSITIVE | _NEGATIVE | _FREQUENCY | _ADDITIVE | _CHANGE | {"really", "very", "new"}
+    _NEGATORS
+    | _POSITIVE
+    | _NEGATIVE
+    | _FREQUENCY
+    | _ADDITIVE
+    | _CHANGE
+    | _LIGHT
+    | {"really", "very", "new", "finally", "actually"}
 )
 # Markers that also occur in plain narration: they need a closer match to count.
-_WEAK_CHANGE = frozenset(["now"])
+_WEAK_CHANGE = frozenset(["now", "these days", "from now on", "down to", "became", "become"])
 _WEAK_OVERLAP = 0.3
 
 _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*")
@@ -118,7 +168,12 @@ _SENTENCE_END = re.compile(
 )
 _MAX_SENTENCES = 8
 # Negations that say nothing negative.
-_IDIOMS = re.compile(r"\b(?:can't|cannot|can not) wait\b|\bno doubt\b|\bno worries\b", re.I)
+_IDIOMS = re.compile(
+    r"\b(?:can't|cannot|can not) wait\b|\bno doubt\b|\bno worries\b"
+    r"|\b(?:couldn't|could not) agree more\b|\b(?:won't|will not|never) (?:give up|quit)\b"
+    r"|\bnever (?:knew|thought|realized|realised|expected)\b",
+    re.I,
+)
 _INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no|aw+|ok|okay)"
 _VOCATIVE_START = re.compile(
     rf"^(?:{_INTERJECTION}\b[\s,!.]*(?:[A-Z][a-z]+\b)?|[A-Z][a-z]+(?=,))[\s,!.]*",
@@ -150,6 +205,9 @@ class _Parsed:
     additive: bool
     used_to: bool
     changes: set[str]
+    values: set[str]  # stems of names, numbers, dates
+    head: str  # stem of the subject's noun ("rent" in "my rent is ..."), or ""
+    past: bool  # tells what happened rather than what is
 
 
 def _split(text: str) -> tuple[list[str], set[str]]:
@@ -158,7 +216,13 @@ def _split(text: str) -> tuple[list[str], set[str]]:
     for i, m in enumerate(_TOKEN.finditer(text)):
         raw = m.group(0)
         low = raw.lower()
-        if i > 0 and raw[0].isupper() and low not in ("i", "i'm", "i've", "i'd", "i'll"):
+        if ((i > 0 and raw[0].isupper()) or any(c.isupper() for c in raw[1:])) and low not in (
+            "i",
+            "i'm",
+            "i've",
+            "i'd",
+            "i'll",
+        ):
             caps.add(low.split("'")[0])
         if low in _IRREGULAR_NOT:
             words += _IRREGULAR_NOT[low]
@@ -211,6 +275,18 @@ def _subject(words: list[str], text: str) -> str:
     return "neutral"
 
 
+def _head(words: list[str]) -> str:
+    """The first word after an opening possessive or article: "my work email" -> work (a
+    compound's first word tells it apart: "my email" is not "my work email")."""
+    skip = 0
+    while skip < len(words) - 1 and words[skip] in _LEADING:
+        skip += 1
+    if skip + 1 >= len(words) or words[skip] not in ("my", "our", "the", "a", "an", "his", "her"):
+        return ""
+    head = words[skip + 1]
+    return "" if head in STOP_WORDS or head in _COPULA else _stem(head)
+
+
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> _Parsed:
     words, caps = _split(_IDIOMS.sub(" ", text))
@@ -221,21 +297,32 @@ def _parse(text: str) -> _Parsed:
         if w in _NEGATIVE:
             sentiment = -sentiment
     polarity = sentiment * (-1 if negations % 2 else 1)
+    joined = " ".join(words)
+    changes: set[str] = set()
+    phrase_words: set[str] = set()
+    for phrase in _CHANGE_PHRASES:
+        for m in re.finditer(rf"(?:^|(?<= )){phrase}(?= |$)", joined):
+            before = joined[: m.start()].split()[-2:]
+            if phrase in ("no longer", "any longer", "any more") or not set(before) & _NEGATORS:
+                changes.add(phrase)
+                phrase_words |= set(phrase.split())
     content = {
         _stem(w)
         for w in words
-        if w not in STOP_WORDS and w not in _NOT_CONTENT and w != "'s" and len(w) > 1
+        if w not in STOP_WORDS
+        and w not in _NOT_CONTENT
+        and w not in phrase_words
+        and w != "'s"
+        and len(w) > 1
     }
-    joined = " ".join(words)
     # "never quit" announces no change.
-    changes = {
+    changes |= {
         w
         for i, w in enumerate(words)
         if w in _CHANGE
-        and not (set(words[max(0, i - 2) : i]) & _NEGATORS and w not in ("longer", "anymore"))
+        and not (set(words[max(0, i - 2) : i]) & _NEGATORS and w != "anymore")
+        and (i + 1 == len(words) or words[i + 1] not in _NOT_A_CHANGE.get(w, ()))
     }
-    if "no longer" in joined:
-        changes.add("no longer")
     for i, w in enumerate(words[:-1]):
         if w == "new":
             changes.add(f"new {_stem(words[i + 1])}")
@@ -249,6 +336,13 @@ def _parse(text: str) -> _Parsed:
         additive=any(w in _ADDITIVE for w in words) or "as well" in joined,
         used_to="used to" in joined,
         changes=changes,
+        values={_stem(w) for w in words if w not in ("a", "an", "the") and _is_value([w], caps)},
+        head=_head(words),
+        past=bool(set(words) & _PAST)
+        or any(
+            w.endswith("ed") and len(w) > 4 and not w.endswith("eed") and w not in _STATUS
+            for w in words
+        ),
     )
 
 
@@ -280,6 +374,55 @@ def _is_value(words: Sequence[str], caps: set[str]) -> bool:
         for w in words
         if w not in ("a", "an", "the")
     )
+
+
+_UNIT_STEMS = frozenset(_stem(w) for w in _UNITS | {"since"})
+
+
+def _value_type(word: str, caps: set[str]) -> str:
+    if word in _MONTHS:
+        return "date"
+    if word.isdigit() or word in _NUMBER_WORDS or any(c.isdigit() for c in word):
+        return "number"
+    return "name"
+
+
+def _modifier(p: _Parsed, stem: str) -> str:
+    """The content word right before ``stem`` ("work" in "my work email"), if any."""
+    for i, s in enumerate(p.stems):
+        if s == stem or (len(stem) >= 5 and s[:5] == stem[:5]):
+            prev = p.stems[i - 1] if i else ""
+            return prev if prev in p.content and prev not in p.values else ""
+    return ""
+
+
+def _value_change(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
+    """The values that differ when two statements give the same attribute different values
+    ("My rent is $1,500" / "My rent went up to $1,700"): names, numbers or dates of one type
+    on both sides, the attribute words (all but the values) mostly shared, and no word that
+    makes it another attribute ("my email" / "my work email")."""
+    if a.past or not a.values or not b.values:
+        return None
+    old = [w for w in a.words if _stem(w) in a.values - b.values]
+    new = [w for w in b.words if _stem(w) in b.values - a.values]
+    if not old or not new:
+        return None
+    if not {_value_type(w, a.caps) for w in old} & {_value_type(w, b.caps) for w in new}:
+        return None
+    attr_a, attr_b = a.content - a.values, b.content - b.values
+    if not _fuzzy_shared(attr_a, attr_b):  # a unit alone will do: "180 pounds" / "165 pounds"
+        return None
+    # One side's attribute words all on the other side: "I work from home on Mondays" / "I
+    # work from the office on Tuesdays" are two attributes.
+    attr_a, attr_b = attr_a - _UNIT_STEMS, attr_b - _UNIT_STEMS
+    shared = _fuzzy_shared(attr_a, attr_b)
+    if attr_a - shared and attr_b - _fuzzy_shared(attr_b, attr_a):
+        return None
+    if a.head and b.head and not _fuzzy_shared({a.head}, {b.head}):
+        return None
+    if any(_modifier(a, t) != _modifier(b, t) for t in shared):
+        return None
+    return old, new
 
 
 def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
@@ -340,7 +483,14 @@ def _detect(
     sa: str, sb: str, older: Statement, newer: Statement, similarity: float
 ) -> Tension | None:
     a, b = _parse(sa), _parse(sb)
-    if not _subjects_agree(a.subject, b.subject) or a.additive or b.additive or a.used_to:
+    # "I have a dog named Max" / "Max passed away": the name the older one gave.
+    named = {a.subject, b.subject} & {f"other:{n}" for n in a.caps | b.caps}
+    subjects = (a.subject, b.subject)
+    if named and "self" in subjects:
+        n = next(iter(named))[6:]
+        if n in (a.caps if b.subject == f"other:{n}" else b.caps):
+            subjects = ("self", "self")
+    if not _subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
@@ -370,21 +520,40 @@ def _detect(
         if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
     }
     if all(c in _WEAK_CHANGE or c.startswith("new ") for c in announced) and (
-        overlap < _WEAK_OVERLAP
+        overlap < _WEAK_OVERLAP or "neutral" in subjects
     ):
         announced = set()
-    same_attribute = bool(shared) or (
-        bool(set(a.words) & _RESIDENCE)
-        and bool(set(b.words) & _RESIDENCE)
+    strong = {c for c in announced if c not in _WEAK_CHANGE and not c.startswith("new ")}
+    # "My daughter goes to Lincoln Elementary" / "... transferred to Oak Ridge": a change
+    # from one name to another about the same person, even with few words in common.
+    named_change = (
+        bool(strong)
         and bool(a.caps)
         and bool(b.caps)
+        and a.caps != b.caps
+        and similarity >= _ABOUT_SIMILARITY
+        and "neutral" not in subjects
+    )
+    same_attribute = (
+        bool(shared)
+        or named_change
+        or (
+            bool(set(a.words) & _RESIDENCE)
+            and bool(set(b.words) & _RESIDENCE)
+            and bool(a.caps)
+            and bool(b.caps)
+        )
     )
     status_change = (
         (set(a.words) & _STATUS)
         and (set(b.words) & _STATUS)
         and (set(a.words) & _STATUS != set(b.words) & _STATUS)
     )
-    if announced and same_attribute and (overlap >= _MIN_OVERLAP or not shared):
+    # A change needs someone or something it happens to: "Making a switch could ..." has none.
+    definite = [x for x in subjects if x != "neutral"]
+    if not definite or (len(definite) == 1 and definite[0].startswith(("thing:", "other:you"))):
+        announced = set()
+    if announced and same_attribute and (overlap >= _MIN_OVERLAP or not shared or named_change):
         what = ", ".join(sorted(announced))
         return make("superseded", 0.5 + 0.5 * similarity, f"newer statement says '{what}'")
     if status_change:
@@ -392,17 +561,26 @@ def _detect(
     # Negation: opposite polarity about the same thing.
     if (
         a.polarity != b.polarity
-        and "neutral" not in (a.subject, b.subject)  # exhortations, idioms: "never give up!"
+        and "neutral" not in subjects  # exhortations, idioms: "never give up!"
         and shared
         and (not only_a or not only_b)
         and overlap >= _MIN_OVERLAP
     ):
         return make("negation", 0.4 + 0.6 * similarity, "opposite statements about the same thing")
     # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact.
-    if a.polarity == b.polarity and "neutral" not in (a.subject, b.subject):
+    if a.polarity == b.polarity and "neutral" not in subjects:
+        values = _value_change(a, b)
+        if values is not None:
+            return make(
+                "changed_value",
+                0.4 + 0.6 * similarity,
+                f"'{' '.join(values[0])}' became '{' '.join(values[1])}'",
+            )
         slot = _changed_slot(a, b)
         if slot is not None:
             old_value, new_value = slot
+            if a.head and a.head in {_stem(w) for w in old_value}:
+                return None  # "My favourite colour is blue" / "My car is blue": two subjects
             frame = set(a.words) - set(old_value)
             vague = a.words[0] in _VAGUE if a.words else True
             evaluative = any(w in _EVALUATIVE for w in [*old_value, *new_value])
