@@ -89,6 +89,35 @@ _PAST = frozenset(
     """was were did went had ran saw met took came made got yesterday ago last today tonight
     once""".split()
 )
+# Exclusive states: a term of a class replaces another of the same class ("I rent my flat" /
+# "we bought our flat"), as a value would.
+_CLASSES = {
+    "diet": "vegetarian vegan pescatarian meat omnivore carnivore",
+    "tenure": "rent renting rented renter own owner bought mortgage",
+    "employment": "unemployed employed hired jobless",
+    "chronotype": "morning person|night owl|early bird|early riser|night person",
+    "commute": "drive drives driving cycle cycles cycling bike bikes biking walk walks walking "
+    "bus train subway metro tube carpool",
+    "doneness": "rare|medium rare|medium|well done",
+    "os": "windows linux macos ubuntu",
+    "seat": "window seat|window seats|aisle seat|aisle seats|middle seat",
+}
+_CLASS_OF = {
+    term: name
+    for name, terms in _CLASSES.items()
+    for term in (terms.split("|") if "|" in terms else terms.split())
+}
+_CLASS_TYPES = frozenset(_CLASSES)
+_CLASS_PHRASES = sorted((t for t in _CLASS_OF if " " in t), key=len, reverse=True)
+# A kind of thing and its general word are the same thing ("I don't drink alcohol" / "I drink
+# wine"); two kinds are not ("dogs" / "cats"). The general words come first.
+_KINDS = {
+    "alcohol booze liquor": "wine beer whisky whiskey vodka gin rum cocktail",
+    "pet": "dog puppi cat kitten hamster rabbit parrot",
+    "kid child children": "",
+}
+_GENERAL = {_stem(g): i for i, (gs, _) in enumerate(_KINDS.items()) for g in gs.split()}
+_SPECIFIC = {_stem(k): i for i, (_, ks) in enumerate(_KINDS.items()) for k in ks.split()}
 # Units belong to a value ("60k a year"), not to what the value is of.
 _UNITS = frozenset(
     """year years month months week weeks day days hour hours minute minutes pound pounds kilo
@@ -205,7 +234,7 @@ class _Parsed:
     additive: bool
     used_to: bool
     changes: set[str]
-    values: set[str]  # stems of names, numbers, dates
+    values: dict[str, tuple[str, str]]  # names, numbers, dates, class terms: key -> type, word
     head: str  # stem of the subject's noun ("rent" in "my rent is ..."), or ""
     past: bool  # tells what happened rather than what is
 
@@ -275,6 +304,17 @@ def _subject(words: list[str], text: str) -> str:
     return "neutral"
 
 
+def _values(words: list[str], caps: set[str], classed: list[str]) -> dict[str, tuple[str, str]]:
+    out = {
+        _stem(w): (_value_type(w), w)
+        for w in words
+        if w not in ("a", "an", "the") and _is_value([w], caps)
+    }
+    for c in classed:
+        out[c if " " in c else _stem(c)] = (_CLASS_OF[c], c)
+    return out
+
+
 def _head(words: list[str]) -> str:
     """The first word after an opening possessive or article: "my work email" -> work (a
     compound's first word tells it apart: "my email" is not "my work email")."""
@@ -306,6 +346,15 @@ def _parse(text: str) -> _Parsed:
             if phrase in ("no longer", "any longer", "any more") or not set(before) & _NEGATORS:
                 changes.add(phrase)
                 phrase_words |= set(phrase.split())
+    classed: list[str] = []
+    rest = f" {joined} "
+    for phrase in _CLASS_PHRASES:
+        if f" {phrase} " in rest:
+            classed.append(phrase)
+            rest = rest.replace(f" {phrase} ", " ")
+    classed += [w for w in rest.split() if w in _CLASS_OF]
+    head = _head(words)  # "the rent is ..." is about the rent, not renting
+    phrase_words |= {w for c in classed if " " in c for w in c.split()}
     content = {
         _stem(w)
         for w in words
@@ -336,8 +385,8 @@ def _parse(text: str) -> _Parsed:
         additive=any(w in _ADDITIVE for w in words) or "as well" in joined,
         used_to="used to" in joined,
         changes=changes,
-        values={_stem(w) for w in words if w not in ("a", "an", "the") and _is_value([w], caps)},
-        head=_head(words),
+        values=_values(words, caps, [c for c in classed if _stem(c) != head]),
+        head=head,
         past=bool(set(words) & _PAST)
         or any(
             w.endswith("ed") and len(w) > 4 and not w.endswith("eed") and w not in _STATUS
@@ -350,7 +399,16 @@ def _fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
     """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
     ("teacher" / "teaching")."""
     prefixes = {y[:5] for y in b if len(y) >= 5}
-    return {x for x in a if x in b or (len(x) >= 5 and x[:5] in prefixes)}
+    general = {_GENERAL[y] for y in b if y in _GENERAL}
+    specific = {_SPECIFIC[y] for y in b if y in _SPECIFIC}
+    return {
+        x
+        for x in a
+        if x in b
+        or (len(x) >= 5 and x[:5] in prefixes)
+        or _GENERAL.get(x, -1) in general | specific
+        or _SPECIFIC.get(x, -1) in general
+    }
 
 
 def _subjects_agree(a: str, b: str) -> bool:
@@ -379,7 +437,9 @@ def _is_value(words: Sequence[str], caps: set[str]) -> bool:
 _UNIT_STEMS = frozenset(_stem(w) for w in _UNITS | {"since"})
 
 
-def _value_type(word: str, caps: set[str]) -> str:
+def _value_type(word: str) -> str:
+    if word in _CLASS_OF:
+        return _CLASS_OF[word]
     if word in _MONTHS:
         return "date"
     if word.isdigit() or word in _NUMBER_WORDS or any(c.isdigit() for c in word):
@@ -403,14 +463,15 @@ def _value_change(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     makes it another attribute ("my email" / "my work email")."""
     if a.past or not a.values or not b.values:
         return None
-    old = [w for w in a.words if _stem(w) in a.values - b.values]
-    new = [w for w in b.words if _stem(w) in b.values - a.values]
-    if not old or not new:
+    old = [v for k, v in a.values.items() if k not in b.values]
+    new = [v for k, v in b.values.items() if k not in a.values]
+    types = {t for t, _ in old} & {t for t, _ in new}
+    if not types:
         return None
-    if not {_value_type(w, a.caps) for w in old} & {_value_type(w, b.caps) for w in new}:
-        return None
-    attr_a, attr_b = a.content - a.values, b.content - b.values
-    if not _fuzzy_shared(attr_a, attr_b):  # a unit alone will do: "180 pounds" / "165 pounds"
+    attr_a, attr_b = a.content - set(a.values), b.content - set(b.values)
+    # A unit alone will do ("180 pounds" / "165 pounds"); a class is an attribute itself
+    # ("I eat meat" / "I've been vegan since January").
+    if not _fuzzy_shared(attr_a, attr_b) and not types & _CLASS_TYPES:
         return None
     # One side's attribute words all on the other side: "I work from home on Mondays" / "I
     # work from the office on Tuesdays" are two attributes.
@@ -422,7 +483,7 @@ def _value_change(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
         return None
     if any(_modifier(a, t) != _modifier(b, t) for t in shared):
         return None
-    return old, new
+    return [w for _, w in old], [w for _, w in new]
 
 
 def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
@@ -466,9 +527,13 @@ def detect_tension(
     # Every cue needs shared content words, or a value on both sides (names, a status).
     whole_a, whole_b = _parse(older.text), _parse(newer.text)
     words_a, words_b = set(whole_a.words), set(whole_b.words)
+    classes_a = {t for t, _ in whole_a.values.values()} & _CLASS_TYPES
+    classes_b = {t for t, _ in whole_b.values.values()} & _CLASS_TYPES
     if not _fuzzy_shared(whole_a.content, whole_b.content) and not (
         (words_a & _RESIDENCE and words_b & _RESIDENCE and whole_a.caps and whole_b.caps)
         or (words_a & _STATUS and words_b & _STATUS)
+        or (whole_a.caps and whole_b.caps and whole_b.changes)
+        or classes_a & classes_b
     ):
         return None
     for sa in _sentences(older.text):
