@@ -51,10 +51,17 @@ _ADDITIVE = frozenset("also too either another".split())
 _CHANGE = frozenset(
     """moved relocated switched switch changed quit stopped left sold became become anymore now
     migrated replaced married divorced retired resigned cancelled canceled postponed rescheduled
-    renamed transferred promoted fired hired dropped""".split()
+    renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
+    downgraded nowadays currently lately""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
-_NOT_A_CHANGE = {"fired": ("up",), "dropped": ("off", "by", "in"), "left": ("over", "behind")}
+_NOT_A_CHANGE = {
+    "fired": ("up",),
+    "dropped": ("off", "by", "in"),
+    "left": ("over", "behind"),
+    "ended": ("up",),
+}
+_ACCUSTOMED = frozenset("am is are was were be been get got getting".split())
 # Several words announcing a change; their words are not what the statement is about.
 _CHANGE_PHRASES = (
     "no longer",
@@ -78,12 +85,23 @@ _CHANGE_PHRASES = (
     "took up",
     "these days",
     "from now on",
+    "used to",
+    "no more",
+    "fell through",
+    "got rid",
+    "gave away",
+    "broke off",
+    "is off",
+    "are off",
+    "'s off",
 )
 # Words of intent and light verbs: "I'm planning to do a PhD" is about the PhD.
 _LIGHT = frozenset(
     """plan plans planning planned decide decided deciding want wants wanted think go goes going
-    went make makes made keep""".split()
+    went make makes made making keep find finds""".split()
 )
+# When something happened is not what it is about.
+_WHEN = frozenset("last next since ago soon today tonight yesterday tomorrow recently".split())
 # Past narration: an older statement telling what happened is no state a newer one can change.
 _PAST = frozenset(
     """was were did went had ran saw met took came made got yesterday ago last today tonight
@@ -169,9 +187,14 @@ _NOT_CONTENT = (
     | _CHANGE
     | _LIGHT
     | {"really", "very", "new", "finally", "actually"}
+    | _WHEN
 )
 # Markers that also occur in plain narration: they need a closer match to count.
-_WEAK_CHANGE = frozenset(["now", "these days", "from now on", "down to", "became", "become"])
+_WEAK_CHANGE = frozenset(
+    """now|these days|from now on|down to|became|become|nowadays|currently|lately|used to""".split(
+        "|"
+    )
+)
 _WEAK_OVERLAP = 0.3
 
 _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*")
@@ -343,6 +366,8 @@ def _parse(text: str) -> _Parsed:
     for phrase in _CHANGE_PHRASES:
         for m in re.finditer(rf"(?:^|(?<= )){phrase}(?= |$)", joined):
             before = joined[: m.start()].split()[-2:]
+            if phrase == "used to" and before[-1:] and before[-1] in _ACCUSTOMED:
+                continue  # "I'm used to the cold"
             if phrase in ("no longer", "any longer", "any more") or not set(before) & _NEGATORS:
                 changes.add(phrase)
                 phrase_words |= set(phrase.split())
@@ -544,17 +569,25 @@ def detect_tension(
     return None
 
 
+def _mentions(subject: str, other: _Parsed) -> bool:
+    """Whether ``other`` names the ``other:<who>`` subject (a name, not "my sister")."""
+    if not subject.startswith("other:"):
+        return False
+    who = subject[6:]
+    if who in ("pronoun", "you") or who in _RELATIONS:
+        return False
+    return who in other.caps or _stem(who) in other.content
+
+
 def _detect(
     sa: str, sb: str, older: Statement, newer: Statement, similarity: float
 ) -> Tension | None:
     a, b = _parse(sa), _parse(sb)
-    # "I have a dog named Max" / "Max passed away": the name the older one gave.
-    named = {a.subject, b.subject} & {f"other:{n}" for n in a.caps | b.caps}
+    # "I have a dog named Max" / "Max passed away", "I find chess boring" / "Chess has become
+    # my obsession": one statement's subject is what the other one is about.
     subjects = (a.subject, b.subject)
-    if named and "self" in subjects:
-        n = next(iter(named))[6:]
-        if n in (a.caps if b.subject == f"other:{n}" else b.caps):
-            subjects = ("self", "self")
+    if "self" in subjects and (_mentions(a.subject, b) or _mentions(b.subject, a)):
+        subjects = ("self", "self")
     if not _subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
@@ -585,7 +618,7 @@ def _detect(
         if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
     }
     if all(c in _WEAK_CHANGE or c.startswith("new ") for c in announced) and (
-        overlap < _WEAK_OVERLAP or "neutral" in subjects
+        overlap < _WEAK_OVERLAP or "neutral" in subjects or a.past
     ):
         announced = set()
     strong = {c for c in announced if c not in _WEAK_CHANGE and not c.startswith("new ")}
