@@ -134,6 +134,13 @@ _KINDS = {
     "pet": "dog puppi cat kitten hamster rabbit parrot",
     "kid child children": "",
 }
+# Words for one attribute: "second year of college" / "third-year student".
+_SYNONYMS = [
+    "college university school student studies studying uni",
+    "job work works working career employer company",
+    "doctor gp physician",
+]
+_SYNONYM = {_stem(w): i for i, group in enumerate(_SYNONYMS) for w in group.split()}
 _GENERAL = {_stem(g): i for i, (gs, _) in enumerate(_KINDS.items()) for g in gs.split()}
 _SPECIFIC = {_stem(k): i for i, (_, ks) in enumerate(_KINDS.items()) for k in ks.split()}
 # Units belong to a value ("60k a year"), not to what the value is of.
@@ -238,12 +245,21 @@ _MIN_OVERLAP = 0.15
 
 @dataclass(frozen=True)
 class Statement:
-    """A memory as the tension detector sees it; ``speaker`` is who said it (their "I")."""
+    """A memory as the tension detector sees it; ``speaker`` is who said it (their "I").
+
+    ``seq`` orders statements of one time: message order within an ``add`` call, insertion
+    order across calls (what was stored before comes first).
+    """
 
     id: str
     text: str
     created_at: float = 0.0
     speaker: str | None = None
+    seq: int = 0
+
+    @property
+    def when(self) -> tuple[float, int]:
+        return (self.created_at, self.seq)
 
 
 @dataclass
@@ -321,7 +337,11 @@ def _subject(words: list[str], text: str) -> str:
     if (
         original[:1].isupper()
         and first not in STOP_WORDS
-        and (nxt == "'s" or nxt in _COPULA or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS))
+        and (
+            nxt in ("'s", "has", "have", "had", "will")
+            or nxt in _COPULA
+            or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS)
+        )
     ):
         return f"other:{first}"
     return "neutral"
@@ -346,7 +366,7 @@ def _head(words: list[str]) -> str:
         skip += 1
     if skip + 1 >= len(words) or words[skip] not in ("my", "our", "the", "a", "an", "his", "her"):
         return ""
-    head = words[skip + 1]
+    head = next((w for w in words[skip + 1 : skip + 3] if w not in ("new", "old")), "")
     return "" if head in STOP_WORDS or head in _COPULA else _stem(head)
 
 
@@ -426,11 +446,13 @@ def _fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
     prefixes = {y[:5] for y in b if len(y) >= 5}
     general = {_GENERAL[y] for y in b if y in _GENERAL}
     specific = {_SPECIFIC[y] for y in b if y in _SPECIFIC}
+    synonyms = {_SYNONYM[y] for y in b if y in _SYNONYM}
     return {
         x
         for x in a
         if x in b
         or (len(x) >= 5 and x[:5] in prefixes)
+        or _SYNONYM.get(x, -1) in synonyms
         or _GENERAL.get(x, -1) in general | specific
         or _SPECIFIC.get(x, -1) in general
     }
@@ -543,9 +565,10 @@ def detect_tension(
     older: Statement, newer: Statement, similarity: float, min_similarity: float = 0.3
 ) -> Tension | None:
     """Whether ``newer`` contradicts ``older`` (see the module docstring); ``similarity`` is
-    the cosine of their embeddings. The statements are ordered by ``created_at`` first; a
-    message of several sentences is judged sentence by sentence (questions skipped)."""
-    if newer.created_at < older.created_at:
+    the cosine of their embeddings. The statements are ordered by ``created_at`` and ``seq``
+    first (``newer`` of the result is None only when both are equal); a message of several
+    sentences is judged sentence by sentence (questions skipped)."""
+    if newer.when < older.when:
         older, newer = newer, older
     if similarity < min_similarity or older.speaker != newer.speaker:
         return None
@@ -599,7 +622,7 @@ def _detect(
     overlap = len(shared) / max(1, len(a.content | b.content))
     only_a = a.content - shared
     only_b = b.content - _fuzzy_shared(b.content, a.content)
-    newer_id = newer.id if newer.created_at > older.created_at else None
+    newer_id = newer.id if newer.when > older.when else None
 
     def make(kind: str, confidence: float, reason: str) -> Tension:
         return Tension(
@@ -617,11 +640,11 @@ def _detect(
         for c in b.changes - a.changes
         if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
     }
-    if all(c in _WEAK_CHANGE or c.startswith("new ") for c in announced) and (
-        overlap < _WEAK_OVERLAP or "neutral" in subjects or a.past
-    ):
+    # "My gym ..." / "My new gym ...": a new one of what the older statement is about.
+    weak = {c for c in announced if c in _WEAK_CHANGE or (c.startswith("new ") and c[4:] != a.head)}
+    if announced == weak and (overlap < _WEAK_OVERLAP or "neutral" in subjects or a.past):
         announced = set()
-    strong = {c for c in announced if c not in _WEAK_CHANGE and not c.startswith("new ")}
+    strong = announced - weak
     # "My daughter goes to Lincoln Elementary" / "... transferred to Oak Ridge": a change
     # from one name to another about the same person, even with few words in common.
     named_change = (
