@@ -139,6 +139,7 @@ _SYNONYMS = [
     "college university school student studies studying uni",
     "job work works working career employer company",
     "doctor gp physician",
+    "fly flying flight flights",
 ]
 _SYNONYM = {_stem(w): i for i, group in enumerate(_SYNONYMS) for w in group.split()}
 _GENERAL = {_stem(g): i for i, (gs, _) in enumerate(_KINDS.items()) for g in gs.split()}
@@ -164,6 +165,7 @@ _EVALUATIVE = (
     )
 )
 _COPULA = frozenset("is are was were".split())
+_DETERMINERS = frozenset("a an the my our your his her their its him them".split())
 _RELATIONS = frozenset(
     """sister brother wife husband son daughter mom mother dad father friend kids kid children
     child parents partner boyfriend girlfriend cousin aunt uncle grandma grandmother grandpa
@@ -183,7 +185,10 @@ _RESIDENCE = frozenset("live lives living lived moved move relocated home based"
 _LEADING = (
     _CHANGE
     | _FREQUENCY
-    | frozenset("so well yesterday today recently lately honestly actually".split())
+    | frozenset(
+        "so well yesterday today recently lately honestly actually correction update oops"
+        " wait ps btw".split()
+    )
 )
 _NOT_CONTENT = (
     _NEGATORS
@@ -204,7 +209,8 @@ _WEAK_CHANGE = frozenset(
 )
 _WEAK_OVERLAP = 0.3
 
-_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*")
+# A number keeps its suffix: "3rd", "6am", "60k".
+_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*")
 _CONTRACTIONS = {
     "n't": ["not"],
     "'m": ["am"],
@@ -226,6 +232,8 @@ _SENTENCE_END = re.compile(
     r"(?<=[.!?])\s+|\n+"
 )
 _MAX_SENTENCES = 8
+# A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
+_CLAUSE = re.compile(r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+", re.IGNORECASE)
 # Negations that say nothing negative.
 _IDIOMS = re.compile(
     r"\b(?:can't|cannot|can not) wait\b|\bno doubt\b|\bno worries\b"
@@ -321,6 +329,15 @@ def _subject(words: list[str], text: str) -> str:
     if first == "my":
         rest = [w for w in words[1:3] if w not in _ADJ_BEFORE_RELATION]
         if rest and rest[0] in _RELATIONS:
+            # "My boyfriend is Jake" says who I am with: a fact about me.
+            raw = _TOKEN.findall(text)[skip:]
+            at = words.index(rest[0])
+            if (
+                words[at + 1 : at + 2] == ["is"]
+                and raw[at + 2 : at + 3]
+                and raw[at + 2][0].isupper()
+            ):
+                return "self"
             return f"other:{rest[0]}"
         return "self"
     if first in ("he", "she", "they", "his", "her", "their"):
@@ -508,7 +525,8 @@ def _value_change(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     ("My rent is $1,500" / "My rent went up to $1,700"): names, numbers or dates of one type
     on both sides, the attribute words (all but the values) mostly shared, and no word that
     makes it another attribute ("my email" / "my work email")."""
-    if a.past or not a.values or not b.values:
+    # "I ran five miles today" tells of an event; "I was born in 1990" is a fact all the same.
+    if (a.past and not set(a.words) & _FUNCTIONAL) or not a.values or not b.values:
         return None
     old = [v for k, v in a.values.items() if k not in b.values]
     new = [v for k, v in b.values.items() if k not in a.values]
@@ -548,6 +566,18 @@ def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     return a.words[i1:i2], b.words[j1:j2]
 
 
+def _clauses(sentence: str) -> list[str]:
+    """``sentence`` cut where a second subject starts, not inside "Jake and I", "my wife and I"."""
+    out, start = [], 0
+    for m in _CLAUSE.finditer(sentence):
+        before = _TOKEN.findall(sentence[start : m.start()])
+        if not before or before[-1][0].isupper() or before[-1].lower() in _RELATIONS:
+            continue
+        out.append(sentence[start : m.start()])
+        start = m.end()
+    return [*out, sentence[start:]]
+
+
 @lru_cache(maxsize=4096)
 def _sentences(text: str) -> tuple[str, ...]:
     """The statements of a message: sentences that are not questions and have some words,
@@ -557,7 +587,7 @@ def _sentences(text: str) -> tuple[str, ...]:
         sentence = _VOCATIVE_END.sub("", _VOCATIVE_START.sub("", sentence.strip()))
         if sentence.endswith("?") or len(_TOKEN.findall(sentence)) < 2:
             continue
-        out.append(sentence)
+        out += [c for c in _clauses(sentence) if len(_TOKEN.findall(c)) >= 2]
     return tuple(out[:_MAX_SENTENCES])
 
 
@@ -702,6 +732,8 @@ def _detect(
             old_value, new_value = slot
             if a.head and a.head in {_stem(w) for w in old_value}:
                 return None  # "My favourite colour is blue" / "My car is blue": two subjects
+            if set(old_value) <= _VAGUE | _DETERMINERS or set(new_value) <= _VAGUE | _DETERMINERS:
+                return None  # "make it work" / "make this studio work"
             frame = set(a.words) - set(old_value)
             vague = a.words[0] in _VAGUE if a.words else True
             evaluative = any(w in _EVALUATIVE for w in [*old_value, *new_value])
