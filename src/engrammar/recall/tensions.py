@@ -58,9 +58,10 @@ _CHANGE = frozenset(
 _NOT_A_CHANGE = {
     "fired": ("up",),
     "dropped": ("off", "by", "in"),
-    "left": ("over", "behind"),
+    "left": ("over", "behind", "after", "in", "on", "at", "of", "with", "and", "but"),
     "ended": ("up",),
 }
+_AMOUNTS = frozenset("most all much a so too the my our space time".split())
 _ACCUSTOMED = frozenset("am is are was were be been get got getting".split())
 # Several words announcing a change; their words are not what the statement is about.
 _CHANGE_PHRASES = (
@@ -105,7 +106,7 @@ _WHEN = frozenset("last next since ago soon today tonight yesterday tomorrow rec
 # Past narration: an older statement telling what happened is no state a newer one can change.
 _PAST = frozenset(
     """was were did went had ran saw met took came made got yesterday ago last today tonight
-    once""".split()
+    once will gonna""".split()
 )
 # Exclusive states: a term of a class replaces another of the same class ("I rent my flat" /
 # "we bought our flat"), as a value would.
@@ -155,7 +156,7 @@ _FUNCTIONAL = frozenset(
     preferred""".split()
 )
 # "It was amazing" / "It was awesome": opinions about a vague "it" are not facts with values.
-_VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what"])
+_VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what", "them"])
 _EVALUATIVE = (
     _POSITIVE
     | _NEGATIVE
@@ -165,6 +166,7 @@ _EVALUATIVE = (
     )
 )
 _COPULA = frozenset("is are was were".split())
+_OBJECTS = frozenset("me us you him her them it".split())
 _DETERMINERS = frozenset("a an the my our your his her their its him them".split())
 _RELATIONS = frozenset(
     """sister brother wife husband son daughter mom mother dad father friend kids kid children
@@ -201,6 +203,8 @@ _NOT_CONTENT = (
     | {"really", "very", "new", "finally", "actually"}
     | _WHEN
 )
+# Words between a change word and what it changes ("I quit my job at St. Mary's").
+_ANCHOR = 6
 # Markers that also occur in plain narration: they need a closer match to count.
 _WEAK_CHANGE = frozenset(
     """now|these days|from now on|down to|became|become|nowadays|currently|lately|used to""".split(
@@ -233,12 +237,14 @@ _SENTENCE_END = re.compile(
 )
 _MAX_SENTENCES = 8
 # A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
-_CLAUSE = re.compile(r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+", re.IGNORECASE)
+_CLAUSE = re.compile(
+    r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+", re.IGNORECASE
+)
 # Negations that say nothing negative.
 _IDIOMS = re.compile(
     r"\b(?:can't|cannot|can not) wait\b|\bno doubt\b|\bno worries\b"
     r"|\b(?:couldn't|could not) agree more\b|\b(?:won't|will not|never) (?:give up|quit)\b"
-    r"|\bnever (?:knew|thought|realized|realised|expected)\b",
+    r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b",
     re.I,
 )
 _INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no|aw+|ok|okay)"
@@ -280,7 +286,7 @@ class _Parsed:
     subject: str
     additive: bool
     used_to: bool
-    changes: set[str]
+    changes: dict[str, int]  # announced change -> word position
     values: dict[str, tuple[str, str]]  # names, numbers, dates, class terms: key -> type, word
     head: str  # stem of the subject's noun ("rent" in "my rent is ..."), or ""
     past: bool  # tells what happened rather than what is
@@ -289,7 +295,7 @@ class _Parsed:
 def _split(text: str) -> tuple[list[str], set[str]]:
     words: list[str] = []
     caps: set[str] = set()
-    for i, m in enumerate(_TOKEN.finditer(text)):
+    for i, m in enumerate(_TOKEN.finditer(text.replace("\u2019", "'"))):
         raw = m.group(0)
         low = raw.lower()
         if ((i > 0 and raw[0].isupper()) or any(c.isupper() for c in raw[1:])) and low not in (
@@ -398,15 +404,20 @@ def _parse(text: str) -> _Parsed:
             sentiment = -sentiment
     polarity = sentiment * (-1 if negations % 2 else 1)
     joined = " ".join(words)
-    changes: set[str] = set()
+    changes: dict[str, int] = {}
     phrase_words: set[str] = set()
     for phrase in _CHANGE_PHRASES:
         for m in re.finditer(rf"(?:^|(?<= )){phrase}(?= |$)", joined):
             before = joined[: m.start()].split()[-2:]
             if phrase == "used to" and before[-1:] and before[-1] in _ACCUSTOMED:
                 continue  # "I'm used to the cold"
+            after = joined[m.end() :].split()[:1]
+            if phrase == "any more" and after and after[0] not in STOP_WORDS:
+                continue  # "any more suggestions"
+            if phrase == "took up" and after and after[0] in _AMOUNTS:
+                continue  # "took up most of my time"
             if phrase in ("no longer", "any longer", "any more") or not set(before) & _NEGATORS:
-                changes.add(phrase)
+                changes.setdefault(phrase, len(joined[: m.start()].split()))
                 phrase_words |= set(phrase.split())
     classed: list[str] = []
     rest = f" {joined} "
@@ -427,16 +438,16 @@ def _parse(text: str) -> _Parsed:
         and len(w) > 1
     }
     # "never quit" announces no change.
-    changes |= {
-        w
-        for i, w in enumerate(words)
-        if w in _CHANGE
-        and not (set(words[max(0, i - 2) : i]) & _NEGATORS and w != "anymore")
-        and (i + 1 == len(words) or words[i + 1] not in _NOT_A_CHANGE.get(w, ()))
-    }
+    for i, w in enumerate(words):
+        if (
+            w in _CHANGE
+            and not (set(words[max(0, i - 3) : i]) & _NEGATORS and w != "anymore")
+            and (i + 1 == len(words) or words[i + 1] not in _NOT_A_CHANGE.get(w, ()))
+        ):
+            changes.setdefault(w, i)
     for i, w in enumerate(words[:-1]):
         if w == "new":
-            changes.add(f"new {_stem(words[i + 1])}")
+            changes.setdefault(f"new {_stem(words[i + 1])}", i)
     return _Parsed(
         words=words,
         caps=caps,
@@ -571,7 +582,8 @@ def _clauses(sentence: str) -> list[str]:
     out, start = [], 0
     for m in _CLAUSE.finditer(sentence):
         before = _TOKEN.findall(sentence[start : m.start()])
-        if not before or before[-1][0].isupper() or before[-1].lower() in _RELATIONS:
+        last = before[-1].lower() if before else ""
+        if not before or before[-1][0].isupper() or last in _RELATIONS or last in _OBJECTS:
             continue
         out.append(sentence[start : m.start()])
         start = m.end()
@@ -587,7 +599,7 @@ def _sentences(text: str) -> tuple[str, ...]:
         sentence = _VOCATIVE_END.sub("", _VOCATIVE_START.sub("", sentence.strip()))
         if sentence.endswith("?") or len(_TOKEN.findall(sentence)) < 2:
             continue
-        out += [c for c in _clauses(sentence) if len(_TOKEN.findall(c)) >= 2]
+        out += [c for c in _clauses(sentence) if len(_split(c)[0]) >= 3]
     return tuple(out[:_MAX_SENTENCES])
 
 
@@ -620,6 +632,14 @@ def detect_tension(
             if found is not None:
                 return found
     return None
+
+
+def _actor(p: _Parsed, at: int) -> str:
+    """The personal pronoun nearest before word ``at`` (who the change happens to), if any."""
+    for w in reversed(p.words[max(0, at - _ANCHOR) : at]):
+        if w in ("i", "we", "you", "he", "she", "they"):
+            return w
+    return ""
 
 
 def _mentions(subject: str, other: _Parsed) -> bool:
@@ -667,12 +687,33 @@ def _detect(
     # Superseded: the newer one announces a change about something the older one states.
     announced = {
         c
-        for c in b.changes - a.changes
+        for c in b.changes.keys() - a.changes.keys()
         if not c.startswith("new ") or c.split(" ", 1)[1] in a.content
     }
+    residence = (
+        bool(set(a.words) & _RESIDENCE)
+        and bool(set(b.words) & _RESIDENCE)
+        and bool(a.caps)
+        and bool(b.caps)
+    )
+    if shared and not residence:
+        # The change is about what they share: "it really changed my perspective" changes no
+        # book. The shared words must be near the change word.
+        shared_b = _fuzzy_shared(b.content, a.content)
+        announced = {
+            c
+            for c in announced
+            if set(b.stems[max(0, b.changes[c] - _ANCHOR) : b.changes[c] + _ANCHOR + 1]) & shared_b
+            or bool({b.head, b.stems[0]} & shared_b)  # "Tom and I don't talk anymore"
+            or (a.caps and b.caps and a.caps != b.caps)
+        }
+    # "... even though you can't volunteer there anymore": someone else's change.
+    if a.subject == "self":
+        announced = {c for c in announced if _actor(b, b.changes[c]) in ("", "i", "we")}
     # "My gym ..." / "My new gym ...": a new one of what the older statement is about.
     weak = {c for c in announced if c in _WEAK_CHANGE or (c.startswith("new ") and c[4:] != a.head)}
-    if announced == weak and (overlap < _WEAK_OVERLAP or "neutral" in subjects or a.past):
+    # "Now I'm gonna order some sushi" is a plan, not a new state.
+    if announced == weak and (overlap < _WEAK_OVERLAP or "neutral" in subjects or a.past or b.past):
         announced = set()
     strong = announced - weak
     # "My daughter goes to Lincoln Elementary" / "... transferred to Oak Ridge": a change
@@ -685,16 +726,7 @@ def _detect(
         and similarity >= _ABOUT_SIMILARITY
         and "neutral" not in subjects
     )
-    same_attribute = (
-        bool(shared)
-        or named_change
-        or (
-            bool(set(a.words) & _RESIDENCE)
-            and bool(set(b.words) & _RESIDENCE)
-            and bool(a.caps)
-            and bool(b.caps)
-        )
-    )
+    same_attribute = bool(shared) or named_change or residence
     status_change = (
         (set(a.words) & _STATUS)
         and (set(b.words) & _STATUS)
@@ -713,6 +745,8 @@ def _detect(
     if (
         a.polarity != b.polarity
         and "neutral" not in subjects  # exhortations, idioms: "never give up!"
+        # "I haven't read that yet" / "I read a few of them": about what?
+        and not (set(a.words) & _VAGUE and set(b.words) & _VAGUE and len(shared) < 2)
         and shared
         and (not only_a or not only_b)
         and overlap >= _MIN_OVERLAP
