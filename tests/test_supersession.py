@@ -5,9 +5,11 @@ from __future__ import annotations
 from engrammar.recall.supersession import (
     Replacement,
     Version,
+    asks_about_own_facts,
     asks_about_past,
     current_at,
     merge_replacements,
+    newer_first,
     rank_by_validity,
 )
 
@@ -89,3 +91,30 @@ def test_merge_keeps_the_earliest_replacement() -> None:
     assert merge_replacements(found, {}) == [Replacement("paris", "berlin", 2.0)]
     stored = {"paris": Version("paris", 1.0, valid_until=1.5, superseded_by="rome")}
     assert merge_replacements(found, stored) == []
+
+
+def test_a_later_restatement_moves_above_the_earlier() -> None:
+    import numpy as np
+
+    versions = {
+        "old": Version("old", 1.0),
+        "other": Version("other", 1.5),
+        "new": Version("new", 2.0),
+    }
+    vectors = {
+        "old": np.array([1.0, 0.0], dtype=np.float32),
+        "other": np.array([0.0, 1.0], dtype=np.float32),
+        "new": np.array([0.8, 0.6], dtype=np.float32),
+    }
+    scores = {"old": 1.0, "other": 0.9, "new": 0.7}
+    ranked = ["old", "other", "new"]
+    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.5) == ["new", "old", "other"]
+    # Not similar enough, or too far below: the order stays.
+    assert newer_first(ranked, scores, versions, vectors, 0.9, 0.5) == ranked
+    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.8) == ranked
+
+
+def test_own_present_questions() -> None:
+    assert asks_about_own_facts("How many bikes do I currently own?")
+    assert not asks_about_own_facts("What did Caroline research?")
+    assert not asks_about_own_facts("Where did I live before Berlin?")

@@ -21,15 +21,20 @@ the order of insertion (see :class:`Version` ``seq``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 __all__ = [
     "Replacement",
     "Version",
+    "asks_about_own_facts",
     "asks_about_past",
+    "asks_about_present",
     "current_at",
     "merge_replacements",
+    "newer_first",
     "rank_by_validity",
 ]
 
@@ -39,8 +44,19 @@ __all__ = [
 _PAST_QUESTION = re.compile(
     r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
     r"earlier|at first|in the past|back then|back when|prior to)\b"
-    r"|\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b"
+    r"|\b(?:was|were|did|had)\b.*\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b"
     r"|\b(?:did|was|were|had)\s+(?:i|we)\b",
+    re.IGNORECASE,
+)
+
+
+# A question about the speaker's present: "How many bikes do I currently own?", "Where do I
+# live?", "How long have I been ...?" ("do", "am", "is my", "have I" or a word like "now").
+_PRESENT_QUESTION = re.compile(
+    r"\b(?:now|currently|current|still|these days|nowadays|so far|at the moment|latest|"
+    r"most recent|most recently)\b"
+    r"|\b(?:do|does|am|is|are|have|has|can)\s+(?:i|we|my|our)\b"
+    r"|\b(?:i|we)\s+(?:do|am|have|own|live|work|keep|use|go)\b",
     re.IGNORECASE,
 )
 
@@ -48,6 +64,66 @@ _PAST_QUESTION = re.compile(
 def asks_about_past(query: str) -> bool:
     """Whether ``query`` asks how things were rather than how they are."""
     return bool(_PAST_QUESTION.search(query))
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|we|we're|our|us)\b", re.IGNORECASE)
+
+
+def asks_about_present(query: str) -> bool:
+    """Whether ``query`` asks the speaker how things are now (and not how they were)."""
+    return bool(_PRESENT_QUESTION.search(query)) and not asks_about_past(query)
+
+
+def asks_about_own_facts(query: str) -> bool:
+    """Whether ``query`` asks the speaker about themselves and not about the past: where
+    later statements on the same matter update earlier ones ("How many bikes do I own?")."""
+    return bool(_FIRST_PERSON.search(query)) and not asks_about_past(query)
+
+
+def newer_first(
+    ranked: Sequence[str],
+    scores: Mapping[str, float],
+    versions: Mapping[str, Version],
+    vectors: Mapping[str, np.ndarray],
+    min_similarity: float,
+    min_ratio: float,
+) -> list[str]:
+    """``ranked`` with each memory moved above the older ones it restates: a later memory
+    whose embedding is within ``min_similarity`` of an earlier one ranked above it, and whose
+    score is at least ``min_ratio`` of that one's, goes right before it ("I have 20 postcards"
+    / "I've added 25 postcards since": the later statement updates the earlier).
+
+    For questions about the speaker's own present (see :func:`asks_about_own_facts`); unlike
+    :func:`rank_by_validity` it needs no detected contradiction.
+    """
+    known = [i for i in ranked if i in vectors and i in versions]
+    if len(known) < 2:
+        return list(ranked)
+    index = {m: k for k, m in enumerate(known)}
+    sims = np.stack([vectors[m] for m in known]) @ np.stack([vectors[m] for m in known]).T
+    when = {m: (versions[m].created_at, versions[m].seq) for m in known}
+    order = list(ranked)
+    for _ in range(len(order)):
+        moved = False
+        for i, a in enumerate(order):
+            if a not in index:
+                continue
+            for j in range(i + 1, len(order)):
+                b = order[j]
+                if (
+                    b in index
+                    and when[b] > when[a]
+                    and sims[index[a], index[b]] >= min_similarity
+                    and scores[b] >= min_ratio * scores[a]
+                ):
+                    order.insert(i, order.pop(j))
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return order
 
 
 @dataclass(frozen=True)
@@ -59,6 +135,7 @@ class Version:
     created_at: float
     valid_until: float | None = None
     superseded_by: str | None = None
+    seq: int = 0  # order among memories of one time (message order, then insertion)
 
 
 @dataclass(frozen=True)
