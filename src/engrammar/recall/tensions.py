@@ -52,7 +52,7 @@ _CHANGE = frozenset(
     """moved relocated switched switch changed quit stopped left sold became become anymore now
     migrated replaced married divorced retired resigned cancelled canceled postponed rescheduled
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
-    downgraded nowadays currently lately""".split()
+    downgraded nowadays currently lately traded""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 _NOT_A_CHANGE = {
@@ -236,6 +236,8 @@ _SENTENCE_END = re.compile(
     r"(?<=[.!?])\s+|\n+"
 )
 _MAX_SENTENCES = 8
+# "It turns out I'm not allergic": what follows is the statement.
+_HEDGE = re.compile(r"^(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*", re.IGNORECASE)
 # A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
 _CLAUSE = re.compile(
     r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+", re.IGNORECASE
@@ -563,8 +565,12 @@ def _value_change(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
 
 
 def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
-    """The one replaced slot if the sentences are the same frame otherwise."""
-    sm = difflib.SequenceMatcher(a=a.stems, b=b.stems, autojunk=False)
+    """The one replaced slot if the sentences are the same frame otherwise (a "now" of the
+    newer one aside: "I'm a nurse" / "I'm a paramedic now")."""
+    keep_a = [i for i, w in enumerate(a.words) if w not in _WEAK_CHANGE]
+    keep_b = [i for i, w in enumerate(b.words) if w not in _WEAK_CHANGE]
+    stems_a, stems_b = [a.stems[i] for i in keep_a], [b.stems[i] for i in keep_b]
+    sm = difflib.SequenceMatcher(a=stems_a, b=stems_b, autojunk=False)
     ops = [op for op in sm.get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":
         return None
@@ -572,9 +578,9 @@ def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     if i2 - i1 > 3 or j2 - j1 > 3:
         return None
     same = sum(size for *_, size in sm.get_matching_blocks())
-    if same < 2 or same < 0.5 * max(len(a.stems), len(b.stems)):
+    if same < 2 or same < 0.5 * max(len(stems_a), len(stems_b)):
         return None
-    return a.words[i1:i2], b.words[j1:j2]
+    return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -597,6 +603,7 @@ def _sentences(text: str) -> tuple[str, ...]:
     out = []
     for sentence in _SENTENCE_END.split(text.strip()):
         sentence = _VOCATIVE_END.sub("", _VOCATIVE_START.sub("", sentence.strip()))
+        sentence = _HEDGE.sub("", sentence)
         if sentence.endswith("?") or len(_TOKEN.findall(sentence)) < 2:
             continue
         out += [c for c in _clauses(sentence) if len(_split(c)[0]) >= 3]
@@ -623,6 +630,7 @@ def detect_tension(
         (words_a & _RESIDENCE and words_b & _RESIDENCE and whole_a.caps and whole_b.caps)
         or (words_a & _STATUS and words_b & _STATUS)
         or (whole_a.caps and whole_b.caps and whole_b.changes)
+        or (whole_b.changes and similarity >= _ABOUT_SIMILARITY)
         or classes_a & classes_b
     ):
         return None
@@ -771,8 +779,11 @@ def _detect(
             frame = set(a.words) - set(old_value)
             vague = a.words[0] in _VAGUE if a.words else True
             evaluative = any(w in _EVALUATIVE for w in [*old_value, *new_value])
+            # "now" in the newer statement says the slot holds one value at a time.
             single_valued = (_is_value(old_value, a.caps) and _is_value(new_value, b.caps)) or bool(
-                frame & _FUNCTIONAL or (frame & _COPULA and not vague)
+                frame & _FUNCTIONAL
+                or (frame & _COPULA and not vague)
+                or b.changes.keys() & _WEAK_CHANGE
             )
             if single_valued and not evaluative:
                 return make(
