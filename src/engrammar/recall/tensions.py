@@ -566,7 +566,7 @@ def _value_change(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
 
 def _changed_slot(a: _Parsed, b: _Parsed) -> tuple[list[str], list[str]] | None:
     """The one replaced slot if the sentences are the same frame otherwise (a "now" of the
-    newer one aside: "I'm a nurse" / "I'm a paramedic now")."""
+    newer one aside: "My manager is Karen" / "My manager is now Luis")."""
     keep_a = [i for i, w in enumerate(a.words) if w not in _WEAK_CHANGE]
     keep_b = [i for i, w in enumerate(b.words) if w not in _WEAK_CHANGE]
     stems_a, stems_b = [a.stems[i] for i in keep_a], [b.stems[i] for i in keep_b]
@@ -779,11 +779,9 @@ def _detect(
             frame = set(a.words) - set(old_value)
             vague = a.words[0] in _VAGUE if a.words else True
             evaluative = any(w in _EVALUATIVE for w in [*old_value, *new_value])
-            # "now" in the newer statement says the slot holds one value at a time.
+            # Not "now" alone: "I'm a teacher" / "I'm a mother now" can both be true.
             single_valued = (_is_value(old_value, a.caps) and _is_value(new_value, b.caps)) or bool(
-                frame & _FUNCTIONAL
-                or (frame & _COPULA and not vague)
-                or b.changes.keys() & _WEAK_CHANGE
+                frame & _FUNCTIONAL or (frame & _COPULA and not vague)
             )
             if single_valued and not evaluative:
                 return make(
