@@ -155,6 +155,19 @@ def main() -> None:
             rows.append({"question_id": user, "engrammar": ours, "bm25": base})
             embedder.save()
     n = counts["questions"]
+    # Halves by question id (sorted), so a figure tuned on one half can be checked on the other.
+    ids = sorted(r["question_id"] for r in rows)
+    first = set(ids[: len(ids) // 2])
+    halves = {}
+    for name, part in (("first half", first), ("second half", set(ids) - first)):
+        sel = [r for r in rows if r["question_id"] in part]
+        halves[name] = {
+            "questions": len(sel),
+            "engrammar newest first": round(
+                sum(r["engrammar"][0] for r in sel) / max(1, len(sel)), 3
+            ),
+            "bm25 newest first": round(sum(r["bm25"][0] for r in sel) / max(1, len(sel)), 3),
+        }
     doc = {
         "command": command,
         "machine": machine(),
@@ -162,6 +175,7 @@ def main() -> None:
         "questions": n,
         "seconds": round(time.perf_counter() - t0, 1),
         "rates": {k: round(v / max(1, n), 3) for k, v in counts.items() if k != "questions"},
+        "halves": halves,
         "rows": rows,
     }
     print(json.dumps({k: v for k, v in doc.items() if k != "rows"}, indent=1))
@@ -181,6 +195,15 @@ def main() -> None:
         "|---|---|---|",
         f"| engrammar | {doc['rates']['engrammar newest first']} | {doc['rates']['engrammar newest in top 5']} |",
         f"| BM25 | {doc['rates']['bm25 newest first']} | {doc['rates']['bm25 newest in top 5']} |",
+        "",
+        "By half of the question ids (sorted): most recent gold turn above every earlier one",
+        "",
+        "| half | questions | engrammar | BM25 |",
+        "|---|---|---|---|",
+        *[
+            f"| {k} | {v['questions']} | {v['engrammar newest first']} | {v['bm25 newest first']} |"
+            for k, v in halves.items()
+        ],
         "",
     ]
     (args.out / "lme_updates.md").write_text("\n".join(lines), encoding="utf-8")
