@@ -153,7 +153,9 @@ def main() -> None:
             counts["bm25 newest first"] += base[0]
             counts["bm25 newest in top 5"] += base[1]
             rows.append({"question_id": user, "engrammar": ours, "bm25": base})
-            embedder.save()
+            if len(rows) % 10 == 0:
+                embedder.save()
+    embedder.save()
     n = counts["questions"]
     # Halves by question id (sorted), so a figure tuned on one half can be checked on the other.
     ids = sorted(r["question_id"] for r in rows)
