@@ -248,12 +248,16 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        as_of: Any = None,
     ) -> builtins.list[ScoredMemory]:
-        """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
+        """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
+
+        ``as_of`` as in :meth:`recall`.
+        """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.search(self._engine, scope, query, limit)
+        return recall.search(self._engine, scope, query, limit, v.timestamp("as_of", as_of))
 
     def recall(
         self,
@@ -264,15 +268,21 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        as_of: Any = None,
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
-        The recall is recorded; ``feedback`` later acts on it (once).
+        The recall is recorded; ``feedback`` later acts on it (once). What is current ranks
+        first: a memory a newer one superseded (see ``MemoryRecord.superseded_by``) ranks below
+        it for a question about the present and above it for one about the past ("where did I
+        live before Berlin?"). ``as_of`` (datetime, ISO-8601 or epoch seconds) ranks by what was
+        current then: memories added later are left out.
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.recall(self._engine, scope, query, limit)
+        as_of = v.timestamp("as_of", as_of)
+        return recall.recall(self._engine, scope, query, limit, as_of)
 
     # -- the feedback loop and explanations ------------------------------------------------------
     def feedback(

@@ -107,4 +107,6 @@ def memory_record(row: Sequence[Any], metadata: Any) -> MemoryRecord:
         created_at=row[9],
         updated_at=row[10],
         metadata=metadata,
+        valid_until=row[12],
+        superseded_by=row[13],
     )

@@ -321,10 +321,23 @@ def m005_reply_signals_by_recall(conn: Conn) -> None:
     )
 
 
+def m007_memory_validity(conn: Conn) -> None:
+    """When a memory stopped being current and what replaced it (facts that change). The
+    name is the SQLite store's: one schema change, one name (m006 there is SQLite's own)."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN valid_until DOUBLE PRECISION",
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        "CREATE INDEX memories_superseded_by ON memories (workspace, superseded_by) "
+        "WHERE superseded_by IS NOT NULL",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
     m003_api_keys,
     m004_reply_signals,
     m005_reply_signals_by_recall,
+    m007_memory_validity,
 ]
