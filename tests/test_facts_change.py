@@ -13,10 +13,12 @@ from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 
 pytestmark = pytest.mark.model
+both_stores = pytest.mark.every_store
 
 MOVE = ["I love hiking in the Alps.", "I live in Paris.", "I moved to Berlin last month."]
 
 
+@both_stores
 def test_a_move_in_one_add_ranks_the_new_home_first(real_mem: Memory) -> None:
     _, paris, berlin = real_mem.add(MOVE, user_id="u", timestamp=1_700_000_000)
     result = real_mem.recall("Where do I live?", user_id="u")
@@ -31,6 +33,7 @@ def test_a_move_in_one_add_ranks_the_new_home_first(real_mem: Memory) -> None:
     assert past.memories[0].id == paris
 
 
+@both_stores
 @pytest.mark.parametrize("calls", [1, 2])
 def test_a_changed_value_reports_the_right_direction(real_mem: Memory, calls: int) -> None:
     texts = ["My favourite colour is blue.", "My favourite colour is green."]
@@ -46,6 +49,7 @@ def test_a_changed_value_reports_the_right_direction(real_mem: Memory, calls: in
     assert tension.reason == "'blue' became 'green'"
 
 
+@both_stores
 def test_the_superseded_memory_says_when_and_by_what(real_mem: Memory) -> None:
     _, paris, berlin = real_mem.add(MOVE, user_id="u", timestamp=1_700_000_000)
     old, new = real_mem.get(paris), real_mem.get(berlin)
@@ -58,6 +62,7 @@ def test_the_superseded_memory_says_when_and_by_what(real_mem: Memory) -> None:
     assert ops[-1] == "supersede"
 
 
+@both_stores
 def test_a_backdated_add_is_the_older_side(real_mem: Memory) -> None:
     # Stored first, said later: the timestamp decides, not the order of the calls.
     (berlin,) = real_mem.add("I moved to Berlin last month.", user_id="u", timestamp=2e9)
@@ -67,6 +72,7 @@ def test_a_backdated_add_is_the_older_side(real_mem: Memory) -> None:
     assert real_mem.recall("Where do I live?", user_id="u").memories[0].id == berlin
 
 
+@both_stores
 def test_recall_as_of_ranks_by_what_was_current_then(real_mem: Memory) -> None:
     (paris,) = real_mem.add("I live in Paris.", user_id="u", timestamp=1e9)
     (berlin,) = real_mem.add("I moved to Berlin last month.", user_id="u", timestamp=2e9)
@@ -77,6 +83,7 @@ def test_recall_as_of_ranks_by_what_was_current_then(real_mem: Memory) -> None:
     assert now.memories[0].id == berlin
 
 
+@both_stores
 def test_forgetting_the_newer_makes_the_older_current_again(real_mem: Memory) -> None:
     _, paris, berlin = real_mem.add(MOVE, user_id="u")
     real_mem.forget(berlin)
@@ -85,6 +92,7 @@ def test_forgetting_the_newer_makes_the_older_current_again(real_mem: Memory) ->
     assert real_mem.recall("Where do I live?", user_id="u").memories[0].id == paris
 
 
+@both_stores
 def test_export_and_import_keep_the_supersession(
     real_mem: Memory, tmp_path: Path, minilm: MiniLMEmbedder
 ) -> None:
