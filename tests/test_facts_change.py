@@ -132,3 +132,13 @@ def test_a_store_from_before_the_validity_columns_is_migrated(
         assert mem.get("old").valid_until is None
         (berlin,) = mem.add("I moved to Berlin last month.", user_id="u", timestamp=2.0)
         assert mem.get("old").superseded_by == berlin
+
+
+@both_stores
+def test_insertion_order_tells_one_batch_apart(real_mem: Memory) -> None:
+    ids = real_mem.add(["first", "second", "third"], user_id="u", timestamp=1_700_000_000)
+    (later,) = real_mem.add("fourth", user_id="u", timestamp=1_600_000_000)
+    order = real_mem.store.insertion_order("default", [*reversed(ids), later, "missing"])
+    assert [order[i] for i in ids] == sorted(order[i] for i in ids)
+    assert order[later] > order[ids[-1]]
+    assert "missing" not in order

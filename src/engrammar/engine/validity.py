@@ -9,6 +9,7 @@ a later restatement of an earlier memory moves above it (``recency_similarity``)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ..models import MemoryRecord, Scope
@@ -83,6 +84,10 @@ def _newer_first(
     ids = [x[0].id for x in out]
     vectors = engine.store.vectors(scope.workspace, ids)
     versions = {x[0].id: _version(x[0]) for x in out}
+    times = [x[0].created_at for x in out]
+    if len(set(times)) < len(times):  # said at one time (one add): stored order tells
+        stored = engine.store.insertion_order(scope.workspace, ids)
+        versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
     scores = {x[0].id: x[1] for x in out}
     order = newer_first(
         ids, scores, versions, vectors, config.recency_similarity, config.recency_min_ratio

@@ -291,6 +291,10 @@ class Store(Protocol):
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""
 
+    def insertion_order(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        """A number per given memory that grows in the order they were stored (message order
+        within an ``add``): what tells memories of the same ``created_at`` apart."""
+
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """The scope's newest active memories, newest first (by insertion order)."""
 

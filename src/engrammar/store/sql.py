@@ -204,6 +204,18 @@ class SQLStore(SQLRecords):
         self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
 
     # -- facts that change ---------------------------------------------------------------------
+    def insertion_order(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._fetch(
+            "reading the insertion order",
+            f"SELECT id, seq FROM memories WHERE workspace = ? AND id IN ({marks})",
+            [workspace, *ids],
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
     def _supersede(
         self, conn: Any, workspace: str, edges: Sequence[NewEdge], rename: dict[str, str]
     ) -> None:
