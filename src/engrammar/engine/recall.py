@@ -109,6 +109,7 @@ def _current(
         [(e.id, e.score, e.components, e.note, e.via) for e in head],
         records,
         as_of,
+        limit,
     )
     return [
         ScoredMemory(record, score, comps, via=via, note=note)

@@ -36,10 +36,12 @@ def by_validity(
     ranked: Sequence[Scored],
     records: dict[str, MemoryRecord],
     as_of: float | None,
+    limit: int,
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
     """``ranked`` (best first, their ``records`` fetched) re-ranked by what is current: each
     memory with its record, score, components (``supersession``: the change of score; ``newer``:
-    1 when a later restatement moved above an earlier one), note and ``via``."""
+    1 when a later restatement moved above an earlier one), note and ``via``. Restatements
+    move only within the first ``limit`` (what the caller shows)."""
     config = engine.config
     items = [r for r in ranked if r[0] in records]
     if as_of is not None:
@@ -71,7 +73,7 @@ def by_validity(
         out.append((records[memory_id], score, comps, note, via))
     out.sort(key=lambda x: (-x[1], x[0].id))
     if config.recency_similarity < 1.0 and asks_about_own_facts(query) and len(out) > 1:
-        out = _newer_first(engine, scope, out)
+        out = _newer_first(engine, scope, out[:limit]) + out[limit:]
     return out
 
 
