@@ -105,6 +105,9 @@ def main() -> None:
     parser.add_argument("data", type=Path, help="lme_dev.py output (knowledge-update questions)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-as-of", action="store_true", help="recall without the question date")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a Config setting"
+    )
     args = parser.parse_args()
     command = "python bench/lme_updates.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     questions = json.loads(args.data.read_text(encoding="utf-8"))
@@ -116,7 +119,12 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="lme-ku-") as tmp,
         Memory(
-            Config(path=str(Path(tmp) / "store"), max_content_chars=1_000_000), embedder=embedder
+            Config(
+                path=str(Path(tmp) / "store"),
+                max_content_chars=1_000_000,
+                **{k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)},
+            ),
+            embedder=embedder,
         ) as mem,
     ):
         for q in questions:
