@@ -71,10 +71,26 @@ def by_validity(
             note = note or why[memory_id]
         comps["final"] = round(score, 6)
         out.append((records[memory_id], score, comps, note, via))
-    out.sort(key=lambda x: (-x[1], x[0].id))
+    out = _keep_order(out, [r[0] for r in items], set(why))
     if config.recency_similarity < 1.0 and asks_about_own_facts(query) and len(out) > 1:
         out = _newer_first(engine, scope, out[:limit]) + out[limit:]
     return out
+
+
+def _keep_order(
+    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+    before: list[str],
+    moved: set[str],
+) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+    """The learned ranking's order (which need not follow the scores: prior decisions come
+    first), with only the memories whose score validity changed placed anew: each before the
+    first unchanged memory that now scores lower."""
+    by_id = {x[0].id: x for x in out}
+    kept = [by_id[i] for i in before if i in by_id and i not in moved]
+    for item in sorted((by_id[i] for i in moved if i in by_id), key=lambda x: -x[1]):
+        at = next((k for k, x in enumerate(kept) if x[1] < item[1]), len(kept))
+        kept.insert(at, item)
+    return kept
 
 
 def _newer_first(
@@ -97,14 +113,10 @@ def _newer_first(
     if order == ids:
         return out
     by_id = {x[0].id: x for x in out}
-    # Scores stay in rank order: the k-th memory takes the k-th best score.
-    ladder = sorted(scores.values(), reverse=True)
     result = []
     for position, memory_id in enumerate(order):
-        record, _, comps, note, via = by_id[memory_id]
-        comps = dict(comps)
+        record, score, comps, note, via = by_id[memory_id]
         if position < ids.index(memory_id):
-            comps["newer"] = 1.0
-        comps["final"] = round(ladder[position], 6)
-        result.append((record, ladder[position], comps, note, via))
+            comps = {**comps, "newer": 1.0}
+        result.append((record, score, comps, note, via))
     return result
