@@ -22,6 +22,7 @@ from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .embed.base import blend_context
 from .errors import EmbedderError, NotFoundError, ValidationError
+from .learn.preferences import recognise_preference, select_preferences
 from .learn.scoring import LearnParams, learned_ranking, standing_answer
 from .models import (
     FEEDBACK_STATES,
@@ -215,6 +216,8 @@ class Memory:
             if msg.get("name") is not None:
                 meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
             prepared.append((role, text, msg_kind, when or base_time or now, meta))
+        if self.config.recognise_preferences:
+            prepared = self._recognise_preferences(scope, prepared)
         vectors = self._embed([embedding_text(p[1], speaker_of(p[4])) for p in prepared])
         if self.config.embed_context:
             before, before_vec = self._session_tail(scope)
@@ -239,6 +242,26 @@ class Memory:
         ]
         edges = _graphops.build_edges(self.store, self.config, scope, rows)
         return [memory_id for memory_id, _ in self.store.add_memories(rows, edges)]
+
+    def _recognise_preferences(
+        self, scope: Scope, prepared: builtins.list[tuple[str, str, str, float, dict[str, Any]]]
+    ) -> builtins.list[tuple[str, str, str, float, dict[str, Any]]]:
+        """User messages of kind ``message`` that state a standing preference become kind
+        ``preference`` (see :mod:`engrammar.learn.preferences`); a pick among options is read
+        with the message before it (in this call, or the session's latest memory)."""
+        out = []
+        previous: tuple[str, str] | None = None
+        if scope.session_id is not None and any(p[0] == "user" for p in prepared):
+            latest = self.store.latest_memories(scope, 1)
+            previous = (latest[0].content, latest[0].role) if latest else None
+        for role, text, kind, when, meta in prepared:
+            if role == "user" and kind == "message":
+                before, before_role = previous if previous else (None, None)
+                if recognise_preference(text, before, before_role) is not None:
+                    kind = "preference"
+            out.append((role, text, kind, when, meta))
+            previous = (text, role)
+        return out
 
     def _session_tail(
         self, scope: Scope
@@ -461,6 +484,7 @@ class Memory:
             for e in learned
             if e.id in records  # forgotten between search and fetch
         ][:limit]
+        preferences = self._preferences(scope, query)
         shown = {i.id for i in items}
         paths = _graphops.result_paths(ranking.walks, shown, self.config.graph_max_paths)
         tensions = _graphops.recall_tensions(
@@ -472,7 +496,10 @@ class Memory:
             memories=items,
             paths=paths,
             tensions=tensions,
-            formatted=format_memories(items, tensions, self.config.formatted_max_chars),
+            formatted=format_memories(
+                items, tensions, self.config.formatted_max_chars, preferences
+            ),
+            preferences=preferences,
         )
         self.store.save_recall(
             RecallRecord(
@@ -489,6 +516,30 @@ class Memory:
             )
         )
         return result
+
+    def _preferences(self, scope: Scope, query: str) -> builtins.list[ScoredMemory]:
+        """The scope's standing preferences that bear on ``query``, best first: memories of
+        kind ``preference`` whose cosine with the query reaches
+        ``preferences_min_similarity``, at most ``preferences_limit`` of them (the newest
+        ``_PREFERENCES_READ`` are considered)."""
+        limit = self.config.preferences_limit
+        if limit == 0:
+            return []
+        found = self.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+        if not found:
+            return []
+        vecs = self.store.vectors(scope.workspace, [m.id for m in found])
+        qvec = self._embed_one(query)
+        chosen = select_preferences(
+            [(m.id, float(vecs[m.id] @ qvec)) for m in found if m.id in vecs],
+            min_similarity=self.config.preferences_min_similarity,
+            limit=limit,
+        )
+        by_id = {m.id: m for m in found}
+        return [
+            ScoredMemory(by_id[i], s, {"preference_similarity": round(s, 6)}, via="preference")
+            for i, s in chosen
+        ]
 
     # -- the feedback loop and explanations ------------------------------------------------------
     def feedback(
@@ -644,6 +695,8 @@ class Memory:
             reply_top=max(1, cfg.feedback_reply_top),
             reply_context_min=cfg.feedback_reply_context_min,
             reply_context_full=cfg.feedback_reply_context_full,
+            rating_context_min=cfg.feedback_rating_context_min,
+            rating_context_full=cfg.feedback_rating_context_full,
         )
         vecs = self.store.vectors(scope.workspace, [i.id for i in items])
         kept = [(i.id, i.score) for i in items if i.id in vecs]
@@ -1289,3 +1342,7 @@ _MATCHING_RECALLS = 200
 def _graph_items(entries: Sequence[Any]) -> list[_Ranked]:
     """The graph ranking's entries as items for the learned step."""
     return [_Ranked(e.id, e.final, dict(e.components), via=e.via) for e in entries]
+
+
+# Recall weighs at most this many of a scope's newest standing preferences for its slot.
+_PREFERENCES_READ = 500

@@ -163,6 +163,9 @@ class RecallResult(_Dict):
     paths: list[Path] = field(default_factory=list)
     tensions: list[Tension] = field(default_factory=list)
     formatted: str = ""
+    # Standing preferences of the scope that bear on the query, whether or not search ranked
+    # them (``Config.preferences_limit``); ``formatted`` lists them first.
+    preferences: list[ScoredMemory] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,6 +175,7 @@ class RecallResult(_Dict):
             "paths": [p.to_dict() for p in self.paths],
             "tensions": [t.to_dict() for t in self.tensions],
             "formatted": self.formatted,
+            "preferences": [m.to_dict() for m in self.preferences],
         }
 
 

@@ -901,6 +901,18 @@ class PostgresStore:
         )
         return [_record(r) for r in rows]
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        where, params = _scope_where(scope)
+        rows = self._read(
+            "reading memories",
+            lambda c: c.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+                "AND kind = %s ORDER BY seq DESC LIMIT %s",
+                [*params, kind, limit],
+            ).fetchall(),
+        )
+        return [_record(r) for r in rows]
+
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:

@@ -807,6 +807,15 @@ class SQLiteStore:
         )
         return [_record(r) for r in rows]
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        where, params = _scope_where(scope)
+        rows = self._read(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+            "AND kind = ? ORDER BY seq DESC LIMIT ?",
+            [*params, kind, limit],
+        )
+        return [_record(r) for r in rows]
+
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
