@@ -441,7 +441,11 @@ def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
 
 
 def plot(out: dict[str, Any], path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -106,7 +106,7 @@ class Config:
         "0 turns the slot off.",
     )
     preferences_min_similarity: float = _opt(
-        0.2,
+        0.15,
         "Cosine with the query a standing preference needs to be in RecallResult.preferences.",
     )
     embed_context: bool = _opt(

@@ -40,7 +40,8 @@ _I = r"(?:i|we)"
 _ADV = (
     r"(?:(?:really|truly|much|very much|strongly|strictly|absolutely|definitely|generally|"
     r"usually|typically|mostly|mainly|always|also|just|only|personally|tend to|still|"
-    r"actually|honestly|simply|totally|deeply|kind of|kinda|sort of)\s+)*"
+    r"actually|honestly|simply|totally|deeply|kind of|kinda|sort of|completely|entirely|"
+    r"adamantly|firmly|greatly|extremely|intensely|genuinely|certainly)\s+)*"
 )
 # Verbs of a standing attitude; "like" and "love" only when not followed by a reaction object
 # ("I love that!") or an infinitive request ("I'd like to book").
@@ -63,9 +64,20 @@ _EXPLICIT = [
     r"celiac|coeliac|kosher|halal|(?:big |huge |not a |not much of a )?fan of|"
     r"not (?:a )?(?:into|fond of|keen on|comfortable with)|into|fond of|keen on|"
     r"passionate about|obsessed with|a morning person|a night owl|afraid of|scared of|"
-    r"terrified of|sensitive to|committed to|partial to|picky about)\b",
-    rf"\b{_I}\s+{_ADV}(?:have|'ve got|suffer from)\s+(?:an?\s+)?(?:severe\s+|mild\s+|strong\s+)?"
-    r"(?:allergy|intolerance|phobia|fear|aversion|preference|soft spot|weakness)\b",
+    r"terrified of|sensitive to|committed to|partial to|picky about|(?:not )?interested in|"
+    r"opposed to|against|uncomfortable with|(?:a )?(?:strong |big )?(?:advocate|supporter) of|"
+    r"(?:a )?(?:strong |big )?(?:advocate|believer) (?:of|for|in)|fascinated by|"
+    r"passionate about|drawn to|put off by)\b",
+    rf"\b{_I}\s+{_ADV}(?:have|'ve got|suffer from)\s+(?:an?\s+|no\s+|little\s+)?"
+    r"(?:[\w-]+\s+){0,3}(?:allergy|allergies|intolerance|phobia|fear|aversion|preference|"
+    r"soft spot|weakness|dislike|objection|interest in|tolerance for|sensitive skin)\b",
+    rf"\b{_I}\s+{_ADV}(?:learn|work|study|focus|sleep|think|concentrate|relax)\s+best\b",
+    rf"\b{_I}\s+{_ADV}find\s+(?:it\s+)?(?:hard|difficult|easier|easy|impossible)\s+to\b",
+    rf"\b{_I}\s+{_ADV}find\s+(?:[\w-]+\s+){{1,5}}too\s+\w+",
+    rf"\b{_I}\s+{_ADV}need\s+to\s+(?:avoid|stay away from|steer clear of)\b",
+    rf"\b{_I}\s+{_ADV}(?:believe in|stay away from|steer clear of|object to)\b",
+    rf"\b{_I}\s+(?:strictly|exclusively|only)\s+(?:buy|use|eat|wear|watch|drink|shop|read|"
+    r"play|stay|travel|fly|listen|cook|book)\b",
     rf"\b{_I}(?:\s+{_ADV}(?:follow|keep|stick to|am on)|'m on)\s+(?:an?\s+)?(?:strict\s+)?"
     r"(?:\w+[- ])?(?:diet|routine|rule|budget)\b",
     rf"\b{_I}\s+{_ADV}(?:find)\s+\w+(?:\s+\w+){{0,4}}\s+(?:boring|annoying|unbearable|"
@@ -86,8 +98,10 @@ _HYPOTHETICAL = re.compile(r"^\s*(?:if|whether|when|do|does|did|would|should)\b"
 
 # A pick between options just offered.
 _OPTIONS = re.compile(
-    r"(?:(?:^|\s)(?:1[.)]|2[.)]|3[.)]|\(?a\)|\(?b\))\s)|\boption\s*(?:1|2|one|two|a|b)\b"
-    r"|\b(?:first|second)\b.*\b(?:second|third)\b",
+    r"(?:(?:^|\s)(?:1[.)]|2[.)]|3[.)]|\(?a\)|\(?b\)|\(1\)|\(2\))(?:\s|$))"
+    r"|\boptions?\b|\bchoices\b|\balternatives\b"
+    r"|\b(?:first|second)\b.*\b(?:second|third)\b"
+    r"|\byou could\b[^.?!]*,[^.?!]*\bor\b",
     re.IGNORECASE | re.DOTALL,
 )
 _CHOICE = [
@@ -100,6 +114,9 @@ _CHOICE = [
     r"\b(?:sounds?|seems?|looks?)\s+(?:\w+\s+)?(?:good|great|perfect|best|ideal|intriguing|"
     r"appealing|interesting|right|fun|lovely|like (?:a|the) (?:best|good|great|right))\b",
     r"\b(?:would be|is)\s+(?:the\s+)?(?:best|right|perfect|ideal)\s+(?:fit|choice|option|pick)\b",
+    r"\b(?:would|will|should|might)\s+(?:work|be)\s+(?:best|better|great|well)\b",
+    r"\b(?:an?|the)\s+(?:better|good|great|perfect|best|nice)\s+(?:choice|fit|option|pick)\b",
+    r"\b(?:don't|do not|doesn't|does not)\s+(?:really\s+|quite\s+)?(?:appeal|interest|suit)\b",
     r"\b(?:the )?others?(?:\s+\w+){0,4}\s+(?:don't|do not|doesn't|won't)\s+(?:\w+\s+)?"
     r"(?:work|appeal|suit|interest|fit|align)\b",
     r"\bi'll pass on\b",
@@ -122,7 +139,7 @@ def recognise_preference(
     ``previous`` is the message it answers and ``previous_role`` that message's role: a pick
     is recognised only right after an assistant message that offered options.
     """
-    sentences = _statements(text)
+    sentences = _statements(text.replace("\u2019", "'"))
     if (
         previous is not None
         and previous_role in (None, "assistant")
