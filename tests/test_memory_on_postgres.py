@@ -43,9 +43,13 @@ from test_feedback_records import (
     test_same_source_event_id_returns_the_existing_event,
     test_stats_count_feedback_records,
 )
+from test_preferences import (
+    test_a_stated_preference_comes_back_for_a_question_worded_away_from_it,
+)
 
 __all__ = [
     "test_a_recall_is_consumed_once",
+    "test_a_stated_preference_comes_back_for_a_question_worded_away_from_it",
     "test_arguments_are_checked",
     "test_bad_event_names_the_field_and_writes_nothing",
     "test_contextual_rating_counts_for_similar_queries_only",

@@ -279,6 +279,11 @@ def _schemas() -> dict[str, Any]:
                 "paths": {"type": "array", "items": {"type": "object"}},
                 "tensions": {"type": "array", "items": {"type": "object"}},
                 "formatted": {"type": "string"},
+                "preferences": {
+                    "type": "array",
+                    "items": _ref("ScoredMemory"),
+                    "description": "Standing preferences of the scope that bear on the query.",
+                },
             },
         },
         "SearchResult": {
