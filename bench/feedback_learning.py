@@ -317,6 +317,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def merge(files: list[str]) -> dict[str, Any]:
+    """One result from several runs' JSON files: the first file's data, every file's
+    conditions (``before`` once; it is the same store and code path in each)."""
+    out: dict[str, Any] | None = None
+    for spec in files:
+        path, _, label = spec.partition("=")
+        part = json.loads(Path(path).read_text())
+        if out is None:
+            out = {**part, "conditions": {"before": part["conditions"]["before"]}}
+        elif part["subsets"] != out["subsets"]:
+            raise SystemExit(f"{path}: another split of the questions; cannot merge")
+        for name, snap in part["conditions"].items():
+            if name != "before":
+                out["conditions"][f"{name}@{label}" if label else name] = snap
+        if "adversarial" in part and not label:
+            out["adversarial"] = part["adversarial"]
+    assert out is not None
+    return out
+
+
 def mean_of(snap: dict[str, dict[str, float]], ids: list[str], metric: str = "recall@5") -> float:
     return sum(snap[i][metric] for i in ids) / len(ids) if ids else float("nan")
 
@@ -382,6 +402,9 @@ def report(out: dict[str, Any], args: argparse.Namespace, command: str) -> str:
 
 
 def condition_label(cond: str) -> str:
+    if "@" in cond:  # merged from another run: "<mode>/<round>@<label>"
+        name, _, label = cond.partition("@")
+        return f"{condition_label(name)} [{label}]"
     if cond == "before":
         return "before feedback"
     if cond == "burst":
@@ -499,9 +522,16 @@ def main() -> None:
     )
     parser.add_argument("--name", default="feedback_learning", help="result file stem")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RESULT.json[=LABEL]",
+        help="no run: merge the conditions of result files of earlier runs (same data and "
+        "split) into one report; conditions of a file given a LABEL are marked with it",
+    )
     args = parser.parse_args()
     command = "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
-    out = run(args)
+    out = merge(args.merge) if args.merge else run(args)
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{args.name}.json").write_text(json.dumps(out, indent=2))
