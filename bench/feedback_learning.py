@@ -331,8 +331,10 @@ def merge(files: list[str]) -> dict[str, Any]:
         for name, snap in part["conditions"].items():
             if name != "before":
                 out["conditions"][f"{name}@{label}" if label else name] = snap
-        if "adversarial" in part and not label:
-            out["adversarial"] = part["adversarial"]
+        if not label:  # the settings of the code the unmarked rows measured
+            out["config"] = part["config"]
+            if "adversarial" in part:
+                out["adversarial"] = part["adversarial"]
     assert out is not None
     return out
 
