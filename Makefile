@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test test-fast lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,13 +16,22 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m engrammar.demo
 
+# Everything CI runs.
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Day-to-day lane (under 30 s): leaves out what costs time, each marked in the tests (see the
+# markers in pyproject.toml): crash kills and timed loads, the real model, PostgreSQL, and
+# real servers and processes.
+FAST := not (slow or model or postgres or processes)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "$(FAST)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format src tests bench
@@ -46,4 +55,4 @@ bench: $(BENCH_STAMP)
 	ENGRAMMAR_CRASH_KILLS=40 $(PY) -m pytest -q tests/test_crash.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .grimp_cache

@@ -27,8 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_DATA, RESULTS, ROOT, load_locomo, locomo_turns, machine, summary_ms
-from engrammar import Config, Memory, _graphops
+from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.engine import ingest as engine_ingest
 from engrammar.recall.tensions import Statement, detect_tension
 
 SETTINGS: list[tuple[str, dict[str, Any]]] = [
@@ -147,7 +148,7 @@ def single_adds(args: argparse.Namespace, embedder: MiniLMEmbedder, tmp: Path) -
     """One message per ``add`` onto 1,000 stored turns: the whole call and its graph part."""
     turns = locomo_turns(load_locomo(args.data))[:1200]
     spent: list[float] = []
-    inner = _graphops.build_edges
+    inner = engine_ingest.build_edges
 
     def timed(*a: Any, **k: Any) -> Any:
         t0 = time.perf_counter()
@@ -163,7 +164,7 @@ def single_adds(args: argparse.Namespace, embedder: MiniLMEmbedder, tmp: Path) -
             user_id="u",
             session_id="first",
         )
-        _graphops.build_edges = timed
+        engine_ingest.build_edges = timed
         try:
             for t in turns[1000:]:
                 t0 = time.perf_counter()
@@ -174,7 +175,7 @@ def single_adds(args: argparse.Namespace, embedder: MiniLMEmbedder, tmp: Path) -
                 )
                 total.append(time.perf_counter() - t0)
         finally:
-            _graphops.build_edges = inner
+            engine_ingest.build_edges = inner
     return {
         "stored": 1000,
         "adds": len(total),

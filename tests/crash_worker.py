@@ -14,15 +14,11 @@ import os
 import sys
 from typing import Any
 
-from engrammar import Config, HashEmbedder, Memory
+from backends import open_memory
+from engrammar import Memory
 
 ADD_BATCH = 40
 USERS = ("ann", "ben", "cat")
-
-
-def open_memory(store: str) -> Memory:
-    config = Config(store=store) if "://" in store else Config(path=store)
-    return Memory(config, embedder=HashEmbedder())
 
 
 def edge_snapshot(mem: Memory) -> dict[str, float]:

@@ -14,6 +14,8 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 
+pytestmark = pytest.mark.processes
+
 
 def cli(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}

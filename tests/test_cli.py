@@ -14,6 +14,8 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.keys import verify_api_key
 
+pytestmark = pytest.mark.processes
+
 
 def run(
     store: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None

@@ -24,11 +24,12 @@ from typing import Any
 import pytest
 
 import crash_worker
+from backends import open_memory
 from engrammar import Config, HashEmbedder, Memory
 
 KILLS = int(os.environ.get("ENGRAMMAR_CRASH_KILLS", "4"))
 WORKER = Path(__file__).with_name("crash_worker.py")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.every_store]
 
 
 def _kill_many(
@@ -80,23 +81,12 @@ def _check_store(mem: Memory, store: str) -> None:
         assert rating["correction_memory_id"] is None or rating["correction_memory_id"] in ids
 
 
-def _locations(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "store")
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return _locations(request, tmp_path)
-
-
-def test_killed_adds_leave_only_whole_batches(store: str, tmp_path: Path) -> None:
-    crash_worker.open_memory(store).close()  # created (and migrated) before the first kill
-    entries = _kill_many(store, "add", tmp_path / "log")
+def test_killed_adds_leave_only_whole_batches(location: str, tmp_path: Path) -> None:
+    open_memory(location).close()  # created (and migrated) before the first kill
+    entries = _kill_many(location, "add", tmp_path / "log")
     returned = {e["n"]: e["ids"] for e in entries}
-    with crash_worker.open_memory(store) as mem:
-        _check_store(mem, store)
+    with open_memory(location) as mem:
+        _check_store(mem, location)
         batches: dict[int, int] = {}
         rows = _rows(mem, "memories")
         for m in rows:
@@ -113,8 +103,8 @@ def test_killed_adds_leave_only_whole_batches(store: str, tmp_path: Path) -> Non
         assert any(h.memory.metadata["batch"] == some for h in hits)
 
 
-def _seed_conversations(store: str) -> set[str]:
-    with crash_worker.open_memory(store) as mem:
+def _seed_conversations(location: str) -> set[str]:
+    with open_memory(location) as mem:
         for user in crash_worker.USERS:
             for topic in range(5):
                 mem.add(
@@ -127,15 +117,15 @@ def _seed_conversations(store: str) -> set[str]:
         return {m["id"] for m in _rows(mem, "memories")}
 
 
-def test_killed_feedback_rounds_leave_whole_rounds(store: str, tmp_path: Path) -> None:
-    seeded = _seed_conversations(store)
-    entries = _kill_many(store, "feedback", tmp_path / "log")
+def test_killed_feedback_rounds_leave_whole_rounds(location: str, tmp_path: Path) -> None:
+    seeded = _seed_conversations(location)
+    entries = _kill_many(location, "feedback", tmp_path / "log")
     by_step: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
         by_step.setdefault(e["step"], []).append(e)
     assert by_step.get("feedback") and by_step.get("event"), "no whole round returned"
-    with crash_worker.open_memory(store) as mem:
-        _check_store(mem, store)
+    with open_memory(location) as mem:
+        _check_store(mem, location)
         memories = {m["id"]: m for m in _rows(mem, "memories")}
         recalls = {r["id"]: r for r in _rows(mem, "recalls")}
         ratings = {r["id"]: r for r in _rows(mem, "memory_ratings")}
@@ -194,7 +184,7 @@ def test_killed_feedback_rounds_leave_whole_rounds(store: str, tmp_path: Path) -
                     assert {src, dst} & nodes, key
 
 
-def test_killed_imports_land_whole_or_not_at_all(store: str, tmp_path: Path) -> None:
+def test_killed_imports_land_whole_or_not_at_all(location: str, tmp_path: Path) -> None:
     source = tmp_path / "export.jsonl"
     with Memory(Config(path=str(tmp_path / "source")), embedder=HashEmbedder()) as src:
         ids = src.add(
@@ -214,11 +204,11 @@ def test_killed_imports_land_whole_or_not_at_all(store: str, tmp_path: Path) -> 
     n_memories = sum(1 for x in exported if x["type"] == "memory")
     n_edges = sum(1 for x in exported if x["type"] == "edge")
     assert n_edges > 0
-    crash_worker.open_memory(store).close()
-    entries = _kill_many(store, "import", tmp_path / "log", str(source))
+    open_memory(location).close()
+    entries = _kill_many(location, "import", tmp_path / "log", str(source))
     returned = {e["workspace"] for e in entries}
-    with crash_worker.open_memory(store) as mem:
-        _check_store(mem, store)
+    with open_memory(location) as mem:
+        _check_store(mem, location)
         per_ws: dict[str, list[dict[str, Any]]] = {}
         for m in _rows(mem, "memories"):
             per_ws.setdefault(m["workspace"], []).append(m)

@@ -10,8 +10,8 @@ import click
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.cli import cli
+from engrammar.interfaces.rest import rest_operations
 from engrammar.server import Principal, build_mcp_server
-from engrammar.server._http import rest_operations
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "interfaces.md").read_text()
 

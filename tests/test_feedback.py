@@ -19,6 +19,7 @@ def _weights(mem: Memory, ids: list[str]) -> dict[tuple[str, str, str], float]:
     return {(e.src, e.dst, e.kind): e.weight for e in mem.store.edges_from("default", ids)}
 
 
+@pytest.mark.every_store
 def test_no_recall_means_nothing_to_do(mem: Memory) -> None:
     mem.add("I like green tea.", user_id="u")
     out = mem.feedback(response="Green tea it is.", user_id="u")
@@ -26,6 +27,7 @@ def test_no_recall_means_nothing_to_do(mem: Memory) -> None:
     assert "no unconsumed recall" in out["message"]
 
 
+@pytest.mark.every_store
 def test_a_recall_is_consumed_once(mem: Memory) -> None:
     ids = mem.add(["alpha beta gamma", "alpha beta delta", "beta gamma delta"], user_id="u")
     mem.recall("alpha beta", user_id="u")
@@ -41,6 +43,7 @@ def test_a_recall_is_consumed_once(mem: Memory) -> None:
     assert _weights(mem, ids) == before
 
 
+@pytest.mark.every_store
 def test_arguments_are_checked(mem: Memory) -> None:
     mem.add("alpha beta", user_id="u")
     mem.recall("alpha", user_id="u")
@@ -60,6 +63,7 @@ def test_arguments_are_checked(mem: Memory) -> None:
     assert mem.feedback(assistant_response="alpha beta", user_id="u")["consumed"] is True
 
 
+@pytest.mark.every_store
 def test_feedback_acts_on_the_scope_of_the_recall(mem: Memory) -> None:
     mem.add(["alpha beta gamma", "alpha beta delta"], user_id="a")
     mem.add(["alpha beta gamma", "alpha beta delta"], user_id="b")
@@ -91,6 +95,7 @@ def test_only_changed_edges_are_written_and_weights_stay_in_bounds(store_path: P
         assert len(changed) == out["strengthened"] + out["weakened"]
 
 
+@pytest.mark.every_store
 def test_weakening_stops_at_the_floor(mem: Memory) -> None:
     ids = mem.add(["alpha beta gamma", "alpha beta gamma delta"], user_id="u")
     edge = mem.store.edges_from("default", ids)[0]
@@ -172,6 +177,7 @@ def test_replies_raise_the_path_they_agree_with_and_sink_the_other(
         assert unwind_ranks[0] < route_ranks[0] and unwind_ranks[-1] > route_ranks[-1]
 
 
+@pytest.mark.every_store
 @pytest.mark.model
 def test_the_side_of_a_tension_the_reply_agrees_with_is_strengthened(real_mem: Memory) -> None:
     (paris,) = real_mem.add("I live in Paris.", user_id="u", timestamp=1e9)
@@ -269,6 +275,7 @@ def test_concurrent_feedback_consumes_a_recall_exactly_once(store_path: Path) ->
     assert sorted(bool(r["consumed"]) for r in results) == [False, True]
 
 
+@pytest.mark.every_store
 def test_the_reply_feeds_the_learned_ranking(real_mem: Memory) -> None:
     """feedback(response=...) keeps what the reply drew on and what it left, tied to the recall:
     the same question later ranks the memory the reply used higher, a rating the reply

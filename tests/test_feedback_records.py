@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from backends import open_memory
 from engrammar import (
-    Config,
     ConflictError,
-    HashEmbedder,
     Memory,
     NotFoundError,
     ValidationError,
@@ -29,6 +27,7 @@ WEBHOOK: dict[str, Any] = {
     "agent_id": "codex",
     "workspace": "payments-api",
 }
+pytestmark = pytest.mark.every_store
 
 
 def test_feedback_event_round_trip_with_its_decision_memory(mem: Memory) -> None:
@@ -93,22 +92,21 @@ def test_same_source_event_id_returns_the_existing_event(mem: Memory) -> None:
     assert len(mem.list_feedback_events(workspace="payments-api")) == 1
 
 
-def _child_create(path: str, barrier: Any, out: Any) -> None:
-    mem = Memory(Config(path=path), embedder=HashEmbedder())
+def _child_create(location: str, barrier: Any, out: Any) -> None:
+    mem = open_memory(location)
     barrier.wait()
     ids = [mem.create_feedback_event(**WEBHOOK, source_event_id="evt-race").id for _ in range(5)]
     out.put(ids)
     mem.close()
 
 
-def test_idempotent_under_concurrent_processes(store_path: Path) -> None:
-    Memory(Config(path=str(store_path)), embedder=HashEmbedder()).close()  # migrate first
+@pytest.mark.processes
+def test_idempotent_under_concurrent_processes(location: str) -> None:
+    open_memory(location).close()  # migrate first
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(3)
     out = ctx.Queue()
-    procs = [
-        ctx.Process(target=_child_create, args=(str(store_path), barrier, out)) for _ in range(3)
-    ]
+    procs = [ctx.Process(target=_child_create, args=(location, barrier, out)) for _ in range(3)]
     for p in procs:
         p.start()
     ids = [i for _ in procs for i in out.get(timeout=120)]
@@ -116,7 +114,7 @@ def test_idempotent_under_concurrent_processes(store_path: Path) -> None:
         p.join(timeout=60)
         assert p.exitcode == 0
     assert len(set(ids)) == 1
-    with Memory(Config(path=str(store_path)), embedder=HashEmbedder()) as mem:
+    with open_memory(location) as mem:
         assert len(mem.list_feedback_events(workspace="payments-api")) == 1
         assert len(mem.list(workspace="payments-api")) == 1
 

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from engrammar import Memory, NotFoundError, ValidationError
 
+pytestmark = pytest.mark.slow
+
 # The `mem` fixture is shared across the examples of one test on purpose: data accumulates,
 # and each failing example is checked against the store as it stands.
 SETTINGS = settings(

@@ -31,7 +31,7 @@ from serving import serve_in_thread
 # Bounded for the suite's time budget: few random examples per operation, and the coverage
 # phase (boundary and schema-violating values, the most hostile part) without its probes of
 # undocumented HTTP methods, which a router answers the same way for every path.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 SCHEMA = schemathesis.openapi.from_dict(
     openapi_document(),

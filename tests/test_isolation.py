@@ -29,6 +29,8 @@ from engrammar.server import openapi_document
 from engrammar.store.tables import COPY_TABLES
 from serving import serve_in_thread
 
+pytestmark = pytest.mark.processes
+
 DOC = openapi_document()
 PROBES_PER_OPERATION = 12
 PROBES_PER_TOOL = 12

@@ -7,9 +7,12 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from engrammar import Config, HashEmbedder, Memory
+
+pytestmark = pytest.mark.processes
 
 TOOLS = {
     "memory_add",

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
-from engrammar.cli_migrate import migrate_command
+from engrammar.interfaces.cli_migrate import migrate_command
 from engrammar.keys import create_api_key, verify_api_key
 from engrammar.models import Scope
 from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord
@@ -138,7 +138,11 @@ def _snapshot(location: str) -> dict[str, object]:
 
 @pytest.mark.parametrize(
     ("src_kind", "dst_kind"),
-    [("sqlite", "postgres"), ("postgres", "sqlite"), ("sqlite", "sqlite")],
+    [
+        pytest.param("sqlite", "postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres", "sqlite", marks=pytest.mark.postgres),
+        ("sqlite", "sqlite"),
+    ],
 )
 def test_migrate_roundtrip(
     src_kind: str, dst_kind: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -218,6 +222,7 @@ def test_cli_command(tmp_path: Path, pg_url: str) -> None:
     assert "already holds" in again.output
 
 
+@pytest.mark.processes
 def test_engrammar_migrate_command(tmp_path: Path) -> None:
     """Wired into the ``engrammar`` group, run as a real process."""
     import subprocess

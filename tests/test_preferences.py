@@ -69,6 +69,7 @@ DISTRACTORS = [
 ]
 
 
+@pytest.mark.every_store
 def test_a_stated_preference_comes_back_for_a_question_worded_away_from_it(
     real_mem: Memory,
 ) -> None:

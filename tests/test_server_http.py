@@ -16,10 +16,12 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import AuthError, Config, HashEmbedder, Memory
+from engrammar.interfaces.rest import rest_operations
 from engrammar.keys import create_api_key, revoke_api_key
 from engrammar.server import openapi_document, serve
-from engrammar.server._http import rest_operations
 from serving import serve_in_thread
+
+pytestmark = pytest.mark.processes
 
 TOOLS = {
     "memory_add",

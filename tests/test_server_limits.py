@@ -9,9 +9,11 @@ import httpx
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.interfaces.limits import TokenBucket
 from engrammar.keys import create_api_key
-from engrammar.server._limits import TokenBucket
 from serving import serve_in_thread
+
+pytestmark = pytest.mark.processes
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The Store contract, asserted identically against every backend (SQLite and PostgreSQL).
 
-Each test receives ``backend``: a factory of handles on one fresh store (several handles = several
-clients of the same database) plus what a child process needs to open it.
+Each test receives ``store`` (conftest.py), or ``clients``: a factory of handles on one fresh store
+(several handles = several clients of the same database) and its location, for child processes.
 """
 
 from __future__ import annotations
@@ -10,64 +10,24 @@ import hashlib
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from backends import StoreClients, config_for
 from engrammar import HashEmbedder
 from engrammar.errors import ConflictError, EmbedderError, NotFoundError, StoreError
 from engrammar.models import Scope
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
-from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store
+from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store, open_store
 from engrammar.store.base import ReplySignal
 
 EMB = HashEmbedder()
 WS = "default"
 LO, HI = 0.01, 1.0
-
-
-def open_backend(kind: str, where: str) -> Store:
-    if kind == "sqlite":
-        from engrammar.store.sqlite import SQLiteStore
-
-        return SQLiteStore(where)
-    from engrammar.store.postgres import PostgresStore
-
-    return PostgresStore(where, pool_size=4)
-
-
-@dataclass
-class Backend:
-    kind: str
-    where: str
-    handles: list[Store] = field(default_factory=list)
-
-    def open(self) -> Store:
-        store = open_backend(self.kind, self.where)
-        store.check_embedder(EMB.name, EMB.dim)
-        self.handles.append(store)
-        return store
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    if request.param == "sqlite":
-        b = Backend("sqlite", str(tmp_path / "store.db"))
-    else:
-        b = Backend("postgres", request.getfixturevalue("pg_url"))
-    yield b
-    for store in b.handles:
-        store.close()
-
-
-@pytest.fixture
-def store(backend: Backend) -> Store:
-    return backend.open()
+pytestmark = pytest.mark.every_store
 
 
 _counter = iter(range(10**9))
@@ -226,8 +186,8 @@ def test_update_content_metadata_status_and_history(store: Store) -> None:
     assert row.id not in dict(store.vector_search(Scope(WS, "alice"), moved.embedding, 5))
 
 
-def test_get_memories_sees_other_clients_changes(backend: Backend) -> None:
-    store, other = backend.open(), backend.open()
+def test_get_memories_sees_other_clients_changes(clients: StoreClients) -> None:
+    store, other = clients.open(), clients.open()
     a, b = new("first text"), new("second text")
     add(store, a, b)
     assert store.get_memories(WS, [a.id, b.id])[a.id].content == "first text"  # read once
@@ -303,10 +263,10 @@ def test_stats_counts(store: Store) -> None:
     assert store.stats(Scope("empty"))["memories"] == 0
 
 
-def test_embedder_mismatch(backend: Backend) -> None:
-    backend.open()
-    other = open_backend(backend.kind, backend.where)
-    backend.handles.append(other)
+def test_embedder_mismatch(clients: StoreClients) -> None:
+    clients.open()
+    other = open_store(clients.config)
+    clients.handles.append(other)
     with pytest.raises(EmbedderError):
         other.check_embedder("bigger", EMB.dim * 2)
     other.check_embedder("renamed-same-size", EMB.dim)  # a new name of the same size is fine
@@ -495,8 +455,8 @@ def _feed_back(
     assert store.adjust_edges(WS, [], LO, HI, recall_id, signals) is not None
 
 
-def test_reply_facts_follow_the_matching_recalls(backend: Backend) -> None:
-    store, other = backend.open(), backend.open()
+def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
+    store, other = clients.open(), clients.open()
     a, b, c = new("apples"), new("bread"), new("cheese")
     add(store, a, b, c)
     near, far = _unit(1.0), _unit(0.0, 1.0)
@@ -578,8 +538,8 @@ def test_recalls_roundtrip_newest_unconsumed_and_scope(store: Store) -> None:
     assert newest_any is not None and newest_any.recall_id == "r3"
 
 
-def test_closed_store_raises(backend: Backend) -> None:
-    store = backend.open()
+def test_closed_store_raises(clients: StoreClients) -> None:
+    store = clients.open()
     store.close()
     with pytest.raises(StoreError):
         store.list_memories(Scope(WS), 1, 0)
@@ -616,8 +576,8 @@ def _expected(workers: int, spokes: list[str], rounds: int) -> dict[str, float]:
     }
 
 
-def test_adjust_edges_threads_lose_no_update(backend: Backend) -> None:
-    stores = [backend.open() for _ in range(2)]
+def test_adjust_edges_threads_lose_no_update(clients: StoreClients) -> None:
+    stores = [clients.open() for _ in range(2)]
     hub, spokes = _hub(stores[0], 6)
     workers, rounds = 8, 15
     errors: list[BaseException] = []
@@ -640,10 +600,8 @@ def test_adjust_edges_threads_lose_no_update(backend: Backend) -> None:
     assert got == pytest.approx(want, abs=1e-9)
 
 
-def _process_worker(
-    kind: str, where: str, w: int, hub: str, spokes: list[str], rounds: int
-) -> None:
-    store = open_backend(kind, where)
+def _process_worker(location: str, w: int, hub: str, spokes: list[str], rounds: int) -> None:
+    store = open_store(config_for(location))
     try:
         for deltas in _deltas(w, hub, spokes, rounds):
             store.adjust_edges(WS, deltas, LO, HI)
@@ -651,15 +609,14 @@ def _process_worker(
         store.close()
 
 
-def test_adjust_edges_processes_lose_no_update(backend: Backend) -> None:
-    store = backend.open()
+@pytest.mark.processes
+def test_adjust_edges_processes_lose_no_update(clients: StoreClients) -> None:
+    store = clients.open()
     hub, spokes = _hub(store, 5)
     workers, rounds = 3, 12
     ctx = multiprocessing.get_context("spawn")
     procs = [
-        ctx.Process(
-            target=_process_worker, args=(backend.kind, backend.where, w, hub, spokes, rounds)
-        )
+        ctx.Process(target=_process_worker, args=(clients.location, w, hub, spokes, rounds))
         for w in range(workers)
     ]
     for p in procs:
@@ -671,8 +628,8 @@ def test_adjust_edges_processes_lose_no_update(backend: Backend) -> None:
     assert got == pytest.approx(_expected(workers, spokes, rounds), abs=1e-9)
 
 
-def test_adjust_edges_saturates_at_the_clamp_under_contention(backend: Backend) -> None:
-    stores = [backend.open() for _ in range(2)]
+def test_adjust_edges_saturates_at_the_clamp_under_contention(clients: StoreClients) -> None:
+    stores = [clients.open() for _ in range(2)]
     hub, spokes = _hub(stores[0], 2)
     up = [EdgeDelta(hub, s, "semantic", 0.05) for s in spokes]
 
@@ -688,8 +645,8 @@ def test_adjust_edges_saturates_at_the_clamp_under_contention(backend: Backend) 
     assert [e.weight for e in stores[0].edges_from(WS, [hub])] == [HI, HI]
 
 
-def test_concurrent_adds_of_one_text_create_one_memory(backend: Backend) -> None:
-    stores = [backend.open() for _ in range(2)]
+def test_concurrent_adds_of_one_text_create_one_memory(clients: StoreClients) -> None:
+    stores = [clients.open() for _ in range(2)]
     results: list[tuple[str, bool]] = []
     lock = threading.Lock()
     barrier = threading.Barrier(6)
@@ -711,8 +668,8 @@ def test_concurrent_adds_of_one_text_create_one_memory(backend: Backend) -> None
     assert len(stores[0].list_memories(Scope(WS, "alice"), 10, 0)) == 1
 
 
-def test_feedback_consumes_a_recall_once_under_contention(backend: Backend) -> None:
-    stores = [backend.open() for _ in range(2)]
+def test_feedback_consumes_a_recall_once_under_contention(clients: StoreClients) -> None:
+    stores = [clients.open() for _ in range(2)]
     hub, spokes = _hub(stores[0], 3)
     stores[0].save_recall(RecallRecord("rc", WS, "alice", None, None, "q", time.time(), [hub]))
     outcomes: list[object] = []
@@ -732,14 +689,13 @@ def test_feedback_consumes_a_recall_once_under_contention(backend: Backend) -> N
     assert [round(e.weight, 9) for e in stores[1].edges_from(WS, [hub])] == [0.6] * 3
 
 
-def test_mixed_clients_add_recall_and_adjust_at_once(backend: Backend) -> None:
+def test_mixed_clients_add_recall_and_adjust_at_once(clients: StoreClients) -> None:
     """Threads adding, recalling and adjusting edges through their own Memory at the same time:
     nothing fails, every add lands once, every delta counts."""
-    from engrammar import Config, Memory
+    from engrammar import Memory
 
-    sqlite = backend.kind == "sqlite"
-    config = Config(store=f"sqlite:///{backend.where}" if sqlite else backend.where)
-    first = backend.open()
+    config = config_for(clients.location)
+    first = clients.open()
     hub, spokes = _hub(first, 4)
     errors: list[BaseException] = []
     barrier = threading.Barrier(4)
@@ -794,6 +750,27 @@ def test_latest_memories_and_term_postings(store: Store) -> None:
     assert n_a1 == 2 and postings_a1["violin"][0] == 1
     n_all, postings_all = store.term_postings(Scope(WS), ["violin"], 10)
     assert n_all == len(rows) - 1 and postings_all["violin"][0] == 3
+
+
+def test_memories_of_kind_newest_first_active_in_scope(store: Store) -> None:
+    older, newer, message = (
+        new("I prefer tea.", kind="preference"),
+        new("I can't stand loud bars.", kind="preference"),
+        new("We went out on Friday."),
+    )
+    other_user = new("I prefer coffee.", kind="preference", user_id="bob")
+    gone = new("I always cycle.", kind="preference")
+    add(store, older, newer, message, other_user, gone)
+    store.update_memory(
+        WS, gone.id, content=None, embedding=None, dedup_key=None,
+        metadata=None, status="superseded", reason="test",
+    )  # fmt: skip
+    found = store.memories_of_kind(Scope(WS, "alice"), "preference", 10)
+    assert [m.id for m in found] == [newer.id, older.id]
+    assert [m.id for m in store.memories_of_kind(Scope(WS, "alice"), "preference", 1)] == [newer.id]
+    assert [m.id for m in store.memories_of_kind(Scope(WS, "bob"), "preference", 10)] == [
+        other_user.id
+    ]
 
 
 def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(

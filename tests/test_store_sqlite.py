@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.store.migrations import MIGRATIONS
@@ -42,6 +43,7 @@ def _child_recall(path: str, query: str, out: mp.Queue) -> None:  # type: ignore
     m.close()
 
 
+@pytest.mark.processes
 def test_reopening_in_another_process_restores_everything(store_path: Path) -> None:
     m = _open(store_path)
     ids = m.add(["the red kite flies", "blue whales sing"], user_id="shared")
@@ -57,6 +59,7 @@ def test_reopening_in_another_process_restores_everything(store_path: Path) -> N
     assert q.get(timeout=5)[0] == "blue whales sing at night"
 
 
+@pytest.mark.processes
 def test_several_processes_write_one_store_and_readers_see_new_writes(store_path: Path) -> None:
     reader = _open(store_path)
     reader.add("seed memory", user_id="shared")

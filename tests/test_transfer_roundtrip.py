@@ -198,7 +198,9 @@ def test_round_trip_on_postgresql(pg_server: Any, tmp_path: Path) -> None:
     assert _lines(tmp_path / "third.jsonl") == _lines(first)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def test_reviews_of_an_event_known_by_its_source_id_join_the_stored_event(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

@@ -15,7 +15,20 @@ from .errors import (
     ValidationError,
 )
 from .memory import Memory
-from .models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
+from .models import (
+    DecisionReview,
+    Edge,
+    FeedbackEvent,
+    LoggedEvent,
+    MemoryRating,
+    MemoryRecord,
+    Path,
+    PreferencePair,
+    RecallResult,
+    Scope,
+    ScoredMemory,
+    Tension,
+)
 
 __version__ = "0.1.0"
 

@@ -12,7 +12,7 @@ import hmac
 import secrets
 import time
 
-from . import _validate as v
+from .engine import validate as v
 from .errors import AuthError
 from .store import ApiKeyRecord, Store
 

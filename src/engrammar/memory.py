@@ -1,35 +1,25 @@
-"""``Memory``: the one facade. It validates, embeds, orchestrates stores and scoring; no SQL."""
+"""``Memory``: the one facade. It checks every argument (``engine.validate``), hands the work to
+the engine (``engine.ingest``, ``recall``, ``feedback``, ``records``, ``transfer``) and returns
+the records of :mod:`engrammar.models`; plain reads go straight to the store."""
 
 from __future__ import annotations
 
 import builtins
-import hashlib
-import json
 import os
-import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import IO, Any
 
-import numpy as np
-
-from . import _graphops
-from . import _validate as v
-from ._refine import refine_candidates, search_hits
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
-from .embed.base import blend_context
+from .engine import Engine, feedback, ingest, recall, records, transfer
+from .engine import validate as v
 from .errors import EmbedderError, NotFoundError, ValidationError
-from .learn.preferences import recognise_preference, select_preferences
-from .learn.scoring import LearnParams, learned_ranking, standing_answer
 from .models import (
     FEEDBACK_STATES,
     KINDS,
     RATING_VERDICTS,
     REVIEW_OUTCOMES,
-    ROLES,
     DecisionReview,
     FeedbackEvent,
     LoggedEvent,
@@ -40,29 +30,9 @@ from .models import (
     Scope,
     ScoredMemory,
 )
-from .recall.format import format_memories
-from .recall.fusion import Candidate, fuse
-from .recall.text import context_sources, embedding_text, speaker_of
-from .store import NewMemory, RecallRecord, Store, open_store
-from .store.base import NewFeedbackEvent
+from .store import Store, open_store
 
 __all__ = ["Memory"]
-
-_MESSAGE_KEYS = {"role", "content", "metadata", "timestamp", "kind", "name"}
-
-
-def _dedup_key(scope: Scope, role: str, content: str) -> str:
-    raw = "\x00".join(
-        [
-            scope.workspace,
-            scope.user_id or "",
-            scope.agent_id or "",
-            scope.session_id or "",
-            role,
-            content,
-        ]
-    )
-    return hashlib.sha256(raw.encode()).hexdigest()
 
 
 class Memory:
@@ -93,7 +63,7 @@ class Memory:
         self.embedder = CachedEmbedder(inner, self.config.embed_cache_size)
         self.store: Store = store or open_store(self.config)
         self.store.check_embedder(self.embedder.name, self.embedder.dim)
-        self._lock = threading.Lock()
+        self._engine = Engine(self.store, self.embedder, self.config)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -108,39 +78,19 @@ class Memory:
 
     # -- helpers ------------------------------------------------------------------------------
     def _scope(
-        self,
-        user_id: Any,
-        agent_id: Any,
-        session_id: Any,
-        workspace: Any,
-        *,
-        need_one: bool = True,
+        self, user_id: Any, agent_id: Any, session_id: Any, workspace: Any, *, need_one: bool = True
     ) -> Scope:
-        ws = v.scope_id("workspace", workspace) if workspace is not None else self.config.workspace
-        scope = Scope(
-            workspace=ws or self.config.workspace,
-            user_id=v.scope_id("user_id", user_id),
-            agent_id=v.scope_id("agent_id", agent_id),
-            session_id=v.scope_id("session_id", session_id),
+        return v.scope(
+            user_id, agent_id, session_id, workspace, self.config.workspace, need_one=need_one
         )
-        if (
-            need_one
-            and scope.user_id is None
-            and scope.agent_id is None
-            and scope.session_id is None
-        ):
-            raise ValidationError("user_id", "one of user_id, agent_id or session_id is required")
-        return scope
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self.embedder.embed(texts)
-        if vectors.shape != (len(texts), self.embedder.dim) or not np.all(np.isfinite(vectors)):
-            raise EmbedderError(f"embedder {self.embedder.name!r} returned invalid vectors")
-        return vectors
+    def _limit(self, limit: Any) -> int:
+        return v.positive_int(
+            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
+        )
 
-    def _embed_one(self, text: str) -> np.ndarray:
-        vector: np.ndarray = self._embed([text])[0]
-        return vector
+    def _workspace(self, workspace: str | None) -> str:
+        return v.scope_id("workspace", workspace) or self.config.workspace
 
     # -- writing ------------------------------------------------------------------------------
     def add(
@@ -182,101 +132,15 @@ class Memory:
         base_meta = v.metadata("metadata", metadata)
         base_time = v.timestamp("timestamp", timestamp)
         v.choice("kind", kind, KINDS)
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        if messages is None:
-            raise ValidationError("messages", "is required (a string or a list of messages)")
-        if isinstance(messages, dict) or not isinstance(messages, Sequence):
-            raise ValidationError("messages", "must be a string or a list of {role, content} dicts")
-        if not messages:
-            raise ValidationError("messages", "must not be empty")
-        if len(messages) > self.config.max_messages_per_add:
-            raise ValidationError(
-                "messages",
-                f"has {len(messages)} items; the limit is {self.config.max_messages_per_add}",
-            )
-        now = time.time()
-        prepared: builtins.list[tuple[str, str, str, float, dict[str, Any]]] = []
-        for i, msg in enumerate(messages):
-            field = f"messages[{i}]"
-            if isinstance(msg, str):
-                msg = {"role": "user", "content": msg}
-            if not isinstance(msg, dict):
-                raise ValidationError(
-                    field, f"must be a dict with role and content, got {type(msg).__name__}"
-                )
-            unknown = set(msg) - _MESSAGE_KEYS
-            if unknown:
-                raise ValidationError(field, f"unknown keys {sorted(unknown)}")
-            role = v.choice(f"{field}.role", msg.get("role"), ROLES)
-            text = v.text(f"{field}.content", msg.get("content"), self.config.max_content_chars)
-            msg_kind = v.choice(f"{field}.kind", msg.get("kind", kind), KINDS)
-            when = v.timestamp(f"{field}.timestamp", msg.get("timestamp"))
-            meta = {**base_meta, **v.metadata(f"{field}.metadata", msg.get("metadata"))}
-            if msg.get("name") is not None:
-                meta["speaker"] = v.text(f"{field}.name", msg["name"], 256)
-            prepared.append((role, text, msg_kind, when or base_time or now, meta))
-        if self.config.recognise_preferences:
-            prepared = self._recognise_preferences(scope, prepared)
-        vectors = self._embed([embedding_text(p[1], speaker_of(p[4])) for p in prepared])
-        if self.config.embed_context:
-            before, before_vec = self._session_tail(scope)
-            replies_to = context_sources([(speaker_of(p[4]), p[0]) for p in prepared], before)
-            vectors = blend_context(vectors, replies_to, self.config.context_weight, before_vec)
-        rows = [
-            NewMemory(
-                id=uuid.uuid4().hex,
-                workspace=scope.workspace,
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-                session_id=scope.session_id,
-                role=role,
-                content=text,
-                kind=msg_kind,
-                created_at=when,
-                metadata=meta,
-                dedup_key=_dedup_key(scope, role, text),
-                embedding=vectors[i],
-            )
-            for i, (role, text, msg_kind, when, meta) in enumerate(prepared)
-        ]
-        edges = _graphops.build_edges(self.store, self.config, scope, rows)
-        return [memory_id for memory_id, _ in self.store.add_memories(rows, edges)]
-
-    def _recognise_preferences(
-        self, scope: Scope, prepared: builtins.list[tuple[str, str, str, float, dict[str, Any]]]
-    ) -> builtins.list[tuple[str, str, str, float, dict[str, Any]]]:
-        """User messages of kind ``message`` that state a standing preference become kind
-        ``preference`` (see :mod:`engrammar.learn.preferences`); a pick among options is read
-        with the message before it (in this call, or the session's latest memory)."""
-        out = []
-        previous: tuple[str, str] | None = None
-        if scope.session_id is not None and any(p[0] == "user" for p in prepared):
-            latest = self.store.latest_memories(scope, 1)
-            previous = (latest[0].content, latest[0].role) if latest else None
-        for role, text, kind, when, meta in prepared:
-            if role == "user" and kind == "message":
-                before, before_role = previous if previous else (None, None)
-                if recognise_preference(text, before, before_role) is not None:
-                    kind = "preference"
-            out.append((role, text, kind, when, meta))
-            previous = (text, role)
-        return out
-
-    def _session_tail(
-        self, scope: Scope
-    ) -> tuple[tuple[str | None, str] | None, np.ndarray | None]:
-        """The (speaker, role) and vector of the session's latest memory, so that a reply
-        added on its own still leans towards what it answers; (None, None) outside a session."""
-        if scope.session_id is None:
-            return None, None
-        latest = self.store.latest_memories(scope, 1)
-        if not latest:
-            return None, None
-        vector = self.store.vectors(scope.workspace, [latest[0].id]).get(latest[0].id)
-        if vector is None:
-            return None, None
-        return (speaker_of(latest[0].metadata), latest[0].role), vector
+        checked = v.messages(
+            messages,
+            default_kind=kind,
+            base_metadata=base_meta,
+            default_time=base_time or time.time(),
+            max_messages=self.config.max_messages_per_add,
+            max_chars=self.config.max_content_chars,
+        )
+        return ingest.add(self._engine, scope, checked)
 
     def update(
         self,
@@ -293,40 +157,12 @@ class Memory:
         if content is None and metadata is None:
             raise ValidationError("content", "give content and/or metadata to update")
         new_meta = v.metadata("metadata", metadata) if metadata is not None else None
-        embedding = dedup = edges = None
+        change = None
         if content is not None:
             content = v.text("content", content, self.config.max_content_chars)
-            current = self.get(memory_id, workspace=ws)
-            scope = Scope(ws, current.user_id, current.agent_id, current.session_id)
-            embedding = self._embed([embedding_text(content, speaker_of(current.metadata))])[0]
-            dedup = _dedup_key(scope, current.role, content)
-            # New content means new neighbours, shared names and contradictions.
-            changed = NewMemory(
-                id=current.id,
-                workspace=ws,
-                user_id=current.user_id,
-                agent_id=current.agent_id,
-                session_id=current.session_id,
-                role=current.role,
-                content=content,
-                kind=current.kind,
-                created_at=current.created_at,
-                metadata=new_meta if new_meta is not None else current.metadata,
-                dedup_key=dedup,
-                embedding=embedding,
-            )
-            edges = _graphops.build_edges(self.store, self.config, scope, [changed], replacing=True)
-        return self.store.update_memory(
-            ws,
-            memory_id,
-            content=content,
-            embedding=embedding,
-            dedup_key=dedup,
-            metadata=new_meta,
-            status=None,
-            reason=v.text("reason", reason, 2000) if reason else "",
-            edges=edges,
-        )
+            change = (self.get(memory_id, workspace=ws), content)
+        reason = v.text("reason", reason, 2000) if reason else ""
+        return ingest.update(self._engine, ws, memory_id, new_meta, reason, change)
 
     def forget(
         self,
@@ -354,9 +190,6 @@ class Memory:
             v.scope_id(f"memory_id[{i}]", mid, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
         return self.store.forget(scope, ids)
-
-    def _workspace(self, workspace: str | None) -> str:
-        return v.scope_id("workspace", workspace) or self.config.workspace
 
     # -- reading ------------------------------------------------------------------------------
     def get(self, memory_id: str, *, workspace: str | None = None) -> MemoryRecord:
@@ -406,39 +239,6 @@ class Memory:
         return out
 
     # -- recall -------------------------------------------------------------------------------
-    def _candidates(
-        self, scope: Scope, query: str, qvec: np.ndarray | None = None
-    ) -> builtins.list[Candidate]:
-        # A caller holding the vector already (a reply's) searches with it as it is.
-        given = qvec
-        embed = self._embed_one if given is None else (lambda _text: given)
-        qvec, vector_hits, keyword_hits = search_hits(self.store, self.config, scope, query, embed)
-        cands = fuse(
-            vector_hits,
-            keyword_hits,
-            keyword_weight=self.config.keyword_weight,
-            mode=self.config.fusion,
-        )
-        return refine_candidates(self.store, self.config, scope, query, cands, qvec)
-
-    def _ranked(self, scope: Scope, query: str, limit: int) -> builtins.list[ScoredMemory]:
-        cands = self._candidates(scope, query)
-        ranked = self._learned(
-            scope, query, [_Ranked(c.id, c.relevance, dict(c.components)) for c in cands]
-        )
-        records = self.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
-        out = []
-        for item in ranked:
-            record = records.get(item.id)
-            if record is None:  # forgotten between search and fetch
-                continue
-            comps = dict(item.components)
-            comps["final"] = round(item.score, 6)
-            out.append(ScoredMemory(record, item.score, comps, via=item.via, note=item.note))
-            if len(out) == limit:
-                break
-        return out
-
     def search(
         self,
         query: str,
@@ -452,10 +252,8 @@ class Memory:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph."""
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int(
-            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
-        )
-        return self._ranked(scope, query, limit)
+        limit = self._limit(limit)
+        return recall.search(self._engine, scope, query, limit)
 
     def recall(
         self,
@@ -473,73 +271,8 @@ class Memory:
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int(
-            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
-        )
-        ranking = _graphops.graph_rank(self.store, self.config, scope, query, self._embed_one)
-        learned = self._learned(scope, query, _graph_items(ranking.entries))
-        records = self.store.get_memories(scope.workspace, [e.id for e in learned[: limit * 2]])
-        items = [
-            ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
-            for e in learned
-            if e.id in records  # forgotten between search and fetch
-        ][:limit]
-        preferences = self._preferences(scope, query)
-        shown = {i.id for i in items}
-        paths = _graphops.result_paths(ranking.walks, shown, self.config.graph_max_paths)
-        tensions = _graphops.recall_tensions(
-            self.store, self.config, scope.workspace, [i.memory for i in items]
-        )
-        result = RecallResult(
-            recall_id=uuid.uuid4().hex,
-            query=query,
-            memories=items,
-            paths=paths,
-            tensions=tensions,
-            formatted=format_memories(
-                items, tensions, self.config.formatted_max_chars, preferences
-            ),
-            preferences=preferences,
-        )
-        self.store.save_recall(
-            RecallRecord(
-                recall_id=result.recall_id,
-                workspace=scope.workspace,
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-                session_id=scope.session_id,
-                query=query,
-                created_at=time.time(),
-                memory_ids=[m.id for m in items],
-                paths=[p.to_dict() for p in paths],
-                tensions=[t.to_dict() for t in tensions],
-            )
-        )
-        return result
-
-    def _preferences(self, scope: Scope, query: str) -> builtins.list[ScoredMemory]:
-        """The scope's standing preferences that bear on ``query``, best first: memories of
-        kind ``preference`` whose cosine with the query reaches
-        ``preferences_min_similarity``, at most ``preferences_limit`` of them (the newest
-        ``_PREFERENCES_READ`` are considered)."""
-        limit = self.config.preferences_limit
-        if limit == 0:
-            return []
-        found = self.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
-        if not found:
-            return []
-        vecs = self.store.vectors(scope.workspace, [m.id for m in found])
-        qvec = self._embed_one(query)
-        chosen = select_preferences(
-            [(m.id, float(vecs[m.id] @ qvec)) for m in found if m.id in vecs],
-            min_similarity=self.config.preferences_min_similarity,
-            limit=limit,
-        )
-        by_id = {m.id: m for m in found}
-        return [
-            ScoredMemory(by_id[i], s, {"preference_similarity": round(s, 6)}, via="preference")
-            for i, s in chosen
-        ]
+        limit = self._limit(limit)
+        return recall.recall(self._engine, scope, query, limit)
 
     # -- the feedback loop and explanations ------------------------------------------------------
     def feedback(
@@ -594,21 +327,7 @@ class Memory:
         )
         scope = self._scope(user_id, agent_id, session_id, workspace)
         rid = v.scope_id("recall_id", recall_id)
-        return _graphops.apply_feedback(
-            self.store, self.config, scope, reply, self._embed, rid, self._drawn_on
-        )
-
-    def _drawn_on(
-        self, scope: Scope, reply: str, reply_vec: np.ndarray
-    ) -> builtins.list[tuple[str, float]]:
-        """The memories a reply drew on: its best hybrid matches in the recall's scope, as
-        (id, cosine with the reply), at most ``feedback_reply_top``."""
-        top = self.config.feedback_reply_top
-        if top == 0:
-            return []
-        ids = [c.id for c in self._candidates(scope, reply, reply_vec)[:top]]
-        vecs = self.store.vectors(scope.workspace, ids)
-        return [(i, float(vecs[i] @ reply_vec)) for i in ids if i in vecs]
+        return feedback.apply_feedback(self._engine, scope, reply, rid)
 
     def explain(
         self,
@@ -634,157 +353,10 @@ class Memory:
         query = v.text("query", query, self.config.max_content_chars)
         v.scope_id("memory_id", memory_id, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace)
-        limit = v.positive_int(
-            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
-        )
-        out = _graphops.explain(
-            self.store, self.config, scope, query, self._embed_one, memory_id, limit
-        )
-        return self._explain_learned(out, scope, query, memory_id, limit)
+        limit = self._limit(limit)
+        return recall.explain(self._engine, scope, query, memory_id, limit)
 
-    # -- learning from feedback records (seeds 002 and 003) --------------------------------------
-    def _learned(
-        self, scope: Scope, query: str, items: Sequence[_Ranked]
-    ) -> builtins.list[_Ranked]:
-        """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
-
-        A pipeline step of its own: any ranking (search's fused relevance, recall's graph
-        score) goes in as ``_Ranked`` items with scores in [0, 1] and comes out re-ranked, with
-        memories surfaced by matching decisions or preference pairs added and every learned
-        component in ``components``.
-        """
-        items = list(items)
-        cfg = self.config
-        now = time.time()
-        # Older signals weigh < 1/1000 of a fresh one: not worth reading.
-        since = now - _HORIZON_HALF_LIVES * cfg.feedback_half_life_days * 86_400.0
-        ids = [i.id for i in items]
-        events, pairs, ratings = self.store.learning_facts(
-            scope, ids, since=since, limit=cfg.feedback_records_limit
-        )
-        query_vec: list[np.ndarray] = []
-
-        def context() -> np.ndarray:
-            # Embedded at most once, and only when some record may use it.
-            if not query_vec:
-                query_vec.append(self._embed([query])[0])
-            return query_vec[0]
-
-        # Reply signals count only for a matching query (and as witnesses of ratings given
-        # on their recall), so the store searches the recalls' queries before reading any.
-        replies = self.store.reply_facts(
-            scope,
-            context,
-            cfg.feedback_reply_context_min,
-            since,
-            min(cfg.feedback_records_limit, _MATCHING_RECALLS),
-            witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
-        )
-        if not (events or pairs or ratings or replies):
-            return items
-        qvec = context()
-        params = LearnParams(
-            half_life_days=cfg.feedback_half_life_days,
-            min_samples=cfg.feedback_min_samples,
-            max_adjustment=cfg.feedback_max_adjustment,
-            context_min=cfg.feedback_context_min,
-            context_full=cfg.feedback_context_full,
-            same_output=cfg.feedback_same_output,
-            reply_weight=cfg.feedback_reply_weight,
-            conflict_weight=cfg.feedback_conflict_weight,
-            reply_top=max(1, cfg.feedback_reply_top),
-            reply_context_min=cfg.feedback_reply_context_min,
-            reply_context_full=cfg.feedback_reply_context_full,
-            rating_context_min=cfg.feedback_rating_context_min,
-            rating_context_full=cfg.feedback_rating_context_full,
-        )
-        vecs = self.store.vectors(scope.workspace, [i.id for i in items])
-        kept = [(i.id, i.score) for i in items if i.id in vecs]
-        base = {i.id: i for i in items}
-        out = []
-        texts = None
-        if events or pairs:
-            records = self.store.get_memories(scope.workspace, [i.id for i in items])
-            texts = {memory_id: r.content for memory_id, r in records.items()}
-        ranked = learned_ranking(
-            kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies
-        )
-        for position, s in enumerate(ranked, 1):
-            before = base.get(s.id)
-            comps = {**(before.components if before else {}), **s.components}
-            comps["final"] = round(s.score, 6)
-            if "rank" in comps:
-                comps["rank"] = position
-            via = before.via if before else "feedback"
-            out.append(_Ranked(s.id, s.score, comps, s.note, via))
-        return out
-
-    def _explain_learned(
-        self,
-        out: dict[str, Any],
-        scope: Scope,
-        query: str,
-        memory_id: str,
-        limit: int,
-    ) -> dict[str, Any]:
-        """Add the feedback records' part to the graph's explanation: each learned component,
-        the note, and the rank and score after learning (what recall returns)."""
-        ranking = _graphops.graph_rank(
-            self.store, self.config, scope, query, self._embed_one, focus=memory_id
-        )
-        learned = self._learned(scope, query, _graph_items(ranking.entries))
-        position = next((i for i, e in enumerate(learned) if e.id == memory_id), None)
-        if position is None:
-            return out
-        entry = learned[position]
-        out["rank_before_learning"] = out["rank"]
-        out["score_before_learning"] = out["score"]
-        out["rank"] = position + 1
-        out["in_results"] = position < limit
-        out["score"] = round(entry.score, 6)
-        out["components"] = {**out["components"], **entry.components, "rank": position + 1}
-        out["learned"] = {
-            k: v
-            for k, v in entry.components.items()
-            if k.startswith("learned") or k == "context_match"
-        }
-        out["note"] = entry.note
-        out["score_to_beat"] = round(learned[position - 1].score, 6) if position else None
-        out["formula"] += (
-            "; then × (1 + learned), learned = bounded, decayed, shrunk sum of feedback-record "
-            "signals (see learned_*); matching prior decisions rank first"
-        )
-        return out
-
-    def _record_scope(self, user_id: Any, agent_id: Any, session_id: Any, workspace: Any) -> Scope:
-        return self._scope(user_id, agent_id, session_id, workspace)
-
-    def _linked_memory(
-        self,
-        scope: Scope,
-        kind: str,
-        content: str,
-        vector: np.ndarray,
-        when: float,
-        metadata: dict[str, Any],
-    ) -> NewMemory:
-        role = "user" if kind == "fact" else "assistant"
-        return NewMemory(
-            id=uuid.uuid4().hex,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
-            role=role,
-            content=content,
-            kind=kind,
-            created_at=when,
-            metadata=metadata,
-            # Kind-qualified: a decision never collapses into an ordinary message of that text.
-            dedup_key=_dedup_key(scope, role, f"{kind}\x00{content}"),
-            embedding=vector,
-        )
-
+    # -- feedback records ---------------------------------------------------------------------
     def create_feedback_event(
         self,
         input_context: str,
@@ -815,7 +387,8 @@ class Memory:
             input_context: what the agent was asked or working on.
             ai_output: what the agent produced.
             state: ``corrected``, ``adopted`` or ``rejected``.
-            user_reaction, user_correction, corrected_output, reason: as in the seed example.
+            user_reaction, user_correction, corrected_output, reason: how the user reacted, the
+                correction they gave, the output as corrected, and why; kept with the event.
             agent_id, user_id, session_id, workspace: the scope; at least one of the first three.
             source_event_id: idempotency key: the same value in the same workspace returns the
                 existing event and writes nothing.
@@ -827,7 +400,7 @@ class Memory:
             ConflictError: ``source_event_id`` already names an event with another payload.
         """
         limit = self.config.max_content_chars
-        scope = self._record_scope(user_id, agent_id, session_id, workspace)
+        scope = self._scope(user_id, agent_id, session_id, workspace)
         input_context = v.text("input_context", input_context, limit)
         ai_output = v.text("ai_output", ai_output, limit)
         state = v.choice("state", state, FEEDBACK_STATES)
@@ -842,50 +415,10 @@ class Memory:
             raise ValidationError(
                 "corrected_output", "a corrected event needs corrected_output or user_correction"
             )
-        corrected = corrected_output or user_correction
-        payload = {
-            "user_id": scope.user_id,
-            "agent_id": scope.agent_id,
-            "session_id": scope.session_id,
-            "input_context": input_context,
-            "ai_output": ai_output,
-            "user_reaction": user_reaction,
-            "user_correction": user_correction,
-            "corrected_output": corrected_output,
-            "state": state,
-            "reason": reason,
-            "metadata": meta,
-        }
-        payload_hash = hashlib.sha256(
-            json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
-        ).hexdigest()
-        texts = [input_context, ai_output] + ([corrected] if corrected else [])
-        vectors = self._embed(texts)
-        event_id = uuid.uuid4().hex
-        answer = standing_answer(state)
-        decision = None
-        if answer is not None:
-            text = corrected if answer == "corrected" else ai_output
-            assert text is not None  # checked above for "corrected"
-            decision = self._linked_memory(
-                scope,
-                "decision",
-                text,
-                vectors[2] if answer == "corrected" else vectors[1],
-                when,
-                {
-                    "event_id": event_id,
-                    "input_context": input_context,
-                    "state": state,
-                    "reason": reason,
-                },
-            )
-        event = FeedbackEvent(
-            id=event_id,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
+        return records.create_feedback_event(
+            self._engine,
+            scope,
+            when,
             input_context=input_context,
             ai_output=ai_output,
             user_reaction=user_reaction,
@@ -894,21 +427,8 @@ class Memory:
             state=state,
             reason=reason,
             source_event_id=source_event_id,
-            created_at=when,
             metadata=meta,
         )
-        stored, _ = self.store.create_feedback_event(
-            NewFeedbackEvent(
-                event=event,
-                payload_hash=payload_hash,
-                context_embedding=vectors[0],
-                ai_output_embedding=vectors[1],
-                corrected_embedding=vectors[2] if corrected else None,
-                decision=decision,
-                answer=answer,
-            )
-        )
-        return stored
 
     def create_decision_review(
         self,
@@ -947,48 +467,18 @@ class Memory:
         user = v.scope_id("user_id", user_id)
         agent = v.scope_id("agent_id", agent_id)
         when = v.timestamp("timestamp", timestamp) or time.time()
-        event = self.get_feedback_event(event_id, workspace=ws)
-        answer = standing_answer(final_decision)
-        decision = None
-        if answer is not None:
-            text = (
-                (event.corrected_output or event.user_correction)
-                if answer == "corrected"
-                else event.ai_output
-            )
-            if text is None:
-                raise ValidationError(
-                    "final_decision",
-                    f"the event {event_id!r} has no corrected output to stand as 'corrected'",
-                )
-            scope = Scope(ws, event.user_id, event.agent_id, event.session_id)
-            decision = self._linked_memory(
-                scope,
-                "decision",
-                text,
-                self._embed([text])[0],
-                when,
-                {
-                    "event_id": event_id,
-                    "input_context": event.input_context,
-                    "state": final_decision,
-                    "reason": reason or event.reason,
-                },
-            )
-        review = DecisionReview(
-            id=uuid.uuid4().hex,
-            workspace=ws,
-            user_id=user if user is not None else event.user_id,
-            agent_id=agent,
-            event_id=event_id,
-            final_decision=final_decision,
-            outcome=outcome,
-            confidence=confidence,
-            reversed=final_decision != event.state,
-            created_at=when,
-            reason=reason,
+        return records.create_decision_review(
+            self._engine,
+            ws,
+            event_id,
+            final_decision,
+            outcome,
+            confidence,
+            reason,
+            user,
+            agent,
+            when,
         )
-        return self.store.create_decision_review(review, decision, answer)
 
     def create_preference_pair(
         self,
@@ -1011,7 +501,7 @@ class Memory:
         rejected output are lowered, by ``weight`` (in (0, 10]).
         """
         limit = self.config.max_content_chars
-        scope = self._record_scope(user_id, agent_id, session_id, workspace)
+        scope = self._scope(user_id, agent_id, session_id, workspace)
         context = v.text("context", context, limit)
         accepted_output = v.text("accepted_output", accepted_output, limit)
         rejected_output = v.text("rejected_output", rejected_output, limit)
@@ -1021,28 +511,9 @@ class Memory:
         if accepted_output.strip() == rejected_output.strip():
             raise ValidationError("rejected_output", "must differ from accepted_output")
         when = v.timestamp("timestamp", timestamp) or time.time()
-        vectors = self._embed([context, accepted_output, rejected_output])
-        pair = PreferencePair(
-            id=uuid.uuid4().hex,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
-            context=context,
-            accepted_output=accepted_output,
-            rejected_output=rejected_output,
-            weight=weight,
-            created_at=when,
+        return records.create_preference_pair(
+            self._engine, scope, context, accepted_output, rejected_output, weight, when
         )
-        memory = self._linked_memory(
-            scope,
-            "preference",
-            accepted_output,
-            vectors[1],
-            when,
-            {"pair_id": pair.id, "context": context},
-        )
-        return self.store.create_preference_pair(pair, vectors[0], vectors[1], vectors[2], memory)
 
     def log_event(
         self,
@@ -1056,18 +527,11 @@ class Memory:
         timestamp: Any = None,
     ) -> LoggedEvent:
         """Record any other event, e.g. a checkpoint (MCP ``memory_log_event``)."""
-        scope = self._record_scope(user_id, agent_id, session_id, workspace)
-        event = LoggedEvent(
-            id=uuid.uuid4().hex,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
-            kind=str(v.scope_id("kind", kind, required=True)),
-            payload=v.metadata("payload", payload),
-            created_at=v.timestamp("timestamp", timestamp) or time.time(),
-        )
-        return self.store.log_event(event)
+        scope = self._scope(user_id, agent_id, session_id, workspace)
+        kind = str(v.scope_id("kind", kind, required=True))
+        payload = v.metadata("payload", payload)
+        when = v.timestamp("timestamp", timestamp) or time.time()
+        return records.log_event(self._engine, scope, kind, payload, when)
 
     def rate_memory(
         self,
@@ -1113,39 +577,20 @@ class Memory:
         if recall_id is not None:
             if context is not None:
                 raise ValidationError("context", "give recall_id or context, not both")
-            recall = self.store.get_recall(Scope(ws), recall_id)
-            if recall is None:
-                raise NotFoundError(f"recall {recall_id!r} not found in workspace {ws!r}")
-            context = recall.query
+            context = records.recall_query(self._engine, ws, recall_id)
         user = v.scope_id("user_id", user_id)
         agent = v.scope_id("agent_id", agent_id)
         session = v.scope_id("session_id", session_id)
         when = v.timestamp("timestamp", timestamp) or time.time()
-        texts = [t for t in (context, correction) if t is not None]
-        vectors = self._embed(texts) if texts else None
-        context_vec = vectors[0] if vectors is not None and context is not None else None
-        correction_memory = None
-        if correction is not None:
-            assert vectors is not None
-            owner = Scope(ws, target.user_id, target.agent_id, target.session_id)
-            correction_memory = self._linked_memory(
-                owner, "fact", correction, vectors[-1], when, {"corrects": target.id}
-            )
-        rating = MemoryRating(
-            id=uuid.uuid4().hex,
-            workspace=ws,
-            user_id=user if user is not None else target.user_id,
-            agent_id=agent if agent is not None else target.agent_id,
-            session_id=session if session is not None else target.session_id,
-            memory_id=target.id,
-            verdict=verdict,
-            correction=correction,
-            weight=weight,
-            created_at=when,
-            recall_id=recall_id,
-            context=context,
+        rater = Scope(
+            ws,
+            user if user is not None else target.user_id,
+            agent if agent is not None else target.agent_id,
+            session if session is not None else target.session_id,
         )
-        return self.store.rate_memory(rating, context_vec, correction_memory)
+        return records.rate_memory(
+            self._engine, target, rater, verdict, correction, weight, when, recall_id, context
+        )
 
     def _get_record(self, kind: str, record_id: str, workspace: str | None) -> Any:
         v.scope_id(f"{kind}_id", record_id, required=True)
@@ -1289,10 +734,8 @@ class Memory:
         Returns:
             How many memories were written. Vectors are not exported (see ``import_``).
         """
-        from ._transfer import export_jsonl
-
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
-        return export_jsonl(self, destination, scope, progress)
+        return transfer.export_jsonl(self._engine, destination, scope, progress)
 
     def import_(
         self,
@@ -1317,32 +760,20 @@ class Memory:
             ValidationError: naming the line and field of the first bad record; nothing is
                 written.
         """
-        from ._transfer import import_jsonl
+        return transfer.import_jsonl(self._engine, source, workspace, progress)
 
-        return import_jsonl(self, source, workspace, progress)
-
-
-@dataclass
-class _Ranked:
-    id: str
-    score: float
-    components: dict[str, float]
-    note: str | None = None
-    via: str = "search"
-
-
-_HORIZON_HALF_LIVES = 10
-# The newest recalls whose replies count for a query: an agent asking the same question again
-# and again would otherwise make every recall read more signals (up to feedback_records_limit
-# recalls, ~10 signals each); 200 matching recalls already saturate the shrinkage
-# (N / (N + feedback_min_samples)).
-_MATCHING_RECALLS = 200
-
-
-def _graph_items(entries: Sequence[Any]) -> list[_Ranked]:
-    """The graph ranking's entries as items for the learned step."""
-    return [_Ranked(e.id, e.final, dict(e.components), via=e.via) for e in entries]
-
-
-# Recall weighs at most this many of a scope's newest standing preferences for its slot.
-_PREFERENCES_READ = 500
+    # -- for the interfaces -------------------------------------------------------------------
+    def has_recall(
+        self,
+        recall_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+    ) -> bool:
+        """Whether ``recall_id`` is a recall made in the scope (consumed or not); with no
+        scope key, any recall of the workspace. Raises ``ValidationError`` for a bad id."""
+        v.scope_id("recall_id", recall_id, required=True)
+        scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
+        return records.find_recall(self._engine, scope, recall_id) is not None

@@ -319,10 +319,46 @@ def m005_reply_signals_by_recall(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_decision_memories_by_workspace(conn: sqlite3.Connection) -> None:
+    """A decision link carries its event's workspace and is keyed by (workspace, event,
+    answer), as in the PostgreSQL store: every read and delete names the workspace. Existing
+    links take their event's workspace (or, for a link whose event is gone, their memory's)."""
+    _run(
+        conn,
+        """
+        CREATE TABLE decision_memories_keyed (
+                workspace TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                answer TEXT NOT NULL,
+                memory_id TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (workspace, event_id, answer)
+            )
+        """,
+        """
+        INSERT INTO decision_memories_keyed (workspace, event_id, answer, memory_id, created_at)
+        SELECT coalesce(
+                   (SELECT e.workspace FROM feedback_events e WHERE e.id = d.event_id),
+                   (SELECT m.workspace FROM memories m WHERE m.id = d.memory_id),
+                   ''
+               ),
+               d.event_id, d.answer, d.memory_id, d.created_at
+        FROM decision_memories d ORDER BY d.rowid
+        """,
+        """
+        DROP TABLE decision_memories
+        """,
+        """
+        ALTER TABLE decision_memories_keyed RENAME TO decision_memories
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
     m003_api_keys,
     m004_reply_signals,
     m005_reply_signals_by_recall,
+    m006_decision_memories_by_workspace,
 ]

@@ -1,20 +1,20 @@
-"""The refinement step of recall: fused candidates -> query-aware, neighbour-supported ranking.
+"""The candidates of one search: keyword and vector hits, fused, then refined.
 
-Reads what the pure scoring in :mod:`engrammar.recall.query` needs (speakers, dates, sequence
-edges) from the store for the head of the candidate list; every other recall path (plain
-search, the graph ranking) calls this after fusing, so all of them rank alike.
+Refinement turns fused candidates into a query-aware, neighbour-supported ranking: it reads
+what the pure scoring in :mod:`engrammar.recall.query` needs (speakers, dates, sequence edges)
+from the store for the head of the candidate list. Every ranking (plain search, the graph
+ranking of recall, the memories a reply drew on) starts from :func:`candidates`, so all of
+them rank alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from .config import Config
-from .models import MemoryRecord, Scope
-from .recall.fusion import Candidate
-from .recall.query import (
+from ..config import Config
+from ..models import MemoryRecord, Scope
+from ..recall.fusion import Candidate, fuse
+from ..recall.query import (
     asks_question,
     named_speakers,
     question_discount,
@@ -22,14 +22,17 @@ from .recall.query import (
     sequence_support,
     topic_text,
 )
-from .recall.text import speaker_of
-from .store import Store
+from ..recall.text import speaker_of
+from ..store import Store
+from .base import Engine, in_scope
 
 __all__ = [
     "REFINE_DEPTH",
+    "Hits",
+    "candidates",
     "complete_vector_hits",
-    "in_scope",
     "refine_candidates",
+    "refined",
     "search_hits",
 ]
 
@@ -42,44 +45,49 @@ REFINE_DEPTH = 60
 NAME_LOOKUP = 20
 
 
-def in_scope(record: MemoryRecord, scope: Scope) -> bool:
-    """Whether an active memory belongs to ``scope`` (what graph walks may bring in)."""
-    return (
-        record.workspace == scope.workspace
-        and record.status == "active"
-        and all(
-            getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)
-            for key in ("user_id", "agent_id", "session_id")
-        )
-    )
+Hits = tuple[np.ndarray, list[tuple[str, float]], list[tuple[str, float]]]
 
 
-def search_hits(
-    store: Store,
-    config: Config,
-    scope: Scope,
-    query: str,
-    embed: Callable[[str], np.ndarray],
-) -> tuple[np.ndarray, list[tuple[str, float]], list[tuple[str, float]]]:
+def search_hits(engine: Engine, scope: Scope, query: str, qvec: np.ndarray | None = None) -> Hits:
     """The query vector, the vector hits and the keyword hits of one search.
 
     Keyword search runs first; with ``query_without_speakers`` the names of the speakers it
     found that the query mentions are left out of the text that is embedded (see
     :func:`~engrammar.recall.query.topic_text`), so the vector matches the topic while the
-    speaker boost matches the person.
+    speaker boost matches the person. A caller holding the vector already (a reply's) gives
+    it as ``qvec`` and it is searched with as it is.
     """
+    store, config = engine.store, engine.config
     pool = config.candidate_pool
     keyword_hits = store.keyword_search(scope, query, pool)
-    text = query
-    if config.query_without_speakers and keyword_hits:
-        head = store.get_memories(scope.workspace, [m for m, _ in keyword_hits[:NAME_LOOKUP]])
-        speakers = {s for r in head.values() if (s := speaker_of(r.metadata))}
-        text = topic_text(query, named_speakers(query, speakers))
-    qvec = embed(text)
+    if qvec is None:
+        text = query
+        if config.query_without_speakers and keyword_hits:
+            head = store.get_memories(scope.workspace, [m for m, _ in keyword_hits[:NAME_LOOKUP]])
+            speakers = {s for r in head.values() if (s := speaker_of(r.metadata))}
+            text = topic_text(query, named_speakers(query, speakers))
+        qvec = engine.embed_one(text)
     vector_hits = complete_vector_hits(
         store, scope, qvec, store.vector_search(scope, qvec, pool), keyword_hits
     )
     return qvec, vector_hits, keyword_hits
+
+
+def candidates(
+    engine: Engine, scope: Scope, query: str, qvec: np.ndarray | None = None
+) -> list[Candidate]:
+    """Search, fusion and refinement: the ranked candidates of ``query``, best first."""
+    return refined(engine, scope, query, search_hits(engine, scope, query, qvec))
+
+
+def refined(engine: Engine, scope: Scope, query: str, hits: Hits) -> list[Candidate]:
+    """The fused and refined candidates of a search's ``hits``, best first."""
+    qvec, vector_hits, keyword_hits = hits
+    config = engine.config
+    cands = fuse(
+        vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
+    )
+    return refine_candidates(engine.store, config, scope, query, cands, qvec)
 
 
 def complete_vector_hits(

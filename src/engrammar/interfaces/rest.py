@@ -22,7 +22,6 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
-from .._ops import Operations, Principal, call
 from ..errors import (
     AuthError,
     ConflictError,
@@ -33,9 +32,10 @@ from ..errors import (
 )
 from ..keys import verify_api_key
 from ..memory import Memory
-from ._limits import LimitsMiddleware
-from ._mcp import PRINCIPAL_KEY, build_mcp_server
-from ._openapi import MAX_INT, openapi_document
+from .limits import LimitsMiddleware
+from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
+from .openapi import MAX_INT, openapi_document
+from .operations import OPERATIONS, HttpRoute, Operation, Principal, dispatch
 
 __all__ = ["build_app", "is_loopback", "serve"]
 
@@ -195,20 +195,30 @@ def _check_json(where: str, value: Any) -> None:
             _check_json(f"{where}[{i}]", item)
 
 
-Handler = Callable[[Operations, Request], Any]
+def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
+    """The endpoint of one operation: arguments from the body (POST, PATCH) or the query string
+    (GET, DELETE), plus the ids in the URL path."""
+    method, path, status = route.method, route.path, route.status
+    in_path = [p.name for p in op.params if "{" + p.name + "}" in path]
+    from_body = method in ("POST", "PATCH")
 
-
-def _endpoint(handler: Callable[..., Any], status: int = 200) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         principal = request.scope.get(PRINCIPAL_KEY)
         if not isinstance(principal, Principal):
             return _error(401, "unauthorized", "this request carries no authenticated principal")
         memory: Memory = request.app.state.memory
-        ops = Operations(memory, principal)
         try:
-            args = await handler(request)
-            method = getattr(ops, args.pop("__op__"))
-            data = await in_worker(request.app, call, method, args)
+            args = await _body(request) if from_body else _query_args(request)
+            for key in in_path:
+                if key in args:
+                    raise ValidationError(
+                        key,
+                        "is given in the URL; do not repeat it in the body"
+                        if from_body
+                        else "is given in the URL path; do not repeat it",
+                    )
+                args[key] = request.path_params[key]
+            data = await in_worker(request.app, dispatch, memory, principal, op.name, args)
         except EngrammarError as exc:
             return error_response(exc)
         return JSONResponse(data, status_code=status)
@@ -216,36 +226,12 @@ def _endpoint(handler: Callable[..., Any], status: int = 200) -> Callable[[Reque
     return endpoint
 
 
-def _from_body(op: str, **path: str) -> Callable[[Request], Any]:
-    async def handler(request: Request) -> dict[str, Any]:
-        args = await _body(request)
-        for key, param in path.items():
-            if key in args:
-                raise ValidationError(key, "is given in the URL; do not repeat it in the body")
-            args[key] = request.path_params[param]
-        return {**args, "__op__": op}
-
-    return handler
-
-
-def _from_query(op: str, **path: str) -> Callable[[Request], Any]:
-    async def handler(request: Request) -> dict[str, Any]:
-        args = _query_args(request)
-        for key, param in path.items():
-            if key in args:
-                raise ValidationError(key, "is given in the URL path; do not repeat it")
-            args[key] = request.path_params[param]
-        return {**args, "__op__": op}
-
-    return handler
-
-
 async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "version": __version__})
 
 
 async def _openapi(request: Request) -> Response:
-    return JSONResponse(openapi_document())
+    return JSONResponse(openapi_document(request.app.state.memory.config))
 
 
 class _Dispatch:
@@ -287,80 +273,13 @@ def rest_routes() -> list[Route]:
 
 
 def _routes() -> list[Route]:
-    m = "memory_id"
-    return [
+    routes = [
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
-        Route("/v1/memories", _endpoint(_from_body("add"), 201), methods=["POST"]),
-        Route("/v1/memories", _endpoint(_from_query("list")), methods=["GET"]),
-        Route(
-            "/v1/memories/{memory_id}", _endpoint(_from_query("get", memory_id=m)), methods=["GET"]
-        ),
-        Route(
-            "/v1/memories/{memory_id}",
-            _endpoint(_from_body("update", memory_id=m)),
-            methods=["PATCH"],
-        ),
-        Route(
-            "/v1/memories/{memory_id}",
-            _endpoint(_from_query("forget", memory_id=m)),
-            methods=["DELETE"],
-        ),
-        Route(
-            "/v1/memories/{memory_id}/history",
-            _endpoint(_from_query("history", memory_id=m)),
-            methods=["GET"],
-        ),
-        Route("/v1/recall", _endpoint(_from_body("recall")), methods=["POST"]),
-        Route("/v1/search", _endpoint(_from_body("search")), methods=["POST"]),
-        Route("/v1/forget", _endpoint(_from_body("forget")), methods=["POST"]),
-        Route("/v1/stats", _endpoint(_from_query("stats")), methods=["GET"]),
-        *_record_routes(),
-        Route("/v1/feedback", _endpoint(_from_body("feedback")), methods=["POST"]),
-        Route("/v1/explain", _endpoint(_from_body("explain")), methods=["POST"]),
     ]
-
-
-#: REST collections of the feedback records: (path, create op, list op, get op, id name).
-RECORD_COLLECTIONS = (
-    (
-        "feedback-events",
-        "create_feedback_event",
-        "list_feedback_events",
-        "get_feedback_event",
-        "event_id",
-    ),
-    (
-        "decision-reviews",
-        "create_decision_review",
-        "list_decision_reviews",
-        "get_decision_review",
-        "review_id",
-    ),
-    (
-        "preference-pairs",
-        "create_preference_pair",
-        "list_preference_pairs",
-        "get_preference_pair",
-        "pair_id",
-    ),
-    ("events", "log_event", "list_logged_events", "get_logged_event", "event_id"),
-    ("ratings", "rate_memory", "list_memory_ratings", "get_memory_rating", "rating_id"),
-)
-
-
-def _record_routes() -> list[Route]:
-    routes = []
-    for path, create, lister, getter, id_name in RECORD_COLLECTIONS:
-        routes += [
-            Route(f"/v1/{path}", _endpoint(_from_body(create), 201), methods=["POST"]),
-            Route(f"/v1/{path}", _endpoint(_from_query(lister)), methods=["GET"]),
-            Route(
-                f"/v1/{path}/{{{id_name}}}",
-                _endpoint(_from_query(getter, **{id_name: id_name})),
-                methods=["GET"],
-            ),
-        ]
+    for op in OPERATIONS:
+        for route in op.http:
+            routes.append(Route(route.path, _endpoint(op, route), methods=[route.method]))
     return routes
 
 

@@ -1,4 +1,4 @@
-"""``engrammar migrate``: the click command (wired into the CLI group by ``engrammar.cli``)."""
+"""``engrammar migrate``: the click command (wired into the CLI group by ``cli_admin``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .errors import EngrammarError
+from ..errors import EngrammarError
 
 __all__ = ["migrate_command"]
 
@@ -29,7 +29,7 @@ __all__ = ["migrate_command"]
 @click.option("--batch", default=1000, show_default=True, help="Rows per page/transaction.")
 def migrate_command(source: str, destination: str, batch: int) -> None:
     """Copy a store into another across backends, then verify counts and checksums."""
-    from .store.migrate import migrate
+    from ..store.migrate import migrate
 
     def progress(table: str, copied: int) -> None:
         click.echo(f"  {table}: {copied} rows", err=True)

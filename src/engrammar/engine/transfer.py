@@ -22,14 +22,13 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
-from . import _validate as v
-from .embed.base import blend_context
-from .errors import ValidationError
-from .models import (
+from ..embed.base import blend_context
+from ..errors import ValidationError
+from ..models import (
     EDGE_KINDS,
     FEEDBACK_STATES,
     KINDS,
@@ -38,18 +37,19 @@ from .models import (
     ROLES,
     Scope,
 )
-from .recall.text import context_sources, embedding_text, speaker_of
-from .store import NewEdge, NewMemory
-from .store.tables import (
+from ..recall.text import context_sources, embedding_text, speaker_of
+from ..store import NewEdge, NewMemory
+from ..store.tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
     RECORD_TABLES,
     rename_memory_refs,
 )
+from . import validate as v
+from .base import Engine, dedup_key
 
-if TYPE_CHECKING:
-    from .memory import Memory
+__all__ = ["FORMAT_VERSION", "export_jsonl", "import_jsonl"]
 
 FORMAT_VERSION = 1
 _PAGE = 1000
@@ -70,9 +70,11 @@ def _open(target: Target, mode: str) -> Iterator[IO[str]]:
 
 
 def export_jsonl(
-    memory: Memory, destination: Target, scope: Scope, progress: Progress | None
+    engine: Engine, destination: Target, scope: Scope, progress: Progress | None
 ) -> int:
-    total = memory.store.stats(scope)["memories"]
+    """Write the memories of ``scope``, their edges and the scope's records; how many
+    memories were written."""
+    total = engine.store.stats(scope)["memories"]
     written = 0
     ids: set[str] = set()
     with _open(destination, "w") as out:
@@ -80,12 +82,12 @@ def export_jsonl(
             "type": "engrammar-export",
             "version": FORMAT_VERSION,
             "scope": scope.to_dict(),
-            "embedder": memory.embedder.name,
+            "embedder": engine.embedder.name,
         }
         out.write(json.dumps(header, ensure_ascii=False) + "\n")
         offset = 0
         while True:
-            page = memory.store.list_memories(scope, _PAGE, offset)
+            page = engine.store.list_memories(scope, _PAGE, offset)
             if not page:
                 break
             offset += len(page)
@@ -99,24 +101,24 @@ def export_jsonl(
                 progress(written, max(total, written))
         ordered = sorted(ids)
         for start in range(0, len(ordered), _PAGE):
-            for edge in memory.store.edges_from(scope.workspace, ordered[start : start + _PAGE]):
+            for edge in engine.store.edges_from(scope.workspace, ordered[start : start + _PAGE]):
                 if edge.dst in ids:
                     out.write(json.dumps({"type": "edge", **edge.to_dict()}) + "\n")
-        for table, row in _scope_records(memory, scope, ids):
+        for table, row in _scope_records(engine, scope, ids):
             line = {"type": "record", "table": table, **row}
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
     return written
 
 
 def _scope_records(
-    memory: Memory, scope: Scope, ids: set[str]
+    engine: Engine, scope: Scope, ids: set[str]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The scope's records whose memories are all exported, without vectors, in table order."""
     events: set[str] = set()
     for table in RECORD_TABLES:
         after = None
         while True:
-            rows, after = memory.store.export_rows(table, after, _PAGE)
+            rows, after = engine.store.export_rows(table, after, _PAGE)
             for row in rows:
                 if table == "decision_memories":
                     keep = row["event_id"] in events and row["memory_id"] in ids
@@ -146,7 +148,7 @@ def _scope_records(
 
 
 def _memory_row(
-    memory: Memory, line: int, data: dict[str, Any], workspace: str | None
+    engine: Engine, line: int, data: dict[str, Any], workspace: str | None
 ) -> dict[str, Any]:
     def f(name: str) -> str:
         return f"line {line}: {name}"
@@ -178,7 +180,7 @@ def _memory_row(
         "agent_id": v.scope_id(f("agent_id"), data.get("agent_id")),
         "session_id": v.scope_id(f("session_id"), data.get("session_id")),
         "role": v.choice(f("role"), data.get("role", "user"), ROLES),
-        "content": v.text(f("content"), data.get("content"), memory.config.max_content_chars),
+        "content": v.text(f("content"), data.get("content"), engine.config.max_content_chars),
         "kind": v.choice(f("kind"), data.get("kind", "message"), KINDS),
         "status": v.choice(f("status"), data.get("status", "active"), STATUSES),
         "created_at": v.timestamp(f("created_at"), data.get("created_at")),
@@ -228,7 +230,7 @@ _IDS = frozenset({"id", "workspace", "event_id", "memory_id", "correction_memory
                   "session_id"})  # fmt: skip
 
 
-def _record_row(memory: Memory, line: int, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _record_row(engine: Engine, line: int, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     def f(name: str) -> str:
         return f"line {line}: {name}"
 
@@ -259,11 +261,11 @@ def _record_row(memory: Memory, line: int, data: dict[str, Any]) -> tuple[str, d
         elif name in ("metadata", "payload"):
             row[name] = v.metadata(f(name), value)
         elif name in COPY_JSON_FIELDS:  # memory_ids, paths, tensions: lists
-            if not isinstance(value, list) or not v._depth_ok(value, 8):
+            if not isinstance(value, list) or not v.depth_ok(value, 8):
                 raise ValidationError(f(name), "must be a list")
             row[name] = value
         else:
-            row[name] = v.text(f(name), value, memory.config.max_content_chars)
+            row[name] = v.text(f(name), value, engine.config.max_content_chars)
     if table in ("memory_ratings", "reply_signals") and row["memory_id"] is None:
         raise ValidationError(f("memory_id"), "is required")
     if table == "reply_signals":
@@ -274,7 +276,7 @@ def _record_row(memory: Memory, line: int, data: dict[str, Any]) -> tuple[str, d
     return table, row
 
 
-def _record_vectors(memory: Memory, records: list[tuple[str, dict[str, Any]]]) -> None:
+def _record_vectors(engine: Engine, records: list[tuple[str, dict[str, Any]]]) -> None:
     """Embed the texts whose vectors a record keeps, as the call that wrote it did."""
     wanted: list[tuple[dict[str, Any], str, str]] = []  # (row, vector field, text)
     queries = {row["id"]: row["query"] for table, row in records if table == "recalls"}
@@ -304,7 +306,7 @@ def _record_vectors(memory: Memory, records: list[tuple[str, dict[str, Any]]]) -
             wanted.append((row, "context_embedding", queries[row["recall_id"]]))
     for start in range(0, len(wanted), _EMBED_CHUNK):
         chunk = wanted[start : start + _EMBED_CHUNK]
-        vectors = memory._embed([text for _, _, text in chunk])
+        vectors = engine.embed([text for _, _, text in chunk])
         for (row, name, _), vector in zip(chunk, vectors, strict=True):
             row[name] = vector
 
@@ -350,10 +352,9 @@ def _replies_to(rows: list[dict[str, Any]]) -> list[int | None]:
 
 
 def import_jsonl(
-    memory: Memory, source: Target, workspace: str | None, progress: Progress | None
+    engine: Engine, source: Target, workspace: str | None, progress: Progress | None
 ) -> dict[str, int]:
-    from .memory import _dedup_key
-
+    """Read an export into the store in one transaction (see ``Memory.import_``)."""
     ws = v.scope_id("workspace", workspace)
     rows: list[dict[str, Any]] = []
     edges: list[NewEdge] = []
@@ -377,11 +378,11 @@ def import_jsonl(
                         f"unsupported export version {data.get('version')!r}",
                     )
             elif kind == "memory":
-                rows.append(_memory_row(memory, number, data, ws))
+                rows.append(_memory_row(engine, number, data, ws))
             elif kind == "edge":
                 edges.append(_edge_row(number, data))
             elif kind == "record":
-                records.append(_record_row(memory, number, data))
+                records.append(_record_row(engine, number, data))
             else:
                 raise ValidationError(f"line {number}: type", f"unknown record type {kind!r}")
     # A memory moved into another workspace gets a new id: ids are unique across a store.
@@ -394,13 +395,13 @@ def import_jsonl(
     for start in range(0, total, _EMBED_CHUNK):
         chunk = rows[start : start + _EMBED_CHUNK]
         parts.append(
-            memory._embed([embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk])
+            engine.embed([embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk])
         )
         if progress:
             progress(sum(len(p) for p in parts), total)
-    vectors = np.concatenate(parts) if parts else np.zeros((0, memory.embedder.dim), np.float32)
-    if memory.config.embed_context:
-        vectors = blend_context(vectors, _replies_to(rows), memory.config.context_weight)
+    vectors = np.concatenate(parts) if parts else np.zeros((0, engine.embedder.dim), np.float32)
+    if engine.config.embed_context:
+        vectors = blend_context(vectors, _replies_to(rows), engine.config.context_weight)
     new_rows: list[NewMemory] = []
     for r, vector in zip(rows, vectors, strict=True):
         scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
@@ -416,7 +417,7 @@ def import_jsonl(
                 kind=r["kind"],
                 created_at=r["created_at"] or time.time(),
                 metadata=r["metadata"],
-                dedup_key=_dedup_key(scope, r["role"], r["content"]),
+                dedup_key=dedup_key(scope, r["role"], r["content"]),
                 embedding=vector,
                 status=r["status"],
                 updated_at=r["updated_at"],
@@ -438,9 +439,9 @@ def import_jsonl(
             records = _move_records(records, ws, rename)
         elif any(row.get("workspace", target) != target for _, row in records):
             raise ValidationError("workspace", "an import with records must hold one workspace")
-        _record_vectors(memory, records)
+        _record_vectors(engine, records)
     # One transaction: every memory, edge and record, or nothing.
-    results = memory.store.import_bundle(new_rows, kept_edges, records)
+    results = engine.store.import_bundle(new_rows, kept_edges, records)
     created = sum(1 for _, made in results if made)
     return {
         "memories": created,

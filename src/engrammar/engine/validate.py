@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from .errors import ValidationError
+from ..errors import ValidationError
+from ..models import KINDS, ROLES, Scope
 
 _MAX_ID = 256
 _MAX_DEPTH = 64
@@ -23,7 +25,7 @@ def _unicode(name: str, value: str) -> None:
         ) from None
 
 
-def _depth_ok(value: Any, limit: int) -> bool:
+def depth_ok(value: Any, limit: int) -> bool:
     """Whether ``value`` nests no deeper than ``limit`` (iterative: no recursion to exhaust)."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -51,6 +53,34 @@ def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
         raise ValidationError(name, "must not contain NUL characters")
     _unicode(name, value)
     return value
+
+
+def scope(
+    user_id: Any,
+    agent_id: Any,
+    session_id: Any,
+    workspace: Any,
+    default_workspace: str,
+    *,
+    need_one: bool = True,
+) -> Scope:
+    """The scope of a call, in ``default_workspace`` unless it names one; with ``need_one``
+    at least one of ``user_id``, ``agent_id`` and ``session_id`` is required."""
+    ws = scope_id("workspace", workspace) if workspace is not None else default_workspace
+    checked = Scope(
+        workspace=ws or default_workspace,
+        user_id=scope_id("user_id", user_id),
+        agent_id=scope_id("agent_id", agent_id),
+        session_id=scope_id("session_id", session_id),
+    )
+    if (
+        need_one
+        and checked.user_id is None
+        and checked.agent_id is None
+        and checked.session_id is None
+    ):
+        raise ValidationError("user_id", "one of user_id, agent_id or session_id is required")
+    return checked
 
 
 def text(name: str, value: Any, max_chars: int) -> str:
@@ -105,7 +135,7 @@ def metadata(name: str, value: Any, max_bytes: int = 65_536) -> dict[str, Any]:
     for key in value:
         if not isinstance(key, str):
             raise ValidationError(name, f"keys must be strings, got {key!r}")
-    if not _depth_ok(value, _MAX_DEPTH):
+    if not depth_ok(value, _MAX_DEPTH):
         raise ValidationError(name, f"is nested deeper than {_MAX_DEPTH} levels")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
@@ -146,3 +176,61 @@ def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in allowed:
         raise ValidationError(name, f"must be one of {', '.join(allowed)}; got {value!r}")
     return value
+
+
+MESSAGE_KEYS = frozenset({"role", "content", "metadata", "timestamp", "kind", "name"})
+
+
+class Message(NamedTuple):
+    """One message of ``add``, checked: who said what, of which kind, when."""
+
+    role: str
+    content: str
+    kind: str
+    created_at: float
+    metadata: dict[str, Any]
+
+
+def messages(
+    value: Any,
+    *,
+    default_kind: str,
+    base_metadata: dict[str, Any],
+    default_time: float,
+    max_messages: int,
+    max_chars: int,
+) -> list[Message]:
+    """The messages of ``add`` (a string, or a list of strings and ``{role, content}`` dicts),
+    each of ``default_kind`` at ``default_time`` unless it says otherwise, its metadata over
+    ``base_metadata``."""
+    if isinstance(value, str):
+        value = [{"role": "user", "content": value}]
+    if value is None:
+        raise ValidationError("messages", "is required (a string or a list of messages)")
+    if isinstance(value, dict) or not isinstance(value, Sequence):
+        raise ValidationError("messages", "must be a string or a list of {role, content} dicts")
+    if not value:
+        raise ValidationError("messages", "must not be empty")
+    if len(value) > max_messages:
+        raise ValidationError("messages", f"has {len(value)} items; the limit is {max_messages}")
+    out = []
+    for i, msg in enumerate(value):
+        field = f"messages[{i}]"
+        if isinstance(msg, str):
+            msg = {"role": "user", "content": msg}
+        if not isinstance(msg, dict):
+            raise ValidationError(
+                field, f"must be a dict with role and content, got {type(msg).__name__}"
+            )
+        unknown = set(msg) - MESSAGE_KEYS
+        if unknown:
+            raise ValidationError(field, f"unknown keys {sorted(unknown)}")
+        role = choice(f"{field}.role", msg.get("role"), ROLES)
+        content = text(f"{field}.content", msg.get("content"), max_chars)
+        msg_kind = choice(f"{field}.kind", msg.get("kind", default_kind), KINDS)
+        when = timestamp(f"{field}.timestamp", msg.get("timestamp"))
+        meta = {**base_metadata, **metadata(f"{field}.metadata", msg.get("metadata"))}
+        if msg.get("name") is not None:
+            meta["speaker"] = text(f"{field}.name", msg["name"], 256)
+        out.append(Message(role, content, msg_kind, when or default_time, meta))
+    return out

@@ -1,4 +1,8 @@
-"""The OpenAPI 3.1 document of the REST API, written by hand to match ``_http.rest_routes``."""
+"""The OpenAPI 3.1 document of the REST API.
+
+Its paths are generated from the operation table (:mod:`.operations`), the same table the
+routes are; the request and record schemas are written here, and their limits (content length,
+messages per add) are read from the :class:`~engrammar.config.Config` being served."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from functools import cache
 from typing import Any
 
 from .. import __version__, models
+from ..config import Config
+from .operations import OPERATIONS, Operation, Param
 
 __all__ = ["openapi_document"]
 
@@ -19,7 +25,8 @@ _ID = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _PATTERN}
 # Ids in a URL path also exclude '/' and the dot segments a client would normalise away.
 _PATH_PATTERN = "^(?!\\.{1,2}$)[^\\x00/]*\\S[^\\x00/]*$"
 _PATH_SCHEMA = {**_ID, "pattern": _PATH_PATTERN}
-_TEXT = {"type": "string", "minLength": 1, "maxLength": 20_000, "pattern": _PATTERN}
+#: The text schema; ``maxLength`` is set from ``Config.max_content_chars`` per document.
+_TEXT: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": _PATTERN}
 _TIME = {
     "description": "ISO-8601 date-time or epoch seconds.",
     "anyOf": [
@@ -78,20 +85,6 @@ def _page_query(default_limit: int = 100) -> list[dict[str, Any]]:
     ]
 
 
-def _scope_query() -> list[dict[str, Any]]:
-    return [_query(k, _ID, d) for k, d in _SCOPE_DOC.items()]
-
-
-_PATH_ID = {
-    "name": "memory_id",
-    "in": "path",
-    "required": True,
-    "schema": _PATH_SCHEMA,
-    "description": "The memory's id.",
-}
-_WORKSPACE_Q = _query("workspace", _ID, _SCOPE_DOC["workspace"])
-
-
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": schema}}}
 
@@ -134,7 +127,7 @@ def _op(
     return out
 
 
-def _schemas() -> dict[str, Any]:
+def _schemas(max_messages: int) -> dict[str, Any]:
     memory = {
         "type": "object",
         "required": [
@@ -155,7 +148,7 @@ def _schemas() -> dict[str, Any]:
         "properties": {
             "id": {"type": "string"},
             "content": {"type": "string"},
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "role": {"type": "string", "enum": list(models.ROLES)},
             "kind": {"type": "string"},
             "workspace": {"type": "string"},
             "user_id": _NULLABLE_STR,
@@ -184,7 +177,7 @@ def _schemas() -> dict[str, Any]:
         "required": ["role", "content"],
         "additionalProperties": False,
         "properties": {
-            "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+            "role": {"type": "string", "enum": list(models.ROLES)},
             "content": _TEXT,
             "name": _opt(_ID),
             "timestamp": _TIME,
@@ -225,7 +218,7 @@ def _schemas() -> dict[str, Any]:
         },
         "JSONValue": json_value,
         "JSONObject": json_object,
-        "Kind": {"type": "string", "enum": ["message", "fact", "decision", "preference", "event"]},
+        "Kind": {"type": "string", "enum": list(models.KINDS)},
         "Memory": memory,
         "ScoredMemory": scored,
         "Message": message,
@@ -241,7 +234,7 @@ def _schemas() -> dict[str, Any]:
                     "type": ["array", "null"],
                     "items": _ref("Message"),
                     "minItems": 1,
-                    "maxItems": 10_000,
+                    "maxItems": max_messages,
                 },
                 **_scope_props(),
                 "metadata": _METADATA,
@@ -395,7 +388,8 @@ def _schemas() -> dict[str, Any]:
             },
         },
         **_record_requests(),
-        **{c[1]: _record_schema(getattr(models, c[1])) for c in _COLLECTIONS},
+        **{name: _record_schema(getattr(models, name)) for name in _RECORDS},
+        **{f"{name}List": _listing(name) for name in _RECORDS},
         "Stats": {
             "type": "object",
             "required": ["memories"],
@@ -427,7 +421,7 @@ def _text(doc: str) -> dict[str, Any]:
 
 
 def _record_requests() -> dict[str, Any]:
-    states = {"type": "string", "enum": ["corrected", "adopted", "rejected"]}
+    states = {"type": "string", "enum": list(models.FEEDBACK_STATES)}
     weight = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
 
     def request(
@@ -473,7 +467,7 @@ def _record_requests() -> dict[str, Any]:
             {
                 "event_id": _ID,
                 "final_decision": states,
-                "outcome": {"type": "string", "enum": ["success", "partial", "failure", "unknown"]},
+                "outcome": {"type": "string", "enum": list(models.REVIEW_OUTCOMES)},
                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                 "reason": _opt(_TEXT),
                 "user_id": _opt(_ID),
@@ -514,7 +508,7 @@ def _record_requests() -> dict[str, Any]:
             ["memory_id", "verdict"],
             {
                 "memory_id": _ID,
-                "verdict": {"type": "string", "enum": ["accepted", "rejected", "corrected"]},
+                "verdict": {"type": "string", "enum": list(models.RATING_VERDICTS)},
                 "correction": _opt(_TEXT),
                 "recall_id": _opt(_ID),
                 "context": _opt(_TEXT),
@@ -528,212 +522,54 @@ def _record_requests() -> dict[str, Any]:
     }
 
 
-# (path, record class name, request schema, list key, id name, title)
-_COLLECTIONS = (
-    (
-        "feedback-events",
-        "FeedbackEvent",
-        "FeedbackEventRequest",
-        "feedback_events",
-        "event_id",
-        "feedback event",
-    ),
-    (
-        "decision-reviews",
-        "DecisionReview",
-        "DecisionReviewRequest",
-        "decision_reviews",
-        "review_id",
-        "decision review",
-    ),
-    (
-        "preference-pairs",
-        "PreferencePair",
-        "PreferencePairRequest",
-        "preference_pairs",
-        "pair_id",
-        "preference pair",
-    ),
-    ("events", "LoggedEvent", "LogEventRequest", "logged_events", "event_id", "logged event"),
-    ("ratings", "MemoryRating", "RatingRequest", "memory_ratings", "rating_id", "memory rating"),
-)
+_RECORDS = ("FeedbackEvent", "DecisionReview", "PreferencePair", "LoggedEvent", "MemoryRating")
 
 
-def _record_paths() -> dict[str, Any]:
-    paths: dict[str, Any] = {}
-    page = _page_query()
-    for path, cls, req, key, id_name, title in _COLLECTIONS:
-        scope = [
-            p for p in _scope_query() if not (cls == "DecisionReview" and p["name"] == "session_id")
-        ]
-        listing = {
-            "type": "object",
-            "required": [key],
-            "properties": {key: {"type": "array", "items": _ref(cls)}},
-        }
-        paths[f"/v1/{path}"] = {
-            "post": _op(
-                f"Create a {title}",
-                (201, f"The {title} as stored.", _ref(cls)),
-                body=_ref(req),
-                errors=(401, 403, 404, 409, 422),
-                op_id=f"create_{key}",
-            ),
-            "get": _op(
-                f"List {title}s of a scope, oldest first",
-                (200, f"A page of {title}s.", listing),
-                params=[*scope, *page],
-                op_id=f"list_{key}",
-            ),
-        }
-        paths[f"/v1/{path}/{{{id_name}}}"] = {
-            "get": _op(
-                f"One {title}",
-                (200, f"The {title}.", _ref(cls)),
-                params=[
-                    {"name": id_name, "in": "path", "required": True, "schema": _PATH_SCHEMA},
-                    _WORKSPACE_Q,
-                ],
-                errors=(401, 403, 404, 422),
-                op_id=f"get_{key}",
-            ),
-        }
-    return paths
-
-
-@cache
-def _document() -> dict[str, Any]:
-    paths: dict[str, Any] = {
-        "/healthz": {
-            "get": {
-                "summary": "Liveness check (no key needed)",
-                "operationId": "healthz",
-                "security": [],
-                "responses": {
-                    "200": {
-                        "description": "The server is up.",
-                        **_json(
-                            {
-                                "type": "object",
-                                "required": ["status", "version"],
-                                "properties": {
-                                    "status": {"type": "string"},
-                                    "version": {"type": "string"},
-                                },
-                            }
-                        ),
-                    }
-                },
-            }
-        },
-        "/v1/memories": {
-            "post": _op(
-                "Remember messages",
-                (201, "The ids of the stored memories.", _ref("AddResult")),
-                body=_ref("AddRequest"),
-                op_id="add",
-            ),
-            "get": _op(
-                "List memories of a scope, oldest first",
-                (200, "A page of memories.", _ref("MemoryList")),
-                params=[*_scope_query(), *_page_query()],
-                op_id="list",
-            ),
-        },
-        "/v1/memories/{memory_id}": {
-            "get": _op(
-                "One memory",
-                (200, "The memory.", _ref("Memory")),
-                params=[_PATH_ID, _WORKSPACE_Q],
-                errors=(401, 403, 404, 422),
-                op_id="get",
-            ),
-            "patch": _op(
-                "Change a memory's content and/or metadata",
-                (200, "The memory after the change.", _ref("Memory")),
-                params=[_PATH_ID],
-                body=_ref("UpdateRequest"),
-                errors=(401, 403, 404, 409, 422),
-                op_id="update",
-            ),
-            "delete": _op(
-                "Delete a memory with its graph links",
-                (200, "How many memories were deleted.", _ref("ForgetResult")),
-                params=[_PATH_ID, *_scope_query()],
-                errors=(401, 403, 404, 422),
-                op_id="forget_one",
-            ),
-        },
-        "/v1/memories/{memory_id}/history": {
-            "get": _op(
-                "What changed a memory and why",
-                (200, "The changes, oldest first.", _ref("History")),
-                params=[_PATH_ID, _WORKSPACE_Q],
-                errors=(401, 403, 404, 422),
-                op_id="history",
-            ),
-        },
-        "/v1/recall": {
-            "post": _op(
-                "Recall what matters for the next turn (recorded for feedback)",
-                (
-                    200,
-                    "Ranked memories, paths, tensions and a formatted block.",
-                    _ref("RecallResult"),
-                ),
-                body=_ref("QueryRequest"),
-                op_id="recall",
-            ),
-        },
-        "/v1/search": {
-            "post": _op(
-                "Hybrid search without the graph",
-                (200, "Ranked memories.", _ref("SearchResult")),
-                body=_ref("QueryRequest"),
-                op_id="search",
-            ),
-        },
-        "/v1/forget": {
-            "post": _op(
-                "Delete memories by id or a whole scope",
-                (200, "How many memories were deleted.", _ref("ForgetResult")),
-                body=_ref("ForgetRequest"),
-                errors=(401, 403, 404, 422),
-                op_id="forget",
-            ),
-        },
-        "/v1/feedback": {
-            "post": _op(
-                "Learn from the reply to a recall (MemWire alignment feedback)",
-                (
-                    200,
-                    "How many graph edges were strengthened and weakened.",
-                    _ref("FeedbackResult"),
-                ),
-                body=_ref("FeedbackRequest"),
-                errors=(401, 403, 404, 422),
-                op_id="feedback",
-            ),
-        },
-        "/v1/explain": {
-            "post": _op(
-                "Why a memory ranks where it does for a query",
-                (200, "Every component of the memory's score.", _ref("Explanation")),
-                body=_ref("ExplainRequest"),
-                errors=(401, 403, 404, 422),
-                op_id="explain",
-            ),
-        },
-        **_record_paths(),
-        "/v1/stats": {
-            "get": _op(
-                "Counts of a scope",
-                (200, "Counts of memories, edges, recalls and feedback.", _ref("Stats")),
-                params=_scope_query(),
-                op_id="stats",
-            ),
-        },
+def _listing(record: str) -> dict[str, Any]:
+    key = {"LoggedEvent": "logged_events", "MemoryRating": "memory_ratings"}.get(
+        record, "".join("_" + c.lower() if c.isupper() else c for c in record)[1:] + "s"
+    )
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: {"type": "array", "items": _ref(record)}},
     }
+
+
+def _parameter(param: Param, where: str) -> dict[str, Any]:
+    if where == "path":
+        schema = {"name": param.name, "in": "path", "required": True, "schema": _PATH_SCHEMA}
+        return {**schema, "description": param.doc}
+    if param.name in _SCOPE_DOC:
+        return _query(param.name, _ID, _SCOPE_DOC[param.name])
+    if param.name == "limit":
+        return _page_query(param.default)[0]
+    if param.name == "offset":
+        return _page_query()[1]
+    raise AssertionError(f"no query schema for {param.name}")  # pragma: no cover
+
+
+def _operation(op: Operation, method: str, path: str, status: int, op_id: str) -> dict[str, Any]:
+    body, answer = op.schemas
+    in_body = method in ("POST", "PATCH")
+    params = [_parameter(p, "path") for p in op.params if "{" + p.name + "}" in path]
+    if not in_body:
+        params += [_parameter(p, "query") for p in op.params if "{" + p.name + "}" not in path]
+    return _op(
+        op.summary,
+        (status, f"{op.summary}: the answer.", _ref(answer or "")),
+        body=_ref(body) if in_body and body else None,
+        params=params,
+        errors=op.errors,
+        op_id=op_id or op.name,
+    )
+
+
+def _document(max_chars: int, max_messages: int) -> dict[str, Any]:
+    paths: dict[str, Any] = {"/healthz": _HEALTHZ}
+    for op in OPERATIONS:
+        for route in op.http:
+            paths.setdefault(route.path, {})[route.method.lower()] = _operation(op, *route)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -744,7 +580,7 @@ def _document() -> dict[str, Any]:
         },
         "paths": paths,
         "components": {
-            "schemas": _schemas(),
+            "schemas": _limited(_schemas(max_messages), max_chars),
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -756,6 +592,52 @@ def _document() -> dict[str, Any]:
     }
 
 
-def openapi_document() -> dict[str, Any]:
-    """The OpenAPI document (a fresh copy the caller may change)."""
-    return copy.deepcopy(_document())
+def _limited(value: Any, max_chars: int) -> Any:
+    """``value`` with every text schema's ``maxLength`` set to ``max_chars``."""
+    if isinstance(value, dict):
+        out = {k: _limited(v, max_chars) for k, v in value.items()}
+        if value.get("pattern") == _PATTERN and "maxLength" not in value:
+            out["maxLength"] = max_chars
+        return out
+    if isinstance(value, list):
+        return [_limited(v, max_chars) for v in value]
+    return value
+
+
+_HEALTHZ = {
+    "get": {
+        "summary": "Liveness check (no key needed)",
+        "operationId": "healthz",
+        "security": [],
+        "responses": {
+            "200": {
+                "description": "The server is up.",
+                **_json(
+                    {
+                        "type": "object",
+                        "required": ["status", "version"],
+                        "properties": {
+                            "status": {"type": "string"},
+                            "version": {"type": "string"},
+                        },
+                    }
+                ),
+            }
+        },
+    }
+}
+
+
+@cache
+def _cached(max_chars: int, max_messages: int) -> dict[str, Any]:
+    return _document(max_chars, max_messages)
+
+
+def openapi_document(config: Config | None = None) -> dict[str, Any]:
+    """The OpenAPI document for ``config``'s limits (default: the defaults), a fresh copy."""
+    if config is None:
+        defaults = Config.describe()
+        limits = defaults["max_content_chars"][0], defaults["max_messages_per_add"][0]
+    else:
+        limits = config.max_content_chars, config.max_messages_per_add
+    return copy.deepcopy(_cached(*limits))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from . import eval_locomo
+from .. import eval_locomo
 
 __all__ = ["eval_group"]
 

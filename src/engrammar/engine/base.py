@@ -1,0 +1,85 @@
+"""What every flow of the engine shares: the store, the embedder and the settings it runs on,
+and the few rules about memories that several flows apply alike."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..config import Config
+from ..embed import Embedder
+from ..errors import EmbedderError
+from ..models import MemoryRecord, Scope
+from ..recall.tensions import Statement
+from ..store import Store
+
+__all__ = ["Engine", "dedup_key", "in_scope", "statement"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The store, the embedder and the settings one :class:`~engrammar.Memory` runs on.
+
+    Every flow (``ingest``, ``recall``, ``feedback``, ``records``, ``transfer``) is a set of
+    functions over an ``Engine``: they read and write through the store, embed through the
+    embedder and leave every decision to the pure functions of ``recall/`` and ``learn/``.
+    """
+
+    store: Store
+    embedder: Embedder
+    config: Config
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text; ``EmbedderError`` when the embedder returns anything else."""
+        vectors = self.embedder.embed(texts)
+        if vectors.shape != (len(texts), self.embedder.dim) or not np.all(np.isfinite(vectors)):
+            raise EmbedderError(f"embedder {self.embedder.name!r} returned invalid vectors")
+        return vectors
+
+    def embed_one(self, text: str) -> np.ndarray:
+        vector: np.ndarray = self.embed([text])[0]
+        return vector
+
+
+def dedup_key(scope: Scope, role: str, content: str) -> str:
+    """The key under which a scope stores a text once: the same message added twice to the
+    same scope is one memory."""
+    raw = "\x00".join(
+        [
+            scope.workspace,
+            scope.user_id or "",
+            scope.agent_id or "",
+            scope.session_id or "",
+            role,
+            content,
+        ]
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def in_scope(record: MemoryRecord, scope: Scope) -> bool:
+    """Whether an active memory belongs to ``scope`` (what graph walks may bring in)."""
+    return (
+        record.workspace == scope.workspace
+        and record.status == "active"
+        and all(
+            getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)
+            for key in ("user_id", "agent_id", "session_id")
+        )
+    )
+
+
+def speaker(metadata: dict[str, Any], role: str) -> str:
+    """Who said it, for the tension rules: the named speaker, else the role."""
+    return str(metadata.get("speaker") or role)
+
+
+def statement(record: MemoryRecord) -> Statement:
+    """A stored memory as the tension rules read it."""
+    return Statement(
+        record.id, record.content, record.created_at, speaker(record.metadata, record.role)
+    )

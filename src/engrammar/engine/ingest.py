@@ -1,0 +1,266 @@
+"""Writing memories: embed what was said, link it into the graph, store it in one transaction.
+
+``add`` embeds each message (leaning a reply towards what it answers, with
+``Config.embed_context``), keys it for deduplication within its scope and gives the batch its
+edges: semantic neighbours, the conversation's sequence, shared salient terms and the
+contradictions the tension rules find against stored memories and within the batch
+(``recall.graph``, ``recall.tensions``). ``update`` re-embeds a changed text and replaces its
+content-derived edges.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..embed.base import blend_context
+from ..learn.preferences import recognise_preference
+from ..models import MemoryRecord, Scope
+from ..recall.graph import (
+    EdgeProposal,
+    cap_edges,
+    salient_term_edges,
+    semantic_edges,
+    sequence_edges,
+)
+from ..recall.tensions import Statement, detect_tension
+from ..recall.text import context_sources, embedding_text, speaker_of, terms
+from ..store import NewEdge, NewMemory
+from .base import Engine, dedup_key, speaker, statement
+from .validate import Message
+
+__all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
+
+# Initial weight of the edges recording a contradiction.
+_TENSION_EDGE_WEIGHT = 0.5
+
+
+def add(engine: Engine, scope: Scope, messages: Sequence[Message]) -> list[str]:
+    """Store checked messages in ``scope``; the ids in order (a duplicate's stored id)."""
+    if engine.config.recognise_preferences:
+        messages = recognise_preferences(engine, scope, messages)
+    vectors = engine.embed([embedding_text(m.content, speaker_of(m.metadata)) for m in messages])
+    if engine.config.embed_context:
+        before, before_vec = _session_tail(engine, scope)
+        replies_to = context_sources([(speaker_of(m.metadata), m.role) for m in messages], before)
+        vectors = blend_context(vectors, replies_to, engine.config.context_weight, before_vec)
+    rows = [
+        NewMemory(
+            id=uuid.uuid4().hex,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            role=m.role,
+            content=m.content,
+            kind=m.kind,
+            created_at=m.created_at,
+            metadata=m.metadata,
+            dedup_key=dedup_key(scope, m.role, m.content),
+            embedding=vectors[i],
+        )
+        for i, m in enumerate(messages)
+    ]
+    edges = build_edges(engine, scope, rows)
+    return [memory_id for memory_id, _ in engine.store.add_memories(rows, edges)]
+
+
+def recognise_preferences(
+    engine: Engine, scope: Scope, messages: Sequence[Message]
+) -> list[Message]:
+    """User messages of kind ``message`` that state a standing preference become kind
+    ``preference`` (:mod:`engrammar.learn.preferences`); a pick among options is read with the
+    message before it (in this call, or the session's latest memory)."""
+    previous: tuple[str, str] | None = None
+    if scope.session_id is not None and any(m.role == "user" for m in messages):
+        latest = engine.store.latest_memories(scope, 1)
+        previous = (latest[0].content, latest[0].role) if latest else None
+    out = []
+    for m in messages:
+        if m.role == "user" and m.kind == "message":
+            before, before_role = previous if previous else (None, None)
+            if recognise_preference(m.content, before, before_role) is not None:
+                m = m._replace(kind="preference")
+        out.append(m)
+        previous = (m.content, m.role)
+    return out
+
+
+def _session_tail(
+    engine: Engine, scope: Scope
+) -> tuple[tuple[str | None, str] | None, np.ndarray | None]:
+    """The (speaker, role) and vector of the session's latest memory, so that a reply
+    added on its own still leans towards what it answers; (None, None) outside a session."""
+    if scope.session_id is None:
+        return None, None
+    latest = engine.store.latest_memories(scope, 1)
+    if not latest:
+        return None, None
+    vector = engine.store.vectors(scope.workspace, [latest[0].id]).get(latest[0].id)
+    if vector is None:
+        return None, None
+    return (speaker_of(latest[0].metadata), latest[0].role), vector
+
+
+def update(
+    engine: Engine,
+    workspace: str,
+    memory_id: str,
+    metadata: dict[str, Any] | None,
+    reason: str,
+    content: tuple[MemoryRecord, str] | None = None,
+) -> MemoryRecord:
+    """Change a stored memory's metadata and/or content, recorded in its history with
+    ``reason``. ``content`` is the memory as stored and its new text: the text is embedded
+    again and replaces the memory's content-derived edges."""
+    embedding = dedup = edges = None
+    text = None
+    if content is not None:
+        current, text = content
+        scope = Scope(workspace, current.user_id, current.agent_id, current.session_id)
+        embedding = engine.embed([embedding_text(text, speaker_of(current.metadata))])[0]
+        dedup = dedup_key(scope, current.role, text)
+        # New content means new neighbours, shared names and contradictions.
+        changed = NewMemory(
+            id=current.id,
+            workspace=workspace,
+            user_id=current.user_id,
+            agent_id=current.agent_id,
+            session_id=current.session_id,
+            role=current.role,
+            content=text,
+            kind=current.kind,
+            created_at=current.created_at,
+            metadata=metadata if metadata is not None else current.metadata,
+            dedup_key=dedup,
+            embedding=embedding,
+        )
+        edges = build_edges(engine, scope, [changed], replacing=True)
+    return engine.store.update_memory(
+        workspace,
+        memory_id,
+        content=text,
+        embedding=embedding,
+        dedup_key=dedup,
+        metadata=metadata,
+        status=None,
+        reason=reason,
+        edges=edges,
+    )
+
+
+def graph_scope(scope: Scope) -> Scope:
+    """The scope a memory's edges live in: its owner (user / agent), across sessions."""
+    if scope.user_id is None and scope.agent_id is None:
+        return scope
+    return Scope(scope.workspace, scope.user_id, scope.agent_id, None)
+
+
+def build_edges(
+    engine: Engine,
+    scope: Scope,
+    rows: Sequence[NewMemory],
+    *,
+    replacing: bool = False,
+) -> list[NewEdge]:
+    """The edges a batch of new memories gets (see ``recall.graph``).
+
+    ``replacing``: the rows are stored memories whose content changes; they are left out of
+    their own neighbourhoods and keep their sequence edges (the conversation order did not
+    change), so the result replaces only their content-derived edges.
+    """
+    if not rows:
+        return []
+    store, config = engine.store, engine.config
+    lo, hi = config.edge_weight_min, config.edge_weight_max
+    cap = config.graph_max_edges_per_memory
+    gscope = graph_scope(scope)
+    ids = [r.id for r in rows]
+    texts = [r.content for r in rows]
+    vectors = np.stack([np.asarray(r.embedding, dtype=np.float32) for r in rows])
+    look = min(config.graph_semantic_threshold, config.tension_min_similarity)
+    own = set(ids)
+    found = store.vector_searches(gscope, vectors, cap + (len(own) if replacing else 0))
+    hits = [
+        [(mid, cos) for mid, cos in row if cos >= look and mid not in own][:cap] for row in found
+    ]
+    proposals = semantic_edges(
+        ids,
+        vectors,
+        [[h for h in row if h[1] >= config.graph_semantic_threshold] for row in hits],
+        config.graph_semantic_threshold,
+        lo,
+        hi,
+        per_memory=cap,
+    )
+    previous = None
+    if scope.session_id is not None and not replacing:
+        latest = store.latest_memories(scope, 1)
+        previous = latest[0].id if latest else None
+    if not replacing:
+        proposals += sequence_edges(ids, previous, config.graph_sequence_weight)
+    batch_terms = sorted({t for text in texts for t in terms(text)})
+    n_stored, postings = store.term_postings(gscope, batch_terms, cap)
+    proposals += salient_term_edges(
+        ids, texts, n_stored, postings, config.graph_term_max_df, lo, hi, cap
+    )
+    proposals += _tension_edges(engine, rows, vectors, hits)
+    if replacing:
+        # The stored memories still carry their old text in the term postings.
+        proposals = [p for p in proposals if p.src != p.dst]
+    existing = {p.src for p in proposals} - set(ids)
+    degrees = store.edge_counts(scope.workspace, sorted(existing)) if existing else {}
+    kept = cap_edges(proposals, set(ids), degrees, cap)
+    return [NewEdge(p.src, p.dst, p.kind, p.weight) for p in kept]
+
+
+def _tension_edges(
+    engine: Engine,
+    rows: Sequence[NewMemory],
+    vectors: np.ndarray,
+    hits: list[list[tuple[str, float]]],
+) -> list[EdgeProposal]:
+    """``contradicts`` edges (both ways) and ``supersedes`` edges (newer to older) for the
+    contradictions of the new memories with their stored neighbours and with each other."""
+    config = engine.config
+    lo, hi = config.edge_weight_min, config.edge_weight_max
+    weight = min(hi, max(lo, _TENSION_EDGE_WEIGHT))
+    tmin = config.tension_min_similarity
+    stored = engine.store.get_memories(
+        rows[0].workspace, sorted({m for row in hits for m, _ in row})
+    )
+    # Messages of one batch share a timestamp; their order says which came later.
+    new = [
+        Statement(r.id, r.content, r.created_at + i * 1e-6, speaker(r.metadata, r.role))
+        for i, r in enumerate(rows)
+    ]
+    pairs: list[tuple[Statement, Statement, float]] = []
+    for i, row in enumerate(hits):
+        for other, cos in row:
+            rec = stored.get(other)
+            if rec is not None and cos >= tmin and other != rows[i].id:
+                pairs.append((statement(rec), new[i], cos))
+    cap = config.graph_max_edges_per_memory
+    for start in range(0, len(rows), 512):
+        block = vectors[start : start + 512] @ vectors.T
+        for r in range(block.shape[0]):
+            i = start + r
+            row = block[r]
+            order = np.argpartition(-row, cap)[: cap + 1] if len(row) > cap + 1 else range(len(row))
+            for j in map(int, order):
+                if j > i and row[j] >= tmin:
+                    pairs.append((new[i], new[j], float(row[j])))
+    out: list[EdgeProposal] = []
+    for older, newer, cos in pairs:
+        found = detect_tension(older, newer, cos, tmin)
+        if found is None:
+            continue
+        out.append(EdgeProposal(found.a, found.b, "contradicts", weight))
+        out.append(EdgeProposal(found.b, found.a, "contradicts", weight))
+        if found.newer is not None:
+            old = found.a if found.newer == found.b else found.b
+            out.append(EdgeProposal(found.newer, old, "supersedes", weight))
+    return out

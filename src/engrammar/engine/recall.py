@@ -1,0 +1,437 @@
+"""Recall: the ranked memories of a query, with the graph paths and tensions behind them.
+
+One ranking pass serves ``search``, ``recall`` and ``explain``:
+
+1. candidates: keyword and vector search, fused and refined (:mod:`.candidates`);
+2. graph walk (``recall`` and ``explain``): walks along the strongest edges from the best
+   candidates; a memory's graph support is its best walk's score (``recall.graph``);
+3. learned ranking: the feedback records (events, reviews, preference pairs, ratings, reply
+   signals) re-rank the result and may bring in prior decisions (``learn.scoring``);
+4. ``recall`` then reads the tensions among what it shows and records itself; ``explain``
+   reads every component of one memory's score off the same pass.
+
+Reads go through the :class:`~engrammar.store.Store`; every decision is a pure function of
+``recall/`` or ``learn/``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import NotFoundError
+from ..learn.preferences import select_preferences
+from ..learn.scoring import LearnParams, learned_ranking
+from ..models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
+from ..recall.format import format_memories
+from ..recall.fusion import Candidate
+from ..recall.graph import Walk, best_support, best_walks, expand
+from ..recall.tensions import detect_tension
+from ..store import RecallRecord
+from .base import Engine, in_scope, statement
+from .candidates import candidates, refined, search_hits
+
+__all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
+
+_HORIZON_HALF_LIVES = 10
+# The newest recalls whose replies count for a query: an agent asking the same question again
+# and again would otherwise make every recall read more signals (up to feedback_records_limit
+# recalls, ~10 signals each); 200 matching recalls already saturate the shrinkage
+# (N / (N + feedback_min_samples)).
+_MATCHING_RECALLS = 200
+
+
+@dataclass
+class Ranked:
+    """One memory's place in the graph-aware ranking, with every component of its score."""
+
+    id: str
+    relevance: float
+    final: float
+    via: str
+    components: dict[str, float] = field(default_factory=dict)
+    walk: Walk | None = None
+
+
+@dataclass
+class Ranking:
+    entries: list[Ranked]
+    walks: list[Walk]
+    seeds: list[str]
+
+
+@dataclass
+class Learned:
+    """One memory's place after the learned ranking."""
+
+    id: str
+    score: float
+    components: dict[str, float]
+    note: str | None = None
+    via: str = "search"
+
+
+# -- search ---------------------------------------------------------------------------------
+def search(engine: Engine, scope: Scope, query: str, limit: int) -> list[ScoredMemory]:
+    """Hybrid search within ``scope``, refined and re-ranked by learning, without the graph."""
+    cands = candidates(engine, scope, query)
+    ranked = learned(
+        engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
+    )
+    records = engine.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
+    out = []
+    for item in ranked:
+        record = records.get(item.id)
+        if record is None:  # forgotten between search and fetch
+            continue
+        comps = dict(item.components)
+        comps["final"] = round(item.score, 6)
+        out.append(ScoredMemory(record, item.score, comps, via=item.via, note=item.note))
+        if len(out) == limit:
+            break
+    return out
+
+
+# -- recall ---------------------------------------------------------------------------------
+# Recall weighs at most this many of a scope's newest standing preferences for its slot.
+_PREFERENCES_READ = 500
+
+
+def standing_preferences(engine: Engine, scope: Scope, query: str) -> list[ScoredMemory]:
+    """The scope's standing preferences that bear on ``query``, best first: memories of kind
+    ``preference`` whose cosine with the query reaches ``preferences_min_similarity``, at most
+    ``preferences_limit`` (the newest ``_PREFERENCES_READ`` are weighed); whether or not
+    search ranked them (docs/learning.md, "Standing preferences")."""
+    limit = engine.config.preferences_limit
+    if limit == 0:
+        return []
+    found = engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+    if not found:
+        return []
+    vecs = engine.store.vectors(scope.workspace, [m.id for m in found])
+    qvec = engine.embed_one(query)
+    chosen = select_preferences(
+        [(m.id, float(vecs[m.id] @ qvec)) for m in found if m.id in vecs],
+        min_similarity=engine.config.preferences_min_similarity,
+        limit=limit,
+    )
+    by_id = {m.id: m for m in found}
+    return [
+        ScoredMemory(by_id[i], s, {"preference_similarity": round(s, 6)}, via="preference")
+        for i, s in chosen
+    ]
+
+
+def recall(engine: Engine, scope: Scope, query: str, limit: int) -> RecallResult:
+    """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
+    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it."""
+    store, config = engine.store, engine.config
+    ranking = graph_rank(engine, scope, query)
+    ranked = learned(engine, scope, query, _graph_items(ranking.entries))
+    records = store.get_memories(scope.workspace, [e.id for e in ranked[: limit * 2]])
+    items = [
+        ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
+        for e in ranked
+        if e.id in records  # forgotten between search and fetch
+    ][:limit]
+    preferences = standing_preferences(engine, scope, query)
+    shown = {i.id for i in items}
+    paths = result_paths(ranking.walks, shown, config.graph_max_paths)
+    tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
+    result = RecallResult(
+        recall_id=uuid.uuid4().hex,
+        query=query,
+        memories=items,
+        paths=paths,
+        tensions=tensions,
+        formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
+        preferences=preferences,
+    )
+    store.save_recall(
+        RecallRecord(
+            recall_id=result.recall_id,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            query=query,
+            created_at=time.time(),
+            memory_ids=[m.id for m in items],
+            paths=[p.to_dict() for p in paths],
+            tensions=[t.to_dict() for t in tensions],
+        )
+    )
+    return result
+
+
+def graph_rank(engine: Engine, scope: Scope, query: str, focus: str | None = None) -> Ranking:
+    """Fused candidates, walks from the best of them, and the combined ranking, best first.
+
+    ``focus`` (explain) is scored even when neither search nor the graph found it.
+    """
+    store, config = engine.store, engine.config
+    hits = search_hits(engine, scope, query)
+    qvec, vector_hits, keyword_hits = hits
+    cands = refined(engine, scope, query, hits)
+    by_id: dict[str, Candidate] = {c.id: c for c in cands}
+    seeds = [c.id for c in cands[: config.graph_seeds]]
+    walks: list[Walk] = []
+    if config.graph_depth > 0 and seeds:
+        frontier = [Walk([c.id], score=c.relevance) for c in cands[: config.graph_seeds]]
+        for _ in range(config.graph_depth):
+            edges = store.edges_from(
+                scope.workspace, [w.nodes[-1] for w in frontier], config.graph_min_edge_weight
+            )
+            step = expand(frontier, edges, config.graph_fanout)
+            if not step:
+                break
+            walks += step
+            frontier = best_walks(step)[: config.graph_seeds * config.graph_fanout]
+    outside = {n for w in walks for n in w.nodes if n not in by_id}
+    if focus is not None and focus not in by_id:
+        outside.add(focus)
+    if outside:
+        records = store.get_memories(scope.workspace, sorted(outside))
+        valid = {n for n, r in records.items() if in_scope(r, scope)}
+        walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
+        vecs = store.vectors(scope.workspace, sorted(valid))
+        # Scored on the same scale as fused candidates (vector part only: no keyword hit).
+        kw = 0.0 if not keyword_hits else (1.0 if not vector_hits else config.keyword_weight)
+        top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
+        for n in sorted(valid):
+            cos = float(vecs[n] @ qvec) if n in vecs else 0.0
+            rel = (1 - kw) * max(cos, 0.0) / top_vec if config.fusion == "score" else 0.0
+            by_id[n] = Candidate(
+                n,
+                vector=cos,
+                relevance=rel,
+                components={"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)},
+            )
+    support = best_support(walks)
+    # Neighbours that refinement brought in were found along sequence edges, not by search.
+    found = {c.id for c in cands if c.vector_rank is not None or c.keyword_rank is not None}
+    entries: list[Ranked] = []
+    for cand in by_id.values():
+        walk = support.get(cand.id)
+        graph = walk.score if walk is not None else 0.0
+        final = cand.relevance + config.graph_weight * graph
+        comps = dict(cand.components)
+        if cand.vector_rank is not None:
+            comps["vector_rank"] = cand.vector_rank + 1
+        if cand.keyword_rank is not None:
+            comps["keyword_rank"] = cand.keyword_rank + 1
+        comps["graph"] = round(graph, 6)
+        comps["graph_hops"] = len(walk.weights) if walk is not None else 0
+        comps["graph_edge_weight"] = round(math.prod(walk.weights), 6) if walk is not None else 0.0
+        comps["graph_weight"] = config.graph_weight
+        comps["final"] = round(final, 6)
+        via = "search" if cand.id in found else "graph"
+        entries.append(Ranked(cand.id, cand.relevance, final, via, comps, walk))
+    entries.sort(key=lambda e: (-e.final, e.id))
+    for rank, entry in enumerate(entries, 1):
+        entry.components["rank"] = rank
+    return Ranking(entries, walks, seeds)
+
+
+def _graph_items(entries: Sequence[Ranked]) -> list[Learned]:
+    """The graph ranking's entries as items for the learned step."""
+    return [Learned(e.id, e.final, dict(e.components), via=e.via) for e in entries]
+
+
+def result_paths(walks: Sequence[Walk], shown: set[str], limit: int) -> list[Path]:
+    """The walks that brought up a shown memory, strongest first."""
+    best: dict[tuple[str, ...], Walk] = {}
+    for w in walks:
+        if w.nodes[-1] in shown:
+            best[tuple(w.nodes)] = w
+    ordered = sorted(best.values(), key=lambda w: (-w.score, w.nodes))
+    return [w.to_path() for w in ordered[:limit]]
+
+
+def recall_tensions(
+    engine: Engine, workspace: str, records: Sequence[MemoryRecord]
+) -> list[Tension]:
+    """Contradictions among the recalled memories.
+
+    They were found when the memories were added (``contradicts`` edges), so recall reads the
+    edges between its results instead of judging every pair again: one query, then the rules
+    re-run only on the few linked pairs (for the kind, the reason and which side is newer).
+    """
+    if len(records) < 2:
+        return []
+    store = engine.store
+    by_id = {r.id: r for r in records}
+    pairs = {
+        tuple(sorted((e.src, e.dst)))
+        for e in store.edges_from(workspace, list(by_id), kind="contradicts")
+        if e.kind == "contradicts" and e.dst in by_id
+    }
+    if not pairs:
+        return []
+    vecs = store.vectors(workspace, sorted({i for pair in pairs for i in pair}))
+    out = []
+    for a, b in sorted(pairs):
+        if a not in vecs or b not in vecs:
+            continue
+        found = detect_tension(
+            statement(by_id[a]),
+            statement(by_id[b]),
+            float(vecs[a] @ vecs[b]),
+            engine.config.tension_min_similarity,
+        )
+        if found is not None:
+            out.append(found)
+    return sorted(out, key=lambda t: -t.confidence)
+
+
+# -- the learned ranking --------------------------------------------------------------------
+def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) -> list[Learned]:
+    """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
+
+    A pipeline step of its own: any ranking (search's fused relevance, recall's graph
+    score) goes in as items with scores in [0, 1] and comes out re-ranked, with memories
+    surfaced by matching decisions or preference pairs added and every learned component in
+    ``components``.
+    """
+    store, cfg = engine.store, engine.config
+    items = list(items)
+    now = time.time()
+    # Older signals weigh < 1/1000 of a fresh one: not worth reading.
+    since = now - _HORIZON_HALF_LIVES * cfg.feedback_half_life_days * 86_400.0
+    ids = [i.id for i in items]
+    events, pairs, ratings = store.learning_facts(
+        scope, ids, since=since, limit=cfg.feedback_records_limit
+    )
+    query_vec: list[np.ndarray] = []
+
+    def context() -> np.ndarray:
+        # Embedded at most once, and only when some record may use it.
+        if not query_vec:
+            query_vec.append(engine.embed_one(query))
+        return query_vec[0]
+
+    # Reply signals count only for a matching query (and as witnesses of ratings given
+    # on their recall), so the store searches the recalls' queries before reading any.
+    replies = store.reply_facts(
+        scope,
+        context,
+        cfg.feedback_reply_context_min,
+        since,
+        min(cfg.feedback_records_limit, _MATCHING_RECALLS),
+        witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
+    )
+    if not (events or pairs or ratings or replies):
+        return items
+    qvec = context()
+    params = LearnParams(
+        half_life_days=cfg.feedback_half_life_days,
+        min_samples=cfg.feedback_min_samples,
+        max_adjustment=cfg.feedback_max_adjustment,
+        context_min=cfg.feedback_context_min,
+        context_full=cfg.feedback_context_full,
+        same_output=cfg.feedback_same_output,
+        reply_weight=cfg.feedback_reply_weight,
+        conflict_weight=cfg.feedback_conflict_weight,
+        reply_top=max(1, cfg.feedback_reply_top),
+        reply_context_min=cfg.feedback_reply_context_min,
+        reply_context_full=cfg.feedback_reply_context_full,
+        rating_context_min=cfg.feedback_rating_context_min,
+        rating_context_full=cfg.feedback_rating_context_full,
+    )
+    vecs = store.vectors(scope.workspace, [i.id for i in items])
+    kept = [(i.id, i.score) for i in items if i.id in vecs]
+    base = {i.id: i for i in items}
+    out = []
+    texts = None
+    if events or pairs:
+        records = store.get_memories(scope.workspace, [i.id for i in items])
+        texts = {memory_id: r.content for memory_id, r in records.items()}
+    ranked = learned_ranking(kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies)
+    for position, s in enumerate(ranked, 1):
+        before = base.get(s.id)
+        comps = {**(before.components if before else {}), **s.components}
+        comps["final"] = round(s.score, 6)
+        if "rank" in comps:
+            comps["rank"] = position
+        via = before.via if before else "feedback"
+        out.append(Learned(s.id, s.score, comps, s.note, via))
+    return out
+
+
+# -- explain --------------------------------------------------------------------------------
+def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int) -> dict[str, Any]:
+    """Every component of ``memory_id``'s score for ``query`` and where it ranked, before
+    and after the learned ranking, read off one ranking pass."""
+    store = engine.store
+    found = store.get_memories(scope.workspace, [memory_id]).get(memory_id)
+    if found is None or not in_scope(found, scope):
+        raise NotFoundError(f"memory {memory_id!r} not found in this scope")
+    ranking = graph_rank(engine, scope, query, focus=memory_id)
+    entry = next(e for e in ranking.entries if e.id == memory_id)
+    rank = int(entry.components["rank"])
+    paths = [
+        w.to_path().to_dict()
+        for w in sorted(ranking.walks, key=lambda w: -w.score)
+        if w.nodes[-1] == memory_id
+    ]
+    edges_out = store.edges_from(scope.workspace, [memory_id])
+    edges_in = store.edges_to(scope.workspace, [memory_id])
+    above = ranking.entries[rank - 2] if rank > 1 else None
+    out = {
+        "memory_id": memory_id,
+        "content": found.content,
+        "query": query,
+        "rank": rank,
+        "in_results": rank <= limit,
+        "limit": limit,
+        "via": entry.via,
+        "is_seed": memory_id in ranking.seeds,
+        "score": round(entry.final, 6),
+        "components": dict(entry.components),
+        "best_path": entry.walk.to_path().to_dict() if entry.walk is not None else None,
+        "paths": paths,
+        "edges": {
+            "out": [_edge_dict(e) for e in sorted(edges_out, key=lambda e: -e.weight)],
+            "in": [_edge_dict(e) for e in sorted(edges_in, key=lambda e: -e.weight)],
+        },
+        "score_to_beat": round(above.final, 6) if above is not None else None,
+        "formula": "final = relevance + graph_weight * graph; relevance = fused vector and "
+        "keyword score; graph = seed relevance x product of edge weights along the best path",
+    }
+    return _explain_learned(out, learned(engine, scope, query, _graph_items(ranking.entries)))
+
+
+def _explain_learned(out: dict[str, Any], ranked: Sequence[Learned]) -> dict[str, Any]:
+    """Add the feedback records' part to the graph's explanation: each learned component,
+    the note, and the rank and score after learning (what recall returns)."""
+    memory_id = out["memory_id"]
+    position = next((i for i, e in enumerate(ranked) if e.id == memory_id), None)
+    if position is None:
+        return out
+    entry = ranked[position]
+    out["rank_before_learning"] = out["rank"]
+    out["score_before_learning"] = out["score"]
+    out["rank"] = position + 1
+    out["in_results"] = position < out["limit"]
+    out["score"] = round(entry.score, 6)
+    out["components"] = {**out["components"], **entry.components, "rank": position + 1}
+    out["learned"] = {
+        k: v for k, v in entry.components.items() if k.startswith("learned") or k == "context_match"
+    }
+    out["note"] = entry.note
+    out["score_to_beat"] = round(ranked[position - 1].score, 6) if position else None
+    out["formula"] += (
+        "; then × (1 + learned), learned = bounded, decayed, shrunk sum of feedback-record "
+        "signals (see learned_*); matching prior decisions rank first"
+    )
+    return out
+
+
+def _edge_dict(e: Edge) -> dict[str, Any]:
+    return {"src": e.src, "dst": e.dst, "kind": e.kind, "weight": round(e.weight, 6)}

@@ -1,0 +1,182 @@
+"""The ``engrammar`` command: the library's verbs in the shell, and the servers.
+
+Every command takes ``--json`` (machine-readable output on stdout) and ``--path`` (the store's
+folder; also ``ENGRAMMAR_PATH``). Exit status: 0 success, 1 an error (one line on stderr),
+2 a usage mistake. The verbs over memories and feedback records are generated from the
+operation table (:mod:`.operations`); :mod:`.cli_admin` holds the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import EngrammarError
+from ..models import ROLES
+from .cli_admin import register
+from .cli_common import emit, json_object, memory_of, store_options
+from .operations import OPERATIONS, Operation, Param, Principal, dispatch
+
+__all__ = ["cli", "main"]
+
+
+def _stdin(text: str) -> str:
+    return sys.stdin.read() if text == "-" else text
+
+
+def _when(value: str | None) -> Any:
+    """A timestamp option: epoch seconds when it reads as a number, else the text."""
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return value
+
+
+def _add_messages(args: dict[str, Any]) -> None:
+    texts = [sys.stdin.read().rstrip("\n") if c == "-" else c for c in args.pop("content")]
+    role = args.pop("role")
+    args["messages"] = [{"role": role, "content": t} for t in texts]
+
+
+#: What a few verbs take beyond their operation's parameters, and how they turn it into those.
+_EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]] = {
+    "add": (
+        [
+            click.Argument(["content"], nargs=-1, required=True),
+            click.Option(
+                ["--role"],
+                type=click.Choice(ROLES),
+                default="user",
+                show_default=True,
+                help="Who said it.",
+            ),
+        ],
+        _add_messages,
+    ),
+    "feedback": ([], lambda args: args.update(response=_stdin(args["response"]))),
+}
+
+
+def _int(bound: float | None) -> int | None:
+    return None if bound is None else int(bound)
+
+
+def _option(p: Param) -> click.Parameter:
+    if p.cli == "arg":
+        return click.Argument([p.name])
+    if p.cli == "args":
+        return click.Argument([p.name], nargs=-1)
+    flags = [f"--{p.name.replace('_', '-')}", *([f"-{p.short}"] if p.short else [])]
+    kind: Any = None
+    if p.choices is not None:
+        kind = click.Choice(p.choices)
+    elif p.type in (int, int | None):
+        kind = click.IntRange(_int(p.low), _int(p.high))
+    elif p.type in (float, float | None):
+        kind = click.FloatRange(p.low, p.high) if p.low is not None and not p.gt else float
+    default = None if p.required or p.default in (None, "") else p.default
+    return click.Option(
+        flags,
+        type=kind,
+        required=p.required,
+        default=default,
+        show_default=default is not None,
+        help=p.doc,
+    )
+
+
+def _command(op: Operation) -> click.Command:
+    """The command of ``op``: its parameters as arguments and options, its text as output."""
+    extra, prepare = _EXTRA.get(op.name, ([], lambda args: None))
+    params = [_option(p) for p in op.params if p.cli is not None]
+
+    def run(
+        as_json: bool, path: str | None, store_url: str | None, embedder: str | None, **args: Any
+    ) -> None:
+        prepare(args)
+        for p in op.params:
+            if p.json:
+                args[p.name] = json_object(p.name.replace("_", "-"), args.get(p.name))
+            elif p.cli == "args":
+                args[p.name] = list(args[p.name]) or None
+        if "timestamp" in args:
+            args["timestamp"] = _when(args["timestamp"])
+        given = {k: v for k, v in args.items() if v is not None}
+        memory = memory_of(path, store_url, embedder)
+        try:
+            # The shell is the store's owner: scope options are honoured as given.
+            principal = Principal(workspace=memory.config.workspace, fixed=False)
+            data = dispatch(memory, principal, op.name, given)
+        finally:
+            memory.close()
+        emit(as_json, data, op.text)
+
+    command = click.Command(op.cli[-1], callback=run, params=[*extra, *params], help=op.cli_doc)
+    return store_options(command)
+
+
+# -- the group -----------------------------------------------------------------------------------
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="engrammar")
+def cli() -> None:
+    """Long-term memory for AI agents that learns from feedback.
+
+    Memories live in a local store (a folder, ./engrammar_data by default; choose another with
+    --path or ENGRAMMAR_PATH). A quick tour:
+
+    \b
+      engrammar add "I write docs before code." --user-id alice
+      engrammar recall "How do you approach projects?" --user-id alice
+      engrammar search "docs" --user-id alice --json
+      engrammar forget MEMORY_ID
+      engrammar mcp                        # MCP server on stdio, for agents
+      engrammar keys create --workspace W  # an API key for the HTTP server
+      engrammar serve                      # MCP + REST over HTTP on 127.0.0.1:8765
+
+    Run 'engrammar COMMAND --help' for a command's options.
+    """
+
+
+for _op in OPERATIONS:
+    if len(_op.cli) == 1:
+        cli.add_command(_command(_op))
+    elif _op.cli:
+        _group = cli.commands.get(_op.cli[0])
+        if _group is None:
+            title = next(o.summary[4:] for o in OPERATIONS if o.cli == (_op.cli[0], "get"))
+            _group = click.Group(_op.cli[0], help=f"Create, list and show {title}s.")
+            cli.add_command(_group)
+        assert isinstance(_group, click.Group)
+        _group.add_command(_command(_op))
+register(cli)
+
+
+# -- entry point ---------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; exit 0 on success, 1 on an error (one line on stderr), 2 on misuse."""
+    try:
+        code = cli.main(args=argv, prog_name="engrammar", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except EngrammarError as exc:
+        # The process boundary: every error the library raises on purpose, as one line.
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

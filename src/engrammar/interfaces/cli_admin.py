@@ -1,0 +1,342 @@
+"""The hand-written commands: export/import, API keys, the servers, backup and restore."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..errors import EngrammarError
+from .cli_common import config_of, emit, memory_of, scope_options, store_options
+from .cli_eval import eval_group
+from .cli_migrate import migrate_command
+
+__all__ = ["register"]
+
+
+# -- export / import -----------------------------------------------------------------------------
+def _bar(label: str) -> tuple[Any, Callable[[int, int], None]]:
+    """A progress bar on stderr (shown only on a terminal) and the callback that moves it."""
+    state: dict[str, Any] = {"bar": None, "done": 0}
+    if not sys.stderr.isatty():
+        # Scripts and pipes get no bar (click would still print its label).
+        return (lambda: None), (lambda done, total: None)
+
+    def progress(done: int, total: int) -> None:
+        bar = state["bar"]
+        if bar is None:
+            bar = state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - state["done"])
+        state["done"] = done
+
+    def close() -> None:
+        if state["bar"] is not None:
+            state["bar"].__exit__(None, None, None)
+
+    return close, progress
+
+
+@click.command(name="export")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@scope_options
+@store_options
+def export_(
+    file: str,
+    as_json: bool,
+    path: str | None,
+    store_url: str | None,
+    embedder: str | None,
+    **scope: Any,
+) -> None:
+    """Write memories and their links to FILE as JSON Lines ('-' or nothing: stdout).
+
+    Exports the whole workspace unless scope options narrow it. Vectors are not included:
+    'engrammar import' embeds again, so an export also moves a store to another model.
+    """
+    memory = memory_of(path, store_url, embedder)
+    close, progress = _bar("exporting")
+    try:
+        target: Any = sys.stdout if file == "-" else file
+        count = memory.export(target, progress=None if file == "-" else progress, **scope)
+    finally:
+        close()
+        memory.close()
+    if file != "-":
+        emit(as_json, {"memories": count, "file": file}, lambda d: f"exported {count} memories")
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, exists=True))
+@click.option("--workspace", "-w", help="Put everything into this workspace instead.")
+@store_options
+def import_(
+    file: str,
+    workspace: str | None,
+    as_json: bool,
+    path: str | None,
+    store_url: str | None,
+    embedder: str | None,
+) -> None:
+    """Read a JSON Lines export from FILE ('-': stdin) into the store, in one transaction.
+
+    A bad line stops the import before anything is written; exact duplicates are skipped.
+    """
+    memory = memory_of(path, store_url, embedder)
+    close, progress = _bar("importing")
+    try:
+        source: Any = sys.stdin if file == "-" else file
+        data = memory.import_(source, workspace=workspace, progress=progress)
+    finally:
+        close()
+        memory.close()
+    emit(
+        as_json,
+        data,
+        lambda d: (
+            f"imported {d['memories']} memories ({d['duplicates']} already present), "
+            f"{d['edges']} links, {d['records']} feedback and recall records"
+        ),
+    )
+
+
+# -- keys ----------------------------------------------------------------------------------------
+@click.group()
+def keys() -> None:
+    """API keys for the HTTP server: each reaches one workspace (and optionally one user)."""
+
+
+def _key_store(path: str | None, store_url: str | None) -> Any:
+    from ..store import open_store
+
+    return open_store(config_of(path, store_url, None))
+
+
+@keys.command(name="create")
+@click.option("--workspace", "-w", required=True, help="The workspace the key reaches.")
+@click.option("--user-id", "--user", "-u", "user_id", help="Bind the key to this user only.")
+@click.option("--name", default="", help="A label to recognise the key by.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option("--path", type=click.Path(file_okay=False), help="Store folder. Env: ENGRAMMAR_PATH.")
+@click.option("--store", "store_url", metavar="URL", help="Store URL. Env: ENGRAMMAR_STORE.")
+def keys_create(
+    workspace: str,
+    user_id: str | None,
+    name: str,
+    as_json: bool,
+    path: str | None,
+    store_url: str | None,
+) -> None:
+    """Create an API key. It is printed once and only its hash is stored: keep it safe."""
+    from ..keys import create_api_key
+
+    store = _key_store(path, store_url)
+    try:
+        token, record = create_api_key(store, workspace, user_id=user_id, name=name)
+    finally:
+        store.close()
+    data = {"key": token, **record.to_dict()}
+    emit(
+        as_json,
+        data,
+        lambda d: (
+            f"{token}\n"
+            f"(key_id {record.key_id}, workspace {record.workspace!r}"
+            + (f", user {record.user_id!r}" if record.user_id else "")
+            + "; shown once, store it now)"
+        ),
+    )
+
+
+@keys.command(name="list")
+@click.option("--workspace", "-w", help="Only keys of this workspace.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option("--path", type=click.Path(file_okay=False), help="Store folder. Env: ENGRAMMAR_PATH.")
+@click.option("--store", "store_url", metavar="URL", help="Store URL. Env: ENGRAMMAR_STORE.")
+def keys_list(
+    workspace: str | None, as_json: bool, path: str | None, store_url: str | None
+) -> None:
+    """List API keys (ids, workspaces, users; never the keys themselves)."""
+    from ..keys import list_api_keys
+    from ..models import iso
+
+    store = _key_store(path, store_url)
+    try:
+        records = list_api_keys(store, workspace)
+    finally:
+        store.close()
+    data = {"keys": [r.to_dict() for r in records]}
+    emit(
+        as_json,
+        data,
+        lambda d: "\n".join(
+            f"{r['key_id']}  {r['workspace']}  user={r['user_id'] or '*'}  "
+            f"created {iso(r['created_at'])[:19]}"
+            + ("  REVOKED" if r["revoked_at"] else "")
+            + (f"  {r['name']}" if r["name"] else "")
+            for r in d["keys"]
+        ),
+    )
+
+
+@keys.command(name="revoke")
+@click.argument("key_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.option("--path", type=click.Path(file_okay=False), help="Store folder. Env: ENGRAMMAR_PATH.")
+@click.option("--store", "store_url", metavar="URL", help="Store URL. Env: ENGRAMMAR_STORE.")
+def keys_revoke(key_id: str, as_json: bool, path: str | None, store_url: str | None) -> None:
+    """Revoke the key KEY_ID (see 'engrammar keys list'); it stops working at once."""
+    from ..keys import revoke_api_key
+
+    store = _key_store(path, store_url)
+    try:
+        changed = revoke_api_key(store, key_id)
+    finally:
+        store.close()
+    data = {"key_id": key_id, "revoked": True, "was_active": changed}
+    emit(
+        as_json, data, lambda d: f"revoked {key_id}" if changed else f"{key_id} was already revoked"
+    )
+
+
+# -- servers -------------------------------------------------------------------------------------
+@click.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Anything but loopback exposes the server.",
+)
+@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Accept requests without an API key (local development; loopback only).",
+)
+@click.option("--workspace", "-w", help="Workspace of unauthenticated requests with --no-auth.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+@click.option("--path", type=click.Path(file_okay=False), help="Store folder. Env: ENGRAMMAR_PATH.")
+@click.option("--store", "store_url", metavar="URL", help="Store URL. Env: ENGRAMMAR_STORE.")
+@click.option("--embedder", help="Embedding model (default minilm). Env: ENGRAMMAR_EMBEDDER.")
+def serve(
+    host: str,
+    port: int,
+    no_auth: bool,
+    workspace: str | None,
+    log_level: str,
+    path: str | None,
+    store_url: str | None,
+    embedder: str | None,
+) -> None:
+    """Serve MCP (streamable HTTP, at /mcp) and the REST API (/v1, /openapi.json, /healthz).
+
+    Every request needs 'Authorization: Bearer KEY' with a key from 'engrammar keys create'.
+    """
+    from .rest import is_loopback
+    from .rest import serve as run
+
+    if no_auth and not is_loopback(host):
+        raise click.UsageError("--no-auth is only allowed on a loopback address (127.0.0.1, ::1)")
+    from ..memory import Memory
+
+    memory = Memory(config_of(path, store_url, embedder, workspace=workspace))
+    try:
+        run(memory, host=host, port=port, auth=not no_auth, log_level=log_level)
+    finally:
+        memory.close()
+
+
+@click.command()
+@click.option("--workspace", "-w", help="Default workspace of the tools. Env: ENGRAMMAR_WORKSPACE.")
+@click.option("--path", type=click.Path(file_okay=False), help="Store folder. Env: ENGRAMMAR_PATH.")
+@click.option("--store", "store_url", metavar="URL", help="Store URL. Env: ENGRAMMAR_STORE.")
+@click.option("--embedder", help="Embedding model (default minilm). Env: ENGRAMMAR_EMBEDDER.")
+def mcp(
+    workspace: str | None, path: str | None, store_url: str | None, embedder: str | None
+) -> None:
+    """Serve the MCP tools on stdin/stdout, for an agent that starts engrammar itself.
+
+    stdout carries only the protocol; logs go to stderr. Runs as you, on your store.
+    """
+    import logging
+
+    from ..memory import Memory
+    from .mcp_tools import run_stdio
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    memory = Memory(config_of(path, store_url, embedder, workspace=workspace))
+    try:
+        run_stdio(memory)
+    finally:
+        memory.close()
+
+
+def _sqlite_file(path: str | None, store_url: str | None) -> Any:
+    config = config_of(path, store_url, None)
+    if not config.is_sqlite:
+        raise click.UsageError(
+            "backup and restore work on the embedded store; for PostgreSQL use pg_dump/pg_restore"
+        )
+    return config
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@store_options
+def backup(
+    file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
+) -> None:
+    """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
+    from ..store.sqlite import backup_file
+
+    config = _sqlite_file(path, store_url)
+    try:
+        pages = backup_file(config.sqlite_file, file, busy_timeout_ms=config.busy_timeout_ms)
+    except EngrammarError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    emit(as_json, {"file": file, "pages": pages}, lambda d: f"backed up to {file} ({pages} pages)")
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@store_options
+def restore(
+    file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
+) -> None:
+    """Replace the embedded store's contents with the backup FILE (checked first).
+
+    Running servers on the store should be restarted afterwards.
+    """
+    from ..store.sqlite import restore_file
+
+    config = _sqlite_file(path, store_url)
+    try:
+        pages = restore_file(file, config.sqlite_file, busy_timeout_ms=config.busy_timeout_ms)
+    except EngrammarError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    emit(as_json, {"file": file, "pages": pages}, lambda d: f"restored from {file} ({pages} pages)")
+
+
+def register(group: click.Group) -> None:
+    """Add the hand-written commands to ``group``."""
+    for command in (
+        export_,
+        import_,
+        keys,
+        serve,
+        mcp,
+        backup,
+        restore,
+        eval_group,
+        migrate_command,
+    ):
+        group.add_command(command)

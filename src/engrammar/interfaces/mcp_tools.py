@@ -1,0 +1,265 @@
+"""The MCP server: engrammar's tools for agents, over stdio or streamable HTTP.
+
+Tools are generated from the operation table (:mod:`.operations`): each becomes a typed function
+whose signature the SDK turns into the input schema; ``memory_feedback`` (rate a memory and/or
+learn from a reply) is the one written by hand.
+Each returns a readable text block (what a model reads) plus structured content (what a
+program reads). An engrammar error becomes an MCP tool error whose text names the problem.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import __version__
+from ..errors import EngrammarError
+from ..memory import Memory
+from ..models import KINDS, RATING_VERDICTS, ROLES
+from .operations import (
+    AGENT,
+    OPERATIONS,
+    SESSION,
+    USER,
+    WORKSPACE,
+    Operation,
+    Param,
+    Principal,
+    dispatch,
+    operation,
+)
+
+__all__ = ["PRINCIPAL_KEY", "build_mcp_server", "run_stdio"]
+
+#: Where the HTTP authentication layer leaves the caller's principal in the ASGI scope.
+PRINCIPAL_KEY = "engrammar.principal"
+
+INSTRUCTIONS = """\
+engrammar is long-term memory that learns from feedback.
+Typical loop: memory_recall before answering (put `formatted` into your context), answer,
+then memory_feedback with `response` set to your answer so the memories that helped are
+strengthened (add memory_id + verdict to rate a memory that was right or wrong). Store what
+the user says with memory_add. When the user corrects, adopts or rejects your output, record
+it with memory_create_feedback_event so the next agent starts from that decision. Scope
+every call with user_id (and agent_id / session_id when useful)."""
+
+
+class Message(BaseModel):
+    """One message to remember."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Annotated[Literal[ROLES], Field(description="Who said it.")] = "user"  # type: ignore[valid-type]
+    content: Annotated[str, Field(description="What was said.")]
+    name: Annotated[str | None, Field(description="Speaker's name, if known.")] = None
+    timestamp: Annotated[
+        str | float | None,
+        Field(description="When it was said: ISO-8601 or epoch seconds. Default: now."),
+    ] = None
+    kind: Annotated[
+        Literal[KINDS] | None,  # type: ignore[valid-type]
+        Field(description="Overrides the call's kind for this message."),
+    ] = None
+    metadata: Annotated[dict[str, Any] | None, Field(description="Extra JSON data.")] = None
+
+
+_UserId = Annotated[str | None, Field(description=USER.doc)]
+_AgentId = Annotated[str | None, Field(description=AGENT.doc)]
+_SessionId = Annotated[str | None, Field(description=SESSION.doc)]
+_Workspace = Annotated[str | None, Field(description=WORKSPACE.doc)]
+_Response = Annotated[str | None, Field(description=operation("feedback").params[0].doc)]
+
+
+def _annotation(param: Param) -> Any:
+    """The typed annotation of a tool argument: its type, choices and bounds."""
+    hint: Any = list[Message] | None if param.name == "messages" else param.type
+    if param.choices is not None:
+        hint = Literal[param.choices]
+        hint = hint | None if param.default is None else hint
+    low = param.low if not param.gt else None
+    above = param.low if param.gt else None
+    return Annotated[hint, Field(description=param.doc, ge=low, gt=above, le=param.high)]
+
+
+def _text(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def _result(text: str, data: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _run(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return fn()
+    except EngrammarError as exc:
+        # A tool error the calling model can read and act on: the kind, then the problem.
+        raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+
+class _StrictServer(MCPServer[Any]):
+    """Refuses arguments a tool does not have, as the REST API does: silently dropping one (a
+    misspelt ``user_id``, a ``timestamp`` the tool does not take) would lose what the caller
+    meant without a word."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = set(tool.parameters.get("properties", {}))
+            unknown = sorted(set(arguments) - known)
+            if unknown:
+                raise ToolError(
+                    f"ValidationError: {unknown[0][:100]}: unknown argument; "
+                    f"{name} takes {', '.join(sorted(known))}"
+                )
+        return await super().call_tool(name, arguments, context)
+
+
+def _tool(op: Operation, principal_of: Callable[[Context], Principal], memory: Memory) -> Any:
+    """The MCP tool of ``op``: a function typed from the table, rendering ``op.mcp_text``."""
+    params = [p for p in op.params if p.mcp]
+
+    def tool(ctx: Context, **args: Any) -> CallToolResult:
+        if args.get("messages"):
+            args["messages"] = [m.model_dump(exclude_none=True) for m in args["messages"]]
+        given = {k: v for k, v in args.items() if v is not None or k in ("memory_id",)}
+        data = _run(lambda: dispatch(memory, principal_of(ctx), op.name, given))
+        render = op.mcp_text or _text
+        return _result(render(data), data)
+
+    kind = inspect.Parameter.KEYWORD_ONLY
+    signature = [inspect.Parameter("ctx", kind, annotation=Context)]
+    signature += [
+        inspect.Parameter(
+            p.name,
+            kind,
+            annotation=_annotation(p),
+            **({} if p.required else {"default": p.default}),
+        )
+        for p in params
+    ]
+    tool.__signature__ = inspect.Signature(signature, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in signature} | {"return": CallToolResult}
+    tool.__name__ = op.mcp or op.name
+    return tool
+
+
+def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
+    """The MCP server over ``memory``.
+
+    Args:
+        memory: the memory every tool acts on.
+        default: the principal of calls without an HTTP request (stdio).
+    """
+    server: MCPServer[Any] = _StrictServer(
+        "engrammar",
+        title="engrammar memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+
+    def principal_of(ctx: Context) -> Principal:
+        request = ctx.request_context.request
+        if request is None:
+            return default
+        found = getattr(request, "scope", {}).get(PRINCIPAL_KEY)
+        if not isinstance(found, Principal):
+            # The HTTP app always authenticates first; reaching here means it was bypassed.
+            raise ToolError("AuthError: this request carries no authenticated principal")
+        return found
+
+    for op in OPERATIONS:
+        if op.mcp is not None:
+            server.add_tool(
+                _tool(op, principal_of, memory),
+                name=op.mcp,
+                description=op.mcp_doc,
+                annotations=ToolAnnotations.model_validate(op.hints) if op.hints else None,
+            )
+
+    @server.tool()
+    def memory_feedback(
+        ctx: Context,
+        memory_id: Annotated[
+            str | None,
+            Field(description="The memory you rate (ids come with recall/search results)."),
+        ] = None,
+        verdict: Annotated[
+            Literal[RATING_VERDICTS] | None,  # type: ignore[valid-type]
+            Field(description="With memory_id: whether it helped, was wrong, or needed a fix."),
+        ] = None,
+        correction: Annotated[
+            str | None,
+            Field(description="With 'corrected': the right content; it is stored as a fact."),
+        ] = None,
+        recall_id: Annotated[
+            str | None,
+            Field(
+                description="The recall this is about: a rating then counts for similar "
+                "queries, and `response` acts on this recall instead of your latest one."
+            ),
+        ] = None,
+        response: _Response = None,
+        user_id: _UserId = None,
+        agent_id: _AgentId = None,
+        session_id: _SessionId = None,
+        workspace: _Workspace = None,
+    ) -> CallToolResult:
+        """Tell engrammar what helped. Two uses, alone or together:
+
+        * memory_id + verdict: rate one memory as accepted, rejected or corrected. Accepted
+          memories rise in later recalls, rejected ones sink, a correction surfaces instead.
+        * response: pass the reply you gave after memory_recall; the memory graph learns
+          which recalled paths it used (MemWire alignment feedback).
+        """
+        if memory_id is None and response is None:
+            raise ToolError(
+                "ValidationError: memory_id: give memory_id and verdict to rate a memory, "
+                "and/or response to learn from your reply"
+            )
+        if (memory_id is None) != (verdict is None):
+            missing = "verdict" if verdict is None else "memory_id"
+            raise ToolError(f"ValidationError: {missing}: memory_id and verdict go together")
+        scope = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id}
+        scope = {k: v for k, v in {**scope, "workspace": workspace}.items() if v is not None}
+
+        def both() -> dict[str, Any]:
+            principal = principal_of(ctx)
+            out: dict[str, Any] = {"rating": None, "alignment": None}
+            if memory_id is not None:
+                rate = {"memory_id": memory_id, "verdict": verdict, "correction": correction}
+                rate["recall_id"] = recall_id
+                out["rating"] = dispatch(memory, principal, "rate_memory", {**rate, **scope})
+            if response is not None:
+                answer = {"response": response, "recall_id": recall_id, **scope}
+                out["alignment"] = dispatch(memory, principal, "feedback", answer)
+            return out
+
+        data = _run(both)
+        lines = []
+        if data["rating"] is not None:
+            lines.append(f"Rated memory {memory_id}: {verdict} (rating {data['rating']['id']}).")
+        if data["alignment"] is not None:
+            a = data["alignment"]
+            lines.append(
+                a.get("message")
+                or f"Strengthened {a['strengthened']} and weakened {a['weakened']} graph links."
+            )
+        return _result(" ".join(lines), data)
+
+    return server
+
+
+def run_stdio(memory: Memory, workspace: str | None = None) -> None:
+    """Serve the MCP tools over stdin/stdout until the client closes the stream."""
+    principal = Principal(workspace=workspace or memory.config.workspace, fixed=False)
+    build_mcp_server(memory, principal).run("stdio")

@@ -1,0 +1,757 @@
+"""The one operation table: every operation the CLI, MCP and REST serve, declared once.
+
+Each :class:`Operation` names its ``Memory`` method (the handler), its parameters (type, one-line
+doc, default), its guards, its HTTP method and path, its MCP tool and its CLI verb. REST routes,
+the OpenAPI paths, the MCP tools and the CLI commands are generated from :data:`OPERATIONS`;
+:func:`dispatch` runs one of them for a :class:`Principal`.
+
+Who may reach what (the principal, the guards) lives in :mod:`.access`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..errors import ValidationError
+from ..memory import Memory
+from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
+from .access import (
+    Call,
+    Principal,
+    narrow_ids,
+    own_event,
+    own_memory,
+    own_recall,
+    own_record,
+    resolve,
+)
+
+__all__ = [
+    "NOT_EXPOSED",
+    "OPERATIONS",
+    "HttpRoute",
+    "Operation",
+    "Param",
+    "Principal",
+    "dispatch",
+    "operation",
+]
+
+REQUIRED: Any = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an operation, as every interface shows it.
+
+    ``type`` is the JSON-level Python type (what MCP and the CLI accept); ``choices`` come from
+    the enums of :mod:`engrammar.models`; ``cli`` is ``"arg"`` (positional), ``"args"``
+    (positional, any number), ``"opt"`` or ``None`` (not on the command line); ``mcp`` says
+    whether the MCP tool takes it; ``low``/``high`` bound numbers (``gt`` makes ``low`` strict).
+    """
+
+    name: str
+    type: Any
+    doc: str
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    cli: str | None = "opt"
+    short: str | None = None
+    mcp: bool = True
+    low: float | None = None
+    high: float | None = None
+    gt: bool = False
+    json: bool = False  # a JSON object given as text on the command line
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+class HttpRoute(NamedTuple):
+    """Where REST serves an operation; ``op_id`` is its OpenAPI operationId (default: its name)."""
+
+    method: str
+    path: str
+    status: int = 200
+    op_id: str = ""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation: its handler, parameters, guards, and how each interface serves it."""
+
+    name: str
+    handler: str
+    params: tuple[Param, ...]
+    summary: str
+    http: tuple[HttpRoute, ...] = ()
+    mcp: str | None = None
+    mcp_doc: str = ""
+    cli: tuple[str, ...] = ()  # the verb, e.g. ("add",) or ("event", "create")
+    cli_doc: str = ""
+    guards: tuple[Callable[[Call], None], ...] = ()
+    shape: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    owned_as: str | None = None  # a record getter: the kind named when another user's is asked
+    text: Callable[[dict[str, Any]], str] = lambda d: json.dumps(d, ensure_ascii=False)
+    mcp_text: Callable[[dict[str, Any]], str] | None = None
+    #: The openapi request schema (body) or the schema of the answer, by component name.
+    schemas: tuple[str | None, str | None] = (None, None)
+    errors: tuple[int, ...] = (401, 403, 422)
+    hints: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+
+# -- the shared parameters ---------------------------------------------------------------------
+def _p(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
+    return Param(name, type_, doc, default, **kw)
+
+
+USER = _p("user_id", str | None, "The end user the memories belong to (e.g. 'alice').", short="u")
+AGENT = _p("agent_id", str | None, "The agent that acts (e.g. 'codex').", short="a")
+SESSION = _p("session_id", str | None, "A conversation or task id.", short="s")
+WORKSPACE = _p(
+    "workspace",
+    str | None,
+    "Workspace (tenant); default 'default'. Over HTTP an API key reaches only its own.",
+    short="w",
+)
+SCOPE = (USER, AGENT, SESSION, WORKSPACE)
+LIMIT = _p(
+    "limit", int | None, "How many memories to return (default 10).", short="n", low=1, high=1000
+)
+PAGE = (
+    _p("limit", int, "Page size.", 100, short="n", low=1, high=10_000),
+    _p("offset", int, "Items to skip.", 0, low=0),
+)
+QUERY = _p("query", str, "What you need to know, in plain words.", REQUIRED, cli="arg")
+MEMORY_ID = _p("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
+TIMESTAMP = _p(
+    "timestamp", str | float | None, "When (ISO-8601 or epoch seconds); default now.", mcp=False
+)
+METADATA = _p("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
+WEIGHT = _p(
+    "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
+)
+REASON = _p("reason", str | None, "Why.")
+
+
+# -- rendering -----------------------------------------------------------------------------------
+def short(text: str, width: int = 100) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _memory_lines(record: dict[str, Any]) -> str:
+    keys = (
+        "id content role kind status workspace user_id agent_id session_id created_at_iso"
+    ).split()
+    lines = [f"{k}: {record[k]}" for k in keys if record.get(k) is not None]
+    if record.get("metadata"):
+        lines.append(f"metadata: {json.dumps(record['metadata'], ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _ranked(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "No memories matched."
+    return "\n".join(
+        f"{i}. {item['score']:.3f}  {item['memory']['id']}  {short(item['memory']['content'])}"
+        for i, item in enumerate(items, 1)
+    )
+
+
+def _mcp_listing(items: list[dict[str, Any]]) -> str:
+    lines = []
+    for i, item in enumerate(items, 1):
+        memory = item["memory"]
+        lines.append(f"{i}. [{item['score']:.3f}] {memory['content']}  (id {memory['id']})")
+    return "\n".join(lines)
+
+
+def record_lines(record: dict[str, Any]) -> str:
+    """A feedback record, one ``key: value`` line per set field."""
+    return "\n".join(
+        f"{k}: {json.dumps(val, ensure_ascii=False) if isinstance(val, dict) else val}"
+        for k, val in record.items()
+        if val is not None and val != {}
+    )
+
+
+def _explain_text(d: dict[str, Any]) -> str:
+    lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
+    lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
+    if d.get("best_path"):
+        lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
+    if d.get("formula"):
+        lines.append(d["formula"])
+    return "\n".join(lines)
+
+
+def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+    return lambda out, args: {key: [r.to_dict() for r in out]}
+
+
+# -- the operations ------------------------------------------------------------------------------
+_SCOPED = (resolve,)
+_OWNED = (resolve, own_memory)
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "add",
+        "add",
+        (
+            _p("messages", list[dict[str, Any]] | None, "Several messages, in order.", cli=None),
+            _p("content", str | None, "One thing to remember (a user message).", cli=None),
+            *SCOPE,
+            _p(
+                "metadata",
+                dict[str, Any] | None,
+                "Extra JSON data kept with each memory.",
+                json=True,
+            ),
+            TIMESTAMP,
+            _p("kind", str, "What the memory is.", "message", choices=KINDS),
+        ),
+        "Remember messages",
+        http=(HttpRoute("POST", "/v1/memories", 201),),
+        mcp="memory_add",
+        mcp_doc="Remember what was said: give `content` (one message) or `messages` (a "
+        "conversation).\n\nScope it with user_id (and agent_id / session_id). Returns the ids of "
+        "the stored memories; an exact duplicate in the same scope returns the id it already has.",
+        cli=("add",),
+        cli_doc="Remember something: each CONTENT argument is one message ('-' reads one from "
+        'stdin).\n\n\b\n  engrammar add "I prefer tea to coffee." --user-id alice\n  engrammar '
+        'add "Ship on Fridays is fine." "No, never on Fridays." -u bob --role user\nPrints the '
+        "new memories' ids (an exact duplicate prints the id it already has).",
+        guards=_SCOPED,
+        shape=lambda out, args: {"ids": out, "workspace": args["workspace"]},
+        text=lambda d: "\n".join(d["ids"]),
+        mcp_text=lambda d: f"Stored {len(d['ids'])} memories: {', '.join(d['ids'])}",
+        schemas=("AddRequest", "AddResult"),
+        hints={"destructiveHint": False},
+    ),
+    Operation(
+        "list",
+        "list",
+        (*SCOPE, *PAGE),
+        "List memories of a scope, oldest first",
+        http=(HttpRoute("GET", "/v1/memories", 200),),
+        cli=("list",),
+        cli_doc="List memories of a scope, oldest first.",
+        guards=_SCOPED,
+        shape=_listed("memories"),
+        text=lambda d: "\n".join(
+            f"{m['id']}  {m['created_at_iso'][:19]}  {m['user_id'] or '-'}  {short(m['content'])}"
+            for m in d["memories"]
+        ),
+        schemas=(None, "MemoryList"),
+    ),
+    Operation(
+        "get",
+        "get",
+        (MEMORY_ID, WORKSPACE),
+        "One memory",
+        http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
+        cli=("get",),
+        cli_doc="Show one memory.",
+        guards=_OWNED,
+        text=_memory_lines,
+        schemas=(None, "Memory"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "update",
+        "update",
+        (
+            MEMORY_ID,
+            _p("content", str | None, "The new content."),
+            _p("metadata", dict[str, Any] | None, "Metadata to merge in.", json=True),
+            _p("reason", Any, "Why, kept in the memory's history.", ""),
+            WORKSPACE,
+        ),
+        "Change a memory's content and/or metadata",
+        http=(HttpRoute("PATCH", "/v1/memories/{memory_id}", 200),),
+        guards=_OWNED,
+        schemas=("UpdateRequest", "Memory"),
+        errors=(401, 403, 404, 409, 422),
+    ),
+    Operation(
+        "history",
+        "history",
+        (MEMORY_ID, WORKSPACE),
+        "What changed a memory and why",
+        http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
+        cli=("history",),
+        cli_doc="Show what changed a memory, and why, oldest first.",
+        guards=_OWNED,
+        shape=lambda out, args: {"memory_id": args["memory_id"], "history": out},
+        text=lambda d: "\n".join(
+            f"{h['rev']}  {iso(h['at'])[:19]}  {h['op']:<8} {h['reason'] or ''}".rstrip()
+            for h in d["history"]
+        ),
+        schemas=(None, "History"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "recall",
+        "recall",
+        (QUERY, *SCOPE, LIMIT),
+        "Recall what matters for the next turn (recorded for feedback)",
+        http=(HttpRoute("POST", "/v1/recall", 200),),
+        mcp="memory_recall",
+        mcp_doc="Recall what matters before you answer: ranked memories, graph paths, conflicts."
+        "\n\nPut the returned text (`formatted`) into your context. Keep `recall_id`: pass your "
+        "final answer to memory_feedback (argument `response`) to teach engrammar what helped.",
+        cli=("recall",),
+        cli_doc="Recall what matters for QUERY: ranked memories, paths and conflicts, as a text "
+        "block.\n\nThe recall is recorded with an id (printed last) that 'engrammar feedback' "
+        "can act on.",
+        guards=_SCOPED,
+        text=lambda d: f"{d['formatted'] or 'No memories matched.'}\n\nrecall_id: {d['recall_id']}",
+        mcp_text=lambda d: (
+            f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
+        ),
+        schemas=("QueryRequest", "RecallResult"),
+        hints={"destructiveHint": False},
+    ),
+    Operation(
+        "search",
+        "search",
+        (QUERY, *SCOPE, LIMIT),
+        "Hybrid search without the graph",
+        http=(HttpRoute("POST", "/v1/search", 200),),
+        mcp="memory_search",
+        mcp_doc="Search memories by meaning and keywords; a ranked list with scores and ids.\n\n"
+        "Unlike memory_recall this records nothing and follows no graph paths: use it to find "
+        "a memory's id (to forget it or rate it) or to browse.",
+        cli=("search",),
+        cli_doc="Search memories by meaning and keywords: score, id and content, best first.",
+        guards=_SCOPED,
+        shape=lambda out, args: {"query": args["query"], "results": [h.to_dict() for h in out]},
+        text=lambda d: _ranked(d["results"]),
+        mcp_text=lambda d: _mcp_listing(d["results"]) or "No memories matched.",
+        schemas=("QueryRequest", "SearchResult"),
+        hints={"readOnlyHint": True},
+    ),
+    Operation(
+        "forget",
+        "forget",
+        (
+            _p(
+                "memory_id",
+                str | list[str] | None,
+                "The id (or ids) to delete. Omit to delete a whole scope.",
+                cli="args",
+            ),
+            *SCOPE,
+        ),
+        "Delete memories by id or a whole scope",
+        http=(
+            HttpRoute("POST", "/v1/forget"),
+            HttpRoute("DELETE", "/v1/memories/{memory_id}", op_id="forget_one"),
+        ),
+        mcp="memory_forget",
+        mcp_doc="Delete memories for good, with the graph links they own.\n\nGive memory_id "
+        "(from memory_search) to delete specific memories, or only scope keys (e.g. user_id) to "
+        "delete everything of that scope. Returns how many were deleted.",
+        cli=("forget",),
+        cli_doc="Delete memories for good: the given MEMORY_IDs, or with no id a whole scope.\n\n"
+        "\b\n  engrammar forget 3f2a…                # one memory\n  engrammar forget --user-id "
+        "alice      # everything of alice",
+        guards=(resolve, narrow_ids),
+        shape=lambda out, args: {"deleted": out},
+        text=lambda d: f"deleted {d['deleted']} memories",
+        mcp_text=lambda d: f"Deleted {d['deleted']} memories.",
+        schemas=("ForgetRequest", "ForgetResult"),
+        errors=(401, 403, 404, 422),
+        hints={"destructiveHint": True},
+    ),
+    Operation(
+        "stats",
+        "stats",
+        SCOPE,
+        "Counts of a scope",
+        http=(HttpRoute("GET", "/v1/stats", 200),),
+        cli=("stats",),
+        cli_doc="Counts of memories, edges, recalls and feedback in a scope.",
+        guards=_SCOPED,
+        text=lambda d: "\n".join(
+            f"{k}: {json.dumps(val) if isinstance(val, dict) else val}" for k, val in d.items()
+        ),
+        schemas=(None, "Stats"),
+    ),
+    Operation(
+        "feedback",
+        "feedback",
+        (
+            _p(
+                "response",
+                str,
+                "Your final reply after a recall: recalled paths that agree with it are "
+                "strengthened, the others weakened (once per recall).",
+                REQUIRED,
+                cli="arg",
+            ),
+            _p(
+                "recall_id",
+                str | None,
+                "The recall to act on (default: the scope's newest unused one).",
+            ),
+            *SCOPE,
+        ),
+        "Learn from the reply to a recall (MemWire alignment feedback)",
+        http=(HttpRoute("POST", "/v1/feedback", 200),),
+        cli=("feedback",),
+        cli_doc="Teach engrammar from RESPONSE, the reply you produced after a recall ('-': "
+        "stdin).\n\nGraph links along recalled paths that the reply agreed with are "
+        "strengthened; those it ignored are weakened. A recall is used once.\n\n\b\n  engrammar "
+        'recall "How do you approach projects?" -u alice\n  engrammar feedback "You write the '
+        'docs first, then code." -u alice',
+        guards=_SCOPED,
+        text=lambda d: (
+            d.get("message")
+            or f"strengthened {d['strengthened']}, weakened {d['weakened']} (recall {d['recall_id']})"
+        ),
+        schemas=("FeedbackRequest", "FeedbackResult"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "explain",
+        "explain",
+        (
+            QUERY,
+            _p("memory_id", str, "The memory whose rank is explained.", REQUIRED, cli="arg"),
+            *SCOPE,
+            _p("limit", int | None, "The result size ranked against.", short="n", low=1, high=1000),
+        ),
+        "Why a memory ranks where it does for a query",
+        http=(HttpRoute("POST", "/v1/explain", 200),),
+        cli=("explain",),
+        cli_doc="Explain why MEMORY_ID ranks where it does for QUERY: every part of its score.",
+        guards=_OWNED,
+        text=_explain_text,
+        schemas=("ExplainRequest", "Explanation"),
+        errors=(401, 403, 404, 422),
+    ),
+)
+
+
+def _text_p(name: str, doc: str, required: bool = False) -> Param:
+    return _p(name, str if required else str | None, doc, REQUIRED if required else None)
+
+
+def _record_ops(
+    path: str,
+    title: str,
+    id_name: str,
+    key: str,
+    group: str,
+    create: Operation,
+    summary: Callable[[dict[str, Any]], str],
+    scope: tuple[Param, ...] = SCOPE,
+) -> tuple[Operation, ...]:
+    """A kind of feedback record: its create operation, then list and get."""
+    record = "".join(w.title() for w in title.split())
+    lister = Operation(
+        f"list_{key}",
+        f"list_{key}",
+        (*scope, *PAGE),
+        f"List {title}s of a scope, oldest first",
+        http=(HttpRoute("GET", f"/v1/{path}", 200, f"list_{key}"),),
+        cli=(group, "list"),
+        cli_doc=f"List {title}s of a scope, oldest first.",
+        guards=_SCOPED,
+        shape=_listed(key),
+        text=lambda d: "\n".join(f"{r['id']}  {summary(r)}" for r in d[key]),
+        schemas=(None, f"{record}List"),
+    )
+    getter = Operation(
+        f"get_{key[:-1]}",
+        f"get_{key[:-1]}",
+        (_p(id_name, str, f"The {title}'s id.", REQUIRED, cli="arg"), WORKSPACE),
+        f"One {title}",
+        http=(HttpRoute("GET", f"/v1/{path}/{{{id_name}}}", 200, f"get_{key}"),),
+        cli=(group, "get"),
+        cli_doc=f"Show one {title}.",
+        guards=_SCOPED,
+        owned_as=title,
+        text=record_lines,
+        schemas=(None, record),
+        errors=(401, 403, 404, 422),
+    )
+    return (create, lister, getter)
+
+
+_STATE = "What the user did with the output."
+_RECORDS = (
+    *_record_ops(
+        "feedback-events",
+        "feedback event",
+        "event_id",
+        "feedback_events",
+        "event",
+        Operation(
+            "create_feedback_event",
+            "create_feedback_event",
+            (
+                _text_p("input_context", "What you were asked or working on (the context).", True),
+                _text_p("ai_output", "What you (the agent) produced.", True),
+                _p("state", str, _STATE, REQUIRED, choices=FEEDBACK_STATES),
+                _text_p("user_reaction", "How the user reacted, in their words or yours."),
+                _text_p("user_correction", "The user's correction, as they said it."),
+                _text_p("corrected_output", "The corrected version of your output."),
+                _text_p("reason", "Why the user decided so."),
+                AGENT,
+                USER,
+                SESSION,
+                WORKSPACE,
+                _text_p(
+                    "source_event_id",
+                    "Your own id for this event: resending the same value in the same "
+                    "workspace returns the existing event instead of a duplicate.",
+                ),
+                METADATA,
+                TIMESTAMP,
+            ),
+            "Create a feedback event",
+            http=(HttpRoute("POST", "/v1/feedback-events", 201, "create_feedback_events"),),
+            mcp="memory_create_feedback_event",
+            mcp_doc="Record what happened to your output: the user corrected, adopted or "
+            "rejected it.\n\nCall this whenever the user changes or judges what you produced. The "
+            "corrected (or adopted) version becomes the standing decision: the next memory_recall "
+            "for a similar context surfaces it first, with the reason; a rejected output is "
+            "demoted. A `corrected` event needs corrected_output or user_correction.",
+            cli=("event", "create"),
+            cli_doc="Record what happened to an agent's output: corrected, adopted or rejected."
+            "\n\n\b\n  engrammar event create --agent-id codex -w payments-api \\\n    "
+            '--input-context "Add retries to the webhook sender" \\\n    --ai-output "Retry '
+            'every 30 seconds until it succeeds." --state corrected \\\n    --corrected-output '
+            '"Exponential backoff, max 5 attempts, skip 4xx." \\\n    --reason "A 4xx means the '
+            "request is wrong; sending it again won't fix it.\"",
+            guards=_SCOPED,
+            text=lambda d: f"recorded feedback event {d['id']} ({d['state']})",
+            mcp_text=lambda d: f"Recorded feedback event {d['id']} ({d['state']}).",
+            schemas=("FeedbackEventRequest", "FeedbackEvent"),
+            errors=(401, 403, 404, 409, 422),
+        ),
+        lambda r: f"{r['state']:<9} {short(r['input_context'], 70)}",
+    ),
+    *_record_ops(
+        "decision-reviews",
+        "decision review",
+        "review_id",
+        "decision_reviews",
+        "review",
+        Operation(
+            "create_decision_review",
+            "create_decision_review",
+            (
+                _p("event_id", str, "The feedback event reviewed.", REQUIRED, cli="arg"),
+                _p(
+                    "final_decision",
+                    str,
+                    "The verdict now. If it differs from the event's state, the review marks "
+                    "the event reversed and the other output stands from now on.",
+                    REQUIRED,
+                    choices=FEEDBACK_STATES,
+                ),
+                _p(
+                    "outcome",
+                    str,
+                    "How the decision turned out.",
+                    "unknown",
+                    choices=REVIEW_OUTCOMES,
+                ),
+                _p("confidence", float, "How sure the review is, 0 to 1.", 1.0, low=0, high=1),
+                REASON,
+                _p("user_id", str | None, "Who reviews.", short="u"),
+                _p("agent_id", str | None, "The agent that reviews.", short="a"),
+                WORKSPACE,
+                TIMESTAMP,
+            ),
+            "Create a decision review",
+            http=(HttpRoute("POST", "/v1/decision-reviews", 201, "create_decision_reviews"),),
+            mcp="memory_create_decision_review",
+            mcp_doc="Review an earlier feedback event: the final decision, its outcome, your "
+            "confidence.\n\nUse it when a decision is revisited later (it worked, it failed, the "
+            "user changed their mind). A different final_decision reverses the event's effect on "
+            "recall.",
+            cli=("review", "create"),
+            cli_doc="Review the feedback event EVENT_ID: final decision, outcome, confidence.",
+            guards=(resolve, own_event),
+            text=lambda d: (
+                f"recorded decision review {d['id']}" + (" (reversed)" if d["reversed"] else "")
+            ),
+            mcp_text=lambda d: (
+                f"Recorded decision review {d['id']} "
+                f"({'reversed' if d['reversed'] else 'confirmed'})."
+            ),
+            schemas=("DecisionReviewRequest", "DecisionReview"),
+            errors=(401, 403, 404, 409, 422),
+        ),
+        lambda r: (
+            f"event {r['event_id']} -> {r['final_decision']} ({r['outcome']})"
+            + (" REVERSED" if r["reversed"] else "")
+        ),
+        scope=(USER, AGENT, WORKSPACE),
+    ),
+    *_record_ops(
+        "preference-pairs",
+        "preference pair",
+        "pair_id",
+        "preference_pairs",
+        "pair",
+        Operation(
+            "create_preference_pair",
+            "create_preference_pair",
+            (
+                _text_p("context", "The situation both outputs answered.", True),
+                _text_p("accepted_output", "The output that was preferred.", True),
+                _text_p("rejected_output", "The output that was turned down.", True),
+                WEIGHT,
+                *SCOPE,
+                TIMESTAMP,
+            ),
+            "Create a preference pair",
+            http=(HttpRoute("POST", "/v1/preference-pairs", 201, "create_preference_pairs"),),
+            mcp="memory_create_preference_pair",
+            mcp_doc="Record that one output was preferred over another for the same context.\n\n"
+            "For similar contexts the accepted output is surfaced and lifted, and memories that "
+            "repeat the rejected output are lowered.",
+            cli=("pair", "create"),
+            cli_doc="Record that one output was preferred over another for the same context.",
+            guards=_SCOPED,
+            text=lambda d: f"recorded preference pair {d['id']}",
+            mcp_text=lambda d: f"Recorded preference pair {d['id']}.",
+            schemas=("PreferencePairRequest", "PreferencePair"),
+            errors=(401, 403, 404, 409, 422),
+        ),
+        lambda r: f"{short(r['accepted_output'], 40)}  >  {short(r['rejected_output'], 40)}",
+    ),
+    *_record_ops(
+        "events",
+        "logged event",
+        "event_id",
+        "logged_events",
+        "log",
+        Operation(
+            "log_event",
+            "log_event",
+            (
+                _p(
+                    "kind",
+                    str,
+                    "What happened, as a short name: 'checkpoint', 'tool_run'.",
+                    REQUIRED,
+                    cli="arg",
+                ),
+                _p("payload", dict[str, Any] | None, "Any JSON data about the event.", json=True),
+                *SCOPE,
+                TIMESTAMP,
+            ),
+            "Create a logged event",
+            http=(HttpRoute("POST", "/v1/events", 201, "create_logged_events"),),
+            mcp="memory_log_event",
+            mcp_doc="Put any other event on record (a checkpoint, a tool run, a milestone).",
+            cli=("log", "create"),
+            cli_doc="Put any other event of KIND on record (a checkpoint, a tool run).",
+            guards=_SCOPED,
+            text=lambda d: f"logged event {d['id']} ({d['kind']})",
+            mcp_text=lambda d: f"Logged event {d['id']} ({d['kind']}).",
+            schemas=("LogEventRequest", "LoggedEvent"),
+            errors=(401, 403, 404, 409, 422),
+        ),
+        lambda r: f"{r['kind']}  {json.dumps(r['payload'], ensure_ascii=False)[:70]}",
+    ),
+    *_record_ops(
+        "ratings",
+        "memory rating",
+        "rating_id",
+        "memory_ratings",
+        "rate",
+        Operation(
+            "rate_memory",
+            "rate_memory",
+            (
+                MEMORY_ID,
+                _p("verdict", str, "Whether the memory helped.", REQUIRED, choices=RATING_VERDICTS),
+                _text_p("correction", "With 'corrected': the right content (stored as a fact)."),
+                _text_p(
+                    "recall_id", "The recall the memory came from (counts for similar queries)."
+                ),
+                _text_p("context", "The query the rating applies to, instead of recall_id."),
+                WEIGHT,
+                *SCOPE,
+                TIMESTAMP,
+            ),
+            "Create a memory rating",
+            http=(HttpRoute("POST", "/v1/ratings", 201, "create_memory_ratings"),),
+            cli=("rate", "create"),
+            cli_doc="Rate MEMORY_ID: accepted, rejected or corrected (MCP memory_feedback).",
+            guards=(resolve, own_memory, own_recall),
+            text=lambda d: f"rated memory {d['memory_id']}: {d['verdict']} ({d['id']})",
+            schemas=("RatingRequest", "MemoryRating"),
+            errors=(401, 403, 404, 409, 422),
+        ),
+        lambda r: f"{r['verdict']:<9} memory {r['memory_id']}",
+    ),
+)
+
+OPERATIONS = (*OPERATIONS, *_RECORDS)
+_BY_NAME = {op.name: op for op in OPERATIONS}
+
+#: Public ``Memory`` methods no operation serves, and why.
+NOT_EXPOSED = {
+    "close": "the process owns the memory's lifetime",
+    "export": "a file transfer: the CLI's export command, not a request",
+    "import_": "a file transfer: the CLI's import command, not a request",
+    "has_recall": "a guard's question, asked by dispatch",
+}
+
+
+def operation(name: str) -> Operation:
+    """The operation called ``name``."""
+    return _BY_NAME[name]
+
+
+def dispatch(
+    memory: Memory, principal: Principal, name: str, args: dict[str, Any]
+) -> dict[str, Any]:
+    """Run the operation ``name`` with a JSON object of arguments for ``principal``.
+
+    Unknown and missing fields are refused by name; the guards resolve the scope and check that
+    every id named is within the principal's reach; the answer is JSON-ready.
+    """
+    op = _BY_NAME[name]
+    fields = op.fields
+    unknown = sorted(set(args) - set(fields))
+    if unknown:
+        raise ValidationError(unknown[0], f"unknown field; accepted: {', '.join(fields)}")
+    for param in op.params:
+        if param.required and param.name not in args:
+            raise ValidationError(param.name, "is required")
+    full = {p.name: (None if p.required else p.default) for p in op.params}
+    call = Call(memory, principal, {**full, **args})
+    for guard in op.guards:
+        guard(call)
+    out = getattr(memory, op.handler)(**call.args)
+    if op.shape is not None:
+        data = op.shape(out, call.args)
+    elif hasattr(out, "to_dict"):
+        data = out.to_dict()
+    else:
+        data = dict(out)
+    if op.owned_as is not None:
+        own_record(call, op.owned_as, data, call.args[op.fields[0]])
+    if name == "stats" and principal.fixed:
+        # Where the store lives on the server is none of a remote client's business.
+        data.pop("file", None)
+    return data

@@ -1,0 +1,336 @@
+"""The search half of the PostgreSQL store, and how vectors and keyword terms travel.
+
+Vectors go to and from pgvector in its binary format (no extra dependency); a memory's keyword
+terms are analysed exactly as the embedded store analyses them and stored as a ``tsvector``
+with positions, so that BM25 over them gives the same scores (see :mod:`.postgres`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+from psycopg.types.json import Jsonb
+
+from ..errors import StoreError
+from ..learn.scoring import ReplyFacts
+from ..models import MemoryRecord, Scope
+from ..recall.text import index_text, speaker_of, terms
+from .dialect import scope_where
+from .sql import SQLStore
+from .tables import MEMORY_COLUMNS
+
+__all__ = ["PostgresSearch", "Vector", "analysed", "jsonb", "pg_scope_where", "register_vector"]
+
+T = TypeVar("T")
+Conn = psycopg.Connection[Any]
+
+_MAX_POSITION = 16383  # tsvector positions saturate here; term counts above are approximate
+
+
+class Vector:
+    """A float32 vector on its way to a ``vector`` parameter (binary wire format)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = np.ascontiguousarray(array, dtype=np.float32)
+
+
+def register_vector(conn: Conn) -> None:
+    """Teach the connection pgvector's binary format, both ways, with no extra dependency."""
+    info = TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise StoreError("the pgvector extension is not installed in this database")
+    vector_oid = info.oid
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj: Vector) -> Buffer:
+            a = obj.array
+            return struct.pack(">HH", len(a), 0) + a.astype(">f4").tobytes()
+
+    class VectorBinaryLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Buffer) -> np.ndarray:
+            dim = struct.unpack_from(">H", data)[0]
+            return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+    class VectorTextLoader(Loader):
+        format = Format.TEXT
+
+        def load(self, data: Buffer) -> np.ndarray:
+            text = bytes(data).decode()
+            return np.array(text[1:-1].split(","), dtype=np.float32)
+
+    conn.adapters.register_dumper(Vector, VectorDumper)
+    conn.adapters.register_loader(vector_oid, VectorBinaryLoader)
+    conn.adapters.register_loader(vector_oid, VectorTextLoader)
+
+
+def _quote_lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def analysed(content: str, metadata: dict[str, Any]) -> tuple[str, int]:
+    """The keyword terms of a memory, exactly as the embedded store indexes them (its speaker
+    in front of its content), as a tsvector literal and a length."""
+    doc_terms = terms(index_text(content, speaker_of(metadata)))
+    return _tsvector(doc_terms), len(doc_terms)
+
+
+def _tsvector(doc_terms: list[str]) -> str:
+    """A tsvector literal of already-analysed terms, with positions (so that tf survives)."""
+    positions: dict[str, list[str]] = {}
+    for pos, term in enumerate(doc_terms, start=1):
+        positions.setdefault(term, []).append(str(min(pos, _MAX_POSITION)))
+    return " ".join(f"{_quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
+
+
+def pg_scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+    where, params = scope_where(scope, alias)
+    return where.replace("?", "%s"), params
+
+
+def jsonb(value: Any) -> Jsonb:
+    return Jsonb(value)
+
+
+class PostgresSearch(SQLStore):
+    """Search and vector reads of :class:`~.postgres.PostgresStore`."""
+
+    _k1: float
+    _b: float
+    _ef_search: int
+
+    def _tx(
+        self,
+        what: str,
+        fn: Callable[[Conn], T],
+        *,
+        transaction: bool = True,
+        idempotent: bool = False,
+        attempts: int = 4,
+    ) -> T:
+        raise NotImplementedError
+
+    def _read(self, what: str, fn: Callable[[Conn], T]) -> T:
+        raise NotImplementedError
+
+    def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._read(
+            "get",
+            lambda c: c.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = ANY(%s)",
+                (workspace, ids),
+            ).fetchall(),
+        )
+        return {r[0]: self._record(r) for r in rows}
+
+    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        where, params = pg_scope_where(scope)
+        ef = min(1000, max(self._ef_search, k))
+
+        def run(conn: Conn) -> list[tuple[str, float]]:
+            if ef != self._ef_search:
+                # Transaction-local: the pooled connection goes back unchanged.
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            return [
+                (r[0], float(r[1]))
+                for r in conn.execute(
+                    "WITH hits AS MATERIALIZED (SELECT id, embedding <=> %b AS distance "
+                    f"FROM memories WHERE {where} AND status = 'active' "
+                    "ORDER BY embedding <=> %b LIMIT %s) "
+                    "SELECT id, 1 - distance FROM hits ORDER BY distance, id",
+                    [Vector(query), *params, Vector(query), k],
+                )
+            ]
+
+        if ef == self._ef_search:
+            return self._read("search", run)
+        return self._tx("search", run, idempotent=True)
+
+    def vector_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        # The HNSW index answers one vector per query: a batch is a loop of them.
+        return [self.vector_search(scope, q, k) for q in queries]
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
+        query_terms = terms(text)
+        if not query_terms or k <= 0:
+            return []
+        counts = Counter(query_terms)
+        words = list(counts)
+        tsquery = " | ".join(_quote_lexeme(w) for w in words)
+        part_where = ["m.workspace = %(ws)s", "m.status = 'active'"]
+        filters = []
+        params: dict[str, Any] = {
+            "ws": scope.workspace,
+            "words": words,
+            "qtf": [counts[w] for w in words],
+            "tsq": tsquery,
+            "k1": self._k1,
+            "b": self._b,
+            "k": k,
+        }
+        if scope.user_id is not None:
+            part_where.append("m.user_id = %(user_id)s")
+            params["user_id"] = scope.user_id
+        for key in ("agent_id", "session_id"):
+            if getattr(scope, key) is not None:
+                filters.append(f"c.{key} = %({key})s")
+                params[key] = getattr(scope, key)
+        # BM25 exactly as recall.keyword.BM25Index computes it: idf and the average length per
+        # (workspace, user) partition, agent/session filters applied after df is counted. One
+        # pass over the matching rows' matching lexemes (the GIN index finds the rows).
+        sql = f"""
+            WITH hits AS (
+                SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.doc_len,
+                       u.lexeme AS term, cardinality(u.positions) AS tf
+                FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
+                WHERE {" AND ".join(part_where)} AND m.terms @@ %(tsq)s::tsquery
+                  AND u.lexeme = ANY(%(words)s::text[])
+            ),
+            df AS (SELECT user_id, term, count(*) AS df FROM hits GROUP BY user_id, term),
+            q AS (SELECT * FROM unnest(%(words)s::text[], %(qtf)s::int[]) AS q(term, qtf))
+            SELECT c.id, sum(
+                q.qtf
+                * ln(1.0 + (p.n - df.df + 0.5) / (df.df + 0.5))
+                * c.tf * (%(k1)s + 1.0)
+                / (c.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
+                    / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
+            ) AS score
+            FROM hits c
+            JOIN q ON q.term = c.term
+            JOIN df ON df.user_id IS NOT DISTINCT FROM c.user_id AND df.term = c.term
+            JOIN keyword_stats p ON p.workspace = %(ws)s AND p.user_key = coalesce(c.user_id, '')
+            {"WHERE " + " AND ".join(filters) if filters else ""}
+            GROUP BY c.seq, c.id
+            ORDER BY score DESC, c.seq
+            LIMIT %(k)s
+        """
+        rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
+        return [(r[0], float(r[1])) for r in rows]
+
+    def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+
+        def run(conn: Conn) -> dict[str, np.ndarray]:
+            with conn.cursor(binary=True) as cur:
+                cur.execute(
+                    "SELECT id, embedding FROM memories WHERE workspace = %s AND id = ANY(%s)",
+                    (workspace, ids),
+                )
+                return {r[0]: r[1] for r in cur}
+
+        return self._read("reading vectors", run)
+
+    def term_postings(
+        self, scope: Scope, terms: Sequence[str], limit: int
+    ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+        wanted = list(dict.fromkeys(terms))
+        where, params = pg_scope_where(scope, "m")
+
+        def run(conn: Conn) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+            total = conn.execute(
+                f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params
+            ).fetchone()
+            out: dict[str, tuple[int, list[str]]] = {t: (0, []) for t in wanted}
+            if wanted:
+                rows = conn.execute(
+                    "SELECT t.term, count(m.seq), "
+                    "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "
+                    "FROM unnest(%s::text[], %s::tsquery[]) AS t(term, q) JOIN memories m "
+                    f"ON m.terms @@ t.q WHERE {where} AND m.status = 'active' GROUP BY t.term",
+                    [limit, wanted, [_quote_lexeme(t) for t in wanted], *params],
+                ).fetchall()
+                for term, df, ids in rows:
+                    out[term] = (int(df), [i for i in ids if i is not None])
+            return int(total[0]) if total else 0, out
+
+        return self._read("reading term postings", run)
+
+    def reply_facts(
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
+    ) -> list[ReplyFacts]:
+        where, params = pg_scope_where(scope, "m")
+        user_clause = ""
+        user_params: list[Any] = []
+        if scope.user_id is not None:
+            user_clause = " AND (user_id = %s OR user_id IS NULL)"
+            user_params.append(scope.user_id)
+        wanted_pairs = set(witnesses)
+        witness_recalls = list({r for r, _ in witnesses})
+
+        def run(conn: Conn) -> list[Any]:
+            cur = conn.cursor(binary=True)
+            scoped = f"FROM reply_signals WHERE workspace = %s{user_clause} AND created_at >= %s"
+            any_signal = cur.execute(
+                f"SELECT 1 {scoped} LIMIT 1", [scope.workspace, *user_params, since]
+            ).fetchone()
+            # The matching recalls first (pgvector's distance in the server), then only
+            # their signals: the cost follows the matches, not the signals stored.
+            matched: list[str] = []
+            if any_signal:
+                matched = [
+                    r[0]
+                    for r in cur.execute(
+                        f"SELECT recall_id {scoped} AND context_embedding <=> %b <= %s "
+                        "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s",
+                        [
+                            scope.workspace,
+                            *user_params,
+                            since,
+                            Vector(context()),
+                            1.0 - context_min,
+                            limit,
+                        ],
+                    ).fetchall()
+                ]
+            recall_ids = list(dict.fromkeys([*matched, *witness_recalls]))
+            if not recall_ids:
+                return []
+            rows = cur.execute(
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
+                "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
+                "AND m.id = r.memory_id AND m.status = 'active' "
+                f"WHERE r.workspace = %s AND r.recall_id = ANY(%s) AND r.created_at >= %s "
+                f"AND {where}",
+                [scope.workspace, recall_ids, since, *params],
+            ).fetchall()
+            keep = set(matched)
+            return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
+
+        rows = self._tx("reading reply signals", run)
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for memory_id, recall_id, value, created_at, vector in rows:
+            if (recall_id, memory_id) not in seen:
+                seen.add((recall_id, memory_id))
+                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector))
+        return out

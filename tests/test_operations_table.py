@@ -1,0 +1,85 @@
+"""The operation table holds against ``Memory``'s real signatures, and covers its public API."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from typing import Any
+
+import pytest
+
+from engrammar import Config
+from engrammar.interfaces.openapi import openapi_document
+from engrammar.interfaces.operations import NOT_EXPOSED, OPERATIONS, Operation
+from engrammar.memory import Memory
+
+
+def _names(hint: Any) -> set[Any]:
+    """The plain types a hint admits (``str | None`` -> {str, None})."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return set().union(*(_names(a) for a in typing.get_args(hint)))
+    if hint is type(None) or hint is None:
+        return {None}
+    return {typing.get_origin(hint) or hint}
+
+
+def _admits(accepted: Any, kind: Any) -> bool:
+    if accepted is kind or accepted is object:
+        return True
+    return isinstance(accepted, type) and isinstance(kind, type) and issubclass(kind, accepted)
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
+def test_every_parameter_exists_on_the_handler_with_a_compatible_type(op: Operation) -> None:
+    handler = getattr(Memory, op.handler)
+    signature = inspect.signature(handler)
+    hints = typing.get_type_hints(handler)
+    for param in op.params:
+        assert param.name in signature.parameters, f"{op.name}: {param.name} not on Memory"
+        real = signature.parameters[param.name]
+        if param.required:
+            assert real.default is inspect.Parameter.empty or real.default is None, param.name
+        elif real.default is not inspect.Parameter.empty:
+            assert param.default == real.default, f"{op.name}.{param.name}: default differs"
+        hint = hints[param.name]
+        if hint is Any or param.type is Any:
+            continue
+        accepted = _names(hint)
+        # What an interface passes must be something the handler accepts.
+        for kind in _names(param.type):
+            assert any(_admits(a, kind) for a in accepted), (
+                f"{op.name}.{param.name}: {param.type} vs {hint}"
+            )
+    required = {
+        name
+        for name, real in signature.parameters.items()
+        if name != "self" and real.default is inspect.Parameter.empty
+    }
+    assert required <= set(op.fields), f"{op.name}: the table misses {required - set(op.fields)}"
+
+
+def test_every_public_memory_method_is_served_or_listed_as_not_exposed() -> None:
+    public = {n for n, _ in inspect.getmembers(Memory, inspect.isfunction) if n[0] != "_"}
+    public.add("import_")
+    served = {op.handler for op in OPERATIONS}
+    assert public - served == set(NOT_EXPOSED)
+    assert not served - public
+
+
+def test_names_and_verbs_are_unique() -> None:
+    for attr in ("name", "mcp", "cli"):
+        values = [getattr(op, attr) for op in OPERATIONS if getattr(op, attr)]
+        assert len(values) == len(set(values)), attr
+    routes = [(r.method, r.path) for op in OPERATIONS for r in op.http]
+    assert len(routes) == len(set(routes))
+
+
+def test_the_openapi_limits_follow_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    small = Config(max_content_chars=500, max_messages_per_add=7)
+    doc = openapi_document(small)
+    add = doc["components"]["schemas"]["AddRequest"]["properties"]
+    assert add["content"]["maxLength"] == 500
+    assert add["messages"]["maxItems"] == 7
+    default = openapi_document()["components"]["schemas"]["AddRequest"]["properties"]
+    assert default["content"]["maxLength"] == Config.describe()["max_content_chars"][0]

@@ -1,0 +1,144 @@
+"""Both stores' migrations build the one logical schema of engrammar.store.schema; the SQLite
+migration that keyed decision links by workspace keeps the links of an older store."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engrammar.store.migrations import MIGRATIONS
+from engrammar.store.schema import differences
+from engrammar.store.sqlite import SQLiteStore
+
+Found = dict[str, tuple[list[str], list[list[str]]]]
+
+
+def _sqlite_schema(conn: sqlite3.Connection) -> Found:
+    found: Found = {}
+    tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    for (table,) in tables:
+        info = conn.execute(f"PRAGMA table_info({table})").fetchall()
+        uniques = [[r[1] for r in sorted(info, key=lambda r: r[5]) if r[5]]]
+        for index in conn.execute(f"PRAGMA index_list({table})").fetchall():
+            if index[2] and index[3] != "pk":
+                uniques.append([r[2] for r in conn.execute(f"PRAGMA index_info({index[1]})")])
+        found[table] = ([r[1] for r in info], [u for u in uniques if u])
+    return found
+
+
+def _migrated_to(file: Path, migrations: Sequence[object]) -> None:
+    """A store file as an older release left it: only ``migrations`` applied."""
+    conn = sqlite3.connect(file, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    for migration in migrations:
+        migration(conn)  # type: ignore[operator]
+        conn.execute(
+            "INSERT INTO migrations VALUES (?, ?)",
+            (migration.__name__, time.time()),  # type: ignore[attr-defined]
+        )
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_sqlite_migrations_build_the_logical_schema(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        assert differences("sqlite", _sqlite_schema(conn)) == []
+
+
+def test_postgres_migrations_build_the_logical_schema(pg_url: str) -> None:
+    import psycopg
+
+    from engrammar.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    store.check_embedder("test", 8)
+    store.close()
+    found: Found = {}
+    with psycopg.connect(pg_url) as conn:
+        for table, column in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"
+        ).fetchall():
+            found.setdefault(table, ([], []))[0].append(column)
+        constraints: dict[tuple[str, str], list[str]] = {}
+        for table, name, column in conn.execute(
+            "SELECT c.table_name, c.constraint_name, k.column_name "
+            "FROM information_schema.table_constraints c "
+            "JOIN information_schema.key_column_usage k ON k.table_schema = c.table_schema "
+            "AND k.table_name = c.table_name AND k.constraint_name = c.constraint_name "
+            "WHERE c.table_schema = 'public' AND c.constraint_type IN ('PRIMARY KEY', 'UNIQUE') "
+            "ORDER BY c.table_name, c.constraint_name, k.ordinal_position"
+        ).fetchall():
+            constraints.setdefault((table, name), []).append(column)
+        # Unique indexes that are not constraints (CREATE UNIQUE INDEX) are unique all the same.
+        for table, name, columns in conn.execute(
+            "SELECT t.relname, i.relname, array_agg(a.attname ORDER BY k.n) "
+            "FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+            "JOIN pg_class t ON t.oid = x.indrelid "
+            "JOIN pg_namespace s ON s.oid = t.relnamespace AND s.nspname = 'public' "
+            "CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, n) "
+            "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum "
+            "WHERE x.indisunique GROUP BY t.relname, i.relname"
+        ).fetchall():
+            constraints.setdefault((table, name), list(columns))
+    for (table, _), columns in constraints.items():
+        found[table][1].append(columns)
+    assert differences("postgresql", found) == []
+
+
+def test_the_schema_check_sees_the_old_decision_link_key(tmp_path: Path) -> None:
+    # Before m006 the embedded store keyed decision links by (event, answer), without the
+    # workspace column the PostgreSQL store has: the check names it.
+    _migrated_to(tmp_path / "old.db", MIGRATIONS[:-1])
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        found = differences("sqlite", _sqlite_schema(conn))
+    assert found == ["decision_memories: columns [] unexpected, ['workspace'] missing"]
+
+
+def test_decision_links_keep_their_data_through_the_workspace_key(tmp_path: Path) -> None:
+    file = tmp_path / "old.db"
+    _migrated_to(file, MIGRATIONS[:-1])
+    vector = np.ones(8, dtype=np.float32).tobytes()
+    with sqlite3.connect(file) as conn:
+        for memory_id, workspace in (("m1", "w1"), ("m2", "w2")):
+            conn.execute(
+                "INSERT INTO memories (id, workspace, role, content, created_at, updated_at, "
+                "dedup_key, embedding) VALUES (?, ?, 'user', 'a decision', 1.0, 1.0, ?, ?)",
+                (memory_id, workspace, f"k-{memory_id}", vector),
+            )
+        conn.execute(
+            "INSERT INTO feedback_events (id, workspace, input_context, ai_output, state, "
+            "payload_hash, created_at, context_embedding, ai_output_embedding) "
+            "VALUES ('e1', 'w1', 'which db?', 'sqlite', 'adopted', 'h', 2.0, ?, ?)",
+            (vector, vector),
+        )
+        conn.executemany(
+            "INSERT INTO decision_memories (event_id, answer, memory_id, created_at) "
+            "VALUES (?, ?, ?, ?)",
+            # The second link's event is gone: it keeps its memory's workspace.
+            [("e1", "ai_output", "m1", 3.0), ("e-gone", "corrected", "m2", 4.0)],
+        )
+    store = SQLiteStore(file)
+    try:
+        assert store.applied_migrations() == sorted(m.__name__ for m in MIGRATIONS)
+        event = store.get_feedback_record("feedback_event", "w1", "e1")
+        assert event.decision_memory_id == "m1"  # type: ignore[union-attr]
+        assert store.integrity_check() == "ok"
+    finally:
+        store.close()
+    with sqlite3.connect(file) as conn:
+        rows = conn.execute(
+            "SELECT workspace, event_id, answer, memory_id, created_at FROM decision_memories "
+            "ORDER BY created_at"
+        ).fetchall()
+        assert rows == [
+            ("w1", "e1", "ai_output", "m1", 3.0),
+            ("w2", "e-gone", "corrected", "m2", 4.0),
+        ]
+        assert differences("sqlite", _sqlite_schema(conn)) == []
