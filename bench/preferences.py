@@ -167,12 +167,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 rows["bm25"].append(metrics([ids[k] for k in order], gold))
             # Off-topic: item i's scope asked the question of item i + 5 (another topic).
             off = 0
+            off_sims: list[float] = []
             for item, gold in zip(items, golds, strict=True):
                 other = items[(item["i"] + 5) % len(items)]
                 result = mem.recall(
                     other["question"], user_id=f"prefeval-{kind}-{item['i']}", limit=10
                 )
-                off += any(p.id in gold for p in getattr(result, "preferences", []))
+                slot = getattr(result, "preferences", [])
+                off += any(p.id in gold for p in slot)
+                off_sims += [p.score for p in slot if p.id in gold]
             out["kinds"][kind] = {
                 "n": len(items),
                 "engrammar": mean(rows["engrammar"]),
@@ -182,8 +185,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "mean_preferences_slot": sum(slot_sizes) / len(slot_sizes),
                 "off_topic_surfaced": off / len(items),
                 "slot_similarities": sims,
+                "off_topic_similarities": off_sims,
             }
-            shown = {k: v for k, v in out["kinds"][kind].items() if k != "slot_similarities"}
+            shown = {k: v for k, v in out["kinds"][kind].items() if "similarities" not in k}
             print(kind, json.dumps(shown), file=sys.stderr)
     finally:
         mem.close()
