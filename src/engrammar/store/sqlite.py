@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -93,10 +94,19 @@ class SQLiteStore(SQLiteSearch):
         ann_threshold: int = 200_000,
     ) -> None:
         self.file = Path(file)
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the store folder {self.file.parent}: {exc}") from exc
+        # ":memory:": one private in-memory database per store, shared by all its connections
+        # (each plain ":memory:" connection would open its own, empty one). The writer
+        # connection holds it open until close().
+        self._target: str | Path = self.file
+        if str(file) == ":memory:":
+            self._target = f"file:engrammar-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            try:
+                self.file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store folder {self.file.parent}: {exc}"
+                ) from exc
         self._timeout = busy_timeout_ms / 1000
         self._k1 = bm25_k1
         self._b = bm25_b
@@ -124,7 +134,11 @@ class SQLiteStore(SQLiteSearch):
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self.file, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                self._target,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=isinstance(self._target, str),
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
