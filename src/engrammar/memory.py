@@ -107,6 +107,7 @@ class Memory:
         timestamp: Any = None,
         kind: str = "message",
         content: str | None = None,
+        dedup: bool = True,
     ) -> builtins.list[str]:
         """Store what was said: one memory per message, in one transaction.
 
@@ -118,10 +119,12 @@ class Memory:
             metadata: merged into every message's metadata.
             timestamp: when it was said (datetime, ISO-8601 or epoch seconds); default now.
             kind: ``message``, ``fact``, ``decision``, ``preference`` or ``event``.
+            dedup: ``False`` stores every message as a memory of its own, also an exact
+                repeat (what MemWire does); by default a repeat is stored once.
 
         Returns:
             The ids, one per message in order; an exact duplicate within the scope returns the
-            id already stored instead of a new one.
+            id already stored instead of a new one (unless ``dedup`` is off).
 
         Raises:
             ValidationError: naming the first bad field; nothing is written.
@@ -142,7 +145,7 @@ class Memory:
             max_messages=self.config.max_messages_per_add,
             max_chars=self.config.max_content_chars,
         )
-        return ingest.add(self._engine, scope, checked)
+        return ingest.add(self._engine, scope, checked, dedup=dedup is not False)
 
     def update(
         self,
@@ -334,8 +337,8 @@ class Memory:
             v.non_negative_int("chunk_overlap", chunk_overlap)
             passages = [(p, {}) for p in knowledge.split_document(text, size, chunk_overlap)]
         else:
-            if not isinstance(chunks, builtins.list | tuple) or not chunks:
-                raise ValidationError("chunks", "must be a non-empty list")
+            if not isinstance(chunks, builtins.list | tuple):
+                raise ValidationError("chunks", "must be a list")
             for i, chunk in enumerate(chunks):
                 raw = chunk if isinstance(chunk, dict) else {"content": chunk}
                 content = v.text(
