@@ -284,7 +284,12 @@ def _routes() -> list[Route]:
 
 
 def build_app(
-    memory: Memory, *, auth: bool = True, default: Principal | None = None, host: str = "127.0.0.1"
+    memory: Memory,
+    *,
+    auth: bool = True,
+    default: Principal | None = None,
+    host: str = "127.0.0.1",
+    memwire_compat: bool = False,
 ) -> ASGIApp:
     """The ASGI app serving MCP at ``/mcp`` and REST at ``/v1``.
 
@@ -294,6 +299,9 @@ def build_app(
         default: the principal of unauthenticated requests when ``auth`` is off; by default
             the local user in ``memory.config.workspace``.
         host: the address served, for the MCP transport's DNS-rebinding protection.
+        memwire_compat: serve MemWire's REST API (:mod:`engrammar.compat.memwire_server`:
+            its routes and payloads, engrammar's keys and tenancy) instead of engrammar's
+            ``/v1`` routes; MCP stays at ``/mcp``.
     """
     default = default or Principal(workspace=memory.config.workspace, fixed=False)
     mcp = build_mcp_server(memory, default)
@@ -302,19 +310,40 @@ def build_app(
         stateless_http=True,
         json_response=True,
     )
-    app.router.routes.extend(rest_routes())
+    if not memwire_compat:
+        app.router.routes.extend(rest_routes())
     app.state.memory = memory
     app.state.server_threads = memory.config.server_threads
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
     cfg = memory.config
+    served: ASGIApp = AuthMiddleware(app, memory, auth=auth, default=default)
+    if memwire_compat:
+        from ..compat.memwire_server import create_app
+
+        served = _MemWireFront(create_app(memory, auth=auth), served)
     return LimitsMiddleware(
-        AuthMiddleware(app, memory, auth=auth, default=default),
+        served,
         max_bytes=cfg.max_request_bytes,
         rate=cfg.rate_limit_per_s,
         burst=cfg.rate_limit_burst,
         exempt=frozenset({"/healthz"}),
     )
+
+
+class _MemWireFront:
+    """MemWire's REST routes (which check engrammar keys themselves, from ``X-API-Key`` or
+    ``Authorization: Bearer``) in front of engrammar's MCP app at ``/mcp``."""
+
+    def __init__(self, memwire: ASGIApp, mcp: ASGIApp) -> None:
+        self.memwire = memwire
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith("/mcp"):
+            await self.memwire(scope, receive, send)
+        else:
+            await self.mcp(scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -329,7 +358,15 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return _error(500, "internal_error", f"{type(exc).__name__}: {exc}")
 
 
-def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = "info") -> None:
+def serve(
+    memory: Memory,
+    *,
+    host: str,
+    port: int,
+    auth: bool,
+    log_level: str = "info",
+    memwire_compat: bool = False,
+) -> None:
     """Serve MCP + REST with uvicorn until interrupted."""
     import uvicorn
 
@@ -338,5 +375,5 @@ def serve(memory: Memory, *, host: str, port: int, auth: bool, log_level: str = 
             f"refusing to serve without authentication on {host!r}: --no-auth is only allowed "
             "on a loopback address (127.0.0.1, ::1, localhost)"
         )
-    app = build_app(memory, auth=auth, host=host)
+    app = build_app(memory, auth=auth, host=host, memwire_compat=memwire_compat)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
