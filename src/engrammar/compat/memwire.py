@@ -229,12 +229,10 @@ class MemWireConfig:
         values: dict[str, Any] = {"workspace": self.org_id}
         temp = None
         if self.database_url is not None:
-            url = self.database_url
+            # SQLAlchemy's driver spellings name the same servers.
+            url = re.sub(r"^(postgresql|postgres|sqlite)\+\w+://", r"\1://", self.database_url)
             if not url.startswith(("sqlite:///", "postgresql://", "postgres://")):
                 raise ValidationError("database_url", "must be a sqlite:/// or postgresql:// URL")
-            # SQLAlchemy spellings of the same servers.
-            for driver in ("postgresql+psycopg2://", "postgresql+psycopg://"):
-                url = url.replace(driver, "postgresql://", 1)
             values["store"] = url
         elif self.qdrant_path == ":memory:":
             temp = tempfile.mkdtemp(prefix="engrammar-memwire-")

@@ -157,10 +157,10 @@ def _handler(
                 data["user_id"] = bound
             facade = request.app.state.tenants.get(org)
             out = await anyio.to_thread.run_sync(fn, facade, data, request)
-        except AuthError as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=401)
         except ForbiddenError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=403)
+        except AuthError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=401)
         except NotFoundError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=404)
         except ValidationError as exc:
