@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from engrammar import Memory, NotFoundError, ValidationError
+from engrammar import HashEmbedder, Memory, NotFoundError, ValidationError
 from engrammar.recall.chunks import split_document
 
 HANDBOOK = [
@@ -110,3 +112,18 @@ def test_knowledge_over_rest_mcp_and_cli_follows_the_key(mem: Memory) -> None:
         assert http.delete(f"/v1/knowledge/{kb_id}", headers=bob).status_code == 404
         gone = http.delete(f"/v1/knowledge/{kb_id}", headers=auth)
         assert gone.json() == {"kb_id": kb_id, "deleted": 1}
+
+
+def test_engrammar_migrate_copies_knowledge_bases(tmp_path: Path, pg_url: str) -> None:
+    from engrammar import Config
+    from engrammar.store.migrate import migrate
+
+    with Memory(Config(path=str(tmp_path / "src")), embedder=HashEmbedder()) as src:
+        kb = src.add_knowledge("Handbook", HANDBOOK, user_id="alice", metadata={"v": 1})
+    report = migrate(str(tmp_path / "src"), pg_url)
+    assert report is not None
+    with Memory(Config(store=pg_url), embedder=HashEmbedder()) as dst:
+        (copied,) = dst.list_knowledge(user_id="alice")
+        assert (copied.id, copied.chunk_count, copied.metadata) == (kb.id, 3, {"v": 1})
+        hit = dst.search_knowledge("expenses above manager approval", user_id="alice")[0]
+        assert hit.content == "Expenses above $500 require manager approval."

@@ -552,6 +552,8 @@ class SQLiteStore(SQLiteSearch):
         "memory_ratings": "seq",
         "reply_signals": "seq",
         "api_keys": "rowid",
+        "knowledge_bases": "seq",
+        "knowledge_chunks": "seq",
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:
