@@ -236,8 +236,11 @@ def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) ->
     role = _ROLE_ALIASES.get(raw_role, raw_role)
     if msg.get("type", "message") != "message":
         raise ValidationError(f"{field}.type", f"must be 'message'; got {msg.get('type')!r}")
+    for key in ("tool_call_id", "refusal"):
+        if msg.get(key) is not None:
+            _string(f"{field}.{key}", msg[key])
     parts = read_content(msg.get("content"), f"{field}.content", tool_names)
-    if not parts.said and isinstance(msg.get("refusal"), str):
+    if not parts.said and msg.get("refusal") is not None:
         parts.pieces.append((f"{field}.refusal", msg["refusal"]))
         parts.said = True
     _openai_calls(msg, field, parts, tool_names)
@@ -245,8 +248,6 @@ def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) ->
     if role == "tool" and (msg.get("tool_call_id") is not None or raw_role == "function"):
         # An OpenAI tool result: say which tool returned it.
         call_id = msg.get("tool_call_id")
-        if call_id is not None:
-            call_id = _string(f"{field}.tool_call_id", call_id)
         name = msg.get("name") if isinstance(msg.get("name"), str) else None
         name = name or (tool_names.get(call_id) if call_id else None)
         text = "\n".join(t for _, t in parts.pieces).strip()

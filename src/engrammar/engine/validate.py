@@ -227,7 +227,10 @@ def messages(
     tool_names: dict[str, str] = {}
     for i, msg in enumerate(value):
         field = f"messages[{i}]"
-        msg = transcript.plain(msg, field)
+        given, msg = msg, transcript.plain(msg, field)
+        if given is not msg and isinstance(msg, dict):
+            # An SDK object: its fields are its package's, not typos; read those we know.
+            msg = {k: val for k, val in msg.items() if k in transcript.MESSAGE_KEYS}
         if isinstance(msg, str):
             msg = {"role": "user", "content": msg}
         if not isinstance(msg, dict):
