@@ -47,6 +47,11 @@ _SCOPE_DOC = {
     "workspace": "Workspace (tenant); an API key reaches only its own.",
 }
 _NULLABLE_STR = {"type": ["string", "null"]}
+# Fields of SDK messages (OpenAI, a whole Anthropic response) read or kept as they come.
+_LOOSE_MESSAGE_KEYS = (
+    "audio", "annotations", "id", "model", "stop_reason", "stop_sequence", "stop_details",
+    "usage", "container", "diagnostics", "context_management", "status",
+)  # fmt: skip
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -216,23 +221,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "function_call": {"type": ["object", "null"]},
             "refusal": _NULLABLE_STR,
             "type": {"const": "message"},
-            **{
-                key: anything
-                for key in (
-                    "audio",
-                    "annotations",
-                    "id",
-                    "model",
-                    "stop_reason",
-                    "stop_sequence",
-                    "stop_details",
-                    "usage",
-                    "container",
-                    "diagnostics",
-                    "context_management",
-                    "status",
-                )
-            },  # fmt: skip
+            **dict.fromkeys(_LOOSE_MESSAGE_KEYS, anything),
         },
     }
     json_value = {
