@@ -760,7 +760,7 @@ class Memory:
         *,
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> dict[str, int]:
+    ) -> dict[str, Any]:
         """Read an export (JSON Lines) into this store, embedding each memory with this store's
         model; all of it lands in one transaction or none of it does.
 
@@ -771,7 +771,10 @@ class Memory:
 
         Returns:
             ``{"memories": created, "duplicates": already_present, "edges": edges,
-            "records": records_read}`` (records already present are skipped).
+            "records": records_read, "skipped": [{"line", "reason"}]}`` (records already
+            present are skipped; a memory line whose content is blank is skipped and listed,
+            as ``add`` skips such a message; content may also be a list of parts as in
+            ``add``).
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

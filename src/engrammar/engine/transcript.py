@@ -97,10 +97,11 @@ def _string(field: str, value: Any) -> str:
 def _args(value: Any) -> str:
     """Tool arguments as compact readable JSON (OpenAI gives them as a JSON string)."""
     if isinstance(value, str):
+        given: str = value
         try:
-            value = json.loads(value)
+            value = json.loads(given)
         except ValueError:
-            return value
+            return given
     if value in ({}, None, ""):
         return ""
     try:
@@ -165,11 +166,11 @@ def _read_part(part: Any, field: str, index: int, parts: _Parts, names: dict[str
         inner = read_content(part.get("content"), f"{field}.content", names)
         parts.other += inner.other
         text = "\n".join(t for _, t in inner.pieces).strip()
-        name = names.get(call_id)
-        parts.results.append({"tool_call_id": call_id, "name": name})
+        tool = names.get(call_id)
+        parts.results.append({"tool_call_id": call_id, "name": tool})
         if text:
             error = part.get("is_error") is True
-            parts.pieces.append((f"{field}.content", _result_line(name, text, error)))
+            parts.pieces.append((f"{field}.content", _result_line(tool, text, error)))
     elif kind == "document" and isinstance(part.get("source"), dict):
         _document(part, field, index, parts, names)
     else:

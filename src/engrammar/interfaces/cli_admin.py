@@ -98,6 +98,12 @@ def import_(
         lambda d: (
             f"imported {d['memories']} memories ({d['duplicates']} already present), "
             f"{d['edges']} links, {d['records']} feedback and recall records"
+            + (
+                f"; skipped {len(d['skipped'])} blank memories (lines "
+                f"{', '.join(str(s['line']) for s in d['skipped'])})"
+                if d["skipped"]
+                else ""
+            )
         ),
     )
 
