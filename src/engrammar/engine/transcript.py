@@ -231,7 +231,7 @@ def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) ->
     """Read one message dict (already :func:`plain`); ``tool_names`` maps the tool call ids
     seen so far in the batch to their tool, so that a result can name what returned it."""
     raw_role = msg.get("role")
-    if raw_role not in ROLES and raw_role not in _ROLE_ALIASES:
+    if not isinstance(raw_role, str) or (raw_role not in ROLES and raw_role not in _ROLE_ALIASES):
         allowed = ", ".join((*ROLES, *_ROLE_ALIASES))
         raise ValidationError(f"{field}.role", f"must be one of {allowed}; got {raw_role!r}")
     role = _ROLE_ALIASES.get(raw_role, raw_role)
