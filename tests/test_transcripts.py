@@ -240,3 +240,34 @@ def test_a_call_with_nothing_to_store_is_refused(mem: Memory) -> None:
     with pytest.raises(ValidationError, match="no text") as info:
         mem.add([{"role": "user", "content": [{"type": "input_audio"}]}], user_id="fay")
     assert info.value.field == "messages[0].content"
+
+
+def test_failed_tool_results_and_legacy_function_messages(mem: Memory) -> None:
+    ids = mem.add(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "function_call": {"name": "lookup", "arguments": "not json"},
+            },
+            {"role": "function", "name": "lookup", "content": "no such user"},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_9",
+                        "is_error": True,
+                        "content": "timeout",
+                    },
+                    {"type": "text", "text": "Try again later then."},
+                ],
+            },
+        ],
+        user_id="gil",
+    )
+    assert [(role, kind, text) for role, kind, text, _ in _stored(mem, ids)] == [
+        ("assistant", "event", "called tool lookup with not json"),
+        ("tool", "event", "tool lookup returned: no such user"),
+        ("user", "message", "tool failed: timeout\nTry again later then."),
+    ]
