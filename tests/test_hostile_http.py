@@ -370,7 +370,8 @@ TIME_ROUTES = [
     (route.method, route.path)
     for op in OPERATIONS
     for route in op.http
-    if route.method == "POST" and any(p.name == "timestamp" for p in op.params)
+    if route.method == "POST"
+    and any(p.name == "timestamp" for p in op.params)
     # A review needs a real event and decision before its time is read; its times are
     # covered through the Python API's property tests.
     and "review" not in route.path
