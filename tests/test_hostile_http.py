@@ -399,6 +399,8 @@ def test_any_iso_time_is_refused_or_in_range_over_rest(
         "accepted_output": "a",
         "rejected_output": "r",
         "kind": "k",
+        "memory_id": "mem_0000000000000000",  # a rating of a memory that is not there: 404
+        "verdict": "accepted",
         "user_id": "times",
     }
     if route[1] == "/v1/memories" and in_message:
