@@ -69,7 +69,7 @@ class Config:
     embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
 
     # -- input limits ------------------------------------------------------------------------
-    max_content_chars: int = _opt(20_000, "Longest memory content accepted, in characters.")
+    max_content_chars: int = _opt(1_000_000, "Longest memory content accepted, in characters.")
     max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
     max_request_bytes: int = _opt(
         4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."

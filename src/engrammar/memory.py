@@ -22,6 +22,7 @@ from .models import (
     KINDS,
     RATING_VERDICTS,
     REVIEW_OUTCOMES,
+    AddResult,
     DecisionReview,
     FeedbackEvent,
     LoggedEvent,
@@ -31,6 +32,7 @@ from .models import (
     RecallResult,
     Scope,
     ScoredMemory,
+    Skipped,
 )
 from .store import Store, open_store
 
@@ -97,7 +99,7 @@ class Memory(InspectingMixin):
     # -- writing ------------------------------------------------------------------------------
     def add(
         self,
-        messages: str | Sequence[dict[str, Any]] | None = None,
+        messages: str | Sequence[Any] | None = None,
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -107,24 +109,35 @@ class Memory(InspectingMixin):
         timestamp: Any = None,
         kind: str = "message",
         content: str | None = None,
-    ) -> builtins.list[str]:
+    ) -> AddResult:
         """Store what was said: one memory per message, in one transaction.
 
         Args:
-            messages: a list of ``{"role", "content"}`` dicts (optional per-message keys:
-                ``metadata``, ``timestamp``, ``kind``, ``name`` = the speaker) or plain strings
-                (user messages), or one plain string. ``content=`` is an alias for a string.
+            messages: a list of messages, or one plain string (a user message); ``content=``
+                is an alias for a string. A message is a plain string (a user message), a
+                ``{"role", "content"}`` dict (optional keys: ``metadata``, ``timestamp``,
+                ``kind``, ``name`` = the speaker), or a message as the ``openai`` and
+                ``anthropic`` SDKs write it, as a dict or as their objects: ``content`` a
+                string, a list of parts / content blocks, or null; assistant ``tool_calls``,
+                ``tool`` messages with ``tool_call_id``, ``tool_use`` / ``tool_result``
+                blocks. Text parts are joined; tool calls and results are stored as readable
+                text of kind ``event``; other parts (images, files, ...) are noted in the
+                metadata (``non_text_parts``).
             user_id, agent_id, session_id, workspace: the scope; at least one of the first three.
             metadata: merged into every message's metadata.
             timestamp: when it was said (datetime, ISO-8601 or epoch seconds); default now.
             kind: ``message``, ``fact``, ``decision``, ``preference`` or ``event``.
 
         Returns:
-            The ids, one per message in order; an exact duplicate within the scope returns the
-            id already stored instead of a new one.
+            A list with one entry per message, in order: the stored id (an exact duplicate
+            within the scope returns the id already stored), or None for a message with
+            nothing to remember (empty or whitespace-only content, only images or other
+            parts without text). ``result.skipped`` lists those as ``Skipped(index,
+            reason)``; ``result.stored`` is the ids without the gaps.
 
         Raises:
-            ValidationError: naming the first bad field; nothing is written.
+            ValidationError: naming the first bad field (e.g. ``messages[3].content[1].type``),
+                or when no message has anything to store; nothing is written.
         """
         if messages is None:
             messages = content
@@ -142,7 +155,11 @@ class Memory(InspectingMixin):
             max_messages=self.config.max_messages_per_add,
             max_chars=self.config.max_content_chars,
         )
-        return ingest.add(self._engine, scope, checked)
+        stored = ingest.add(self._engine, scope, checked.messages)
+        ids: builtins.list[str | None] = [None] * (len(checked.positions) + len(checked.skipped))
+        for position, memory_id in zip(checked.positions, stored, strict=True):
+            ids[position] = memory_id
+        return AddResult(ids, [Skipped(i, reason) for i, reason in checked.skipped])
 
     def update(
         self,
@@ -755,7 +772,7 @@ class Memory(InspectingMixin):
         *,
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> dict[str, int]:
+    ) -> dict[str, Any]:
         """Read an export (JSON Lines) into this store, embedding each memory with this store's
         model; all of it lands in one transaction or none of it does.
 
@@ -766,9 +783,11 @@ class Memory(InspectingMixin):
 
         Returns:
             ``{"memories": created, "duplicates": already_present, "edges": links_written,
-            "records": records_written, "edges_built": links_built}``: what this import
-            wrote (records and links already present are skipped). An export without link
-            lines gets the links ``add`` would have built (``edges_built``).
+            "records": records_written, "edges_built": links_built, "skipped": [{"line",
+            "reason"}]}``: what this import wrote (records and links already present are
+            skipped). An export without link lines gets the links ``add`` would have built
+            (``edges_built``). A memory line whose content is blank is skipped and listed, as
+            ``add`` skips such a message; content may also be a list of parts as in ``add``.
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

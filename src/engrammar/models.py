@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "AddResult",
     "DecisionReview",
     "Edge",
     "FeedbackEvent",
@@ -20,6 +21,7 @@ __all__ = [
     "RecallResult",
     "Scope",
     "ScoredMemory",
+    "Skipped",
     "Tension",
 ]
 
@@ -72,6 +74,35 @@ def _json_copy(value: Any) -> Any:
 class _Dict:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)  # type: ignore[call-overload, no-any-return]
+
+
+@dataclass(frozen=True)
+class Skipped(_Dict):
+    """A message of ``add`` that was not stored: its position in the call and why
+    (``empty``: no text and no tool call or result; ``no_text``: only images, audio, files or
+    other parts without text)."""
+
+    index: int
+    reason: str
+
+
+class AddResult(list[str | None]):
+    """What ``add`` returns: a list with one entry per message, in order: the memory's id
+    (an exact duplicate's stored id), or None for a message that was skipped; ``skipped``
+    says which positions and why. With nothing skipped it is the plain list of ids it
+    always was."""
+
+    def __init__(self, ids: list[str | None], skipped: list[Skipped] | None = None) -> None:
+        super().__init__(ids)
+        self.skipped: list[Skipped] = list(skipped or [])
+
+    @property
+    def stored(self) -> list[str]:
+        """The ids of the stored messages, in order (skipped positions left out)."""
+        return [i for i in self if i is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ids": list(self), "skipped": [s.to_dict() for s in self.skipped]}
 
 
 @dataclass(frozen=True)

@@ -263,8 +263,8 @@ class MemWire:
             user_id=self._user(user_id),
             agent_id=self._agent(agent_id),
         )
-        found = self.memory.store.get_memories(self.memory.config.workspace, ids)
-        return [found[i] for i in ids if i in found]
+        found = self.memory.store.get_memories(self.memory.config.workspace, ids.stored)
+        return [found[i] for i in ids.stored if i in found]
 
     def recall(
         self,

@@ -101,6 +101,12 @@ def import_(
             f"({d['duplicates']} already present), {plural(d['edges'], 'new link', 'new links')}"
             + (f" ({d['edges_built']} built: the file had none)" if d["edges_built"] else "")
             + f", {plural(d['records'], 'new feedback or recall record', 'new feedback and recall records')}"
+            + (
+                f"; skipped {len(d['skipped'])} blank memories (lines "
+                f"{', '.join(str(s['line']) for s in d['skipped'])})"
+                if d.get("skipped")
+                else ""
+            )
         ),
     )
 

@@ -56,12 +56,30 @@ every call with user_id (and agent_id / session_id when useful)."""
 
 
 class Message(BaseModel):
-    """One message to remember."""
+    """One message to remember: {role, content}, or as the OpenAI / Anthropic APIs write it
+    (other fields of those formats are accepted too and read by engrammar)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # Fields of the chat formats beyond these go through to engrammar's own checks.
+    model_config = ConfigDict(extra="allow")
 
-    role: Annotated[Literal[ROLES], Field(description="Who said it.")] = "user"  # type: ignore[valid-type]
-    content: Annotated[str, Field(description="What was said.")]
+    role: Annotated[
+        Literal[(*ROLES, "developer", "function")],  # type: ignore[valid-type]
+        Field(description="Who said it."),
+    ] = "user"
+    content: Annotated[
+        str | list[dict[str, Any] | str] | None,
+        Field(
+            description="What was said: text, or a list of content parts / blocks (text, "
+            "image_url, tool_use, tool_result, ...). Null with tool_calls."
+        ),
+    ] = None
+    tool_calls: Annotated[
+        list[dict[str, Any]] | None,
+        Field(description="OpenAI assistant tool calls; remembered as readable text."),
+    ] = None
+    tool_call_id: Annotated[
+        str | None, Field(description="On a role 'tool' message: the call it answers.")
+    ] = None
     name: Annotated[str | None, Field(description="Speaker's name, if known.")] = None
     timestamp: Annotated[
         str | float | None,

@@ -21,6 +21,8 @@ __all__ = ["openapi_document"]
 
 # What the library accepts for ids and texts: not blank, no NUL character.
 _PATTERN = "^[^\\x00]*\\S[^\\x00]*$"
+# A message's content may be blank (the message is then skipped), never hold NUL.
+_CONTENT_PATTERN = "^[^\\x00]*$"
 _ID = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _PATTERN}
 # Ids in a URL path also exclude '/' and the dot segments a client would normalise away.
 _PATH_PATTERN = "^(?!\\.{1,2}$)[^\\x00/]*\\S[^\\x00/]*$"
@@ -45,6 +47,11 @@ _SCOPE_DOC = {
     "workspace": "Workspace (tenant); an API key reaches only its own.",
 }
 _NULLABLE_STR = {"type": ["string", "null"]}
+# Fields of SDK messages (OpenAI, a whole Anthropic response) read or kept as they come.
+_LOOSE_MESSAGE_KEYS = (
+    "audio", "annotations", "id", "model", "stop_reason", "stop_sequence", "stop_details",
+    "usage", "container", "diagnostics", "context_management", "status",
+)  # fmt: skip
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -178,17 +185,49 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "note": _NULLABLE_STR,
         },
     }
+    part = {
+        "anyOf": [
+            {"type": "string", "pattern": _CONTENT_PATTERN},
+            {
+                "type": "object",
+                "description": "A content part (OpenAI) or block (Anthropic): text, image_url, "
+                "tool_use, tool_result, document, ...; parts without text are noted in metadata.",
+                "required": ["type"],
+                "properties": {"type": {"type": "string", "minLength": 1}},
+            },
+        ]
+    }
+    anything: dict[str, Any] = {}
     message = {
         "type": "object",
-        "required": ["role", "content"],
+        "required": ["role"],
         "additionalProperties": False,
+        "description": "engrammar's {role, content}, or a message as the OpenAI chat and "
+        "Anthropic messages APIs write it. A message with nothing to remember (empty content, "
+        "only images) is skipped and listed in the answer's `skipped`.",
         "properties": {
-            "role": {"type": "string", "enum": list(models.ROLES)},
-            "content": _TEXT,
+            "role": {"type": "string", "enum": [*models.ROLES, "developer", "function"]},
+            "content": {
+                "anyOf": [
+                    {"type": "string", "pattern": _CONTENT_PATTERN},
+                    {"type": "array", "items": part},
+                    {"type": "null"},
+                ]
+            },
             "name": _opt(_ID),
             "timestamp": _TIME,
             "kind": {"$ref": "#/components/schemas/Kind"},
             "metadata": _METADATA,
+            "tool_calls": {
+                "type": ["array", "null"],
+                "items": {"type": "object"},
+                "description": "OpenAI assistant tool calls; stored as readable text.",
+            },
+            "tool_call_id": _NULLABLE_STR,
+            "function_call": {"type": ["object", "null"]},
+            "refusal": _NULLABLE_STR,
+            "type": {"const": "message"},
+            **dict.fromkeys(_LOOSE_MESSAGE_KEYS, anything),
         },
     }
     json_value = {
@@ -250,9 +289,27 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         },
         "AddResult": {
             "type": "object",
-            "required": ["ids", "workspace"],
+            "required": ["ids", "skipped", "workspace"],
             "properties": {
-                "ids": {"type": "array", "items": {"type": "string"}},
+                "ids": {
+                    "type": "array",
+                    "description": "One per message, in order: its id, or null if skipped.",
+                    "items": {"type": ["string", "null"]},
+                },
+                "skipped": {
+                    "type": "array",
+                    "description": "The messages not stored: position and reason (`empty`: "
+                    "no text and no tool call or result; `no_text`: only images, audio, files "
+                    "or other parts without text).",
+                    "items": {
+                        "type": "object",
+                        "required": ["index", "reason"],
+                        "properties": {
+                            "index": {"type": "integer", "minimum": 0},
+                            "reason": {"type": "string", "enum": ["empty", "no_text"]},
+                        },
+                    },
+                },
                 "workspace": {"type": "string"},
             },
         },
@@ -667,7 +724,7 @@ def _limited(value: Any, max_chars: int) -> Any:
     """``value`` with every text schema's ``maxLength`` set to ``max_chars``."""
     if isinstance(value, dict):
         out = {k: _limited(v, max_chars) for k, v in value.items()}
-        if value.get("pattern") == _PATTERN and "maxLength" not in value:
+        if value.get("pattern") in (_PATTERN, _CONTENT_PATTERN) and "maxLength" not in value:
             out["maxLength"] = max_chars
         return out
     if isinstance(value, list):

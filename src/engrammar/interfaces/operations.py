@@ -127,6 +127,21 @@ def _explain_text(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _added_lines(d: dict[str, Any]) -> list[str]:
+    """One line per message: its id, or why it was skipped."""
+    why = {s["index"]: s["reason"] for s in d.get("skipped", [])}
+    return [i if i is not None else f"skipped ({why.get(n, '?')})" for n, i in enumerate(d["ids"])]
+
+
+def _added_text(d: dict[str, Any]) -> str:
+    stored = [i for i in d["ids"] if i is not None]
+    text = f"Stored {len(stored)} memories: {', '.join(stored)}"
+    if d.get("skipped"):
+        listed = ", ".join(f"messages[{s['index']}] ({s['reason']})" for s in d["skipped"])
+        text += f"\nSkipped, nothing to remember: {listed}"
+    return text
+
+
 def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
     return lambda out, args: {key: [r.to_dict() for r in out]}
 
@@ -140,7 +155,13 @@ OPERATIONS: tuple[Operation, ...] = (
         "add",
         "add",
         (
-            _p("messages", list[dict[str, Any]] | None, "Several messages, in order.", cli=None),
+            _p(
+                "messages",
+                list[dict[str, Any]] | None,
+                "Several messages, in order: {role, content} or as the OpenAI and Anthropic "
+                "SDKs write them (content parts / blocks, tool calls and results).",
+                cli=None,
+            ),
             _p("content", str | None, "One thing to remember (a user message).", cli=None),
             *SCOPE,
             _p(
@@ -156,19 +177,22 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("POST", "/v1/memories", 201),),
         mcp="memory_add",
         mcp_doc="Remember what was said: give `content` (one message) or `messages` (a "
-        "conversation).\n\nScope it with user_id (and agent_id / session_id). Returns the ids of "
-        "the stored memories; an exact duplicate in the same scope returns the id it already has.",
+        "conversation).\n\nScope it with user_id (and agent_id / session_id). Messages may be "
+        "given as the OpenAI or Anthropic APIs write them (content parts or blocks, tool calls, "
+        "tool results). Returns the ids of the stored memories, one per message (an exact "
+        "duplicate in the same scope returns the id it already has); a message with nothing to "
+        "remember (empty, only images) is skipped and listed with the reason.",
         cli=("add",),
         cli_doc="Remember something: each CONTENT argument is one message ('-' reads one from "
         'stdin).\n\n\b\n  engrammar add "I prefer tea to coffee." --user-id alice\n  engrammar '
-        'add "Ship on Fridays is fine." "No, never on Fridays." -u bob --role user\nPrints the '
-        "new memories' ids (an exact duplicate prints the id it already has).",
+        'add "Ship on Fridays is fine." "No, never on Fridays." -u bob --role user\n  engrammar '
+        "add --messages chat.json -u alice   # a transcript (OpenAI / Anthropic messages)\nPrints "
+        "one line per message: the memory's id (an exact duplicate prints the id it already "
+        "has), or why it was skipped.",
         guards=_SCOPED,
-        shape=lambda out, args: {"ids": out, "workspace": args["workspace"]},
-        text=lambda d: "\n".join(d["ids"]),
-        mcp_text=lambda d: (
-            f"Stored {plural(len(d['ids']), 'memory', 'memories')}: " + ", ".join(d["ids"])
-        ),
+        shape=lambda out, args: {**out.to_dict(), "workspace": args["workspace"]},
+        text=lambda d: "\n".join(_added_lines(d)),
+        mcp_text=_added_text,
         schemas=("AddRequest", "AddResult"),
         hints={"destructiveHint": False, "idempotentHint": True},
     ),
