@@ -33,6 +33,9 @@ TOOLS = {
     "memory_create_preference_pair",
     "memory_log_event",
     "memory_feedback",
+    "memory_add_knowledge",
+    "memory_search_knowledge",
+    "memory_delete_knowledge",
 }
 SEED_EVENT = {
     "input_context": "Add retries to the webhook sender",
@@ -403,6 +406,22 @@ def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
         assert found.structured_content["results"][0]["memory"]["id"] == mid
         gone = await s.call_tool("memory_forget", {"memory_id": mid})
         assert gone.structured_content == {"deleted": 1}
+        kb = await s.call_tool(
+            "memory_add_knowledge",
+            {
+                "name": "Runbook",
+                "chunks": [{"content": "Deploy with make ship."}],
+                "user_id": "max",
+            },
+        )
+        assert not kb.is_error and kb.structured_content is not None
+        hits = await s.call_tool("memory_search_knowledge", {"query": "deploy", "user_id": "max"})
+        assert hits.structured_content is not None
+        assert hits.structured_content["results"][0]["content"] == "Deploy with make ship."
+        dropped = await s.call_tool(
+            "memory_delete_knowledge", {"kb_id": kb.structured_content["id"], "user_id": "max"}
+        )
+        assert dropped.structured_content is not None and dropped.structured_content["deleted"] == 1
         bad = await s.call_tool("memory_add", {"content": "x", "user_id": "max", "kind": "gossip"})
         assert bad.is_error
         # An argument the tool does not take is refused, not silently dropped.

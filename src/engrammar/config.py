@@ -119,6 +119,12 @@ class Config:
     # -- recall ------------------------------------------------------------------------------
     recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")
     candidate_pool: int = _opt(100, "Candidates taken from each of vector and keyword search.")
+    knowledge_recall_limit: int = _opt(
+        3, "Knowledge-base chunks a recall returns beside the memories (0 = none)."
+    )
+    knowledge_min_score: float = _opt(
+        0.3, "Least similarity (0-1) of a knowledge-base chunk for recall to return it."
+    )
     formatted_max_chars: int = _opt(4000, "Character budget of RecallResult.formatted.")
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
@@ -392,6 +398,14 @@ class Config:
             )
         if self.keyword_weight > 1:
             raise ValidationError("keyword_weight", f"must be in [0, 1], got {self.keyword_weight}")
+        if not 0 <= self.knowledge_min_score <= 1:
+            raise ValidationError(
+                "knowledge_min_score", f"must be in [0, 1], got {self.knowledge_min_score}"
+            )
+        if self.knowledge_recall_limit < 0:
+            raise ValidationError(
+                "knowledge_recall_limit", f"must be >= 0, got {self.knowledge_recall_limit}"
+            )
         if self.bm25_b > 1:
             raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")
         for name in (

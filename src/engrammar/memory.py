@@ -12,7 +12,7 @@ from typing import IO, Any
 
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
-from .engine import Engine, feedback, ingest, recall, records, transfer
+from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
 from .engine import validate as v
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .memory_inspect import InspectingMixin
@@ -25,6 +25,8 @@ from .models import (
     AddResult,
     DecisionReview,
     FeedbackEvent,
+    KnowledgeBase,
+    KnowledgeChunk,
     LoggedEvent,
     MemoryRating,
     MemoryRecord,
@@ -109,6 +111,7 @@ class Memory(InspectingMixin):
         timestamp: Any = None,
         kind: str = "message",
         content: str | None = None,
+        dedup: bool = True,
     ) -> AddResult:
         """Store what was said: one memory per message, in one transaction.
 
@@ -127,13 +130,16 @@ class Memory(InspectingMixin):
             metadata: merged into every message's metadata.
             timestamp: when it was said (datetime, ISO-8601 or epoch seconds); default now.
             kind: ``message``, ``fact``, ``decision``, ``preference`` or ``event``.
+            dedup: ``False`` stores every message as a memory of its own, also an exact
+                repeat (what MemWire does); by default a repeat is stored once.
 
         Returns:
             A list with one entry per message, in order: the stored id (an exact duplicate
             within the scope returns the id already stored), or None for a message with
             nothing to remember (empty or whitespace-only content, only images or other
             parts without text). ``result.skipped`` lists those as ``Skipped(index,
-            reason)``; ``result.stored`` is the ids without the gaps.
+            reason)``; ``result.stored`` is the ids without the gaps. An exact duplicate is
+            stored again when ``dedup`` is off.
 
         Raises:
             ValidationError: naming the first bad field (e.g. ``messages[3].content[1].type``),
@@ -155,7 +161,7 @@ class Memory(InspectingMixin):
             max_messages=self.config.max_messages_per_add,
             max_chars=self.config.max_content_chars,
         )
-        stored = ingest.add(self._engine, scope, checked.messages)
+        stored = ingest.add(self._engine, scope, checked.messages, dedup=dedup is not False)
         ids: builtins.list[str | None] = [None] * (len(checked.positions) + len(checked.skipped))
         for position, memory_id in zip(checked.positions, stored, strict=True):
             ids[position] = memory_id
@@ -297,7 +303,130 @@ class Memory(InspectingMixin):
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.recall(self._engine, scope, query, limit)
+        result = recall.recall(self._engine, scope, query, limit)
+        if self.config.knowledge_recall_limit:
+            result.knowledge = knowledge.search(
+                self._engine,
+                scope,
+                query,
+                self.config.knowledge_recall_limit,
+                self.config.knowledge_min_score,
+            )
+            if result.knowledge:
+                block = "\n".join(f"- {k.content}" for k in result.knowledge)
+                text = f"Knowledge:\n{block}"
+                result.formatted = f"{result.formatted}\n\n{text}" if result.formatted else text
+        return result
+
+    # -- knowledge bases ------------------------------------------------------------------------
+    def add_knowledge(
+        self,
+        name: str,
+        chunks: Sequence[str | dict[str, Any]] | None = None,
+        *,
+        text: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        chunk_chars: int = 1000,
+        chunk_overlap: int = 100,
+    ) -> KnowledgeBase:
+        """Store a document as a knowledge base: embedded chunks that ``search_knowledge`` and
+        every ``recall`` of the scope search beside the conversation memories.
+
+        Args:
+            name: what the knowledge base is called (e.g. ``"Company handbook"``).
+            chunks: passages as strings or ``{"content", "metadata"}`` dicts, stored as given.
+            text: a whole document instead, split into passages of at most ``chunk_chars``
+                characters at paragraph and sentence ends (``chunk_overlap`` characters
+                repeated where a sentence must be cut).
+            user_id, agent_id, session_id, workspace: the scope; at least one of the first three.
+            metadata: kept with the knowledge base.
+
+        Returns:
+            The stored :class:`~engrammar.models.KnowledgeBase` (its ``id`` names it later).
+
+        Raises:
+            ValidationError: naming the first bad field; nothing is written.
+        """
+        scope = self._scope(user_id, agent_id, session_id, workspace)
+        name = v.text("name", name, 500)
+        meta = v.metadata("metadata", metadata)
+        if (chunks is None) == (text is None):
+            raise ValidationError("chunks", "give chunks or text, not both")
+        passages: builtins.list[tuple[str, dict[str, Any]]] = []
+        if text is not None:
+            text = v.text("text", text, self.config.max_content_chars * 100)
+            size = v.positive_int("chunk_chars", chunk_chars, maximum=100_000)
+            v.non_negative_int("chunk_overlap", chunk_overlap)
+            passages = [(p, {}) for p in knowledge.split_document(text, size, chunk_overlap)]
+        else:
+            if not isinstance(chunks, builtins.list | tuple):
+                raise ValidationError("chunks", "must be a list")
+            for i, chunk in enumerate(chunks):
+                raw = chunk if isinstance(chunk, dict) else {"content": chunk}
+                content = v.text(
+                    f"chunks[{i}].content", raw.get("content"), self.config.max_content_chars
+                )
+                passages.append((content, v.metadata(f"chunks[{i}].metadata", raw.get("metadata"))))
+        for i, (content, _) in enumerate(passages):
+            if len(content) > self.config.max_content_chars:
+                raise ValidationError(
+                    f"chunks[{i}].content",
+                    f"must be at most {self.config.max_content_chars} characters",
+                )
+        return knowledge.add(self._engine, scope, name, passages, meta)
+
+    def search_knowledge(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+        limit: int = 5,
+    ) -> builtins.list[KnowledgeChunk]:
+        """The scope's knowledge-base chunks most similar to ``query``, best first; each
+        ``score`` is the cosine similarity clipped to [0, 1]."""
+        query = v.text("query", query, self.config.max_content_chars)
+        scope = self._scope(user_id, agent_id, session_id, workspace)
+        return knowledge.search(self._engine, scope, query, self._limit(limit))
+
+    def list_knowledge(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+    ) -> builtins.list[KnowledgeBase]:
+        """The knowledge bases of a scope, oldest first."""
+        scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
+        return self.store.list_knowledge(scope)
+
+    def delete_knowledge(
+        self,
+        kb_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        workspace: str | None = None,
+    ) -> int:
+        """Delete a knowledge base of the scope and its chunks; returns the chunks deleted.
+
+        Raises:
+            NotFoundError: the scope holds no knowledge base ``kb_id``.
+        """
+        kb_id = v.scope_id("kb_id", kb_id, required=True) or ""
+        scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
+        deleted = self.store.delete_knowledge(scope, kb_id)
+        if deleted < 0:
+            raise NotFoundError(f"knowledge base {kb_id!r} not found in this scope")
+        return deleted
 
     # -- the feedback loop and explanations ------------------------------------------------------
     def feedback(

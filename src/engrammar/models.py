@@ -13,6 +13,8 @@ __all__ = [
     "DecisionReview",
     "Edge",
     "FeedbackEvent",
+    "KnowledgeBase",
+    "KnowledgeChunk",
     "LoggedEvent",
     "MemoryRating",
     "MemoryRecord",
@@ -223,6 +225,7 @@ class RecallResult(_Dict):
     paths: list[Path] = field(default_factory=list)
     tensions: list[Tension] = field(default_factory=list)
     formatted: str = ""
+    knowledge: list[KnowledgeChunk] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,7 +235,40 @@ class RecallResult(_Dict):
             "paths": [p.to_dict() for p in self.paths],
             "tensions": [t.to_dict() for t in self.tensions],
             "formatted": self.formatted,
+            "knowledge": [k.to_dict() for k in self.knowledge],
         }
+
+
+@dataclass
+class KnowledgeBase(_Dict):
+    """A named document (or set of passages) of a scope, stored as embedded chunks."""
+
+    id: str
+    name: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    chunk_count: int
+    created_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class KnowledgeChunk(_Dict):
+    """One passage of a knowledge base; ``score`` is its relevance to a search, in [0, 1]."""
+
+    id: str
+    kb_id: str
+    position: int
+    content: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    created_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+    score: float = 0.0
 
 
 # -- feedback records (seed 003 "Decisions and feedback"; field names are part of the contract) --

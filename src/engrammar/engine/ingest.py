@@ -37,8 +37,11 @@ __all__ = ["add", "build_edges", "graph_scope", "update"]
 _TENSION_EDGE_WEIGHT = 0.5
 
 
-def add(engine: Engine, scope: Scope, messages: Sequence[Message]) -> list[str]:
-    """Store checked messages in ``scope``; the ids in order (a duplicate's stored id)."""
+def add(
+    engine: Engine, scope: Scope, messages: Sequence[Message], *, dedup: bool = True
+) -> list[str]:
+    """Store checked messages in ``scope``; the ids in order (a duplicate's stored id, unless
+    ``dedup`` is off: then every message is a memory of its own)."""
     vectors = engine.embed([embedding_text(m.content, speaker_of(m.metadata)) for m in messages])
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope)
@@ -56,7 +59,7 @@ def add(engine: Engine, scope: Scope, messages: Sequence[Message]) -> list[str]:
             kind=m.kind,
             created_at=m.created_at,
             metadata=m.metadata,
-            dedup_key=dedup_key(scope, m.role, m.content),
+            dedup_key=dedup_key(scope, m.role, m.content) if dedup else uuid.uuid4().hex,
             embedding=vectors[i],
         )
         for i, m in enumerate(messages)

@@ -209,8 +209,13 @@ for _op in OPERATIONS:
     elif _op.cli:
         _group = cli.commands.get(_op.cli[0])
         if _group is None:
-            title = next(o.summary[4:] for o in OPERATIONS if o.cli == (_op.cli[0], "get"))
-            _group = click.Group(_op.cli[0], help=f"Create, list and show {title}s.")
+            titles = [o.summary[4:] for o in OPERATIONS if o.cli == (_op.cli[0], "get")]
+            _group = click.Group(
+                _op.cli[0],
+                help=f"Create, list and show {titles[0]}s."
+                if titles
+                else f"Add, search, list and delete {_op.cli[0]} bases.",
+            )
             cli.add_command(_group)
         assert isinstance(_group, click.Group)
         _group.add_command(_command(_op))

@@ -348,6 +348,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "paths": {"type": "array", "items": {"type": "object"}},
                 "tensions": {"type": "array", "items": {"type": "object"}},
                 "formatted": {"type": "string"},
+                "knowledge": {"type": "array", "items": _ref("KnowledgeChunk")},
             },
         },
         "SearchResult": {
@@ -469,6 +470,64 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "type": "object",
             "required": ["memories"],
             "properties": {"memories": {"type": "integer"}},
+        },
+        "KnowledgeBase": _record_schema(models.KnowledgeBase),
+        "KnowledgeChunk": _record_schema(models.KnowledgeChunk),
+        "KnowledgeBaseList": {
+            "type": "object",
+            "required": ["knowledge_bases"],
+            "properties": {"knowledge_bases": {"type": "array", "items": _ref("KnowledgeBase")}},
+        },
+        "KnowledgeAddRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name"],
+            "description": "Give `chunks` (passages as given) or `text` (a document to split), "
+            "and at least one of user_id, agent_id, session_id.",
+            "allOf": [{"oneOf": [_given("chunks"), _given("text")]}, _NEED_SCOPE],
+            "properties": {
+                "name": {**_TEXT, "maxLength": 500},
+                "chunks": {
+                    "type": ["array", "null"],
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["content"],
+                        "additionalProperties": False,
+                        "properties": {"content": _TEXT, "metadata": _METADATA},
+                    },
+                },
+                "text": {"type": ["string", "null"]},
+                **_scope_props(),
+                "metadata": _METADATA,
+                "chunk_chars": {"type": "integer", "minimum": 1, "maximum": 100000},
+                "chunk_overlap": {"type": "integer", "minimum": 0},
+            },
+        },
+        "KnowledgeSearchRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query"],
+            "description": "Name at least one of user_id, agent_id, session_id.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "query": _TEXT,
+                **_scope_props(),
+                "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+            },
+        },
+        "KnowledgeSearchResult": {
+            "type": "object",
+            "required": ["query", "results"],
+            "properties": {
+                "query": {"type": "string"},
+                "results": {"type": "array", "items": _ref("KnowledgeChunk")},
+            },
+        },
+        "KnowledgeDeleted": {
+            "type": "object",
+            "required": ["kb_id", "deleted"],
+            "properties": {"kb_id": {"type": "string"}, "deleted": {"type": "integer"}},
         },
     }
 

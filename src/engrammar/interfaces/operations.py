@@ -770,7 +770,103 @@ _INSPECTOR: tuple[Operation, ...] = (
     ),
 )
 
-OPERATIONS = (*OPERATIONS, *_RECORDS, *_INSPECTOR)
+KB_ID = _p("kb_id", str, "The knowledge base's id (from add_knowledge).", REQUIRED, cli="arg")
+
+
+def _chunk_lines(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "No knowledge matched."
+    return "\n".join(
+        f"{i}. {c['score']:.3f}  {c['kb_id']}  {short(c['content'])}"
+        for i, c in enumerate(items, 1)
+    )
+
+
+_KNOWLEDGE: tuple[Operation, ...] = (
+    Operation(
+        "add_knowledge",
+        "add_knowledge",
+        (
+            _p("name", str, "What the knowledge base is called.", REQUIRED, cli="arg"),
+            _p(
+                "chunks",
+                list[dict[str, Any]] | None,
+                "Passages as given: {content, metadata} objects.",
+                cli=None,
+            ),
+            _p("text", str | None, "A whole document, split into passages."),
+            *SCOPE,
+            METADATA,
+            _p("chunk_chars", int, "Most characters of one passage of `text`.", 1000, low=1),
+            _p("chunk_overlap", int, "Characters repeated where a sentence is cut.", 100, low=0),
+        ),
+        "Store a document as a knowledge base",
+        http=(HttpRoute("POST", "/v1/knowledge", 201),),
+        mcp="memory_add_knowledge",
+        mcp_doc="Store a document (or passages) as a knowledge base of the scope: it is "
+        "chunked and embedded, and every memory_recall of the scope searches it beside the "
+        "conversation memories.",
+        cli=("knowledge", "add"),
+        cli_doc="Store --text (a document, split into passages) as knowledge base NAME.",
+        guards=_SCOPED,
+        text=lambda d: f"stored knowledge base {d['id']} ({d['chunk_count']} chunks)",
+        schemas=("KnowledgeAddRequest", "KnowledgeBase"),
+    ),
+    Operation(
+        "search_knowledge",
+        "search_knowledge",
+        (
+            QUERY,
+            *SCOPE,
+            _p("limit", int, "How many chunks to return.", 5, short="n", low=1, high=1000),
+        ),
+        "Search the knowledge bases of a scope",
+        http=(HttpRoute("POST", "/v1/knowledge/search", 200),),
+        mcp="memory_search_knowledge",
+        mcp_doc="Search the scope's knowledge bases (documents) by meaning; chunks with scores "
+        "in [0, 1], best first.",
+        cli=("knowledge", "search"),
+        cli_doc="Search the knowledge bases of a scope for QUERY.",
+        guards=_SCOPED,
+        shape=lambda out, args: {"query": args["query"], "results": [c.to_dict() for c in out]},
+        text=lambda d: _chunk_lines(d["results"]),
+        schemas=("KnowledgeSearchRequest", "KnowledgeSearchResult"),
+    ),
+    Operation(
+        "list_knowledge",
+        "list_knowledge",
+        SCOPE,
+        "List the knowledge bases of a scope",
+        http=(HttpRoute("GET", "/v1/knowledge", 200),),
+        cli=("knowledge", "list"),
+        cli_doc="List the knowledge bases of a scope, oldest first.",
+        guards=_SCOPED,
+        shape=_listed("knowledge_bases"),
+        text=lambda d: "\n".join(
+            f"{k['id']}  {k['chunk_count']:>5} chunks  {k['name']}" for k in d["knowledge_bases"]
+        ),
+        schemas=(None, "KnowledgeBaseList"),
+    ),
+    Operation(
+        "delete_knowledge",
+        "delete_knowledge",
+        (KB_ID, *SCOPE),
+        "Delete a knowledge base and its chunks",
+        http=(HttpRoute("DELETE", "/v1/knowledge/{kb_id}", 200),),
+        mcp="memory_delete_knowledge",
+        mcp_doc="Delete a knowledge base of the scope, with all its chunks.",
+        cli=("knowledge", "delete"),
+        cli_doc="Delete knowledge base KB_ID and its chunks.",
+        guards=_SCOPED,
+        shape=lambda out, args: {"kb_id": args["kb_id"], "deleted": out},
+        text=lambda d: f"deleted knowledge base {d['kb_id']} ({d['deleted']} chunks)",
+        schemas=(None, "KnowledgeDeleted"),
+        errors=(401, 403, 404, 422),
+        hints={"destructiveHint": True},
+    ),
+)
+
+OPERATIONS = (*OPERATIONS, *_RECORDS, *_INSPECTOR, *_KNOWLEDGE)
 _BY_NAME = {op.name: op for op in OPERATIONS}
 
 #: Public ``Memory`` methods no operation serves, and why.

@@ -30,6 +30,8 @@ from ..models import (
     DecisionReview,
     Edge,
     FeedbackEvent,
+    KnowledgeBase,
+    KnowledgeChunk,
     LoggedEvent,
     MemoryRating,
     MemoryRecord,
@@ -470,6 +472,22 @@ class Store(Protocol):
 
     def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
         """Key records of a workspace (of every workspace when ``None``), oldest first."""
+
+    # -- knowledge bases: written whole (the base and all its chunks) or not at all --------------
+    def add_knowledge(
+        self, base: KnowledgeBase, chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
+    ) -> None:
+        """Store a knowledge base and its chunks (with their vectors) in one transaction."""
+
+    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
+        """Every chunk of the scope's knowledge bases with its vector, oldest first."""
+
+    def list_knowledge(self, scope: Scope) -> list[KnowledgeBase]:
+        """The scope's knowledge bases, oldest first."""
+
+    def delete_knowledge(self, scope: Scope, kb_id: str) -> int:
+        """Delete a knowledge base of the scope with its chunks; the chunks deleted, or -1 if
+        the scope holds no knowledge base ``kb_id``."""
 
     def revoke_api_key(self, key_id: str) -> bool:
         """Mark a key revoked; ``True`` if it was active, ``NotFoundError`` if it is unknown."""

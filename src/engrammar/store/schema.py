@@ -112,6 +112,17 @@ TABLES: dict[str, Table] = {
         ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
         key=("key_id",),
     ),
+    "knowledge_bases": Table(
+        ("seq", "id", *_SCOPE, "name", "metadata", "chunk_count", "created_at"),
+        key=("workspace", "id"),
+        order="seq",
+    ),
+    "knowledge_chunks": Table(
+        ("seq", "id", "workspace", "kb_id", "position", "user_id", "agent_id", "session_id",
+         "content", "metadata", "created_at", "embedding"),
+        key=("workspace", "id"),
+        order="seq",
+    ),
 }  # fmt: skip
 
 #: Tables only one backend has: its keyword index's own (FTS5's shadow tables and SQLite's

@@ -15,6 +15,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -109,10 +110,19 @@ class SQLiteStore(SQLiteSearch):
         scope_cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.file = Path(file)
-        try:
-            _private_store(self.file)
-        except OSError as exc:
-            raise StoreError(f"cannot create the store folder {self.file.parent}: {exc}") from exc
+        # ":memory:": one private in-memory database per store, shared by all its connections
+        # (each plain ":memory:" connection would open its own, empty one). The writer
+        # connection holds it open until close().
+        self._target: str | Path = self.file
+        if str(file) == ":memory:":
+            self._target = f"file:engrammar-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            try:
+                _private_store(self.file)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store folder {self.file.parent}: {exc}"
+                ) from exc
         self._timeout = busy_timeout_ms / 1000
         self._k1 = bm25_k1
         self._b = bm25_b
@@ -138,7 +148,11 @@ class SQLiteStore(SQLiteSearch):
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self.file, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                self._target,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=isinstance(self._target, str),
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
@@ -562,6 +576,8 @@ class SQLiteStore(SQLiteSearch):
         "memory_ratings": "seq",
         "reply_signals": "seq",
         "api_keys": "rowid",
+        "knowledge_bases": "seq",
+        "knowledge_chunks": "seq",
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:

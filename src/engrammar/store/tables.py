@@ -68,6 +68,14 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "alignment", "context_embedding", "created_at",
     ),
     "api_keys": ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
+    "knowledge_bases": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "name", "metadata",
+        "chunk_count", "created_at",
+    ),
+    "knowledge_chunks": (
+        "id", "workspace", "kb_id", "position", "user_id", "agent_id", "session_id", "content",
+        "metadata", "created_at", "embedding",
+    ),
 }  # fmt: skip
 #: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
 COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
