@@ -211,6 +211,23 @@ class Config:
     tension_min_similarity: float = _opt(
         0.3, "Cosine two memories need before they are checked for a contradiction."
     )
+    superseded_factor: float = _opt(
+        0.5,
+        "Share of its score a superseded memory keeps for a question about the present (it hands "
+        "its score on to the memory that replaced it); 1 ranks it as if current.",
+    )
+    recency_similarity: float = _opt(
+        0.4,
+        "For a question about the speaker's own present, a later memory at least this similar "
+        "to an earlier one ranked above it moves above it (a restated, updated fact); 1 switches "
+        "it off. 0.4 measured on the LongMemEval dev knowledge-update questions "
+        "(bench/results/lme_updates.md).",
+    )
+    recency_min_ratio: float = _opt(
+        0.5,
+        "Least share of the earlier memory's score a later one needs to move above it (see "
+        "recency_similarity).",
+    )
 
     # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
     feedback_half_life_days: float = _opt(
@@ -319,6 +336,8 @@ class Config:
             "rate_limit_per_s",
             "feedback_reply_top",
             "feedback_reply_weight",
+            "superseded_factor",
+            "recency_min_ratio",
         ):
             if getattr(self, name) < 0:
                 raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
@@ -327,6 +346,7 @@ class Config:
             "feedback_align_weaken",
             "graph_semantic_threshold",
             "tension_min_similarity",
+            "recency_similarity",
         ):
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:

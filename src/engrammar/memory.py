@@ -274,17 +274,19 @@ class Memory(InspectingMixin):
         workspace: str | None = None,
         limit: int | None = None,
         min_score: float | None = None,
+        as_of: Any = None,
     ) -> builtins.list[ScoredMemory]:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
 
         Scores are absolute (comparable across queries; see ``engine.recall.search``): a
-        query nothing matches scores low. ``min_score`` drops results scoring below it.
+        query nothing matches scores low. ``min_score`` drops results scoring below it. ``as_of`` as in
+        :meth:`recall`.
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
-        return recall.search(self._engine, scope, query, limit, floor)
+        return recall.search(self._engine, scope, query, limit, floor, v.timestamp("as_of", as_of))
 
     def recall(
         self,
@@ -295,15 +297,20 @@ class Memory(InspectingMixin):
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        as_of: Any = None,
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
-        The recall is recorded; ``feedback`` later acts on it (once).
+        The recall is recorded; ``feedback`` later acts on it (once). What is current ranks
+        first: a memory a newer one superseded (see ``MemoryRecord.superseded_by``) ranks below
+        it for a question about the present and above it for one about the past ("where did I
+        live before Berlin?"). ``as_of`` (datetime, ISO-8601 or epoch seconds) ranks by what was
+        current then: memories added later are left out.
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        result = recall.recall(self._engine, scope, query, limit)
+        result = recall.recall(self._engine, scope, query, limit, v.timestamp("as_of", as_of))
         if self.config.knowledge_recall_limit:
             result.knowledge = knowledge.search(
                 self._engine,

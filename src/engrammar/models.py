@@ -119,7 +119,13 @@ class Scope(_Dict):
 
 @dataclass
 class MemoryRecord(_Dict):
-    """One stored memory (a node of the memory graph)."""
+    """One stored memory (a node of the memory graph).
+
+    ``valid_until`` and ``superseded_by``: when a newer memory contradicted this one (a changed
+    value, a negation, "I moved to ..."), the time it stopped being current and the id of the
+    memory that replaced it; ``None`` while it is current. A superseded memory stays stored
+    and recallable (see ``recall.supersession``).
+    """
 
     id: str
     content: str
@@ -133,6 +139,8 @@ class MemoryRecord(_Dict):
     updated_at: float
     status: str = "active"
     metadata: dict[str, Any] = field(default_factory=dict)
+    valid_until: float | None = None
+    superseded_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Field by field: recall returns dozens of these per call, and dataclasses.asdict's
@@ -150,6 +158,8 @@ class MemoryRecord(_Dict):
             "updated_at": json_time(self.updated_at),
             "status": self.status,
             "metadata": _json_copy(self.metadata),
+            "valid_until": self.valid_until,
+            "superseded_by": self.superseded_by,
             "created_at_iso": iso(self.created_at),
         }
 

@@ -211,9 +211,10 @@ def _tension_edges(
     stored = engine.store.get_memories(
         rows[0].workspace, sorted({m for row in hits for m, _ in row})
     )
-    # Messages of one batch share a timestamp; their order says which came later.
+    # Messages of one batch share a timestamp; their order says which came later, and a
+    # stored memory of the same time came before them (Statement.seq).
     new = [
-        Statement(r.id, r.content, r.created_at + i * 1e-6, speaker(r.metadata, r.role))
+        Statement(r.id, r.content, r.created_at, speaker(r.metadata, r.role), seq=i + 1)
         for i, r in enumerate(rows)
     ]
     pairs: list[tuple[Statement, Statement, float]] = []

@@ -16,6 +16,7 @@ Reads go through the :class:`~engrammar.store.Store`; every decision is a pure f
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import uuid
@@ -35,6 +36,7 @@ from ..recall.tensions import detect_tension
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement
 from .candidates import candidates, refined, search_hits
+from .validity import by_validity
 
 __all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
 
@@ -78,9 +80,15 @@ class Learned:
 
 # -- search ---------------------------------------------------------------------------------
 def search(
-    engine: Engine, scope: Scope, query: str, limit: int, min_score: float = 0.0
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    limit: int,
+    min_score: float = 0.0,
+    as_of: float | None = None,
 ) -> list[ScoredMemory]:
-    """Hybrid search within ``scope``, refined and re-ranked by learning, without the graph.
+    """Hybrid search within ``scope``, refined and re-ranked by learning and by what is
+    current (at ``as_of``), without the graph.
 
     Scores are absolute: the ranking's score (relative, the best hit near 1) times
     ``query_match``, the best cosine any memory of the scope has with the query. A query
@@ -92,38 +100,56 @@ def search(
     ranked = learned(
         engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
     )
-    records = engine.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
     out = []
-    for item in ranked:
+    for item in _current(engine, scope, query, ranked, limit, as_of):
         score = item.score * match
         if score < min_score:
             break  # best first: the rest score lower still
-        record = records.get(item.id)
-        if record is None:  # forgotten between search and fetch
-            continue
         comps = dict(item.components)
         comps["ranking"] = round(item.score, 6)
         comps["query_match"] = round(match, 6)
         comps["final"] = round(score, 6)
-        out.append(ScoredMemory(record, score, comps, via=item.via, note=item.note))
-        if len(out) == limit:
-            break
+        out.append(ScoredMemory(item.memory, score, comps, via=item.via, note=item.note))
     return out
 
 
+def _current(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    ranked: Sequence[Learned],
+    limit: int,
+    as_of: float | None,
+) -> list[ScoredMemory]:
+    """The head of a learned ranking, re-ranked by what is current (``engine.validity``)."""
+    head = ranked[: limit * (4 if as_of is not None else 2)]
+    records = engine.store.get_memories(scope.workspace, [e.id for e in head])
+    items = by_validity(
+        engine,
+        scope,
+        query,
+        [(e.id, e.score, e.components, e.note, e.via) for e in head],
+        records,
+        as_of,
+        limit,
+    )
+    return [
+        ScoredMemory(record, score, comps, via=via, note=note)
+        for record, score, comps, note, via in items[:limit]
+    ]
+
+
 # -- recall ---------------------------------------------------------------------------------
-def recall(engine: Engine, scope: Scope, query: str, limit: int) -> RecallResult:
+def recall(
+    engine: Engine, scope: Scope, query: str, limit: int, as_of: float | None = None
+) -> RecallResult:
     """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
-    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it."""
+    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. The ranking
+    puts what is current (at ``as_of``, default now) first: see ``engine.validity``."""
     store, config = engine.store, engine.config
     ranking = graph_rank(engine, scope, query)
     ranked = learned(engine, scope, query, _graph_items(ranking.entries))
-    records = store.get_memories(scope.workspace, [e.id for e in ranked[: limit * 2]])
-    items = [
-        ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
-        for e in ranked
-        if e.id in records  # forgotten between search and fetch
-    ][:limit]
+    items = _current(engine, scope, query, ranked, limit, as_of)
     shown = {i.id for i in items}
     paths = result_paths(ranking.walks, shown, config.graph_max_paths)
     tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
@@ -257,15 +283,24 @@ def recall_tensions(
     if not pairs:
         return []
     vecs = store.vectors(workspace, sorted({i for pair in pairs for i in pair}))
+    # Which side is newer was decided when they were added (message order within a call, time
+    # then insertion across calls): a ``supersedes`` edge runs from the newer to the older.
+    newer_of = {
+        (e.dst, e.src)
+        for e in store.edges_from(workspace, list(by_id), kind="supersedes")
+        if e.kind == "supersedes" and e.dst in by_id
+    }
     out = []
     for a, b in sorted(pairs):
         if a not in vecs or b not in vecs:
             continue
+        if (b, a) in newer_of or by_id[b].superseded_by == a:
+            a, b = b, a
+        older, newer = statement(by_id[a]), statement(by_id[b])
+        if (a, b) in newer_of or by_id[a].superseded_by == b:
+            newer = dataclasses.replace(newer, seq=older.seq + 1)
         found = detect_tension(
-            statement(by_id[a]),
-            statement(by_id[b]),
-            float(vecs[a] @ vecs[b]),
-            engine.config.tension_min_similarity,
+            older, newer, float(vecs[a] @ vecs[b]), engine.config.tension_min_similarity
         )
         if found is not None:
             out.append(found)

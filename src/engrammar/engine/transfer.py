@@ -169,6 +169,8 @@ def _memory_row(
         "created_at",
         "updated_at",
         "metadata",
+        "valid_until",
+        "superseded_by",
     }
     unknown = sorted(set(data) - known)
     if unknown:
@@ -190,6 +192,8 @@ def _memory_row(
         "created_at": v.timestamp(f("created_at"), data.get("created_at")),
         "updated_at": v.timestamp(f("updated_at"), data.get("updated_at")),
         "metadata": v.metadata(f("metadata"), data.get("metadata")),
+        "valid_until": v.timestamp(f("valid_until"), data.get("valid_until")),
+        "superseded_by": v.scope_id(f("superseded_by"), data.get("superseded_by")),
     }
 
 
@@ -443,6 +447,10 @@ def import_jsonl(
                 embedding=vector,
                 status=r["status"],
                 updated_at=r["updated_at"],
+                # What replaced it, if it came along (else the import's supersedes edges,
+                # if any, tell again).
+                valid_until=r["valid_until"] if r["superseded_by"] in rename else None,
+                superseded_by=rename.get(r["superseded_by"] or ""),
             )
         )
     kept_edges = [

@@ -110,7 +110,9 @@ def _annotation(param: Param) -> Any:
     low = param.low if not param.gt else None
     above = param.low if param.gt else None
     # Strict, as REST is: `limit: "5"` is a string, not a number (no silent coercion).
-    scalar = set(typing.get_args(param.type) or (param.type,)) <= {str, int, float, type(None)}
+    # (pydantic cannot make a union of two types strict: `str | float` stays lax.)
+    kinds = set(typing.get_args(param.type) or (param.type,)) - {type(None)}
+    scalar = len(kinds) == 1 and kinds <= {str, int, float}
     strict = True if scalar and param.choices is None else None
     return Annotated[
         hint, Field(description=param.doc, ge=low, gt=above, le=param.high, strict=strict)

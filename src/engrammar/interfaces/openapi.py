@@ -156,6 +156,8 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "updated_at",
             "status",
             "metadata",
+            "valid_until",
+            "superseded_by",
             "created_at_iso",
         ],
         "properties": {
@@ -171,6 +173,14 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "updated_at": {"type": "number"},
             "status": {"type": "string"},
             "metadata": {"type": "object"},
+            "valid_until": {
+                "type": ["number", "null"],
+                "description": "When a newer memory replaced this one (null while current).",
+            },
+            "superseded_by": {
+                "type": ["string", "null"],
+                "description": "The id of the memory that replaced this one.",
+            },
             "created_at_iso": {"type": "string"},
         },
     }
@@ -323,6 +333,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "query": _TEXT,
                 **_scope_props(),
                 "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+                "as_of": _TIME,
             },
         },
         "SearchRequest": {

@@ -75,6 +75,12 @@ WEIGHT = _p(
     "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
 )
 REASON = _p("reason", str | None, "Why.")
+AS_OF = _p(
+    "as_of",
+    str | float | None,
+    "Rank by what was current then (ISO-8601 or epoch seconds): later memories are left out, "
+    "and a memory replaced only later counts as current; default now.",
+)
 
 
 # -- rendering -----------------------------------------------------------------------------------
@@ -264,7 +270,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "recall",
         "recall",
-        (QUERY, *SCOPE, LIMIT),
+        (QUERY, *SCOPE, LIMIT, AS_OF),
         "Recall what matters for the next turn (recorded for feedback)",
         http=(HttpRoute("POST", "/v1/recall", 200),),
         mcp="memory_recall",
@@ -298,6 +304,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 low=0,
                 high=10,
             ),
+            AS_OF,
         ),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),

@@ -88,6 +88,8 @@ class NewMemory:
     embedding: np.ndarray
     status: str = "active"
     updated_at: float | None = None
+    valid_until: float | None = None  # an import restores a superseded memory as it was
+    superseded_by: str | None = None
 
 
 @dataclass
@@ -217,6 +219,10 @@ class Store(Protocol):
 
         Returns, per row, ``(id, created)``; a row whose ``dedup_key`` exists returns the
         existing id with ``created=False``. Edges naming a collapsed row follow it to that id.
+        A ``supersedes`` edge (newer -> older) also marks the older memory as no longer current,
+        in the same transaction: its ``valid_until`` becomes the newer one's ``created_at`` and
+        its ``superseded_by`` the newer one's id, unless it was replaced earlier already (op
+        ``supersede`` in its history).
         """
 
     def import_bundle(
@@ -263,7 +269,8 @@ class Store(Protocol):
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their
-        edges; returns how many were deleted."""
+        edges; returns how many were deleted. A memory one of them had superseded is current
+        again (``valid_until`` and ``superseded_by`` cleared, op ``restore``)."""
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         """What changed the memory, oldest first."""
@@ -286,6 +293,10 @@ class Store(Protocol):
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""
+
+    def insertion_order(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        """A number per given memory that grows in the order they were stored (message order
+        within an ``add``): what tells memories of the same ``created_at`` apart."""
 
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """The scope's newest active memories, newest first (by insertion order)."""

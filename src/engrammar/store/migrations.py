@@ -430,6 +430,18 @@ def m008_knowledge(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_memory_validity(conn: sqlite3.Connection) -> None:
+    """When a memory stopped being current and what replaced it (facts that change)."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN valid_until REAL",
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        # Forgetting a memory makes what it replaced current again: found by this index.
+        "CREATE INDEX memories_superseded_by ON memories (superseded_by) "
+        "WHERE superseded_by IS NOT NULL",
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -439,4 +451,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m006_decision_memories_by_workspace,
     m007_edge_changes,
     m008_knowledge,
+    m009_memory_validity,
 ]

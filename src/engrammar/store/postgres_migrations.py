@@ -389,6 +389,17 @@ def m007_knowledge(conn: Conn) -> None:
     )
 
 
+def m008_memory_validity(conn: Conn) -> None:
+    """When a memory stopped being current and what replaced it (facts that change)."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN valid_until DOUBLE PRECISION",
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        "CREATE INDEX memories_superseded_by ON memories (workspace, superseded_by) "
+        "WHERE superseded_by IS NOT NULL",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -397,4 +408,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m005_reply_signals_by_recall,
     m006_edge_changes,
     m007_knowledge,
+    m008_memory_validity,
 ]

@@ -41,7 +41,7 @@ TABLES: dict[str, Table] = {
     "meta": Table(("key", "value"), key=("key",)),
     "memories": Table(
         ("seq", "id", *_SCOPE, "role", "content", "kind", "status", "created_at", "updated_at",
-         "metadata", "dedup_key", "embedding"),
+         "metadata", "dedup_key", "embedding", "valid_until", "superseded_by"),
         key=("workspace", "id"),
         unique=(("workspace", "dedup_key"),),
         order="seq",

@@ -306,7 +306,7 @@ class SQLiteStore(SQLiteSearch):
             conn.execute(
                 "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                 "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                "embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "embedding, valid_until, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     row.id,
                     row.workspace,
@@ -322,11 +322,15 @@ class SQLiteStore(SQLiteSearch):
                     json.dumps(row.metadata, ensure_ascii=False),
                     row.dedup_key,
                     np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
+                    row.valid_until,
+                    row.superseded_by,
                 ),
             )
             self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
             out.append((row.id, True))
-        self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
+        workspace = rows[0].workspace if rows else ""
+        self._insert_edges(conn, workspace, edges, rename, now)
+        self._supersede(conn, workspace, edges, rename)
         return out
 
     def import_bundle(
@@ -467,6 +471,7 @@ class SQLiteStore(SQLiteSearch):
                             [*params, *chunk],
                         ).fetchall()
                 for memory_id, workspace, user_id in rows:
+                    self._restore_superseded(conn, workspace, [memory_id])
                     conn.execute(
                         "DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id)
                     )

@@ -28,6 +28,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
     "memories": (
         "id", "workspace", "user_id", "agent_id", "session_id", "role", "content", "kind",
         "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
+        "valid_until", "superseded_by",
     ),
     "memory_changes": (
         "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
@@ -95,7 +96,7 @@ COPY_BOOL_FIELDS = frozenset({"reversed"})
 #: Columns of a memory row, in MemoryRecord order (both stores select them this way).
 MEMORY_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
-    "updated_at, metadata"
+    "updated_at, metadata, valid_until, superseded_by"
 )
 EVENT_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
