@@ -126,6 +126,12 @@ class Config:
         0.3, "Least similarity (0-1) of a knowledge-base chunk for recall to return it."
     )
     formatted_max_chars: int = _opt(4000, "Character budget of RecallResult.formatted.")
+    excerpt_chars: int = _opt(
+        1000,
+        "A recalled memory longer than this carries an excerpt (ScoredMemory.excerpt, shown "
+        "in `formatted`): the window of about this many characters holding most of the "
+        "query's terms.",
+    )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
@@ -145,8 +151,14 @@ class Config:
         1.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
     question_penalty: float = _opt(
-        0.2,
-        "Relevance x (1 - penalty) for memories that end with a question: asking states little.",
+        0.5,
+        "Relevance x (1 - penalty x the share of the message its closing question takes) for "
+        "memories that end with a question: asking states little.",
+    )
+    assistant_penalty: float = _opt(
+        0.9,
+        "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
+        "assistant said: facts about the user are in the user's own words.",
     )
     query_without_speakers: bool = _opt(
         True,
@@ -351,6 +363,10 @@ class Config:
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
+        if not 0.0 <= self.assistant_penalty <= 1.0:
+            raise ValidationError(
+                "assistant_penalty", f"must be in [0, 1], got {self.assistant_penalty!r}"
+            )
         if not 0.0 <= self.question_penalty <= 1.0:
             raise ValidationError(
                 "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"
@@ -437,6 +453,7 @@ class Config:
             "recall_limit",
             "candidate_pool",
             "formatted_max_chars",
+            "excerpt_chars",
             "graph_max_edges_per_memory",
             "graph_fanout",
             "graph_seeds",

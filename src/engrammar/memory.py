@@ -301,11 +301,13 @@ class Memory(InspectingMixin):
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
-        The recall is recorded; ``feedback`` later acts on it (once). What is current ranks
+        The recall is recorded; ``feedback`` later acts on it (once). ``as_of`` (datetime,
+        ISO-8601 or epoch seconds; default now) is when the question is asked: "last weekend",
+        "two weeks ago" or "in May" in the query are read relative to it, and the ranking is
+        by what was current then (memories added later are left out). What is current ranks
         first: a memory a newer one superseded (see ``MemoryRecord.superseded_by``) ranks below
         it for a question about the present and above it for one about the past ("where did I
-        live before Berlin?"). ``as_of`` (datetime, ISO-8601 or epoch seconds) ranks by what was
-        current then: memories added later are left out.
+        live before Berlin?").
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)

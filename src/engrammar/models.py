@@ -173,6 +173,8 @@ class ScoredMemory(_Dict):
     components: dict[str, float] = field(default_factory=dict)
     via: str = "search"  # "search" (a direct hit) or "graph" (reached along a path)
     note: str | None = None  # e.g. "prior decision: ..." for decisions surfaced from feedback
+    # For a memory longer than ``excerpt_chars``: the window of it the query is about.
+    excerpt: str | None = None
 
     @property
     def id(self) -> str:
@@ -189,6 +191,7 @@ class ScoredMemory(_Dict):
             "components": dict(self.components),
             "via": self.via,
             "note": self.note,
+            "excerpt": self.excerpt,
         }
 
 

@@ -29,9 +29,11 @@ import numpy as np
 from ..errors import NotFoundError
 from ..learn.scoring import LearnParams, learned_ranking
 from ..models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
+from ..recall.chunks import excerpt
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
+from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement
@@ -95,7 +97,8 @@ def search(
     nothing matches scores low however its hits rank among themselves, so scores compare
     across queries and ``min_score`` can cut off weak results.
     """
-    cands = candidates(engine, scope, query, links=False)
+    asked = time.time() if as_of is None else as_of  # relative times read against it
+    cands = candidates(engine, scope, query, as_of=asked, links=False)
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
     ranked = learned(
         engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
@@ -109,7 +112,16 @@ def search(
         comps["ranking"] = round(item.score, 6)
         comps["query_match"] = round(match, 6)
         comps["final"] = round(score, 6)
-        out.append(ScoredMemory(item.memory, score, comps, via=item.via, note=item.note))
+        out.append(
+            ScoredMemory(
+                item.memory,
+                score,
+                comps,
+                via=item.via,
+                note=item.note,
+                excerpt=excerpt(item.memory.content, query, engine.config.excerpt_chars),
+            )
+        )
     return out
 
 
@@ -144,12 +156,16 @@ def recall(
     engine: Engine, scope: Scope, query: str, limit: int, as_of: float | None = None
 ) -> RecallResult:
     """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
-    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. The ranking
-    puts what is current (at ``as_of``, default now) first: see ``engine.validity``."""
+    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. ``as_of`` is
+    when the question is asked (default now): relative times in ``query`` are read against it,
+    and what was current then ranks first (see ``engine.validity``). A memory longer than
+    ``excerpt_chars`` carries the excerpt the query is about."""
     store, config = engine.store, engine.config
-    ranking = graph_rank(engine, scope, query)
+    ranking = graph_rank(engine, scope, query, as_of=time.time() if as_of is None else as_of)
     ranked = learned(engine, scope, query, _graph_items(ranking.entries))
     items = _current(engine, scope, query, ranked, limit, as_of)
+    for item in items:
+        item.excerpt = excerpt(item.memory.content, query, config.excerpt_chars)
     shown = {i.id for i in items}
     paths = result_paths(ranking.walks, shown, config.graph_max_paths)
     tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
@@ -178,15 +194,22 @@ def recall(
     return result
 
 
-def graph_rank(engine: Engine, scope: Scope, query: str, focus: str | None = None) -> Ranking:
+def graph_rank(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    focus: str | None = None,
+    as_of: float | None = None,
+) -> Ranking:
     """Fused candidates, walks from the best of them, and the combined ranking, best first.
 
-    ``focus`` (explain) is scored even when neither search nor the graph found it.
+    ``focus`` (explain) is scored even when neither search nor the graph found it; relative
+    times in ``query`` are read against ``as_of``.
     """
     store, config = engine.store, engine.config
     hits = search_hits(engine, scope, query)
     qvec, vector_hits, keyword_hits = hits
-    cands = refined(engine, scope, query, hits)
+    cands = refined(engine, scope, query, hits, as_of)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []
@@ -212,15 +235,27 @@ def graph_rank(engine: Engine, scope: Scope, query: str, focus: str | None = Non
         # Scored on the same scale as fused candidates (vector part only: no keyword hit).
         kw = 0.0 if not keyword_hits else (1.0 if not vector_hits else config.keyword_weight)
         top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
+        reached = []
         for n in sorted(valid):
             cos = float(vecs[n] @ qvec) if n in vecs else 0.0
             rel = (1 - kw) * max(cos, 0.0) / top_vec if config.fusion == "score" else 0.0
-            by_id[n] = Candidate(
-                n,
-                vector=cos,
-                relevance=rel,
-                components={"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)},
+            reached.append(
+                Candidate(
+                    n,
+                    vector=cos,
+                    relevance=rel,
+                    components={
+                        "vector": round(cos, 6),
+                        "keyword": 0.0,
+                        "relevance": round(rel, 6),
+                    },
+                )
             )
+        # What the graph reaches is discounted like a search hit of the same role.
+        roles = {n: records[n].role for n in valid}
+        by_id.update(
+            (c.id, c) for c in role_discount(reached, query, roles, config.assistant_penalty)
+        )
     support = best_support(walks)
     # Neighbours that refinement brought in were found along sequence edges, not by search.
     found = {c.id for c in cands if c.vector_rank is not None or c.keyword_rank is not None}

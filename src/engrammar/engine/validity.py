@@ -10,10 +10,13 @@ a later restatement of an earlier memory moves above it (``recency_similarity``)
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 from ..models import MemoryRecord, Scope
+from ..recall.query import query_time_range
 from ..recall.supersession import Version, asks_about_own_facts, newer_first, rank_by_validity
+from ..recall.timeref import relative_time_range
 from .base import Engine, in_scope
 
 __all__ = ["Scored", "by_validity"]
@@ -46,6 +49,12 @@ def by_validity(
     items = [r for r in ranked if r[0] in records]
     if as_of is not None:
         items = [r for r in items if records[r[0]].created_at <= as_of]
+    if query_time_range(query) or relative_time_range(
+        query, time.time() if as_of is None else as_of
+    ):
+        # A question that names its time ("two weeks ago", "in May 2023") asks what held
+        # then: the time boost ranks by date, and what replaced a memory later does not count.
+        return [(records[r[0]], r[1], dict(r[2]), r[3], r[4]) for r in items]
     # The memories that replaced the ranked ones, as far as the chains go.
     wanted = {records[r[0]].superseded_by for r in items} - {None} - set(records)
     for _ in range(_MAX_HOPS):

@@ -186,13 +186,14 @@ def _schemas(max_messages: int) -> dict[str, Any]:
     }
     scored = {
         "type": "object",
-        "required": ["memory", "score", "components", "via", "note"],
+        "required": ["memory", "score", "components", "via", "note", "excerpt"],
         "properties": {
             "memory": _ref("Memory"),
             "score": {"type": "number"},
             "components": {"type": "object", "additionalProperties": {"type": "number"}},
             "via": {"type": "string"},
             "note": _NULLABLE_STR,
+            "excerpt": _NULLABLE_STR,
         },
     }
     part = {
@@ -323,19 +324,6 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "workspace": {"type": "string"},
             },
         },
-        "QueryRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["query"],
-            "description": "Name at least one of user_id, agent_id, session_id.",
-            "allOf": [_NEED_SCOPE],
-            "properties": {
-                "query": _TEXT,
-                **_scope_props(),
-                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
-                "as_of": _TIME,
-            },
-        },
         "SearchRequest": {
             "type": "object",
             "additionalProperties": False,
@@ -347,6 +335,22 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 **_scope_props(),
                 "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
                 "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
+                "as_of": _TIME,
+            },
+        },
+        "RecallRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["query"],
+            "description": "Name at least one of user_id, agent_id, session_id. `as_of`: when "
+            "the question is asked; relative times in the query are read against it and what "
+            "was current then ranks first.",
+            "allOf": [_NEED_SCOPE],
+            "properties": {
+                "query": _TEXT,
+                **_scope_props(),
+                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
+                "as_of": _TIME,
             },
         },
         "RecallResult": {

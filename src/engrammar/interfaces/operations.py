@@ -70,6 +70,12 @@ MEMORY_ID = _p("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
 TIMESTAMP = _p(
     "timestamp", str | float | None, "When (ISO-8601 or epoch seconds); default now.", mcp=False
 )
+AS_OF = _p(
+    "as_of",
+    str | float | None,
+    "When the question is asked (ISO-8601 or epoch seconds); relative times in the query "
+    '("two weeks ago", "last weekend", "in May") are read against it; default now.',
+)
 METADATA = _p("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
 WEIGHT = _p(
     "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
@@ -286,7 +292,7 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp_text=lambda d: (
             f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
         ),
-        schemas=("QueryRequest", "RecallResult"),
+        schemas=("RecallRequest", "RecallResult"),
         hints={"readOnlyHint": True},
     ),
     Operation(

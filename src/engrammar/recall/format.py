@@ -14,11 +14,13 @@ def _line(item: ScoredMemory, flagged: set[str]) -> str:
     who = mem.metadata.get("speaker") or mem.role
     mark = " [conflict]" if mem.id in flagged else ""
     note = f" ({item.note})" if item.note else ""
-    return f"- [{day}] {who}: {mem.content}{mark}{note}"
+    text = item.excerpt if item.excerpt is not None else mem.content
+    return f"- [{day}] {who}: {text}{mark}{note}"
 
 
 def format_memories(items: list[ScoredMemory], tensions: list[Tension], max_chars: int) -> str:
-    """Best-first lines ``- [date] speaker: content``; conflicts flagged and explained."""
+    """Best-first lines ``- [date] speaker: content`` (a long memory's excerpt instead of its
+    content); conflicts flagged and explained."""
     flagged = {t.a for t in tensions} | {t.b for t in tensions}
     lines: list[str] = []
     used = 0
