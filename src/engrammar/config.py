@@ -136,6 +136,21 @@ class Config:
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
+    recognise_preferences: bool = _opt(
+        True,
+        "A user message added as kind 'message' that states a standing preference of the "
+        "user ('I prefer', 'I can't stand', 'I always', a pick among options just offered) is "
+        "stored as kind 'preference' (engrammar.learn.preferences).",
+    )
+    preferences_limit: int = _opt(
+        3,
+        "Most standing preferences (memories of kind 'preference') in RecallResult.preferences; "
+        "0 turns the slot off.",
+    )
+    preferences_min_similarity: float = _opt(
+        0.15,
+        "Cosine with the query a standing preference needs to be in RecallResult.preferences.",
+    )
     embed_context: bool = _opt(
         True,
         "Give a message that replies to someone (the message before it in the same add call, "
@@ -259,6 +274,16 @@ class Config:
     feedback_context_full: float = _opt(
         0.8, "Cosine at which a past feedback context matches fully (linear in between)."
     )
+    feedback_rating_context_min: float = _opt(
+        0.5,
+        "A rating that says a memory helped (accepted) or misled (corrected) counts for queries "
+        "whose cosine with the rated recall's query is above this (about the memory, so it "
+        "carries to related questions; a rejection only says the memory was not what that "
+        "question needed and counts like a reply signal, see feedback_reply_context_min).",
+    )
+    feedback_rating_context_full: float = _opt(
+        0.85, "Cosine at which an accepting or correcting rating counts fully."
+    )
     feedback_same_output: float = _opt(
         0.9, "Cosine at which a memory counts as the same text as a rated or rejected output."
     )
@@ -350,6 +375,7 @@ class Config:
             "feedback_reply_weight",
             "superseded_factor",
             "recency_min_ratio",
+            "preferences_limit",
         ):
             if getattr(self, name) < 0:
                 raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
@@ -359,6 +385,7 @@ class Config:
             "graph_semantic_threshold",
             "tension_min_similarity",
             "recency_similarity",
+            "preferences_min_similarity",
         ):
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:
@@ -404,6 +431,8 @@ class Config:
         for name in (
             "feedback_context_min",
             "feedback_context_full",
+            "feedback_rating_context_min",
+            "feedback_rating_context_full",
             "feedback_same_output",
             "feedback_reply_context_min",
             "feedback_reply_context_full",
@@ -425,6 +454,12 @@ class Config:
                 "feedback_reply_context_min",
                 "must be below feedback_reply_context_full "
                 f"({self.feedback_reply_context_min} >= {self.feedback_reply_context_full})",
+            )
+        if self.feedback_rating_context_min >= self.feedback_rating_context_full:
+            raise ValidationError(
+                "feedback_rating_context_min",
+                "must be below feedback_rating_context_full "
+                f"({self.feedback_rating_context_min} >= {self.feedback_rating_context_full})",
             )
         if self.feedback_context_min >= self.feedback_context_full:
             raise ValidationError(

@@ -239,6 +239,9 @@ class RecallResult(_Dict):
     tensions: list[Tension] = field(default_factory=list)
     formatted: str = ""
     knowledge: list[KnowledgeChunk] = field(default_factory=list)
+    # Standing preferences of the scope that bear on the query, whether or not search ranked
+    # them (``Config.preferences_limit``); ``formatted`` lists them first.
+    preferences: list[ScoredMemory] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -249,6 +252,7 @@ class RecallResult(_Dict):
             "tensions": [t.to_dict() for t in self.tensions],
             "formatted": self.formatted,
             "knowledge": [k.to_dict() for k in self.knowledge],
+            "preferences": [m.to_dict() for m in self.preferences],
         }
 
 

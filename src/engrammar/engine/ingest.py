@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..embed.base import blend_context
+from ..learn.preferences import recognise_preference
 from ..models import MemoryRecord, Scope
 from ..recall.graph import (
     EdgeProposal,
@@ -31,7 +32,7 @@ from ..store import NewEdge, NewMemory
 from .base import Engine, dedup_key, speaker, statement
 from .validate import Message
 
-__all__ = ["add", "build_edges", "graph_scope", "update"]
+__all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
 
 # Initial weight of the edges recording a contradiction.
 _TENSION_EDGE_WEIGHT = 0.5
@@ -42,6 +43,8 @@ def add(
 ) -> list[str]:
     """Store checked messages in ``scope``; the ids in order (a duplicate's stored id, unless
     ``dedup`` is off: then every message is a memory of its own)."""
+    if engine.config.recognise_preferences:
+        messages = recognise_preferences(engine, scope, messages)
     vectors = engine.embed([embedding_text(m.content, speaker_of(m.metadata)) for m in messages])
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope)
@@ -66,6 +69,27 @@ def add(
     ]
     edges = build_edges(engine, scope, rows)
     return [memory_id for memory_id, _ in engine.store.add_memories(rows, edges)]
+
+
+def recognise_preferences(
+    engine: Engine, scope: Scope, messages: Sequence[Message]
+) -> list[Message]:
+    """User messages of kind ``message`` that state a standing preference become kind
+    ``preference`` (:mod:`engrammar.learn.preferences`); a pick among options is read with the
+    message before it (in this call, or the session's latest memory)."""
+    previous: tuple[str, str] | None = None
+    if scope.session_id is not None and any(m.role == "user" for m in messages):
+        latest = engine.store.latest_memories(scope, 1)
+        previous = (latest[0].content, latest[0].role) if latest else None
+    out = []
+    for m in messages:
+        if m.role == "user" and m.kind == "message":
+            before, before_role = previous if previous else (None, None)
+            if recognise_preference(m.content, before, before_role) is not None:
+                m = m._replace(kind="preference")
+        out.append(m)
+        previous = (m.content, m.role)
+    return out
 
 
 def _session_tail(

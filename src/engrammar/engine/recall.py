@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NotFoundError
+from ..learn.preferences import select_preferences
 from ..learn.scoring import LearnParams, learned_ranking
 from ..models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
 from ..recall.chunks import excerpt
@@ -152,6 +153,35 @@ def _current(
 
 
 # -- recall ---------------------------------------------------------------------------------
+# Recall weighs at most this many of a scope's newest standing preferences for its slot.
+_PREFERENCES_READ = 500
+
+
+def standing_preferences(engine: Engine, scope: Scope, query: str) -> list[ScoredMemory]:
+    """The scope's standing preferences that bear on ``query``, best first: memories of kind
+    ``preference`` whose cosine with the query reaches ``preferences_min_similarity``, at most
+    ``preferences_limit`` (the newest ``_PREFERENCES_READ`` are weighed); whether or not
+    search ranked them (docs/learning.md, "Standing preferences")."""
+    limit = engine.config.preferences_limit
+    if limit == 0:
+        return []
+    found = engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+    if not found:
+        return []
+    vecs = engine.store.vectors(scope.workspace, [m.id for m in found])
+    qvec = engine.embed_one(query)
+    chosen = select_preferences(
+        [(m.id, float(vecs[m.id] @ qvec)) for m in found if m.id in vecs],
+        min_similarity=engine.config.preferences_min_similarity,
+        limit=limit,
+    )
+    by_id = {m.id: m for m in found}
+    return [
+        ScoredMemory(by_id[i], s, {"preference_similarity": round(s, 6)}, via="preference")
+        for i, s in chosen
+    ]
+
+
 def recall(
     engine: Engine, scope: Scope, query: str, limit: int, as_of: float | None = None
 ) -> RecallResult:
@@ -166,6 +196,12 @@ def recall(
     items = _current(engine, scope, query, ranked, limit, as_of)
     for item in items:
         item.excerpt = excerpt(item.memory.content, query, config.excerpt_chars)
+    preferences = [
+        p  # what was said later, or replaced by then, is no standing preference at ``as_of``
+        for p in standing_preferences(engine, scope, query)
+        if (as_of is None or p.memory.created_at <= as_of)
+        and (p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of))
+    ]
     shown = {i.id for i in items}
     paths = result_paths(ranking.walks, shown, config.graph_max_paths)
     tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
@@ -175,7 +211,8 @@ def recall(
         memories=items,
         paths=paths,
         tensions=tensions,
-        formatted=format_memories(items, tensions, config.formatted_max_chars),
+        formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
+        preferences=preferences,
     )
     store.save_recall(
         RecallRecord(
@@ -393,6 +430,8 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         reply_top=max(1, cfg.feedback_reply_top),
         reply_context_min=cfg.feedback_reply_context_min,
         reply_context_full=cfg.feedback_reply_context_full,
+        rating_context_min=cfg.feedback_rating_context_min,
+        rating_context_full=cfg.feedback_rating_context_full,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])
     kept = [(i.id, i.score) for i in items if i.id in vecs]

@@ -364,6 +364,11 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "tensions": {"type": "array", "items": {"type": "object"}},
                 "formatted": {"type": "string"},
                 "knowledge": {"type": "array", "items": _ref("KnowledgeChunk")},
+                "preferences": {
+                    "type": "array",
+                    "items": _ref("ScoredMemory"),
+                    "description": "Standing preferences of the scope that bear on the query.",
+                },
             },
         },
         "SearchResult": {

@@ -301,6 +301,10 @@ class Store(Protocol):
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """The scope's newest active memories, newest first (by insertion order)."""
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        """The scope's newest active memories of ``kind``, newest first (recall's standing
+        preferences)."""
+
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:

@@ -139,6 +139,19 @@ class SQLStore(SQLInspect, SQLKnowledge):
         )
         return [self._record(r) for r in rows]
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        where, params = scope_where(scope)
+        sql = self._q(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+            "AND kind = ? ORDER BY seq DESC LIMIT ?"
+        )
+        rows = self._run(
+            "reading memories",
+            lambda c: c.execute(sql, [*params, kind, limit]).fetchall(),
+            write=False,
+        )
+        return [self._record(r) for r in rows]
+
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         sql = self._q(
             "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
