@@ -26,12 +26,9 @@ from .. import __version__
 from ..errors import EngrammarError
 from ..memory import Memory
 from ..models import KINDS, RATING_VERDICTS, ROLES
+from .op_params import AGENT, SESSION, USER, WORKSPACE
 from .operations import (
-    AGENT,
     OPERATIONS,
-    SESSION,
-    USER,
-    WORKSPACE,
     Operation,
     Param,
     Principal,

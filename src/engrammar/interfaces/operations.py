@@ -15,8 +15,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..memory import Memory
-from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, ROLES, iso
-from ..recall.format import score_breakdown
+from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
 from .access import (
     Call,
     Principal,
@@ -39,128 +38,35 @@ __all__ = [
     "dispatch",
     "operation",
 ]
-
-from .spec import ORDERS, REQUIRED, HttpRoute, Operation, Param
-
-
-# -- the shared parameters ---------------------------------------------------------------------
-def _p(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
-    return Param(name, type_, doc, default, **kw)
-
-
-USER = _p("user_id", str | None, "The end user the memories belong to (e.g. 'alice').", short="u")
-AGENT = _p("agent_id", str | None, "The agent that acts (e.g. 'codex').", short="a")
-SESSION = _p("session_id", str | None, "A conversation or task id.", short="s")
-WORKSPACE = _p(
-    "workspace",
-    str | None,
-    "Workspace (tenant); default 'default'. Over HTTP an API key reaches only its own.",
-    short="w",
+from .op_params import (
+    _OWNED,
+    _SCOPED,
+    AGENT,
+    AS_OF,
+    LIMIT,
+    MEMORY_ID,
+    METADATA,
+    PAGE,
+    QUERY,
+    REASON,
+    SCOPE,
+    SESSION,
+    TIMESTAMP,
+    USER,
+    WEIGHT,
+    WORKSPACE,
+    _added_lines,
+    _added_text,
+    _explain_text,
+    _listed,
+    _mcp_listing,
+    _memory_lines,
+    _p,
+    _ranked,
+    record_lines,
 )
-SCOPE = (USER, AGENT, SESSION, WORKSPACE)
-LIMIT = _p(
-    "limit", int | None, "How many memories to return (default 10).", short="n", low=1, high=1000
-)
-PAGE = (
-    _p("limit", int, "Page size.", 100, short="n", low=1, high=10_000),
-    _p("offset", int, "Items to skip.", 0, low=0),
-)
-QUERY = _p("query", str, "What you need to know, in plain words.", REQUIRED, cli="arg")
-MEMORY_ID = _p("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
-TIMESTAMP = _p(
-    "timestamp", str | float | None, "When (ISO-8601 or epoch seconds); default now.", mcp=False
-)
-AS_OF = _p(
-    "as_of",
-    str | float | None,
-    "When the question is asked (ISO-8601 or epoch seconds); relative times in the query "
-    '("two weeks ago", "last weekend", "in May") are read against it; default now.',
-)
-METADATA = _p("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
-WEIGHT = _p(
-    "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
-)
-REASON = _p("reason", str | None, "Why.")
-AS_OF = _p(
-    "as_of",
-    str | float | None,
-    "Rank by what was current then (ISO-8601 or epoch seconds): later memories are left out, "
-    "and a memory replaced only later counts as current; default now.",
-)
-
-
-# -- rendering -----------------------------------------------------------------------------------
-def _memory_lines(record: dict[str, Any]) -> str:
-    keys = (
-        "id content role kind status workspace user_id agent_id session_id created_at_iso"
-    ).split()
-    lines = [f"{k}: {record[k]}" for k in keys if record.get(k) is not None]
-    if record.get("metadata"):
-        lines.append(f"metadata: {json.dumps(record['metadata'], ensure_ascii=False)}")
-    return "\n".join(lines)
-
-
-def _ranked(items: list[dict[str, Any]]) -> str:
-    if not items:
-        return "No memories matched."
-    return "\n".join(
-        f"{i}. {item['score']:.3f}  {item['memory']['id']}  {short(item['memory']['content'])}"
-        f"\n   {score_breakdown(item['score'], item['components'])}"
-        for i, item in enumerate(items, 1)
-    )
-
-
-def _mcp_listing(items: list[dict[str, Any]]) -> str:
-    lines = []
-    for i, item in enumerate(items, 1):
-        memory = item["memory"]
-        lines.append(f"{i}. [{item['score']:.3f}] {memory['content']}  (id {memory['id']})")
-    return "\n".join(lines)
-
-
-def record_lines(record: dict[str, Any]) -> str:
-    """A feedback record, one ``key: value`` line per set field."""
-    return "\n".join(
-        f"{k}: {json.dumps(val, ensure_ascii=False) if isinstance(val, dict) else val}"
-        for k, val in record.items()
-        if val is not None and val != {}
-    )
-
-
-def _explain_text(d: dict[str, Any]) -> str:
-    lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
-    if d.get("score") is not None:
-        lines.append(f"  {score_breakdown(d['score'], d.get('components', {}))}")
-    lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
-    if d.get("best_path"):
-        lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
-    if d.get("formula"):
-        lines.append(d["formula"])
-    return "\n".join(lines)
-
-
-def _added_lines(d: dict[str, Any]) -> list[str]:
-    """One line per message: its id, or why it was skipped."""
-    why = {s["index"]: s["reason"] for s in d.get("skipped", [])}
-    return [i if i is not None else f"skipped ({why.get(n, '?')})" for n, i in enumerate(d["ids"])]
-
-
-def _added_text(d: dict[str, Any]) -> str:
-    stored = [i for i in d["ids"] if i is not None]
-    text = f"Stored {len(stored)} memories: {', '.join(stored)}"
-    if d.get("skipped"):
-        listed = ", ".join(f"messages[{s['index']}] ({s['reason']})" for s in d["skipped"])
-        text += f"\nSkipped, nothing to remember: {listed}"
-    return text
-
-
-def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
-    return lambda out, args: {key: [r.to_dict() for r in out]}
-
-
-# -- the operations ------------------------------------------------------------------------------
-_SCOPED = (resolve,)
-_OWNED = (resolve, own_memory)
+from .operations_reads import INSPECTOR_OPERATIONS, KNOWLEDGE_OPERATIONS
+from .spec import REQUIRED, HttpRoute, Operation, Param
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
@@ -694,192 +600,7 @@ _RECORDS = (
 )
 
 
-def _limit(default: int, high: int) -> Param:
-    return _p("limit", int | None, f"At most this many (default {default}).", low=1, high=high)
-
-
-#: The reads of the web inspector (``/ui``): REST only.
-_INSPECTOR: tuple[Operation, ...] = (
-    Operation(
-        "find_memories",
-        "find_memories",
-        (
-            *SCOPE,
-            *PAGE,
-            _p("kind", str | None, "Only memories of this kind.", choices=KINDS),
-            _p("role", str | None, "Only memories of this role.", choices=ROLES),
-            _p("status", str | None, "Only memories of this status (active, ...)."),
-            _p("since", str | float | None, "Created at or after (epoch seconds or ISO-8601)."),
-            _p("until", str | float | None, "Created before (epoch seconds or ISO-8601)."),
-            _p("text", str | None, "Content contains this text (any case)."),
-            _p("order", str | None, "oldest (default) or newest first.", choices=ORDERS),
-        ),
-        "List memories of a scope (oldest first unless order=newest), with filters",
-        http=(HttpRoute("GET", "/v1/memories", 200, "list"),),
-        guards=_SCOPED,
-        schemas=(None, "MemoryList"),
-    ),
-    Operation(
-        "scopes",
-        "scopes",
-        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
-        "The users, agents and sessions of the key's workspace, with memory counts",
-        http=(HttpRoute("GET", "/v1/scopes", 200),),
-        guards=_SCOPED,
-        schemas=(None, "ScopeList"),
-    ),
-    Operation(
-        "memory_edges",
-        "memory_edges",
-        (
-            MEMORY_ID,
-            _p("user_id", str | None, "Only neighbours of this user."),
-            WORKSPACE,
-            _p("depth", int | None, "Hops from the memory, 1 (default) or 2.", low=1, high=2),
-            _limit(200, 1_000),
-        ),
-        "A memory's graph neighbourhood, with every weight change feedback made",
-        http=(HttpRoute("GET", "/v1/memories/{memory_id}/edges", 200),),
-        guards=_OWNED,
-        schemas=(None, "Neighbourhood"),
-        errors=(401, 403, 404, 422),
-    ),
-    Operation(
-        "memory_learning",
-        "memory_learning",
-        (MEMORY_ID, WORKSPACE),
-        "The feedback signals on a memory and its learned multiplier after each",
-        http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
-        guards=_OWNED,
-        schemas=(None, "MemoryLearning"),
-        errors=(401, 403, 404, 422),
-    ),
-    Operation(
-        "timeline",
-        "timeline",
-        (*SCOPE, _limit(200, 2_000)),
-        "A scope's feedback of every kind on one time line, newest first",
-        http=(HttpRoute("GET", "/v1/timeline", 200),),
-        guards=_SCOPED,
-        schemas=(None, "Timeline"),
-    ),
-    Operation(
-        "rank_shifts",
-        "rank_shifts",
-        (*SCOPE, _limit(10, 50)),
-        "Ranks of memories that feedback touched: in the recall rated, and now",
-        http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
-        guards=_SCOPED,
-        schemas=(None, "RankShifts"),
-    ),
-    Operation(
-        "tensions",
-        "tensions",
-        (*SCOPE, _limit(100, 1_000)),
-        "Contradictions between a scope's memories, with the ratings of each side",
-        http=(HttpRoute("GET", "/v1/tensions", 200),),
-        guards=_SCOPED,
-        schemas=(None, "Tensions"),
-    ),
-)
-
-KB_ID = _p("kb_id", str, "The knowledge base's id (from add_knowledge).", REQUIRED, cli="arg")
-
-
-def _chunk_lines(items: list[dict[str, Any]]) -> str:
-    if not items:
-        return "No knowledge matched."
-    return "\n".join(
-        f"{i}. {c['score']:.3f}  {c['kb_id']}  {short(c['content'])}"
-        for i, c in enumerate(items, 1)
-    )
-
-
-_KNOWLEDGE: tuple[Operation, ...] = (
-    Operation(
-        "add_knowledge",
-        "add_knowledge",
-        (
-            _p("name", str, "What the knowledge base is called.", REQUIRED, cli="arg"),
-            _p(
-                "chunks",
-                list[dict[str, Any]] | None,
-                "Passages as given: {content, metadata} objects.",
-                cli=None,
-            ),
-            _p("text", str | None, "A whole document, split into passages."),
-            *SCOPE,
-            METADATA,
-            _p("chunk_chars", int, "Most characters of one passage of `text`.", 1000, low=1),
-            _p("chunk_overlap", int, "Characters repeated where a sentence is cut.", 100, low=0),
-        ),
-        "Store a document as a knowledge base",
-        http=(HttpRoute("POST", "/v1/knowledge", 201),),
-        mcp="memory_add_knowledge",
-        mcp_doc="Store a document (or passages) as a knowledge base of the scope: it is "
-        "chunked and embedded, and every memory_recall of the scope searches it beside the "
-        "conversation memories.",
-        cli=("knowledge", "add"),
-        cli_doc="Store --text (a document, split into passages) as knowledge base NAME.",
-        guards=_SCOPED,
-        text=lambda d: f"stored knowledge base {d['id']} ({d['chunk_count']} chunks)",
-        schemas=("KnowledgeAddRequest", "KnowledgeBase"),
-    ),
-    Operation(
-        "search_knowledge",
-        "search_knowledge",
-        (
-            QUERY,
-            *SCOPE,
-            _p("limit", int, "How many chunks to return.", 5, short="n", low=1, high=1000),
-        ),
-        "Search the knowledge bases of a scope",
-        http=(HttpRoute("POST", "/v1/knowledge/search", 200),),
-        mcp="memory_search_knowledge",
-        mcp_doc="Search the scope's knowledge bases (documents) by meaning; chunks with scores "
-        "in [0, 1], best first.",
-        cli=("knowledge", "search"),
-        cli_doc="Search the knowledge bases of a scope for QUERY.",
-        guards=_SCOPED,
-        shape=lambda out, args: {"query": args["query"], "results": [c.to_dict() for c in out]},
-        text=lambda d: _chunk_lines(d["results"]),
-        schemas=("KnowledgeSearchRequest", "KnowledgeSearchResult"),
-    ),
-    Operation(
-        "list_knowledge",
-        "list_knowledge",
-        SCOPE,
-        "List the knowledge bases of a scope",
-        http=(HttpRoute("GET", "/v1/knowledge", 200),),
-        cli=("knowledge", "list"),
-        cli_doc="List the knowledge bases of a scope, oldest first.",
-        guards=_SCOPED,
-        shape=_listed("knowledge_bases"),
-        text=lambda d: "\n".join(
-            f"{k['id']}  {k['chunk_count']:>5} chunks  {k['name']}" for k in d["knowledge_bases"]
-        ),
-        schemas=(None, "KnowledgeBaseList"),
-    ),
-    Operation(
-        "delete_knowledge",
-        "delete_knowledge",
-        (KB_ID, *SCOPE),
-        "Delete a knowledge base and its chunks",
-        http=(HttpRoute("DELETE", "/v1/knowledge/{kb_id}", 200),),
-        mcp="memory_delete_knowledge",
-        mcp_doc="Delete a knowledge base of the scope, with all its chunks.",
-        cli=("knowledge", "delete"),
-        cli_doc="Delete knowledge base KB_ID and its chunks.",
-        guards=_SCOPED,
-        shape=lambda out, args: {"kb_id": args["kb_id"], "deleted": out},
-        text=lambda d: f"deleted knowledge base {d['kb_id']} ({d['deleted']} chunks)",
-        schemas=(None, "KnowledgeDeleted"),
-        errors=(401, 403, 404, 422),
-        hints={"destructiveHint": True},
-    ),
-)
-
-OPERATIONS = (*OPERATIONS, *_RECORDS, *_INSPECTOR, *_KNOWLEDGE)
+OPERATIONS = (*OPERATIONS, *_RECORDS, *INSPECTOR_OPERATIONS, *KNOWLEDGE_OPERATIONS)
 _BY_NAME = {op.name: op for op in OPERATIONS}
 
 #: Public ``Memory`` methods no operation serves, and why.
