@@ -208,3 +208,18 @@ def test_the_loop_keeps_running_while_a_long_add_runs(location: str) -> None:
     # A blocked loop would tick 0 times while the add runs; a free one ticks every few ms.
     assert took > 0.05
     assert during >= 10, (during, took)
+
+
+@pytest.mark.model
+def test_the_readme_recipe_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's Async block, as written (inside a coroutine), in a fresh folder, real model."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### Async")
+    block = readme[start:].split("```python\n", 1)[1].split("```", 1)[0]
+    body = "".join(f"    {line}\n" for line in block.splitlines())
+    namespace: dict[str, Any] = {}
+    exec(f"async def recipe():\n{body}    return ids, result\n", namespace)
+    monkeypatch.chdir(tmp_path)
+    ids, result = asyncio.run(namespace["recipe"]())
+    assert [m.memory.id for m in result.memories] == ids
+    assert (tmp_path / "data" / "engrammar.db").exists()
