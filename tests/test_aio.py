@@ -223,3 +223,29 @@ def test_the_readme_recipe_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     ids, result = asyncio.run(namespace["recipe"]())
     assert [m.memory.id for m in result.memories] == ids
     assert (tmp_path / "data" / "engrammar.db").exists()
+
+
+def test_cancelling_drops_a_waiting_call_and_lets_a_running_one_land(tmp_path: Path) -> None:
+    many = [f"long message {i}" for i in range(400)]
+
+    async def run() -> None:
+        async with AsyncMemory(
+            Config(path=str(tmp_path)), embedder=HashEmbedder(), max_workers=1
+        ) as amem:
+            running = asyncio.create_task(amem.add(many, user_id="u"))
+            await asyncio.sleep(0)
+            while amem._executor._work_queue.qsize():  # until the one worker thread takes it
+                await asyncio.sleep(0.001)
+            await asyncio.sleep(0.005)
+            waiting = asyncio.create_task(amem.add("never stored", user_id="v"))
+            await asyncio.sleep(0)
+            running.cancel()
+            waiting.cancel()
+            for task in (running, waiting):
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            # The next call queues behind the running one, so it sees it finished.
+            assert (await amem.stats(user_id="u"))["memories"] == len(many)
+            assert (await amem.stats(user_id="v"))["memories"] == 0
+
+    asyncio.run(run())

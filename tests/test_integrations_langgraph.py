@@ -11,9 +11,17 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore, InvalidNamespaceError, Item, SearchItem
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 
-from engrammar import Config, HashEmbedder, Memory
+from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.compat.langgraph import EngrammarStore, namespace_of, user_id_of
 
 
@@ -126,7 +134,27 @@ def test_bad_input_is_refused_by_name(tmp_path: Path) -> None:
             store.put(("langgraph",), "k", {"text": "x"})
         with pytest.raises(InvalidNamespaceError):
             store.put((), "k", {"text": "x"})
+        # Through batch (BaseStore's methods check first; batch gets ops straight from code):
+        # every op is checked before any runs, so the good put before the bad one is not kept.
+        good = PutOp(("ok",), "k", {"text": "fine"})
+        for bad, field in [
+            (PutOp((), "k", {"text": "x"}), None),
+            (PutOp(("langgraph",), "k", {"text": "x"}), None),
+            (PutOp(("ok",), "", {"text": "x"}), "key"),
+            (PutOp(("ok",), "k2", ["not", "a", "mapping"]), "value"),  # type: ignore[arg-type]
+            (SearchOp(("ok",), limit=-1), "limit"),
+            (PutOp(("ok",), "k3", {"when": object()}), "value"),
+            (PutOp(("ok",), "k4", {"x": float("nan")}), "value"),
+        ]:
+            with pytest.raises((InvalidNamespaceError, ValidationError)) as refused:
+                store.batch([good, bad])
+            if field is not None:
+                assert isinstance(refused.value, ValidationError)
+                assert refused.value.field == field
+            else:
+                assert isinstance(refused.value, InvalidNamespaceError)
         assert mem.list(agent_id="langgraph") == []
+        assert store.batch([good, GetOp(("ok",), "k")])[1] is not None
     assert namespace_of(user_id_of(("a", "b c", "d"))) == ("a", "b c", "d")
 
 

@@ -15,7 +15,9 @@ is one line here, and the test names it when it is missing.
 
 ``Memory`` is safe to call from several threads (the store serialises writes), so concurrent
 awaits on one ``AsyncMemory`` are fine; at most ``max_workers`` run at once and the rest wait
-their turn, as requests do in ``engrammar serve``.
+their turn, as requests do in ``engrammar serve``. Cancelling an await does not stop a call
+already running on its thread: the call finishes (a write still lands whole) and its result is
+dropped; a call still waiting for a thread is not run.
 """
 
 from __future__ import annotations

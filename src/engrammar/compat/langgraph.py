@@ -164,10 +164,14 @@ class EngrammarStore(BaseStore):
 
     # -- BaseStore ------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order; each result is in the place of its op."""
+        """Run ``ops`` in order; each result is in the place of its op. Every op is checked
+        before any runs, so a bad one (a namespace, key or value LangGraph or engrammar
+        refuses) fails the batch before anything is written."""
+        ops = list(ops)
+        for op in ops:
+            self._check(op)
         results: list[Result] = []
         for op in ops:
-            validate_op_namespace(op)
             if isinstance(op, GetOp):
                 results.append(self._get(op.namespace, op.key))
             elif isinstance(op, PutOp):
@@ -175,11 +179,32 @@ class EngrammarStore(BaseStore):
                 results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(op))
             else:
-                raise ValidationError("op", f"unknown operation {type(op).__name__}")
+                results.append(self._list_namespaces(op))
         return results
+
+    @staticmethod
+    def _check(op: Op) -> None:
+        if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
+            raise ValidationError("op", f"unknown operation {type(op).__name__}")
+        validate_op_namespace(op)
+        if isinstance(op, GetOp | PutOp):
+            user_id_of(op.namespace)  # not empty
+            if not isinstance(op.key, str) or not op.key.strip():
+                raise ValidationError("key", f"must be a non-empty string, got {op.key!r}")
+        if isinstance(op, PutOp) and op.value is not None:
+            if op.namespace[0] == "langgraph":
+                raise InvalidNamespaceError(
+                    f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
+                )
+            if not isinstance(op.value, Mapping):
+                raise ValidationError("value", f"must be a mapping, got {type(op.value).__name__}")
+            try:
+                json.dumps(dict(op.value), allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ValidationError("value", f"must be JSON-serializable: {exc}") from exc
+        if isinstance(op, SearchOp) and (op.limit < 0 or op.offset < 0):
+            raise ValidationError("limit", "limit and offset must not be negative")
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` on a worker thread, so the event loop keeps running."""
@@ -228,12 +253,6 @@ class EngrammarStore(BaseStore):
             with self._writes:
                 self.memory.forget(**self._scope(op.namespace, op.key))
             return
-        if op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(
-                f'Root label for namespace cannot be "langgraph": {op.namespace}'
-            )
-        if not isinstance(op.value, Mapping):
-            raise ValidationError("value", f"must be a mapping, got {type(op.value).__name__}")
         indexed = op.index is not False
         content = self._text(op.key, op.value, op.index) if indexed else op.key
         meta = {
@@ -274,8 +293,6 @@ class EngrammarStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        if op.limit < 0 or op.offset < 0:
-            raise ValidationError("limit", "limit and offset must not be negative")
         namespaces = [ns for ns in self._namespaces() if ns[: len(prefix)] == prefix]
         wanted = op.offset + op.limit
         found: list[SearchItem] = []
