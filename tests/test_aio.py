@@ -139,6 +139,20 @@ def test_a_wrapped_memory_stays_open(tmp_path: Path) -> None:
 
         ids = asyncio.run(use())
         assert mem.get(ids[0]).content == "kept"  # still open after the async with
+        with pytest.raises(ValidationError) as wrong:
+            AsyncMemory(memory="not a memory")  # type: ignore[arg-type]
+        assert wrong.value.field == "memory"
+
+
+def test_open_inside_a_running_loop(tmp_path: Path) -> None:
+    async def run() -> str:
+        async with await AsyncMemory.open(
+            Config(path=str(tmp_path)), embedder=HashEmbedder(), max_workers=2
+        ) as amem:
+            (mid,) = await amem.add("opened off the loop", user_id="u")
+            return str((await amem.get(mid)).content)
+
+    assert asyncio.run(run()) == "opened off the loop"
 
 
 @pytest.mark.every_store

@@ -91,6 +91,12 @@ def test_search_recalls_lists_and_filters(store: EngrammarStore) -> None:
     ]
     ranked = store.search(alice, query="cat", filter={"kind": "work"})
     assert [i.key for i in ranked] == ["job"]
+    # A query search is a recorded recall: engrammar's feedback learns from the agent's reply.
+    store.search(alice, query="What pet does Alice have?")
+    learned = store.memory.feedback(
+        "Alice has a cat named Miso.", user_id=user_id_of(alice), agent_id="langgraph"
+    )
+    assert learned["consumed"] is True and learned["recall_id"]
 
 
 @pytest.mark.every_store

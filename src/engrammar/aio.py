@@ -87,7 +87,9 @@ class AsyncMemory:
     ) -> None:
         if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
             raise ValidationError("max_workers", f"must be an integer >= 1, got {max_workers!r}")
-        if memory is not None and (config, embedder, store) != (None, None, None):
+        if memory is not None and not isinstance(memory, Memory):
+            raise ValidationError("memory", f"must be an engrammar Memory, got {memory!r}")
+        if memory is not None and any(x is not None for x in (config, embedder, store)):
             raise ValidationError(
                 "memory", "give an open Memory or what to open one with, not both"
             )
@@ -98,6 +100,22 @@ class AsyncMemory:
         )
         self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix="engrammar-async")
         self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        config: Config | None = None,
+        *,
+        embedder: Embedder | None = None,
+        store: Store | None = None,
+        max_workers: int = 4,
+    ) -> AsyncMemory:
+        """Open one from inside a running loop: opening loads the model and the store, which
+        blocks, so this does it on a worker thread (``AsyncMemory(...)`` blocks the loop)."""
+        make = functools.partial(
+            cls, config, embedder=embedder, store=store, max_workers=max_workers
+        )
+        return await asyncio.to_thread(make)
 
     @property
     def config(self) -> Config:
