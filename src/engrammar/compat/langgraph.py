@@ -312,6 +312,8 @@ class EngrammarStore(BaseStore):
                 ):
                     continue
                 found.append(item)
+            if not op.query and len(found) >= wanted:  # oldest first: the page is complete
+                break
         if op.query:
             found.sort(key=lambda i: -(i.score or 0.0))
         return found[op.offset : wanted]
