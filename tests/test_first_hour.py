@@ -128,7 +128,9 @@ def test_02_the_extras_in_pyproject() -> None:
     assert {"mcp", "uvicorn", "starlette"} <= {
         d.split(">")[0].split("[")[0] for d in extras["server"]
     }
-    assert "engrammar[server,postgres]" in extras["test"]
+    (own,) = [d for d in extras["test"] if d.startswith("engrammar[")]
+    assert {"server", "postgres", "langgraph"} <= set(own[len("engrammar[") : -1].split(","))
+    assert "langgraph" in " ".join(extras["langgraph"]) and "langgraph" not in core
 
 
 # -- items 4 and 10: serve says what it serves; a busy port is one line ---------------------------

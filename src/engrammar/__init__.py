@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .aio import AsyncMemory
 from .config import Config
 from .embed import CachedEmbedder, Embedder, HashEmbedder
 from .errors import (
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AddResult",
+    "AsyncMemory",
     "AuthError",
     "CachedEmbedder",
     "Config",
