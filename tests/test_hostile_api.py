@@ -485,6 +485,8 @@ def test_a_scope_reads_whatever_time_was_stored_by_hand(
     try:
         conn.execute("UPDATE memories SET created_at = ? WHERE id = ?", (bad, target))
         conn.commit()
+    except sqlite3.IntegrityError:
+        return  # SQLite stores NaN as NULL, which the column refuses: nothing odd was stored
     finally:
         conn.close()
     for record in mem.list(agent_id="hand"):
