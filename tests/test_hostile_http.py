@@ -43,8 +43,6 @@ SCHEMA = schemathesis.openapi.from_dict(
         # shapes (chat message parts and blocks, knowledge chunks, as_of / min_score unions):
         # collecting them took over 25 minutes on 2 cores. Examples and fuzzing stay.
         {"phases": {"coverage": {"enabled": False}}}
-            ],
-        }
     ),
 )
 
