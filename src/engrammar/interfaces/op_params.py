@@ -11,7 +11,7 @@ from typing import Any
 from ..recall.format import score_breakdown
 from .access import own_memory, resolve
 from .spec import REQUIRED, Param
-from .texts import short
+from .texts import plural, short
 
 
 # -- the shared parameters ---------------------------------------------------------------------
@@ -113,7 +113,7 @@ def _added_lines(d: dict[str, Any]) -> list[str]:
 
 def _added_text(d: dict[str, Any]) -> str:
     stored = [i for i in d["ids"] if i is not None]
-    text = f"Stored {len(stored)} memories: {', '.join(stored)}"
+    text = f"Stored {plural(len(stored), 'memory', 'memories')}: {', '.join(stored)}"
     if d.get("skipped"):
         listed = ", ".join(f"messages[{s['index']}] ({s['reason']})" for s in d["skipped"])
         text += f"\nSkipped, nothing to remember: {listed}"
