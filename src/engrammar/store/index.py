@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from ..models import RecallFilter
 from ..recall.keyword import BM25Index
 from ..recall.text import terms
 
@@ -46,6 +47,11 @@ class IndexRow:
     created_at: float
     content: str
     embedding: np.ndarray
+    # What recall's filters read (``RecallFilter``); ``metadata`` None when empty.
+    kind: str = "message"
+    role: str = "user"
+    metadata: dict[str, Any] | None = None
+    metadata_bytes: int = 0
 
 
 class ContextIndex:
@@ -142,6 +148,10 @@ class ScopeIndex:
         self._agents: list[str | None] = []
         self._sessions: list[str | None] = []
         self._times: list[float] = []
+        self._kinds: list[str] = []
+        self._roles: list[str] = []
+        self._metadata: list[dict[str, Any] | None] = []
+        self._metadata_bytes = 0
         self._ids: list[str] = []
         self._terms: list[list[str]] = []
         self._slot: dict[str, int] = {}
@@ -157,7 +167,8 @@ class ScopeIndex:
     def nbytes(self) -> int:
         """The memory this index holds, roughly (vectors, and a per-row estimate of the rest)."""
         ivf = self._ivf.nbytes if self._ivf is not None else 0
-        return self._vectors.nbytes + self._alive.nbytes + ROW_OVERHEAD * len(self._ids) + ivf
+        rows = ROW_OVERHEAD * len(self._ids) + self._metadata_bytes
+        return self._vectors.nbytes + self._alive.nbytes + rows + ivf
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._slot
@@ -179,6 +190,11 @@ class ScopeIndex:
         self._agents.append(row.agent_id)
         self._sessions.append(row.session_id)
         self._times.append(row.created_at)
+        self._kinds.append(row.kind)
+        self._roles.append(row.role)
+        self._metadata.append(row.metadata)
+        # Decoded JSON takes several times its text's size in Python objects.
+        self._metadata_bytes += 4 * row.metadata_bytes
         self._terms.append(doc_terms)
         self._bm25.add(slot, doc_terms)
         self._slot[row.id] = slot
@@ -190,6 +206,8 @@ class ScopeIndex:
         self._alive[slot] = False
         self._bm25.remove(slot, self._terms[slot])
         self._terms[slot] = []
+        if self._metadata[slot] is not None:
+            self._metadata[slot] = None
         if len(self._ids) > 256 and len(self._slot) < len(self._ids) // 2:
             self._compact()
 
@@ -204,18 +222,51 @@ class ScopeIndex:
                     self._times[s],
                     "",
                     self._vectors[s],
+                    self._kinds[s],
+                    self._roles[s],
+                    self._metadata[s],
                 )
                 fresh._append(row, self._terms[s])
+        fresh._metadata_bytes = self._metadata_bytes
         fresh.rev, fresh.data_version = self.rev, self.data_version
         self.__dict__.update(fresh.__dict__)
 
-    def _mask(self, agent_id: str | None, session_id: str | None) -> np.ndarray:
+    def _mask(
+        self, agent_id: str | None, session_id: str | None, where: RecallFilter | None = None
+    ) -> np.ndarray:
         n = len(self._ids)
         mask = self._alive[:n].copy()
         if agent_id is not None:
             mask &= np.fromiter((a == agent_id for a in self._agents), dtype=bool, count=n)
         if session_id is not None:
             mask &= np.fromiter((s == session_id for s in self._sessions), dtype=bool, count=n)
+        if where is not None:
+            mask &= self._filter_mask(where, n)
+        return mask
+
+    def _filter_mask(self, where: RecallFilter, n: int) -> np.ndarray:
+        """Which slots ``where`` matches: times, kinds and roles as arrays (~0.3 ms per
+        condition at 10k rows), metadata one row at a time, only the rows still in."""
+        mask = np.ones(n, dtype=bool)
+        if where.since is not None or where.until is not None:
+            times = np.fromiter(self._times, dtype=np.float64, count=n)
+            if where.since is not None:
+                mask &= times >= where.since
+            if where.until is not None:
+                mask &= times < where.until
+        if where.kinds is not None:
+            kinds = set(where.kinds)
+            mask &= np.fromiter((k in kinds for k in self._kinds), dtype=bool, count=n)
+        if where.roles is not None:
+            roles = set(where.roles)
+            mask &= np.fromiter((r in roles for r in self._roles), dtype=bool, count=n)
+        meta = self._metadata
+        for key, _ in where.metadata:
+            test = where.metadata_test(key)
+            slots = np.flatnonzero(mask)
+            mask[slots] = np.fromiter(
+                (test(meta[s]) for s in slots.tolist()), dtype=bool, count=len(slots)
+            )
         return mask
 
     def vector_search(
@@ -224,11 +275,20 @@ class ScopeIndex:
         k: int,
         agent_id: str | None = None,
         session_id: str | None = None,
+        where: RecallFilter | None = None,
     ) -> list[tuple[str, float]]:
         n = len(self._ids)
         if not self._slot or k <= 0:
             return []
-        mask = self._mask(agent_id, session_id)
+        mask = self._mask(agent_id, session_id, where)
+        if where is not None and n >= self._ann_threshold:
+            # A filter may keep only memories the probed cells miss: what it keeps, if
+            # few enough, is scanned exactly instead.
+            kept = np.flatnonzero(mask)
+            if len(kept) < self._ann_threshold:
+                sims = cosines(self._vectors[kept], query)
+                order = np.argsort(-sims, kind="stable")[:k]
+                return [(self._ids[kept[i]], float(sims[i])) for i in order]
         if n >= self._ann_threshold:
             slots = self._ann_candidates(query, max(k * 8, 256))
             sims = cosines(self._vectors[slots], query)
@@ -270,12 +330,13 @@ class ScopeIndex:
         k: int,
         agent_id: str | None = None,
         session_id: str | None = None,
+        where: RecallFilter | None = None,
     ) -> list[tuple[str, float]]:
         n = len(self._ids)
         if not self._slot or not query_terms or k <= 0:
             return []
         scores = self._bm25.scores(query_terms, n)
-        mask = self._mask(agent_id, session_id) & (scores > 0)
+        mask = self._mask(agent_id, session_id, where) & (scores > 0)
         scores[~mask] = -np.inf
         return self._top(scores, k)
 
