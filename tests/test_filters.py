@@ -167,11 +167,10 @@ def test_recall_min_score_is_the_absolute_score(mem: Memory) -> None:
     mem.add(user_id="u", content="Lunch is at noon on Fridays.")
     r = mem.recall("staging database port", user_id="u")
     assert r.memories
-    for m in r.memories:
-        # The absolute score is what search returns: ranking score x query_match.
-        assert m.components["absolute"] == pytest.approx(
-            m.score * m.components["query_match"], abs=1e-5
-        )
+    # The absolute score is what search returns: the ranking's score x query_match, one
+    # factor for the whole query.
+    ratios = {round(m.components["absolute"] / m.score, 4) for m in r.memories if m.score > 0}
+    assert len(ratios) == 1 and 0 < ratios.pop() <= 1
     best = max(m.components["absolute"] for m in r.memories)
     top = mem.recall("staging database port", user_id="u", min_score=best * 0.999)
     assert [m.id for m in top.memories] == [

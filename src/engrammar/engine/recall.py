@@ -232,8 +232,8 @@ def recall(
 
     ``where`` keeps recall to the memories it matches, before the top ``limit`` are cut: in
     search, along the graph, in the preferences slot. ``min_score`` leaves out memories whose
-    absolute score (``components["absolute"]``: the ranking's score times ``query_match``,
-    the scale ``search`` returns) is below it.
+    absolute score (``components["absolute"]``: the ranking's score times the best cosine any
+    candidate has with the query, the scale ``search`` returns) is below it.
     """
     store, config = engine.store, engine.config
     ranking = graph_rank(
@@ -245,7 +245,7 @@ def recall(
         absolute = item.score * ranking.match
         if absolute < min_score:
             continue  # prior decisions lead whatever their score: not a sorted list
-        item.components["query_match"] = round(ranking.match, 6)
+        # Not ``query_match``: a component by that name marks a score that includes it.
         item.components["absolute"] = round(absolute, 6)
         item.excerpt = excerpt(item.memory.content, query, config.excerpt_chars)
         items.append(item)
