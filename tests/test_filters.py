@@ -6,11 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 
 from backends import open_memory
 from engrammar import Memory, ValidationError
 from engrammar.models import RecallFilter, Scope
+from engrammar.store.index import IndexRow, ScopeIndex
 
 both_stores = pytest.mark.every_store
 
@@ -225,3 +227,44 @@ def test_filter_records_match_like_the_stores() -> None:
     assert not f.matches_fields("fact", "user", 15.0, {"t": [2]})
     assert not f.matches_fields("fact", "user", 15.0, None)
     assert not f.matches_fields("fact", "user", float("nan"), {"t": "a"})
+
+
+@both_stores
+def test_filters_follow_adds_updates_and_forgets(mem: Memory) -> None:
+    first = mem.add(
+        user_id="u",
+        messages=[
+            {"role": "user", "content": f"the router in room {i} blinks", "metadata": {"room": i}}
+            for i in range(6)
+        ],
+    ).stored
+
+    def rooms(value: Any) -> set[str]:
+        found = mem.search("router blinks", user_id="u", filters={"metadata": {"room": value}})
+        return {h.id for h in found}
+
+    assert rooms({"in": [1, 2]}) == {first[1], first[2]}  # builds the embedded index's lookup
+    later = mem.add(user_id="u", content="the router in room 2 blinks again", metadata={"room": 2})
+    assert rooms(2) == {first[2], *later.stored}
+    mem.update(first[1], metadata={"room": 2})
+    assert rooms(1) == set() and rooms(2) == {first[1], first[2], *later.stored}
+    mem.forget(first[2])
+    assert rooms(2) == {first[1], *later.stored}
+
+
+def test_the_approximate_index_scans_what_a_filter_keeps_exactly() -> None:
+    rng = np.random.default_rng(3)
+    dim, n = 32, 3000
+    vecs = rng.normal(size=(n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index = ScopeIndex(dim, 1.2, 0.1, ann_threshold=1000)
+    for i, v in enumerate(vecs):
+        meta = {"tag": "rare"} if i % 1000 == 7 else {"tag": "common"}
+        index.upsert(IndexRow(f"m{i}", None, None, float(i), f"text {i}", v, metadata=meta))
+    query = vecs[1]
+    rare = RecallFilter(metadata=(("tag", ("rare",)),))
+    assert {i for i, _ in index.vector_search(query, 10, where=rare)} == {"m7", "m1007", "m2007"}
+    late = RecallFilter(since=2995.0, kinds=("message",))
+    assert {i for i, _ in index.vector_search(query, 10, where=late)} == {
+        f"m{i}" for i in range(2995, 3000)
+    }

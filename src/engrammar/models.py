@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -231,7 +230,7 @@ class Tension(_Dict):
     reason: str = ""
 
 
-def _json_key(value: Any) -> tuple[str, Any]:
+def json_key(value: Any) -> tuple[str, Any]:
     """A JSON scalar as filters compare it: a boolean is no number (``True`` does not match
     ``1``), an integer equals the same float (``1`` matches ``1.0``), as JSON (and
     PostgreSQL's ``jsonb``) compares them."""
@@ -283,26 +282,16 @@ class RecallFilter:
     def metadata_matches(self, key: str, metadata: dict[str, Any] | None) -> bool:
         """Whether ``metadata`` passes the condition on ``key`` (true when there is none)."""
         allowed = self._allowed.get(key)
-        return allowed is None or _json_key((metadata or {}).get(key)) in allowed
+        return allowed is None or json_key((metadata or {}).get(key)) in allowed
 
-    def metadata_test(self, key: str) -> Callable[[dict[str, Any] | None], bool]:
-        """:meth:`metadata_matches` for ``key`` as a function of the metadata (fast for the
-        common case, text values: an index tests thousands of rows with it)."""
-        allowed = self._allowed.get(key)
-        if allowed is None:
-            return lambda metadata: True
-        strings = {value for kind, value in allowed if kind == "string"}
-        if len(strings) == len(allowed):
-            return lambda metadata: (
-                metadata is not None
-                and isinstance(value := metadata.get(key), str)
-                and value in strings
-            )
-        return lambda metadata: _json_key((metadata or {}).get(key)) in allowed
+    def allowed(self, key: str) -> frozenset[tuple[str, Any]] | None:
+        """The :func:`json_key` of every value the condition on ``key`` allows (``None``:
+        no condition on it)."""
+        return self._allowed.get(key)
 
     @functools.cached_property
     def _allowed(self) -> dict[str, frozenset[tuple[str, Any]]]:
-        return {key: frozenset(_json_key(v) for v in values) for key, values in self.metadata}
+        return {key: frozenset(json_key(v) for v in values) for key, values in self.metadata}
 
 
 @dataclass

@@ -13,6 +13,7 @@ The shape (docs/recall.md, "Filters")::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ValidationError
@@ -33,7 +34,7 @@ def parse_filters(value: Any, name: str = "filters") -> RecallFilter | None:
     when it sets no condition."""
     if value is None or isinstance(value, RecallFilter):
         return value
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise ValidationError(name, f"must be an object (dict), got {type(value).__name__}")
     for key in value:
         if key not in FILTER_KEYS:
@@ -69,7 +70,7 @@ def _choices(name: str, value: Any, allowed: tuple[str, ...]) -> tuple[str, ...]
 def _metadata(name: str, value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     if value is None:
         return ()
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise ValidationError(name, f"must be an object (dict), got {type(value).__name__}")
     if len(value) > _MAX_KEYS:
         raise ValidationError(name, f"must name at most {_MAX_KEYS} keys")
@@ -79,7 +80,7 @@ def _metadata(name: str, value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         if not isinstance(key, str) or not key:
             raise ValidationError(name, f"keys must be non-empty strings, got {v.quote(key)}")
         _text(where, key)
-        if isinstance(condition, dict):
+        if isinstance(condition, Mapping):
             extra = sorted(set(condition) - {"in"})
             if extra or "in" not in condition:
                 raise ValidationError(

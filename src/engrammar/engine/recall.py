@@ -155,11 +155,21 @@ def _current(
     """The head of a learned ranking, re-ranked by what is current (``engine.validity``);
     with ``where``, only what it matches (search and the graph kept to it already; this also
     holds the prior decisions that feedback brings in to it)."""
-    if where is not None:
-        found = engine.store.get_memories(scope.workspace, [e.id for e in ranked])
-        ranked = [e for e in ranked if e.id in found and where.matches(found[e.id])]
-    head = ranked[: limit * (4 if as_of is not None else 2)]
-    records = engine.store.get_memories(scope.workspace, [e.id for e in head])
+    depth = limit * (4 if as_of is not None else 2)
+    head: list[Learned] = []
+    records: dict[str, MemoryRecord] = {}
+    rest = list(ranked)
+    while rest and len(head) < depth:
+        # Without a filter one read; with one, read on while what it drops leaves room.
+        step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
+        found = engine.store.get_memories(scope.workspace, [e.id for e in step])
+        if where is not None:
+            found = {i: r for i, r in found.items() if where.matches(r)}
+            step = [e for e in step if e.id in found]
+        head += step
+        records.update(found)
+        if where is None:
+            break
     items = by_validity(
         engine,
         scope,

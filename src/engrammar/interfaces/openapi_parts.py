@@ -50,6 +50,7 @@ def filters_schema() -> dict[str, Any]:
             "metadata": {
                 "type": ["object", "null"],
                 "maxProperties": 32,
+                "propertyNames": {"minLength": 1},
                 "additionalProperties": {
                     "anyOf": [
                         _SCALAR,
