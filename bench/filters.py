@@ -47,7 +47,7 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "kind fact (10 %)": {"kind": "fact"},
     "role user (50 %)": {"role": "user"},
     "last 30 days (30 %)": {"since": START + 70 * DAY},
-    "kind + role + time + metadata (~0.5 %)": {
+    "kind + role + time + metadata (1.7 %)": {
         "kind": ["fact", "decision"],
         "role": "assistant",
         "since": START + 50 * DAY,
