@@ -7,13 +7,14 @@ from __future__ import annotations
 import builtins
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
 from .engine import validate as v
+from .engine.filters import parse_filters
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .memory_inspect import InspectingMixin
 from .memory_knowledge import KnowledgeMixin
@@ -22,6 +23,7 @@ from .models import (
     KINDS,
     AddResult,
     MemoryRecord,
+    RecallFilter,
     RecallResult,
     Scope,
     ScoredMemory,
@@ -266,18 +268,21 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         limit: int | None = None,
         min_score: float | None = None,
         as_of: Any = None,
+        filters: Mapping[str, Any] | RecallFilter | None = None,
     ) -> builtins.list[ScoredMemory]:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
 
         Scores are absolute (comparable across queries; see ``engine.recall.search``): a
-        query nothing matches scores low. ``min_score`` drops results scoring below it. ``as_of`` as in
-        :meth:`recall`.
+        query nothing matches scores low. ``min_score`` drops results scoring below it.
+        ``as_of`` and ``filters`` as in :meth:`recall`.
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
-        return recall.search(self._engine, scope, query, limit, floor, v.timestamp("as_of", as_of))
+        where = parse_filters(filters)
+        when = v.timestamp("as_of", as_of)
+        return recall.search(self._engine, scope, query, limit, floor, when, where)
 
     def recall(
         self,
@@ -289,6 +294,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         workspace: str | None = None,
         limit: int | None = None,
         as_of: Any = None,
+        filters: Mapping[str, Any] | RecallFilter | None = None,
+        min_score: float | None = None,
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
@@ -299,11 +306,32 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         first: a memory a newer one superseded (see ``MemoryRecord.superseded_by``) ranks below
         it for a question about the present and above it for one about the past ("where did I
         live before Berlin?").
+
+        ``filters`` keeps the recall to the memories it matches, before the top ``limit`` are
+        cut (search, graph walks and the preferences slot alike; knowledge-base passages are
+        not memories and are not filtered)::
+
+            {"metadata": {"topic": "billing", "team": {"in": ["a", "b"]}},
+             "kind": "fact" or ["fact", "decision"], "role": "user" or [...],
+             "since": <time>, "until": <time>}
+
+        ``since`` (inclusive) and ``until`` (exclusive) bound ``created_at`` and take what
+        ``as_of`` takes. ``min_score`` leaves out memories whose absolute score
+        (``components["absolute"]``, the scale ``search`` returns) is below it. See
+        docs/recall.md, "Filters".
+
+        Raises:
+            ValidationError: a bad filter, named by its path (``filters.metadata.topic.in``).
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        result = recall.recall(self._engine, scope, query, limit, v.timestamp("as_of", as_of))
+        floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
+        where = parse_filters(filters)
+        when = v.timestamp("as_of", as_of)
+        result = recall.recall(
+            self._engine, scope, query, limit, when, where=where, min_score=floor
+        )
         if self.config.knowledge_recall_limit:
             result.knowledge = knowledge.search(
                 self._engine,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ __all__ = [
     "MemoryRecord",
     "Path",
     "PreferencePair",
+    "RecallFilter",
     "RecallResult",
     "Scope",
     "ScoredMemory",
@@ -226,6 +228,70 @@ class Tension(_Dict):
     confidence: float
     newer: str | None = None
     reason: str = ""
+
+
+def json_key(value: Any) -> tuple[str, Any]:
+    """A JSON scalar as filters compare it: a boolean is no number (``True`` does not match
+    ``1``), an integer equals the same float (``1`` matches ``1.0``), as JSON (and
+    PostgreSQL's ``jsonb``) compares them."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", float(value))
+    if value is None:
+        return ("null", None)
+    if isinstance(value, str):
+        return ("string", value)
+    return ("other", repr(value))  # a list or object never equals a scalar
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    """Which memories ``recall`` and ``search`` may return, beyond their scope (see
+    docs/recall.md, "Filters"); ``None`` (or no metadata condition) means no condition.
+
+    ``metadata``: per top-level key, the JSON scalars its value may equal (one for equality,
+    several for ``in``); ``null`` also matches a memory without the key. ``kinds`` and
+    ``roles``: the allowed values. ``since`` (inclusive) and ``until`` (exclusive): bounds on
+    ``created_at``, in epoch seconds.
+    """
+
+    metadata: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    kinds: tuple[str, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    since: float | None = None
+    until: float | None = None
+
+    def matches(self, record: MemoryRecord) -> bool:
+        """Whether ``record`` passes every condition."""
+        return self.matches_fields(record.kind, record.role, record.created_at, record.metadata)
+
+    def matches_fields(
+        self, kind: str, role: str, created_at: float, metadata: dict[str, Any] | None
+    ) -> bool:
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        if self.roles is not None and role not in self.roles:
+            return False
+        if self.since is not None and not created_at >= self.since:
+            return False
+        if self.until is not None and not created_at < self.until:
+            return False
+        return all(self.metadata_matches(key, metadata) for key, _ in self.metadata)
+
+    def metadata_matches(self, key: str, metadata: dict[str, Any] | None) -> bool:
+        """Whether ``metadata`` passes the condition on ``key`` (true when there is none)."""
+        allowed = self._allowed.get(key)
+        return allowed is None or json_key((metadata or {}).get(key)) in allowed
+
+    def allowed(self, key: str) -> frozenset[tuple[str, Any]] | None:
+        """The :func:`json_key` of every value the condition on ``key`` allows (``None``:
+        no condition on it)."""
+        return self._allowed.get(key)
+
+    @functools.cached_property
+    def _allowed(self) -> dict[str, frozenset[tuple[str, Any]]]:
+        return {key: frozenset(json_key(v) for v in values) for key, values in self.metadata}
 
 
 @dataclass

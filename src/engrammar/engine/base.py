@@ -13,7 +13,7 @@ import numpy as np
 from ..config import Config
 from ..embed import Embedder
 from ..errors import EmbedderError
-from ..models import MemoryRecord, Scope
+from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.tensions import Statement
 from ..store import Store
 
@@ -61,10 +61,12 @@ def dedup_key(scope: Scope, role: str, content: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def in_scope(record: MemoryRecord, scope: Scope) -> bool:
-    """Whether an active memory belongs to ``scope`` (what graph walks may bring in)."""
+def in_scope(record: MemoryRecord, scope: Scope, where: RecallFilter | None = None) -> bool:
+    """Whether an active memory belongs to ``scope`` and passes ``where`` (what graph walks
+    may bring in)."""
     return (
-        record.workspace == scope.workspace
+        (where is None or where.matches(record))
+        and record.workspace == scope.workspace
         and record.status == "active"
         and all(
             getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)

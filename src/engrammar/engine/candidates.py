@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from ..config import Config
-from ..models import MemoryRecord, Scope
+from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.fusion import Candidate, fuse
 from ..recall.query import (
     named_speakers,
@@ -51,8 +51,15 @@ NAME_LOOKUP = 20
 Hits = tuple[np.ndarray, list[tuple[str, float]], list[tuple[str, float]]]
 
 
-def search_hits(engine: Engine, scope: Scope, query: str, qvec: np.ndarray | None = None) -> Hits:
-    """The query vector, the vector hits and the keyword hits of one search.
+def search_hits(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    qvec: np.ndarray | None = None,
+    where: RecallFilter | None = None,
+) -> Hits:
+    """The query vector, the vector hits and the keyword hits of one search (of the memories
+    ``where`` matches, when given).
 
     Keyword search runs first; with ``query_without_speakers`` the names of the speakers it
     found that the query mentions are left out of the text that is embedded (see
@@ -62,7 +69,7 @@ def search_hits(engine: Engine, scope: Scope, query: str, qvec: np.ndarray | Non
     """
     store, config = engine.store, engine.config
     pool = config.candidate_pool
-    keyword_hits = store.keyword_search(scope, query, pool)
+    keyword_hits = store.keyword_search(scope, query, pool, where)
     if qvec is None:
         text = query
         if config.query_without_speakers and keyword_hits:
@@ -71,7 +78,7 @@ def search_hits(engine: Engine, scope: Scope, query: str, qvec: np.ndarray | Non
             text = topic_text(query, named_speakers(query, speakers))
         qvec = engine.embed_one(text)
     vector_hits = complete_vector_hits(
-        store, scope, qvec, store.vector_search(scope, qvec, pool), keyword_hits
+        store, scope, qvec, store.vector_search(scope, qvec, pool, where), keyword_hits
     )
     return qvec, vector_hits, keyword_hits
 
@@ -84,15 +91,17 @@ def candidates(
     *,
     as_of: float | None = None,
     links: bool = True,
+    where: RecallFilter | None = None,
 ) -> list[Candidate]:
     """Search, fusion and refinement: the ranked candidates of ``query``, best first
-    (relative times in ``query`` read against ``as_of``, default now).
+    (relative times in ``query`` read against ``as_of``, default now), of the memories
+    ``where`` matches.
 
     ``links=False`` (plain search) leaves out the support of conversation neighbours, which
     follows sequence edges of the graph.
     """
-    hits = search_hits(engine, scope, query, qvec)
-    return refined(engine, scope, query, hits, as_of, links=links)
+    hits = search_hits(engine, scope, query, qvec, where)
+    return refined(engine, scope, query, hits, as_of, links=links, where=where)
 
 
 @functools.lru_cache(maxsize=8)
@@ -109,15 +118,16 @@ def refined(
     as_of: float | None = None,
     *,
     links: bool = True,
+    where: RecallFilter | None = None,
 ) -> list[Candidate]:
     """The fused and refined candidates of a search's ``hits``, best first (relative times
-    in ``query`` read against ``as_of``)."""
+    in ``query`` read against ``as_of``); neighbours join only if ``where`` matches them."""
     qvec, vector_hits, keyword_hits = hits
     config = engine.config if links else _unlinked(engine.config)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
-    return refine_candidates(engine.store, config, scope, query, cands, qvec, as_of)
+    return refine_candidates(engine.store, config, scope, query, cands, qvec, as_of, where)
 
 
 def complete_vector_hits(
@@ -149,6 +159,7 @@ def refine_candidates(
     cands: list[Candidate],
     qvec: np.ndarray | None = None,
     as_of: float | None = None,
+    where: RecallFilter | None = None,
 ) -> list[Candidate]:
     """Speaker and time boosts (relative times resolved against ``as_of``), the question and
     assistant discounts, then support from conversation neighbours; best first.
@@ -171,8 +182,12 @@ def refine_candidates(
         )
         if qvec is not None:
             head, tail, records = _join_neighbours(
-                store, config, scope, qvec, cands, head, tail, (neighbours, second)
+                store, config, scope, qvec, cands, head, tail, (neighbours, second), where
             )
+        if where is not None:
+            # Support adds a neighbour that was no candidate: only one the filter let join.
+            known = {c.id for c in head} | {c.id for c in tail}
+            neighbours, second = _among(neighbours, known), _among(second, known)
     if (
         config.speaker_boost > 0
         or config.time_boost > 0
@@ -209,6 +224,12 @@ def refine_candidates(
     return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
 
 
+def _among(
+    links: dict[str, list[tuple[str, float]]], known: set[str]
+) -> dict[str, list[tuple[str, float]]]:
+    return {src: [o for o in outs if o[0] in known] for src, outs in links.items()}
+
+
 def _named(records: dict[str, MemoryRecord]) -> bool:
     """Whether the memories read for the head of the list carry speaker names."""
     return any(speaker_of(r.metadata) for r in records.values())
@@ -223,6 +244,7 @@ def _join_neighbours(
     head: list[Candidate],
     tail: list[Candidate],
     links: tuple[dict[str, list[tuple[str, float]]], ...],
+    where: RecallFilter | None = None,
 ) -> tuple[list[Candidate], list[Candidate], dict[str, MemoryRecord]]:
     """``head`` plus every memory ``links`` reach from it (tail candidates move up as they
     are; others are scored by their cosine alone), what is left of ``tail``, and the records
@@ -235,7 +257,7 @@ def _join_neighbours(
     moved = [by_id[i] for i in sorted(reached) if i in by_id]
     found = store.get_memories(scope.workspace, sorted(i for i in reached if i not in by_id))
     # A conversation's links stay in its session, but a recall may be narrower than that.
-    fresh = sorted(i for i, r in found.items() if in_scope(r, scope))
+    fresh = sorted(i for i, r in found.items() if in_scope(r, scope, where))
     vecs = store.vectors(scope.workspace, fresh)
     has_vector = any(c.vector_rank is not None for c in cands)
     has_keyword = any(c.keyword_rank is not None for c in cands)

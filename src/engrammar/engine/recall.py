@@ -29,7 +29,16 @@ import numpy as np
 from ..errors import NotFoundError
 from ..learn.preferences import select_preferences
 from ..learn.scoring import LearnParams, learned_ranking
-from ..models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
+from ..models import (
+    Edge,
+    MemoryRecord,
+    Path,
+    RecallFilter,
+    RecallResult,
+    Scope,
+    ScoredMemory,
+    Tension,
+)
 from ..recall.chunks import excerpt
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
@@ -68,6 +77,7 @@ class Ranking:
     entries: list[Ranked]
     walks: list[Walk]
     seeds: list[str]
+    match: float = 0.0  # query_match: the best cosine of any candidate with the query
 
 
 @dataclass
@@ -89,23 +99,25 @@ def search(
     limit: int,
     min_score: float = 0.0,
     as_of: float | None = None,
+    where: RecallFilter | None = None,
 ) -> list[ScoredMemory]:
-    """Hybrid search within ``scope``, refined and re-ranked by learning and by what is
-    current (at ``as_of``), without the graph.
+    """Hybrid search within ``scope`` (of the memories ``where`` matches, filtered before the
+    top ``limit`` are cut), refined and re-ranked by learning and by what is current (at
+    ``as_of``), without the graph.
 
     Scores are absolute: the ranking's score (relative, the best hit near 1) times
-    ``query_match``, the best cosine any memory of the scope has with the query. A query
-    nothing matches scores low however its hits rank among themselves, so scores compare
-    across queries and ``min_score`` can cut off weak results.
+    ``query_match``, the best cosine any memory of the scope (that ``where`` matches) has
+    with the query. A query nothing matches scores low however its hits rank among
+    themselves, so scores compare across queries and ``min_score`` can cut off weak results.
     """
     asked = time.time() if as_of is None else as_of  # relative times read against it
-    cands = candidates(engine, scope, query, as_of=asked, links=False)
-    match = max((max(c.vector, 0.0) for c in cands), default=0.0)
+    cands = candidates(engine, scope, query, as_of=asked, links=False, where=where)
+    match = _query_match(cands)
     ranked = learned(
         engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
     )
     out = []
-    for item in _current(engine, scope, query, ranked, limit, as_of):
+    for item in _current(engine, scope, query, ranked, limit, as_of, where):
         score = item.score * match
         if score < min_score:
             break  # best first: the rest score lower still
@@ -126,6 +138,11 @@ def search(
     return out
 
 
+def _query_match(cands: Sequence[Candidate]) -> float:
+    """The best cosine any candidate has with the query (0 when none is like it)."""
+    return max((max(c.vector, 0.0) for c in cands), default=0.0)
+
+
 def _current(
     engine: Engine,
     scope: Scope,
@@ -133,10 +150,26 @@ def _current(
     ranked: Sequence[Learned],
     limit: int,
     as_of: float | None,
+    where: RecallFilter | None = None,
 ) -> list[ScoredMemory]:
-    """The head of a learned ranking, re-ranked by what is current (``engine.validity``)."""
-    head = ranked[: limit * (4 if as_of is not None else 2)]
-    records = engine.store.get_memories(scope.workspace, [e.id for e in head])
+    """The head of a learned ranking, re-ranked by what is current (``engine.validity``);
+    with ``where``, only what it matches (search and the graph kept to it already; this also
+    holds the prior decisions that feedback brings in to it)."""
+    depth = limit * (4 if as_of is not None else 2)
+    head: list[Learned] = []
+    records: dict[str, MemoryRecord] = {}
+    rest = list(ranked)
+    while rest and len(head) < depth:
+        # Without a filter one read; with one, read on while what it drops leaves room.
+        step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
+        found = engine.store.get_memories(scope.workspace, [e.id for e in step])
+        if where is not None:
+            found = {i: r for i, r in found.items() if where.matches(r)}
+            step = [e for e in step if e.id in found]
+        head += step
+        records.update(found)
+        if where is None:
+            break
     items = by_validity(
         engine,
         scope,
@@ -145,6 +178,7 @@ def _current(
         records,
         as_of,
         limit,
+        where,
     )
     return [
         ScoredMemory(record, score, comps, via=via, note=note)
@@ -157,15 +191,22 @@ def _current(
 _PREFERENCES_READ = 500
 
 
-def standing_preferences(engine: Engine, scope: Scope, query: str) -> list[ScoredMemory]:
+def standing_preferences(
+    engine: Engine, scope: Scope, query: str, where: RecallFilter | None = None
+) -> list[ScoredMemory]:
     """The scope's standing preferences that bear on ``query``, best first: memories of kind
-    ``preference`` whose cosine with the query reaches ``preferences_min_similarity``, at most
-    ``preferences_limit`` (the newest ``_PREFERENCES_READ`` are weighed); whether or not
-    search ranked them (docs/learning.md, "Standing preferences")."""
+    ``preference`` (that ``where`` matches) whose cosine with the query reaches
+    ``preferences_min_similarity``, at most ``preferences_limit`` (the newest
+    ``_PREFERENCES_READ`` are weighed); whether or not search ranked them (docs/learning.md,
+    "Standing preferences")."""
     limit = engine.config.preferences_limit
-    if limit == 0:
+    if limit == 0 or (
+        where is not None and where.kinds is not None and "preference" not in where.kinds
+    ):
         return []
     found = engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+    if where is not None:
+        found = [m for m in found if where.matches(m)]
     if not found:
         return []
     vecs = engine.store.vectors(scope.workspace, [m.id for m in found])
@@ -183,22 +224,44 @@ def standing_preferences(engine: Engine, scope: Scope, query: str) -> list[Score
 
 
 def recall(
-    engine: Engine, scope: Scope, query: str, limit: int, as_of: float | None = None
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    limit: int,
+    as_of: float | None = None,
+    *,
+    where: RecallFilter | None = None,
+    min_score: float = 0.0,
 ) -> RecallResult:
     """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
-    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. ``as_of`` is
-    when the question is asked (default now): relative times in ``query`` are read against it,
-    and what was current then ranks first (see ``engine.validity``). A memory longer than
-    ``excerpt_chars`` carries the excerpt the query is about."""
+    (as a :class:`~engrammar.store.RecallRecord`, with what it showed) so that feedback can
+    act on it. ``as_of`` is when the question is asked (default now): relative times in
+    ``query`` are read against it, and what was current then ranks first (see
+    ``engine.validity``). A memory longer than ``excerpt_chars`` carries the excerpt the query
+    is about.
+
+    ``where`` keeps recall to the memories it matches, before the top ``limit`` are cut: in
+    search, along the graph, in the preferences slot. ``min_score`` leaves out memories whose
+    absolute score (``components["absolute"]``: the ranking's score times the best cosine any
+    candidate has with the query, the scale ``search`` returns) is below it.
+    """
     store, config = engine.store, engine.config
-    ranking = graph_rank(engine, scope, query, as_of=time.time() if as_of is None else as_of)
+    ranking = graph_rank(
+        engine, scope, query, as_of=time.time() if as_of is None else as_of, where=where
+    )
     ranked = learned(engine, scope, query, _graph_items(ranking.entries))
-    items = _current(engine, scope, query, ranked, limit, as_of)
-    for item in items:
+    items = []
+    for item in _current(engine, scope, query, ranked, limit, as_of, where):
+        absolute = item.score * ranking.match
+        if absolute < min_score:
+            continue  # prior decisions lead whatever their score: not a sorted list
+        # Not ``query_match``: a component by that name marks a score that includes it.
+        item.components["absolute"] = round(absolute, 6)
         item.excerpt = excerpt(item.memory.content, query, config.excerpt_chars)
+        items.append(item)
     preferences = [
         p  # what was said later, or replaced by then, is no standing preference at ``as_of``
-        for p in standing_preferences(engine, scope, query)
+        for p in standing_preferences(engine, scope, query, where)
         if (as_of is None or p.memory.created_at <= as_of)
         and (p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of))
     ]
@@ -237,16 +300,18 @@ def graph_rank(
     query: str,
     focus: str | None = None,
     as_of: float | None = None,
+    where: RecallFilter | None = None,
 ) -> Ranking:
     """Fused candidates, walks from the best of them, and the combined ranking, best first.
 
     ``focus`` (explain) is scored even when neither search nor the graph found it; relative
-    times in ``query`` are read against ``as_of``.
+    times in ``query`` are read against ``as_of``. With ``where``, only the memories it
+    matches are searched, and a walk through one it does not match is left out.
     """
     store, config = engine.store, engine.config
-    hits = search_hits(engine, scope, query)
+    hits = search_hits(engine, scope, query, where=where)
     qvec, vector_hits, keyword_hits = hits
-    cands = refined(engine, scope, query, hits, as_of)
+    cands = refined(engine, scope, query, hits, as_of, where=where)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []
@@ -266,7 +331,7 @@ def graph_rank(
         outside.add(focus)
     if outside:
         records = store.get_memories(scope.workspace, sorted(outside))
-        valid = {n for n, r in records.items() if in_scope(r, scope)}
+        valid = {n for n, r in records.items() if in_scope(r, scope, where)}
         walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
         vecs = store.vectors(scope.workspace, sorted(valid))
         # Scored on the same scale as fused candidates (vector part only: no keyword hit).
@@ -316,7 +381,7 @@ def graph_rank(
     entries.sort(key=lambda e: (-e.final, e.id))
     for rank, entry in enumerate(entries, 1):
         entry.components["rank"] = rank
-    return Ranking(entries, walks, seeds)
+    return Ranking(entries, walks, seeds, _query_match(cands))
 
 
 def _graph_items(entries: Sequence[Ranked]) -> list[Learned]:

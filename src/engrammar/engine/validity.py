@@ -13,7 +13,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
-from ..models import MemoryRecord, Scope
+from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.query import query_time_range
 from ..recall.supersession import Version, asks_about_own_facts, newer_first, rank_by_validity
 from ..recall.timeref import relative_time_range
@@ -40,8 +40,10 @@ def by_validity(
     records: dict[str, MemoryRecord],
     as_of: float | None,
     limit: int,
+    where: RecallFilter | None = None,
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
-    """``ranked`` (best first, their ``records`` fetched) re-ranked by what is current: each
+    """``ranked`` (best first, their ``records`` fetched) re-ranked by what is current (a
+    replacement is brought in only if ``where`` matches it): each
     memory with its record, score, components (``supersession``: the change of score; ``newer``:
     1 when a later restatement moved above an earlier one), note and ``via``. Restatements
     move only within the first ``limit`` (what the caller shows)."""
@@ -61,7 +63,7 @@ def by_validity(
         if not wanted:
             break
         found = engine.store.get_memories(scope.workspace, sorted(w for w in wanted if w))
-        found = {k: v for k, v in found.items() if in_scope(v, scope)}
+        found = {k: v for k, v in found.items() if in_scope(v, scope, where)}
         records.update(found)
         wanted = {v.superseded_by for v in found.values()} - {None} - set(records)
     versions = {k: _version(v) for k, v in records.items()}

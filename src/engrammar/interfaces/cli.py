@@ -17,7 +17,7 @@ import click
 
 from .. import __version__
 from ..errors import EngrammarError
-from ..models import ROLES
+from ..models import KINDS, ROLES
 from .cli_admin import register
 from .cli_common import emit, json_object, memory_of, store_options
 from .operations import OPERATIONS, Operation, Param, Principal, dispatch
@@ -83,6 +83,71 @@ def _confirm_scope(args: dict[str, Any]) -> None:
         click.confirm(f"Delete every memory of {scope}, for good?", abort=True, err=True)
 
 
+def _meta_condition(text: str) -> tuple[str, Any]:
+    """``key=value`` (the value as text) or ``key:=JSON`` (a number, true, false, null)."""
+    key, typed, raw = text.partition(":=")
+    if not typed:
+        key, eq, raw = text.partition("=")
+        if not eq:
+            raise click.BadParameter(
+                f"{text!r}: give key=value (text) or key:=JSON (e.g. n:=2)", param_hint="--meta"
+            )
+        return key, raw
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: {raw!r} is not JSON", param_hint="--meta") from None
+
+
+def _filters(args: dict[str, Any]) -> None:
+    """The ``filters`` of recall and search from their options: each given option one
+    condition; a repeated --kind, --role or --meta KEY allows any of its values."""
+    kinds, roles = list(args.pop("kind")), list(args.pop("role"))
+    since, until, metas = args.pop("since"), args.pop("until"), args.pop("meta")
+    metadata: dict[str, list[Any]] = {}
+    for text in metas:
+        key, value = _meta_condition(text)
+        metadata.setdefault(key, []).append(value)
+    found: dict[str, Any] = {
+        "metadata": {k: v[0] if len(v) == 1 else {"in": v} for k, v in metadata.items()},
+        "kind": kinds,
+        "role": roles,
+        "since": _when(since),
+        "until": _when(until),
+    }
+    args["filters"] = {k: v for k, v in found.items() if v not in (None, [], {})} or None
+
+
+def _filter_options() -> list[click.Parameter]:
+    return [
+        click.Option(
+            ["--kind"],
+            type=click.Choice(KINDS),
+            multiple=True,
+            help="Only memories of this kind (repeat for any of several).",
+        ),
+        click.Option(
+            ["--role"],
+            type=click.Choice(ROLES),
+            multiple=True,
+            help="Only memories said by this role (repeat for any of several).",
+        ),
+        click.Option(
+            ["--since"], help="Only memories created at or after this (ISO-8601 or epoch seconds)."
+        ),
+        click.Option(
+            ["--until"], help="Only memories created before this (ISO-8601 or epoch seconds)."
+        ),
+        click.Option(
+            ["--meta"],
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Only memories whose metadata KEY equals VALUE (text; KEY:=JSON for a number, "
+            "true, false or null). Repeat a KEY for any of several values.",
+        ),
+    ]
+
+
 #: What a few verbs take beyond their operation's parameters, and how they turn it into those.
 _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]] = {
     "add": (
@@ -105,6 +170,8 @@ _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]
         _add_messages,
     ),
     "feedback": ([], lambda args: args.update(response=_stdin(args["response"]))),
+    "recall": (_filter_options(), _filters),
+    "search": (_filter_options(), _filters),
     "forget": (
         [
             click.Option(

@@ -53,6 +53,31 @@ WEIGHT = _p(
     "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
 )
 REASON = _p("reason", str | None, "Why.")
+FILTERS = _p(
+    "filters",
+    dict[str, Any] | None,
+    "Only memories that match, filtered before the top `limit` are cut: "
+    '{"metadata": {"key": value, "key2": {"in": [values]}}, "kind": kind or [kinds], '
+    '"role": role or [roles], "since": time, "until": time} (times ISO-8601 or epoch seconds '
+    "on created_at; since inclusive, until exclusive). Every condition given must hold.",
+    cli=None,  # the CLI builds it from --kind, --role, --since, --until, --meta
+)
+
+
+def min_score(doc: str) -> Param:
+    """The ``min_score`` parameter (recall's or search's ``doc``)."""
+    return _p("min_score", float | None, doc, low=0, high=10)
+
+
+SEARCH_MIN_SCORE = min_score(
+    "Leave out results scoring below this. Search scores are absolute (comparable across "
+    "queries): a query nothing matches scores low."
+)
+RECALL_MIN_SCORE = min_score(
+    "Leave out memories whose absolute score is below this: components.absolute, the "
+    "ranking's score times the best cosine any candidate has with the query (search's "
+    "query_match), the scale search returns, so a query nothing matches brings back little."
+)
 
 
 # -- rendering -----------------------------------------------------------------------------------

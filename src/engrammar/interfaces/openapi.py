@@ -37,6 +37,7 @@ from .openapi_parts import (
     _record_schema,
     _ref,
     _scope_props,
+    filters_schema,
 )
 from .operations import OPERATIONS, Operation, Param
 
@@ -269,21 +270,26 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
                 "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
                 "as_of": _TIME,
+                "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
             },
         },
+        "Filters": filters_schema(),
         "RecallRequest": {
             "type": "object",
             "additionalProperties": False,
             "required": ["query"],
             "description": "Name at least one of user_id, agent_id, session_id. `as_of`: when "
             "the question is asked; relative times in the query are read against it and what "
-            "was current then ranks first.",
+            "was current then ranks first. `min_score`: leave out memories whose absolute "
+            "score (components.absolute, the scale search returns) is below it.",
             "allOf": [_NEED_SCOPE],
             "properties": {
                 "query": _TEXT,
                 **_scope_props(),
                 "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
                 "as_of": _TIME,
+                "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
+                "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
             },
         },
         "RecallResult": {

@@ -29,6 +29,55 @@ _TIME = {
     ],
 }
 _METADATA = {"anyOf": [{"$ref": "#/components/schemas/JSONObject"}, {"type": "null"}]}
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+
+
+def _one_or_more(values: tuple[str, ...]) -> dict[str, Any]:
+    one = {"type": "string", "enum": list(values)}
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}, {"type": "null"}]}
+
+
+def filters_schema() -> dict[str, Any]:
+    """The ``filters`` of recall and search (engine/filters.py checks them)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Only memories that match every condition given, filtered before the "
+        "top `limit` are cut. `metadata`: per top-level key, a value (equality; null also "
+        'matches a memory without the key) or {"in": [values]}; JSON equality (true is not 1, '
+        "1 equals 1.0). `since` (inclusive) and `until` (exclusive) bound created_at.",
+        "properties": {
+            "metadata": {
+                "type": ["object", "null"],
+                "maxProperties": 32,
+                "propertyNames": {"minLength": 1},
+                "additionalProperties": {
+                    "anyOf": [
+                        _SCALAR,
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["in"],
+                            "properties": {
+                                "in": {
+                                    "type": "array",
+                                    "minItems": 1,
+                                    "maxItems": 1000,
+                                    "items": _SCALAR,
+                                }
+                            },
+                        },
+                    ]
+                },
+            },
+            "kind": _one_or_more(models.KINDS),
+            "role": _one_or_more(models.ROLES),
+            "since": _TIME,
+            "until": _TIME,
+        },
+    }
+
+
 #: The largest integer a query parameter may carry (SQLite's integers are 64-bit).
 MAX_INT = 2**62
 _SCOPE_DOC = {

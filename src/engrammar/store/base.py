@@ -36,6 +36,7 @@ from ..models import (
     MemoryRating,
     MemoryRecord,
     PreferencePair,
+    RecallFilter,
     Scope,
 )
 from .inspect_sql import MemoryFilter
@@ -279,8 +280,12 @@ class Store(Protocol):
         """Counts of memories, edges, recalls and feedback records in the scope."""
 
     # -- search --------------------------------------------------------------------------------
-    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """Up to ``k`` (id, cosine) of active memories in scope, best first."""
+    def vector_search(
+        self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, cosine) of active memories in scope, best first; with ``where``,
+        only memories it matches, the top ``k`` of those (the filter applies before the cut:
+        a match far down the unfiltered ranking still comes back)."""
 
     def vector_searches(
         self, scope: Scope, queries: np.ndarray, k: int
@@ -288,8 +293,12 @@ class Store(Protocol):
         """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
         neighbours of every new memory); one list per row."""
 
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
-        """Up to ``k`` (id, BM25 score > 0) of active memories in scope, best first."""
+    def keyword_search(
+        self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, BM25 score > 0) of active memories in scope, best first; with
+        ``where``, the top ``k`` of those it matches (BM25's statistics stay the partition's,
+        as for the agent and session keys, so a filter never changes a memory's score)."""
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from ..models import RecallFilter, json_key
 from ..recall.keyword import BM25Index
 from ..recall.text import terms
 
@@ -24,6 +25,8 @@ __all__ = ["ByteLRU", "ContextIndex", "IndexRow", "ScopeIndex", "cosines"]
 #: What one indexed row holds besides its vector (id, scope keys, time, terms, postings),
 #: roughly, in bytes: counted so that a cache of many small scopes is bounded too.
 ROW_OVERHEAD = 400
+#: Metadata keys a partition keeps a value index for (each ~40 bytes a row).
+_MAX_VALUE_INDEXES = 16
 
 
 def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -38,6 +41,14 @@ def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return sims
 
 
+def _time(value: object) -> float:
+    """A stored time as a number; NaN (no time filter matches it) for one that is not."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 @dataclass
 class IndexRow:
     id: str
@@ -46,6 +57,11 @@ class IndexRow:
     created_at: float
     content: str
     embedding: np.ndarray
+    # What recall's filters read (``RecallFilter``); ``metadata`` None when empty.
+    kind: str = "message"
+    role: str = "user"
+    metadata: dict[str, Any] | None = None
+    metadata_bytes: int = 0
 
 
 class ContextIndex:
@@ -139,9 +155,19 @@ class ScopeIndex:
         # Nothing allocated up front: a scope that is only ever searched stays empty.
         self._vectors = np.zeros((0, dim), dtype=np.float32)
         self._alive = np.zeros(0, dtype=bool)
+        # What filters test, as arrays beside the vectors: times, and kinds and roles coded by
+        # ``_codes`` (a mask over 10k rows then costs microseconds, not a Python loop).
+        self._created = np.zeros(0, dtype=np.float64)
+        self._kind_codes = np.zeros(0, dtype=np.int16)
+        self._role_codes = np.zeros(0, dtype=np.int16)
+        self._codes: dict[str, int] = {}
         self._agents: list[str | None] = []
         self._sessions: list[str | None] = []
-        self._times: list[float] = []
+        self._metadata: list[dict[str, Any] | None] = []
+        self._metadata_bytes = 0
+        # Per metadata key a filter asked about: slots by value (json_key), built on first use
+        # and kept up to date by _append (a removed slot is dead in _alive).
+        self._by_value: dict[str, dict[tuple[str, Any], list[int]]] = {}
         self._ids: list[str] = []
         self._terms: list[list[str]] = []
         self._slot: dict[str, int] = {}
@@ -157,7 +183,10 @@ class ScopeIndex:
     def nbytes(self) -> int:
         """The memory this index holds, roughly (vectors, and a per-row estimate of the rest)."""
         ivf = self._ivf.nbytes if self._ivf is not None else 0
-        return self._vectors.nbytes + self._alive.nbytes + ROW_OVERHEAD * len(self._ids) + ivf
+        rows = ROW_OVERHEAD * len(self._ids) + self._metadata_bytes
+        rows += 40 * len(self._ids) * len(self._by_value)
+        columns = self._created.nbytes + self._kind_codes.nbytes + self._role_codes.nbytes
+        return self._vectors.nbytes + self._alive.nbytes + columns + rows + ivf
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._slot
@@ -173,12 +202,23 @@ class ScopeIndex:
             grow = max(8, len(self._vectors))
             self._vectors = np.vstack([self._vectors, np.zeros((grow, self.dim), np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
+            self._created = np.concatenate([self._created, np.zeros(grow, dtype=np.float64)])
+            self._kind_codes = np.concatenate([self._kind_codes, np.zeros(grow, np.int16)])
+            self._role_codes = np.concatenate([self._role_codes, np.zeros(grow, np.int16)])
         self._vectors[slot] = row.embedding
         self._alive[slot] = True
+        self._created[slot] = _time(row.created_at)
+        self._kind_codes[slot] = self._codes.setdefault(row.kind, len(self._codes))
+        self._role_codes[slot] = self._codes.setdefault(row.role, len(self._codes))
         self._ids.append(row.id)
         self._agents.append(row.agent_id)
         self._sessions.append(row.session_id)
-        self._times.append(row.created_at)
+        self._metadata.append(row.metadata)
+        # Decoded JSON takes several times its text's size in Python objects.
+        self._metadata_bytes += 4 * row.metadata_bytes
+        for key, postings in self._by_value.items():
+            value = row.metadata.get(key) if row.metadata else None
+            postings.setdefault(json_key(value), []).append(slot)
         self._terms.append(doc_terms)
         self._bm25.add(slot, doc_terms)
         self._slot[row.id] = slot
@@ -190,33 +230,79 @@ class ScopeIndex:
         self._alive[slot] = False
         self._bm25.remove(slot, self._terms[slot])
         self._terms[slot] = []
+        if self._metadata[slot] is not None:
+            self._metadata[slot] = None
         if len(self._ids) > 256 and len(self._slot) < len(self._ids) // 2:
             self._compact()
 
     def _compact(self) -> None:
         fresh = ScopeIndex(self.dim, self._bm25.k1, self._bm25.b, self._ann_threshold)
+        names = {code: name for name, code in self._codes.items()}
         for s in range(len(self._ids)):
             if self._alive[s]:
                 row = IndexRow(
                     self._ids[s],
                     self._agents[s],
                     self._sessions[s],
-                    self._times[s],
+                    float(self._created[s]),
                     "",
                     self._vectors[s],
+                    names[int(self._kind_codes[s])],
+                    names[int(self._role_codes[s])],
+                    self._metadata[s],
                 )
                 fresh._append(row, self._terms[s])
+        fresh._metadata_bytes = self._metadata_bytes
         fresh.rev, fresh.data_version = self.rev, self.data_version
         self.__dict__.update(fresh.__dict__)
 
-    def _mask(self, agent_id: str | None, session_id: str | None) -> np.ndarray:
+    def _mask(
+        self, agent_id: str | None, session_id: str | None, where: RecallFilter | None = None
+    ) -> np.ndarray:
         n = len(self._ids)
         mask = self._alive[:n].copy()
         if agent_id is not None:
             mask &= np.fromiter((a == agent_id for a in self._agents), dtype=bool, count=n)
         if session_id is not None:
             mask &= np.fromiter((s == session_id for s in self._sessions), dtype=bool, count=n)
+        if where is not None:
+            mask &= self._filter_mask(where, n)
         return mask
+
+    def _filter_mask(self, where: RecallFilter, n: int) -> np.ndarray:
+        """Which slots ``where`` matches: times, kinds and roles on their arrays, metadata one
+        row at a time, only the rows still in."""
+        mask = np.ones(n, dtype=bool)
+        if where.since is not None:
+            mask &= self._created[:n] >= where.since
+        if where.until is not None:
+            mask &= self._created[:n] < where.until
+        for codes, allowed in ((self._kind_codes, where.kinds), (self._role_codes, where.roles)):
+            if allowed is not None:
+                wanted = [self._codes[v] for v in allowed if v in self._codes]
+                mask &= np.isin(codes[:n], wanted)
+        for key, _ in where.metadata:
+            postings = self._postings(key)
+            keep = np.zeros(n, dtype=bool)
+            for value in where.allowed(key) or ():
+                slots = postings.get(value)
+                if slots:
+                    keep[slots] = True
+            mask &= keep
+        return mask
+
+    def _postings(self, key: str) -> dict[tuple[str, Any], list[int]]:
+        """The slots of every value of metadata ``key`` (built once: ~10 ms at 10k rows)."""
+        postings = self._by_value.get(key)
+        if postings is None:
+            postings = {}
+            for slot, metadata in enumerate(self._metadata):
+                value = metadata.get(key) if metadata else None
+                postings.setdefault(json_key(value), []).append(slot)
+            if len(self._by_value) >= _MAX_VALUE_INDEXES:  # the least recently built goes
+                del self._by_value[next(iter(self._by_value))]
+            self._by_value[key] = postings
+        return postings
 
     def vector_search(
         self,
@@ -224,11 +310,20 @@ class ScopeIndex:
         k: int,
         agent_id: str | None = None,
         session_id: str | None = None,
+        where: RecallFilter | None = None,
     ) -> list[tuple[str, float]]:
         n = len(self._ids)
         if not self._slot or k <= 0:
             return []
-        mask = self._mask(agent_id, session_id)
+        mask = self._mask(agent_id, session_id, where)
+        if where is not None and n >= self._ann_threshold:
+            # A filter may keep only memories the probed cells miss: what it keeps, if
+            # few enough, is scanned exactly instead.
+            kept = np.flatnonzero(mask)
+            if len(kept) < self._ann_threshold:
+                sims = cosines(self._vectors[kept], query)
+                order = np.argsort(-sims, kind="stable")[:k]
+                return [(self._ids[kept[i]], float(sims[i])) for i in order]
         if n >= self._ann_threshold:
             slots = self._ann_candidates(query, max(k * 8, 256))
             sims = cosines(self._vectors[slots], query)
@@ -270,12 +365,13 @@ class ScopeIndex:
         k: int,
         agent_id: str | None = None,
         session_id: str | None = None,
+        where: RecallFilter | None = None,
     ) -> list[tuple[str, float]]:
         n = len(self._ids)
         if not self._slot or not query_terms or k <= 0:
             return []
         scores = self._bm25.scores(query_terms, n)
-        mask = self._mask(agent_id, session_id) & (scores > 0)
+        mask = self._mask(agent_id, session_id, where) & (scores > 0)
         scores[~mask] = -np.inf
         return self._top(scores, k)
 

@@ -23,13 +23,22 @@ from psycopg.types.json import Jsonb
 
 from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
-from ..models import MemoryRecord, Scope
+from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, speaker_of, terms
 from .dialect import scope_where
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
-__all__ = ["PostgresSearch", "Vector", "analysed", "jsonb", "pg_scope_where", "register_vector"]
+__all__ = [
+    "PostgresSearch",
+    "Vector",
+    "analysed",
+    "jsonb",
+    "named",
+    "pg_filter_where",
+    "pg_scope_where",
+    "register_vector",
+]
 
 T = TypeVar("T")
 Conn = psycopg.Connection[Any]
@@ -108,6 +117,47 @@ def jsonb(value: Any) -> Jsonb:
     return Jsonb(value)
 
 
+def pg_filter_where(
+    where: RecallFilter | None, alias: str = "", name: str | None = None
+) -> tuple[str, list[Any]]:
+    """The condition (empty for no filter, else starting with `` AND``) and parameters that
+    keep what ``where`` matches: ``%s`` placeholders, or ``%(name0)s``, ``%(name1)s`` ... with
+    ``name`` (the parameters then go into a dict under those names, see :func:`named`).
+    Metadata compares as ``jsonb``: ``true`` is no ``1``, ``1`` equals ``1.0`` (as
+    :meth:`RecallFilter.matches` compares)."""
+    if where is None:
+        return "", []
+    p = f"{alias}." if alias else ""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, values in (("kind", where.kinds), ("role", where.roles)):
+        if values is not None:
+            clauses.append(f"{p}{column} = ANY(?::text[])")
+            params.append(list(values))
+    if where.since is not None:
+        clauses.append(f"{p}created_at >= ?")
+        params.append(where.since)
+    if where.until is not None:
+        clauses.append(f"{p}created_at < ?")
+        params.append(where.until)
+    for key, values in where.metadata:
+        test = f"{p}metadata -> ?::text = ANY(?::jsonb[])"
+        params += [key, [Jsonb(v) for v in values]]
+        if None in values:  # null also matches a memory without the key
+            test = f"({p}metadata -> ?::text IS NULL OR {test})"
+            params.insert(len(params) - 2, key)
+        clauses.append(test)
+    sql = "".join(f" AND {c}" for c in clauses)
+    parts = sql.split("?")
+    marks = ["%s"] * len(params) if name is None else [f"%({name}{i})s" for i in range(len(params))]
+    return "".join(a + b for a, b in zip(parts, [*marks, ""], strict=True)), params
+
+
+def named(name: str, params: list[Any]) -> dict[str, Any]:
+    """The parameters of :func:`pg_filter_where` called with ``name``, by name."""
+    return {f"{name}{i}": value for i, value in enumerate(params)}
+
+
 class PostgresSearch(SQLStore):
     """Search and vector reads of :class:`~.postgres.PostgresStore`."""
 
@@ -142,10 +192,15 @@ class PostgresSearch(SQLStore):
         )
         return {r[0]: self._record(r) for r in rows}
 
-    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def vector_search(
+        self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        where, params = pg_scope_where(scope)
+        scoped, params = pg_scope_where(scope)
+        narrowed, narrow_params = pg_filter_where(where)
+        # HNSW's iterative scan (on for every connection) keeps a filtered query from
+        # coming back short.
         ef = min(1000, max(self._ef_search, k))
 
         def run(conn: Conn) -> list[tuple[str, float]]:
@@ -156,10 +211,10 @@ class PostgresSearch(SQLStore):
                 (r[0], float(r[1]))
                 for r in conn.execute(
                     "WITH hits AS MATERIALIZED (SELECT id, embedding <=> %b AS distance "
-                    f"FROM memories WHERE {where} AND status = 'active' "
+                    f"FROM memories WHERE {scoped} AND status = 'active'{narrowed} "
                     "ORDER BY embedding <=> %b LIMIT %s) "
                     "SELECT id, 1 - distance FROM hits ORDER BY distance, id",
-                    [Vector(query), *params, Vector(query), k],
+                    [Vector(query), *params, *narrow_params, Vector(query), k],
                 )
             ]
 
@@ -173,7 +228,9 @@ class PostgresSearch(SQLStore):
         # The HNSW index answers one vector per query: a batch is a loop of them.
         return [self.vector_search(scope, q, k) for q in queries]
 
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
         query_terms = terms(text)
         if not query_terms or k <= 0:
             return []
@@ -191,6 +248,8 @@ class PostgresSearch(SQLStore):
             "b": self._b,
             "k": k,
         }
+        narrowed, narrow_params = pg_filter_where(where, "m", "filter")
+        params.update(named("filter", narrow_params))
         if scope.user_id is not None:
             part_where.append("m.user_id = %(user_id)s")
             params["user_id"] = scope.user_id
@@ -198,13 +257,17 @@ class PostgresSearch(SQLStore):
             if getattr(scope, key) is not None:
                 filters.append(f"c.{key} = %({key})s")
                 params[key] = getattr(scope, key)
+        if narrowed:
+            filters.append("c.kept")
         # BM25 exactly as recall.keyword.BM25Index computes it: idf and the average length per
-        # (workspace, user) partition, agent/session filters applied after df is counted. One
+        # (workspace, user) partition, agent/session keys and recall's filters applied after df
+        # is counted. One
         # pass over the matching rows' matching lexemes (the GIN index finds the rows).
         sql = f"""
             WITH hits AS (
                 SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.doc_len,
-                       u.lexeme AS term, cardinality(u.positions) AS tf
+                       u.lexeme AS term, cardinality(u.positions) AS tf,
+                       (TRUE{narrowed}) AS kept
                 FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
                 WHERE {" AND ".join(part_where)} AND m.terms @@ %(tsq)s::tsquery
                   AND u.lexeme = ANY(%(words)s::text[])

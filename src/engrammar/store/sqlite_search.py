@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
-from ..models import MemoryRecord, Scope
+from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, terms
 from .dialect import scope_where
 from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
@@ -38,11 +38,8 @@ def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def _speaker(metadata_json: str) -> str | None:
-    # Only the speaker is needed for the index; skip decoding metadata that cannot hold one.
-    if '"speaker"' not in metadata_json:
-        return None
-    speaker = json.loads(metadata_json).get("speaker")
+def _speaker(metadata: Any) -> str | None:
+    speaker = metadata.get("speaker") if isinstance(metadata, dict) else None
     return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
@@ -181,7 +178,8 @@ class SQLiteSearch(SQLStore):
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             cursor = conn.execute(
-                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata FROM memories "
+                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, role "
+                "FROM memories "
                 "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
                 (workspace, user),
             )
@@ -194,13 +192,18 @@ class SQLiteSearch(SQLStore):
 
     @staticmethod
     def _index_row(row: tuple[Any, ...]) -> IndexRow:
+        metadata = json.loads(row[6]) if row[6] and row[6] != "{}" else None
         return IndexRow(
             id=row[0],
             agent_id=row[1],
             session_id=row[2],
             created_at=row[3],
-            content=index_text(row[4], _speaker(row[6])),
+            content=index_text(row[4], _speaker(metadata)),
             embedding=np.frombuffer(row[5], dtype=np.float32),
+            kind=row[7],
+            role=row[8],
+            metadata=metadata if isinstance(metadata, dict) and metadata else None,
+            metadata_bytes=len(row[6]) if metadata else 0,
         )
 
     def _refresh(self, index: ScopeIndex, workspace: str, user: str | None) -> None:
@@ -219,7 +222,8 @@ class SQLiteSearch(SQLStore):
                 chunk = touched[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(
-                    "SELECT id, agent_id, session_id, created_at, content, embedding, metadata FROM memories "
+                    "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, role "
+                    "FROM memories "
                     f"WHERE id IN ({marks}) AND status = 'active' ORDER BY seq",
                     chunk,
                 ):
@@ -233,13 +237,15 @@ class SQLiteSearch(SQLStore):
                 index.remove(memory_id)
         index.rev = top
 
-    def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def vector_search(
+        self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
         try:
             parts = self._partitions(scope)
             hits: list[tuple[str, float]] = []
             with self._index_lock:
                 for index in parts:
-                    hits += index.vector_search(query, k, scope.agent_id, scope.session_id)
+                    hits += index.vector_search(query, k, scope.agent_id, scope.session_id, where)
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
         hits.sort(key=lambda h: -h[1])
@@ -262,7 +268,9 @@ class SQLiteSearch(SQLStore):
             out = [sorted(row, key=lambda h: -h[1])[:k] for row in out]
         return out
 
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
         query_terms = terms(text)
         if not query_terms:
             return []
@@ -271,7 +279,9 @@ class SQLiteSearch(SQLStore):
             hits: list[tuple[str, float]] = []
             with self._index_lock:
                 for index in parts:
-                    hits += index.keyword_search(query_terms, k, scope.agent_id, scope.session_id)
+                    hits += index.keyword_search(
+                        query_terms, k, scope.agent_id, scope.session_id, where
+                    )
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
         hits.sort(key=lambda h: -h[1])
