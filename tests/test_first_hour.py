@@ -360,8 +360,8 @@ def test_08_18_19_mcp_errors_annotations_resources_and_prompts(tmp_path: Path) -
         "ValidationError: kind: must be one of 'message', 'fact', 'decision', 'preference' "
         "or 'event', got 'gossip'",
         "ValidationError: content: must be a string, got 5",
-        "ValidationError: messages[0].role: must be one of 'user', 'assistant', 'system' or "
-        "'tool', got 'bot'",
+        "ValidationError: messages[0].role: must be one of 'user', 'assistant', 'system', "
+        "'tool', 'developer' or 'function', got 'bot'",
         "ValidationError: limit: must be at least 1, got 0",
         "ValidationError: query: is required",
     ]
