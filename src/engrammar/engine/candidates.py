@@ -209,7 +209,11 @@ def refine_candidates(
         asking = {i: question_share(r.content) for i, r in records.items()}
         head = question_discount(head, asking, config.question_penalty)
         head = role_discount(
-            head, query, {i: r.role for i, r in records.items()}, config.assistant_penalty
+            head,
+            query,
+            # Chat turns only: a decision or preference stored from feedback keeps its rank.
+            {i: r.role for i, r in records.items() if r.kind == "message"},
+            config.assistant_penalty,
         )
     if support:
         # "The same speaker going on after the other's reply" needs named speakers: in a

@@ -354,7 +354,7 @@ def graph_rank(
                 )
             )
         # What the graph reaches is discounted like a search hit of the same role.
-        roles = {n: records[n].role for n in valid}
+        roles = {n: records[n].role for n in valid if records[n].kind == "message"}
         by_id.update(
             (c.id, c) for c in role_discount(reached, query, roles, config.assistant_penalty)
         )
