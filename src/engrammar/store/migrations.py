@@ -442,6 +442,12 @@ def m009_memory_validity(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_memories_by_kind(conn: sqlite3.Connection) -> None:
+    """Recall reads a scope's newest standing preferences (kind ``preference``) on every call:
+    an index by kind keeps that read from scanning every memory of the user."""
+    _run(conn, "CREATE INDEX memories_kind ON memories (workspace, user_id, kind, seq)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -452,4 +458,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m007_edge_changes,
     m008_knowledge,
     m009_memory_validity,
+    m010_memories_by_kind,
 ]

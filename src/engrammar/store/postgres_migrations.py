@@ -400,6 +400,12 @@ def m008_memory_validity(conn: Conn) -> None:
     )
 
 
+def m010_memories_by_kind(conn: Conn) -> None:
+    """Recall reads a scope's newest standing preferences (kind ``preference``) on every call:
+    an index by kind keeps that read from scanning every memory of the user."""
+    _run(conn, "CREATE INDEX memories_kind ON memories (workspace, user_id, kind, seq)")
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -409,4 +415,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m006_edge_changes,
     m007_knowledge,
     m008_memory_validity,
+    m010_memories_by_kind,
 ]
