@@ -87,6 +87,13 @@ def search(
     nothing matches scores low however its hits rank among themselves, so scores compare
     across queries and ``min_score`` can cut off weak results.
     """
+    with engine.store.reading(_feedback_since(engine)):
+        return _search(engine, scope, query, limit, min_score)
+
+
+def _search(
+    engine: Engine, scope: Scope, query: str, limit: int, min_score: float
+) -> list[ScoredMemory]:
     cands = candidates(engine, scope, query, links=False)
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
     ranked = learned(
@@ -116,17 +123,19 @@ def recall(engine: Engine, scope: Scope, query: str, limit: int) -> RecallResult
     """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
     (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it."""
     store, config = engine.store, engine.config
-    ranking = graph_rank(engine, scope, query)
-    ranked = learned(engine, scope, query, _graph_items(ranking.entries))
-    records = store.get_memories(scope.workspace, [e.id for e in ranked[: limit * 2]])
-    items = [
-        ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
-        for e in ranked
-        if e.id in records  # forgotten between search and fetch
-    ][:limit]
-    shown = {i.id for i in items}
-    paths = result_paths(ranking.walks, shown, config.graph_max_paths)
-    tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
+    # The reads in one session (a server store answers them in few round trips).
+    with store.reading(_feedback_since(engine)):
+        ranking = graph_rank(engine, scope, query)
+        ranked = learned(engine, scope, query, _graph_items(ranking.entries))
+        records = store.get_memories(scope.workspace, [e.id for e in ranked[: limit * 2]])
+        items = [
+            ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
+            for e in ranked
+            if e.id in records  # forgotten between search and fetch
+        ][:limit]
+        shown = {i.id for i in items}
+        paths = result_paths(ranking.walks, shown, config.graph_max_paths)
+        tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
     result = RecallResult(
         recall_id=uuid.uuid4().hex,
         query=query,
@@ -273,6 +282,12 @@ def recall_tensions(
 
 
 # -- the learned ranking --------------------------------------------------------------------
+def _feedback_since(engine: Engine, now: float | None = None) -> float:
+    """The oldest feedback record worth reading: older signals weigh < 1/1000 of a fresh one."""
+    now = time.time() if now is None else now
+    return now - _HORIZON_HALF_LIVES * engine.config.feedback_half_life_days * 86_400.0
+
+
 def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) -> list[Learned]:
     """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
 
@@ -284,8 +299,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
     store, cfg = engine.store, engine.config
     items = list(items)
     now = time.time()
-    # Older signals weigh < 1/1000 of a fresh one: not worth reading.
-    since = now - _HORIZON_HALF_LIVES * cfg.feedback_half_life_days * 86_400.0
+    since = _feedback_since(engine, now)
     ids = [i.id for i in items]
     events, pairs, ratings = store.learning_facts(
         scope, ids, since=since, limit=cfg.feedback_records_limit
@@ -348,6 +362,13 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
 def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int) -> dict[str, Any]:
     """Every component of ``memory_id``'s score for ``query`` and where it ranked, before
     and after the learned ranking, read off one ranking pass."""
+    with engine.store.reading(_feedback_since(engine)):
+        return _explain(engine, scope, query, memory_id, limit)
+
+
+def _explain(
+    engine: Engine, scope: Scope, query: str, memory_id: str, limit: int
+) -> dict[str, Any]:
     store = engine.store
     found = store.get_memories(scope.workspace, [memory_id]).get(memory_id)
     if found is None or not in_scope(found, scope):

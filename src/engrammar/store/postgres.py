@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -98,6 +99,7 @@ class PostgresStore(PostgresSearch):
         self._ef_search = hnsw_ef_search
         self._dim: int | None = None
         self._closed = False
+        self._local = threading.local()  # this thread's read session (see .postgres_reads)
         self._migrate(connect_timeout)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,

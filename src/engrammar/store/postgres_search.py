@@ -22,10 +22,11 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
 from ..errors import StoreError
-from ..learn.scoring import ReplyFacts
-from ..models import MemoryRecord, Scope
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ..models import Edge, MemoryRecord, Scope
 from ..recall.text import index_text, speaker_of, terms
 from .dialect import scope_where
+from .postgres_reads import M_COLUMNS, PostgresReads
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -108,7 +109,7 @@ def jsonb(value: Any) -> Jsonb:
     return Jsonb(value)
 
 
-class PostgresSearch(SQLStore):
+class PostgresSearch(SQLStore, PostgresReads):
     """Search and vector reads of :class:`~.postgres.PostgresStore`."""
 
     _k1: float
@@ -133,6 +134,9 @@ class PostgresSearch(SQLStore):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
+        cached = self._cached_records(workspace, ids)
+        if cached is not None:
+            return cached
         rows = self._read(
             "get",
             lambda c: c.execute(
@@ -145,6 +149,10 @@ class PostgresSearch(SQLStore):
     def vector_search(self, scope: Scope, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
+        snap = self._snap()
+        if snap is not None and not snap.prefetched and snap.scope in (None, scope):
+            snap.scope = scope
+            return self._prefetch(snap, scope, Vector(query), k)
         where, params = pg_scope_where(scope)
         ef = min(1000, max(self._ef_search, k))
 
@@ -227,13 +235,51 @@ class PostgresSearch(SQLStore):
             ORDER BY score DESC, c.seq
             LIMIT %(k)s
         """
-        rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
+        snap = self._snap()
+        if snap is not None and not snap.keyword_ids and snap.scope in (None, scope):
+            # A session: the hits come with their records and vectors (what recall reads next).
+            snap.scope = scope
+            sql = (
+                f"SELECT t.id, t.score, {M_COLUMNS}, m.embedding FROM ({sql}) t "
+                "JOIN memories m ON m.workspace = %(ws)s AND m.id = t.id "
+                "ORDER BY t.score DESC, m.seq"
+            )
+            rows = self._read(
+                "search", lambda c: c.cursor(binary=True).execute(sql, params).fetchall()
+            )
+            self._keep_rows(snap, rows, 2)
+            snap.keyword_ids = [r[0] for r in rows]
+        else:
+            rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
         return [(r[0], float(r[1])) for r in rows]
+
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        cached = self._cached_edges(workspace, ids, min_weight, kind)
+        if cached is not None:
+            return cached
+        return super().edges_from(workspace, ids, min_weight, kind)
+
+    def learning_facts(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        empty = self._empty_facts(scope, since)
+        if empty is not None:
+            return empty
+        return super().learning_facts(scope, memory_ids, since, limit)
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
+        cached = self._cached_vectors(workspace, ids)
+        if cached is not None:
+            return cached
 
         def run(conn: Conn) -> dict[str, np.ndarray]:
             with conn.cursor(binary=True) as cur:
@@ -279,6 +325,9 @@ class PostgresSearch(SQLStore):
         limit: int,
         witnesses: Sequence[tuple[str, str]] = (),
     ) -> list[ReplyFacts]:
+        empty = self._empty_replies(scope, since)
+        if empty is not None:
+            return empty
         where, params = pg_scope_where(scope, "m")
         user_clause = ""
         user_params: list[Any] = []

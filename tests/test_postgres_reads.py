@@ -1,0 +1,161 @@
+"""Read sessions of the PostgreSQL store (store/postgres_reads.py): a recall in few round trips,
+with every answer equal to what the plain reads give."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres_search import PostgresSearch
+
+pytestmark = pytest.mark.postgres
+
+SPEAKERS = ("Caroline", "Melanie")
+SESSIONS = [
+    [
+        "I went to a support group yesterday and it helped a lot.",
+        "That sounds wonderful, what did you talk about?",
+        "We talked about adoption agencies and counseling.",
+        "I have been painting sunsets by the lake lately.",
+        "My kids love camping in the mountains every summer.",
+    ],
+    [
+        "I signed up for a pottery class on Saturday.",
+        "Pottery sounds relaxing, I prefer running marathons.",
+        "The adoption interview is next week, I am nervous.",
+        "You will do great, the counseling helped you prepare.",
+        "We camped by the lake and watched the meteor shower.",
+    ],
+    [
+        "I no longer paint, I switched to photography this spring.",
+        "Photography of the mountains must be beautiful.",
+        "My daughter wants to join the running club at school.",
+        "The support group meets every Tuesday evening now.",
+        "I finished my first marathon in four hours!",
+    ],
+]
+QUERIES = [
+    "When did Caroline go to the support group?",
+    "What does Melanie like to do with her kids?",
+    "Does Caroline still paint?",
+    "What class did Caroline sign up for?",
+    "marathon",
+]
+
+
+def _fill(mem: Memory) -> None:
+    for n, turns in enumerate(SESSIONS, 1):
+        mem.add(
+            [
+                {"role": "user", "name": SPEAKERS[i % 2], "content": text}
+                for i, text in enumerate(turns)
+            ],
+            user_id="u1",
+            session_id=f"s{n}",
+        )
+
+
+@contextlib.contextmanager
+def _plain() -> Iterator[None]:
+    """Every read goes to the server on its own (the session switched off)."""
+    original = PostgresSearch.reading
+    PostgresSearch.reading = lambda self, feedback_since=None: contextlib.nullcontext()  # type: ignore[method-assign, assignment, misc]
+    try:
+        yield
+    finally:
+        PostgresSearch.reading = original  # type: ignore[method-assign]
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` with floats to 5 significant digits: learned scores decay with time, so two
+    recalls a few milliseconds apart differ in the tenth digit."""
+    if isinstance(value, float):
+        return float(f"{value:.5g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items() if k != "recall_id"}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _recall_view(result: Any) -> Any:
+    return _rounded(result.to_dict())
+
+
+class _Exchanges:
+    """Counts the store's calls to the server (one statement or one pipelined batch each)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.n = 0
+        original = PostgresStore._tx
+
+        def counting(store: PostgresStore, *args: Any, **kw: Any) -> Any:
+            self.n += 1
+            return original(store, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", counting)
+
+
+@pytest.mark.parametrize("with_feedback", [False, True])
+def test_session_answers_equal_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, with_feedback: bool
+) -> None:
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        if with_feedback:
+            first = mem.recall(QUERIES[0], user_id="u1", limit=3)
+            mem.rate_memory(first.memories[0].id, "accepted", user_id="u1")
+            mem.feedback(response=first.memories[1].content, user_id="u1")
+        count = _Exchanges(monkeypatch)
+        for query in QUERIES:
+            for limit in (3, 10):
+                count.n = 0
+                fast = mem.recall(query, user_id="u1", limit=limit)
+                fast_trips = count.n
+                with _plain():
+                    count.n = 0
+                    slow = mem.recall(query, user_id="u1", limit=limit)
+                    slow_trips = count.n
+                assert _recall_view(fast) == _recall_view(slow), query
+                assert fast_trips < slow_trips
+                if not with_feedback:
+                    # keyword search, the pipelined neighbourhood, the recall record; at
+                    # most two reads the neighbourhood did not hold
+                    assert fast_trips <= 5, (query, fast_trips)
+                fast_search = mem.search(query, user_id="u1", limit=limit)
+                with _plain():
+                    slow_search = mem.search(query, user_id="u1", limit=limit)
+                assert _rounded([(m.id, m.score, m.components) for m in fast_search]) == _rounded(
+                    [(m.id, m.score, m.components) for m in slow_search]
+                )
+                target = fast.memories[-1].id
+                fast_explain = mem.explain(query, target, user_id="u1")
+                with _plain():
+                    slow_explain = mem.explain(query, target, user_id="u1")
+                assert _rounded(fast_explain) == _rounded(slow_explain)
+    finally:
+        mem.close()
+
+
+def test_session_is_per_thread_and_ends_with_the_block(pg_url: str) -> None:
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        ids = [m.id for m in mem.list(user_id="u1")][:3]
+        with store.reading():
+            before = store.get_memories(mem.config.workspace, ids)
+            assert store._snap() is not None
+        assert store._snap() is None
+        mem.update(ids[0], content="An entirely new sentence about gardening.")
+        after = store.get_memories(mem.config.workspace, ids)
+        assert after[ids[0]].content != before[ids[0]].content  # nothing cached across calls
+    finally:
+        mem.close()
