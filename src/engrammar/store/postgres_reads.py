@@ -69,7 +69,7 @@ class PostgresReads:
     _local: threading.local
 
     # provided by the store
-    def _read(self, what: str, fn: Callable[[Conn], Any]) -> Any:
+    def _read(self, what: str, fn: Callable[[Conn], Any], *, transaction: bool = False) -> Any:
         raise NotImplementedError
 
     def _record(self, row: Sequence[Any]) -> MemoryRecord:

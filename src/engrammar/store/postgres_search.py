@@ -127,7 +127,7 @@ class PostgresSearch(SQLStore, PostgresReads):
     ) -> T:
         raise NotImplementedError
 
-    def _read(self, what: str, fn: Callable[[Conn], T]) -> T:
+    def _read(self, what: str, fn: Callable[[Conn], T], *, transaction: bool = False) -> T:
         raise NotImplementedError
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -171,9 +171,7 @@ class PostgresSearch(SQLStore, PostgresReads):
                 )
             ]
 
-        if ef == self._ef_search:
-            return self._read("search", run)
-        return self._tx("search", run, idempotent=True)
+        return self._read("search", run, transaction=ef != self._ef_search)
 
     def vector_searches(
         self, scope: Scope, queries: np.ndarray, k: int
@@ -376,7 +374,7 @@ class PostgresSearch(SQLStore, PostgresReads):
             keep = set(matched)
             return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
 
-        rows = self._tx("reading reply signals", run)
+        rows = self._read("reading reply signals", run, transaction=True)
         seen: set[tuple[str, str]] = set()
         out = []
         for memory_id, recall_id, value, created_at, vector in rows:
