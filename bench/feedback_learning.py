@@ -1,23 +1,28 @@
-"""Does engrammar learn from feedback? A LoCoMo benchmark (no public benchmark measures this).
+"""Does engrammar learn from feedback, and does it carry over? A LoCoMo benchmark.
 
 Each conversation's questions (categories 1-4) are split deterministically into train and test
 halves (by a hash of the question id). Every dialog turn is one memory in the conversation's
-user scope (as the referee's protocol says). Then:
+user scope (as the referee's protocol says). Test questions that share at least one evidence
+turn with some train question of their conversation are *related unseen*, the rest *unrelated
+unseen*. Then:
 
-1. measure recall@5 and nDCG@10 on train and test (the referee's metric functions);
-2. feedback rounds over the train questions: recall, a simulated user rates every recalled
-   memory (gold evidence ``accepted``, the rest ``rejected``, each rating tied to its recall),
-   and a simulated assistant reply (question + gold answer) goes through
-   ``Memory.feedback(response=...)`` when the library has that method;
-3. measure again: train (re-asked) and test (unseen) after each round.
+1. measure recall@5 and nDCG@10 per question (the referee's metric functions);
+2. one (or ``--rounds``) feedback round over the train questions in each mode, on its own copy
+   of the store: *ratings* (a simulated user rates every recalled memory: gold evidence
+   ``accepted``, the rest ``rejected``, each rating tied to its recall), *replies* (a simulated
+   assistant reply, question + gold answer, goes through ``Memory.feedback(response=...)``, no
+   ratings) and *both*;
+3. measure again: re-asked (train), related unseen and unrelated unseen, reported for
+   conversations 1-5 and 6-10 separately.
 
-Repeated with 20% of the ratings flipped at random, and once with an adversarial burst after a
-clean round: for some train questions one inverted rating (the best-ranked evidence rejected)
-each; the burst is checked against the configured bound on a single score.
+Also (unless ``--no-noise``): *both* with 20% of the ratings flipped at random, and an
+adversarial burst after a clean round: for some train questions one inverted rating (the
+best-ranked evidence rejected) each, checked against the configured bound on a single score.
 
-Ingestion (about 5.9k turns) is embedded once; every condition runs on a copy of that store.
+Ingestion (about 5.9k turns) is embedded once (``--store-cache`` keeps it between runs);
+every condition runs on a copy of that store.
 
-    python bench/feedback_learning.py [--data ../shared/data/locomo10.json] [--rounds 3]
+    python bench/feedback_learning.py [--store-cache /tmp/locomo-store.db] [--modes both]
 """
 
 from __future__ import annotations
@@ -41,8 +46,13 @@ from typing import Any
 from engrammar import Config, Memory
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = ROOT / ".." / "shared" / "data" / "locomo10.json"
-REFEREE = ROOT / ".." / "shared" / "eval" / "locomo_retrieval.py"
+# The shared folder sits beside the checkout (or beside the folder of worktrees).
+SHARED = next(
+    (p / "shared" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()),
+    ROOT.parent / "shared",
+)
+DEFAULT_DATA = SHARED / "data" / "locomo10.json"
+REFEREE = SHARED / "eval" / "locomo_retrieval.py"
 
 
 def load_referee(path: Path) -> ModuleType:
@@ -72,6 +82,12 @@ class Bench:
         ]
         self.train = [q for q in queries if is_train(q["question_id"])]
         self.test = [q for q in queries if not is_train(q["question_id"])]
+        # A test question is "related" when some train question of its conversation has an
+        # evidence turn in common with it: feedback on that turn could carry over.
+        seen = {(q["sample_id"], d) for q in self.train for d in q["evidence"]}
+        self.related = [
+            q for q in self.test if any((q["sample_id"], d) in seen for d in q["evidence"])
+        ]
         self.tmp = Path(tempfile.mkdtemp(prefix="engrammar-feedback-bench-"))
         self.base_db = self.tmp / "base" / "engrammar.db"
         overrides = {
@@ -133,36 +149,53 @@ class Bench:
         result = mem.recall(q["question"], user_id=q["sample_id"], limit=limit)
         return [(m.id, m.memory.metadata.get("dia_id", "")) for m in result.memories]
 
-    def measure(self, mem: Memory, queries: list[dict[str, Any]]) -> dict[str, float]:
-        rows = []
+    def measure(self, mem: Memory, queries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+        """Per question id: recall@5 and nDCG@10."""
+        out = {}
         for q in queries:
             ranked = [d for _, d in self.ranked(mem, q, 10) if d]
-            rows.append(self.ref.score_query(ranked, q["evidence"], (5, 10)))
-        return {
-            "recall@5": sum(r["recall@5"] for r in rows) / len(rows),
-            "ndcg@10": sum(r["ndcg@10"] for r in rows) / len(rows),
-        }
+            row = self.ref.score_query(ranked, q["evidence"], (5, 10))
+            out[q["question_id"]] = {"recall@5": row["recall@5"], "ndcg@10": row["ndcg@10"]}
+        return out
 
     def snapshot(self, mem: Memory) -> dict[str, dict[str, float]]:
-        return {"train": self.measure(mem, self.train), "test": self.measure(mem, self.test)}
+        return self.measure(mem, self.train + self.test)
+
+    def subsets(self) -> dict[str, list[str]]:
+        related = {q["question_id"] for q in self.related}
+        return {
+            "train": [q["question_id"] for q in self.train],
+            "test": [q["question_id"] for q in self.test],
+            "related": sorted(related),
+            "unrelated": [q["question_id"] for q in self.test if q["question_id"] not in related],
+        }
+
+    def progress(self, name: str, snap: dict[str, dict[str, float]], seconds: float = 0) -> None:
+        parts = []
+        for key, ids in self.subsets().items():
+            parts.append(f"{key} {sum(snap[i]['recall@5'] for i in ids) / len(ids):.3f}")
+        print(f"{name}: r@5 " + ", ".join(parts) + f" ({seconds:.0f}s)", file=sys.stderr)
 
     # -- feedback ----------------------------------------------------------------------------
-    def feedback_round(self, mem: Memory, flip: float, rng: random.Random) -> dict[str, int]:
+    def feedback_round(
+        self, mem: Memory, flip: float, rng: random.Random, mode: str
+    ) -> dict[str, int]:
+        """One round over the train questions; ``mode`` is ratings, replies or both."""
         counts = {"ratings": 0, "flipped": 0, "replies": 0}
-        use_reply = hasattr(mem, "feedback") and not self.args.ratings_only
         for q in self.train:
             result = mem.recall(q["question"], user_id=q["sample_id"], limit=self.args.rate_depth)
             gold = set(q["evidence"])
-            for item in result.memories:
-                good = item.memory.metadata.get("dia_id") in gold
-                if flip and rng.random() < flip:
-                    good = not good
-                    counts["flipped"] += 1
-                mem.rate_memory(
-                    item.id, "accepted" if good else "rejected", recall_id=result.recall_id
-                )
-                counts["ratings"] += 1
-            if use_reply:
+            if mode in ("ratings", "both"):
+                for item in result.memories:
+                    good = item.memory.metadata.get("dia_id") in gold
+                    if flip and rng.random() < flip:
+                        good = not good
+                        counts["flipped"] += 1
+                    mem.rate_memory(
+                        item.id, "accepted" if good else "rejected", recall_id=result.recall_id
+                    )
+                    counts["ratings"] += 1
+            if mode in ("replies", "both"):
                 reply = f"{q['question']} {q['answer']}"
                 mem.feedback(response=reply, user_id=q["sample_id"], recall_id=result.recall_id)
                 counts["replies"] += 1
@@ -193,12 +226,35 @@ class Bench:
         return {"ratings": len(targets), "max_relative_score_change": worst, "bound": bound}
 
 
+MODES = ("ratings", "replies", "both")
+MODE_LABEL = {
+    "ratings": "ratings only",
+    "replies": "replies only",
+    "both": "ratings + replies",
+}
+GROUPS = (("conversations 1-5", 0, 5), ("conversations 6-10", 5, 10), ("all", 0, 10))
+SUBSETS = (
+    ("re-asked", "train"),
+    ("related unseen", "related"),
+    ("unrelated unseen", "unrelated"),
+    ("unseen (all)", "test"),
+)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     bench = Bench(args)
+    modes = [m for m in args.modes.split(",") if m]
+    for m in modes:
+        if m not in MODES:
+            raise SystemExit(f"--modes: unknown mode {m!r} (choose from {', '.join(MODES)})")
     out: dict[str, Any] = {
         "n_train": len(bench.train),
         "n_test": len(bench.test),
+        "n_related": len(bench.related),
+        "n_unrelated": len(bench.test) - len(bench.related),
         "conversations": len(bench.data),
+        "samples": [s["sample_id"] for s in bench.data],
+        "subsets": bench.subsets(),
         "config": {
             name: getattr(bench.config, name)
             for name in (
@@ -207,6 +263,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_half_life_days",
                 "feedback_context_min",
                 "feedback_context_full",
+                "feedback_rating_context_min",
+                "feedback_rating_context_full",
                 "feedback_reply_top",
                 "feedback_reply_weight",
                 "feedback_reply_context_min",
@@ -214,51 +272,85 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_conflict_weight",
             )
         },
+        "conditions": {},
     }
-    print(f"train {len(bench.train)}, test {len(bench.test)}; ingesting...", file=sys.stderr)
+    print(
+        f"train {len(bench.train)}, test {len(bench.test)} ({len(bench.related)} related); "
+        "ingesting...",
+        file=sys.stderr,
+    )
     out["ingest_seconds"] = bench.ingest()
-    rounds = args.rounds
-    for name, flip in (("clean", 0.0), ("noisy20", 0.2)):
+    conds = out["conditions"]
+    partial = Path(args.out) / f"{args.name}.partial.json"
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    base = bench.fresh("before")
+    conds["before"] = bench.snapshot(base)
+    base.close()
+    bench.progress("before", conds["before"])
+    for mode in modes:
         rng = random.Random(args.seed)
-        mem = bench.fresh(name)
-        curve = [bench.snapshot(mem)]
-        counts = []
-        has_reply = hasattr(mem, "feedback") and not args.ratings_only
-        for r in range(rounds):
+        mem = bench.fresh(mode)
+        for r in range(args.rounds):
             t0 = time.perf_counter()
-            counts.append(bench.feedback_round(mem, flip, rng))
-            curve.append(bench.snapshot(mem))
-            print(
-                f"{name} round {r + 1}: train r@5 {curve[-1]['train']['recall@5']:.3f} "
-                f"test r@5 {curve[-1]['test']['recall@5']:.3f} ({time.perf_counter() - t0:.0f}s)",
-                file=sys.stderr,
-            )
-            if name == "noisy20" and not args.noisy_all_rounds:
-                break
-        out[name] = {"curve": curve, "counts": counts, "replies_used": has_reply}
-        if name == "clean":
-            rng = random.Random(args.seed + 1)
-            burst_mem = bench.fresh("burst")
-            bench.feedback_round(burst_mem, 0.0, rng)
-            clean1 = bench.snapshot(burst_mem)
-            burst = bench.adversarial_burst(burst_mem, rng)
-            burst["after"] = bench.snapshot(burst_mem)
-            burst["before"] = clean1
-            out["adversarial"] = burst
-            burst_mem.close()
+            bench.feedback_round(mem, 0.0, rng, mode)
+            name = f"{mode}/{r + 1}"
+            conds[name] = bench.snapshot(mem)
+            bench.progress(name, conds[name], time.perf_counter() - t0)
+            partial.write_text(json.dumps(out))  # a long run keeps what it measured
         mem.close()
+    if not args.no_noise:
+        rng = random.Random(args.seed)
+        mem = bench.fresh("noisy20")
+        t0 = time.perf_counter()
+        bench.feedback_round(mem, 0.2, rng, "both")
+        conds["noisy20/1"] = bench.snapshot(mem)
+        bench.progress("noisy20/1", conds["noisy20/1"], time.perf_counter() - t0)
+        mem.close()
+        rng = random.Random(args.seed + 1)
+        burst_mem = bench.fresh("burst")
+        bench.feedback_round(burst_mem, 0.0, rng, "both")
+        burst = bench.adversarial_burst(burst_mem, rng)
+        conds["burst"] = bench.snapshot(burst_mem)
+        out["adversarial"] = burst
+        burst_mem.close()
     shutil.rmtree(bench.tmp, ignore_errors=True)
     return out
 
 
+def merge(files: list[str]) -> dict[str, Any]:
+    """One result from several runs' JSON files: the first file's data, every file's
+    conditions (``before`` once; it is the same store and code path in each)."""
+    out: dict[str, Any] | None = None
+    for spec in files:
+        path, _, label = spec.partition("=")
+        part = json.loads(Path(path).read_text())
+        if out is None:
+            out = {**part, "conditions": {"before": part["conditions"]["before"]}}
+        elif part["subsets"] != out["subsets"]:
+            raise SystemExit(f"{path}: another split of the questions; cannot merge")
+        for name, snap in part["conditions"].items():
+            if name != "before":
+                out["conditions"][f"{name}@{label}" if label else name] = snap
+        if not label:  # the settings of the code the unmarked rows measured
+            out["config"] = part["config"]
+            if "adversarial" in part:
+                out["adversarial"] = part["adversarial"]
+    assert out is not None
+    return out
+
+
+def mean_of(snap: dict[str, dict[str, float]], ids: list[str], metric: str = "recall@5") -> float:
+    return sum(snap[i][metric] for i in ids) / len(ids) if ids else float("nan")
+
+
+def subset_ids(out: dict[str, Any], subset: str, lo: int, hi: int) -> list[str]:
+    samples = set(out["samples"][lo:hi])
+    return [q for q in out["subsets"][subset] if q.split("#")[0] in samples]
+
+
 def report(out: dict[str, Any], args: argparse.Namespace, command: str) -> str:
-    clean = out["clean"]["curve"]
-    noisy = out["noisy20"]["curve"]
-    base_tr, base_te = clean[0]["train"], clean[0]["test"]
-    one_tr, one_te = clean[1]["train"], clean[1]["test"]
-    gain = one_tr["recall@5"] - base_tr["recall@5"]
-    noisy_gain = noisy[1]["train"]["recall@5"] - noisy[0]["train"]["recall@5"]
-    adv = out["adversarial"]
+    conds = out["conditions"]
+    before = conds["before"]
     lines = [
         "# Learning from feedback on LoCoMo",
         "",
@@ -267,100 +359,144 @@ def report(out: dict[str, Any], args: argparse.Namespace, command: str) -> str:
         f"{platform.python_version()}, {platform.system()}; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ",
         f"Data: {out['conversations']} conversations, categories 1-4; train {out['n_train']} / "
-        f"test {out['n_test']} questions (split by sha256(question_id)); ingest "
-        f"{out['ingest_seconds']:.0f} s. Metrics: the referee's `score_query`.  ",
-        f"Feedback per round: each train question recalled (limit {args.rate_depth}), every "
-        "recalled memory rated (evidence accepted, others rejected, tied to the recall); "
-        + (
-            "the simulated reply (question + gold answer) sent through `feedback(response=...)`."
-            if out["clean"]["replies_used"]
-            else "**no `Memory.feedback(response=...)` in this build: ratings only.**"
-        ),
+        f"test {out['n_test']} questions (split by sha256(question_id)); of the test questions "
+        f"{out['n_related']} are *related unseen* (they share at least one evidence turn with "
+        f"some train question of their conversation), {out['n_unrelated']} *unrelated unseen*. "
+        f"Ingest {out['ingest_seconds']:.0f} s. Metrics: the referee's `score_query`.  ",
+        f"Feedback per round: each train question recalled (limit {args.rate_depth}); "
+        "*ratings*: every recalled memory rated (evidence accepted, others rejected, tied to the "
+        "recall); *replies*: the simulated reply (question + gold answer) sent through "
+        "`feedback(response=..., recall_id=...)`; *both*: the two together.",
         "",
-        "| condition | train recall@5 | train nDCG@10 | test recall@5 | test nDCG@10 |",
-        "|---|---|---|---|---|",
     ]
-
-    def row(name: str, s: dict[str, dict[str, float]]) -> str:
-        return (
-            f"| {name} | {s['train']['recall@5']:.3f} | {s['train']['ndcg@10']:.3f} | "
-            f"{s['test']['recall@5']:.3f} | {s['test']['ndcg@10']:.3f} |"
-        )
-
-    lines.append(row("before feedback", clean[0]))
-    for i, s in enumerate(clean[1:], 1):
-        lines.append(row(f"clean, after round {i}", s))
-    for i, s in enumerate(noisy[1:], 1):
-        lines.append(row(f"20% flipped, after round {i}", s))
-    lines.append(row("clean round 1 + adversarial burst", adv["after"]))
-    keep = noisy_gain / gain if gain else 0.0
-    if len(noisy) == len(clean) and len(clean) > 2:
-        clean_n = clean[-1]["train"]["recall@5"] - base_tr["recall@5"]
-        noisy_n = noisy[-1]["train"]["recall@5"] - noisy[0]["train"]["recall@5"]
-        late_keep = noisy_n / clean_n if clean_n else 0.0
-    else:
-        late_keep = None
+    present = [c for c in conds if c != "before"]
+    for title, lo, hi in GROUPS:
+        if lo >= len(out["samples"]):
+            continue
+        lines += [
+            f"## {title}",
+            "",
+            "recall@5 (nDCG@10 in brackets); n = "
+            + ", ".join(f"{label} {len(subset_ids(out, key, lo, hi))}" for label, key in SUBSETS),
+            "",
+            "| condition | " + " | ".join(label for label, _ in SUBSETS) + " |",
+            "|---|" + "---|" * len(SUBSETS),
+        ]
+        for cond in ["before", *present]:
+            snap = conds[cond]
+            cells = []
+            for _, key in SUBSETS:
+                ids = subset_ids(out, key, lo, hi)
+                r5 = mean_of(snap, ids)
+                nd = mean_of(snap, ids, "ndcg@10")
+                if cond == "before":
+                    cells.append(f"{r5:.3f} ({nd:.3f})")
+                else:
+                    cells.append(f"{r5:.3f} ({nd:.3f}) {100 * (r5 - mean_of(before, ids)):+.1f}")
+            lines.append(f"| {condition_label(cond)} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += targets(out, args)
     lines += [
-        "",
-        "| target | result | met |",
-        "|---|---|---|",
-        f"| re-asked recall@5 +20 points after one round | {100 * gain:+.1f} points | "
-        f"{'yes' if gain >= 0.20 else 'no'} |",
-        f"| (after {len(clean) - 1} rounds) re-asked recall@5 | "
-        f"{100 * (clean[-1]['train']['recall@5'] - base_tr['recall@5']):+.1f} points | "
-        f"{'yes' if clean[-1]['train']['recall@5'] - base_tr['recall@5'] >= 0.20 else 'no'} |",
-        f"| unseen not worse | recall@5 {100 * (one_te['recall@5'] - base_te['recall@5']):+.1f}, "
-        f"nDCG@10 {100 * (one_te['ndcg@10'] - base_te['ndcg@10']):+.1f} points | "
-        f"{'yes' if one_te['recall@5'] >= base_te['recall@5'] - 1e-9 else 'no'} |",
-        f"| 20% noise keeps >= 80% of the clean gain (round 1) | {100 * noisy_gain:+.1f} "
-        f"points = {100 * keep:.0f}% | {'yes' if keep >= 0.8 else 'no'} |",
-        *(
-            [
-                f"| 20% noise keeps >= 80% of the clean gain (after {len(clean) - 1} rounds, "
-                f"noise redrawn each round) | {100 * late_keep:.0f}% | "
-                f"{'yes' if late_keep >= 0.8 else 'no'} |"
-            ]
-            if late_keep is not None
-            else []
-        ),
-        f"| one adversarial rating moves a score at most feedback_max_adjustment "
-        f"({adv['bound']}) | max relative change {adv['max_relative_score_change']:.3f} over "
-        f"{adv['ratings']} single ratings | "
-        f"{'yes' if adv['max_relative_score_change'] <= adv['bound'] + 1e-9 else 'no'} |",
-        "",
-        f"Adversarial burst ({adv['ratings']} inverted ratings, one per question): re-asked "
-        f"recall@5 {adv['before']['train']['recall@5']:.3f} -> "
-        f"{adv['after']['train']['recall@5']:.3f}.",
-        "",
-        "Learning settings: " + ", ".join(f"`{k}` = {v}" for k, v in out.get("config", {}).items()),
-        "",
-        f"![recall@5 vs feedback rounds]({args.name}.png)",
+        "Learning settings: " + ", ".join(f"`{k}` = {v}" for k, v in out["config"].items()),
         "",
     ]
     return "\n".join(lines)
 
 
+def condition_label(cond: str) -> str:
+    if "@" in cond:  # merged from another run: "<mode>/<round>@<label>"
+        name, _, label = cond.partition("@")
+        return f"{condition_label(name)} [{label}]"
+    if cond == "before":
+        return "before feedback"
+    if cond == "burst":
+        return "both, round 1 + adversarial burst"
+    name, _, rnd = cond.partition("/")
+    if name == "noisy20":
+        return f"both, 20% of ratings flipped, after round {rnd}"
+    return f"{MODE_LABEL[name]}, after round {rnd}"
+
+
+def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    conds = out["conditions"]
+    before = conds["before"]
+    lines = ["## Targets (issue 17, after one round on the train half)", ""]
+    lines += ["| target | conversations | result | met |", "|---|---|---|---|"]
+
+    def gain(cond: str, key: str, lo: int, hi: int) -> float:
+        ids = subset_ids(out, key, lo, hi)
+        return 100 * (mean_of(conds[cond], ids) - mean_of(before, ids))
+
+    checks = [
+        ("both/1", "train", 20.0, "ratings + replies: re-asked recall@5 >= +20 points"),
+        ("both/1", "related", 10.0, "ratings + replies: related unseen >= +10 points"),
+        ("both/1", "unrelated", -0.5, "ratings + replies: unrelated unseen >= -0.5 points"),
+        ("ratings/1", "train", 20.0, "ratings only: re-asked >= +20 points"),
+        ("ratings/1", "related", 10.0, "ratings only: related unseen >= +10 points"),
+        ("ratings/1", "unrelated", -0.5, "ratings only: unrelated unseen >= -0.5 points"),
+        ("replies/1", "train", 10.0, "replies only: re-asked >= +10 points"),
+        ("replies/1", "test", 0.0, "replies only: unseen >= 0"),
+    ]
+    for cond, key, bar, label in checks:
+        if cond not in conds:
+            continue
+        for title, lo, hi in GROUPS[:2]:
+            if lo >= len(out["samples"]):
+                continue
+            g = gain(cond, key, lo, hi)
+            lines.append(f"| {label} | {title[14:]} | {g:+.1f} | {'yes' if g >= bar else 'no'} |")
+    if "noisy20/1" in conds and "both/1" in conds:
+        clean = gain("both/1", "train", 0, 10)
+        noisy = gain("noisy20/1", "train", 0, 10)
+        keep = noisy / clean if clean else 0.0
+        lines.append(
+            f"| 20% flipped ratings keep >= 80% of the clean re-asked gain | all | "
+            f"{noisy:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.8 else 'no'} |"
+        )
+    adv = out.get("adversarial")
+    if adv:
+        lines.append(
+            f"| one adversarial rating moves a score at most feedback_max_adjustment "
+            f"({adv['bound']}) | all | max relative change "
+            f"{adv['max_relative_score_change']:.3f} over {adv['ratings']} single ratings | "
+            f"{'yes' if adv['max_relative_score_change'] <= adv['bound'] + 1e-9 else 'no'} |"
+        )
+    lines.append("")
+    return lines
+
+
 def plot(out: dict[str, Any], path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, style in (("clean", "-o"), ("noisy20", "--s")):
-        curve = out[name]["curve"]
-        xs = list(range(len(curve)))
-        label = "20% flipped" if name == "noisy20" else "clean"
-        ax.plot(xs, [c["train"]["recall@5"] for c in curve], style, label=f"re-asked ({label})")
-        ax.plot(
-            xs, [c["test"]["recall@5"] for c in curve], style, alpha=0.5, label=f"unseen ({label})"
-        )
-    ax.set_xticks(range(len(out["clean"]["curve"])))
-    ax.set_xlabel("feedback rounds over the train questions")
-    ax.set_ylabel("recall@5")
-    ax.set_title("engrammar on LoCoMo: learning from feedback")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    conds = out["conditions"]
+    present = [c for c in conds if c != "before"]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(1, len(present))
+    for j, cond in enumerate(present):
+        gains = [
+            100
+            * (
+                mean_of(conds[cond], subset_ids(out, key, 0, 10))
+                - mean_of(conds["before"], subset_ids(out, key, 0, 10))
+            )
+            for _, key in SUBSETS
+        ]
+        xs = [i + j * width for i in range(len(SUBSETS))]
+        ax.bar(xs, gains, width, label=condition_label(cond))
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(SUBSETS))])
+    ax.set_xticklabels([label for label, _ in SUBSETS])
+    ax.axhline(0, color="black", linewidth=0.5)
+    ax.set_ylabel("recall@5 change (points)")
+    ax.set_title("engrammar on LoCoMo: what one round of feedback changes")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -369,13 +505,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--referee", default=str(REFEREE))
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--rate-depth", type=int, default=20, help="memories rated per question")
     parser.add_argument("--burst", type=int, default=50, help="questions hit by the adversary")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--conversations", type=int, default=0, help="first N only (0 = all)")
-    parser.add_argument("--ratings-only", action="store_true", help="skip feedback(response=)")
-    parser.add_argument("--noisy-all-rounds", action="store_true")
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help="comma list of ratings, replies, both"
+    )
+    parser.add_argument(
+        "--no-noise", action="store_true", help="skip the 20%% flipped and adversarial runs"
+    )
     parser.add_argument("--min-samples", type=float, help="override feedback_min_samples")
     parser.add_argument("--max-adjustment", type=float, help="override feedback_max_adjustment")
     parser.add_argument(
@@ -384,9 +524,16 @@ def main() -> None:
     )
     parser.add_argument("--name", default="feedback_learning", help="result file stem")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="RESULT.json[=LABEL]",
+        help="no run: merge the conditions of result files of earlier runs (same data and "
+        "split) into one report; conditions of a file given a LABEL are marked with it",
+    )
     args = parser.parse_args()
     command = "python bench/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
-    out = run(args)
+    out = merge(args.merge) if args.merge else run(args)
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{args.name}.json").write_text(json.dumps(out, indent=2))

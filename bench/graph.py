@@ -1,16 +1,13 @@
-"""The memory graph: its cost, its effect on LoCoMo retrieval, and tension detection quality.
+"""The memory graph: its cost and its effect on LoCoMo retrieval.
 
     python bench/graph.py [--data ../shared/data/locomo10.json] [--conversations 2]
 
-Writes bench/results/graph.md and bench/results/tensions.md:
+Writes bench/results/graph.md (tension detection is measured by bench/tensions.py):
 
 * LoCoMo (first N conversations, one scope each, one ``add`` per session so the sequence edges
   are real): edges per memory by kind; add time; recall p50/p95 with the graph on and off;
   evidence hit rate @5 and @10 (a question counts as hit if any of its evidence turns is among
   the top k) for graph_depth=0 and for several graph weights, all on the same stored graph.
-* Tensions: precision and recall of the detector on tests/data/tensions.jsonl (written for
-  the detector's development) and tests/data/tensions_holdout.jsonl (written afterwards, not
-  tuned on).
 """
 
 from __future__ import annotations
@@ -26,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_DATA, RESULTS, ROOT, load_locomo, locomo_turns, machine, summary_ms
+from _common import DEFAULT_DATA, RESULTS, load_locomo, locomo_turns, machine, summary_ms
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.engine import ingest as engine_ingest
-from engrammar.recall.tensions import Statement, detect_tension
 
 SETTINGS: list[tuple[str, dict[str, Any]]] = [
     ("graph off (graph_depth=0)", {"graph_depth": 0}),
@@ -184,46 +180,6 @@ def single_adds(args: argparse.Namespace, embedder: MiniLMEmbedder, tmp: Path) -
     }
 
 
-def tensions(embedder: MiniLMEmbedder) -> list[dict[str, Any]]:
-    out = []
-    for name in ("tensions.jsonl", "tensions_holdout.jsonl"):
-        rows = [
-            json.loads(line)
-            for line in (ROOT / "tests" / "data" / name).read_text().splitlines()
-            if line.strip()
-        ]
-        a = embedder.embed([r["older"] for r in rows])
-        b = embedder.embed([r["newer"] for r in rows])
-        tp = fp = fn = 0
-        misses = []
-        for r, va, vb in zip(rows, a, b, strict=True):
-            found = detect_tension(
-                Statement("a", r["older"], 1.0),
-                Statement("b", r["newer"], 2.0),
-                float(va @ vb),
-                0.3,
-            )
-            if found is not None and r["contradiction"]:
-                tp += 1
-            elif found is not None:
-                fp += 1
-                misses.append(f"false positive: {r['older']} / {r['newer']}")
-            elif r["contradiction"]:
-                fn += 1
-                misses.append(f"missed ({r['kind']}): {r['older']} / {r['newer']}")
-        out.append(
-            {
-                "set": name,
-                "pairs": len(rows),
-                "contradictions": sum(1 for r in rows if r["contradiction"]),
-                "precision": round(tp / max(1, tp + fp), 3),
-                "recall": round(tp / max(1, tp + fn), 3),
-                "errors": misses,
-            }
-        )
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", default=str(DEFAULT_DATA))
@@ -237,32 +193,6 @@ def main() -> None:
     where = f"machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, load average at start {tuple(round(x, 2) for x in m['load_avg_at_start'])}"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-
-    t = tensions(embedder)
-    lines = [
-        "# Tension detection",
-        "",
-        f"Command: `{command}` · {where}",
-        "",
-        "Labelled pairs (older statement, newer statement), written for this project. The first "
-        "set was used while writing the rules. The held-out set was written after the first "
-        "version of the rules; later changes (made so that real chat, LoCoMo, is not flagged "
-        "everywhere) were re-checked on it, and one of them (no sentence split after 'Dr.') was "
-        "prompted by a held-out miss. Similarity gate: `tension_min_similarity` = 0.3. On LoCoMo "
-        "the add-time check makes 8 'contradicts' edges (4 pairs, both ways) among 788 messages "
-        "of 2 conversations (bench/results/graph.md); the first rules made 290 there, nearly all "
-        "chat misread as contradictions.",
-        "",
-        "| set | pairs | contradictions | precision | recall |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r['set']} | {r['pairs']} | {r['contradictions']} | {r['precision']} | {r['recall']} |"
-        for r in t
-    ]
-    lines += ["", "Errors:", ""] + [f"- {e}" for r in t for e in r["errors"]] + [""]
-    (out / "tensions.md").write_text("\n".join(lines))
-    print("\n".join(lines))
 
     with tempfile.TemporaryDirectory() as d:
         g = locomo(args, embedder, Path(d))
@@ -301,7 +231,7 @@ def main() -> None:
     (out / "graph.md").write_text("\n".join(lines))
     (out / "graph.json").write_text(
         json.dumps(
-            {"command": command, "machine": m, "tensions": t, "locomo": g, "single_adds": single},
+            {"command": command, "machine": m, "locomo": g, "single_adds": single},
             indent=2,
         )
     )

@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_DATA, RESULTS, machine
+from _embcache import DiskCachedEmbedder
 from engrammar import CachedEmbedder, Config, Memory
 from engrammar import eval_locomo as ev
 from engrammar.embed.onnx import MiniLMEmbedder
@@ -36,6 +37,7 @@ OFF = {
     "second_neighbour_weight": 0.0,
     "query_without_speakers": False,
     "question_penalty": 0.0,
+    "assistant_penalty": 0.0,
 }
 HAS_GRAPH = "graph_weight" in Config.describe()
 GRAPH_OFF = {"graph_depth": 0} if HAS_GRAPH else {}
@@ -52,6 +54,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - time boost": ({"time_boost": 0.0}, "default"),
     "default - names in the query vector": ({"query_without_speakers": False}, "default"),
     "default - question penalty": ({"question_penalty": 0.0}, "default"),
+    "default - assistant penalty": ({"assistant_penalty": 0.0}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
     "default - second neighbours": ({"second_neighbour_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
@@ -75,6 +78,11 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         "default",
     ),
     "default with speaker_boost 0.5": ({"speaker_boost": 0.5}, "default"),
+    **{
+        f"default with question_penalty {w}": ({"question_penalty": w}, "default")
+        for w in (0.3, 0.5)
+    },
+    **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5)},
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),
@@ -96,7 +104,7 @@ def ingest_store(
     root: Path,
     data: list[dict[str, Any]],
     numbers: list[int],
-    model: MiniLMEmbedder,
+    model: MiniLMEmbedder | DiskCachedEmbedder,
     reuse: bool = False,
 ) -> dict[str, Any]:
     changes, names = STORES[name]
@@ -160,6 +168,12 @@ def main() -> None:
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--store", default="", help="folder for the stores (default: a temp dir)")
     ap.add_argument("--reuse", action="store_true", help="reuse stores already in --store")
+    ap.add_argument(
+        "--embed-cache",
+        action="store_true",
+        help="keep turn vectors on disk (~/.cache/engrammar-bench): ingest times then "
+        "measure the store, not the model",
+    )
     ap.add_argument("--latency-questions", type=int, default=300)
     ap.add_argument(
         "--latency-only",
@@ -188,6 +202,7 @@ def main() -> None:
         variants = {}
 
     model = MiniLMEmbedder()
+    ingest_model = DiskCachedEmbedder(model) if args.embed_cache else model
     tmp = tempfile.TemporaryDirectory(prefix="locomo-")
     root = Path(args.store) if args.store else Path(tmp.name)
     out = Path(args.out)
@@ -259,7 +274,7 @@ def main() -> None:
     for name, (changes, store) in sorted(variants.items(), key=lambda kv: kv[1][1] != "default"):
         if store not in ingests:
             print(f"ingest [{store}]", flush=True)
-            ingests[store] = ingest_store(store, root, data, numbers, model, args.reuse)
+            ingests[store] = ingest_store(store, root, data, numbers, ingest_model, args.reuse)
         # Tension detection does not change the ranking, and at limit 50 it compares up to
         # 1,225 pairs per recall; the quality runs skip it (latency is measured apart, below).
         cfg = Config(path=ingests[store]["path"], tension_min_similarity=1.0, **changes)

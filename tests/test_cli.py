@@ -177,13 +177,14 @@ def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
         "edges": imported["edges"],
         "records": imported["records"],
         "edges_built": 0,
+        "skipped": [],
     }
     assert js(copy, "stats")["memories"] == 2
     again = js(copy, "import", str(out), "-w", "moved")
     assert again["memories"] == 2
     assert {m["content"] for m in js(copy, "list", "-w", "moved")["memories"]} == {"one", "two"}
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"type": "memory", "workspace": "w", "id": "x", "content": ""}\n')
+    bad.write_text('{"type": "memory", "workspace": "w", "id": "x", "content": 5}\n')
     failed = run(copy, "import", str(bad))
     assert failed.returncode == 1 and "line 1: content" in failed.stderr
     assert js(copy, "stats", "-w", "w")["memories"] == 0

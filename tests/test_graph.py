@@ -6,12 +6,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.models import Edge
 from engrammar.recall.graph import (
+    _SENTENCE_START,
     EdgeProposal,
     Walk,
+    _starts_sentence,
     best_support,
     cap_edges,
     entities,
@@ -283,3 +287,10 @@ def test_store_graph_reads(mem: Memory) -> None:
     counts = mem.store.edge_counts("default", [*ids, "missing"])
     assert counts["missing"] == 0
     assert counts[ids[0]] == len(mem.store.edges_from("default", [ids[0]]))
+
+
+@given(st.text(alphabet=st.sampled_from(list('ab .!?:;"\n\t\u2003')), max_size=30))
+def test_sentence_start_reads_backwards_as_the_pattern_reads_the_prefix(text: str) -> None:
+    for start in range(len(text) + 1):
+        expected = _SENTENCE_START.search(text[:start]) is not None
+        assert _starts_sentence(text, start) == expected

@@ -175,3 +175,26 @@ def test_a_memory_a_past_reply_drew_on_is_surfaced_for_the_same_question_only() 
     elsewhere = [ReplyFacts("used", "rec", 1.0, NOW, FAR)]
     out = rank([("a", 0.6), ("b", 0.4)], {"a": FAR, "b": FAR}, replies=elsewhere)
     assert "used" not in {s.id for s in out}
+
+
+def test_acceptance_carries_to_a_related_question_a_rejection_does_not() -> None:
+    # A related past question: cosine about 0.71 with the query, inside the accepting ramp
+    # (0.5 to 0.85), below the rejecting one (0.85 to 0.98).
+    related = unit(1, 1)
+
+    def rating(memory_id: str, verdict: str, ctx: np.ndarray) -> RatingFacts:
+        return RatingFacts(f"r-{memory_id}-{verdict}", memory_id, verdict, 1.0, NOW, ctx, None)
+
+    cands = [("a", 0.8), ("b", 0.8)]
+    vecs = {"a": unit(0, 0, 1), "b": unit(0, 0, 0, 1)}
+    out = {s.id: s for s in rank(cands, vecs, ratings=[rating("a", "accepted", related)])}
+    assert out["a"].adjustment.value > 0
+    out = {s.id: s for s in rank(cands, vecs, ratings=[rating("b", "rejected", related)])}
+    assert out["b"].adjustment.value == 0
+    # The same question: both count, with the same size.
+    up = {s.id: s for s in rank(cands, vecs, ratings=[rating("a", "accepted", Q)])}["a"]
+    down = {s.id: s for s in rank(cands, vecs, ratings=[rating("b", "rejected", Q)])}["b"]
+    assert up.adjustment.value == pytest.approx(-down.adjustment.value)
+    # A correction says the memory misleads: it carries like an acceptance, with its sign.
+    out = {s.id: s for s in rank(cands, vecs, ratings=[rating("b", "corrected", related)])}
+    assert out["b"].adjustment.value < 0

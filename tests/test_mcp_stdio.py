@@ -24,6 +24,9 @@ TOOLS = {
     "memory_create_preference_pair",
     "memory_log_event",
     "memory_feedback",
+    "memory_add_knowledge",
+    "memory_search_knowledge",
+    "memory_delete_knowledge",
 }
 
 
@@ -130,6 +133,21 @@ def test_stdio_server_serves_every_tool(tmp_path: Path) -> None:
             assert logged.structured_content["kind"] == "checkpoint"
             gone = await s.call_tool("memory_forget", {"memory_id": mid})
             assert gone.structured_content == {"deleted": 1}
+            kb = await s.call_tool(
+                "memory_add_knowledge",
+                {"name": "FAQ", "text": "Free shipping on orders over $50.", "user_id": "alice"},
+            )
+            assert kb.structured_content is not None and kb.structured_content["chunk_count"] == 1
+            kb_id = kb.structured_content["id"]
+            hits = await s.call_tool(
+                "memory_search_knowledge", {"query": "free shipping", "user_id": "alice"}
+            )
+            assert hits.structured_content is not None
+            assert hits.structured_content["results"][0]["kb_id"] == kb_id
+            dropped = await s.call_tool(
+                "memory_delete_knowledge", {"kb_id": kb_id, "user_id": "alice"}
+            )
+            assert dropped.structured_content == {"kb_id": kb_id, "deleted": 1}
 
     anyio.run(run)
     errlog.close()

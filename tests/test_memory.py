@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
+from engrammar import Config, HashEmbedder, Memory, NotFoundError, Skipped, ValidationError
 
 
 def _count(path: Path, table: str = "memories") -> int:
@@ -79,7 +79,13 @@ def test_timestamps_and_per_message_metadata(mem: Memory) -> None:
         ({"messages": []}, "messages"),
         ({"messages": None}, "messages"),
         ({"messages": {"role": "user", "content": "hi"}}, "messages"),
-        ({"messages": "x" * 20_001}, "messages[0].content"),
+        ({"messages": "x" * 1_000_001}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": None}]}, "messages[0].content"),
+        ({"messages": ["  ", {"role": "user", "content": []}]}, "messages"),
+        (
+            {"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+            "messages[0].content[0].type",
+        ),
         ({"messages": "hi", "metadata": "notadict"}, "metadata"),
         ({"messages": "hi", "metadata": {"bad": float("nan")}}, "metadata"),
         ({"messages": "hi", "timestamp": "yesterday"}, "timestamp"),
@@ -103,8 +109,15 @@ def test_bad_input_names_the_field_and_writes_nothing(
 
 def test_a_bad_message_late_in_the_batch_writes_nothing(mem: Memory, store_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"messages\[2\]"):
-        mem.add(["a", "b", {"role": "user", "content": ""}], user_id="alice")  # type: ignore[list-item]
+        mem.add(["a", "b", {"role": "wizard", "content": "c"}], user_id="alice")  # type: ignore[list-item]
     assert _count(store_path) == 0
+
+
+def test_an_empty_message_is_skipped_and_the_rest_stored(mem: Memory, store_path: Path) -> None:
+    ids = mem.add(["a", {"role": "user", "content": ""}, "b"], user_id="alice")  # type: ignore[list-item]
+    assert ids[1] is None and ids.skipped == [Skipped(1, "empty")]
+    assert [mem.get(i).content for i in ids.stored] == ["a", "b"]
+    assert _count(store_path) == 2
 
 
 def test_no_scope_is_refused(mem: Memory) -> None:

@@ -33,6 +33,9 @@ TOOLS = {
     "memory_create_preference_pair",
     "memory_log_event",
     "memory_feedback",
+    "memory_add_knowledge",
+    "memory_search_knowledge",
+    "memory_delete_knowledge",
 }
 SEED_EVENT = {
     "input_context": "Add retries to the webhook sender",
@@ -335,6 +338,45 @@ def _mcp(srv: Server, who: str, body: Callable[[ClientSession], Awaitable[None]]
     anyio.run(run)
 
 
+TRANSCRIPT = [
+    {"role": "user", "content": [{"type": "text", "text": "Book me a table for two tonight."}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_7",
+                "type": "function",
+                "function": {"name": "book_table", "arguments": '{"people": 2}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_7", "content": "Booked at 19:30."},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
+    {"role": "user", "content": "   "},
+]
+
+
+def test_rest_takes_a_transcript_and_reports_the_skips(srv: Server) -> None:
+    with srv.client("a") as c:
+        body = {"messages": TRANSCRIPT, "user_id": "tess"}
+        jsonschema.validate(
+            body, {**DOC["components"]["schemas"]["AddRequest"], "components": DOC["components"]}
+        )
+        added = _check(c.post("/v1/memories", json=body), "/v1/memories", "post")
+        assert added["skipped"] == [{"index": 4, "reason": "empty"}]
+        assert added["ids"][4] is None and all(added["ids"][:4])
+        got = srv.memory.get(added["ids"][2], workspace="team-a")
+        assert (got.role, got.kind, got.content) == (
+            "tool",
+            "event",
+            "tool book_table returned: Booked at 19:30.",
+        )
+        bad = {**body, "messages": [{"role": "user", "content": [{"type": 3}]}]}
+        refused = _check(c.post("/v1/memories", json=bad), "/v1/memories", "post")
+        assert refused["error"]["field"] == "messages[0].content[0].type"
+
+
 def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
     async def body(s: ClientSession) -> None:
         listed = await s.list_tools()
@@ -351,6 +393,10 @@ def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
         assert not added.is_error and added.structured_content is not None
         (mid,) = added.structured_content["ids"]
         assert srv.memory.get(mid, workspace="team-a").content == "I never deploy on Fridays."
+        chat = await s.call_tool("memory_add", {"messages": TRANSCRIPT, "user_id": "max"})
+        assert not chat.is_error and chat.structured_content is not None
+        assert chat.structured_content["skipped"] == [{"index": 4, "reason": "empty"}]
+        assert "Skipped, nothing to remember: messages[4] (empty)" in chat.content[0].text  # type: ignore[union-attr]
         recalled = await s.call_tool("memory_recall", {"query": "deploy fridays", "user_id": "max"})
         assert not recalled.is_error and recalled.structured_content is not None
         assert recalled.structured_content["memories"][0]["memory"]["id"] == mid
@@ -360,6 +406,22 @@ def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
         assert found.structured_content["results"][0]["memory"]["id"] == mid
         gone = await s.call_tool("memory_forget", {"memory_id": mid})
         assert gone.structured_content == {"deleted": 1}
+        kb = await s.call_tool(
+            "memory_add_knowledge",
+            {
+                "name": "Runbook",
+                "chunks": [{"content": "Deploy with make ship."}],
+                "user_id": "max",
+            },
+        )
+        assert not kb.is_error and kb.structured_content is not None
+        hits = await s.call_tool("memory_search_knowledge", {"query": "deploy", "user_id": "max"})
+        assert hits.structured_content is not None
+        assert hits.structured_content["results"][0]["content"] == "Deploy with make ship."
+        dropped = await s.call_tool(
+            "memory_delete_knowledge", {"kb_id": kb.structured_content["id"], "user_id": "max"}
+        )
+        assert dropped.structured_content is not None and dropped.structured_content["deleted"] == 1
         bad = await s.call_tool("memory_add", {"content": "x", "user_id": "max", "kind": "gossip"})
         assert bad.is_error
         # An argument the tool does not take is refused, not silently dropped.

@@ -752,6 +752,27 @@ def test_latest_memories_and_term_postings(store: Store) -> None:
     assert n_all == len(rows) - 1 and postings_all["violin"][0] == 3
 
 
+def test_memories_of_kind_newest_first_active_in_scope(store: Store) -> None:
+    older, newer, message = (
+        new("I prefer tea.", kind="preference"),
+        new("I can't stand loud bars.", kind="preference"),
+        new("We went out on Friday."),
+    )
+    other_user = new("I prefer coffee.", kind="preference", user_id="bob")
+    gone = new("I always cycle.", kind="preference")
+    add(store, older, newer, message, other_user, gone)
+    store.update_memory(
+        WS, gone.id, content=None, embedding=None, dedup_key=None,
+        metadata=None, status="superseded", reason="test",
+    )  # fmt: skip
+    found = store.memories_of_kind(Scope(WS, "alice"), "preference", 10)
+    assert [m.id for m in found] == [newer.id, older.id]
+    assert [m.id for m in store.memories_of_kind(Scope(WS, "alice"), "preference", 1)] == [newer.id]
+    assert [m.id for m in store.memories_of_kind(Scope(WS, "bob"), "preference", 10)] == [
+        other_user.id
+    ]
+
+
 def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
     store: Store,
 ) -> None:

@@ -102,7 +102,9 @@ def test_the_schema_check_sees_the_old_decision_link_key(tmp_path: Path) -> None
     _migrated_to(tmp_path / "old.db", [m for m in MIGRATIONS if m is not MIGRATION_006])
     with sqlite3.connect(tmp_path / "old.db") as conn:
         found = differences("sqlite", _sqlite_schema(conn))
-    assert found == ["decision_memories: columns [] unexpected, ['workspace'] missing"]
+    assert sorted(found) == [
+        "decision_memories: columns [] unexpected, ['workspace'] missing",
+    ]
 
 
 def test_decision_links_keep_their_data_through_the_workspace_key(tmp_path: Path) -> None:

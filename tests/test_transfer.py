@@ -62,6 +62,7 @@ def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: P
             "edges": len(exported_edges),
             "records": 0,
             "edges_built": 0,
+            "skipped": [],
         }
         restored = copy.get(ids[0])
         original = mem.get(ids[0])
@@ -168,3 +169,25 @@ def test_import_blends_replies_as_add_did(tmp_path: Path) -> None:
     # The replies really were blended (the second and third answer another speaker).
     assert float(after[ids[1]] @ plain[1]) < 0.999 and float(after[ids[2]] @ plain[2]) < 0.999
     assert float(after[ids[3]] @ plain[3]) > 0.999  # the same speaker again: not a reply
+
+
+def test_import_reads_parts_and_skips_blank_memories_as_add_does(
+    mem: Memory, tmp_path: Path
+) -> None:
+    line = {"type": "memory", "workspace": "default", "role": "user", "user_id": "u"}
+    lines = [
+        {**line, "id": "b1", "content": "kept"},
+        {**line, "id": "b2", "content": "   "},
+        {**line, "id": "b3", "content": [{"type": "text", "text": "from parts"}]},
+        {**line, "id": "b4", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+    ]
+    source = tmp_path / "parts.jsonl"
+    source.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = mem.import_(source)
+    assert result["memories"] == 2
+    assert result["skipped"] == [{"line": 2, "reason": "empty"}, {"line": 4, "reason": "no_text"}]
+    assert [m.content for m in mem.list(user_id="u")] == ["kept", "from parts"]
+    source.write_text(json.dumps({**line, "id": "b5", "content": [{"text": "no type"}]}) + "\n")
+    with pytest.raises(ValidationError) as info:
+        mem.import_(source)
+    assert info.value.field == "line 1: content[0].type"

@@ -17,6 +17,7 @@ from .errors import (
 )
 from .memory import Memory
 from .models import (
+    AddResult,
     DecisionReview,
     Edge,
     FeedbackEvent,
@@ -28,12 +29,14 @@ from .models import (
     RecallResult,
     Scope,
     ScoredMemory,
+    Skipped,
     Tension,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AddResult",
     "AuthError",
     "CachedEmbedder",
     "Config",
@@ -57,6 +60,7 @@ __all__ = [
     "RecallResult",
     "Scope",
     "ScoredMemory",
+    "Skipped",
     "StoreError",
     "Tension",
     "ValidationError",

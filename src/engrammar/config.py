@@ -80,7 +80,7 @@ class Config:
     embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
 
     # -- input limits ------------------------------------------------------------------------
-    max_content_chars: int = _opt(20_000, "Longest memory content accepted, in characters.")
+    max_content_chars: int = _opt(1_000_000, "Longest memory content accepted, in characters.")
     max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
     max_request_bytes: int = _opt(
         4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."
@@ -130,11 +130,38 @@ class Config:
     # -- recall ------------------------------------------------------------------------------
     recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")
     candidate_pool: int = _opt(100, "Candidates taken from each of vector and keyword search.")
+    knowledge_recall_limit: int = _opt(
+        3, "Knowledge-base chunks a recall returns beside the memories (0 = none)."
+    )
+    knowledge_min_score: float = _opt(
+        0.3, "Least similarity (0-1) of a knowledge-base chunk for recall to return it."
+    )
     formatted_max_chars: int = _opt(4000, "Character budget of RecallResult.formatted.")
+    excerpt_chars: int = _opt(
+        1000,
+        "A recalled memory longer than this carries an excerpt (ScoredMemory.excerpt, shown "
+        "in `formatted`): the window of about this many characters holding most of the "
+        "query's terms.",
+    )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
+    recognise_preferences: bool = _opt(
+        True,
+        "A user message added as kind 'message' that states a standing preference of the "
+        "user ('I prefer', 'I can't stand', 'I always', a pick among options just offered) is "
+        "stored as kind 'preference' (engrammar.learn.preferences).",
+    )
+    preferences_limit: int = _opt(
+        3,
+        "Most standing preferences (memories of kind 'preference') in RecallResult.preferences; "
+        "0 turns the slot off.",
+    )
+    preferences_min_similarity: float = _opt(
+        0.15,
+        "Cosine with the query a standing preference needs to be in RecallResult.preferences.",
+    )
     embed_context: bool = _opt(
         True,
         "Give a message that replies to someone (the message before it in the same add call, "
@@ -150,8 +177,14 @@ class Config:
         1.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )
     question_penalty: float = _opt(
-        0.2,
-        "Relevance x (1 - penalty) for memories that end with a question: asking states little.",
+        0.5,
+        "Relevance x (1 - penalty x the share of the message its closing question takes) for "
+        "memories that end with a question: asking states little.",
+    )
+    assistant_penalty: float = _opt(
+        0.9,
+        "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
+        "assistant said: facts about the user are in the user's own words.",
     )
     query_without_speakers: bool = _opt(
         True,
@@ -216,6 +249,23 @@ class Config:
     tension_min_similarity: float = _opt(
         0.3, "Cosine two memories need before they are checked for a contradiction."
     )
+    superseded_factor: float = _opt(
+        0.5,
+        "Share of its score a superseded memory keeps for a question about the present (it hands "
+        "its score on to the memory that replaced it); 1 ranks it as if current.",
+    )
+    recency_similarity: float = _opt(
+        0.4,
+        "For a question about the speaker's own present, a later memory at least this similar "
+        "to an earlier one ranked above it moves above it (a restated, updated fact); 1 switches "
+        "it off. 0.4 measured on the LongMemEval dev knowledge-update questions "
+        "(bench/results/lme_updates.md).",
+    )
+    recency_min_ratio: float = _opt(
+        0.5,
+        "Least share of the earlier memory's score a later one needs to move above it (see "
+        "recency_similarity).",
+    )
 
     # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
     feedback_half_life_days: float = _opt(
@@ -234,6 +284,16 @@ class Config:
     )
     feedback_context_full: float = _opt(
         0.8, "Cosine at which a past feedback context matches fully (linear in between)."
+    )
+    feedback_rating_context_min: float = _opt(
+        0.5,
+        "A rating that says a memory helped (accepted) or misled (corrected) counts for queries "
+        "whose cosine with the rated recall's query is above this (about the memory, so it "
+        "carries to related questions; a rejection only says the memory was not what that "
+        "question needed and counts like a reply signal, see feedback_reply_context_min).",
+    )
+    feedback_rating_context_full: float = _opt(
+        0.85, "Cosine at which an accepting or correcting rating counts fully."
     )
     feedback_same_output: float = _opt(
         0.9, "Cosine at which a memory counts as the same text as a rated or rejected output."
@@ -324,6 +384,9 @@ class Config:
             "rate_limit_per_s",
             "feedback_reply_top",
             "feedback_reply_weight",
+            "superseded_factor",
+            "recency_min_ratio",
+            "preferences_limit",
         ):
             if getattr(self, name) < 0:
                 raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
@@ -332,10 +395,16 @@ class Config:
             "feedback_align_weaken",
             "graph_semantic_threshold",
             "tension_min_similarity",
+            "recency_similarity",
+            "preferences_min_similarity",
         ):
             v = getattr(self, name)
             if not -1.0 <= v <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
+        if not 0.0 <= self.assistant_penalty <= 1.0:
+            raise ValidationError(
+                "assistant_penalty", f"must be in [0, 1], got {self.assistant_penalty!r}"
+            )
         if not 0.0 <= self.question_penalty <= 1.0:
             raise ValidationError(
                 "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"
@@ -373,6 +442,8 @@ class Config:
         for name in (
             "feedback_context_min",
             "feedback_context_full",
+            "feedback_rating_context_min",
+            "feedback_rating_context_full",
             "feedback_same_output",
             "feedback_reply_context_min",
             "feedback_reply_context_full",
@@ -395,6 +466,12 @@ class Config:
                 "must be below feedback_reply_context_full "
                 f"({self.feedback_reply_context_min} >= {self.feedback_reply_context_full})",
             )
+        if self.feedback_rating_context_min >= self.feedback_rating_context_full:
+            raise ValidationError(
+                "feedback_rating_context_min",
+                "must be below feedback_rating_context_full "
+                f"({self.feedback_rating_context_min} >= {self.feedback_rating_context_full})",
+            )
         if self.feedback_context_min >= self.feedback_context_full:
             raise ValidationError(
                 "feedback_context_min",
@@ -403,6 +480,14 @@ class Config:
             )
         if self.keyword_weight > 1:
             raise ValidationError("keyword_weight", f"must be in [0, 1], got {self.keyword_weight}")
+        if not 0 <= self.knowledge_min_score <= 1:
+            raise ValidationError(
+                "knowledge_min_score", f"must be in [0, 1], got {self.knowledge_min_score}"
+            )
+        if self.knowledge_recall_limit < 0:
+            raise ValidationError(
+                "knowledge_recall_limit", f"must be >= 0, got {self.knowledge_recall_limit}"
+            )
         if self.bm25_b > 1:
             raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")
         for name in (
@@ -414,6 +499,7 @@ class Config:
             "recall_limit",
             "candidate_pool",
             "formatted_max_chars",
+            "excerpt_chars",
             "graph_max_edges_per_memory",
             "graph_fanout",
             "graph_seeds",

@@ -106,7 +106,7 @@ def ingest(mem: Memory, sample: dict[str, Any]) -> int:
             }
             for turn in turns
         ]
-        added += len(mem.add(messages, user_id=user, session_id=f"{user}/{n}"))
+        added += len(mem.add(messages, user_id=user, session_id=f"{user}/{n}").stored)
     return added
 
 

@@ -12,32 +12,27 @@ from typing import IO, Any
 
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
-from .engine import Engine, feedback, ingest, recall, records, transfer
+from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
 from .engine import validate as v
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .memory_inspect import InspectingMixin
+from .memory_knowledge import KnowledgeMixin
+from .memory_records import RecordsMixin
 from .models import (
-    FEEDBACK_STATES,
-    KEY_SEPARATOR,
     KINDS,
-    RATING_VERDICTS,
-    REVIEW_OUTCOMES,
-    DecisionReview,
-    FeedbackEvent,
-    LoggedEvent,
-    MemoryRating,
+    AddResult,
     MemoryRecord,
-    PreferencePair,
     RecallResult,
     Scope,
     ScoredMemory,
+    Skipped,
 )
 from .store import Store, open_store
 
 __all__ = ["Memory"]
 
 
-class Memory(InspectingMixin):
+class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
     """Long-term memory for agents that learns from feedback.
 
     Args:
@@ -97,7 +92,7 @@ class Memory(InspectingMixin):
     # -- writing ------------------------------------------------------------------------------
     def add(
         self,
-        messages: str | Sequence[dict[str, Any]] | None = None,
+        messages: str | Sequence[Any] | None = None,
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -107,24 +102,39 @@ class Memory(InspectingMixin):
         timestamp: Any = None,
         kind: str = "message",
         content: str | None = None,
-    ) -> builtins.list[str]:
+        dedup: bool = True,
+    ) -> AddResult:
         """Store what was said: one memory per message, in one transaction.
 
         Args:
-            messages: a list of ``{"role", "content"}`` dicts (optional per-message keys:
-                ``metadata``, ``timestamp``, ``kind``, ``name`` = the speaker) or plain strings
-                (user messages), or one plain string. ``content=`` is an alias for a string.
+            messages: a list of messages, or one plain string (a user message); ``content=``
+                is an alias for a string. A message is a plain string (a user message), a
+                ``{"role", "content"}`` dict (optional keys: ``metadata``, ``timestamp``,
+                ``kind``, ``name`` = the speaker), or a message as the ``openai`` and
+                ``anthropic`` SDKs write it, as a dict or as their objects: ``content`` a
+                string, a list of parts / content blocks, or null; assistant ``tool_calls``,
+                ``tool`` messages with ``tool_call_id``, ``tool_use`` / ``tool_result``
+                blocks. Text parts are joined; tool calls and results are stored as readable
+                text of kind ``event``; other parts (images, files, ...) are noted in the
+                metadata (``non_text_parts``).
             user_id, agent_id, session_id, workspace: the scope; at least one of the first three.
             metadata: merged into every message's metadata.
             timestamp: when it was said (datetime, ISO-8601 or epoch seconds); default now.
             kind: ``message``, ``fact``, ``decision``, ``preference`` or ``event``.
+            dedup: ``False`` stores every message as a memory of its own, also an exact
+                repeat (what MemWire does); by default a repeat is stored once.
 
         Returns:
-            The ids, one per message in order; an exact duplicate within the scope returns the
-            id already stored instead of a new one.
+            A list with one entry per message, in order: the stored id (an exact duplicate
+            within the scope returns the id already stored), or None for a message with
+            nothing to remember (empty or whitespace-only content, only images or other
+            parts without text). ``result.skipped`` lists those as ``Skipped(index,
+            reason)``; ``result.stored`` is the ids without the gaps. An exact duplicate is
+            stored again when ``dedup`` is off.
 
         Raises:
-            ValidationError: naming the first bad field; nothing is written.
+            ValidationError: naming the first bad field (e.g. ``messages[3].content[1].type``),
+                or when no message has anything to store; nothing is written.
         """
         if messages is None:
             messages = content
@@ -142,7 +152,11 @@ class Memory(InspectingMixin):
             max_messages=self.config.max_messages_per_add,
             max_chars=self.config.max_content_chars,
         )
-        return ingest.add(self._engine, scope, checked)
+        stored = ingest.add(self._engine, scope, checked.messages, dedup=dedup is not False)
+        ids: builtins.list[str | None] = [None] * (len(checked.positions) + len(checked.skipped))
+        for position, memory_id in zip(checked.positions, stored, strict=True):
+            ids[position] = memory_id
+        return AddResult(ids, [Skipped(i, reason) for i, reason in checked.skipped])
 
     def update(
         self,
@@ -251,17 +265,19 @@ class Memory(InspectingMixin):
         workspace: str | None = None,
         limit: int | None = None,
         min_score: float | None = None,
+        as_of: Any = None,
     ) -> builtins.list[ScoredMemory]:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
 
         Scores are absolute (comparable across queries; see ``engine.recall.search``): a
-        query nothing matches scores low. ``min_score`` drops results scoring below it.
+        query nothing matches scores low. ``min_score`` drops results scoring below it. ``as_of`` as in
+        :meth:`recall`.
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
-        return recall.search(self._engine, scope, query, limit, floor)
+        return recall.search(self._engine, scope, query, limit, floor, v.timestamp("as_of", as_of))
 
     def recall(
         self,
@@ -272,15 +288,35 @@ class Memory(InspectingMixin):
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        as_of: Any = None,
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
-        The recall is recorded; ``feedback`` later acts on it (once).
+        The recall is recorded; ``feedback`` later acts on it (once). ``as_of`` (datetime,
+        ISO-8601 or epoch seconds; default now) is when the question is asked: "last weekend",
+        "two weeks ago" or "in May" in the query are read relative to it, and the ranking is
+        by what was current then (memories added later are left out). What is current ranks
+        first: a memory a newer one superseded (see ``MemoryRecord.superseded_by``) ranks below
+        it for a question about the present and above it for one about the past ("where did I
+        live before Berlin?").
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.recall(self._engine, scope, query, limit)
+        result = recall.recall(self._engine, scope, query, limit, v.timestamp("as_of", as_of))
+        if self.config.knowledge_recall_limit:
+            result.knowledge = knowledge.search(
+                self._engine,
+                scope,
+                query,
+                self.config.knowledge_recall_limit,
+                self.config.knowledge_min_score,
+            )
+            if result.knowledge:
+                block = "\n".join(f"- {k.content}" for k in result.knowledge)
+                text = f"Knowledge:\n{block}"
+                result.formatted = f"{result.formatted}\n\n{text}" if result.formatted else text
+        return result
 
     # -- the feedback loop and explanations ------------------------------------------------------
     def feedback(
@@ -364,366 +400,6 @@ class Memory(InspectingMixin):
         limit = self._limit(limit)
         return recall.explain(self._engine, scope, query, memory_id, limit)
 
-    # -- feedback records ---------------------------------------------------------------------
-    def create_feedback_event(
-        self,
-        input_context: str,
-        ai_output: str,
-        state: str,
-        *,
-        user_reaction: str | None = None,
-        user_correction: str | None = None,
-        corrected_output: str | None = None,
-        reason: str | None = None,
-        agent_id: str | None = None,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        source_event_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        timestamp: Any = None,
-    ) -> FeedbackEvent:
-        """Record what happened to an agent's output (MCP ``memory_create_feedback_event``).
-
-        The standing answer (``corrected_output``, else ``user_correction``, when ``corrected``;
-        ``ai_output`` when ``adopted``) is stored in the same transaction as a memory of kind
-        ``decision`` linked to the event: a later recall whose query resembles ``input_context``
-        puts it first, marked as a prior decision with ``reason``. A rejected output is never
-        stored as an answer; memories repeating it are demoted for similar contexts.
-
-        Args:
-            input_context: what the agent was asked or working on.
-            ai_output: what the agent produced.
-            state: ``corrected``, ``adopted`` or ``rejected``.
-            user_reaction, user_correction, corrected_output, reason: how the user reacted, the
-                correction they gave, the output as corrected, and why; kept with the event.
-            agent_id, user_id, session_id, workspace: the scope; at least one of the first three.
-            source_event_id: idempotency key: the same value for the same user (or, for an
-                event without a user, in the same workspace) returns the existing event and
-                writes nothing. Each user has a key space of their own, so a key never
-                reveals or blocks another user's event.
-            metadata: extra JSON data kept with the event.
-            timestamp: when it happened; default now.
-
-        Raises:
-            ValidationError: naming the bad field; nothing is written.
-            ConflictError: ``source_event_id`` already names an event with another payload.
-        """
-        limit = self.config.max_content_chars
-        scope = self._scope(user_id, agent_id, session_id, workspace)
-        input_context = v.text("input_context", input_context, limit)
-        ai_output = v.text("ai_output", ai_output, limit)
-        state = v.choice("state", state, FEEDBACK_STATES)
-        user_reaction = v.optional_text("user_reaction", user_reaction, limit)
-        user_correction = v.optional_text("user_correction", user_correction, limit)
-        corrected_output = v.optional_text("corrected_output", corrected_output, limit)
-        reason = v.optional_text("reason", reason, limit)
-        source_event_id = v.scope_id("source_event_id", source_event_id)
-        if source_event_id is not None and KEY_SEPARATOR in source_event_id:
-            raise ValidationError("source_event_id", "must not contain the character U+001F")
-        meta = v.metadata("metadata", metadata)
-        when = v.timestamp("timestamp", timestamp) or time.time()
-        if state == "corrected" and corrected_output is None and user_correction is None:
-            raise ValidationError(
-                "corrected_output", "a corrected event needs corrected_output or user_correction"
-            )
-        return records.create_feedback_event(
-            self._engine,
-            scope,
-            when,
-            input_context=input_context,
-            ai_output=ai_output,
-            user_reaction=user_reaction,
-            user_correction=user_correction,
-            corrected_output=corrected_output,
-            state=state,
-            reason=reason,
-            source_event_id=source_event_id,
-            metadata=meta,
-        )
-
-    def create_decision_review(
-        self,
-        event_id: str,
-        final_decision: str,
-        outcome: str = "unknown",
-        confidence: float = 1.0,
-        *,
-        reason: str | None = None,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workspace: str | None = None,
-        timestamp: Any = None,
-    ) -> DecisionReview:
-        """Review a feedback event later (MCP ``memory_create_decision_review``).
-
-        Args:
-            event_id: the feedback event reviewed (same workspace).
-            final_decision: ``corrected``, ``adopted`` or ``rejected``; when it differs from the
-                event's ``state`` the review is ``reversed`` and the other output stands from
-                now on (recall flips accordingly).
-            outcome: ``success``, ``partial``, ``failure`` or ``unknown``; scales the standing
-                decision up or down by ``confidence``.
-            confidence: in [0, 1].
-            reason: why, optionally.
-
-        Raises:
-            ValidationError: naming the bad field. NotFoundError: no such event.
-        """
-        ws = self._workspace(workspace)
-        v.scope_id("event_id", event_id, required=True)
-        final_decision = v.choice("final_decision", final_decision, FEEDBACK_STATES)
-        outcome = v.choice("outcome", outcome, REVIEW_OUTCOMES)
-        confidence = v.unit_float("confidence", confidence)
-        reason = v.optional_text("reason", reason, self.config.max_content_chars)
-        user = v.scope_id("user_id", user_id)
-        agent = v.scope_id("agent_id", agent_id)
-        when = v.timestamp("timestamp", timestamp) or time.time()
-        return records.create_decision_review(
-            self._engine,
-            ws,
-            event_id,
-            final_decision,
-            outcome,
-            confidence,
-            reason,
-            user,
-            agent,
-            when,
-        )
-
-    def create_preference_pair(
-        self,
-        context: str,
-        accepted_output: str,
-        rejected_output: str,
-        weight: float = 1.0,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        timestamp: Any = None,
-    ) -> PreferencePair:
-        """Record that one output was preferred over another for a context
-        (MCP ``memory_create_preference_pair``).
-
-        The accepted output is stored as a memory of kind ``preference`` in the same
-        transaction; for similar contexts it is surfaced and lifted, and memories repeating the
-        rejected output are lowered, by ``weight`` (in (0, 10]).
-        """
-        limit = self.config.max_content_chars
-        scope = self._scope(user_id, agent_id, session_id, workspace)
-        context = v.text("context", context, limit)
-        accepted_output = v.text("accepted_output", accepted_output, limit)
-        rejected_output = v.text("rejected_output", rejected_output, limit)
-        weight = v.unit_float("weight", weight, 0.0, 10.0)
-        if weight == 0:
-            raise ValidationError("weight", "must be > 0")
-        if accepted_output.strip() == rejected_output.strip():
-            raise ValidationError("rejected_output", "must differ from accepted_output")
-        when = v.timestamp("timestamp", timestamp) or time.time()
-        return records.create_preference_pair(
-            self._engine, scope, context, accepted_output, rejected_output, weight, when
-        )
-
-    def log_event(
-        self,
-        kind: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        timestamp: Any = None,
-    ) -> LoggedEvent:
-        """Record any other event, e.g. a checkpoint (MCP ``memory_log_event``)."""
-        scope = self._scope(user_id, agent_id, session_id, workspace)
-        kind = str(v.scope_id("kind", kind, required=True))
-        payload = v.metadata("payload", payload)
-        when = v.timestamp("timestamp", timestamp) or time.time()
-        return records.log_event(self._engine, scope, kind, payload, when)
-
-    def rate_memory(
-        self,
-        memory_id: str,
-        verdict: str,
-        correction: str | None = None,
-        *,
-        recall_id: str | None = None,
-        context: str | None = None,
-        weight: float = 1.0,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        timestamp: Any = None,
-    ) -> MemoryRating:
-        """Say whether a memory helped (MCP ``memory_feedback``).
-
-        Args:
-            memory_id: the memory rated.
-            verdict: ``accepted``, ``rejected`` or ``corrected``.
-            correction: the right content; stored as a memory of kind ``fact`` (same scope as
-                the rated memory) in the same transaction.
-            recall_id: the recall the memory came from; its query becomes the ``context``.
-            context: the query the rating applies to. With a context the rating counts for
-                similar queries only; without one it counts wherever the memory is recalled.
-            weight: how much this rating counts, in (0, 10] (implicit signals pass their
-                strength).
-            user_id, agent_id, session_id: who rated; default the rated memory's scope.
-
-        Raises:
-            ValidationError: naming the bad field. NotFoundError: no such memory or recall.
-        """
-        ws = self._workspace(workspace)
-        target = self.get(v.scope_id("memory_id", memory_id, required=True) or "", workspace=ws)
-        verdict = v.choice("verdict", verdict, RATING_VERDICTS)
-        correction = v.optional_text("correction", correction, self.config.max_content_chars)
-        weight = v.unit_float("weight", weight, 0.0, 10.0)
-        if weight == 0:
-            raise ValidationError("weight", "must be > 0")
-        context = v.optional_text("context", context, self.config.max_content_chars)
-        v.scope_id("recall_id", recall_id)
-        if recall_id is not None:
-            if context is not None:
-                raise ValidationError("context", "give recall_id or context, not both")
-            context = records.recall_query(self._engine, ws, recall_id)
-        user = v.scope_id("user_id", user_id)
-        agent = v.scope_id("agent_id", agent_id)
-        session = v.scope_id("session_id", session_id)
-        when = v.timestamp("timestamp", timestamp) or time.time()
-        rater = Scope(
-            ws,
-            user if user is not None else target.user_id,
-            agent if agent is not None else target.agent_id,
-            session if session is not None else target.session_id,
-        )
-        return records.rate_memory(
-            self._engine, target, rater, verdict, correction, weight, when, recall_id, context
-        )
-
-    def _get_record(self, kind: str, record_id: str, workspace: str | None) -> Any:
-        v.scope_id(f"{kind}_id", record_id, required=True)
-        return self.store.get_feedback_record(kind, self._workspace(workspace), record_id)
-
-    def _list_records(
-        self,
-        kind: str,
-        user_id: Any,
-        agent_id: Any,
-        session_id: Any,
-        workspace: Any,
-        limit: int,
-        offset: int,
-    ) -> builtins.list[Any]:
-        scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
-        v.positive_int("limit", limit, maximum=10_000)
-        v.non_negative_int("offset", offset)
-        return self.store.list_feedback_records(kind, scope, limit, offset)
-
-    def get_feedback_event(self, event_id: str, *, workspace: str | None = None) -> FeedbackEvent:
-        """One feedback event by id (``NotFoundError`` if not in the workspace)."""
-        event: FeedbackEvent = self._get_record("feedback_event", event_id, workspace)
-        return event
-
-    def list_feedback_events(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> builtins.list[FeedbackEvent]:
-        """Feedback events of a scope, oldest first."""
-        return self._list_records(
-            "feedback_event", user_id, agent_id, session_id, workspace, limit, offset
-        )
-
-    def get_decision_review(
-        self, review_id: str, *, workspace: str | None = None
-    ) -> DecisionReview:
-        """One decision review by id."""
-        review: DecisionReview = self._get_record("decision_review", review_id, workspace)
-        return review
-
-    def list_decision_reviews(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> builtins.list[DecisionReview]:
-        """Decision reviews of a scope, oldest first."""
-        return self._list_records(
-            "decision_review", user_id, agent_id, None, workspace, limit, offset
-        )
-
-    def get_preference_pair(self, pair_id: str, *, workspace: str | None = None) -> PreferencePair:
-        """One preference pair by id."""
-        pair: PreferencePair = self._get_record("preference_pair", pair_id, workspace)
-        return pair
-
-    def list_preference_pairs(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> builtins.list[PreferencePair]:
-        """Preference pairs of a scope, oldest first."""
-        return self._list_records(
-            "preference_pair", user_id, agent_id, session_id, workspace, limit, offset
-        )
-
-    def get_logged_event(self, event_id: str, *, workspace: str | None = None) -> LoggedEvent:
-        """One logged event by id."""
-        event: LoggedEvent = self._get_record("logged_event", event_id, workspace)
-        return event
-
-    def list_logged_events(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> builtins.list[LoggedEvent]:
-        """Logged events of a scope, oldest first."""
-        return self._list_records(
-            "logged_event", user_id, agent_id, session_id, workspace, limit, offset
-        )
-
-    def get_memory_rating(self, rating_id: str, *, workspace: str | None = None) -> MemoryRating:
-        """One memory rating by id."""
-        rating: MemoryRating = self._get_record("memory_rating", rating_id, workspace)
-        return rating
-
-    def list_memory_ratings(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        workspace: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> builtins.list[MemoryRating]:
-        """Memory ratings of a scope, oldest first."""
-        return self._list_records(
-            "memory_rating", user_id, agent_id, session_id, workspace, limit, offset
-        )
-
     # -- export / import ----------------------------------------------------------------------
     def export(
         self,
@@ -755,7 +431,7 @@ class Memory(InspectingMixin):
         *,
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> dict[str, int]:
+    ) -> dict[str, Any]:
         """Read an export (JSON Lines) into this store, embedding each memory with this store's
         model; all of it lands in one transaction or none of it does.
 
@@ -766,9 +442,11 @@ class Memory(InspectingMixin):
 
         Returns:
             ``{"memories": created, "duplicates": already_present, "edges": links_written,
-            "records": records_written, "edges_built": links_built}``: what this import
-            wrote (records and links already present are skipped). An export without link
-            lines gets the links ``add`` would have built (``edges_built``).
+            "records": records_written, "edges_built": links_built, "skipped": [{"line",
+            "reason"}]}``: what this import wrote (records and links already present are
+            skipped). An export without link lines gets the links ``add`` would have built
+            (``edges_built``). A memory line whose content is blank is skipped and listed, as
+            ``add`` skips such a message; content may also be a list of parts as in ``add``.
 
         Raises:
             ValidationError: naming the line and field of the first bad record; nothing is

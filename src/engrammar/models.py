@@ -9,9 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "AddResult",
     "DecisionReview",
     "Edge",
     "FeedbackEvent",
+    "KnowledgeBase",
+    "KnowledgeChunk",
     "LoggedEvent",
     "MemoryRating",
     "MemoryRecord",
@@ -20,6 +23,7 @@ __all__ = [
     "RecallResult",
     "Scope",
     "ScoredMemory",
+    "Skipped",
     "Tension",
 ]
 
@@ -75,6 +79,35 @@ class _Dict:
 
 
 @dataclass(frozen=True)
+class Skipped(_Dict):
+    """A message of ``add`` that was not stored: its position in the call and why
+    (``empty``: no text and no tool call or result; ``no_text``: only images, audio, files or
+    other parts without text)."""
+
+    index: int
+    reason: str
+
+
+class AddResult(list[str | None]):
+    """What ``add`` returns: a list with one entry per message, in order: the memory's id
+    (an exact duplicate's stored id), or None for a message that was skipped; ``skipped``
+    says which positions and why. With nothing skipped it is the plain list of ids it
+    always was."""
+
+    def __init__(self, ids: list[str | None], skipped: list[Skipped] | None = None) -> None:
+        super().__init__(ids)
+        self.skipped: list[Skipped] = list(skipped or [])
+
+    @property
+    def stored(self) -> list[str]:
+        """The ids of the stored messages, in order (skipped positions left out)."""
+        return [i for i in self if i is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ids": list(self), "skipped": [s.to_dict() for s in self.skipped]}
+
+
+@dataclass(frozen=True)
 class Scope(_Dict):
     """Who a memory belongs to. ``workspace`` always; the other keys filter when given."""
 
@@ -86,7 +119,13 @@ class Scope(_Dict):
 
 @dataclass
 class MemoryRecord(_Dict):
-    """One stored memory (a node of the memory graph)."""
+    """One stored memory (a node of the memory graph).
+
+    ``valid_until`` and ``superseded_by``: when a newer memory contradicted this one (a changed
+    value, a negation, "I moved to ..."), the time it stopped being current and the id of the
+    memory that replaced it; ``None`` while it is current. A superseded memory stays stored
+    and recallable (see ``recall.supersession``).
+    """
 
     id: str
     content: str
@@ -100,6 +139,8 @@ class MemoryRecord(_Dict):
     updated_at: float
     status: str = "active"
     metadata: dict[str, Any] = field(default_factory=dict)
+    valid_until: float | None = None
+    superseded_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Field by field: recall returns dozens of these per call, and dataclasses.asdict's
@@ -117,6 +158,8 @@ class MemoryRecord(_Dict):
             "updated_at": json_time(self.updated_at),
             "status": self.status,
             "metadata": _json_copy(self.metadata),
+            "valid_until": self.valid_until,
+            "superseded_by": self.superseded_by,
             "created_at_iso": iso(self.created_at),
         }
 
@@ -130,6 +173,8 @@ class ScoredMemory(_Dict):
     components: dict[str, float] = field(default_factory=dict)
     via: str = "search"  # "search" (a direct hit) or "graph" (reached along a path)
     note: str | None = None  # e.g. "prior decision: ..." for decisions surfaced from feedback
+    # For a memory longer than ``excerpt_chars``: the window of it the query is about.
+    excerpt: str | None = None
 
     @property
     def id(self) -> str:
@@ -146,6 +191,7 @@ class ScoredMemory(_Dict):
             "components": dict(self.components),
             "via": self.via,
             "note": self.note,
+            "excerpt": self.excerpt,
         }
 
 
@@ -192,6 +238,10 @@ class RecallResult(_Dict):
     paths: list[Path] = field(default_factory=list)
     tensions: list[Tension] = field(default_factory=list)
     formatted: str = ""
+    knowledge: list[KnowledgeChunk] = field(default_factory=list)
+    # Standing preferences of the scope that bear on the query, whether or not search ranked
+    # them (``Config.preferences_limit``); ``formatted`` lists them first.
+    preferences: list[ScoredMemory] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,7 +251,41 @@ class RecallResult(_Dict):
             "paths": [p.to_dict() for p in self.paths],
             "tensions": [t.to_dict() for t in self.tensions],
             "formatted": self.formatted,
+            "knowledge": [k.to_dict() for k in self.knowledge],
+            "preferences": [m.to_dict() for m in self.preferences],
         }
+
+
+@dataclass
+class KnowledgeBase(_Dict):
+    """A named document (or set of passages) of a scope, stored as embedded chunks."""
+
+    id: str
+    name: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    chunk_count: int
+    created_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class KnowledgeChunk(_Dict):
+    """One passage of a knowledge base; ``score`` is its relevance to a search, in [0, 1]."""
+
+    id: str
+    kb_id: str
+    position: int
+    content: str
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    created_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+    score: float = 0.0
 
 
 # -- feedback records (seed 003 "Decisions and feedback"; field names are part of the contract) --

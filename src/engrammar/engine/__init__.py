@@ -13,6 +13,7 @@ module          flow
                 memory ratings
 ``transfer``    export and import as JSON Lines
 ``validate``    the input checks every entry point shares
+``transcript``  messages as chat SDKs write them (OpenAI, Anthropic) read into text
 ==============  =====================================================================
 
 Each flow is a set of functions over an :class:`Engine` (a store, an embedder and the

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..embed.base import blend_context
+from ..learn.preferences import recognise_preference
 from ..models import MemoryRecord, Scope
 from ..recall.graph import (
     EdgeProposal,
@@ -31,14 +32,19 @@ from ..store import NewEdge, NewMemory
 from .base import Engine, dedup_key, speaker, statement
 from .validate import Message
 
-__all__ = ["add", "build_edges", "graph_scope", "update"]
+__all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
 
 # Initial weight of the edges recording a contradiction.
 _TENSION_EDGE_WEIGHT = 0.5
 
 
-def add(engine: Engine, scope: Scope, messages: Sequence[Message]) -> list[str]:
-    """Store checked messages in ``scope``; the ids in order (a duplicate's stored id)."""
+def add(
+    engine: Engine, scope: Scope, messages: Sequence[Message], *, dedup: bool = True
+) -> list[str]:
+    """Store checked messages in ``scope``; the ids in order (a duplicate's stored id, unless
+    ``dedup`` is off: then every message is a memory of its own)."""
+    if engine.config.recognise_preferences:
+        messages = recognise_preferences(engine, scope, messages)
     vectors = engine.embed([embedding_text(m.content, speaker_of(m.metadata)) for m in messages])
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope)
@@ -56,13 +62,34 @@ def add(engine: Engine, scope: Scope, messages: Sequence[Message]) -> list[str]:
             kind=m.kind,
             created_at=m.created_at,
             metadata=m.metadata,
-            dedup_key=dedup_key(scope, m.role, m.content),
+            dedup_key=dedup_key(scope, m.role, m.content) if dedup else uuid.uuid4().hex,
             embedding=vectors[i],
         )
         for i, m in enumerate(messages)
     ]
     edges = build_edges(engine, scope, rows)
     return [memory_id for memory_id, _ in engine.store.add_memories(rows, edges)]
+
+
+def recognise_preferences(
+    engine: Engine, scope: Scope, messages: Sequence[Message]
+) -> list[Message]:
+    """User messages of kind ``message`` that state a standing preference become kind
+    ``preference`` (:mod:`engrammar.learn.preferences`); a pick among options is read with the
+    message before it (in this call, or the session's latest memory)."""
+    previous: tuple[str, str] | None = None
+    if scope.session_id is not None and any(m.role == "user" for m in messages):
+        latest = engine.store.latest_memories(scope, 1)
+        previous = (latest[0].content, latest[0].role) if latest else None
+    out = []
+    for m in messages:
+        if m.role == "user" and m.kind == "message":
+            before, before_role = previous if previous else (None, None)
+            if recognise_preference(m.content, before, before_role) is not None:
+                m = m._replace(kind="preference")
+        out.append(m)
+        previous = (m.content, m.role)
+    return out
 
 
 def _session_tail(
@@ -208,9 +235,10 @@ def _tension_edges(
     stored = engine.store.get_memories(
         rows[0].workspace, sorted({m for row in hits for m, _ in row})
     )
-    # Messages of one batch share a timestamp; their order says which came later.
+    # Messages of one batch share a timestamp; their order says which came later, and a
+    # stored memory of the same time came before them (Statement.seq).
     new = [
-        Statement(r.id, r.content, r.created_at + i * 1e-6, speaker(r.metadata, r.role))
+        Statement(r.id, r.content, r.created_at, speaker(r.metadata, r.role), seq=i + 1)
         for i, r in enumerate(rows)
     ]
     pairs: list[tuple[Statement, Statement, float]] = []

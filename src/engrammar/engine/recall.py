@@ -16,6 +16,7 @@ Reads go through the :class:`~engrammar.store.Store`; every decision is a pure f
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import uuid
@@ -26,15 +27,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import NotFoundError
+from ..learn.preferences import select_preferences
 from ..learn.scoring import LearnParams, learned_ranking
 from ..models import Edge, MemoryRecord, Path, RecallResult, Scope, ScoredMemory, Tension
+from ..recall.chunks import excerpt
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
+from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement
 from .candidates import candidates, refined, search_hits
+from .validity import by_validity
 
 __all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
 
@@ -78,9 +83,15 @@ class Learned:
 
 # -- search ---------------------------------------------------------------------------------
 def search(
-    engine: Engine, scope: Scope, query: str, limit: int, min_score: float = 0.0
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    limit: int,
+    min_score: float = 0.0,
+    as_of: float | None = None,
 ) -> list[ScoredMemory]:
-    """Hybrid search within ``scope``, refined and re-ranked by learning, without the graph.
+    """Hybrid search within ``scope``, refined and re-ranked by learning and by what is
+    current (at ``as_of``), without the graph.
 
     Scores are absolute: the ranking's score (relative, the best hit near 1) times
     ``query_match``, the best cosine any memory of the scope has with the query. A query
@@ -88,51 +99,125 @@ def search(
     across queries and ``min_score`` can cut off weak results.
     """
     with engine.store.reading(_feedback_since(engine)):
-        return _search(engine, scope, query, limit, min_score)
+        return _search(engine, scope, query, limit, min_score, as_of)
 
 
 def _search(
-    engine: Engine, scope: Scope, query: str, limit: int, min_score: float
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    limit: int,
+    min_score: float,
+    as_of: float | None,
 ) -> list[ScoredMemory]:
-    cands = candidates(engine, scope, query, links=False)
+    asked = time.time() if as_of is None else as_of  # relative times read against it
+    cands = candidates(engine, scope, query, as_of=asked, links=False)
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
     ranked = learned(
         engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
     )
-    records = engine.store.get_memories(scope.workspace, [r.id for r in ranked[: limit * 2]])
     out = []
-    for item in ranked:
+    for item in _current(engine, scope, query, ranked, limit, as_of):
         score = item.score * match
         if score < min_score:
             break  # best first: the rest score lower still
-        record = records.get(item.id)
-        if record is None:  # forgotten between search and fetch
-            continue
         comps = dict(item.components)
         comps["ranking"] = round(item.score, 6)
         comps["query_match"] = round(match, 6)
         comps["final"] = round(score, 6)
-        out.append(ScoredMemory(record, score, comps, via=item.via, note=item.note))
-        if len(out) == limit:
-            break
+        out.append(
+            ScoredMemory(
+                item.memory,
+                score,
+                comps,
+                via=item.via,
+                note=item.note,
+                excerpt=excerpt(item.memory.content, query, engine.config.excerpt_chars),
+            )
+        )
     return out
 
 
+def _current(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    ranked: Sequence[Learned],
+    limit: int,
+    as_of: float | None,
+) -> list[ScoredMemory]:
+    """The head of a learned ranking, re-ranked by what is current (``engine.validity``)."""
+    head = ranked[: limit * (4 if as_of is not None else 2)]
+    records = engine.store.get_memories(scope.workspace, [e.id for e in head])
+    items = by_validity(
+        engine,
+        scope,
+        query,
+        [(e.id, e.score, e.components, e.note, e.via) for e in head],
+        records,
+        as_of,
+        limit,
+    )
+    return [
+        ScoredMemory(record, score, comps, via=via, note=note)
+        for record, score, comps, note, via in items[:limit]
+    ]
+
+
 # -- recall ---------------------------------------------------------------------------------
-def recall(engine: Engine, scope: Scope, query: str, limit: int) -> RecallResult:
+# Recall weighs at most this many of a scope's newest standing preferences for its slot.
+_PREFERENCES_READ = 500
+
+
+def standing_preferences(engine: Engine, scope: Scope, query: str) -> list[ScoredMemory]:
+    """The scope's standing preferences that bear on ``query``, best first: memories of kind
+    ``preference`` whose cosine with the query reaches ``preferences_min_similarity``, at most
+    ``preferences_limit`` (the newest ``_PREFERENCES_READ`` are weighed); whether or not
+    search ranked them (docs/learning.md, "Standing preferences")."""
+    limit = engine.config.preferences_limit
+    if limit == 0:
+        return []
+    found = engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+    if not found:
+        return []
+    vecs = engine.store.vectors(scope.workspace, [m.id for m in found])
+    qvec = engine.embed_one(query)
+    chosen = select_preferences(
+        [(m.id, float(vecs[m.id] @ qvec)) for m in found if m.id in vecs],
+        min_similarity=engine.config.preferences_min_similarity,
+        limit=limit,
+    )
+    by_id = {m.id: m for m in found}
+    return [
+        ScoredMemory(by_id[i], s, {"preference_similarity": round(s, 6)}, via="preference")
+        for i, s in chosen
+    ]
+
+
+def recall(
+    engine: Engine, scope: Scope, query: str, limit: int, as_of: float | None = None
+) -> RecallResult:
     """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
-    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it."""
+    (as a :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. ``as_of`` is
+    when the question is asked (default now): relative times in ``query`` are read against it,
+    and what was current then ranks first (see ``engine.validity``). A memory longer than
+    ``excerpt_chars`` carries the excerpt the query is about."""
     store, config = engine.store, engine.config
     # The reads in one session (a server store answers them in few round trips).
     with store.reading(_feedback_since(engine)):
-        ranking = graph_rank(engine, scope, query)
+        ranking = graph_rank(engine, scope, query, as_of=time.time() if as_of is None else as_of)
         ranked = learned(engine, scope, query, _graph_items(ranking.entries))
-        records = store.get_memories(scope.workspace, [e.id for e in ranked[: limit * 2]])
-        items = [
-            ScoredMemory(records[e.id], e.score, e.components, via=e.via, note=e.note)
-            for e in ranked
-            if e.id in records  # forgotten between search and fetch
-        ][:limit]
+        items = _current(engine, scope, query, ranked, limit, as_of)
+        for item in items:
+            item.excerpt = excerpt(item.memory.content, query, config.excerpt_chars)
+        preferences = [
+            p  # what was said later, or replaced by then, is no standing preference at ``as_of``
+            for p in standing_preferences(engine, scope, query)
+            if (as_of is None or p.memory.created_at <= as_of)
+            and (
+                p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of)
+            )
+        ]
         shown = {i.id for i in items}
         paths = result_paths(ranking.walks, shown, config.graph_max_paths)
         tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
@@ -142,7 +227,8 @@ def recall(engine: Engine, scope: Scope, query: str, limit: int) -> RecallResult
         memories=items,
         paths=paths,
         tensions=tensions,
-        formatted=format_memories(items, tensions, config.formatted_max_chars),
+        formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
+        preferences=preferences,
     )
     store.save_recall(
         RecallRecord(
@@ -161,15 +247,22 @@ def recall(engine: Engine, scope: Scope, query: str, limit: int) -> RecallResult
     return result
 
 
-def graph_rank(engine: Engine, scope: Scope, query: str, focus: str | None = None) -> Ranking:
+def graph_rank(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    focus: str | None = None,
+    as_of: float | None = None,
+) -> Ranking:
     """Fused candidates, walks from the best of them, and the combined ranking, best first.
 
-    ``focus`` (explain) is scored even when neither search nor the graph found it.
+    ``focus`` (explain) is scored even when neither search nor the graph found it; relative
+    times in ``query`` are read against ``as_of``.
     """
     store, config = engine.store, engine.config
     hits = search_hits(engine, scope, query)
     qvec, vector_hits, keyword_hits = hits
-    cands = refined(engine, scope, query, hits)
+    cands = refined(engine, scope, query, hits, as_of)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []
@@ -195,15 +288,27 @@ def graph_rank(engine: Engine, scope: Scope, query: str, focus: str | None = Non
         # Scored on the same scale as fused candidates (vector part only: no keyword hit).
         kw = 0.0 if not keyword_hits else (1.0 if not vector_hits else config.keyword_weight)
         top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
+        reached = []
         for n in sorted(valid):
             cos = float(vecs[n] @ qvec) if n in vecs else 0.0
             rel = (1 - kw) * max(cos, 0.0) / top_vec if config.fusion == "score" else 0.0
-            by_id[n] = Candidate(
-                n,
-                vector=cos,
-                relevance=rel,
-                components={"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)},
+            reached.append(
+                Candidate(
+                    n,
+                    vector=cos,
+                    relevance=rel,
+                    components={
+                        "vector": round(cos, 6),
+                        "keyword": 0.0,
+                        "relevance": round(rel, 6),
+                    },
+                )
             )
+        # What the graph reaches is discounted like a search hit of the same role.
+        roles = {n: records[n].role for n in valid}
+        by_id.update(
+            (c.id, c) for c in role_discount(reached, query, roles, config.assistant_penalty)
+        )
     support = best_support(walks)
     # Neighbours that refinement brought in were found along sequence edges, not by search.
     found = {c.id for c in cands if c.vector_rank is not None or c.keyword_rank is not None}
@@ -266,15 +371,24 @@ def recall_tensions(
     if not pairs:
         return []
     vecs = store.vectors(workspace, sorted({i for pair in pairs for i in pair}))
+    # Which side is newer was decided when they were added (message order within a call, time
+    # then insertion across calls): a ``supersedes`` edge runs from the newer to the older.
+    newer_of = {
+        (e.dst, e.src)
+        for e in store.edges_from(workspace, list(by_id), kind="supersedes")
+        if e.kind == "supersedes" and e.dst in by_id
+    }
     out = []
     for a, b in sorted(pairs):
         if a not in vecs or b not in vecs:
             continue
+        if (b, a) in newer_of or by_id[b].superseded_by == a:
+            a, b = b, a
+        older, newer = statement(by_id[a]), statement(by_id[b])
+        if (a, b) in newer_of or by_id[a].superseded_by == b:
+            newer = dataclasses.replace(newer, seq=older.seq + 1)
         found = detect_tension(
-            statement(by_id[a]),
-            statement(by_id[b]),
-            float(vecs[a] @ vecs[b]),
-            engine.config.tension_min_similarity,
+            older, newer, float(vecs[a] @ vecs[b]), engine.config.tension_min_similarity
         )
         if found is not None:
             out.append(found)
@@ -337,6 +451,8 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         reply_top=max(1, cfg.feedback_reply_top),
         reply_context_min=cfg.feedback_reply_context_min,
         reply_context_full=cfg.feedback_reply_context_full,
+        rating_context_min=cfg.feedback_rating_context_min,
+        rating_context_full=cfg.feedback_rating_context_full,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])
     kept = [(i.id, i.score) for i in items if i.id in vecs]

@@ -46,6 +46,7 @@ from ..store.tables import (
     RECORD_TABLES,
     rename_memory_refs,
 )
+from . import transcript
 from . import validate as v
 from .base import Engine, dedup_key
 from .ingest import build_edges
@@ -168,11 +169,14 @@ def _memory_row(
         "created_at",
         "updated_at",
         "metadata",
+        "valid_until",
+        "superseded_by",
     }
     unknown = sorted(set(data) - known)
     if unknown:
         raise ValidationError(f(unknown[0]), "unknown field")
     source_ws = v.scope_id(f("workspace"), data.get("workspace"), required=True)
+    content, skipped = _content(engine, f("content"), data.get("content"))
     return {
         "id": v.scope_id(f("id"), data.get("id"), required=True),
         "source_workspace": source_ws,
@@ -181,13 +185,29 @@ def _memory_row(
         "agent_id": v.scope_id(f("agent_id"), data.get("agent_id")),
         "session_id": v.scope_id(f("session_id"), data.get("session_id")),
         "role": v.choice(f("role"), data.get("role", "user"), ROLES),
-        "content": v.text(f("content"), data.get("content"), engine.config.max_content_chars),
+        "content": content,
+        "skipped": skipped,
         "kind": v.choice(f("kind"), data.get("kind", "message"), KINDS),
         "status": v.choice(f("status"), data.get("status", "active"), STATUSES),
         "created_at": v.timestamp(f("created_at"), data.get("created_at")),
         "updated_at": v.timestamp(f("updated_at"), data.get("updated_at")),
         "metadata": v.metadata(f("metadata"), data.get("metadata")),
+        "valid_until": v.timestamp(f("valid_until"), data.get("valid_until")),
+        "superseded_by": v.scope_id(f("superseded_by"), data.get("superseded_by")),
     }
+
+
+def _content(engine: Engine, name: str, value: Any) -> tuple[str | None, str | None]:
+    """A memory line's content: a string or a list of parts / blocks as ``add`` reads them;
+    (None, why) when it holds nothing to remember (the line is skipped, as ``add`` skips it)."""
+    reason = "empty"
+    if isinstance(value, list):
+        parts = transcript.read_content(value, name, {})
+        value = "\n".join(text for _, text in parts.pieces)
+        reason = "no_text" if parts.other else "empty"
+    if isinstance(value, str) and not value.strip():
+        return None, reason
+    return v.text(name, value, engine.config.max_content_chars), None
 
 
 def _edge_row(line: int, data: dict[str, Any]) -> NewEdge:
@@ -354,12 +374,13 @@ def _replies_to(rows: list[dict[str, Any]]) -> list[int | None]:
 
 def import_jsonl(
     engine: Engine, source: Target, workspace: str | None, progress: Progress | None
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """Read an export into the store in one transaction (see ``Memory.import_``)."""
     ws = v.scope_id("workspace", workspace)
     rows: list[dict[str, Any]] = []
     edges: list[NewEdge] = []
     records: list[tuple[str, dict[str, Any]]] = []
+    skipped: list[dict[str, Any]] = []
     # Everything is read and checked before anything is written: a bad line loses nothing.
     with _open(source, "r") as handle:
         for number, raw in _numbered_lines(handle):
@@ -379,7 +400,11 @@ def import_jsonl(
                         f"unsupported export version {data.get('version')!r}",
                     )
             elif kind == "memory":
-                rows.append(_memory_row(engine, number, data, ws))
+                row = _memory_row(engine, number, data, ws)
+                if row["content"] is None:
+                    skipped.append({"line": number, "reason": row["skipped"]})
+                else:
+                    rows.append(row)
             elif kind == "edge":
                 edges.append(_edge_row(number, data))
             elif kind == "record":
@@ -422,6 +447,10 @@ def import_jsonl(
                 embedding=vector,
                 status=r["status"],
                 updated_at=r["updated_at"],
+                # What replaced it, if it came along (else the import's supersedes edges,
+                # if any, tell again).
+                valid_until=r["valid_until"] if r["superseded_by"] in rename else None,
+                superseded_by=rename.get(r["superseded_by"] or ""),
             )
         )
     kept_edges = [
@@ -461,6 +490,7 @@ def import_jsonl(
         "edges": after[0] - before[0],
         "records": after[1] - before[1],
         "edges_built": built,
+        "skipped": skipped,
     }
 
 

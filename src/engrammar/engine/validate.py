@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from ..errors import ValidationError
-from ..models import KINDS, ROLES, Scope
+from ..models import KINDS, Scope
+from . import transcript
 
 _MAX_ID = 256
 _MAX_DEPTH = 64
@@ -204,9 +205,6 @@ def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-MESSAGE_KEYS = frozenset({"role", "content", "metadata", "timestamp", "kind", "name"})
-
-
 class Message(NamedTuple):
     """One message of ``add``, checked: who said what, of which kind, when."""
 
@@ -217,6 +215,15 @@ class Message(NamedTuple):
     metadata: dict[str, Any]
 
 
+class Checked(NamedTuple):
+    """The messages of ``add`` to store, their positions in the call, and the skipped ones
+    as ``(position, reason)`` (see ``transcript.SKIP_REASONS``)."""
+
+    messages: list[Message]
+    positions: list[int]
+    skipped: list[tuple[int, str]]
+
+
 def messages(
     value: Any,
     *,
@@ -225,10 +232,11 @@ def messages(
     default_time: float,
     max_messages: int,
     max_chars: int,
-) -> list[Message]:
-    """The messages of ``add`` (a string, or a list of strings and ``{role, content}`` dicts),
-    each of ``default_kind`` at ``default_time`` unless it says otherwise, its metadata over
-    ``base_metadata``."""
+) -> Checked:
+    """The messages of ``add`` (a string, or a list of strings, message dicts and SDK message
+    objects: see :mod:`.transcript`), each of ``default_kind`` at ``default_time`` unless it says
+    otherwise, its metadata over ``base_metadata``. A message with nothing to remember is
+    skipped; if every one is, that is an error."""
     if isinstance(value, str):
         value = [{"role": "user", "content": value}]
     if value is None:
@@ -239,24 +247,57 @@ def messages(
         raise ValidationError("messages", "must not be empty")
     if len(value) > max_messages:
         raise ValidationError("messages", f"has {len(value)} items; the limit is {max_messages}")
-    out = []
+    out: list[Message] = []
+    positions: list[int] = []
+    skipped: list[tuple[int, str]] = []
+    tool_names: dict[str, str] = {}
     for i, msg in enumerate(value):
         field = f"messages[{i}]"
+        given, msg = msg, transcript.plain(msg, field)
+        if given is not msg and isinstance(msg, dict):
+            # An SDK object: its fields are its package's, not typos; read those we know.
+            msg = {k: val for k, val in msg.items() if k in transcript.MESSAGE_KEYS}
         if isinstance(msg, str):
             msg = {"role": "user", "content": msg}
         if not isinstance(msg, dict):
             raise ValidationError(
                 field, f"must be a dict with role and content, got {type(msg).__name__}"
             )
-        unknown = set(msg) - MESSAGE_KEYS
+        unknown = set(msg) - transcript.MESSAGE_KEYS
         if unknown:
             raise ValidationError(field, f"unknown keys {sorted(unknown)}")
-        role = choice(f"{field}.role", msg.get("role"), ROLES)
-        content = text(f"{field}.content", msg.get("content"), max_chars)
-        msg_kind = choice(f"{field}.kind", msg.get("kind", default_kind), KINDS)
+        read = transcript.read_message(msg, field, tool_names)
+        msg_kind = choice(f"{field}.kind", msg.get("kind", read.kind or default_kind), KINDS)
         when = timestamp(f"{field}.timestamp", msg.get("timestamp"))
-        meta = {**base_metadata, **metadata(f"{field}.metadata", msg.get("metadata"))}
-        if msg.get("name") is not None:
-            meta["speaker"] = text(f"{field}.name", msg["name"], 256)
-        out.append(Message(role, content, msg_kind, when or default_time, meta))
-    return out
+        own = metadata(f"{field}.metadata", msg.get("metadata"))
+        if read.skip is not None:
+            skipped.append((i, read.skip))
+            continue
+        if len(read.text) > max_chars:
+            raise ValidationError(
+                f"{field}.content",
+                f"is {len(read.text)} characters; the limit is {max_chars} (max_content_chars)",
+            )
+        meta = {**base_metadata, **read.notes, **own}
+        name = msg.get("name")
+        if name is not None and read.role != "tool":
+            meta["speaker"] = text(f"{field}.name", name, 256)
+        elif name is not None:
+            meta.setdefault("tool_name", text(f"{field}.name", name, 256))
+        out.append(Message(read.role, read.text, msg_kind, when or default_time, meta))
+        positions.append(i)
+    if not out:
+        _nothing_to_store(skipped)
+    return Checked(out, positions, skipped)
+
+
+def _nothing_to_store(skipped: list[tuple[int, str]]) -> None:
+    why = {"empty": "must not be empty", "no_text": "holds no text to remember"}
+    if len(skipped) == 1:
+        i, reason = skipped[0]
+        raise ValidationError(f"messages[{i}].content", why[reason])
+    listed = ", ".join(f"messages[{i}]: {reason}" for i, reason in skipped[:5])
+    more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+    raise ValidationError(
+        "messages", f"has nothing to store; every message was skipped ({listed}{more})"
+    )

@@ -8,6 +8,7 @@ operation table (:mod:`.operations`); :mod:`.cli_admin` holds the rest.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -36,9 +37,38 @@ def _when(value: str | None) -> Any:
         return value
 
 
+def _transcript(source: str) -> list[Any]:
+    """The messages of a transcript file ('-': stdin): a JSON array of messages, or an object
+    with a ``messages`` array (a saved OpenAI or Anthropic request body)."""
+    try:
+        if source == "-":
+            raw = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as handle:
+                raw = handle.read()
+        value = json.loads(raw)
+    except OSError as exc:
+        raise click.BadParameter(str(exc), param_hint="--messages") from None
+    except ValueError:
+        raise click.BadParameter("is not valid JSON", param_hint="--messages") from None
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    if not isinstance(value, list):
+        raise click.BadParameter(
+            "must hold a JSON array of messages (or an object with one under 'messages')",
+            param_hint="--messages",
+        )
+    return value
+
+
 def _add_messages(args: dict[str, Any]) -> None:
-    texts = [sys.stdin.read().rstrip("\n") if c == "-" else c for c in args.pop("content")]
-    role = args.pop("role")
+    contents, role, source = args.pop("content"), args.pop("role"), args.pop("messages_file")
+    if bool(contents) == (source is not None):
+        raise click.UsageError("give CONTENT arguments or --messages FILE, one of the two")
+    if source is not None:
+        args["messages"] = _transcript(source)
+        return
+    texts = [sys.stdin.read().rstrip("\n") if c == "-" else c for c in contents]
     args["messages"] = [{"role": role, "content": t} for t in texts]
 
 
@@ -57,7 +87,13 @@ def _confirm_scope(args: dict[str, Any]) -> None:
 _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]] = {
     "add": (
         [
-            click.Argument(["content"], nargs=-1, required=True),
+            click.Argument(["content"], nargs=-1),
+            click.Option(
+                ["--messages", "messages_file"],
+                metavar="FILE",
+                help="A transcript to remember instead of CONTENT: a JSON array of messages "
+                "({role, content} or as the OpenAI / Anthropic APIs write them), '-' for stdin.",
+            ),
             click.Option(
                 ["--role"],
                 type=click.Choice(ROLES),
@@ -173,8 +209,13 @@ for _op in OPERATIONS:
     elif _op.cli:
         _group = cli.commands.get(_op.cli[0])
         if _group is None:
-            title = next(o.summary[4:] for o in OPERATIONS if o.cli == (_op.cli[0], "get"))
-            _group = click.Group(_op.cli[0], help=f"Create, list and show {title}s.")
+            titles = [o.summary[4:] for o in OPERATIONS if o.cli == (_op.cli[0], "get")]
+            _group = click.Group(
+                _op.cli[0],
+                help=f"Create, list and show {titles[0]}s."
+                if titles
+                else f"Add, search, list and delete {_op.cli[0]} bases.",
+            )
             cli.add_command(_group)
         assert isinstance(_group, click.Group)
         _group.add_command(_command(_op))

@@ -101,6 +101,12 @@ def import_(
             f"({d['duplicates']} already present), {plural(d['edges'], 'new link', 'new links')}"
             + (f" ({d['edges_built']} built: the file had none)" if d["edges_built"] else "")
             + f", {plural(d['records'], 'new feedback or recall record', 'new feedback and recall records')}"
+            + (
+                f"; skipped {len(d['skipped'])} blank memories (lines "
+                f"{', '.join(str(s['line']) for s in d['skipped'])})"
+                if d.get("skipped")
+                else ""
+            )
         ),
     )
 
@@ -228,6 +234,12 @@ def keys_revoke(key_id: str, as_json: bool, path: str | None, store_url: str | N
 @click.option("--path", type=click.Path(file_okay=False), help="Store folder. Env: ENGRAMMAR_PATH.")
 @click.option("--store", "store_url", metavar="URL", help="Store URL. Env: ENGRAMMAR_STORE.")
 @click.option("--embedder", help="Embedding model (default minilm). Env: ENGRAMMAR_EMBEDDER.")
+@click.option(
+    "--memwire-compat",
+    is_flag=True,
+    help="Serve MemWire's REST API (its routes and payloads; engrammar keys via X-API-Key or "
+    "Bearer, the key's workspace as MemWire's org) instead of /v1; MCP stays at /mcp.",
+)
 def serve(
     host: str,
     port: int,
@@ -237,6 +249,7 @@ def serve(
     path: str | None,
     store_url: str | None,
     embedder: str | None,
+    memwire_compat: bool,
 ) -> None:
     """Serve MCP (streamable HTTP, at /mcp) and the REST API (/v1, /openapi.json, /healthz).
 
@@ -258,7 +271,15 @@ def serve(
         raise
     try:
         _announce(memory, host, port, auth=not no_auth)
-        run(memory, host=host, port=port, auth=not no_auth, log_level=log_level, sock=sock)
+        run(
+            memory,
+            host=host,
+            port=port,
+            auth=not no_auth,
+            log_level=log_level,
+            sock=sock,
+            memwire_compat=memwire_compat,
+        )
     finally:
         memory.close()
 

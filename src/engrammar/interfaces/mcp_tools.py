@@ -26,12 +26,9 @@ from .. import __version__
 from ..errors import EngrammarError
 from ..memory import Memory
 from ..models import KINDS, RATING_VERDICTS, ROLES
+from .op_params import AGENT, SESSION, USER, WORKSPACE
 from .operations import (
-    AGENT,
     OPERATIONS,
-    SESSION,
-    USER,
-    WORKSPACE,
     Operation,
     Param,
     Principal,
@@ -56,12 +53,30 @@ every call with user_id (and agent_id / session_id when useful)."""
 
 
 class Message(BaseModel):
-    """One message to remember."""
+    """One message to remember: {role, content}, or as the OpenAI / Anthropic APIs write it
+    (other fields of those formats are accepted too and read by engrammar)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # Fields of the chat formats beyond these go through to engrammar's own checks.
+    model_config = ConfigDict(extra="allow")
 
-    role: Annotated[Literal[ROLES], Field(description="Who said it.")] = "user"  # type: ignore[valid-type]
-    content: Annotated[str, Field(description="What was said.")]
+    role: Annotated[
+        Literal[(*ROLES, "developer", "function")],  # type: ignore[valid-type]
+        Field(description="Who said it."),
+    ] = "user"
+    content: Annotated[
+        str | list[dict[str, Any] | str] | None,
+        Field(
+            description="What was said: text, or a list of content parts / blocks (text, "
+            "image_url, tool_use, tool_result, ...). Null with tool_calls."
+        ),
+    ] = None
+    tool_calls: Annotated[
+        list[dict[str, Any]] | None,
+        Field(description="OpenAI assistant tool calls; remembered as readable text."),
+    ] = None
+    tool_call_id: Annotated[
+        str | None, Field(description="On a role 'tool' message: the call it answers.")
+    ] = None
     name: Annotated[str | None, Field(description="Speaker's name, if known.")] = None
     timestamp: Annotated[
         str | float | None,
@@ -92,7 +107,9 @@ def _annotation(param: Param) -> Any:
     low = param.low if not param.gt else None
     above = param.low if param.gt else None
     # Strict, as REST is: `limit: "5"` is a string, not a number (no silent coercion).
-    scalar = set(typing.get_args(param.type) or (param.type,)) <= {str, int, float, type(None)}
+    # (pydantic cannot make a union of two types strict: `str | float` stays lax.)
+    kinds = set(typing.get_args(param.type) or (param.type,)) - {type(None)}
+    scalar = len(kinds) == 1 and kinds <= {str, int, float}
     strict = True if scalar and param.choices is None else None
     return Annotated[
         hint, Field(description=param.doc, ge=low, gt=above, le=param.high, strict=strict)

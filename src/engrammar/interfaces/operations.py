@@ -15,8 +15,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..memory import Memory
-from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, ROLES, iso
-from ..recall.format import score_breakdown
+from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
 from .access import (
     Call,
     Principal,
@@ -39,108 +38,48 @@ __all__ = [
     "dispatch",
     "operation",
 ]
-
-from .spec import ORDERS, REQUIRED, HttpRoute, Operation, Param
-
-
-# -- the shared parameters ---------------------------------------------------------------------
-def _p(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
-    return Param(name, type_, doc, default, **kw)
-
-
-USER = _p("user_id", str | None, "The end user the memories belong to (e.g. 'alice').", short="u")
-AGENT = _p("agent_id", str | None, "The agent that acts (e.g. 'codex').", short="a")
-SESSION = _p("session_id", str | None, "A conversation or task id.", short="s")
-WORKSPACE = _p(
-    "workspace",
-    str | None,
-    "Workspace (tenant); default 'default'. Over HTTP an API key reaches only its own.",
-    short="w",
+from .op_params import (
+    _OWNED,
+    _SCOPED,
+    AGENT,
+    AS_OF,
+    LIMIT,
+    MEMORY_ID,
+    METADATA,
+    PAGE,
+    QUERY,
+    REASON,
+    SCOPE,
+    SESSION,
+    TIMESTAMP,
+    USER,
+    WEIGHT,
+    WORKSPACE,
+    _added_lines,
+    _added_text,
+    _explain_text,
+    _listed,
+    _mcp_listing,
+    _memory_lines,
+    _p,
+    _ranked,
+    record_lines,
 )
-SCOPE = (USER, AGENT, SESSION, WORKSPACE)
-LIMIT = _p(
-    "limit", int | None, "How many memories to return (default 10).", short="n", low=1, high=1000
-)
-PAGE = (
-    _p("limit", int, "Page size.", 100, short="n", low=1, high=10_000),
-    _p("offset", int, "Items to skip.", 0, low=0),
-)
-QUERY = _p("query", str, "What you need to know, in plain words.", REQUIRED, cli="arg")
-MEMORY_ID = _p("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
-TIMESTAMP = _p(
-    "timestamp", str | float | None, "When (ISO-8601 or epoch seconds); default now.", mcp=False
-)
-METADATA = _p("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
-WEIGHT = _p(
-    "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
-)
-REASON = _p("reason", str | None, "Why.")
-
-
-# -- rendering -----------------------------------------------------------------------------------
-def _memory_lines(record: dict[str, Any]) -> str:
-    keys = (
-        "id content role kind status workspace user_id agent_id session_id created_at_iso"
-    ).split()
-    lines = [f"{k}: {record[k]}" for k in keys if record.get(k) is not None]
-    if record.get("metadata"):
-        lines.append(f"metadata: {json.dumps(record['metadata'], ensure_ascii=False)}")
-    return "\n".join(lines)
-
-
-def _ranked(items: list[dict[str, Any]]) -> str:
-    if not items:
-        return "No memories matched."
-    return "\n".join(
-        f"{i}. {item['score']:.3f}  {item['memory']['id']}  {short(item['memory']['content'])}"
-        f"\n   {score_breakdown(item['score'], item['components'])}"
-        for i, item in enumerate(items, 1)
-    )
-
-
-def _mcp_listing(items: list[dict[str, Any]]) -> str:
-    lines = []
-    for i, item in enumerate(items, 1):
-        memory = item["memory"]
-        lines.append(f"{i}. [{item['score']:.3f}] {memory['content']}  (id {memory['id']})")
-    return "\n".join(lines)
-
-
-def record_lines(record: dict[str, Any]) -> str:
-    """A feedback record, one ``key: value`` line per set field."""
-    return "\n".join(
-        f"{k}: {json.dumps(val, ensure_ascii=False) if isinstance(val, dict) else val}"
-        for k, val in record.items()
-        if val is not None and val != {}
-    )
-
-
-def _explain_text(d: dict[str, Any]) -> str:
-    lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
-    if d.get("score") is not None:
-        lines.append(f"  {score_breakdown(d['score'], d.get('components', {}))}")
-    lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
-    if d.get("best_path"):
-        lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
-    if d.get("formula"):
-        lines.append(d["formula"])
-    return "\n".join(lines)
-
-
-def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
-    return lambda out, args: {key: [r.to_dict() for r in out]}
-
-
-# -- the operations ------------------------------------------------------------------------------
-_SCOPED = (resolve,)
-_OWNED = (resolve, own_memory)
+from .operations_reads import INSPECTOR_OPERATIONS, KNOWLEDGE_OPERATIONS
+from .spec import REQUIRED, HttpRoute, Operation, Param
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "add",
         "add",
         (
-            _p("messages", list[dict[str, Any]] | None, "Several messages, in order.", cli=None),
+            _p(
+                "messages",
+                list[dict[str, Any]] | None,
+                "Several messages, in order: {role, content} or as the OpenAI and Anthropic "
+                "SDKs write them (content parts / blocks, tool calls and results).",
+                cli=None,
+            ),
             _p("content", str | None, "One thing to remember (a user message).", cli=None),
             *SCOPE,
             _p(
@@ -156,19 +95,22 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("POST", "/v1/memories", 201),),
         mcp="memory_add",
         mcp_doc="Remember what was said: give `content` (one message) or `messages` (a "
-        "conversation).\n\nScope it with user_id (and agent_id / session_id). Returns the ids of "
-        "the stored memories; an exact duplicate in the same scope returns the id it already has.",
+        "conversation).\n\nScope it with user_id (and agent_id / session_id). Messages may be "
+        "given as the OpenAI or Anthropic APIs write them (content parts or blocks, tool calls, "
+        "tool results). Returns the ids of the stored memories, one per message (an exact "
+        "duplicate in the same scope returns the id it already has); a message with nothing to "
+        "remember (empty, only images) is skipped and listed with the reason.",
         cli=("add",),
         cli_doc="Remember something: each CONTENT argument is one message ('-' reads one from "
         'stdin).\n\n\b\n  engrammar add "I prefer tea to coffee." --user-id alice\n  engrammar '
-        'add "Ship on Fridays is fine." "No, never on Fridays." -u bob --role user\nPrints the '
-        "new memories' ids (an exact duplicate prints the id it already has).",
+        'add "Ship on Fridays is fine." "No, never on Fridays." -u bob --role user\n  engrammar '
+        "add --messages chat.json -u alice   # a transcript (OpenAI / Anthropic messages)\nPrints "
+        "one line per message: the memory's id (an exact duplicate prints the id it already "
+        "has), or why it was skipped.",
         guards=_SCOPED,
-        shape=lambda out, args: {"ids": out, "workspace": args["workspace"]},
-        text=lambda d: "\n".join(d["ids"]),
-        mcp_text=lambda d: (
-            f"Stored {plural(len(d['ids']), 'memory', 'memories')}: " + ", ".join(d["ids"])
-        ),
+        shape=lambda out, args: {**out.to_dict(), "workspace": args["workspace"]},
+        text=lambda d: "\n".join(_added_lines(d)),
+        mcp_text=_added_text,
         schemas=("AddRequest", "AddResult"),
         hints={"destructiveHint": False, "idempotentHint": True},
     ),
@@ -240,7 +182,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "recall",
         "recall",
-        (QUERY, *SCOPE, LIMIT),
+        (QUERY, *SCOPE, LIMIT, AS_OF),
         "Recall what matters for the next turn (recorded for feedback)",
         http=(HttpRoute("POST", "/v1/recall", 200),),
         mcp="memory_recall",
@@ -256,7 +198,7 @@ OPERATIONS: tuple[Operation, ...] = (
         mcp_text=lambda d: (
             f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
         ),
-        schemas=("QueryRequest", "RecallResult"),
+        schemas=("RecallRequest", "RecallResult"),
         hints={"readOnlyHint": True},
     ),
     Operation(
@@ -274,6 +216,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 low=0,
                 high=10,
             ),
+            AS_OF,
         ),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
@@ -657,96 +600,7 @@ _RECORDS = (
 )
 
 
-def _limit(default: int, high: int) -> Param:
-    return _p("limit", int | None, f"At most this many (default {default}).", low=1, high=high)
-
-
-#: The reads of the web inspector (``/ui``): REST only.
-_INSPECTOR: tuple[Operation, ...] = (
-    Operation(
-        "find_memories",
-        "find_memories",
-        (
-            *SCOPE,
-            *PAGE,
-            _p("kind", str | None, "Only memories of this kind.", choices=KINDS),
-            _p("role", str | None, "Only memories of this role.", choices=ROLES),
-            _p("status", str | None, "Only memories of this status (active, ...)."),
-            _p("since", str | float | None, "Created at or after (epoch seconds or ISO-8601)."),
-            _p("until", str | float | None, "Created before (epoch seconds or ISO-8601)."),
-            _p("text", str | None, "Content contains this text (any case)."),
-            _p("order", str | None, "oldest (default) or newest first.", choices=ORDERS),
-        ),
-        "List memories of a scope (oldest first unless order=newest), with filters",
-        http=(HttpRoute("GET", "/v1/memories", 200, "list"),),
-        guards=_SCOPED,
-        schemas=(None, "MemoryList"),
-    ),
-    Operation(
-        "scopes",
-        "scopes",
-        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
-        "The users, agents and sessions of the key's workspace, with memory counts",
-        http=(HttpRoute("GET", "/v1/scopes", 200),),
-        guards=_SCOPED,
-        schemas=(None, "ScopeList"),
-    ),
-    Operation(
-        "memory_edges",
-        "memory_edges",
-        (
-            MEMORY_ID,
-            _p("user_id", str | None, "Only neighbours of this user."),
-            WORKSPACE,
-            _p("depth", int | None, "Hops from the memory, 1 (default) or 2.", low=1, high=2),
-            _limit(200, 1_000),
-        ),
-        "A memory's graph neighbourhood, with every weight change feedback made",
-        http=(HttpRoute("GET", "/v1/memories/{memory_id}/edges", 200),),
-        guards=_OWNED,
-        schemas=(None, "Neighbourhood"),
-        errors=(401, 403, 404, 422),
-    ),
-    Operation(
-        "memory_learning",
-        "memory_learning",
-        (MEMORY_ID, WORKSPACE),
-        "The feedback signals on a memory and its learned multiplier after each",
-        http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
-        guards=_OWNED,
-        schemas=(None, "MemoryLearning"),
-        errors=(401, 403, 404, 422),
-    ),
-    Operation(
-        "timeline",
-        "timeline",
-        (*SCOPE, _limit(200, 2_000)),
-        "A scope's feedback of every kind on one time line, newest first",
-        http=(HttpRoute("GET", "/v1/timeline", 200),),
-        guards=_SCOPED,
-        schemas=(None, "Timeline"),
-    ),
-    Operation(
-        "rank_shifts",
-        "rank_shifts",
-        (*SCOPE, _limit(10, 50)),
-        "Ranks of memories that feedback touched: in the recall rated, and now",
-        http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
-        guards=_SCOPED,
-        schemas=(None, "RankShifts"),
-    ),
-    Operation(
-        "tensions",
-        "tensions",
-        (*SCOPE, _limit(100, 1_000)),
-        "Contradictions between a scope's memories, with the ratings of each side",
-        http=(HttpRoute("GET", "/v1/tensions", 200),),
-        guards=_SCOPED,
-        schemas=(None, "Tensions"),
-    ),
-)
-
-OPERATIONS = (*OPERATIONS, *_RECORDS, *_INSPECTOR)
+OPERATIONS = (*OPERATIONS, *_RECORDS, *INSPECTOR_OPERATIONS, *KNOWLEDGE_OPERATIONS)
 _BY_NAME = {op.name: op for op in OPERATIONS}
 
 #: Public ``Memory`` methods no operation serves, and why.

@@ -42,7 +42,8 @@ from ..memory import Memory
 from .http_guard import HostGuard, allowed_hosts, guarded_h11
 from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
-from .openapi import MAX_INT, openapi_document
+from .openapi import openapi_document
+from .openapi_parts import MAX_INT
 from .operations import OPERATIONS, HttpRoute, Operation, Principal, dispatch
 from .ui import ui_routes
 
@@ -359,7 +360,12 @@ def _routes() -> list[Route]:
 
 
 def build_app(
-    memory: Memory, *, auth: bool = True, default: Principal | None = None, host: str = "127.0.0.1"
+    memory: Memory,
+    *,
+    auth: bool = True,
+    default: Principal | None = None,
+    host: str = "127.0.0.1",
+    memwire_compat: bool = False,
 ) -> ASGIApp:
     """The ASGI app serving MCP at ``/mcp`` and REST at ``/v1``.
 
@@ -369,6 +375,9 @@ def build_app(
         default: the principal of unauthenticated requests when ``auth`` is off; by default
             the local user in ``memory.config.workspace``.
         host: the address served, for the MCP transport's DNS-rebinding protection.
+        memwire_compat: serve MemWire's REST API (:mod:`engrammar.compat.memwire_server`:
+            its routes and payloads, engrammar's keys and tenancy) instead of engrammar's
+            ``/v1`` routes; MCP stays at ``/mcp``.
     """
     default = default or Principal(workspace=memory.config.workspace, fixed=False)
     cfg = memory.config
@@ -392,8 +401,9 @@ def build_app(
         json_response=True,
         transport_security=security,
     )
-    app.router.routes.extend(rest_routes())
-    app.router.routes.extend(ui_routes())
+    if not memwire_compat:
+        app.router.routes.extend(rest_routes())
+        app.router.routes.extend(ui_routes())
     app.state.memory = memory
     app.state.server_threads = cfg.server_threads
     app.add_exception_handler(Exception, _internal_error)
@@ -401,9 +411,14 @@ def build_app(
     bucket = (
         TokenBucket(cfg.rate_limit_per_s, cfg.rate_limit_burst) if cfg.rate_limit_per_s else None
     )
+    served: ASGIApp = AuthMiddleware(app, memory, auth=auth, default=default, bucket=bucket)
+    if memwire_compat:
+        from ..compat.memwire_server import create_app
+
+        served = _MemWireFront(create_app(memory, auth=auth), served)
     limited = LimitsMiddleware(
         HostGuard(
-            AuthMiddleware(app, memory, auth=auth, default=default, bucket=bucket),
+            served,
             hosts=hosts,
             enforce_hosts=enforce,
             exempt=frozenset({"/healthz"}),
@@ -441,6 +456,21 @@ def server_config(memory: Memory, app: ASGIApp, *, host: str, port: int, **kw: A
         timeout_keep_alive=5,
         **kw,
     )
+
+
+class _MemWireFront:
+    """MemWire's REST routes (which check engrammar keys themselves, from ``X-API-Key`` or
+    ``Authorization: Bearer``) in front of engrammar's MCP app at ``/mcp``."""
+
+    def __init__(self, memwire: ASGIApp, mcp: ASGIApp) -> None:
+        self.memwire = memwire
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith("/mcp"):
+            await self.memwire(scope, receive, send)
+        else:
+            await self.mcp(scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -485,9 +515,10 @@ def serve(
     auth: bool,
     log_level: str = "info",
     sock: socket.socket | None = None,
+    memwire_compat: bool = False,
 ) -> None:
     """Serve MCP + REST with uvicorn until interrupted (on ``sock`` when given, bound by
-    :func:`listen`)."""
+    :func:`listen`); with ``memwire_compat``, MemWire's REST routes instead of engrammar's."""
     import uvicorn
 
     if not auth and not is_loopback(host):
@@ -495,7 +526,7 @@ def serve(
             f"refusing to serve without authentication on {host!r}: --no-auth is only allowed "
             "on a loopback address (127.0.0.1, ::1, localhost)"
         )
-    app = build_app(memory, auth=auth, host=host)
+    app = build_app(memory, auth=auth, host=host, memwire_compat=memwire_compat)
     sock = sock or listen(host, port)
     try:
         server = uvicorn.Server(

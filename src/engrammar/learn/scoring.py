@@ -21,7 +21,9 @@ How each record acts on a recall whose query matches its context (``match`` in [
 * **Preference pair.** The accepted output's memory gains +w (injected when search missed it);
   memories that are the same text as the accepted output gain +w, as the rejected one lose w.
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
-  context counts in proportion to the match, one without counts everywhere.
+  context counts in proportion to the match (:func:`rating_match`: accepted and corrected say
+  something about the memory and carry to related questions, rejected only about that
+  question), one without counts everywhere.
 * **Reply signal** (``feedback(response=...)``). The memories the reply drew on (its best
   matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
   ``reply_weight`` times the context match. The reply is an independent witness of the ratings
@@ -52,6 +54,7 @@ __all__ = [
     "ReplyFacts",
     "ReviewFacts",
     "learned_ranking",
+    "rating_match",
     "standing_answer",
     "verdict",
 ]
@@ -133,6 +136,8 @@ class LearnParams:
     reply_top: int = 5
     reply_context_min: float = 0.85
     reply_context_full: float = 0.98
+    rating_context_min: float = 0.5
+    rating_context_full: float = 0.85
 
 
 @dataclass
@@ -166,6 +171,25 @@ def failed(event: EventFacts) -> bool:
 def standing_answer(state: str) -> str | None:
     """Which output stands under a verdict: ``corrected``, ``ai_output`` or none (rejected)."""
     return {"corrected": "corrected", "adopted": "ai_output"}.get(state)
+
+
+def rating_match(rating: RatingFacts, query_vec: np.ndarray, params: LearnParams) -> float:
+    """How far a rating applies to the query (1 for a rating without a context).
+
+    What a rating says depends on its verdict. *Accepted* says the memory is useful and
+    *corrected* that it misleads: both are about the memory, so they carry to related
+    questions (ramp ``rating_context_min`` to ``rating_context_full``). *Rejected* only says
+    the memory was not what that question needed: like a reply signal it counts for nearly
+    the same question (``reply_context_min`` to ``reply_context_full``). On LoCoMo a memory
+    rejected for one question is evidence for a related one about as often as any other
+    candidate, so a wide ramp for rejections pushed down the evidence of unseen questions.
+    """
+    if rating.context_vec is None:
+        return 1.0
+    cos = _cos(query_vec, rating.context_vec)
+    if rating.verdict == "rejected":
+        return context_match(cos, params.reply_context_min, params.reply_context_full)
+    return context_match(cos, params.rating_context_min, params.rating_context_full)
 
 
 def _normal(text: str) -> str:
@@ -323,12 +347,7 @@ def learned_ranking(
         (r.recall_id, r.memory_id): r for r in replies
     }
     for rating in ratings:
-        if rating.context_vec is None:
-            m = 1.0
-        else:
-            m = context_match(
-                _cos(query_vec, rating.context_vec), params.context_min, params.context_full
-            )
+        m = rating_match(rating, query_vec, params)
         if m > 0:
             value = VERDICT_VALUE[rating.verdict]
             witness = said.get((rating.recall_id, rating.memory_id))

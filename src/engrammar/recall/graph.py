@@ -133,6 +133,19 @@ def sequence_edges(ids: Sequence[str], previous: str | None, weight: float) -> l
     return out
 
 
+def _starts_sentence(text: str, start: int) -> bool:
+    """Whether ``text[start:]`` begins a sentence: ``_SENTENCE_START`` matches the text before
+    it. Read backwards over the whitespace only, so a long text costs linear time, not the
+    quadratic time of searching every prefix."""
+    k = start
+    while k > 0 and text[k - 1].isspace():
+        k -= 1
+    if k == 0:
+        return True
+    gap = text[k:start]
+    return "\n" in gap or (bool(gap) and text[k - 1] in '.!?:;"')
+
+
 def entities(text: str) -> set[str]:
     """Index terms of capitalised words that do not start a sentence (names, places, brands)."""
     found: set[str] = set()
@@ -140,7 +153,7 @@ def entities(text: str) -> set[str]:
         word = m.group(0)
         if word in ("I", "I'm", "I've", "I'd", "I'll"):
             continue
-        if _SENTENCE_START.search(text[: m.start()]):
+        if _starts_sentence(text, m.start()):
             continue
         found.update(terms(word))
     return found

@@ -16,12 +16,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from .fusion import Candidate
+from .timeref import relative_time_range
 
 __all__ = [
     "asks_question",
     "named_speakers",
     "query_time_range",
     "question_discount",
+    "question_share",
     "rescore",
     "sequence_support",
     "time_match",
@@ -157,15 +159,22 @@ def rescore(
     *,
     speaker_boost: float,
     time_boost: float,
+    as_of: float | None = None,
 ) -> list[Candidate]:
     """Multiply relevance by ``1 + speaker_boost`` for memories spoken by the one person the
     query names and by ``1 + time_boost × time_match`` for memories dated near the time it
     names; best first again. ``speakers``/``times`` map candidate ids to their memory's
-    speaker and ``created_at``. A query naming no one (or everyone) is left alone."""
+    speaker and ``created_at``. A query naming no one (or everyone) is left alone. With
+    ``as_of`` (when the query is asked, epoch seconds), relative times ("two weeks ago",
+    "last weekend", "in May") count too (:mod:`~engrammar.recall.timeref`)."""
     named = named_speakers(query, {s for s in speakers.values() if s})
     if len(named) == len({s for s in speakers.values() if s}):
         named = set()  # naming every speaker singles none out
-    span = query_time_range(query) if time_boost > 0 else None
+    span = None
+    if time_boost > 0:
+        span = query_time_range(query)
+        if span is None and as_of is not None:
+            span = relative_time_range(query, as_of)
     if not cands or (not named and span is None) or (speaker_boost <= 0 and span is None):
         return cands
     for cand in cands:
@@ -202,21 +211,50 @@ def asks_question(text: str) -> bool:
     return body.endswith("?")
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)]*\s+")
+
+
+def question_share(text: str) -> float:
+    """The share of a message (in characters) taken by the question(s) it ends with; 0 when
+    it does not end with a question.
+
+    "What other hobbies have you found?" is all asking (1.0); "I took Lola to the vet last
+    week and paid $50. Can you recommend a cat litter?" mostly states something first.
+    """
+    if not asks_question(text):
+        return 0.0
+    body = text.strip()
+    if body.endswith("]"):
+        body = _TRAILING_NOTE.sub("", body).rstrip()
+    sentences = [s for s in _SENTENCE_END.split(body) if s.strip()]
+    asking = 0
+    for sentence in reversed(sentences):
+        if not sentence.rstrip().rstrip("\"'\u201d\u2019)").endswith("?"):
+            break
+        asking += len(sentence)
+    return min(1.0, asking / max(len(body), 1))
+
+
 def question_discount(
-    cands: list[Candidate], questions: Collection[str], penalty: float
+    cands: list[Candidate], questions: Mapping[str, float] | Collection[str], penalty: float
 ) -> list[Candidate]:
     """Multiply the relevance of the candidates in ``questions`` (memories that end with a
-    question) by ``1 - penalty``; best first again.
+    question) by ``1 - penalty`` (times the share of the message the question takes, when
+    ``questions`` maps ids to that share); best first again.
 
     Asking states little: "What other hobbies have you found?" shares the words of "What
-    hobbies does Evan have?" but is rarely its answer, while the statements around it are.
+    hobbies does Evan have?" but is rarely its answer, while the statements around it are. A
+    long message that only ends with a question states its context first and keeps most of
+    its relevance.
     """
     if penalty <= 0 or not questions:
         return cands
+    shares = questions if isinstance(questions, Mapping) else dict.fromkeys(questions, 1.0)
     for cand in cands:
-        if cand.id in questions:
-            cand.relevance *= 1.0 - penalty
-            cand.components["question_penalty"] = penalty
+        share = shares.get(cand.id, 0.0)
+        if share > 0:
+            cand.relevance *= 1.0 - penalty * share
+            cand.components["question_penalty"] = round(penalty * share, 6)
             cand.components["relevance"] = round(cand.relevance, 6)
     return sorted(cands, key=lambda c: -c.relevance)
 

@@ -30,6 +30,8 @@ from ..models import (
     DecisionReview,
     Edge,
     FeedbackEvent,
+    KnowledgeBase,
+    KnowledgeChunk,
     LoggedEvent,
     MemoryRating,
     MemoryRecord,
@@ -86,6 +88,8 @@ class NewMemory:
     embedding: np.ndarray
     status: str = "active"
     updated_at: float | None = None
+    valid_until: float | None = None  # an import restores a superseded memory as it was
+    superseded_by: str | None = None
 
 
 @dataclass
@@ -222,6 +226,10 @@ class Store(Protocol):
 
         Returns, per row, ``(id, created)``; a row whose ``dedup_key`` exists returns the
         existing id with ``created=False``. Edges naming a collapsed row follow it to that id.
+        A ``supersedes`` edge (newer -> older) also marks the older memory as no longer current,
+        in the same transaction: its ``valid_until`` becomes the newer one's ``created_at`` and
+        its ``superseded_by`` the newer one's id, unless it was replaced earlier already (op
+        ``supersede`` in its history).
         """
 
     def import_bundle(
@@ -268,7 +276,8 @@ class Store(Protocol):
 
     def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their
-        edges; returns how many were deleted."""
+        edges; returns how many were deleted. A memory one of them had superseded is current
+        again (``valid_until`` and ``superseded_by`` cleared, op ``restore``)."""
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         """What changed the memory, oldest first."""
@@ -292,8 +301,16 @@ class Store(Protocol):
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""
 
+    def insertion_order(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        """A number per given memory that grows in the order they were stored (message order
+        within an ``add``): what tells memories of the same ``created_at`` apart."""
+
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
         """The scope's newest active memories, newest first (by insertion order)."""
+
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        """The scope's newest active memories of ``kind``, newest first (recall's standing
+        preferences)."""
 
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
@@ -477,6 +494,22 @@ class Store(Protocol):
 
     def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
         """Key records of a workspace (of every workspace when ``None``), oldest first."""
+
+    # -- knowledge bases: written whole (the base and all its chunks) or not at all --------------
+    def add_knowledge(
+        self, base: KnowledgeBase, chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
+    ) -> None:
+        """Store a knowledge base and its chunks (with their vectors) in one transaction."""
+
+    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
+        """Every chunk of the scope's knowledge bases with its vector, oldest first."""
+
+    def list_knowledge(self, scope: Scope) -> list[KnowledgeBase]:
+        """The scope's knowledge bases, oldest first."""
+
+    def delete_knowledge(self, scope: Scope, kb_id: str) -> int:
+        """Delete a knowledge base of the scope with its chunks; the chunks deleted, or -1 if
+        the scope holds no knowledge base ``kb_id``."""
 
     def revoke_api_key(self, key_id: str) -> bool:
         """Mark a key revoked; ``True`` if it was active, ``NotFoundError`` if it is unknown."""

@@ -117,4 +117,6 @@ def memory_record(row: Sequence[Any], metadata: Any) -> MemoryRecord:
         created_at=stored_time(row[9]),
         updated_at=stored_time(row[10]),
         metadata=metadata,
+        valid_until=row[12],
+        superseded_by=row[13],
     )

@@ -381,6 +381,67 @@ def m007_edge_changes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_knowledge(conn: sqlite3.Connection) -> None:
+    """Knowledge bases: named documents of a scope, split into embedded chunks that recall and
+    ``search_knowledge`` search beside the conversation memories."""
+    _run(
+        conn,
+        """
+        CREATE TABLE knowledge_bases (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                name TEXT NOT NULL,
+                metadata TEXT NOT NULL DEFAULT '{}',
+                chunk_count INTEGER NOT NULL,
+                created_at REAL NOT NULL,
+                UNIQUE (workspace, id)
+            )
+        """,
+        """
+        CREATE INDEX knowledge_bases_scope ON knowledge_bases (workspace, user_id, seq)
+        """,
+        """
+        CREATE TABLE knowledge_chunks (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                kb_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                content TEXT NOT NULL,
+                metadata TEXT NOT NULL DEFAULT '{}',
+                created_at REAL NOT NULL,
+                embedding BLOB NOT NULL,
+                UNIQUE (workspace, id)
+            )
+        """,
+        """
+        CREATE INDEX knowledge_chunks_scope ON knowledge_chunks (workspace, user_id, seq)
+        """,
+        """
+        CREATE INDEX knowledge_chunks_kb ON knowledge_chunks (workspace, kb_id)
+        """,
+    )
+
+
+def m009_memory_validity(conn: sqlite3.Connection) -> None:
+    """When a memory stopped being current and what replaced it (facts that change)."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN valid_until REAL",
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        # Forgetting a memory makes what it replaced current again: found by this index.
+        "CREATE INDEX memories_superseded_by ON memories (superseded_by) "
+        "WHERE superseded_by IS NOT NULL",
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -389,4 +450,6 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m005_reply_signals_by_recall,
     m006_decision_memories_by_workspace,
     m007_edge_changes,
+    m008_knowledge,
+    m009_memory_validity,
 ]

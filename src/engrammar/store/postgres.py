@@ -436,6 +436,8 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                     Vector(row.embedding),
                     tsv,
                     doc_len,
+                    row.valid_until,
+                    row.superseded_by,
                 )
             )
 
@@ -449,8 +451,9 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                 cur.executemany(
                     "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                     "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                    "embedding, terms, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
-                    "%s,%s,%b,%s::tsvector,%s) ON CONFLICT (workspace, dedup_key) DO NOTHING "
+                    "embedding, terms, doc_len, valid_until, superseded_by) VALUES (%s,%s,%s,"
+                    "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s::tsvector,%s,%s,%s) "
+                    "ON CONFLICT (workspace, dedup_key) DO NOTHING "
                     "RETURNING id",
                     params,
                     returning=True,
@@ -479,7 +482,9 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                         "after, reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
                         [(r.id, r.workspace, r.user_id, r.content, now) for r in created],
                     )
-            self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
+            workspace = rows[0].workspace if rows else ""
+            self._insert_edges(conn, workspace, edges, rename, now)
+            self._supersede(conn, workspace, edges, rename)
             return out
 
         return run
@@ -602,6 +607,7 @@ class PostgresStore(PostgresSearch, PostgresCopy):
             if not deleted:
                 return 0
             gone = [r[0] for r in deleted]
+            self._restore_superseded(conn, scope.workspace, gone)
             conn.execute(
                 "DELETE FROM edges WHERE workspace = %s AND (src = ANY(%s) OR dst = ANY(%s))",
                 (scope.workspace, gone, gone),

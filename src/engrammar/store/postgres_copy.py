@@ -43,6 +43,8 @@ class PostgresCopy:
         "memory_ratings": ("seq",),
         "reply_signals": ("seq",),
         "api_keys": ("key_id",),
+        "knowledge_bases": ("seq",),
+        "knowledge_chunks": ("seq",),
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -345,6 +345,61 @@ def m006_edge_changes(conn: Conn) -> None:
     )
 
 
+def m007_knowledge(conn: Conn) -> None:
+    """Knowledge bases: named documents of a scope, split into embedded chunks that recall and
+    ``search_knowledge`` search beside the conversation memories (read whole per scope: an
+    untyped ``vector``, no index)."""
+    _run(
+        conn,
+        """
+        CREATE TABLE knowledge_bases (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            name TEXT NOT NULL,
+            metadata JSONB NOT NULL DEFAULT '{}',
+            chunk_count INTEGER NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX knowledge_bases_scope ON knowledge_bases (workspace, user_id, seq)",
+        """
+        CREATE TABLE knowledge_chunks (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            id TEXT NOT NULL,
+            workspace TEXT NOT NULL,
+            kb_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            content TEXT NOT NULL,
+            metadata JSONB NOT NULL DEFAULT '{}',
+            created_at DOUBLE PRECISION NOT NULL,
+            embedding vector NOT NULL,
+            PRIMARY KEY (workspace, id)
+        )
+        """,
+        "CREATE INDEX knowledge_chunks_scope ON knowledge_chunks (workspace, user_id, seq)",
+        "CREATE INDEX knowledge_chunks_kb ON knowledge_chunks (workspace, kb_id)",
+    )
+
+
+def m008_memory_validity(conn: Conn) -> None:
+    """When a memory stopped being current and what replaced it (facts that change)."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN valid_until DOUBLE PRECISION",
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        "CREATE INDEX memories_superseded_by ON memories (workspace, superseded_by) "
+        "WHERE superseded_by IS NOT NULL",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -352,4 +407,6 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m004_reply_signals,
     m005_reply_signals_by_recall,
     m006_edge_changes,
+    m007_knowledge,
+    m008_memory_validity,
 ]

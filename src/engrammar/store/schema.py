@@ -41,7 +41,7 @@ TABLES: dict[str, Table] = {
     "meta": Table(("key", "value"), key=("key",)),
     "memories": Table(
         ("seq", "id", *_SCOPE, "role", "content", "kind", "status", "created_at", "updated_at",
-         "metadata", "dedup_key", "embedding"),
+         "metadata", "dedup_key", "embedding", "valid_until", "superseded_by"),
         key=("workspace", "id"),
         unique=(("workspace", "dedup_key"),),
         order="seq",
@@ -111,6 +111,17 @@ TABLES: dict[str, Table] = {
     "api_keys": Table(
         ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
         key=("key_id",),
+    ),
+    "knowledge_bases": Table(
+        ("seq", "id", *_SCOPE, "name", "metadata", "chunk_count", "created_at"),
+        key=("workspace", "id"),
+        order="seq",
+    ),
+    "knowledge_chunks": Table(
+        ("seq", "id", "workspace", "kb_id", "position", "user_id", "agent_id", "session_id",
+         "content", "metadata", "created_at", "embedding"),
+        key=("workspace", "id"),
+        order="seq",
     ),
 }  # fmt: skip
 

@@ -19,7 +19,7 @@ from ..models import Edge, MemoryRecord, Scope
 from .base import ApiKeyRecord, NewEdge, RecallRecord, rebuilt_edges
 from .dialect import Dialect, memory_record, scope_where
 from .inspect_sql import SQLInspect
-from .sql_feedback import SQLRecords
+from .sql_knowledge import SQLKnowledge
 from .tables import FEEDBACK_TABLES, MEMORY_COLUMNS
 
 __all__ = ["KEY_COLUMNS", "Dialect", "SQLStore", "memory_record", "scope_where"]
@@ -31,7 +31,7 @@ _RECALL_COLUMNS = (
 KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
 
 
-class SQLStore(SQLInspect, SQLRecords):
+class SQLStore(SQLInspect, SQLKnowledge):
     """The logic of :class:`~.base.Store` that is the same in every SQL database.
 
     A backend sets :attr:`dialect` and implements :meth:`_run` and the hooks below
@@ -139,6 +139,19 @@ class SQLStore(SQLInspect, SQLRecords):
         )
         return [self._record(r) for r in rows]
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        where, params = scope_where(scope)
+        sql = self._q(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+            "AND kind = ? ORDER BY seq DESC LIMIT ?"
+        )
+        rows = self._run(
+            "reading memories",
+            lambda c: c.execute(sql, [*params, kind, limit]).fetchall(),
+            write=False,
+        )
+        return [self._record(r) for r in rows]
+
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         sql = self._q(
             "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
@@ -203,6 +216,71 @@ class SQLStore(SQLInspect, SQLRecords):
         }
         conn.execute(self._q(f"DELETE FROM edges WHERE {where}"), args)
         self._insert_edges(conn, workspace, rebuilt_edges(edges, learned), {}, time.time())
+
+    # -- facts that change ---------------------------------------------------------------------
+    def insertion_order(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._fetch(
+            "reading the insertion order",
+            f"SELECT id, seq FROM memories WHERE workspace = ? AND id IN ({marks})",
+            [workspace, *ids],
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def _supersede(
+        self, conn: Any, workspace: str, edges: Sequence[NewEdge], rename: dict[str, str]
+    ) -> None:
+        """Mark the memories that ``supersedes`` edges point at as no longer current: their
+        ``valid_until`` becomes the replacing memory's time and ``superseded_by`` its id. A
+        memory replaced before keeps its earliest replacement (it stopped being current
+        then); each change is recorded in the memory's history (op ``supersede``)."""
+        for edge in edges:
+            if edge.kind != "supersedes":
+                continue
+            new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
+            if new == old:
+                continue
+            found = conn.execute(
+                self._q("SELECT created_at FROM memories WHERE workspace = ? AND id = ?"),
+                (workspace, new),
+            ).fetchone()
+            row = conn.execute(
+                self._q("SELECT user_id, valid_until FROM memories WHERE workspace = ? AND id = ?"),
+                (workspace, old),
+            ).fetchone()
+            if found is None or row is None or (row[1] is not None and row[1] <= found[0]):
+                continue
+            conn.execute(
+                self._q(
+                    "UPDATE memories SET valid_until = ?, superseded_by = ? "
+                    "WHERE workspace = ? AND id = ?"
+                ),
+                (found[0], new, workspace, old),
+            )
+            after = json.dumps({"superseded_by": new, "valid_until": found[0]})
+            self._log(conn, old, workspace, row[0], "supersede", None, after)
+
+    def _restore_superseded(self, conn: Any, workspace: str, gone: Sequence[str]) -> None:
+        """Make current again what forgotten memories had replaced (op ``restore``)."""
+        for memory_id in gone:
+            rows = conn.execute(
+                self._q(
+                    "SELECT id, user_id FROM memories WHERE workspace = ? AND superseded_by = ?"
+                ),
+                (workspace, memory_id),
+            ).fetchall()
+            for old, user_id in rows:
+                conn.execute(
+                    self._q(
+                        "UPDATE memories SET valid_until = NULL, superseded_by = NULL "
+                        "WHERE workspace = ? AND id = ?"
+                    ),
+                    (workspace, old),
+                )
+                self._log(conn, old, workspace, user_id, "restore", memory_id, None)
 
     # -- graph ---------------------------------------------------------------------------------
     def edges_from(

@@ -15,6 +15,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -109,10 +110,19 @@ class SQLiteStore(SQLiteSearch):
         scope_cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.file = Path(file)
-        try:
-            _private_store(self.file)
-        except OSError as exc:
-            raise StoreError(f"cannot create the store folder {self.file.parent}: {exc}") from exc
+        # ":memory:": one private in-memory database per store, shared by all its connections
+        # (each plain ":memory:" connection would open its own, empty one). The writer
+        # connection holds it open until close().
+        self._target: str | Path = self.file
+        if str(file) == ":memory:":
+            self._target = f"file:engrammar-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            try:
+                _private_store(self.file)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store folder {self.file.parent}: {exc}"
+                ) from exc
         self._timeout = busy_timeout_ms / 1000
         self._k1 = bm25_k1
         self._b = bm25_b
@@ -138,7 +148,11 @@ class SQLiteStore(SQLiteSearch):
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self.file, timeout=self._timeout, isolation_level=None, check_same_thread=False
+                self._target,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=isinstance(self._target, str),
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
@@ -292,7 +306,7 @@ class SQLiteStore(SQLiteSearch):
             conn.execute(
                 "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                 "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                "embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "embedding, valid_until, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     row.id,
                     row.workspace,
@@ -308,11 +322,15 @@ class SQLiteStore(SQLiteSearch):
                     json.dumps(row.metadata, ensure_ascii=False),
                     row.dedup_key,
                     np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
+                    row.valid_until,
+                    row.superseded_by,
                 ),
             )
             self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
             out.append((row.id, True))
-        self._insert_edges(conn, rows[0].workspace if rows else "", edges, rename, now)
+        workspace = rows[0].workspace if rows else ""
+        self._insert_edges(conn, workspace, edges, rename, now)
+        self._supersede(conn, workspace, edges, rename)
         return out
 
     def import_bundle(
@@ -453,6 +471,7 @@ class SQLiteStore(SQLiteSearch):
                             [*params, *chunk],
                         ).fetchall()
                 for memory_id, workspace, user_id in rows:
+                    self._restore_superseded(conn, workspace, [memory_id])
                     conn.execute(
                         "DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id)
                     )
@@ -562,6 +581,8 @@ class SQLiteStore(SQLiteSearch):
         "memory_ratings": "seq",
         "reply_signals": "seq",
         "api_keys": "rowid",
+        "knowledge_bases": "seq",
+        "knowledge_chunks": "seq",
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:

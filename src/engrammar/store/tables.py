@@ -28,6 +28,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
     "memories": (
         "id", "workspace", "user_id", "agent_id", "session_id", "role", "content", "kind",
         "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
+        "valid_until", "superseded_by",
     ),
     "memory_changes": (
         "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
@@ -68,6 +69,14 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "alignment", "context_embedding", "created_at",
     ),
     "api_keys": ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
+    "knowledge_bases": (
+        "id", "workspace", "user_id", "agent_id", "session_id", "name", "metadata",
+        "chunk_count", "created_at",
+    ),
+    "knowledge_chunks": (
+        "id", "workspace", "kb_id", "position", "user_id", "agent_id", "session_id", "content",
+        "metadata", "created_at", "embedding",
+    ),
 }  # fmt: skip
 #: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
 COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
@@ -87,7 +96,7 @@ COPY_BOOL_FIELDS = frozenset({"reversed"})
 #: Columns of a memory row, in MemoryRecord order (both stores select them this way).
 MEMORY_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
-    "updated_at, metadata"
+    "updated_at, metadata, valid_until, superseded_by"
 )
 EVENT_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "

@@ -1,0 +1,287 @@
+"""Reading a message as chat SDKs write it: engrammar's own shape, OpenAI chat, Anthropic.
+
+A message of ``add`` is a dict, or an SDK object with ``model_dump`` (a pydantic model of the
+``openai`` or ``anthropic`` package), in one of these shapes:
+
+- engrammar: ``{role, content, name, kind, timestamp, metadata}``;
+- OpenAI chat: ``content`` a string, a list of parts (``text``, ``image_url``, ``input_audio``,
+  ``file``, ``refusal``) or null; assistant ``tool_calls`` (and the older ``function_call``);
+  ``tool`` messages with ``tool_call_id``; roles ``developer`` (read as ``system``) and
+  ``function`` (read as ``tool``);
+- Anthropic: ``content`` a string or a list of blocks (``text``, ``tool_use``, ``tool_result``,
+  ``document``, ``image``, ``thinking``, ...); the fields of a whole response ``Message``.
+
+Each is read into the text to remember and notes for its metadata: text parts are joined;
+a tool call becomes the line ``called tool NAME with {ARGS}``, a tool result ``tool NAME
+returned: TEXT``; other parts (images, audio, files, thinking) are noted in
+``metadata["non_text_parts"]`` as ``{index, type}``; calls in ``metadata["tool_calls"]``
+(``{id, name}``), results in ``metadata["tool_results"]`` (``{tool_call_id, name}``). A
+message of only tool traffic is of kind ``event``; one of only tool results has the role
+``tool``. A message with nothing to remember gets a skip reason (:data:`SKIP_REASONS`)
+instead of an error; a malformed one raises ``ValidationError`` naming the field, e.g.
+``messages[3].content[1].type``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from ..errors import ValidationError
+from ..models import ROLES
+
+__all__ = ["MESSAGE_KEYS", "SKIP_REASONS", "Read", "plain", "read_content", "read_message"]
+
+#: Why a message was skipped: ``empty`` (no content, or only whitespace, and no tool call or
+#: result) and ``no_text`` (only parts without text: images, audio, files, thinking).
+SKIP_REASONS = ("empty", "no_text")
+
+_OWN_KEYS = frozenset({"role", "content", "metadata", "timestamp", "kind", "name"})
+_OPENAI_KEYS = frozenset(
+    {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
+)
+# A whole Anthropic response ``Message`` (or an OpenAI Responses ``message`` item).
+_RESPONSE_KEYS = frozenset(
+    {
+        "id", "type", "model", "stop_reason", "stop_sequence", "stop_details", "usage",
+        "container", "diagnostics", "context_management", "status",
+    }
+)  # fmt: skip
+#: Every key a message dict may hold; others are refused (a misspelt key is a mistake).
+MESSAGE_KEYS = _OWN_KEYS | _OPENAI_KEYS | _RESPONSE_KEYS
+_ROLE_ALIASES = {"developer": "system", "function": "tool"}
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_CALL_PARTS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_RESULT_PARTS = frozenset({"tool_result", "mcp_tool_result"})
+
+
+class Read(NamedTuple):
+    """A message read: role, text to remember ("" if none), kind if its shape says one, the
+    notes for its metadata, and why it is skipped (None if it is stored)."""
+
+    role: str
+    text: str
+    kind: str | None
+    notes: dict[str, Any]
+    skip: str | None
+
+
+class _Parts:
+    """What the parts of one message hold, in order."""
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[str, str]] = []  # (field, text) in the message's order
+        self.said = False  # any plain text (not tool traffic)
+        self.calls: list[dict[str, Any]] = []
+        self.results: list[dict[str, Any]] = []
+        self.other: list[dict[str, Any]] = []
+
+
+def plain(value: Any, field: str) -> Any:
+    """``value`` as JSON data: an SDK model object (``model_dump``) becomes its dict."""
+    dump = getattr(value, "model_dump", None)
+    if dump is None or isinstance(value, dict | list | str):
+        return value
+    try:
+        return dump(mode="json", exclude_none=True)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(field, f"could not be read as JSON: {exc}") from None
+
+
+def _string(field: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _args(value: Any) -> str:
+    """Tool arguments as compact readable JSON (OpenAI gives them as a JSON string)."""
+    if isinstance(value, str):
+        given: str = value
+        try:
+            value = json.loads(given)
+        except ValueError:
+            return given
+    if value in ({}, None, ""):
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _call_line(name: str, args: Any) -> str:
+    rendered = _args(args)
+    return f"called tool {name} with {rendered}" if rendered else f"called tool {name}"
+
+
+def _result_line(name: str | None, text: str, error: bool) -> str:
+    who = f"tool {name}" if name else "tool"
+    return f"{who} {'failed' if error else 'returned'}: {text}"
+
+
+def read_content(value: Any, field: str, tool_names: dict[str, str]) -> _Parts:
+    """The parts of a ``content`` value: null, a string, or a list of parts / blocks."""
+    parts = _Parts()
+    if value is None:
+        return parts
+    if isinstance(value, str):
+        parts.pieces.append((field, value))
+        parts.said = True
+        return parts
+    if isinstance(value, dict) or not isinstance(value, list | tuple):
+        raise ValidationError(
+            field, f"must be a string, a list of parts or null, got {type(value).__name__}"
+        )
+    for j, raw in enumerate(value):
+        _read_part(plain(raw, f"{field}[{j}]"), f"{field}[{j}]", j, parts, tool_names)
+    return parts
+
+
+def _read_part(part: Any, field: str, index: int, parts: _Parts, names: dict[str, str]) -> None:
+    if isinstance(part, str):
+        parts.pieces.append((field, part))
+        parts.said = True
+        return
+    if not isinstance(part, dict):
+        raise ValidationError(field, f"must be an object with a type, got {type(part).__name__}")
+    kind = part.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise ValidationError(f"{field}.type", "must be a string naming the part's type")
+    if kind in _TEXT_PARTS:
+        parts.pieces.append((f"{field}.text", _string(f"{field}.text", part.get("text"))))
+        parts.said = True
+    elif kind == "refusal":
+        parts.pieces.append((f"{field}.refusal", _string(f"{field}.refusal", part.get("refusal"))))
+        parts.said = True
+    elif kind in _CALL_PARTS:
+        name = _string(f"{field}.name", part.get("name"))
+        call_id = part.get("id")
+        if isinstance(call_id, str):
+            names[call_id] = name
+        parts.calls.append({"id": call_id if isinstance(call_id, str) else None, "name": name})
+        parts.pieces.append((f"{field}.input", _call_line(name, part.get("input"))))
+    elif kind in _RESULT_PARTS:
+        call_id = _string(f"{field}.tool_use_id", part.get("tool_use_id"))
+        inner = read_content(part.get("content"), f"{field}.content", names)
+        parts.other += inner.other
+        text = "\n".join(t for _, t in inner.pieces).strip()
+        tool = names.get(call_id)
+        parts.results.append({"tool_call_id": call_id, "name": tool})
+        if text:
+            error = part.get("is_error") is True
+            parts.pieces.append((f"{field}.content", _result_line(tool, text, error)))
+    elif kind == "document" and isinstance(part.get("source"), dict):
+        _document(part, field, index, parts, names)
+    else:
+        parts.other.append({"index": index, "type": kind})
+
+
+def _document(
+    part: dict[str, Any], field: str, index: int, parts: _Parts, names: dict[str, str]
+) -> None:
+    """An Anthropic document block: plain text or content blocks are text; a PDF is not."""
+    source = part["source"]
+    title = part.get("title") if isinstance(part.get("title"), str) else None
+    if source.get("type") == "text":
+        body = _string(f"{field}.source.data", source.get("data"))
+    elif source.get("type") == "content":
+        inner = read_content(source.get("content"), f"{field}.source.content", names)
+        parts.other += inner.other
+        body = "\n".join(t for _, t in inner.pieces)
+    else:
+        parts.other.append({"index": index, "type": "document"})
+        return
+    parts.pieces.append((f"{field}.source", f"{title}\n{body}" if title else body))
+    parts.said = True
+
+
+def _openai_calls(msg: dict[str, Any], field: str, parts: _Parts, names: dict[str, str]) -> None:
+    """Assistant ``tool_calls`` (and the older single ``function_call``) as readable lines."""
+    calls = msg.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list | tuple):
+            raise ValidationError(f"{field}.tool_calls", "must be a list of tool calls")
+        for k, raw in enumerate(calls):
+            where = f"{field}.tool_calls[{k}]"
+            call = plain(raw, where)
+            if not isinstance(call, dict):
+                raise ValidationError(where, f"must be an object, got {type(call).__name__}")
+            kind = call.get("type", "function")
+            body = call.get(kind) if isinstance(kind, str) else None
+            if not isinstance(body, dict):
+                raise ValidationError(f"{where}.{kind}", "must be an object with a name")
+            name = _string(f"{where}.{kind}.name", body.get("name"))
+            call_id = call.get("id")
+            if isinstance(call_id, str):
+                names[call_id] = name
+            parts.calls.append({"id": call_id if isinstance(call_id, str) else None, "name": name})
+            args = body.get("arguments", body.get("input"))
+            parts.pieces.append((f"{where}.{kind}", _call_line(name, args)))
+    legacy = plain(msg.get("function_call"), f"{field}.function_call")
+    if legacy is not None:
+        if not isinstance(legacy, dict):
+            raise ValidationError(f"{field}.function_call", "must be an object with a name")
+        name = _string(f"{field}.function_call.name", legacy.get("name"))
+        parts.calls.append({"id": None, "name": name})
+        parts.pieces.append((f"{field}.function_call", _call_line(name, legacy.get("arguments"))))
+
+
+def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Read:
+    """Read one message dict (already :func:`plain`); ``tool_names`` maps the tool call ids
+    seen so far in the batch to their tool, so that a result can name what returned it."""
+    raw_role = msg.get("role")
+    if not isinstance(raw_role, str) or (raw_role not in ROLES and raw_role not in _ROLE_ALIASES):
+        allowed = ", ".join((*ROLES, *_ROLE_ALIASES))
+        raise ValidationError(f"{field}.role", f"must be one of {allowed}; got {raw_role!r}")
+    role = _ROLE_ALIASES.get(raw_role, raw_role)
+    if msg.get("type", "message") != "message":
+        raise ValidationError(f"{field}.type", f"must be 'message'; got {msg.get('type')!r}")
+    for key in ("tool_call_id", "refusal"):
+        if msg.get(key) is not None:
+            _string(f"{field}.{key}", msg[key])
+    parts = read_content(msg.get("content"), f"{field}.content", tool_names)
+    if not parts.said and msg.get("refusal") is not None:
+        parts.pieces.append((f"{field}.refusal", msg["refusal"]))
+        parts.said = True
+    _openai_calls(msg, field, parts, tool_names)
+    notes: dict[str, Any] = {}
+    if role == "tool" and (msg.get("tool_call_id") is not None or raw_role == "function"):
+        # An OpenAI tool result: say which tool returned it.
+        call_id = msg.get("tool_call_id")
+        name = msg.get("name") if isinstance(msg.get("name"), str) else None
+        name = name or (tool_names.get(call_id) if call_id else None)
+        text = "\n".join(t for _, t in parts.pieces).strip()
+        parts.pieces = [(f"{field}.content", _result_line(name, text, False))] if text else []
+        parts.results.append({"tool_call_id": call_id, "name": name})
+        parts.said = False
+    if isinstance(msg.get("id"), str):
+        notes["message_id"] = msg["id"]
+    if parts.calls:
+        notes["tool_calls"] = parts.calls
+    if parts.results:
+        notes["tool_results"] = parts.results
+    if parts.other:
+        notes["non_text_parts"] = parts.other
+    text = "\n".join(t for _, t in parts.pieces)
+    if not text.strip():
+        reason = "no_text" if parts.other else "empty"
+        return Read(role, "", None, notes, reason)
+    _check_pieces(parts.pieces)
+    tool_only = not parts.said
+    if tool_only and parts.results and not parts.calls:
+        role = "tool"
+    return Read(role, text, "event" if tool_only else None, notes, None)
+
+
+def _check_pieces(pieces: list[tuple[str, str]]) -> None:
+    """Refuse text that cannot be stored, naming the part it came from."""
+    for where, text in pieces:
+        if "\x00" in text:
+            raise ValidationError(where, "must not contain NUL characters")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(
+                where, f"must be valid Unicode; lone surrogate at position {exc.start}"
+            ) from None

@@ -1,0 +1,131 @@
+"""Facts that change, in a ranking: what is current ranks first (``recall.supersession``).
+
+The learned ranking's head is re-ranked by validity: a superseded memory hands its score on to
+the memory that replaced it (fetched if search missed it) for a question about the present and
+ranks above it for a question about the past; ``as_of`` leaves out what was said later and
+counts a memory replaced only later as current; for a question about the speaker's own present,
+a later restatement of an earlier memory moves above it (``recency_similarity``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+from ..models import MemoryRecord, Scope
+from ..recall.query import query_time_range
+from ..recall.supersession import Version, asks_about_own_facts, newer_first, rank_by_validity
+from ..recall.timeref import relative_time_range
+from .base import Engine, in_scope
+
+__all__ = ["Scored", "by_validity"]
+
+# Replacements followed from a superseded memory to the one current now.
+_MAX_HOPS = 5
+
+# (id, score, components, note, via) of one ranked memory.
+Scored = tuple[str, float, dict[str, float], "str | None", str]
+
+
+def _version(record: MemoryRecord) -> Version:
+    return Version(record.id, record.created_at, record.valid_until, record.superseded_by)
+
+
+def by_validity(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    ranked: Sequence[Scored],
+    records: dict[str, MemoryRecord],
+    as_of: float | None,
+    limit: int,
+) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+    """``ranked`` (best first, their ``records`` fetched) re-ranked by what is current: each
+    memory with its record, score, components (``supersession``: the change of score; ``newer``:
+    1 when a later restatement moved above an earlier one), note and ``via``. Restatements
+    move only within the first ``limit`` (what the caller shows)."""
+    config = engine.config
+    items = [r for r in ranked if r[0] in records]
+    if as_of is not None:
+        items = [r for r in items if records[r[0]].created_at <= as_of]
+    if query_time_range(query) or relative_time_range(
+        query, time.time() if as_of is None else as_of
+    ):
+        # A question that names its time ("two weeks ago", "in May 2023") asks what held
+        # then: the time boost ranks by date, and what replaced a memory later does not count.
+        return [(records[r[0]], r[1], dict(r[2]), r[3], r[4]) for r in items]
+    # The memories that replaced the ranked ones, as far as the chains go.
+    wanted = {records[r[0]].superseded_by for r in items} - {None} - set(records)
+    for _ in range(_MAX_HOPS):
+        if not wanted:
+            break
+        found = engine.store.get_memories(scope.workspace, sorted(w for w in wanted if w))
+        found = {k: v for k, v in found.items() if in_scope(v, scope)}
+        records.update(found)
+        wanted = {v.superseded_by for v in found.values()} - {None} - set(records)
+    versions = {k: _version(v) for k, v in records.items()}
+    scores = {r[0]: r[1] for r in items}
+    moved, why = rank_by_validity(scores, versions, query, as_of, config.superseded_factor)
+    by_id = {r[0]: r for r in items}
+    out = []
+    for memory_id, score in moved.items():
+        if memory_id in by_id:
+            _, before, comps, note, via = by_id[memory_id]
+            comps = dict(comps)
+        else:  # brought in as the memory that replaced a ranked one
+            before, comps, note, via = 0.0, {}, None, "graph"
+        if memory_id in why:
+            comps["supersession"] = round(score - before, 6)
+            note = note or why[memory_id]
+        comps["final"] = round(score, 6)
+        out.append((records[memory_id], score, comps, note, via))
+    out = _keep_order(out, [r[0] for r in items], set(why))
+    if config.recency_similarity < 1.0 and asks_about_own_facts(query) and len(out) > 1:
+        out = _newer_first(engine, scope, out[:limit]) + out[limit:]
+    return out
+
+
+def _keep_order(
+    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+    before: list[str],
+    moved: set[str],
+) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+    """The learned ranking's order (which need not follow the scores: prior decisions come
+    first), with only the memories whose score validity changed placed anew: each before the
+    first unchanged memory that now scores lower."""
+    by_id = {x[0].id: x for x in out}
+    kept = [by_id[i] for i in before if i in by_id and i not in moved]
+    for item in sorted((by_id[i] for i in moved if i in by_id), key=lambda x: -x[1]):
+        at = next((k for k, x in enumerate(kept) if x[1] < item[1]), len(kept))
+        kept.insert(at, item)
+    return kept
+
+
+def _newer_first(
+    engine: Engine,
+    scope: Scope,
+    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+    config = engine.config
+    ids = [x[0].id for x in out]
+    vectors = engine.store.vectors(scope.workspace, ids)
+    versions = {x[0].id: _version(x[0]) for x in out}
+    times = [x[0].created_at for x in out]
+    if len(set(times)) < len(times):  # said at one time (one add): stored order tells
+        stored = engine.store.insertion_order(scope.workspace, ids)
+        versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
+    scores = {x[0].id: x[1] for x in out}
+    order = newer_first(
+        ids, scores, versions, vectors, config.recency_similarity, config.recency_min_ratio
+    )
+    if order == ids:
+        return out
+    by_id = {x[0].id: x for x in out}
+    result = []
+    for position, memory_id in enumerate(order):
+        record, score, comps, note, via = by_id[memory_id]
+        if position < ids.index(memory_id):
+            comps = {**comps, "newer": 1.0}
+        result.append((record, score, comps, note, via))
+    return result

@@ -1,0 +1,129 @@
+"""The shared parameters, renderings and guards of the operation table (:mod:`.operations`,
+:mod:`.operations_reads`): one declaration of ``user_id``, ``query``, ``as_of`` ... for every
+interface."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..recall.format import score_breakdown
+from .access import own_memory, resolve
+from .spec import REQUIRED, Param
+from .texts import short
+
+
+# -- the shared parameters ---------------------------------------------------------------------
+def _p(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
+    return Param(name, type_, doc, default, **kw)
+
+
+USER = _p("user_id", str | None, "The end user the memories belong to (e.g. 'alice').", short="u")
+AGENT = _p("agent_id", str | None, "The agent that acts (e.g. 'codex').", short="a")
+SESSION = _p("session_id", str | None, "A conversation or task id.", short="s")
+WORKSPACE = _p(
+    "workspace",
+    str | None,
+    "Workspace (tenant); default 'default'. Over HTTP an API key reaches only its own.",
+    short="w",
+)
+SCOPE = (USER, AGENT, SESSION, WORKSPACE)
+LIMIT = _p(
+    "limit", int | None, "How many memories to return (default 10).", short="n", low=1, high=1000
+)
+PAGE = (
+    _p("limit", int, "Page size.", 100, short="n", low=1, high=10_000),
+    _p("offset", int, "Items to skip.", 0, low=0),
+)
+QUERY = _p("query", str, "What you need to know, in plain words.", REQUIRED, cli="arg")
+MEMORY_ID = _p("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
+TIMESTAMP = _p(
+    "timestamp", str | float | None, "When (ISO-8601 or epoch seconds); default now.", mcp=False
+)
+AS_OF = _p(
+    "as_of",
+    str | float | None,
+    "When the question is asked (ISO-8601 or epoch seconds; default now): relative times in "
+    'the query ("two weeks ago", "in May") are read against it, and what was current then '
+    "ranks first (later memories are left out).",
+)
+METADATA = _p("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
+WEIGHT = _p(
+    "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
+)
+REASON = _p("reason", str | None, "Why.")
+
+
+# -- rendering -----------------------------------------------------------------------------------
+def _memory_lines(record: dict[str, Any]) -> str:
+    keys = (
+        "id content role kind status workspace user_id agent_id session_id created_at_iso"
+    ).split()
+    lines = [f"{k}: {record[k]}" for k in keys if record.get(k) is not None]
+    if record.get("metadata"):
+        lines.append(f"metadata: {json.dumps(record['metadata'], ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _ranked(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "No memories matched."
+    return "\n".join(
+        f"{i}. {item['score']:.3f}  {item['memory']['id']}  {short(item['memory']['content'])}"
+        f"\n   {score_breakdown(item['score'], item['components'])}"
+        for i, item in enumerate(items, 1)
+    )
+
+
+def _mcp_listing(items: list[dict[str, Any]]) -> str:
+    lines = []
+    for i, item in enumerate(items, 1):
+        memory = item["memory"]
+        lines.append(f"{i}. [{item['score']:.3f}] {memory['content']}  (id {memory['id']})")
+    return "\n".join(lines)
+
+
+def record_lines(record: dict[str, Any]) -> str:
+    """A feedback record, one ``key: value`` line per set field."""
+    return "\n".join(
+        f"{k}: {json.dumps(val, ensure_ascii=False) if isinstance(val, dict) else val}"
+        for k, val in record.items()
+        if val is not None and val != {}
+    )
+
+
+def _explain_text(d: dict[str, Any]) -> str:
+    lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
+    if d.get("score") is not None:
+        lines.append(f"  {score_breakdown(d['score'], d.get('components', {}))}")
+    lines += [f"  {k}: {val}" for k, val in d.get("components", {}).items()]
+    if d.get("best_path"):
+        lines.append(f"best path: {' -> '.join(d['best_path']['nodes'])}")
+    if d.get("formula"):
+        lines.append(d["formula"])
+    return "\n".join(lines)
+
+
+def _added_lines(d: dict[str, Any]) -> list[str]:
+    """One line per message: its id, or why it was skipped."""
+    why = {s["index"]: s["reason"] for s in d.get("skipped", [])}
+    return [i if i is not None else f"skipped ({why.get(n, '?')})" for n, i in enumerate(d["ids"])]
+
+
+def _added_text(d: dict[str, Any]) -> str:
+    stored = [i for i in d["ids"] if i is not None]
+    text = f"Stored {len(stored)} memories: {', '.join(stored)}"
+    if d.get("skipped"):
+        listed = ", ".join(f"messages[{s['index']}] ({s['reason']})" for s in d["skipped"])
+        text += f"\nSkipped, nothing to remember: {listed}"
+    return text
+
+
+def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+    return lambda out, args: {key: [r.to_dict() for r in out]}
+
+
+# -- the operations ------------------------------------------------------------------------------
+_SCOPED = (resolve,)
+_OWNED = (resolve, own_memory)

@@ -1,0 +1,113 @@
+"""Long texts in pieces (pure functions): passages of a knowledge-base document, and the
+overlapping windows of a long message with the one a query is about.
+
+A memory keeps its full text (a pasted document, a long assistant answer); what recall hands
+to a prompt is the window of it the query is about, so ``RecallResult.formatted`` stays within
+its budget and shows the part that matched rather than the opening.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from .text import terms
+
+_BREAK = re.compile(r"(?<=[.!?\n])\s+|\n")
+
+
+def chunk_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """``(start, end)`` windows of at most ``size`` characters covering ``text``, each
+    overlapping the one before by about ``overlap``; cut at a sentence end or a space where
+    one lies in the window's last third. A text of ``size`` or less is one window."""
+    if size < 1 or not 0 <= overlap < size:
+        raise ValueError(f"need size >= 1 and 0 <= overlap < size, got {size}, {overlap}")
+    n = len(text)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + size, n)
+        if end < n:
+            floor = start + (2 * size) // 3
+            cut = max((m.end() for m in _BREAK.finditer(text, floor, end)), default=-1)
+            if cut <= floor:
+                cut = text.rfind(" ", floor, end) + 1
+            if cut > floor:
+                end = cut
+        spans.append((start, end))
+        if end >= n:
+            return spans
+        nxt = max(end - overlap, start + 1)
+        space = text.find(" ", nxt, end)
+        start = space + 1 if space != -1 else nxt
+
+
+def best_excerpt(
+    text: str, query: str, size: int, overlap: int, stop: Collection[str] = ()
+) -> tuple[int, int] | None:
+    """The window of ``text`` (see :func:`chunk_spans`) holding the most of the query's
+    terms (distinct terms first, then occurrences); ``None`` when ``text`` fits in one
+    window. Ties go to the earliest window."""
+    if len(text) <= size:
+        return None
+    wanted = {t for t in terms(query) if t not in stop}
+    best: tuple[int, int] | None = None
+    best_key = (-1, -1)
+    for start, end in chunk_spans(text, size, overlap):
+        found = [t for t in terms(text[start:end]) if t in wanted]
+        key = (len(set(found)), len(found))
+        if key > best_key:
+            best, best_key = (start, end), key
+    return best
+
+
+def excerpt(text: str, query: str, size: int) -> str | None:
+    """The window of ``text`` a query is about (:func:`best_excerpt`, windows overlapping by
+    a fifth), marked with "…" where it cuts the text; ``None`` when ``text`` fits in ``size``."""
+    span = best_excerpt(text, query, size, size // 5)
+    if span is None:
+        return None
+    start, end = span
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(text) else ""
+    return f"{head}{text[start:end].strip()}{tail}"
+
+
+__all__ = ["best_excerpt", "chunk_spans", "excerpt", "split_document"]
+
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_document(text: str, max_chars: int, overlap: int) -> list[str]:
+    """Passages of at most ``max_chars`` characters, in order.
+
+    Paragraphs (blank-line separated) are packed together while they fit; a paragraph longer
+    than ``max_chars`` is split at sentence ends, and a sentence longer than that at
+    ``max_chars`` with ``overlap`` characters repeated from the previous piece, so no text is
+    lost and no passage exceeds the limit. Blank passages are dropped.
+    """
+    if max_chars < 1:
+        raise ValueError("max_chars must be positive")
+    overlap = max(0, min(overlap, max_chars - 1))
+    pieces: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        paragraph = " ".join(paragraph.split())
+        if not paragraph:
+            continue
+        if len(paragraph) <= max_chars:
+            pieces.append(paragraph)
+            continue
+        for sentence in _SENTENCE.split(paragraph):
+            if len(sentence) <= max_chars:
+                pieces.append(sentence)
+                continue
+            step = max_chars - overlap
+            pieces += [sentence[i : i + max_chars] for i in range(0, len(sentence) - overlap, step)]
+    passages: list[str] = []
+    for piece in pieces:
+        if passages and len(passages[-1]) + 1 + len(piece) <= max_chars:
+            passages[-1] = f"{passages[-1]}\n{piece}"
+        else:
+            passages.append(piece)
+    return passages

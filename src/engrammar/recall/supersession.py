@@ -1,0 +1,230 @@
+"""Facts that change: which memory is current, and how that moves a ranking (pure functions).
+
+When a newer memory contradicts an older one (a tension with a known ``newer`` side, see
+:mod:`engrammar.recall.tensions`), the older one stops being current at the newer one's time:
+it gets ``valid_until`` (that time) and ``superseded_by`` (the newer one's id). It stays
+stored and recallable; only its rank changes:
+
+* a question about the present ranks the current memory above the ones it replaced: each
+  superseded candidate hands its score on to the memory that replaced it (brought into the
+  ranking if search missed it: "Where do I live?" finds "I live in Paris", and "I moved to
+  Berlin" is what answers it) and keeps ``superseded_factor`` of its own;
+* a question about the past ("where did I live before Berlin?", "what was my old ...",
+  "used to") ranks a superseded memory above the memory that replaced it;
+* ``as_of`` (a time) ranks by what was current then: memories created later are left out and
+  a memory replaced only after ``as_of`` counts as current.
+
+Order of events: within one ``add`` call, message order; across calls, the timestamp, then
+the order of insertion (see :class:`Version` ``seq``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "Replacement",
+    "Version",
+    "asks_about_own_facts",
+    "asks_about_past",
+    "asks_about_present",
+    "current_at",
+    "merge_replacements",
+    "newer_first",
+    "rank_by_validity",
+]
+
+# Words that ask for what came before, and a past auxiliary before "I" / "we" ("Was I
+# vegetarian?", "What dog did I have?"). "What was the name of the restaurant?" asks about an
+# event, not about a fact that changed, and does not count.
+_PAST_QUESTION = re.compile(
+    r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
+    r"earlier|at first|in the past|back then|back when|prior to)\b"
+    r"|\b(?:was|were|did|had)\b.*\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b"
+    r"|\b(?:did|was|were|had)\s+(?:i|we)\b",
+    re.IGNORECASE,
+)
+
+
+# A question about the speaker's present: "How many bikes do I currently own?", "Where do I
+# live?", "How long have I been ...?" ("do", "am", "is my", "have I" or a word like "now").
+_PRESENT_QUESTION = re.compile(
+    r"\b(?:now|currently|current|still|these days|nowadays|so far|at the moment|latest|"
+    r"most recent|most recently)\b"
+    r"|\b(?:do|does|am|is|are|have|has|can)\s+(?:i|we|my|our)\b"
+    r"|\b(?:i|we)\s+(?:do|am|have|own|live|work|keep|use|go)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_past(query: str) -> bool:
+    """Whether ``query`` asks how things were rather than how they are."""
+    return bool(_PAST_QUESTION.search(query))
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|we|we're|our|us)\b", re.IGNORECASE)
+
+
+def asks_about_present(query: str) -> bool:
+    """Whether ``query`` asks the speaker how things are now (and not how they were)."""
+    return bool(_PRESENT_QUESTION.search(query)) and not asks_about_past(query)
+
+
+def asks_about_own_facts(query: str) -> bool:
+    """Whether ``query`` asks the speaker about themselves and not about the past: where
+    later statements on the same matter update earlier ones ("How many bikes do I own?")."""
+    return bool(_FIRST_PERSON.search(query)) and not asks_about_past(query)
+
+
+def newer_first(
+    ranked: Sequence[str],
+    scores: Mapping[str, float],
+    versions: Mapping[str, Version],
+    vectors: Mapping[str, np.ndarray],
+    min_similarity: float,
+    min_ratio: float,
+) -> list[str]:
+    """``ranked`` with each memory moved above the older ones it restates: a later memory
+    whose embedding is within ``min_similarity`` of an earlier one ranked above it, and whose
+    score is at least ``min_ratio`` of that one's, goes right before it ("I have 20 postcards"
+    / "I've added 25 postcards since": the later statement updates the earlier).
+
+    For questions about the speaker's own present (see :func:`asks_about_own_facts`); unlike
+    :func:`rank_by_validity` it needs no detected contradiction.
+    """
+    known = [i for i in ranked if i in vectors and i in versions]
+    if len(known) < 2:
+        return list(ranked)
+    index = {m: k for k, m in enumerate(known)}
+    sims = np.stack([vectors[m] for m in known]) @ np.stack([vectors[m] for m in known]).T
+    when = {m: (versions[m].created_at, versions[m].seq) for m in known}
+    order = list(ranked)
+    for _ in range(len(order)):
+        moved = False
+        for i, a in enumerate(order):
+            if a not in index:
+                continue
+            for j in range(i + 1, len(order)):
+                b = order[j]
+                if (
+                    b in index
+                    and when[b] > when[a]
+                    and sims[index[a], index[b]] >= min_similarity
+                    and scores[b] >= min_ratio * scores[a]
+                ):
+                    order.insert(i, order.pop(j))
+                    moved = True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return order
+
+
+@dataclass(frozen=True)
+class Version:
+    """What ranking needs to know of a memory's time: when it was said, whether and when it
+    stopped being current (``valid_until``) and what replaced it (``superseded_by``)."""
+
+    id: str
+    created_at: float
+    valid_until: float | None = None
+    superseded_by: str | None = None
+    seq: int = 0  # order among memories of one time (message order, then insertion)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """``old`` stopped being current at ``valid_until`` because ``new`` replaced it."""
+
+    old: str
+    new: str
+    valid_until: float
+
+
+def merge_replacements(
+    found: Iterable[Replacement], stored: Mapping[str, Version]
+) -> list[Replacement]:
+    """The replacements to write: for each old memory the earliest (a memory stopped being
+    current when it was first replaced), and only where it is earlier than what is stored."""
+    best: dict[str, Replacement] = {}
+    for r in found:
+        if r.old == r.new:
+            continue
+        prev = best.get(r.old)
+        if prev is None or (r.valid_until, r.new) < (prev.valid_until, prev.new):
+            best[r.old] = r
+    out = []
+    for old, r in sorted(best.items()):
+        have = stored.get(old)
+        if have is not None and have.valid_until is not None and have.valid_until <= r.valid_until:
+            continue
+        out.append(r)
+    return out
+
+
+def current_at(version: Version, as_of: float | None) -> bool:
+    """Whether the memory was current at ``as_of`` (now when None)."""
+    if as_of is not None and version.created_at > as_of:
+        return False
+    if version.valid_until is None:
+        return True
+    return as_of is not None and version.valid_until > as_of
+
+
+def rank_by_validity(
+    scores: Mapping[str, float],
+    versions: Mapping[str, Version],
+    query: str,
+    as_of: float | None = None,
+    superseded_factor: float = 0.5,
+    max_hops: int = 5,
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Scores adjusted for what is current; the second value says why a score moved
+    (``id -> "superseded by <id>"`` / ``"replaces <id>"`` / ``"was current before <id>"``).
+
+    ``scores`` are the ranking's candidates; ``versions`` holds them and the memories that
+    replaced them (follow ``superseded_by`` up to ``max_hops``). A replacing memory missing
+    from ``scores`` is added with the score handed on. Memories created after ``as_of`` are
+    dropped.
+    """
+    out = {
+        i: s
+        for i, s in scores.items()
+        if i not in versions or as_of is None or versions[i].created_at <= as_of
+    }
+    why: dict[str, str] = {}
+    past = asks_about_past(query)
+    for old_id, score in sorted(scores.items(), key=lambda kv: -kv[1]):
+        old = versions.get(old_id)
+        if old is None or old_id not in out or current_at(old, as_of):
+            continue
+        # The memory current at ``as_of``: follow the replacements as far as they had happened.
+        head, seen = old, {old_id}
+        for _ in range(max_hops):
+            nxt = versions.get(head.superseded_by or "")
+            if nxt is None or nxt.id in seen or (as_of is not None and nxt.created_at > as_of):
+                break
+            head, seen = nxt, seen | {nxt.id}
+            if current_at(nxt, as_of):
+                break
+        if head is old:
+            continue
+        if past:
+            # The older statement answers a question about how things were.
+            if head.id in out and out[head.id] >= out[old_id]:
+                out[old_id] = out[head.id] + 1e-3
+                why[old_id] = f"was current before {head.id}"
+            continue
+        handed = score + 1e-3
+        if out.get(head.id, float("-inf")) < handed:
+            out[head.id] = handed
+            why[head.id] = f"replaces {old_id}"
+        out[old_id] = min(score * superseded_factor, out[head.id] - 1e-3)
+        why[old_id] = f"superseded by {head.id}"
+    return out, why

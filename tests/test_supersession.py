@@ -1,0 +1,120 @@
+"""Facts that change, as pure ranking functions (recall.supersession)."""
+
+from __future__ import annotations
+
+from engrammar.recall.supersession import (
+    Replacement,
+    Version,
+    asks_about_own_facts,
+    asks_about_past,
+    current_at,
+    merge_replacements,
+    newer_first,
+    rank_by_validity,
+)
+
+
+def test_past_and_present_questions() -> None:
+    assert asks_about_past("Where did I live before Berlin?")
+    assert asks_about_past("What was my old phone number?")
+    assert asks_about_past("Was I vegetarian?")
+    assert asks_about_past("How much coffee did I use to drink?")
+    assert not asks_about_past("Where do I live?")
+    assert not asks_about_past("How old is my son?")
+    assert not asks_about_past("What was the name of the restaurant you recommended?")
+
+
+def test_current_at() -> None:
+    v = Version("a", created_at=10.0, valid_until=20.0, superseded_by="b")
+    assert not current_at(v, None)
+    assert not current_at(v, 5.0)  # not said yet
+    assert current_at(v, 15.0)
+    assert not current_at(v, 20.0)
+    assert current_at(Version("c", 10.0), None)
+
+
+PARIS = Version("paris", 1.0, valid_until=2.0, superseded_by="berlin")
+BERLIN = Version("berlin", 2.0)
+VERSIONS = {"paris": PARIS, "berlin": BERLIN, "alps": Version("alps", 1.0)}
+
+
+def test_present_question_ranks_the_replacement_first() -> None:
+    scores, why = rank_by_validity(
+        {"paris": 1.0, "berlin": 0.5, "alps": 0.4}, VERSIONS, "Where do I live?"
+    )
+    assert max(scores, key=lambda i: scores[i]) == "berlin"
+    assert scores["paris"] < scores["berlin"]
+    assert scores["paris"] > 0  # still recallable
+    assert why["paris"] == "superseded by berlin"
+
+
+def test_replacement_missing_from_the_candidates_is_brought_in() -> None:
+    scores, why = rank_by_validity({"paris": 1.0, "alps": 0.4}, VERSIONS, "Where do I live?")
+    assert scores["berlin"] > scores["paris"]
+    assert why["berlin"] == "replaces paris"
+
+
+def test_past_question_ranks_the_older_first() -> None:
+    scores, _ = rank_by_validity(
+        {"paris": 0.6, "berlin": 0.9}, VERSIONS, "Where did I live before Berlin?"
+    )
+    assert scores["paris"] > scores["berlin"]
+
+
+def test_as_of_ranks_by_what_was_current_then() -> None:
+    scores, _ = rank_by_validity({"paris": 1.0, "berlin": 0.5}, VERSIONS, "Where do I live?", 1.5)
+    assert "berlin" not in scores  # said after as_of
+    assert scores["paris"] == 1.0
+    scores, _ = rank_by_validity({"paris": 1.0, "berlin": 0.5}, VERSIONS, "Where do I live?", 3.0)
+    assert scores["berlin"] > scores["paris"]
+
+
+def test_chains_hand_on_to_the_current_memory() -> None:
+    versions = {
+        "paris": PARIS,
+        "berlin": Version("berlin", 2.0, valid_until=3.0, superseded_by="munich"),
+        "munich": Version("munich", 3.0),
+    }
+    scores, _ = rank_by_validity({"paris": 1.0}, versions, "Where do I live?")
+    assert max(scores, key=lambda i: scores[i]) == "munich"
+    scores, _ = rank_by_validity({"paris": 1.0}, versions, "Where do I live?", as_of=2.5)
+    assert max(scores, key=lambda i: scores[i]) == "berlin"
+    assert "munich" not in scores
+
+
+def test_merge_keeps_the_earliest_replacement() -> None:
+    found = [
+        Replacement("paris", "munich", 3.0),
+        Replacement("paris", "berlin", 2.0),
+        Replacement("x", "x", 1.0),
+    ]
+    assert merge_replacements(found, {}) == [Replacement("paris", "berlin", 2.0)]
+    stored = {"paris": Version("paris", 1.0, valid_until=1.5, superseded_by="rome")}
+    assert merge_replacements(found, stored) == []
+
+
+def test_a_later_restatement_moves_above_the_earlier() -> None:
+    import numpy as np
+
+    versions = {
+        "old": Version("old", 1.0),
+        "other": Version("other", 1.5),
+        "new": Version("new", 2.0),
+    }
+    vectors = {
+        "old": np.array([1.0, 0.0], dtype=np.float32),
+        "other": np.array([0.0, 1.0], dtype=np.float32),
+        "new": np.array([0.8, 0.6], dtype=np.float32),
+    }
+    scores = {"old": 1.0, "other": 0.9, "new": 0.7}
+    ranked = ["old", "other", "new"]
+    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.5) == ["new", "old", "other"]
+    # Not similar enough, or too far below: the order stays.
+    assert newer_first(ranked, scores, versions, vectors, 0.9, 0.5) == ranked
+    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.8) == ranked
+
+
+def test_own_present_questions() -> None:
+    assert asks_about_own_facts("How many bikes do I currently own?")
+    assert not asks_about_own_facts("What did Caroline research?")
+    assert not asks_about_own_facts("Where did I live before Berlin?")

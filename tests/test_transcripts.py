@@ -1,0 +1,273 @@
+"""Transcripts as agents hold them: OpenAI and Anthropic messages, built with the SDKs' own types.
+
+The payloads are the ``openai`` and ``anthropic`` packages' types (response objects and request
+TypedDicts), no network: what an agent has in hand when it pipes its conversation into ``add``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from anthropic.types import (
+    Message,
+    MessageParam,
+    TextBlock,
+    ToolResultBlockParam,
+    ToolUseBlock,
+    Usage,
+)
+from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionMessage,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+    ChatCompletionToolMessageParam,
+    ChatCompletionUserMessageParam,
+)
+from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+from engrammar import Memory, Skipped, ValidationError
+
+pytestmark = pytest.mark.every_store
+
+
+def _stored(mem: Memory, ids: list[str | None]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    out = []
+    for memory_id in ids:
+        if memory_id is not None:
+            m = mem.get(memory_id)
+            out.append((m.role, m.kind, m.content, m.metadata))
+    return out
+
+
+def test_an_openai_tool_conversation_goes_in_whole(mem: Memory) -> None:
+    call = ChatCompletionMessageFunctionToolCall(
+        id="call_abc",
+        type="function",
+        function=Function(name="get_weather", arguments='{"city": "Paris", "unit": "celsius"}'),
+    )
+    reply = ChatCompletionMessage(role="assistant", content=None, tool_calls=[call])
+    messages: list[ChatCompletionMessageParam | ChatCompletionMessage] = [
+        {"role": "developer", "content": "You are a travel assistant."},
+        ChatCompletionUserMessageParam(
+            role="user",
+            content=[
+                {"type": "text", "text": "What is the weather in Paris today?"},
+                {"type": "image_url", "image_url": {"url": "https://example.com/paris.jpg"}},
+            ],
+        ),
+        reply,  # the SDK's response object, as it came back
+        ChatCompletionToolMessageParam(
+            role="tool", tool_call_id="call_abc", content="18 degrees, sunny"
+        ),
+        ChatCompletionAssistantMessageParam(role="assistant", content="It is 18°C and sunny."),
+        {"role": "user", "content": "   "},
+    ]
+    ids = mem.add(messages, user_id="alice", session_id="trip")
+    assert ids.skipped == [Skipped(5, "empty")]
+    assert ids[5] is None and len(ids) == 6
+    assert _stored(mem, ids) == [
+        ("system", "message", "You are a travel assistant.", {}),
+        (
+            "user",
+            "message",
+            "What is the weather in Paris today?",
+            {"non_text_parts": [{"index": 1, "type": "image_url"}]},
+        ),
+        (
+            "assistant",
+            "event",
+            'called tool get_weather with {"city": "Paris", "unit": "celsius"}',
+            {"tool_calls": [{"id": "call_abc", "name": "get_weather"}]},
+        ),
+        (
+            "tool",
+            "event",
+            "tool get_weather returned: 18 degrees, sunny",
+            {"tool_results": [{"tool_call_id": "call_abc", "name": "get_weather"}]},
+        ),
+        ("assistant", "message", "It is 18°C and sunny.", {}),
+    ]
+    hits = mem.search("weather in Paris", user_id="alice")
+    assert any("get_weather" in h.memory.content for h in hits)
+
+
+def test_an_anthropic_tool_conversation_goes_in_whole(mem: Memory) -> None:
+    response = Message(
+        id="msg_01",
+        type="message",
+        role="assistant",
+        model="claude-sonnet-4-5",
+        content=[
+            TextBlock(type="text", text="I'll look up your order."),
+            ToolUseBlock(
+                type="tool_use", id="toolu_01", name="find_order", input={"order_id": "A-17"}
+            ),
+        ],
+        stop_reason="tool_use",
+        stop_sequence=None,
+        usage=Usage(input_tokens=10, output_tokens=20),
+    )
+    result: ToolResultBlockParam = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_01",
+        "content": [{"type": "text", "text": "Order A-17 shipped on May 2."}],
+    }
+    messages: list[MessageParam | Message] = [
+        {"role": "user", "content": "Where is my order A-17?"},
+        response,  # the whole response object
+        {"role": "user", "content": [result]},
+        # A transcript that keeps the blocks as the SDK returned them, inside a dict.
+        {"role": "assistant", "content": [TextBlock(type="text", text="It shipped on May 2.")]},
+        {"role": "assistant", "content": []},
+    ]
+    ids = mem.add(messages, user_id="bob")
+    assert ids.skipped == [Skipped(4, "empty")]
+    assert _stored(mem, ids) == [
+        ("user", "message", "Where is my order A-17?", {}),
+        (
+            "assistant",
+            "message",
+            'I\'ll look up your order.\ncalled tool find_order with {"order_id": "A-17"}',
+            {"message_id": "msg_01", "tool_calls": [{"id": "toolu_01", "name": "find_order"}]},
+        ),
+        (
+            "tool",
+            "event",
+            "tool find_order returned: Order A-17 shipped on May 2.",
+            {"tool_results": [{"tool_call_id": "toolu_01", "name": "find_order"}]},
+        ),
+        ("assistant", "message", "It shipped on May 2.", {}),
+    ]
+
+
+def test_documents_thinking_and_images_are_read_or_noted(mem: Memory) -> None:
+    ids = mem.add(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "title": "Lease",
+                        "source": {"type": "text", "media_type": "text/plain", "data": "Rent 900"},
+                    },
+                    {"type": "text", "text": "Summarise the lease."},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "The rent is...", "signature": "sig"},
+                    {"type": "text", "text": "The rent is 900 a month."},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png"}}
+                ],
+            },
+            {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+        ],
+        user_id="carol",
+    )
+    assert ids.skipped == [Skipped(2, "no_text")]
+    assert _stored(mem, ids) == [
+        ("user", "message", "Lease\nRent 900\nSummarise the lease.", {}),
+        (
+            "assistant",
+            "message",
+            "The rent is 900 a month.",
+            {"non_text_parts": [{"index": 0, "type": "thinking"}]},
+        ),
+        ("assistant", "message", "I can't help with that.", {}),
+    ]
+
+
+def test_long_messages_go_in_up_to_the_configured_limit(mem: Memory) -> None:
+    pasted = "The contract says the deposit is refundable. " * 1_700  # ~76,000 characters
+    ids = mem.add([{"role": "user", "content": pasted}, "Short one."], user_id="dave")
+    assert mem.get(ids[0] or "").content == pasted
+    with pytest.raises(ValidationError, match=r"limit is 1000000 \(max_content_chars\)") as info:
+        mem.add(["fine", "x" * 1_000_001], user_id="dave")
+    assert info.value.field == "messages[1].content"
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"role": "user", "content": [{"type": "text", "text": 3}]}, "messages[1].content[0].text"),
+        ({"role": "user", "content": ["ok", 7]}, "messages[1].content[1]"),
+        ({"role": "user", "content": [{"type": None}]}, "messages[1].content[0].type"),
+        ({"role": "user", "content": {"type": "text"}}, "messages[1].content"),
+        (
+            {"role": "user", "content": [{"type": "tool_use", "id": "t", "input": {}}]},
+            "messages[1].content[0].name",
+        ),
+        (
+            {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
+            "messages[1].content[0].tool_use_id",
+        ),
+        ({"role": "assistant", "content": None, "tool_calls": "x"}, "messages[1].tool_calls"),
+        (
+            {"role": "assistant", "tool_calls": [{"type": "function", "function": {}}]},
+            "messages[1].tool_calls[0].function.name",
+        ),
+        ({"role": "tool", "tool_call_id": 5, "content": "x"}, "messages[1].tool_call_id"),
+        (
+            {"role": "user", "content": [{"type": "text", "text": "a\x00"}]},
+            "messages[1].content[0].text",
+        ),
+        ({"role": "user", "type": "function_call", "content": "x"}, "messages[1].type"),
+        ({"role": "robot", "content": "x"}, "messages[1].role"),
+    ],
+)
+def test_malformed_parts_are_refused_by_field(
+    mem: Memory, message: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ValidationError) as info:
+        mem.add(["fine", message], user_id="erin")  # type: ignore[list-item]
+    assert info.value.field == field
+    assert mem.list(user_id="erin") == []
+
+
+def test_a_call_with_nothing_to_store_is_refused(mem: Memory) -> None:
+    with pytest.raises(ValidationError, match="nothing to store") as info:
+        mem.add(["", {"role": "assistant", "content": None}], user_id="fay")
+    assert info.value.field == "messages"
+    with pytest.raises(ValidationError, match="no text") as info:
+        mem.add([{"role": "user", "content": [{"type": "input_audio"}]}], user_id="fay")
+    assert info.value.field == "messages[0].content"
+
+
+def test_failed_tool_results_and_legacy_function_messages(mem: Memory) -> None:
+    ids = mem.add(
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "function_call": {"name": "lookup", "arguments": "not json"},
+            },
+            {"role": "function", "name": "lookup", "content": "no such user"},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_9",
+                        "is_error": True,
+                        "content": "timeout",
+                    },
+                    {"type": "text", "text": "Try again later then."},
+                ],
+            },
+        ],
+        user_id="gil",
+    )
+    assert [(role, kind, text) for role, kind, text, _ in _stored(mem, ids)] == [
+        ("assistant", "event", "called tool lookup with not json"),
+        ("tool", "event", "tool lookup returned: no such user"),
+        ("user", "message", "tool failed: timeout\nTry again later then."),
+    ]
