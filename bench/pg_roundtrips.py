@@ -118,6 +118,7 @@ def main() -> None:
             time.sleep(0.05)
             text = log.read_text(errors="replace")
             body = text[text.rindex("rt-marker-begin") : text.rindex("rt-marker-end")]
+            body = body[: body.rfind("\n")]  # the end marker's own line, cut short
             lines = [
                 ln for ln in body.splitlines() if "LOG:  statement:" in ln or "LOG:  execute" in ln
             ][1:]  # the first is the begin marker itself

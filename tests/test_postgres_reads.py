@@ -64,7 +64,7 @@ def _fill(mem: Memory) -> None:
 def _plain() -> Iterator[None]:
     """Every read goes to the server on its own (the session switched off)."""
     original = PostgresSearch.reading
-    PostgresSearch.reading = lambda self, feedback_since=None: contextlib.nullcontext()  # type: ignore[method-assign, assignment, misc]
+    PostgresSearch.reading = lambda self, *args, **kw: contextlib.nullcontext()  # type: ignore[method-assign, assignment, misc]
     try:
         yield
     finally:
@@ -105,10 +105,17 @@ class _Exchanges:
 def test_session_answers_equal_plain_reads(
     pg_url: str, monkeypatch: pytest.MonkeyPatch, with_feedback: bool
 ) -> None:
-    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    # Thresholds at the floor: with the test embedder every preference and passage shows.
+    config = Config(store=pg_url, knowledge_min_score=0.0, preferences_min_similarity=-1.0)
+    mem = Memory(config, embedder=HashEmbedder())
     try:
         _fill(mem)
         if with_feedback:
+            # ... and the other things a recall reads: standing preferences, knowledge.
+            mem.add(content="I prefer tea to coffee in the morning.", kind="preference",
+                    user_id="u1")  # fmt: skip
+            mem.add_knowledge("club", ["The running club meets on Mondays at the school."],
+                              user_id="u1")  # fmt: skip
             first = mem.recall(QUERIES[0], user_id="u1", limit=3)
             mem.rate_memory(first.memories[0].id, "accepted", user_id="u1")
             mem.feedback(response=first.memories[1].content, user_id="u1")
@@ -123,6 +130,8 @@ def test_session_answers_equal_plain_reads(
                     slow = mem.recall(query, user_id="u1", limit=limit)
                     slow_trips = count.n
                 assert _recall_view(fast) == _recall_view(slow), query
+                if with_feedback:
+                    assert fast.knowledge and fast.preferences
                 assert fast_trips < slow_trips
                 if not with_feedback:
                     # keyword search, the pipelined neighbourhood, the recall record; at

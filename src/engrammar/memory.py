@@ -303,15 +303,17 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        result = recall.recall(self._engine, scope, query, limit, v.timestamp("as_of", as_of))
-        if self.config.knowledge_recall_limit:
-            result.knowledge = knowledge.search(
-                self._engine,
-                scope,
-                query,
-                self.config.knowledge_recall_limit,
-                self.config.knowledge_min_score,
-            )
+        asked = v.timestamp("as_of", as_of)
+        with recall.session(self._engine):  # one read session: few round trips to a server
+            result = recall.recall(self._engine, scope, query, limit, asked)
+            if self.config.knowledge_recall_limit:
+                result.knowledge = knowledge.search(
+                    self._engine,
+                    scope,
+                    query,
+                    self.config.knowledge_recall_limit,
+                    self.config.knowledge_min_score,
+                )
             if result.knowledge:
                 block = "\n".join(f"- {k.content}" for k in result.knowledge)
                 text = f"Knowledge:\n{block}"

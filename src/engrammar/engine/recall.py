@@ -21,6 +21,7 @@ import math
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,7 +205,7 @@ def recall(
     ``excerpt_chars`` carries the excerpt the query is about."""
     store, config = engine.store, engine.config
     # The reads in one session (a server store answers them in few round trips).
-    with store.reading(_feedback_since(engine)):
+    with session(engine):
         ranking = graph_rank(engine, scope, query, as_of=time.time() if as_of is None else as_of)
         ranked = learned(engine, scope, query, _graph_items(ranking.entries))
         items = _current(engine, scope, query, ranked, limit, as_of)
@@ -393,6 +394,17 @@ def recall_tensions(
         if found is not None:
             out.append(found)
     return sorted(out, key=lambda t: -t.confidence)
+
+
+def session(engine: Engine) -> AbstractContextManager[None]:
+    """One read session for a whole recall (its ranking, standing preferences and knowledge
+    passages): see :meth:`~engrammar.store.Store.reading`."""
+    config = engine.config
+    return engine.store.reading(
+        _feedback_since(engine),
+        preferences=_PREFERENCES_READ if config.preferences_limit else 0,
+        knowledge=config.knowledge_recall_limit > 0,
+    )
 
 
 # -- the learned ranking --------------------------------------------------------------------

@@ -58,6 +58,12 @@ class Snapshot:
     out_edges: dict[str, list[Edge]] = field(default_factory=dict)
     keyword_ids: list[str] = field(default_factory=list)
     prefetched: bool = False
+    #: what the caller said it will read of the scope (see Store.reading), and the answers
+    preferences: int = 0
+    knowledge: bool = False
+    scope_read: bool = False
+    kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
+    chunks: list[Any] | None = None
     #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
     no_feedback: bool = False
 
@@ -75,16 +81,24 @@ class PostgresReads:
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         raise NotImplementedError
 
+    @staticmethod
+    def _chunks_query(scope: Scope) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
+        raise NotImplementedError
+
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
-    def reading(self, feedback_since: float | None = None) -> Iterator[None]:
+    def reading(
+        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+    ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
-        docstring). ``feedback_since``: the oldest feedback record the caller will ask about,
-        so that a probe can tell it there is none without a round trip."""
+        docstring and :meth:`~.base.Store.reading` for the arguments)."""
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
-        self._local.snap = Snapshot(feedback_since)
+        self._local.snap = Snapshot(feedback_since, preferences=preferences, knowledge=knowledge)
         try:
             yield
         finally:
@@ -105,6 +119,54 @@ class PostgresReads:
             vec = r[at + _N_MEMORY]
             if vec is not None:
                 snap.vecs[rec.id] = vec
+
+    def _queue_scope_reads(self, conn: Conn, snap: Snapshot, scope: Scope) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn``, the scope reads the session was told of
+        (the newest preferences with their vectors, the knowledge chunks); the returned
+        function stores their answers once the pipeline has delivered them."""
+        if snap.scope_read or not (snap.preferences or snap.knowledge):
+            return lambda: None
+        snap.scope_read = True
+        where = " AND ".join(
+            ["workspace = %s"] + [f"{k} = %s" for k in _SCOPE_KEYS if getattr(scope, k) is not None]
+        )
+        params = [scope.workspace] + [
+            getattr(scope, k) for k in _SCOPE_KEYS if getattr(scope, k) is not None
+        ]
+        prefs = conn.cursor(binary=True)
+        chunks = conn.cursor(binary=True)
+        limit = snap.preferences
+        if limit:
+            prefs.execute(
+                f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
+                "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
+                [*params, limit],
+            )
+        if snap.knowledge:
+            sql, args = self._chunks_query(scope)
+            chunks.execute(sql.replace("?", "%s"), args)
+
+        def finish() -> None:
+            if limit:
+                rows = prefs.fetchall()
+                self._keep_rows(snap, rows, 0)
+                snap.kinds[("preference", limit)] = [snap.records[r[0]] for r in rows]
+            if snap.knowledge:
+                snap.chunks = self._chunks(chunks.fetchall())
+
+        return finish
+
+    def _cached_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord] | None:
+        snap = self._snap(scope.workspace)
+        if snap is None or snap.scope != scope:
+            return None
+        return snap.kinds.get((kind, limit))
+
+    def _cached_chunks(self, scope: Scope) -> list[Any] | None:
+        snap = self._snap(scope.workspace)
+        if snap is None or snap.scope != scope:
+            return None
+        return snap.chunks
 
     # -- cached reads --------------------------------------------------------------------------
     def _cached_records(self, workspace: str, ids: list[str]) -> dict[str, MemoryRecord] | None:
@@ -242,6 +304,7 @@ class PostgresReads:
             cur = conn.cursor(binary=True)
             probe = conn.cursor()
             with conn.pipeline():
+                finish = self._queue_scope_reads(conn, snap, scope)
                 if ef != self._ef_search:  # transaction-local: the connection goes back as it was
                     with conn.transaction():
                         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
@@ -250,6 +313,7 @@ class PostgresReads:
                     cur.execute(sql, args)
                 if since is not None:
                     probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
+            finish()
             return cur.fetchall(), (probe.fetchone() if since is not None else None)
 
         rows, found = self._read("search", run)

@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import StoreError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
-from ..models import Edge, MemoryRecord, Scope
+from ..models import Edge, KnowledgeChunk, MemoryRecord, Scope
 from ..recall.text import index_text, speaker_of, terms
 from .dialect import scope_where
 from .postgres_reads import M_COLUMNS, PostgresReads
@@ -242,14 +242,29 @@ class PostgresSearch(SQLStore, PostgresReads):
                 "JOIN memories m ON m.workspace = %(ws)s AND m.id = t.id "
                 "ORDER BY t.score DESC, m.seq"
             )
-            rows = self._read(
-                "search", lambda c: c.cursor(binary=True).execute(sql, params).fetchall()
-            )
+
+            def run(conn: Conn) -> list[Any]:
+                cur = conn.cursor(binary=True)
+                with conn.pipeline():
+                    finish = self._queue_scope_reads(conn, snap, scope)
+                    cur.execute(sql, params)
+                finish()
+                return cur.fetchall()
+
+            rows = self._read("search", run)
             self._keep_rows(snap, rows, 2)
             snap.keyword_ids = [r[0] for r in rows]
         else:
             rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
         return [(r[0], float(r[1])) for r in rows]
+
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        cached = self._cached_kind(scope, kind, limit)
+        return list(cached) if cached is not None else super().memories_of_kind(scope, kind, limit)
+
+    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
+        cached = self._cached_chunks(scope)
+        return list(cached) if cached is not None else super().knowledge_chunks(scope)
 
     def edges_from(
         self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None

@@ -264,7 +264,9 @@ class SQLiteSearch(SQLStore):
         return out
 
     @contextmanager
-    def reading(self, feedback_since: float | None = None) -> Iterator[None]:
+    def reading(
+        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+    ) -> Iterator[None]:
         """A read session (see :meth:`~.base.Store.reading`); a store whose reads are
         function calls needs none."""
         yield
