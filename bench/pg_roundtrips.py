@@ -61,6 +61,11 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=2)
     ap.add_argument("--questions", type=int, default=40)
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--plain",
+        action="store_true",
+        help="without read sessions: every read its own statement (what main did before)",
+    )
     args = ap.parse_args()
 
     import psycopg
@@ -81,6 +86,14 @@ def main() -> None:
         return original_tx(self, *args, **kw)
 
     PostgresStore._tx = counting_tx  # type: ignore[method-assign]
+    if args.plain:
+        import contextlib
+
+        from engrammar.store.postgres_search import PostgresSearch
+
+        PostgresSearch.reading = (  # type: ignore[method-assign, assignment]
+            lambda self, *a, **kw: contextlib.nullcontext()
+        )
 
     pg = _pg_helper()
     bindir, why = pg.find_bindir()
@@ -137,7 +150,8 @@ def main() -> None:
         marker.close()
         out = {
             "machine": machine(),
-            "command": "python " + " ".join(sys.argv),
+            "command": "python bench/pg_roundtrips.py " + " ".join(sys.argv[1:]),
+            "read_sessions": not args.plain,
             "recalls": len(qs),
             "statements_per_recall": {
                 "mean": statistics.mean(statements),

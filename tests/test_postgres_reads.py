@@ -168,3 +168,70 @@ def test_session_is_per_thread_and_ends_with_the_block(pg_url: str) -> None:
         assert after[ids[0]].content != before[ids[0]].content  # nothing cached across calls
     finally:
         mem.close()
+
+
+def _term_counts(url: str) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """keyword_terms as kept by the trigger, and recounted from the active rows."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        kept = {
+            (r[0], r[1]): int(r[2])
+            for r in conn.execute("SELECT user_key, term, df FROM keyword_terms WHERE df > 0")
+        }
+        counted = {
+            (r[0], r[1]): int(r[2])
+            for r in conn.execute(
+                "SELECT coalesce(m.user_id, ''), u.lexeme, count(*) FROM memories m "
+                "CROSS JOIN LATERAL unnest(m.terms) AS u WHERE m.status = 'active' "
+                "GROUP BY 1, 2"
+            )
+        }
+    return kept, counted
+
+
+def test_keyword_rare_terms_first_equals_the_exact_ranking(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Document frequencies kept by the trigger stay exact through add, update, status change
+    and forget; the rare-first search (one user's partition) ranks as the exact query does,
+    whether it prunes the common terms or falls back."""
+    from engrammar.models import Scope
+    from engrammar.store import postgres_search
+
+    # A small budget (20 x k rows): at k = 1 or 2 "melani" (in every memory) is a common term.
+    monkeypatch.setattr(postgres_search, "_RARE_BUDGET", 0)
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        ids = mem.add(
+            [{"role": "user", "name": "Melanie", "content": f"I like painting, picture {i}."}
+             for i in range(50)]
+            + [{"role": "user", "name": "Melanie", "content": f"My hobby is pottery, bowl {i}."}
+               for i in range(10)],
+            user_id="u1",
+        )  # fmt: skip
+        mem.add("Caroline has no hobby but running.", user_id="u2")
+        mem.update(ids[0], content="I gave up painting for a pottery hobby.")
+        mem.forget(ids[1])
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        store.update_memory(
+            mem.config.workspace, ids[2], content=None, embedding=None, dedup_key=None,
+            metadata=None, status="superseded", reason="test",
+        )  # fmt: skip
+        kept, counted = _term_counts(pg_url)
+        assert kept == counted
+        ws = mem.config.workspace
+        user, everyone = Scope(ws, "u1"), Scope(ws)  # one partition vs the exact query
+        for query in ("Melanie hobby", "pottery painting", "hobby", "Melanie", "nothing here"):
+            for k in (1, 2, 5, 100):
+                fast = store.keyword_search(user, query, k)
+                exact = store.keyword_search(everyone, query, 200)
+                exact_user = [
+                    h for h in exact if store.get_memories(ws, [h[0]])[h[0]].user_id == "u1"
+                ]
+                assert [h[0] for h in fast] == [h[0] for h in exact_user[:k]] or [
+                    round(h[1], 9) for h in fast
+                ] == [round(h[1], 9) for h in exact_user[:k]], (query, k)
+    finally:
+        mem.close()
