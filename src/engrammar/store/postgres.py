@@ -254,6 +254,7 @@ class PostgresStore(PostgresSearch, PostgresCopy):
             served, out = self._replicas.read(run, self._written)
             if served:
                 return out  # type: ignore[return-value]
+            self._replicas.read_on_primary()
         return self._tx(what, fn, transaction=transaction, idempotent=True)
 
     def _note_write(self, conn: Conn) -> None:

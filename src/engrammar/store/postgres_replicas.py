@@ -24,7 +24,10 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-__all__ = ["Replicas", "lsn"]
+__all__ = ["PRIMARY", "Replicas", "lsn"]
+
+#: The key of :attr:`Replicas.reads` that counts reads the primary served instead.
+PRIMARY = "(primary)"
 
 T = TypeVar("T")
 Conn = psycopg.Connection[Any]
@@ -125,6 +128,11 @@ class Replicas:
                 # Anything else a standby may refuse: read from the primary this time.
                 continue
         return False, None
+
+    def read_on_primary(self) -> None:
+        """Count a read that no replica could serve."""
+        with self._lock:
+            self.reads[PRIMARY] += 1
 
     def _caught_up(self, replica: _Replica, conn: Conn, written: int) -> bool:
         """Whether ``replica`` has replayed past ``written``, waiting up to ``wait_s``."""
