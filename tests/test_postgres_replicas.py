@@ -17,6 +17,7 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres_replicas import PRIMARY
 
 pytestmark = [pytest.mark.postgres]
 
@@ -70,7 +71,7 @@ def _open(pair: Pair, workspace: str) -> Memory:
 def _replica_reads(mem: Memory) -> int:
     store = mem.store
     assert isinstance(store, PostgresStore)
-    return sum(store._replicas.reads.values())
+    return sum(n for url, n in store._replicas.reads.items() if url != PRIMARY)
 
 
 def _one(url: str, sql: str, *args: Any) -> Any:
@@ -146,8 +147,12 @@ def test_standby_stops_mid_load_then_returns(pair: Pair) -> None:
         down = mem.stats(user_id="u")["replicas"][0]
         assert down["up"] is False
         stalled = _replica_reads(mem)
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        on_primary = store._replicas.reads[PRIMARY]
         time.sleep(0.5)
-        assert _replica_reads(mem) == stalled  # nothing read from it while it is down
+        assert _replica_reads(mem) == stalled  # nothing read from it while it is down ...
+        assert store._replicas.reads[PRIMARY] > on_primary  # ... the primary serves the reads
         pair.standby.launch()  # ... and comes back
         deadline = time.monotonic() + 15
         while _replica_reads(mem) == stalled and time.monotonic() < deadline:
