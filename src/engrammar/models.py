@@ -319,6 +319,7 @@ class FeedbackEvent(_Dict):
     created_at: float
     metadata: dict[str, Any] = field(default_factory=dict)
     decision_memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -338,6 +339,7 @@ class DecisionReview(_Dict):
     created_at: float
     reason: str | None = None
     decision_memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -356,6 +358,7 @@ class PreferencePair(_Dict):
     weight: float
     created_at: float
     memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -370,6 +373,7 @@ class LoggedEvent(_Dict):
     kind: str
     payload: dict[str, Any]
     created_at: float
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -394,3 +398,4 @@ class MemoryRating(_Dict):
     recall_id: str | None = None
     context: str | None = None
     correction_memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given

@@ -233,7 +233,7 @@ _NULLABLE = frozenset(
     {
         "user_id", "agent_id", "session_id", "user_reaction", "user_correction",
         "corrected_output", "reason", "source_event_id", "correction", "correction_memory_id",
-        "recall_id", "context", "decision_memory_id", "consumed_at", "memory_id",
+        "recall_id", "context", "decision_memory_id", "consumed_at", "memory_id", "source",
     }
 )  # fmt: skip
 _NUMBERS = frozenset({"created_at", "consumed_at", "weight", "confidence", "value", "alignment"})
@@ -248,7 +248,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _IDS = frozenset({"id", "workspace", "event_id", "memory_id", "correction_memory_id",
                   "decision_memory_id", "recall_id", "source_event_id", "user_id", "agent_id",
-                  "session_id"})  # fmt: skip
+                  "session_id", "source"})  # fmt: skip
 
 
 def _record_row(engine: Engine, line: int, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:

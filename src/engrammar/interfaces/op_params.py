@@ -53,6 +53,13 @@ WEIGHT = _p(
     "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
 )
 REASON = _p("reason", str | None, "Why.")
+SOURCE = _p(
+    "source",
+    str | None,
+    "Who gives this feedback (default: agent:<agent_id>); over HTTP with an API key, the "
+    "key's id. One source's burst counts as one signal.",
+    mcp=False,
+)
 
 
 # -- rendering -----------------------------------------------------------------------------------

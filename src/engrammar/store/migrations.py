@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from .tables import SOURCED_TABLES
+
 
 def _run(conn: sqlite3.Connection, *statements: str) -> None:
     # Not executescript(): it would commit the migration's transaction half-way.
@@ -442,6 +444,17 @@ def m009_memory_validity(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_feedback_sources(conn: sqlite3.Connection) -> None:
+    """Who gave each feedback record (``source``: an API key or an agent), and the weight of
+    an edge before each logged change (``before``), so a record can be undone exactly."""
+    _run(
+        conn,
+        *(f"ALTER TABLE {t} ADD COLUMN source TEXT" for t in SOURCED_TABLES),
+        "ALTER TABLE edge_changes ADD COLUMN before REAL",
+        "CREATE INDEX edge_changes_recall ON edge_changes (workspace, recall_id)",
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -452,4 +465,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m007_edge_changes,
     m008_knowledge,
     m009_memory_validity,
+    m010_feedback_sources,
 ]
