@@ -7,6 +7,9 @@ its undo: every recalled memory with its score, for several queries, and every e
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -316,3 +319,27 @@ def test_feedback_writes_are_limited_per_source_over_http(served: tuple[str, str
         assert rating["source"].startswith("key:") and rating["source"] != "spoof"
         undone = c.post("/v1/undo", json={"record_id": rating["id"]}, headers=b)
         assert undone.status_code == 200 and undone.json()["kind"] == "memory_rating"
+
+
+@pytest.mark.processes
+def test_undo_from_the_cli(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}
+    env.update(ENGRAMMAR_PATH=str(tmp_path / "store"), ENGRAMMAR_EMBEDDER="hash")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "engrammar.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    added = json.loads(cli("add", "alpha beta gamma", "-u", "u", "--json").stdout)
+    memory_id = added["ids"][0]
+    rated = json.loads(cli("rate", "create", memory_id, "--verdict", "accepted", "--json").stdout)
+    out = cli("undo", rated["id"])
+    assert out.returncode == 0, out.stderr
+    assert f"undid memory rating {rated['id']}" in out.stdout
+    again = cli("undo", rated["id"])
+    assert again.returncode != 0 and "no feedback record" in again.stderr
