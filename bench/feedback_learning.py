@@ -203,9 +203,11 @@ class Bench:
 
     def flood(self, mem: Memory, rng: random.Random) -> dict[str, Any]:
         """One source (``flood``) gives ``--flood`` inverted ratings within one minute: for
-        train questions picked at random it recalls as the user would, then rejects the
-        recalled evidence and accepts the best recalled non-evidence memory, over and over
-        (``--flood-repeat`` ratings each), every rating tied to its own recall."""
+        train questions picked at random it recalls as the user would, then (``--flood-shape
+        repeat``) rejects the recalled evidence and accepts the best recalled non-evidence
+        memory over and over, ``--flood-repeat`` ratings a question, or (``spread``) rates
+        every recalled memory once, inverted, as a clean round would (no repeats). Every
+        rating is tied to the flooder's own recall."""
         start = time.time()
         total = self.args.flood
         spacing = 60.0 / total  # 1,000 ratings in a minute: timestamps 60 ms apart
@@ -219,10 +221,18 @@ class Bench:
             gold = set(q["evidence"])
             evidence = [m for m in result.memories if m.memory.metadata.get("dia_id") in gold]
             other = [m for m in result.memories if m.memory.metadata.get("dia_id") not in gold]
-            plan = [(m.id, "rejected") for m in evidence] + [(m.id, "accepted") for m in other[:1]]
+            if self.args.flood_shape == "spread":
+                plan = [
+                    (m.id, "rejected" if m in evidence else "accepted") for m in result.memories
+                ]
+                repeat = len(plan)
+            else:
+                plan = [(m.id, "rejected") for m in evidence]
+                plan += [(m.id, "accepted") for m in other[:1]]
+                repeat = self.args.flood_repeat
             if not plan:
                 continue
-            for i in range(self.args.flood_repeat):
+            for i in range(repeat):
                 memory_id, verdict = plan[i % len(plan)]
                 if given >= total:
                     break
@@ -235,7 +245,12 @@ class Bench:
                 )
                 targets_hit.add(memory_id)
                 given += 1
-        return {"ratings": given, "memories": len(targets_hit), "seconds_spanned": 60.0}
+        return {
+            "ratings": given,
+            "memories": len(targets_hit),
+            "seconds_spanned": 60.0,
+            "shape": self.args.flood_shape,
+        }
 
     def adversarial_burst(self, mem: Memory, rng: random.Random) -> dict[str, Any]:
         """One inverted rating for each of some train questions; each checked against the bound."""
@@ -519,8 +534,9 @@ def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
             keep = flooded / clean if clean else 0.0
             flood = out["floods"][cond]
             lines.append(
-                f"| {condition_label(cond)}: {flood['ratings']} ratings on {flood['memories']} "
-                f"memories keep >= 90% of the clean re-asked gain | {title} | {flooded:+.1f} of "
+                f"| {condition_label(cond)} ({flood.get('shape', 'repeat')}): "
+                f"{flood['ratings']} ratings on {flood['memories']} memories keep >= 90% of the "
+                f"clean re-asked gain | {title} | {flooded:+.1f} of "
                 f"{clean:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.9 else 'no'} |"
             )
     adv = out.get("adversarial")
@@ -595,6 +611,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--flood-repeat", type=int, default=20, help="flood ratings per recalled question"
+    )
+    parser.add_argument(
+        "--flood-shape",
+        choices=("repeat", "spread"),
+        default="repeat",
+        help="repeat: the evidence of each question rejected over and over; spread: every "
+        "recalled memory rated once, inverted",
     )
     parser.add_argument("--min-samples", type=float, help="override feedback_min_samples")
     parser.add_argument("--max-adjustment", type=float, help="override feedback_max_adjustment")

@@ -271,18 +271,29 @@ def test_forgetting_a_user_takes_back_its_replies_edge_changes(mem: Memory) -> N
 @pytest.mark.every_store
 def test_export_and_import_carry_sources_and_undo_works_after(mem: Memory, tmp_path: Path) -> None:
     ids = mem.add(FACTS, user_id="u")
+    plain = _state(mem)["edges"]
+    recall_id = _give(mem, "reply", ids)
+    taught = _state(mem)["edges"]
+    assert taught != plain
     rating = mem.rate_memory(ids[0], "accepted", user_id="u", source="reviewer-7")
     path = tmp_path / "out.jsonl"
     mem.export(str(path), user_id="u")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert any(r.get("table") == "memory_ratings" and r["source"] == "reviewer-7" for r in lines)
-    with Memory(Config(path=str(tmp_path / "copy")), embedder=HashEmbedder()) as other:
-        other.import_(str(path))
+    assert any(r.get("table") == "edge_changes" for r in lines)
+    assert mem.import_(str(path))["records"] == 0  # into itself: nothing new, log not doubled
+    with open_memory(str(tmp_path / "copy")) as other:  # an embedded store, from either
+        first = other.import_(str(path))
+        again = other.import_(str(path))
+        assert first["records"] > 0 and again["records"] == 0  # the log is not doubled
         assert other.get_memory_rating(rating.id).source == "reviewer-7"
         before = other.explain("alpha beta", ids[0], user_id="u")["records"]
         assert [r["record_id"] for r in before] == [rating.id]
         other.undo(rating.id)
         assert other.explain("alpha beta", ids[0], user_id="u").get("records", []) == []
+        assert _state(other)["edges"] == taught
+        other.undo(recall_id)
+        assert _state(other)["edges"] == plain
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
+    EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
     write_records,
 )
@@ -343,6 +344,13 @@ class PostgresStore(PostgresSearch):
 
             def insert(table: str, mine: list[dict[str, Any]]) -> None:
                 sql, params = self._copy_insert(table, mine)
+                if table == "edge_changes":
+                    # No id of its own: a row already there is the same edge, time and recall.
+                    fields, _ = self._copy_spec(table)
+                    keys = ("workspace", "src", "dst", "kind", "at", "recall_id")
+                    sql = sql.replace(" VALUES (", " SELECT ", 1)[:-1]
+                    sql += f" WHERE NOT EXISTS ({EDGE_CHANGE_KNOWN.replace('?', '%s')})"
+                    params = [[*p, *(p[fields.index(k)] for k in keys)] for p in params]
                 with conn.cursor() as cur:
                     cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
 

@@ -38,6 +38,7 @@ from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
+    EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
     write_records,
 )
@@ -75,6 +76,8 @@ DIALECT = Dialect(
 
 #: Decision links carry their event's workspace, looked up from the event copied before them
 #: (an export names the event alone); a link to an event not stored is skipped.
+#: The fields that tell an edge change apart, in EDGE_CHANGE_KNOWN's order.
+_CHANGE_KEY = ("workspace", "src", "dst", "kind", "at", "recall_id")
 _DECISION_INSERT = (
     "INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
     "SELECT e.workspace, ?, ?, ?, ? FROM feedback_events e WHERE e.id = ?"
@@ -355,6 +358,10 @@ class SQLiteStore(SQLiteSearch):
                         # Only links to an event of this import (not one skipped as known).
                         sql = "INSERT OR IGNORE " + _DECISION_INSERT
                         params = [[*p, p[0]] for p in params]
+                    elif table == "edge_changes":
+                        sql += f" WHERE NOT EXISTS ({EDGE_CHANGE_KNOWN})"
+                        at = fields.index
+                        params = [[*p, *(p[at(k)] for k in _CHANGE_KEY)] for p in params]
                     conn.executemany(sql, params)
 
                 write_records(records, rename, insert, partial(self._stored_event, conn))

@@ -14,6 +14,7 @@ __all__ = [
     "COPY_JSON_FIELDS",
     "COPY_TABLES",
     "COPY_VECTOR_FIELDS",
+    "EDGE_CHANGE_KNOWN",
     "RECORD_TABLES",
     "SOURCED_TABLES",
     "rename_memory_refs",
@@ -156,9 +157,20 @@ RECORD_TABLES = (
     "logged_events",
     "memory_ratings",
     "reply_signals",
+    # The log of the edge changes replies made: what undo replays (learn.replay).
+    "edge_changes",
 )
 #: Fields of those tables that hold one memory id.
-MEMORY_REF_FIELDS = frozenset({"memory_id", "correction_memory_id", "decision_memory_id"})
+MEMORY_REF_FIELDS = frozenset(
+    {"memory_id", "correction_memory_id", "decision_memory_id", "src", "dst"}
+)
+#: Whether an imported ``edge_changes`` row is already in the store (rows have no id of
+#: their own): the same edge, time and recall. Placeholders: workspace, src, dst, kind, at,
+#: recall_id.
+EDGE_CHANGE_KNOWN = (
+    "SELECT 1 FROM edge_changes WHERE workspace = ? AND src = ? AND dst = ? AND kind = ? "
+    "AND at = ? AND recall_id IS NOT DISTINCT FROM ?"
+)
 
 
 def rename_memory_refs(table: str, row: dict[str, Any], rename: dict[str, str]) -> dict[str, Any]:
