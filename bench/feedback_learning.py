@@ -397,6 +397,8 @@ def merge(files: list[str]) -> dict[str, Any]:
         for name, snap in part["conditions"].items():
             if name != "before":
                 out["conditions"][f"{name}@{label}" if label else name] = snap
+        for name, flood in part.get("floods", {}).items():
+            out.setdefault("floods", {})[f"{name}@{label}" if label else name] = flood
         if not label:  # the settings of the code the unmarked rows measured
             out["config"] = part["config"]
             if "adversarial" in part:
@@ -523,10 +525,10 @@ def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"| 20% flipped ratings keep >= 80% of the clean re-asked gain | all | "
             f"{noisy:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.8 else 'no'} |"
         )
-    for cond in ("flood", "flood-undefended"):
-        if cond not in conds or "both/1" not in conds:
+    for cond in conds:
+        if cond.partition("@")[0] not in ("flood", "flood-undefended") or "both/1" not in conds:
             continue
-        for title, lo, hi in GROUPS:
+        for title, lo, hi in GROUPS[:2]:
             if lo >= len(out["samples"]):
                 continue
             clean = gain("both/1", "train", lo, hi)
@@ -534,9 +536,9 @@ def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
             keep = flooded / clean if clean else 0.0
             flood = out["floods"][cond]
             lines.append(
-                f"| {condition_label(cond)} ({flood.get('shape', 'repeat')}): "
+                f"| {condition_label(cond.partition('@')[0])} ({flood.get('shape', 'repeat')}): "
                 f"{flood['ratings']} ratings on {flood['memories']} memories keep >= 90% of the "
-                f"clean re-asked gain | {title} | {flooded:+.1f} of "
+                f"clean re-asked gain | {title[14:]} | {flooded:+.1f} of "
                 f"{clean:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.9 else 'no'} |"
             )
     adv = out.get("adversarial")

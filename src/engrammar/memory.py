@@ -398,7 +398,10 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         Returns the memory's rank among everything recall scored (also when it falls outside
         the top ``limit``), its vector cosine and rank, keyword (BM25) score and rank, fused
         relevance, graph support with the best path and its edge weights, every edge touching
-        it, and the final score. Nothing is recorded.
+        it, and the final score. Nothing is recorded. When feedback moved it, ``learned``
+        holds the learned components, ``records`` each feedback record that moved it
+        (``record_id`` to ``undo``, ``signal``, ``source``, ``contribution`` now, after decay)
+        and ``sources`` the contributions summed per source; they add up to ``learned``.
 
         Raises:
             NotFoundError: the memory is not in the scope.

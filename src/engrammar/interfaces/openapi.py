@@ -451,6 +451,31 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "rank": {"type": ["integer", "null"]},
                 "score": {"type": ["number", "null"]},
                 "components": {"type": "object"},
+                "records": {
+                    "type": "array",
+                    "description": "Each feedback record that moved the memory for this query, "
+                    "with its share of `learned` now (after decay); `record_id` can be undone.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "record_id": {"type": "string"},
+                            "signal": {"type": "string"},
+                            "source": _NULLABLE_STR,
+                            "contribution": {"type": "number"},
+                        },
+                    },
+                },
+                "sources": {
+                    "type": "array",
+                    "description": "The contributions summed per source.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "source": _NULLABLE_STR,
+                            "contribution": {"type": "number"},
+                        },
+                    },
+                },
             },
         },
         **_record_requests(),
