@@ -132,7 +132,7 @@ class Bench:
             cache.with_suffix(".json").write_text(json.dumps({"ingest_seconds": seconds}))
         return seconds
 
-    def fresh(self, name: str) -> Memory:
+    def fresh(self, name: str, **overrides: Any) -> Memory:
         """A Memory on a copy of the ingested store (SQLite online backup: consistent)."""
         folder = self.tmp / name
         shutil.rmtree(folder, ignore_errors=True)
@@ -142,7 +142,7 @@ class Bench:
         src.backup(dst)
         src.close()
         dst.close()
-        return Memory(self.config.replace(path=str(folder)))
+        return Memory(self.config.replace(path=str(folder), **overrides))
 
     # -- measuring ---------------------------------------------------------------------------
     def ranked(self, mem: Memory, q: dict[str, Any], limit: int) -> list[tuple[str, str]]:
@@ -200,6 +200,57 @@ class Bench:
                 mem.feedback(response=reply, user_id=q["sample_id"], recall_id=result.recall_id)
                 counts["replies"] += 1
         return counts
+
+    def flood(self, mem: Memory, rng: random.Random) -> dict[str, Any]:
+        """One source (``flood``) gives ``--flood`` inverted ratings within one minute: for
+        train questions picked at random it recalls as the user would, then (``--flood-shape
+        repeat``) rejects the recalled evidence and accepts the best recalled non-evidence
+        memory over and over, ``--flood-repeat`` ratings a question, or (``spread``) rates
+        every recalled memory once, inverted, as a clean round would (no repeats). Every
+        rating is tied to the flooder's own recall."""
+        start = time.time()
+        total = self.args.flood
+        spacing = 60.0 / total  # 1,000 ratings in a minute: timestamps 60 ms apart
+        given = 0
+        questions = rng.sample(self.train, len(self.train))
+        targets_hit: set[str] = set()
+        for q in questions:
+            if given >= total:
+                break
+            result = mem.recall(q["question"], user_id=q["sample_id"], limit=self.args.rate_depth)
+            gold = set(q["evidence"])
+            evidence = [m for m in result.memories if m.memory.metadata.get("dia_id") in gold]
+            other = [m for m in result.memories if m.memory.metadata.get("dia_id") not in gold]
+            if self.args.flood_shape == "spread":
+                plan = [
+                    (m.id, "rejected" if m in evidence else "accepted") for m in result.memories
+                ]
+                repeat = len(plan)
+            else:
+                plan = [(m.id, "rejected") for m in evidence]
+                plan += [(m.id, "accepted") for m in other[:1]]
+                repeat = self.args.flood_repeat
+            if not plan:
+                continue
+            for i in range(repeat):
+                memory_id, verdict = plan[i % len(plan)]
+                if given >= total:
+                    break
+                mem.rate_memory(
+                    memory_id,
+                    verdict,
+                    recall_id=result.recall_id,
+                    source="flood",
+                    timestamp=start + given * spacing,
+                )
+                targets_hit.add(memory_id)
+                given += 1
+        return {
+            "ratings": given,
+            "memories": len(targets_hit),
+            "seconds_spanned": 60.0,
+            "shape": self.args.flood_shape,
+        }
 
     def adversarial_burst(self, mem: Memory, rng: random.Random) -> dict[str, Any]:
         """One inverted rating for each of some train questions; each checked against the bound."""
@@ -270,6 +321,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_reply_context_min",
                 "feedback_reply_context_full",
                 "feedback_conflict_weight",
+                "feedback_source_window_s",
             )
         },
         "conditions": {},
@@ -298,6 +350,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             bench.progress(name, conds[name], time.perf_counter() - t0)
             partial.write_text(json.dumps(out))  # a long run keeps what it measured
         mem.close()
+    if args.flood:
+        for cond, overrides in (
+            ("flood", {}),
+            ("flood-undefended", {"feedback_source_window_s": 0.0}),
+        ):
+            rng = random.Random(args.seed)
+            mem = bench.fresh(cond, **overrides)
+            t0 = time.perf_counter()
+            bench.feedback_round(mem, 0.0, rng, "both")
+            out.setdefault("floods", {})[cond] = bench.flood(mem, random.Random(args.seed + 2))
+            conds[cond] = bench.snapshot(mem)
+            bench.progress(cond, conds[cond], time.perf_counter() - t0)
+            partial.write_text(json.dumps(out))
+            mem.close()
     if not args.no_noise:
         rng = random.Random(args.seed)
         mem = bench.fresh("noisy20")
@@ -331,6 +397,8 @@ def merge(files: list[str]) -> dict[str, Any]:
         for name, snap in part["conditions"].items():
             if name != "before":
                 out["conditions"][f"{name}@{label}" if label else name] = snap
+        for name, flood in part.get("floods", {}).items():
+            out.setdefault("floods", {})[f"{name}@{label}" if label else name] = flood
         if not label:  # the settings of the code the unmarked rows measured
             out["config"] = part["config"]
             if "adversarial" in part:
@@ -411,6 +479,10 @@ def condition_label(cond: str) -> str:
         return "before feedback"
     if cond == "burst":
         return "both, round 1 + adversarial burst"
+    if cond == "flood":
+        return "both, round 1 + a flood of inverted ratings from one source"
+    if cond == "flood-undefended":
+        return "the same flood, `feedback_source_window_s` = 0 (no per-source bound)"
     name, _, rnd = cond.partition("/")
     if name == "noisy20":
         return f"both, 20% of ratings flipped, after round {rnd}"
@@ -453,6 +525,22 @@ def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"| 20% flipped ratings keep >= 80% of the clean re-asked gain | all | "
             f"{noisy:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.8 else 'no'} |"
         )
+    for cond in conds:
+        if cond.partition("@")[0] not in ("flood", "flood-undefended") or "both/1" not in conds:
+            continue
+        for title, lo, hi in GROUPS[:2]:
+            if lo >= len(out["samples"]):
+                continue
+            clean = gain("both/1", "train", lo, hi)
+            flooded = gain(cond, "train", lo, hi)
+            keep = flooded / clean if clean else 0.0
+            flood = out["floods"][cond]
+            lines.append(
+                f"| {condition_label(cond.partition('@')[0])} ({flood.get('shape', 'repeat')}): "
+                f"{flood['ratings']} ratings on {flood['memories']} memories keep >= 90% of the "
+                f"clean re-asked gain | {title[14:]} | {flooded:+.1f} of "
+                f"{clean:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.9 else 'no'} |"
+            )
     adv = out.get("adversarial")
     if adv:
         lines.append(
@@ -515,6 +603,23 @@ def main() -> None:
     )
     parser.add_argument(
         "--no-noise", action="store_true", help="skip the 20%% flipped and adversarial runs"
+    )
+    parser.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        help="after a clean round (both), one source gives this many inverted ratings in a "
+        "minute (with and without the per-source bound); 0 = no flood run",
+    )
+    parser.add_argument(
+        "--flood-repeat", type=int, default=20, help="flood ratings per recalled question"
+    )
+    parser.add_argument(
+        "--flood-shape",
+        choices=("repeat", "spread"),
+        default="repeat",
+        help="repeat: the evidence of each question rejected over and over; spread: every "
+        "recalled memory rated once, inverted",
     )
     parser.add_argument("--min-samples", type=float, help="override feedback_min_samples")
     parser.add_argument("--max-adjustment", type=float, help="override feedback_max_adjustment")

@@ -102,6 +102,8 @@ def test_every_method_awaits_and_answers_as_memory_does(tmp_path: Path) -> None:
             assert await call("timeline")(user_id="alice") == sync.timeline(user_id="alice")
             assert await call("rank_shifts")(user_id="alice") == sync.rank_shifts(user_id="alice")
             assert await call("tensions")(user_id="alice") == sync.tensions(user_id="alice")
+            assert await call("undo")(rating.id)
+            assert await call("list_memory_ratings")(user_id="alice") == []
             kb = await call("add_knowledge")(
                 "handbook", ["Tea is served at four."], user_id="alice"
             )

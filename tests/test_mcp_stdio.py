@@ -27,6 +27,7 @@ TOOLS = {
     "memory_add_knowledge",
     "memory_search_knowledge",
     "memory_delete_knowledge",
+    "memory_undo",
 }
 
 
@@ -131,6 +132,13 @@ def test_stdio_server_serves_every_tool(tmp_path: Path) -> None:
             )
             assert logged.structured_content is not None
             assert logged.structured_content["kind"] == "checkpoint"
+            undone = await s.call_tool(
+                "memory_undo", {"record_id": logged.structured_content["id"]}
+            )
+            assert undone.structured_content is not None
+            assert undone.structured_content["kind"] == "logged_event"
+            again = await s.call_tool("memory_undo", {"record_id": logged.structured_content["id"]})
+            assert again.is_error and "no feedback record" in again.content[0].text  # type: ignore[union-attr]
             gone = await s.call_tool("memory_forget", {"memory_id": mid})
             assert gone.structured_content == {"deleted": 1}
             kb = await s.call_tool(

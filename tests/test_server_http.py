@@ -36,6 +36,7 @@ TOOLS = {
     "memory_add_knowledge",
     "memory_search_knowledge",
     "memory_delete_knowledge",
+    "memory_undo",
 }
 SEED_EVENT = {
     "input_context": "Add retries to the webhook sender",

@@ -180,6 +180,7 @@ class AsyncMemory:
     timeline = awaitable(Memory.timeline)
     rank_shifts = awaitable(Memory.rank_shifts)
     tensions = awaitable(Memory.tensions)
+    undo = awaitable(Memory.undo)
     # knowledge bases
     add_knowledge = awaitable(Memory.add_knowledge)
     search_knowledge = awaitable(Memory.search_knowledge)

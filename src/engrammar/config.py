@@ -86,6 +86,15 @@ class Config:
     rate_limit_burst: int = _opt(
         100, "Requests one API key may make at once above `rate_limit_per_s` before a 429."
     )
+    feedback_rate_limit_per_s: float = _opt(
+        2.0,
+        "Feedback writes (ratings, events, reviews, pairs, replies, logged events) per second "
+        "one source (API key, else agent_id, else client address) may make to "
+        "`engrammar serve` (429 above); 0 = no limit.",
+    )
+    feedback_rate_limit_burst: int = _opt(
+        60, "Feedback writes one source may make at once above `feedback_rate_limit_per_s`."
+    )
     cors_origins: tuple[str, ...] = _opt(
         (),
         "Browser origins (`https://app.example`) allowed to call `engrammar serve` across "
@@ -284,6 +293,12 @@ class Config:
     feedback_rating_context_full: float = _opt(
         0.85, "Cosine at which an accepting or correcting rating counts fully."
     )
+    feedback_source_window_s: float = _opt(
+        60.0,
+        "Within each window of this many seconds, one source's signals of one kind on one "
+        "memory count together as much as the heaviest alone (a flood weighs one rating); "
+        "0 = off.",
+    )
     feedback_same_output: float = _opt(
         0.9, "Cosine at which a memory counts as the same text as a rated or rejected output."
     )
@@ -371,6 +386,8 @@ class Config:
             "graph_min_edge_weight",
             "graph_weight",
             "rate_limit_per_s",
+            "feedback_rate_limit_per_s",
+            "feedback_source_window_s",
             "feedback_reply_top",
             "feedback_reply_weight",
             "superseded_factor",
@@ -497,6 +514,7 @@ class Config:
             "hnsw_ef_search",
             "max_request_bytes",
             "rate_limit_burst",
+            "feedback_rate_limit_burst",
             "server_threads",
             "max_pending_connections",
         ):

@@ -15,6 +15,7 @@ from .embed import CachedEmbedder, Embedder, make_embedder
 from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
 from .engine import validate as v
 from .engine.filters import parse_filters
+from .engine.records import feedback_source
 from .errors import EmbedderError, NotFoundError, ValidationError
 from .memory_inspect import InspectingMixin
 from .memory_knowledge import KnowledgeMixin
@@ -194,11 +195,14 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         """Delete memories with the graph edges they own; returns how many were deleted.
 
         Give ``memory_id`` (one id or a list) to delete those, or only scope keys to delete
-        everything of that scope (e.g. ``forget(user_id="alice")``).
+        everything of that scope (e.g. ``forget(user_id="alice")``): its feedback records go
+        with it, and the edge weights its replies changed are replayed without them (as
+        ``undo`` does).
         """
         if memory_id is None:
             scope = self._scope(user_id, agent_id, session_id, workspace)
-            return self.store.forget(scope, None)
+            bounds = (self.config.edge_weight_min, self.config.edge_weight_max)
+            return self.store.forget(scope, None, bounds)
         if not isinstance(memory_id, str | builtins.list | tuple):
             raise ValidationError(
                 "memory_id", f"must be an id or a list of ids, got {type(memory_id).__name__}"
@@ -357,6 +361,7 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         workspace: str | None = None,
         recall_id: str | None = None,
         assistant_response: str | None = None,
+        source: str | None = None,
     ) -> dict[str, Any]:
         """Learn from the LLM's reply to the last recall (MemWire's adaptive feedback loop).
 
@@ -377,6 +382,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
             response: the reply (``assistant_response`` is MemWire's name for it).
             user_id, agent_id, session_id, workspace: the scope the recall was made in.
             recall_id: act on this recall instead of the newest unconsumed one.
+            source: who sends the reply (default ``agent:<agent_id>`` when an agent is named);
+                over HTTP the API key's id. ``undo(recall_id)`` takes it all back.
 
         Returns:
             ``{"strengthened": n, "weakened": m, "recall_id": ..., "consumed": bool, ...}``
@@ -399,7 +406,9 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         )
         scope = self._scope(user_id, agent_id, session_id, workspace)
         rid = v.scope_id("recall_id", recall_id)
-        return feedback.apply_feedback(self._engine, scope, reply, rid)
+        return feedback.apply_feedback(
+            self._engine, scope, reply, rid, feedback_source(source, agent_id)
+        )
 
     def explain(
         self,
@@ -417,7 +426,10 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         Returns the memory's rank among everything recall scored (also when it falls outside
         the top ``limit``), its vector cosine and rank, keyword (BM25) score and rank, fused
         relevance, graph support with the best path and its edge weights, every edge touching
-        it, and the final score. Nothing is recorded.
+        it, and the final score. Nothing is recorded. When feedback moved it, ``learned``
+        holds the learned components, ``records`` each feedback record that moved it
+        (``record_id`` to ``undo``, ``signal``, ``source``, ``contribution`` now, after decay)
+        and ``sources`` the contributions summed per source; they add up to ``learned``.
 
         Raises:
             NotFoundError: the memory is not in the scope.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine import Engine, records
 from .engine import validate as v
+from .engine.records import feedback_source
 from .errors import ValidationError
 from .models import (
     FEEDBACK_STATES,
@@ -73,6 +74,7 @@ class RecordsMixin:
         source_event_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         timestamp: Any = None,
+        source: str | None = None,
     ) -> FeedbackEvent:
         """Record what happened to an agent's output (MCP ``memory_create_feedback_event``).
 
@@ -95,6 +97,9 @@ class RecordsMixin:
                 reveals or blocks another user's event.
             metadata: extra JSON data kept with the event.
             timestamp: when it happened; default now.
+            source: who gives this feedback (default ``agent:<agent_id>`` when an agent is
+                named, else unattributed); over HTTP the API key's id replaces it. One
+                source's burst counts as one signal (``feedback_source_window_s``).
 
         Raises:
             ValidationError: naming the bad field; nothing is written.
@@ -131,6 +136,7 @@ class RecordsMixin:
             reason=reason,
             source_event_id=source_event_id,
             metadata=meta,
+            source=feedback_source(source, agent_id),
         )
 
     def create_decision_review(
@@ -145,6 +151,7 @@ class RecordsMixin:
         agent_id: str | None = None,
         workspace: str | None = None,
         timestamp: Any = None,
+        source: str | None = None,
     ) -> DecisionReview:
         """Review a feedback event later (MCP ``memory_create_decision_review``).
 
@@ -157,6 +164,9 @@ class RecordsMixin:
                 decision up or down by ``confidence``.
             confidence: in [0, 1].
             reason: why, optionally.
+            source: who gives this feedback (default ``agent:<agent_id>`` when an agent is
+                named, else unattributed); over HTTP the API key's id replaces it. One
+                source's burst counts as one signal (``feedback_source_window_s``).
 
         Raises:
             ValidationError: naming the bad field. NotFoundError: no such event.
@@ -181,6 +191,7 @@ class RecordsMixin:
             user,
             agent,
             when,
+            feedback_source(source, agent),
         )
 
     def create_preference_pair(
@@ -195,6 +206,7 @@ class RecordsMixin:
         session_id: str | None = None,
         workspace: str | None = None,
         timestamp: Any = None,
+        source: str | None = None,
     ) -> PreferencePair:
         """Record that one output was preferred over another for a context
         (MCP ``memory_create_preference_pair``).
@@ -215,7 +227,14 @@ class RecordsMixin:
             raise ValidationError("rejected_output", "must differ from accepted_output")
         when = v.timestamp("timestamp", timestamp) or time.time()
         return records.create_preference_pair(
-            self._engine, scope, context, accepted_output, rejected_output, weight, when
+            self._engine,
+            scope,
+            context,
+            accepted_output,
+            rejected_output,
+            weight,
+            when,
+            feedback_source(source, agent_id),
         )
 
     def log_event(
@@ -228,13 +247,16 @@ class RecordsMixin:
         session_id: str | None = None,
         workspace: str | None = None,
         timestamp: Any = None,
+        source: str | None = None,
     ) -> LoggedEvent:
         """Record any other event, e.g. a checkpoint (MCP ``memory_log_event``)."""
         scope = self._scope(user_id, agent_id, session_id, workspace)
         kind = str(v.scope_id("kind", kind, required=True))
         payload = v.metadata("payload", payload)
         when = v.timestamp("timestamp", timestamp) or time.time()
-        return records.log_event(self._engine, scope, kind, payload, when)
+        return records.log_event(
+            self._engine, scope, kind, payload, when, feedback_source(source, agent_id)
+        )
 
     def rate_memory(
         self,
@@ -250,6 +272,7 @@ class RecordsMixin:
         session_id: str | None = None,
         workspace: str | None = None,
         timestamp: Any = None,
+        source: str | None = None,
     ) -> MemoryRating:
         """Say whether a memory helped (MCP ``memory_feedback``).
 
@@ -264,6 +287,9 @@ class RecordsMixin:
             weight: how much this rating counts, in (0, 10] (implicit signals pass their
                 strength).
             user_id, agent_id, session_id: who rated; default the rated memory's scope.
+            source: who gives this feedback (default ``agent:<agent_id>`` when an agent is
+                named, else unattributed); over HTTP the API key's id replaces it. One
+                source's burst counts as one signal (``feedback_source_window_s``).
 
         Raises:
             ValidationError: naming the bad field. NotFoundError: no such memory or recall.
@@ -292,8 +318,44 @@ class RecordsMixin:
             session if session is not None else target.session_id,
         )
         return records.rate_memory(
-            self._engine, target, rater, verdict, correction, weight, when, recall_id, context
+            self._engine,
+            target,
+            rater,
+            verdict,
+            correction,
+            weight,
+            when,
+            recall_id,
+            context,
+            feedback_source(source, agent),
         )
+
+    def undo(
+        self, record_id: str, *, user_id: str | None = None, workspace: str | None = None
+    ) -> dict[str, Any]:
+        """Take a feedback record back: every score becomes what it would be had the record
+        never been given.
+
+        Args:
+            record_id: the id of a feedback event (its reviews go with it), a decision review,
+                a preference pair, a memory rating (implicit signals are ratings), a logged
+                event, or a recall that received a reply through ``feedback`` (its reply
+                signals go, the edge weights it changed are replayed without it, and the
+                recall can receive feedback again).
+            user_id: only undo a record of this user (else not found).
+            workspace: default the configured one.
+
+        Returns:
+            ``record_id``, ``kind``, ``user_id``, ``source``, ``undone`` (the ids taken back),
+            ``memories_removed`` (a decision, preference or correction the record stored and
+            nothing else refers to) and ``edges_restored``.
+
+        Raises:
+            NotFoundError: no such record in the workspace (or not the user's).
+        """
+        v.scope_id("record_id", record_id, required=True)
+        user = v.scope_id("user_id", user_id)
+        return records.undo(self._engine, self._workspace(workspace), record_id, user)
 
     def _get_record(self, kind: str, record_id: str, workspace: str | None) -> Any:
         v.scope_id(f"{kind}_id", record_id, required=True)

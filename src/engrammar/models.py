@@ -385,6 +385,7 @@ class FeedbackEvent(_Dict):
     created_at: float
     metadata: dict[str, Any] = field(default_factory=dict)
     decision_memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -404,6 +405,7 @@ class DecisionReview(_Dict):
     created_at: float
     reason: str | None = None
     decision_memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -422,6 +424,7 @@ class PreferencePair(_Dict):
     weight: float
     created_at: float
     memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -436,6 +439,7 @@ class LoggedEvent(_Dict):
     kind: str
     payload: dict[str, Any]
     created_at: float
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
 
 
 @dataclass
@@ -460,3 +464,4 @@ class MemoryRating(_Dict):
     recall_id: str | None = None
     context: str | None = None
     correction_memory_id: str | None = None
+    source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given

@@ -28,7 +28,7 @@ __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
 
 
 def apply_feedback(
-    engine: Engine, scope: Scope, reply: str, recall_id: str | None
+    engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None = None
 ) -> dict[str, Any]:
     """The MemWire rule on the scope's last unconsumed recall (or ``recall_id``), once; and
     the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
@@ -78,7 +78,7 @@ def apply_feedback(
                 )
             )
             resolved = [{"agreed": a, "other": b} for a, b in sides]
-    signals = reply_signals(engine, record, reply, reply_vec)
+    signals = reply_signals(engine, record, reply, reply_vec, source)
     changed = store.adjust_edges(
         record.workspace,
         [EdgeDelta(src, dst, kind, d) for (src, dst, kind), d in sorted(deltas.items()) if d],
@@ -131,7 +131,11 @@ def drawn_on(
 
 
 def reply_signals(
-    engine: Engine, record: RecallRecord, reply: str, reply_vec: np.ndarray
+    engine: Engine,
+    record: RecallRecord,
+    reply: str,
+    reply_vec: np.ndarray,
+    source: str | None = None,
 ) -> list[ReplySignal]:
     """What the reply says about memories, for the learned ranking (``learn.scoring``): +1 for
     each memory it drew on (its best matches in the recall's scope, aligned at least
@@ -163,6 +167,7 @@ def reply_signals(
             round(alignment, 6),
             now,
             context,
+            source,
         )
 
     out = [signal(m, 1.0, a) for m, a in used.items()]

@@ -216,7 +216,8 @@ class Inspector:
         return {"items": items[:limit], "counts": {**counts, "reply_signal": len(replies)}}
 
     def memory_learning(self, record: MemoryRecord) -> dict[str, Any]:
-        """The signals feedback left on one memory and its learned multiplier after each.
+        """The signals feedback left on one memory and its learned multiplier after each;
+        ``given_by`` is each signal's source (see docs/learning.md), ``id`` the record to undo.
 
         The multiplier is ``1 + adjustment`` for a query that fully matches the signals'
         contexts (ratings without a context match every query), computed with the store's
@@ -234,26 +235,43 @@ class Inspector:
             value = VERDICT_VALUE.get(r.verdict, 0.0)
             signals.append(
                 (
-                    Signal(value, r.weight, r.created_at, "rating"),
-                    {"source": "rating", "id": r.rating_id, "verdict": r.verdict},
+                    Signal(value, r.weight, r.created_at, "rating", origin=r.source),
+                    {
+                        "source": "rating",
+                        "id": r.rating_id,
+                        "verdict": r.verdict,
+                        "given_by": r.source,
+                    },
                 )
             )
         for p in pairs:
             if p.memory_id == record.id:
                 signals.append(
                     (
-                        Signal(1.0, p.weight, p.created_at, "pair"),
-                        {"source": "pair", "id": p.pair_id, "verdict": "accepted"},
+                        Signal(1.0, p.weight, p.created_at, "pair", origin=p.source),
+                        {
+                            "source": "pair",
+                            "id": p.pair_id,
+                            "verdict": "accepted",
+                            "given_by": p.source,
+                        },
                     )
                 )
         for row in self.store.reply_signal_rows(Scope(ws), record.id, cfg.feedback_records_limit):
             signals.append(
                 (
-                    Signal(row["value"], cfg.feedback_reply_weight, row["created_at"], "reply"),
+                    Signal(
+                        row["value"],
+                        cfg.feedback_reply_weight,
+                        row["created_at"],
+                        "reply",
+                        origin=row["source"],
+                    ),
                     {
                         "source": "reply",
                         "id": row["recall_id"],
                         "verdict": "drawn_on" if row["value"] > 0 else "left",
+                        "given_by": row["source"],
                     },
                 )
             )
@@ -266,6 +284,7 @@ class Inspector:
                 half_life_days=cfg.feedback_half_life_days,
                 min_samples=cfg.feedback_min_samples,
                 max_adjustment=cfg.feedback_max_adjustment,
+                source_window_s=cfg.feedback_source_window_s,
             )
             points.append(
                 {

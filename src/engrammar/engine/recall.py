@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import NotFoundError
 from ..learn.preferences import select_preferences
+from ..learn.rates import Adjustment, learned_records
 from ..learn.scoring import LearnParams, learned_ranking
 from ..models import (
     Edge,
@@ -89,6 +90,7 @@ class Learned:
     components: dict[str, float]
     note: str | None = None
     via: str = "search"
+    adjustment: Adjustment | None = None  # the learned part, per record and source
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -497,6 +499,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         reply_context_full=cfg.feedback_reply_context_full,
         rating_context_min=cfg.feedback_rating_context_min,
         rating_context_full=cfg.feedback_rating_context_full,
+        source_window_s=cfg.feedback_source_window_s,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])
     kept = [(i.id, i.score) for i in items if i.id in vecs]
@@ -514,7 +517,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         if "rank" in comps:
             comps["rank"] = position
         via = before.via if before else "feedback"
-        out.append(Learned(s.id, s.score, comps, s.note, via))
+        out.append(Learned(s.id, s.score, comps, s.note, via, s.adjustment))
     return out
 
 
@@ -594,6 +597,7 @@ def _explain_learned(out: dict[str, Any], ranked: Sequence[Learned]) -> dict[str
         k: v for k, v in entry.components.items() if k.startswith("learned") or k == "context_match"
     }
     out["note"] = entry.note
+    out["records"], out["sources"] = learned_records(entry.adjustment)
     out["score_to_beat"] = round(ranked[position - 1].score, 6) if position else None
     out["formula"] += (
         "; then × (1 + learned), learned = bounded, decayed, shrunk sum of feedback-record "

@@ -30,18 +30,29 @@ from ..models import (
 )
 from ..store import NewMemory, RecallRecord
 from ..store.base import NewFeedbackEvent
+from . import validate as v
 from .base import Engine, dedup_key
 
 __all__ = [
     "create_decision_review",
     "create_feedback_event",
     "create_preference_pair",
+    "feedback_source",
     "find_recall",
     "linked_memory",
     "log_event",
     "rate_memory",
     "recall_query",
+    "undo",
 ]
+
+
+def feedback_source(source: Any, agent_id: str | None) -> str | None:
+    """Who gave a feedback record: ``source`` when given (checked), else ``agent:<agent_id>``,
+    else ``None`` (unattributed)."""
+    if source is not None:
+        return v.scope_id("source", source)
+    return None if agent_id is None else f"agent:{agent_id}"
 
 
 def linked_memory(
@@ -85,6 +96,7 @@ def create_feedback_event(
     reason: str | None,
     source_event_id: str | None,
     metadata: dict[str, Any],
+    source: str | None = None,
 ) -> FeedbackEvent:
     """Store a feedback event of ``scope`` (fields as in
     :class:`~engrammar.models.FeedbackEvent`) with its vectors and, when an answer stands,
@@ -105,6 +117,7 @@ def create_feedback_event(
         source_event_id=idempotency_key(source_event_id, scope.user_id),
         created_at=when,
         metadata=metadata,
+        source=source,
     )
     corrected = event.corrected_output or event.user_correction
     payload = {
@@ -168,6 +181,7 @@ def create_decision_review(
     user: str | None,
     agent: str | None,
     when: float,
+    source: str | None = None,
 ) -> DecisionReview:
     """Review the feedback event ``event_id``: the answer of ``final_decision`` stands from
     now on (a decision memory of the event's scope), scaled by ``outcome`` and
@@ -212,6 +226,7 @@ def create_decision_review(
         reversed=final_decision != event.state,
         created_at=when,
         reason=reason,
+        source=source,
     )
     return engine.store.create_decision_review(review, decision, answer)
 
@@ -224,6 +239,7 @@ def create_preference_pair(
     rejected_output: str,
     weight: float,
     when: float,
+    source: str | None = None,
 ) -> PreferencePair:
     """Store a preference pair with its vectors and the accepted output as a memory of kind
     ``preference``."""
@@ -239,6 +255,7 @@ def create_preference_pair(
         rejected_output=rejected_output,
         weight=weight,
         created_at=when,
+        source=source,
     )
     memory = linked_memory(
         scope,
@@ -252,7 +269,12 @@ def create_preference_pair(
 
 
 def log_event(
-    engine: Engine, scope: Scope, kind: str, payload: dict[str, Any], when: float
+    engine: Engine,
+    scope: Scope,
+    kind: str,
+    payload: dict[str, Any],
+    when: float,
+    source: str | None = None,
 ) -> LoggedEvent:
     """Store any other event of ``scope`` (e.g. a checkpoint)."""
     event = LoggedEvent(
@@ -264,8 +286,17 @@ def log_event(
         kind=kind,
         payload=payload,
         created_at=when,
+        source=source,
     )
     return engine.store.log_event(event)
+
+
+def undo(engine: Engine, workspace: str, record_id: str, user_id: str | None) -> dict[str, Any]:
+    """Take the feedback record ``record_id`` back (see ``Store.undo_record``)."""
+    cfg = engine.config
+    return engine.store.undo_record(
+        workspace, record_id, cfg.edge_weight_min, cfg.edge_weight_max, user_id
+    )
 
 
 def find_recall(engine: Engine, scope: Scope, recall_id: str) -> RecallRecord | None:
@@ -291,6 +322,7 @@ def rate_memory(
     when: float,
     recall_id: str | None,
     context: str | None,
+    source: str | None = None,
 ) -> MemoryRating:
     """Store ``rater``'s rating of ``target`` with its context's vector and its correction
     as a memory of kind ``fact`` in the rated memory's scope."""
@@ -307,6 +339,7 @@ def rate_memory(
         created_at=when,
         recall_id=recall_id,
         context=context,
+        source=source,
     )
     texts = [t for t in (rating.context, rating.correction) if t is not None]
     vectors = engine.embed(texts) if texts else None

@@ -136,7 +136,13 @@ def _scope_records(
                     )
                     keep = keep and all(
                         row.get(name) is None or row[name] in ids
-                        for name in ("memory_id", "correction_memory_id", "decision_memory_id")
+                        for name in (
+                            "memory_id",
+                            "correction_memory_id",
+                            "decision_memory_id",
+                            "src",
+                            "dst",
+                        )
                     )
                     if table == "decision_reviews":
                         keep = keep and row["event_id"] in events
@@ -233,12 +239,16 @@ _NULLABLE = frozenset(
     {
         "user_id", "agent_id", "session_id", "user_reaction", "user_correction",
         "corrected_output", "reason", "source_event_id", "correction", "correction_memory_id",
-        "recall_id", "context", "decision_memory_id", "consumed_at", "memory_id",
+        "recall_id", "context", "decision_memory_id", "consumed_at", "memory_id", "source",
+        "before",
     }
 )  # fmt: skip
-_NUMBERS = frozenset({"created_at", "consumed_at", "weight", "confidence", "value", "alignment"})
+_NUMBERS = frozenset(
+    {"created_at", "consumed_at", "weight", "confidence", "value", "alignment", "delta", "at",
+     "before"}
+)  # fmt: skip
 #: Tables whose rows have no id of their own.
-_NO_ID = frozenset({"decision_memories", "reply_signals"})
+_NO_ID = frozenset({"decision_memories", "reply_signals", "edge_changes"})
 _CHOICES: dict[str, tuple[str, ...]] = {
     "state": FEEDBACK_STATES,
     "final_decision": FEEDBACK_STATES,
@@ -248,7 +258,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _IDS = frozenset({"id", "workspace", "event_id", "memory_id", "correction_memory_id",
                   "decision_memory_id", "recall_id", "source_event_id", "user_id", "agent_id",
-                  "session_id"})  # fmt: skip
+                  "session_id", "source", "src", "dst"})  # fmt: skip
 
 
 def _record_row(engine: Engine, line: int, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -269,6 +279,8 @@ def _record_row(engine: Engine, line: int, data: dict[str, Any]) -> tuple[str, d
             row[name] = None
         elif name in _IDS:
             row[name] = v.scope_id(f(name), value, required=True)
+        elif name == "kind" and table == "edge_changes":
+            row[name] = v.choice(f(name), value, EDGE_KINDS)
         elif name in _CHOICES:
             row[name] = v.choice(f(name), value, _CHOICES[name])
         elif name in _NUMBERS:
@@ -547,4 +559,4 @@ def _written(
     return edges, count
 
 
-_UNCOUNTED = frozenset({"decision_memories", "reply_signals"})
+_UNCOUNTED = frozenset({"decision_memories", "reply_signals", "edge_changes"})

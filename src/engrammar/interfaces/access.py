@@ -16,7 +16,16 @@ from typing import Any
 from ..errors import ForbiddenError, NotFoundError, ValidationError
 from ..memory import Memory
 
-__all__ = ["Call", "Principal", "narrow_ids", "own_event", "own_memory", "own_recall", "resolve"]
+__all__ = [
+    "Call",
+    "Principal",
+    "attribute",
+    "narrow_ids",
+    "own_event",
+    "own_memory",
+    "own_recall",
+    "resolve",
+]
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,24 @@ def resolve(call: Call) -> None:
     args["workspace"] = ws
     if "user_id" in args:
         args["user_id"] = user
+
+
+def attribute(call: Call) -> None:
+    """Feedback over HTTP with an API key comes from that key, whatever the request says."""
+    if call.principal.key_id is not None:
+        call.args["source"] = f"key:{call.principal.key_id}"
+
+
+def feedback_source(principal: Principal, args: dict[str, Any]) -> str | None:
+    """Who a feedback write comes from, for the per-source rate limit: the API key, else the
+    ``source`` or ``agent_id`` the request names (``None``: the caller's address decides)."""
+    if principal.key_id is not None:
+        return f"key:{principal.key_id}"
+    if isinstance(args.get("source"), str):
+        return f"source:{args['source']}"
+    if isinstance(args.get("agent_id"), str):
+        return f"agent:{args['agent_id']}"
+    return None
 
 
 def _own_memory_id(call: Call, memory_id: Any) -> Any:

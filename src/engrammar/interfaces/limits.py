@@ -79,15 +79,10 @@ def _error(status: int, kind: str, message: str, headers: dict[str, str] | None 
     )
 
 
-def rate_limited(wait: float) -> Any:
+def rate_limited(wait: float, what: str = "too many requests for this API key") -> Any:
     """The 429 response for a client whose next token is ``wait`` seconds away."""
     retry = max(1, math.ceil(wait))
-    return _error(
-        429,
-        "rate_limited",
-        f"too many requests for this API key; retry in {retry} s",
-        {"Retry-After": str(retry)},
-    )
+    return _error(429, "rate_limited", f"{what}; retry in {retry} s", {"Retry-After": str(retry)})
 
 
 class LimitsMiddleware:

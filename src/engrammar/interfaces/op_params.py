@@ -78,6 +78,13 @@ RECALL_MIN_SCORE = min_score(
     "ranking's score times the best cosine any candidate has with the query (search's "
     "query_match), the scale search returns, so a query nothing matches brings back little."
 )
+SOURCE = _p(
+    "source",
+    str | None,
+    "Who gives this feedback (default: agent:<agent_id>); over HTTP with an API key, the "
+    "key's id. One source's burst counts as one signal.",
+    mcp=False,
+)
 
 
 # -- rendering -----------------------------------------------------------------------------------

@@ -386,6 +386,43 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "response": _TEXT,
                 "recall_id": {**_opt(_ID), "description": "The recall to act on."},
                 **_scope_props(),
+                "source": {
+                    "type": ["string", "null"],
+                    "description": "Who sends the reply; with an API key, the key's id.",
+                },
+            },
+        },
+        "UndoRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["record_id"],
+            "properties": {
+                "record_id": _ID,
+                "user_id": _opt(_ID),
+                "workspace": _opt(_ID),
+            },
+        },
+        "UndoResult": {
+            "type": "object",
+            "required": ["record_id", "kind", "undone", "memories_removed", "edges_restored"],
+            "properties": {
+                "record_id": {"type": "string"},
+                "kind": {
+                    "type": "string",
+                    "enum": [
+                        "feedback_event",
+                        "decision_review",
+                        "preference_pair",
+                        "memory_rating",
+                        "logged_event",
+                        "reply",
+                    ],
+                },
+                "user_id": _NULLABLE_STR,
+                "source": _NULLABLE_STR,
+                "undone": {"type": "array", "items": {"type": "string"}},
+                "memories_removed": {"type": "array", "items": {"type": "string"}},
+                "edges_restored": {"type": "integer", "minimum": 0},
             },
         },
         "FeedbackResult": {
@@ -420,6 +457,31 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "rank": {"type": ["integer", "null"]},
                 "score": {"type": ["number", "null"]},
                 "components": {"type": "object"},
+                "records": {
+                    "type": "array",
+                    "description": "Each feedback record that moved the memory for this query, "
+                    "with its share of `learned` now (after decay); `record_id` can be undone.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "record_id": {"type": "string"},
+                            "signal": {"type": "string"},
+                            "source": _NULLABLE_STR,
+                            "contribution": {"type": "number"},
+                        },
+                    },
+                },
+                "sources": {
+                    "type": "array",
+                    "description": "The contributions summed per source.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "source": _NULLABLE_STR,
+                            "contribution": {"type": "number"},
+                        },
+                    },
+                },
             },
         },
         **_record_requests(),

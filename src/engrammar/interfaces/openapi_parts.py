@@ -172,6 +172,12 @@ def _text(doc: str) -> dict[str, Any]:
     return {**_TEXT, "description": doc}
 
 
+_SOURCE = {
+    "type": ["string", "null"],
+    "description": "Who gives this feedback; with an API key, the key's id replaces it.",
+}
+
+
 def _record_requests() -> dict[str, Any]:
     states = {"type": "string", "enum": list(models.FEEDBACK_STATES)}
     weight = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
@@ -205,6 +211,7 @@ def _record_requests() -> dict[str, Any]:
                 **_scope_props(),
                 "metadata": _METADATA,
                 "timestamp": _TIME,
+                "source": _SOURCE,
             },
             "Name at least one of user_id, agent_id, session_id. A `corrected` event needs "
             "`corrected_output` or `user_correction`.",
@@ -226,6 +233,7 @@ def _record_requests() -> dict[str, Any]:
                 "agent_id": _opt(_ID),
                 "workspace": _opt(_ID),
                 "timestamp": _TIME,
+                "source": _SOURCE,
             },
             "A later look at a feedback event; a different final_decision reverses it. "
             "Reviewing to `corrected` needs an event that carries a correction.",
@@ -239,6 +247,7 @@ def _record_requests() -> dict[str, Any]:
                 "weight": weight,
                 **_scope_props(),
                 "timestamp": _TIME,
+                "source": _SOURCE,
             },
             "One output preferred over another for the same context; `accepted_output` and "
             "`rejected_output` must differ (a rule JSON Schema cannot state); name at least one "
@@ -252,6 +261,7 @@ def _record_requests() -> dict[str, Any]:
                 "payload": _METADATA,
                 **_scope_props(),
                 "timestamp": _TIME,
+                "source": _SOURCE,
             },
             "Any other event on record; name at least one of user_id, agent_id, session_id.",
             _NEED_SCOPE,
@@ -267,6 +277,7 @@ def _record_requests() -> dict[str, Any]:
                 "weight": weight,
                 **_scope_props(),
                 "timestamp": _TIME,
+                "source": _SOURCE,
             },
             "Whether a memory helped (MCP memory_feedback). Give recall_id or context, not both.",
             {"not": {"allOf": [_given("recall_id"), _given("context")]}},

@@ -19,6 +19,7 @@ from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, i
 from .access import (
     Call,
     Principal,
+    attribute,
     narrow_ids,
     own_event,
     own_memory,
@@ -29,6 +30,7 @@ from .access import (
 from .texts import feedback_summary, plural, recalled_text, short
 
 __all__ = [
+    "FEEDBACK_WRITES",
     "NOT_EXPOSED",
     "OPERATIONS",
     "HttpRoute",
@@ -54,6 +56,7 @@ from .op_params import (
     SCOPE,
     SEARCH_MIN_SCORE,
     SESSION,
+    SOURCE,
     TIMESTAMP,
     USER,
     WEIGHT,
@@ -295,6 +298,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "The recall to act on (default: the scope's newest unused one).",
             ),
             *SCOPE,
+            SOURCE,
         ),
         "Learn from the reply to a recall (MemWire alignment feedback)",
         http=(HttpRoute("POST", "/v1/feedback", 200),),
@@ -304,7 +308,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "strengthened; those it ignored are weakened. A recall is used once.\n\n\b\n  engrammar "
         'recall "How do you approach projects?" -u alice\n  engrammar feedback "You write the '
         'docs first, then code." -u alice',
-        guards=_SCOPED,
+        guards=(*_SCOPED, attribute),
         text=feedback_summary,
         schemas=("FeedbackRequest", "FeedbackResult"),
         errors=(401, 403, 404, 422),
@@ -325,6 +329,41 @@ OPERATIONS: tuple[Operation, ...] = (
         guards=_OWNED,
         text=_explain_text,
         schemas=("ExplainRequest", "Explanation"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "undo",
+        "undo",
+        (
+            _p(
+                "record_id",
+                str,
+                "The feedback record to take back: a feedback event, decision review, "
+                "preference pair, rating or logged event id, or the recall_id of a reply.",
+                REQUIRED,
+                cli="arg",
+            ),
+            _p("user_id", str | None, "Only a record of this user.", short="u"),
+            WORKSPACE,
+        ),
+        "Take a feedback record back",
+        http=(HttpRoute("POST", "/v1/undo", 200),),
+        mcp="memory_undo",
+        mcp_doc="Take back a feedback record you gave (a rating, event, review, preference pair, "
+        "logged event, or the reply sent to memory_feedback for a recall_id): every memory's "
+        "score returns to what it would be had it never been given.",
+        hints={"destructiveHint": True},
+        cli=("undo",),
+        cli_doc="Take back the feedback record RECORD_ID: scores return to what they would be "
+        "had it never been given.",
+        guards=_SCOPED,
+        text=lambda d: (
+            f"undid {d['kind'].replace('_', ' ')} {d['record_id']}"
+            + (f" (+{len(d['undone']) - 1} reviews)" if len(d["undone"]) > 1 else "")
+            + (f"; removed {len(d['memories_removed'])} memories" if d["memories_removed"] else "")
+            + (f"; restored {d['edges_restored']} edges" if d["edges_restored"] else "")
+        ),
+        schemas=("UndoRequest", "UndoResult"),
         errors=(401, 403, 404, 422),
     ),
 )
@@ -407,6 +446,7 @@ _RECORDS = (
                 ),
                 METADATA,
                 TIMESTAMP,
+                SOURCE,
             ),
             "Create a feedback event",
             http=(HttpRoute("POST", "/v1/feedback-events", 201, "create_feedback_events"),),
@@ -424,7 +464,7 @@ _RECORDS = (
             'every 30 seconds until it succeeds." --state corrected \\\n    --corrected-output '
             '"Exponential backoff, max 5 attempts, skip 4xx." \\\n    --reason "A 4xx means the '
             "request is wrong; sending it again won't fix it.\"",
-            guards=_SCOPED,
+            guards=(*_SCOPED, attribute),
             text=lambda d: f"recorded feedback event {d['id']} ({d['state']})",
             mcp_text=lambda d: f"Recorded feedback event {d['id']} ({d['state']}).",
             schemas=("FeedbackEventRequest", "FeedbackEvent"),
@@ -464,6 +504,7 @@ _RECORDS = (
                 _p("agent_id", str | None, "The agent that reviews.", short="a"),
                 WORKSPACE,
                 TIMESTAMP,
+                SOURCE,
             ),
             "Create a decision review",
             http=(HttpRoute("POST", "/v1/decision-reviews", 201, "create_decision_reviews"),),
@@ -475,7 +516,7 @@ _RECORDS = (
             "recall.",
             cli=("review", "create"),
             cli_doc="Review the feedback event EVENT_ID: final decision, outcome, confidence.",
-            guards=(resolve, own_event),
+            guards=(resolve, own_event, attribute),
             text=lambda d: (
                 f"recorded decision review {d['id']}" + (" (reversed)" if d["reversed"] else "")
             ),
@@ -508,6 +549,7 @@ _RECORDS = (
                 WEIGHT,
                 *SCOPE,
                 TIMESTAMP,
+                SOURCE,
             ),
             "Create a preference pair",
             http=(HttpRoute("POST", "/v1/preference-pairs", 201, "create_preference_pairs"),),
@@ -518,7 +560,7 @@ _RECORDS = (
             "repeat the rejected output are lowered.",
             cli=("pair", "create"),
             cli_doc="Record that one output was preferred over another for the same context.",
-            guards=_SCOPED,
+            guards=(*_SCOPED, attribute),
             text=lambda d: f"recorded preference pair {d['id']}",
             mcp_text=lambda d: f"Recorded preference pair {d['id']}.",
             schemas=("PreferencePairRequest", "PreferencePair"),
@@ -546,6 +588,7 @@ _RECORDS = (
                 _p("payload", dict[str, Any] | None, "Any JSON data about the event.", json=True),
                 *SCOPE,
                 TIMESTAMP,
+                SOURCE,
             ),
             "Create a logged event",
             http=(HttpRoute("POST", "/v1/events", 201, "create_logged_events"),),
@@ -554,7 +597,7 @@ _RECORDS = (
             mcp_doc="Put any other event on record (a checkpoint, a tool run, a milestone).",
             cli=("log", "create"),
             cli_doc="Put any other event of KIND on record (a checkpoint, a tool run).",
-            guards=_SCOPED,
+            guards=(*_SCOPED, attribute),
             text=lambda d: f"logged event {d['id']} ({d['kind']})",
             mcp_text=lambda d: f"Logged event {d['id']} ({d['kind']}).",
             schemas=("LogEventRequest", "LoggedEvent"),
@@ -582,12 +625,13 @@ _RECORDS = (
                 WEIGHT,
                 *SCOPE,
                 TIMESTAMP,
+                SOURCE,
             ),
             "Create a memory rating",
             http=(HttpRoute("POST", "/v1/ratings", 201, "create_memory_ratings"),),
             cli=("rate", "create"),
             cli_doc="Rate MEMORY_ID: accepted, rejected or corrected (MCP memory_feedback).",
-            guards=(resolve, own_memory, own_recall),
+            guards=(resolve, own_memory, own_recall, attribute),
             text=lambda d: f"rated memory {d['memory_id']}: {d['verdict']} ({d['id']})",
             schemas=("RatingRequest", "MemoryRating"),
             errors=(401, 403, 404, 409, 422),
@@ -599,6 +643,19 @@ _RECORDS = (
 
 OPERATIONS = (*OPERATIONS, *_RECORDS, *INSPECTOR_OPERATIONS, *KNOWLEDGE_OPERATIONS)
 _BY_NAME = {op.name: op for op in OPERATIONS}
+
+#: The operations that write feedback: limited per source over HTTP (feedback_rate_limit_per_s).
+FEEDBACK_WRITES = frozenset(
+    {
+        "feedback",
+        "create_feedback_event",
+        "create_decision_review",
+        "create_preference_pair",
+        "log_event",
+        "rate_memory",
+        "undo",
+    }
+)
 
 #: Public ``Memory`` methods no operation serves, and why.
 NOT_EXPOSED = {

@@ -39,12 +39,13 @@ from ..errors import (
 )
 from ..keys import verify_api_key
 from ..memory import Memory
+from .access import feedback_source
 from .http_guard import HostGuard, allowed_hosts, guarded_h11
 from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
 from .openapi import openapi_document
 from .openapi_parts import MAX_INT
-from .operations import OPERATIONS, HttpRoute, Operation, Principal, dispatch
+from .operations import FEEDBACK_WRITES, OPERATIONS, HttpRoute, Operation, Principal, dispatch
 from .ui import ui_routes
 
 __all__ = ["build_app", "is_loopback", "serve", "server_config"]
@@ -287,6 +288,9 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
                         else "is given in the URL path; do not repeat it",
                     )
                 args[key] = request.path_params[key]
+            limited = _feedback_limited(request, principal, op.name, args)
+            if limited is not None:
+                return limited
             data = await in_worker(request.app, dispatch, memory, principal, op.name, args)
         except _BadRequest as exc:
             return _error(400, "bad_request", str(exc), "body")
@@ -300,6 +304,24 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
         return JSONResponse(data, status_code=status)
 
     return endpoint
+
+
+def _feedback_limited(
+    request: Request, principal: Principal, name: str, args: dict[str, Any]
+) -> Response | None:
+    """The 429 of a feedback write over its source's budget (``feedback_rate_limit_per_s``):
+    one source flooding ratings is refused before it reaches the store."""
+    bucket: TokenBucket | None = getattr(request.app.state, "feedback_bucket", None)
+    if bucket is None or name not in FEEDBACK_WRITES:
+        return None
+    source = feedback_source(principal, args)
+    if source is None:
+        source = f"address:{request.client.host if request.client else '?'}"
+    wait = bucket.take(source, time.monotonic())
+    if not wait:
+        return None
+    response: Response = rate_limited(wait, f"too many feedback writes from {source}")
+    return response
 
 
 async def _healthz(request: Request) -> Response:
@@ -406,6 +428,11 @@ def build_app(
         app.router.routes.extend(ui_routes())
     app.state.memory = memory
     app.state.server_threads = cfg.server_threads
+    app.state.feedback_bucket = (
+        TokenBucket(cfg.feedback_rate_limit_per_s, cfg.feedback_rate_limit_burst)
+        if cfg.feedback_rate_limit_per_s
+        else None
+    )
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
     bucket = (

@@ -16,6 +16,15 @@ a sustained pattern does:
   a lone outlier still reaches only ``1 / (1 + min_samples)``.
 * **Bound.** The adjustment is ``max_adjustment × mean``, so a score moves by at most
   ``± max_adjustment`` of itself, whatever the number or weight of signals.
+* **One voice per source and burst.** Signals carry their *origin* (who gave them: an API key,
+  an agent; ``None`` is the unattributed local caller). Within each ``source_window_s`` (a
+  fixed grid of windows), one origin's signals of one kind on one memory count together as
+  much as the heaviest of them alone: a source flooding a memory with a thousand ratings in a
+  minute weighs what one rating weighs. A sustained pattern, spread over time, still adds up.
+
+Every signal's share of the adjustment is kept (``by_record``, ``by_origin``): the shares of a
+memory's signals add up to its adjustment, so ``explain`` can say what each record and each
+source contributes now (after decay).
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["Adjustment", "Signal", "aggregate", "context_match", "decay"]
+__all__ = ["Adjustment", "Signal", "aggregate", "context_match", "decay", "learned_records"]
 
 _DAY = 86_400.0
 
@@ -38,6 +47,8 @@ class Signal:
     created_at: float  # epoch seconds
     source: str  # "rating", "decision", "review", "pair", "rejected_output", "reply", ...
     corroborated: float = 0.0  # in [0, 1]: how far an independent signal of the same event agrees
+    record: str | None = None  # the id of the feedback record that gave it
+    origin: str | None = None  # who gave it (an API key, an agent); None: unattributed
 
 
 @dataclass
@@ -48,6 +59,9 @@ class Adjustment:
     evidence: float = 0.0  # sum of decayed weights
     mean: float = 0.0  # shrunk mean in [-1, 1]
     by_source: dict[str, float] = field(default_factory=dict)  # share of ``value`` per source
+    by_record: dict[str, float] = field(default_factory=dict)  # share of ``value`` per record
+    by_origin: dict[str | None, float] = field(default_factory=dict)  # share per origin
+    record_info: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # kind, origin
 
 
 def decay(age_seconds: float, half_life_days: float) -> float:
@@ -73,29 +87,80 @@ def aggregate(
     half_life_days: float,
     min_samples: float,
     max_adjustment: float,
+    source_window_s: float = 0.0,
 ) -> Adjustment:
     """Combine signals into one bounded adjustment (see the module docstring)."""
+    kept = [s for s in signals if s.weight > 0]
+    decayed = [s.weight * decay(now - s.created_at, half_life_days) for s in kept]
+    if source_window_s > 0:
+        # One voice per (origin, kind, window): the group weighs what its heaviest signal does.
+        groups: dict[tuple[str | None, str, int], list[int]] = {}
+        for i, s in enumerate(kept):
+            key = (s.origin, s.source, math.floor(s.created_at / source_window_s))
+            groups.setdefault(key, []).append(i)
+        for members in groups.values():
+            if len(members) > 1:
+                total_w = sum(decayed[i] for i in members)
+                top = max(decayed[i] for i in members)
+                if total_w > top:
+                    for i in members:
+                        decayed[i] *= top / total_w
     total = 0.0
     weight = 0.0
     agreeing = 0.0
     per_source: dict[str, float] = {}
-    for s in signals:
-        if s.weight <= 0:
-            continue
-        w = s.weight * decay(now - s.created_at, half_life_days)
+    per_record: dict[str, float] = {}
+    per_origin: dict[str | None, float] = {}
+    info: dict[str, tuple[str, str | None]] = {}
+    for s, w in zip(kept, decayed, strict=True):
         v = max(-1.0, min(1.0, s.value))
         total += w * v
         weight += w
         agreeing += w * max(0.0, min(1.0, s.corroborated))
         per_source[s.source] = per_source.get(s.source, 0.0) + w * v
+        if s.record is not None:
+            per_record[s.record] = per_record.get(s.record, 0.0) + w * v
+            info.setdefault(s.record, (s.source, s.origin))
+        per_origin[s.origin] = per_origin.get(s.origin, 0.0) + w * v
     if weight == 0.0:
         return Adjustment()
     denominator = weight + min_samples / (1.0 + agreeing)
     mean = total / denominator
     value = max(-max_adjustment, min(max_adjustment, max_adjustment * mean))
+
+    def share(part: float) -> float:
+        return max_adjustment * part / denominator
+
     return Adjustment(
         value=value,
         evidence=weight,
         mean=mean,
-        by_source={k: max_adjustment * v / denominator for k, v in per_source.items()},
+        by_source={k: share(v) for k, v in per_source.items()},
+        by_record={k: share(v) for k, v in per_record.items()},
+        by_origin={k: share(v) for k, v in per_origin.items()},
+        record_info=info,
     )
+
+
+def learned_records(
+    adjustment: Adjustment | None,
+) -> tuple[list[dict[str, float | str | None]], list[dict[str, float | str | None]]]:
+    """The records that moved a memory and the sources they came from, each with its share
+    of the adjustment now (after decay), largest first (``explain``'s ``records`` and
+    ``sources``)."""
+    if adjustment is None:
+        return [], []
+    records: list[dict[str, float | str | None]] = [
+        {
+            "record_id": record,
+            "signal": adjustment.record_info[record][0],
+            "source": adjustment.record_info[record][1],
+            "contribution": round(share, 6),
+        }
+        for record, share in sorted(adjustment.by_record.items(), key=lambda kv: -abs(kv[1]))
+    ]
+    sources: list[dict[str, float | str | None]] = [
+        {"source": origin, "contribution": round(share, 6)}
+        for origin, share in sorted(adjustment.by_origin.items(), key=lambda kv: -abs(kv[1]))
+    ]
+    return records, sources

@@ -71,6 +71,8 @@ class ReviewFacts:
     reversed: bool
     created_at: float
     reason: str | None = None
+    review_id: str = ""
+    source: str | None = None
 
 
 @dataclass
@@ -86,6 +88,7 @@ class EventFacts:
     reviews: list[ReviewFacts] = field(default_factory=list)  # oldest first
     ai_output: str = ""
     corrected: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -99,6 +102,7 @@ class PairFacts:
     memory_id: str | None
     accepted_output: str = ""
     rejected_output: str = ""
+    source: str | None = None
 
 
 @dataclass
@@ -110,6 +114,7 @@ class RatingFacts:
     created_at: float
     context_vec: np.ndarray | None
     recall_id: str | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -121,6 +126,7 @@ class ReplyFacts:
     value: float  # +1 the reply drew on it, -1 recalled but not drawn on
     created_at: float
     context_vec: np.ndarray  # the recall's query
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,7 @@ class LearnParams:
     reply_context_full: float = 0.98
     rating_context_min: float = 0.5
     rating_context_full: float = 0.85
+    source_window_s: float = 60.0
 
 
 @dataclass
@@ -245,9 +252,11 @@ def learned_ranking(
         created_at: float,
         source: str,
         corroborated: float = 0.0,
+        record: str | None = None,
+        origin: str | None = None,
     ) -> None:
         signals.setdefault(memory_id, []).append(
-            Signal(value, weight, created_at, source, corroborated)
+            Signal(value, weight, created_at, source, corroborated, record, origin)
         )
 
     for event in events:
@@ -266,13 +275,21 @@ def learned_ranking(
         for answer, memory_id in event.answers.items():
             if answer == stands:
                 continue
-            add(memory_id, -1.0, m, when, "decision")
+            add(memory_id, -1.0, m, when, "decision", record=event.event_id, origin=event.source)
         for answer, (vec, text) in outputs.items():
             if answer == stands or vec is None:
                 continue
             for memory_id in same_text(vec, text):
                 if memory_id != event.answers.get(stands or ""):
-                    add(memory_id, -1.0, m, when, "rejected_output")
+                    add(
+                        memory_id,
+                        -1.0,
+                        m,
+                        when,
+                        "rejected_output",
+                        record=event.event_id,
+                        origin=event.source,
+                    )
                     rejected_notes.setdefault(
                         memory_id, f"rejected before for a similar context ({current})"
                     )
@@ -284,7 +301,7 @@ def learned_ranking(
             # against it (below) and it is neither surfaced nor ranked as a prior decision.
             rejected_notes.setdefault(memory_id, f"prior decision ({current}) failed when reviewed")
         else:
-            add(memory_id, 1.0, m, when, "decision")
+            add(memory_id, 1.0, m, when, "decision", record=event.event_id, origin=event.source)
         for review in event.reviews:
             if review.final_decision == current and OUTCOME_VALUE[review.outcome]:
                 add(
@@ -293,6 +310,8 @@ def learned_ranking(
                     review.confidence * m,
                     review.created_at,
                     "review",
+                    record=review.review_id or event.event_id,
+                    origin=review.source,
                 )
         if failed(event):
             continue
@@ -319,13 +338,13 @@ def learned_ranking(
             continue
         w = pair.weight * m
         if pair.memory_id is not None:
-            add(pair.memory_id, 1.0, w, pair.created_at, "pair")
+            add(pair.memory_id, 1.0, w, pair.created_at, "pair", 0.0, pair.pair_id, pair.source)
             injected[pair.memory_id] = max(injected.get(pair.memory_id, 0.0), m)
         for memory_id in same_text(pair.accepted_vec, pair.accepted_output):
             if memory_id != pair.memory_id:
-                add(memory_id, 1.0, w, pair.created_at, "pair")
+                add(memory_id, 1.0, w, pair.created_at, "pair", 0.0, pair.pair_id, pair.source)
         for memory_id in same_text(pair.rejected_vec, pair.rejected_output):
-            add(memory_id, -1.0, w, pair.created_at, "pair")
+            add(memory_id, -1.0, w, pair.created_at, "pair", 0.0, pair.pair_id, pair.source)
 
     # A recall's signals share its query as context: match each recall once.
     reply_match: dict[str, float] = {}
@@ -369,6 +388,8 @@ def learned_ranking(
                 rating.created_at,
                 "rating",
                 corroborated,
+                rating.rating_id,
+                rating.source,
             )
 
     # A memory a past reply drew on for a matching question (undisputed by a rating) is placed
@@ -383,7 +404,16 @@ def learned_ranking(
             if (reply.recall_id, reply.memory_id) in disputed:
                 w *= params.conflict_weight
             key = (reply.recall_id, reply.memory_id)
-            add(reply.memory_id, reply.value, w, reply.created_at, "reply", float(key in agreed))
+            add(
+                reply.memory_id,
+                reply.value,
+                w,
+                reply.created_at,
+                "reply",
+                float(key in agreed),
+                reply.recall_id,
+                reply.source,
+            )
             if reply.value > 0 and key not in disputed:
                 drawn[reply.memory_id] = max(drawn.get(reply.memory_id, 0.0), m * anchor)
 
@@ -399,6 +429,7 @@ def learned_ranking(
             half_life_days=params.half_life_days,
             min_samples=params.min_samples,
             max_adjustment=params.max_adjustment,
+            source_window_s=params.source_window_s,
         )
         score = rel * (1.0 + adj.value)
         prior = memory_id in decision_notes and adj.value >= 0

@@ -141,6 +141,7 @@ class ReplySignal:
     alignment: float  # cosine(reply, memory)
     created_at: float
     context_embedding: np.ndarray  # the recall's query
+    source: str | None = None  # who sent the reply (see ``models.FeedbackEvent.source``)
 
 
 @dataclass
@@ -268,10 +269,18 @@ class Store(Protocol):
         edge present before and after keeps its learned weight.
         """
 
-    def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
+    def forget(
+        self,
+        scope: Scope,
+        ids: Sequence[str] | None,
+        edge_bounds: tuple[float, float] | None = None,
+    ) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their
         edges; returns how many were deleted. A memory one of them had superseded is current
-        again (``valid_until`` and ``superseded_by`` cleared, op ``restore``)."""
+        again (``valid_until`` and ``superseded_by`` cleared, op ``restore``). Forgetting a
+        whole scope deletes its feedback records too, and (given ``edge_bounds``, the
+        configured ``[edge_weight_min, edge_weight_max]``) takes back the edge changes its
+        replies made to edges that remain, as :meth:`undo_record` does."""
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         """What changed the memory, oldest first."""
@@ -376,9 +385,29 @@ class Store(Protocol):
         """Add each delta to its edge's weight, clamped to [lo, hi], atomically in the database;
         returns the edges whose weight actually changed (with their new weights).
 
+        Every delta to an existing edge is logged in ``edge_changes`` with the weight before and
+        after (also when clamping left the weight as it was: undoing an earlier change may make
+        it count, see :meth:`undo_record`).
+
         With ``consume_recall``, that recall is marked consumed in the same transaction; if it
         was already consumed (by a concurrent call), nothing is written and ``None`` returned.
         ``reply_signals`` are appended in the same transaction (and only then).
+        """
+
+    def undo_record(
+        self, workspace: str, record_id: str, lo: float, hi: float, user_id: str | None = None
+    ) -> dict[str, Any]:
+        """Take back the feedback record ``record_id`` of ``workspace`` in one transaction, so
+        that every score is what it would be had the record never been given.
+
+        ``record_id`` names a feedback event (its reviews go with it), a decision review, a
+        preference pair, a memory rating, a logged event, or a recall that received a reply
+        (``feedback``): its reply signals are deleted, its edge changes replayed away within
+        ``[lo, hi]`` (``learn.replay``) and the recall can receive feedback again. A memory
+        the record stored beside itself goes too when nothing else refers to it. Returns
+        ``record_id``, ``kind``, ``user_id``, ``source``, ``undone`` (the record ids taken
+        back), ``memories_removed`` and ``edges_restored``; ``NotFoundError`` when there is
+        no such record (or, with ``user_id``, when it is not that user's).
         """
 
     # -- recalls -------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ REPLY_SIGNAL_COLUMNS = (
     "user_id",
     "agent_id",
     "session_id",
+    "source",
 )
 
 

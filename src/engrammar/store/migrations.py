@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from .tables import SOURCED_TABLES
+
 
 def _run(conn: sqlite3.Connection, *statements: str) -> None:
     # Not executescript(): it would commit the migration's transaction half-way.
@@ -448,6 +450,17 @@ def m010_memories_by_kind(conn: sqlite3.Connection) -> None:
     _run(conn, "CREATE INDEX memories_kind ON memories (workspace, user_id, kind, seq)")
 
 
+def m011_feedback_sources(conn: sqlite3.Connection) -> None:
+    """Who gave each feedback record (``source``: an API key or an agent), and the weight of
+    an edge before each logged change (``before``), so a record can be undone exactly."""
+    _run(
+        conn,
+        *(f"ALTER TABLE {t} ADD COLUMN source TEXT" for t in SOURCED_TABLES),
+        "ALTER TABLE edge_changes ADD COLUMN before REAL",
+        "CREATE INDEX edge_changes_recall ON edge_changes (workspace, recall_id)",
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -459,4 +472,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m008_knowledge,
     m009_memory_validity,
     m010_memories_by_kind,
+    m011_feedback_sources,
 ]

@@ -11,10 +11,10 @@
   candidates), ranked with the same BM25 formula and parameters as the in-process index, per
   (workspace, user) partition. Partition sizes come from ``keyword_stats``, which a trigger
   keeps exact; so both stores return the same hits with the same scores.
-* **Concurrency.** Weight changes are ``UPDATE … SET weight = least(hi, greatest(lo, weight +
-  delta))``: the row lock and PostgreSQL's re-check of the updated row make concurrent deltas
-  add up with no lost update. Edges are updated in a fixed order so that two feedback calls
-  cannot deadlock each other. Duplicate inserts collapse on unique constraints.
+* **Concurrency.** A weight change reads the edge ``FOR UPDATE`` and writes the clamped sum
+  with the weight before it into ``edge_changes`` (undo replays that log): the row lock makes
+  concurrent deltas add up with no lost update. Edges are locked in a fixed order so that two
+  feedback calls cannot deadlock each other. Duplicate inserts collapse on unique constraints.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
+    EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
     write_records,
 )
@@ -343,6 +344,13 @@ class PostgresStore(PostgresSearch):
 
             def insert(table: str, mine: list[dict[str, Any]]) -> None:
                 sql, params = self._copy_insert(table, mine)
+                if table == "edge_changes":
+                    # No id of its own: a row already there is the same edge, time and recall.
+                    fields, _ = self._copy_spec(table)
+                    keys = ("workspace", "src", "dst", "kind", "at", "recall_id")
+                    sql = sql.replace(" VALUES (", " SELECT ", 1)[:-1]
+                    sql += f" WHERE NOT EXISTS ({EDGE_CHANGE_KNOWN.replace('?', '%s')})"
+                    params = [[*p, *(p[fields.index(k)] for k in keys)] for p in params]
                 with conn.cursor() as cur:
                     cur.executemany(sql + " ON CONFLICT DO NOTHING", params)
 
@@ -528,10 +536,17 @@ class PostgresStore(PostgresSearch):
 
         return self._tx("update", run)
 
-    def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
+    def forget(
+        self,
+        scope: Scope,
+        ids: Sequence[str] | None,
+        edge_bounds: tuple[float, float] | None = None,
+    ) -> int:
         where, params = pg_scope_where(scope)
 
         def run(conn: Conn) -> int:
+            if ids is None and edge_bounds is not None:
+                self._forget_learning(conn, scope, *edge_bounds)
             if ids is None:
                 deleted = conn.execute(
                     f"DELETE FROM memories WHERE {where} RETURNING id, user_id", params
@@ -609,8 +624,8 @@ class PostgresStore(PostgresSearch):
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
-                        "recall_id, memory_id, value, alignment, context_embedding, created_at) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+                        "recall_id, memory_id, value, alignment, context_embedding, created_at, "
+                        "source) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
                         [
                             (
                                 r.workspace,
@@ -623,63 +638,41 @@ class PostgresStore(PostgresSearch):
                                 r.alignment,
                                 Vector(r.context_embedding),
                                 r.created_at,
+                                r.source,
                             )
                             for r in reply_signals
                         ],
                     )
             if not ordered:
                 return changed
-            with conn.cursor() as cur:
-                # The arithmetic runs in SQL on the locked row: no update is ever lost.
-                cur.executemany(
-                    "UPDATE edges SET weight = least(%(hi)s, greatest(%(lo)s, weight + %(d)s)), "
-                    "updated_at = %(now)s WHERE workspace = %(ws)s AND src = %(src)s "
-                    "AND dst = %(dst)s AND kind = %(kind)s "
-                    "AND least(%(hi)s, greatest(%(lo)s, weight + %(d)s)) <> weight "
-                    "RETURNING src, dst, kind, weight, updated_at",
-                    [
-                        {
-                            "hi": hi,
-                            "lo": lo,
-                            "d": d.delta,
-                            "now": now,
-                            "ws": workspace,
-                            "src": d.src,
-                            "dst": d.dst,
-                            "kind": d.kind,
-                        }
-                        for d in ordered
-                    ],
-                    returning=True,
-                )
-                while True:
-                    row = cur.fetchone()
-                    if row is not None:
-                        changed.append(Edge(*row))
-                    if not cur.nextset():
-                        break
-            if changed:
-                requested = {(d.src, d.dst, d.kind): 0.0 for d in ordered}
-                for d in ordered:
-                    requested[(d.src, d.dst, d.kind)] += d.delta
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
-                        "recall_id, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
-                        [
-                            (
-                                workspace,
-                                e.src,
-                                e.dst,
-                                e.kind,
-                                requested[(e.src, e.dst, e.kind)],
-                                e.weight,
-                                consume_recall,
-                                now,
-                            )
-                            for e in changed
-                        ],
+            logged = []
+            for d in ordered:
+                # Locked in one global order (the sort above): no deadlock between writers.
+                found = conn.execute(
+                    "SELECT weight FROM edges WHERE workspace = %s AND src = %s AND dst = %s "
+                    "AND kind = %s FOR UPDATE",
+                    (workspace, d.src, d.dst, d.kind),
+                ).fetchone()
+                if found is None:
+                    continue
+                before = found[0]
+                after = min(hi, max(lo, before + d.delta))
+                if after != before:
+                    conn.execute(
+                        "UPDATE edges SET weight = %s, updated_at = %s WHERE workspace = %s "
+                        "AND src = %s AND dst = %s AND kind = %s",
+                        (after, now, workspace, d.src, d.dst, d.kind),
                     )
+                    changed.append(Edge(d.src, d.dst, d.kind, after, now))
+                logged.append(
+                    (workspace, d.src, d.dst, d.kind, d.delta, after, consume_recall, now, before)
+                )
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                    "recall_id, at, before) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    logged,
+                )
             return changed
 
         return self._tx("edge update", run)

@@ -16,6 +16,8 @@ from typing import Any
 
 import psycopg
 
+from .tables import SOURCED_TABLES
+
 Conn = psycopg.Connection[Any]
 
 
@@ -400,6 +402,17 @@ def m008_memory_validity(conn: Conn) -> None:
     )
 
 
+def m009_feedback_sources(conn: Conn) -> None:
+    """Who gave each feedback record (``source``: an API key or an agent), and the weight of
+    an edge before each logged change (``before``), so a record can be undone exactly."""
+    _run(
+        conn,
+        *(f"ALTER TABLE {t} ADD COLUMN source TEXT" for t in SOURCED_TABLES),
+        "ALTER TABLE edge_changes ADD COLUMN before DOUBLE PRECISION",
+        "CREATE INDEX edge_changes_recall ON edge_changes (workspace, recall_id)",
+    )
+
+
 def m010_memories_by_kind(conn: Conn) -> None:
     """Recall reads a scope's newest standing preferences (kind ``preference``) on every call:
     an index by kind keeps that read from scanning every memory of the user."""
@@ -415,5 +428,6 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m006_edge_changes,
     m007_knowledge,
     m008_memory_validity,
+    m009_feedback_sources,
     m010_memories_by_kind,
 ]

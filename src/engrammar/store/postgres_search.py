@@ -380,7 +380,8 @@ class PostgresSearch(SQLStore):
             if not recall_ids:
                 return []
             rows = cur.execute(
-                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding "
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
+                "r.source "
                 "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
                 "AND m.id = r.memory_id AND m.status = 'active' "
                 f"WHERE r.workspace = %s AND r.recall_id = ANY(%s) AND r.created_at >= %s "
@@ -393,10 +394,10 @@ class PostgresSearch(SQLStore):
         rows = self._tx("reading reply signals", run)
         seen: set[tuple[str, str]] = set()
         out = []
-        for memory_id, recall_id, value, created_at, vector in rows:
+        for memory_id, recall_id, value, created_at, vector, source in rows:
             if (recall_id, memory_id) not in seen:
                 seen.add((recall_id, memory_id))
-                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector))
+                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector, source))
         return out
 
 

@@ -20,6 +20,7 @@ from .base import ApiKeyRecord, NewEdge, RecallRecord, rebuilt_edges
 from .dialect import Dialect, memory_record, scope_where
 from .inspect_sql import SQLInspect
 from .sql_knowledge import SQLKnowledge
+from .sql_undo import SQLUndo
 from .tables import FEEDBACK_TABLES, MEMORY_COLUMNS
 
 __all__ = ["KEY_COLUMNS", "Dialect", "SQLStore", "memory_record", "scope_where"]
@@ -31,7 +32,7 @@ _RECALL_COLUMNS = (
 KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
 
 
-class SQLStore(SQLInspect, SQLKnowledge):
+class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     """The logic of :class:`~.base.Store` that is the same in every SQL database.
 
     A backend sets :attr:`dialect` and implements :meth:`_run` and the hooks below

@@ -86,8 +86,8 @@ class SQLRecords:
                     "INSERT INTO feedback_events (id, workspace, user_id, agent_id, session_id, "
                     "input_context, ai_output, user_reaction, user_correction, corrected_output, "
                     "state, reason, source_event_id, payload_hash, metadata, created_at, "
-                    "context_embedding, ai_output_embedding, corrected_embedding) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?v,?v,?v) "
+                    "context_embedding, ai_output_embedding, corrected_embedding, source) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?v,?v,?v,?) "
                     "ON CONFLICT (workspace, source_event_id) DO NOTHING RETURNING id"
                 ),
                 (
@@ -97,6 +97,7 @@ class SQLRecords:
                     self.dialect.json(e.metadata), e.created_at, vec(new.context_embedding),
                     vec(new.ai_output_embedding),
                     None if new.corrected_embedding is None else vec(new.corrected_embedding),
+                    e.source,
                 ),
             ).fetchone()  # fmt: skip
             if inserted is None:
@@ -198,7 +199,7 @@ class SQLRecords:
                 q(
                     "SELECT id, state, reason, created_at, context_embedding, "
                     "ai_output_embedding, corrected_embedding, ai_output, "
-                    "coalesce(corrected_output, user_correction) "
+                    "coalesce(corrected_output, user_correction), source "
                     "FROM (SELECT * FROM feedback_events e "
                     f"WHERE workspace = ?{user_clause} AND (created_at >= ? OR EXISTS "
                     "(SELECT 1 FROM decision_reviews r WHERE r.workspace = e.workspace "
@@ -218,6 +219,7 @@ class SQLRecords:
                     answers={},
                     ai_output=r[7],
                     corrected=r[8],
+                    source=r[9],
                 )
             for cond, chunk in in_list("event_id", list(events)):
                 for event_id, answer, memory_id in cur.execute(
@@ -232,21 +234,21 @@ class SQLRecords:
                 for r in cur.execute(
                     q(
                         "SELECT event_id, final_decision, outcome, confidence, reversed, "
-                        "created_at, reason FROM decision_reviews WHERE workspace = ? "
+                        "created_at, reason, id, source FROM decision_reviews WHERE workspace = ? "
                         f"AND {cond} ORDER BY seq"
                     ),
                     [scope.workspace, *chunk],
                 ).fetchall():
                     if r[0] in events:
                         events[r[0]].reviews.append(
-                            ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6])
+                            ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7], r[8])
                         )
             pairs = [
-                PairFacts(r[0], r[1], r[2], vec(r[3]), vec(r[4]), vec(r[5]), r[6], r[7], r[8])
+                PairFacts(r[0], r[1], r[2], vec(r[3]), vec(r[4]), vec(r[5]), r[6], r[7], r[8], r[9])
                 for r in cur.execute(
                     q(
                         "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
-                        "rejected_embedding, memory_id, accepted_output, rejected_output "
+                        "rejected_embedding, memory_id, accepted_output, rejected_output, source "
                         "FROM (SELECT * FROM preference_pairs "
                         f"WHERE workspace = ?{user_clause} AND created_at >= ? "
                         "ORDER BY seq DESC LIMIT ?) t ORDER BY seq"
@@ -258,12 +260,19 @@ class SQLRecords:
             for cond, chunk in in_list("memory_id", ids):
                 ratings += [
                     RatingFacts(
-                        r[0], r[1], r[2], r[3], r[4], None if r[5] is None else vec(r[5]), r[6]
+                        r[0],
+                        r[1],
+                        r[2],
+                        r[3],
+                        r[4],
+                        None if r[5] is None else vec(r[5]),
+                        r[6],
+                        r[7],
                     )
                     for r in cur.execute(
                         q(
                             "SELECT id, memory_id, verdict, weight, created_at, "
-                            "context_embedding, recall_id FROM memory_ratings WHERE "
+                            "context_embedding, recall_id, source FROM memory_ratings WHERE "
                             f"workspace = ? AND {cond} AND created_at >= ?{order}"
                         ),
                         [scope.workspace, *chunk, start],
@@ -307,6 +316,7 @@ class SQLRecords:
             created_at=row[13],
             metadata=self.dialect.from_json(row[14]),
             decision_memory_id=link[0] if link else None,
+            source=row[15],
         )
 
     def create_decision_review(
@@ -345,12 +355,13 @@ class SQLRecords:
                 q(
                     "INSERT INTO decision_reviews (id, workspace, user_id, agent_id, event_id, "
                     "final_decision, outcome, confidence, reversed, reason, decision_memory_id, "
-                    "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+                    "created_at, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
                 ),
                 (
                     review.id, review.workspace, review.user_id, review.agent_id,
                     review.event_id, review.final_decision, review.outcome, review.confidence,
                     bool(review.reversed), review.reason, memory_id, review.created_at,
+                    review.source,
                 ),
             )  # fmt: skip
             review.decision_memory_id = memory_id
@@ -370,8 +381,8 @@ class SQLRecords:
         sql = self._q(
             "INSERT INTO preference_pairs (id, workspace, user_id, agent_id, session_id, "
             "context, accepted_output, rejected_output, weight, memory_id, created_at, "
-            "context_embedding, accepted_embedding, rejected_embedding) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?v,?v,?v)"
+            "context_embedding, accepted_embedding, rejected_embedding, source) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?v,?v,?v,?)"
         )
 
         def run(conn: Any) -> PreferencePair:
@@ -382,7 +393,7 @@ class SQLRecords:
                     pair.id, pair.workspace, pair.user_id, pair.agent_id, pair.session_id,
                     pair.context, pair.accepted_output, pair.rejected_output, pair.weight,
                     memory_id, pair.created_at, vec(context_embedding),
-                    vec(accepted_embedding), vec(rejected_embedding),
+                    vec(accepted_embedding), vec(rejected_embedding), pair.source,
                 ),
             )  # fmt: skip
             pair.memory_id = memory_id
@@ -393,7 +404,7 @@ class SQLRecords:
     def log_event(self, event: LoggedEvent) -> LoggedEvent:
         sql = self._q(
             "INSERT INTO logged_events (id, workspace, user_id, agent_id, session_id, kind, "
-            "payload, created_at) VALUES (?,?,?,?,?,?,?,?)"
+            "payload, created_at, source) VALUES (?,?,?,?,?,?,?,?,?)"
         )
         args = (
             event.id,
@@ -404,6 +415,7 @@ class SQLRecords:
             event.kind,
             self.dialect.json(event.payload),
             event.created_at,
+            event.source,
         )
         self._run("logging the event", lambda c: c.execute(sql, args))
         return event
@@ -435,14 +447,14 @@ class SQLRecords:
                 q(
                     "INSERT INTO memory_ratings (id, workspace, user_id, agent_id, session_id, "
                     "memory_id, verdict, correction, correction_memory_id, weight, recall_id, "
-                    "context, context_embedding, created_at) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?v,?)"
+                    "context, context_embedding, created_at, source) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?v,?,?)"
                 ),
                 (
                     rating.id, rating.workspace, rating.user_id, rating.agent_id,
                     rating.session_id, rating.memory_id, rating.verdict, rating.correction,
                     correction_id, rating.weight, rating.recall_id, rating.context, vector,
-                    rating.created_at,
+                    rating.created_at, rating.source,
                 ),
             )  # fmt: skip
             if correction is not None:
@@ -497,6 +509,7 @@ class SQLRecords:
                 reason=row[9],
                 decision_memory_id=row[10],
                 created_at=row[11],
+                source=row[12],
             )
         if kind == "preference_pair":
             return PreferencePair(*row)
@@ -510,5 +523,6 @@ class SQLRecords:
                 kind=row[5],
                 payload=self.dialect.from_json(row[6]),
                 created_at=row[7],
+                source=row[8],
             )
         return MemoryRating(*row)

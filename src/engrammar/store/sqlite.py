@@ -38,6 +38,7 @@ from .tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
     COPY_VECTOR_FIELDS,
+    EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
     write_records,
 )
@@ -75,6 +76,8 @@ DIALECT = Dialect(
 
 #: Decision links carry their event's workspace, looked up from the event copied before them
 #: (an export names the event alone); a link to an event not stored is skipped.
+#: The fields that tell an edge change apart, in EDGE_CHANGE_KNOWN's order.
+_CHANGE_KEY = ("workspace", "src", "dst", "kind", "at", "recall_id")
 _DECISION_INSERT = (
     "INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
     "SELECT e.workspace, ?, ?, ?, ? FROM feedback_events e WHERE e.id = ?"
@@ -355,6 +358,10 @@ class SQLiteStore(SQLiteSearch):
                         # Only links to an event of this import (not one skipped as known).
                         sql = "INSERT OR IGNORE " + _DECISION_INSERT
                         params = [[*p, p[0]] for p in params]
+                    elif table == "edge_changes":
+                        sql += f" WHERE NOT EXISTS ({EDGE_CHANGE_KNOWN})"
+                        at = fields.index
+                        params = [[*p, *(p[at(k)] for k in _CHANGE_KEY)] for p in params]
                     conn.executemany(sql, params)
 
                 write_records(records, rename, insert, partial(self._stored_event, conn))
@@ -452,10 +459,17 @@ class SQLiteStore(SQLiteSearch):
             raise StoreError(f"update failed: {exc}") from exc
         return self._record(new)
 
-    def forget(self, scope: Scope, ids: Sequence[str] | None) -> int:
+    def forget(
+        self,
+        scope: Scope,
+        ids: Sequence[str] | None,
+        edge_bounds: tuple[float, float] | None = None,
+    ) -> int:
         where, params = scope_where(scope)
         try:
             with self._write() as conn:
+                if ids is None and edge_bounds is not None:
+                    self._forget_learning(conn, scope, *edge_bounds)
                 if ids is None:
                     rows = conn.execute(
                         f"SELECT id, workspace, user_id FROM memories WHERE {where}", params
@@ -520,25 +534,42 @@ class SQLiteStore(SQLiteSearch):
                     if cur.rowcount != 1:
                         return None
                 for d in deltas:
-                    # The arithmetic runs in SQL so concurrent writers never lose an update.
-                    row = conn.execute(
-                        "UPDATE edges SET weight = min(?, max(?, weight + ?)), updated_at = ? "
-                        "WHERE workspace = ? AND src = ? AND dst = ? AND kind = ? "
-                        "AND min(?, max(?, weight + ?)) != weight "
-                        "RETURNING src, dst, kind, weight, updated_at",
-                        (hi, lo, d.delta, now, workspace, d.src, d.dst, d.kind, hi, lo, d.delta),
+                    # One writer at a time: the weight read here is the one updated below.
+                    found = conn.execute(
+                        "SELECT weight FROM edges WHERE workspace = ? AND src = ? AND dst = ? "
+                        "AND kind = ?",
+                        (workspace, d.src, d.dst, d.kind),
                     ).fetchone()
-                    if row is not None:
-                        changed.append(Edge(*row))
+                    if found is None:
+                        continue
+                    before = found[0]
+                    after = min(hi, max(lo, before + d.delta))
+                    if after != before:
                         conn.execute(
-                            "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
-                            "recall_id, at) VALUES (?,?,?,?,?,?,?,?)",
-                            (workspace, d.src, d.dst, d.kind, d.delta, row[3], consume_recall, now),
+                            "UPDATE edges SET weight = ?, updated_at = ? WHERE workspace = ? "
+                            "AND src = ? AND dst = ? AND kind = ?",
+                            (after, now, workspace, d.src, d.dst, d.kind),
                         )
+                        changed.append(Edge(d.src, d.dst, d.kind, after, now))
+                    conn.execute(
+                        "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                        "recall_id, at, before) VALUES (?,?,?,?,?,?,?,?,?)",
+                        (
+                            workspace,
+                            d.src,
+                            d.dst,
+                            d.kind,
+                            d.delta,
+                            after,
+                            consume_recall,
+                            now,
+                            before,
+                        ),
+                    )
                 conn.executemany(
                     "INSERT OR IGNORE INTO reply_signals (workspace, user_id, agent_id, session_id, "
-                    "recall_id, memory_id, value, alignment, context_embedding, created_at) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "recall_id, memory_id, value, alignment, context_embedding, created_at, "
+                    "source) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     [
                         (
                             r.workspace,
@@ -551,6 +582,7 @@ class SQLiteStore(SQLiteSearch):
                             r.alignment,
                             _blob(r.context_embedding),
                             r.created_at,
+                            r.source,
                         )
                         for r in reply_signals
                     ],

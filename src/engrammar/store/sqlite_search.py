@@ -375,7 +375,7 @@ class SQLiteSearch(SQLStore):
             chunk = recall_ids[first : first + 500]
             marks = ",".join("?" * len(chunk))
             rows += self._read(
-                "SELECT r.memory_id, r.recall_id, r.value, r.created_at "
+                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.source "
                 "FROM reply_signals r JOIN memories m ON m.id = r.memory_id "
                 f"AND m.status = 'active' WHERE r.workspace = ? AND r.recall_id IN ({marks}) "
                 f"AND r.created_at >= ? AND r.workspace = m.workspace AND {where}",
@@ -394,10 +394,12 @@ class SQLiteSearch(SQLStore):
                 known[recall_id] = _vec(blob)
         seen: set[tuple[str, str]] = set()
         out = []
-        for memory_id, recall_id, value, created_at in rows:
+        for memory_id, recall_id, value, created_at, source in rows:
             if (recall_id, memory_id) not in seen and recall_id in known:
                 seen.add((recall_id, memory_id))
-                out.append(ReplyFacts(memory_id, recall_id, value, created_at, known[recall_id]))
+                out.append(
+                    ReplyFacts(memory_id, recall_id, value, created_at, known[recall_id], source)
+                )
         return out
 
     def _matching_recalls(

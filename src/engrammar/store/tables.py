@@ -14,7 +14,9 @@ __all__ = [
     "COPY_JSON_FIELDS",
     "COPY_TABLES",
     "COPY_VECTOR_FIELDS",
+    "EDGE_CHANGE_KNOWN",
     "RECORD_TABLES",
+    "SOURCED_TABLES",
     "rename_memory_refs",
     "write_records",
 ]
@@ -34,7 +36,9 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
     ),
     "edges": ("workspace", "src", "dst", "kind", "weight", "updated_at"),
-    "edge_changes": ("workspace", "src", "dst", "kind", "delta", "weight", "recall_id", "at"),
+    "edge_changes": (
+        "workspace", "src", "dst", "kind", "delta", "weight", "recall_id", "at", "before",
+    ),
     "recalls": (
         "id", "workspace", "user_id", "agent_id", "session_id", "query", "created_at",
         "memory_ids", "paths", "tensions", "consumed_at",
@@ -44,29 +48,30 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "id", "workspace", "user_id", "agent_id", "session_id", "input_context", "ai_output",
         "user_reaction", "user_correction", "corrected_output", "state", "reason",
         "source_event_id", "payload_hash", "metadata", "created_at", "context_embedding",
-        "ai_output_embedding", "corrected_embedding",
+        "ai_output_embedding", "corrected_embedding", "source",
     ),
     "decision_memories": ("event_id", "answer", "memory_id", "created_at"),
     "decision_reviews": (
         "id", "workspace", "user_id", "agent_id", "event_id", "final_decision", "outcome",
-        "confidence", "reversed", "reason", "decision_memory_id", "created_at",
+        "confidence", "reversed", "reason", "decision_memory_id", "created_at", "source",
     ),
     "preference_pairs": (
         "id", "workspace", "user_id", "agent_id", "session_id", "context", "accepted_output",
         "rejected_output", "weight", "memory_id", "created_at", "context_embedding",
-        "accepted_embedding", "rejected_embedding",
+        "accepted_embedding", "rejected_embedding", "source",
     ),
     "logged_events": (
         "id", "workspace", "user_id", "agent_id", "session_id", "kind", "payload", "created_at",
+        "source",
     ),
     "memory_ratings": (
         "id", "workspace", "user_id", "agent_id", "session_id", "memory_id", "verdict",
         "correction", "correction_memory_id", "weight", "recall_id", "context",
-        "context_embedding", "created_at",
+        "context_embedding", "created_at", "source",
     ),
     "reply_signals": (
         "workspace", "user_id", "agent_id", "session_id", "recall_id", "memory_id", "value",
-        "alignment", "context_embedding", "created_at",
+        "alignment", "context_embedding", "created_at", "source",
     ),
     "api_keys": ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
     "knowledge_bases": (
@@ -78,6 +83,15 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "metadata", "created_at", "embedding",
     ),
 }  # fmt: skip
+#: The feedback tables whose records carry their ``source`` (SQLite m010, PostgreSQL m009).
+SOURCED_TABLES = (
+    "feedback_events",
+    "decision_reviews",
+    "preference_pairs",
+    "logged_events",
+    "memory_ratings",
+    "reply_signals",
+)
 #: Exported fields holding JSON values / float32 vectors (or ``None``), whatever their table.
 COPY_JSON_FIELDS = frozenset({"metadata", "memory_ids", "paths", "tensions", "payload"})
 COPY_VECTOR_FIELDS = frozenset(
@@ -100,7 +114,8 @@ MEMORY_COLUMNS = (
 )
 EVENT_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
-    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata"
+    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata, "
+    "source"
 )
 
 # kind -> (table, columns in dataclass order, whether the table has a session_id column)
@@ -109,24 +124,24 @@ FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
     "decision_review": (
         "decision_reviews",
         "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
-        "reversed, reason, decision_memory_id, created_at",
+        "reversed, reason, decision_memory_id, created_at, source",
         False,
     ),
     "preference_pair": (
         "preference_pairs",
         "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
-        "weight, created_at, memory_id",
+        "weight, created_at, memory_id, source",
         True,
     ),
     "logged_event": (
         "logged_events",
-        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at",
+        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at, source",
         True,
     ),
     "memory_rating": (
         "memory_ratings",
         "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
-        "created_at, recall_id, context, correction_memory_id",
+        "created_at, recall_id, context, correction_memory_id, source",
         True,
     ),
 }
@@ -142,9 +157,20 @@ RECORD_TABLES = (
     "logged_events",
     "memory_ratings",
     "reply_signals",
+    # The log of the edge changes replies made: what undo replays (learn.replay).
+    "edge_changes",
 )
 #: Fields of those tables that hold one memory id.
-MEMORY_REF_FIELDS = frozenset({"memory_id", "correction_memory_id", "decision_memory_id"})
+MEMORY_REF_FIELDS = frozenset(
+    {"memory_id", "correction_memory_id", "decision_memory_id", "src", "dst"}
+)
+#: Whether an imported ``edge_changes`` row is already in the store (rows have no id of
+#: their own): the same edge, time and recall. Placeholders: workspace, src, dst, kind, at,
+#: recall_id.
+EDGE_CHANGE_KNOWN = (
+    "SELECT 1 FROM edge_changes WHERE workspace = ? AND src = ? AND dst = ? AND kind = ? "
+    "AND at = ? AND recall_id IS NOT DISTINCT FROM ?"
+)
 
 
 def rename_memory_refs(table: str, row: dict[str, Any], rename: dict[str, str]) -> dict[str, Any]:
