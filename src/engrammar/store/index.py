@@ -46,6 +46,8 @@ class IndexRow:
     created_at: float
     content: str
     embedding: np.ndarray
+    # The vectors of its windows past the first (``memory_chunks``), one row each, or None.
+    chunks: np.ndarray | None = None
 
 
 class ContextIndex:
@@ -149,6 +151,11 @@ class ScopeIndex:
         self._ann_threshold = ann_threshold
         self._ivf: _IVF | None = None
         self._ivf_size = 0
+        # Chunk vectors of long memories and the slot each belongs to (a removed memory's
+        # stay until compaction, masked by its slot).
+        self._chunks = np.zeros((0, dim), dtype=np.float32)
+        self._owners = np.zeros(0, dtype=np.int64)
+        self._n_chunks = 0
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -157,7 +164,10 @@ class ScopeIndex:
     def nbytes(self) -> int:
         """The memory this index holds, roughly (vectors, and a per-row estimate of the rest)."""
         ivf = self._ivf.nbytes if self._ivf is not None else 0
-        return self._vectors.nbytes + self._alive.nbytes + ROW_OVERHEAD * len(self._ids) + ivf
+        chunks = self._chunks.nbytes + self._owners.nbytes
+        return (
+            self._vectors.nbytes + self._alive.nbytes + ROW_OVERHEAD * len(self._ids) + ivf + chunks
+        )
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._slot
@@ -182,6 +192,24 @@ class ScopeIndex:
         self._terms.append(doc_terms)
         self._bm25.add(slot, doc_terms)
         self._slot[row.id] = slot
+        if row.chunks is not None and len(row.chunks):
+            self._add_chunks(slot, row.chunks)
+
+    def _add_chunks(self, slot: int, chunks: np.ndarray) -> None:
+        need = self._n_chunks + len(chunks)
+        if need > len(self._chunks):
+            grow = max(need - len(self._chunks), 8, len(self._chunks))
+            self._chunks = np.vstack([self._chunks, np.zeros((grow, self.dim), np.float32)])
+            self._owners = np.concatenate([self._owners, np.zeros(grow, dtype=np.int64)])
+        self._chunks[self._n_chunks : need] = chunks
+        self._owners[self._n_chunks : need] = slot
+        self._n_chunks = need
+
+    def _best_of_chunks(self, sims: np.ndarray, query: np.ndarray) -> None:
+        """Raise each slot's cosine in ``sims`` to its best chunk's (in place)."""
+        if self._n_chunks:
+            chunk_sims = cosines(self._chunks[: self._n_chunks], query)
+            np.maximum.at(sims, self._owners[: self._n_chunks], chunk_sims)
 
     def remove(self, memory_id: str) -> None:
         slot = self._slot.pop(memory_id, None)
@@ -195,6 +223,9 @@ class ScopeIndex:
 
     def _compact(self) -> None:
         fresh = ScopeIndex(self.dim, self._bm25.k1, self._bm25.b, self._ann_threshold)
+        by_owner: dict[int, list[int]] = {}
+        for i, owner in enumerate(self._owners[: self._n_chunks].tolist()):
+            by_owner.setdefault(owner, []).append(i)
         for s in range(len(self._ids)):
             if self._alive[s]:
                 row = IndexRow(
@@ -204,6 +235,7 @@ class ScopeIndex:
                     self._times[s],
                     "",
                     self._vectors[s],
+                    self._chunks[by_owner[s]] if s in by_owner else None,
                 )
                 fresh._append(row, self._terms[s])
         fresh.rev, fresh.data_version = self.rev, self.data_version
@@ -231,11 +263,20 @@ class ScopeIndex:
         mask = self._mask(agent_id, session_id)
         if n >= self._ann_threshold:
             slots = self._ann_candidates(query, max(k * 8, 256))
+            if self._n_chunks:  # chunks are scanned exactly: their best owners join in
+                best = np.full(n, -np.inf, dtype=np.float32)
+                self._best_of_chunks(best, query)
+                best[~mask] = -np.inf
+                top = np.argpartition(-best, min(k, n - 1))[: k + 1]
+                slots = np.unique(np.concatenate([slots, top[np.isfinite(best[top])]]))
             sims = cosines(self._vectors[slots], query)
+            if self._n_chunks:
+                sims = np.maximum(sims, best[slots])
             sims[~mask[slots]] = -np.inf
             order = np.argsort(-sims)[:k]
             return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
         sims = cosines(self._vectors[:n], query)
+        self._best_of_chunks(sims, query)
         sims[~mask] = -np.inf
         return self._top(sims, k)
 
@@ -259,7 +300,13 @@ class ScopeIndex:
         out: list[list[tuple[str, float]]] = []
         block = max(1, 4_000_000 // max(n, 1))  # ~16 MB of scores at a time
         for start in range(0, len(queries), block):
-            sims = np.asarray(queries[start : start + block], dtype=np.float32) @ matrix.T
+            part = np.asarray(queries[start : start + block], dtype=np.float32)
+            sims = part @ matrix.T
+            if self._n_chunks:
+                chunk_sims = part @ self._chunks[: self._n_chunks].T
+                owners = self._owners[: self._n_chunks]
+                for row, chunk_row in zip(sims, chunk_sims, strict=True):
+                    np.maximum.at(row, owners, chunk_row)
             sims[:, ~mask] = -np.inf
             out += [self._top(row, k) for row in sims]
         return out

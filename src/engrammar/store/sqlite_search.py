@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,8 @@ from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, Scope
 from ..recall.text import index_text, terms
+from .base import ChunkVector
+from .chunk_rows import chunk_vector
 from .dialect import scope_where
 from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
 from .sql import SQLStore
@@ -36,6 +38,14 @@ _ROW_CACHE = 20_000
 
 def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
+
+
+def _chunk_matrices(rows: Iterable[tuple[str, bytes]]) -> dict[str, np.ndarray]:
+    """``(memory_id, embedding)`` rows, grouped by memory: one matrix of chunk vectors each."""
+    grouped: dict[str, list[np.ndarray]] = {}
+    for memory_id, blob in rows:
+        grouped.setdefault(memory_id, []).append(_vec(blob))
+    return {memory_id: np.stack(vectors) for memory_id, vectors in grouped.items()}
 
 
 def _speaker(metadata_json: str) -> str | None:
@@ -185,15 +195,23 @@ class SQLiteSearch(SQLStore):
                 "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
                 (workspace, user),
             )
-            for row in cursor:
-                index.upsert(self._index_row(row))
+            rows = cursor.fetchall()
+            chunks = _chunk_matrices(
+                conn.execute(
+                    "SELECT memory_id, embedding FROM memory_chunks "
+                    "WHERE workspace = ? AND user_id IS ? ORDER BY memory_id, position",
+                    (workspace, user),
+                )
+            )
+            for row in rows:
+                index.upsert(self._index_row(row, chunks.get(row[0])))
         finally:
             conn.execute("COMMIT")
         index.rev = rev
         return index
 
     @staticmethod
-    def _index_row(row: tuple[Any, ...]) -> IndexRow:
+    def _index_row(row: tuple[Any, ...], chunks: np.ndarray | None = None) -> IndexRow:
         return IndexRow(
             id=row[0],
             agent_id=row[1],
@@ -201,6 +219,7 @@ class SQLiteSearch(SQLStore):
             created_at=row[3],
             content=index_text(row[4], _speaker(row[6])),
             embedding=np.frombuffer(row[5], dtype=np.float32),
+            chunks=chunks,
         )
 
     def _refresh(self, index: ScopeIndex, workspace: str, user: str | None) -> None:
@@ -215,6 +234,7 @@ class SQLiteSearch(SQLStore):
             top = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             touched = list(dict.fromkeys(c[1] for c in changes))
             current: dict[str, tuple[Any, ...]] = {}
+            chunks: dict[str, np.ndarray] = {}
             for start in range(0, len(touched), 500):
                 chunk = touched[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -224,11 +244,20 @@ class SQLiteSearch(SQLStore):
                     chunk,
                 ):
                     current[row[0]] = row
+                chunks.update(
+                    _chunk_matrices(
+                        conn.execute(
+                            "SELECT memory_id, embedding FROM memory_chunks "
+                            f"WHERE memory_id IN ({marks}) ORDER BY memory_id, position",
+                            chunk,
+                        )
+                    )
+                )
         finally:
             conn.execute("COMMIT")
         for memory_id in touched:
             if memory_id in current:
-                index.upsert(self._index_row(current[memory_id]))
+                index.upsert(self._index_row(current[memory_id], chunks.get(memory_id)))
             else:
                 index.remove(memory_id)
         index.rev = top
@@ -322,6 +351,20 @@ class SQLiteSearch(SQLStore):
                 [workspace, *chunk],
             ):
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
+        out: dict[str, list[ChunkVector]] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for row in self._read(
+                "SELECT memory_id, position, start_char, end_char, embedding FROM memory_chunks "
+                f"WHERE workspace = ? AND memory_id IN ({marks}) ORDER BY memory_id, position",
+                [workspace, *part],
+            ):
+                out.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
         return out
 
     def term_postings(
