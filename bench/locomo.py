@@ -82,7 +82,7 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         f"default with question_penalty {w}": ({"question_penalty": w}, "default")
         for w in (0.3, 0.5)
     },
-    **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5)},
+    **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5, 0.75)},
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),
