@@ -18,6 +18,7 @@ import numpy as np
 
 from ..recall.keyword import BM25Index
 from ..recall.text import terms
+from .base import ChunkVector
 
 __all__ = ["ByteLRU", "ContextIndex", "IndexRow", "ScopeIndex", "cosines"]
 
@@ -46,8 +47,8 @@ class IndexRow:
     created_at: float
     content: str
     embedding: np.ndarray
-    # The vectors of its windows past the first (``memory_chunks``), one row each, or None.
-    chunks: np.ndarray | None = None
+    # Its windows past the first (``memory_chunks``), by position, or None.
+    chunks: list[ChunkVector] | None = None
 
 
 class ContextIndex:
@@ -156,6 +157,7 @@ class ScopeIndex:
         self._chunks = np.zeros((0, dim), dtype=np.float32)
         self._owners = np.zeros(0, dtype=np.int64)
         self._n_chunks = 0
+        self._chunk_rows: dict[int, list[ChunkVector]] = {}
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -192,16 +194,17 @@ class ScopeIndex:
         self._terms.append(doc_terms)
         self._bm25.add(slot, doc_terms)
         self._slot[row.id] = slot
-        if row.chunks is not None and len(row.chunks):
+        if row.chunks:
             self._add_chunks(slot, row.chunks)
 
-    def _add_chunks(self, slot: int, chunks: np.ndarray) -> None:
+    def _add_chunks(self, slot: int, chunks: list[ChunkVector]) -> None:
+        self._chunk_rows[slot] = chunks
         need = self._n_chunks + len(chunks)
         if need > len(self._chunks):
             grow = max(need - len(self._chunks), 8, len(self._chunks))
             self._chunks = np.vstack([self._chunks, np.zeros((grow, self.dim), np.float32)])
             self._owners = np.concatenate([self._owners, np.zeros(grow, dtype=np.int64)])
-        self._chunks[self._n_chunks : need] = chunks
+        self._chunks[self._n_chunks : need] = np.stack([c.embedding for c in chunks])
         self._owners[self._n_chunks : need] = slot
         self._n_chunks = need
 
@@ -216,6 +219,7 @@ class ScopeIndex:
         if slot is None:
             return
         self._alive[slot] = False
+        self._chunk_rows.pop(slot, None)
         self._bm25.remove(slot, self._terms[slot])
         self._terms[slot] = []
         if len(self._ids) > 256 and len(self._slot) < len(self._ids) // 2:
@@ -223,9 +227,6 @@ class ScopeIndex:
 
     def _compact(self) -> None:
         fresh = ScopeIndex(self.dim, self._bm25.k1, self._bm25.b, self._ann_threshold)
-        by_owner: dict[int, list[int]] = {}
-        for i, owner in enumerate(self._owners[: self._n_chunks].tolist()):
-            by_owner.setdefault(owner, []).append(i)
         for s in range(len(self._ids)):
             if self._alive[s]:
                 row = IndexRow(
@@ -235,7 +236,7 @@ class ScopeIndex:
                     self._times[s],
                     "",
                     self._vectors[s],
-                    self._chunks[by_owner[s]] if s in by_owner else None,
+                    self._chunk_rows.get(s),
                 )
                 fresh._append(row, self._terms[s])
         fresh.rev, fresh.data_version = self.rev, self.data_version
@@ -353,6 +354,19 @@ class ScopeIndex:
 
     def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
         return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}
+
+    def chunks_of(self, ids: list[str]) -> tuple[dict[str, list[ChunkVector]], list[str]]:
+        """The chunk vectors of those of ``ids`` indexed here (memories without any are
+        missing from the dict), and the ids not indexed here."""
+        found: dict[str, list[ChunkVector]] = {}
+        absent: list[str] = []
+        for i in ids:
+            slot = self._slot.get(i)
+            if slot is None:
+                absent.append(i)
+            elif slot in self._chunk_rows:
+                found[i] = self._chunk_rows[slot]
+        return found, absent
 
     def _ann_candidates(self, query: np.ndarray, want: int) -> np.ndarray:
         n = len(self._ids)

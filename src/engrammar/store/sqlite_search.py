@@ -40,12 +40,15 @@ def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def _chunk_matrices(rows: Iterable[tuple[str, bytes]]) -> dict[str, np.ndarray]:
-    """``(memory_id, embedding)`` rows, grouped by memory: one matrix of chunk vectors each."""
-    grouped: dict[str, list[np.ndarray]] = {}
-    for memory_id, blob in rows:
-        grouped.setdefault(memory_id, []).append(_vec(blob))
-    return {memory_id: np.stack(vectors) for memory_id, vectors in grouped.items()}
+_CHUNK_COLUMNS = "memory_id, position, start_char, end_char, embedding"
+
+
+def _chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]:
+    """``memory_chunks`` rows (:data:`_CHUNK_COLUMNS`, ordered), grouped by memory."""
+    grouped: dict[str, list[ChunkVector]] = {}
+    for row in rows:
+        grouped.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
+    return grouped
 
 
 def _speaker(metadata_json: str) -> str | None:
@@ -196,9 +199,9 @@ class SQLiteSearch(SQLStore):
                 (workspace, user),
             )
             rows = cursor.fetchall()
-            chunks = _chunk_matrices(
+            chunks = _chunk_lists(
                 conn.execute(
-                    "SELECT memory_id, embedding FROM memory_chunks "
+                    f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
                     "WHERE workspace = ? AND user_id IS ? ORDER BY memory_id, position",
                     (workspace, user),
                 )
@@ -211,7 +214,7 @@ class SQLiteSearch(SQLStore):
         return index
 
     @staticmethod
-    def _index_row(row: tuple[Any, ...], chunks: np.ndarray | None = None) -> IndexRow:
+    def _index_row(row: tuple[Any, ...], chunks: list[ChunkVector] | None = None) -> IndexRow:
         return IndexRow(
             id=row[0],
             agent_id=row[1],
@@ -234,7 +237,7 @@ class SQLiteSearch(SQLStore):
             top = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             touched = list(dict.fromkeys(c[1] for c in changes))
             current: dict[str, tuple[Any, ...]] = {}
-            chunks: dict[str, np.ndarray] = {}
+            chunks: dict[str, list[ChunkVector]] = {}
             for start in range(0, len(touched), 500):
                 chunk = touched[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -245,9 +248,9 @@ class SQLiteSearch(SQLStore):
                 ):
                     current[row[0]] = row
                 chunks.update(
-                    _chunk_matrices(
+                    _chunk_lists(
                         conn.execute(
-                            "SELECT memory_id, embedding FROM memory_chunks "
+                            f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
                             f"WHERE memory_id IN ({marks}) ORDER BY memory_id, position",
                             chunk,
                         )
@@ -356,6 +359,19 @@ class SQLiteSearch(SQLStore):
     def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
         out: dict[str, list[ChunkVector]] = {}
         ids = list(dict.fromkeys(ids))
+        # Served from the in-process indexes when current (recall asks on every query), as
+        # :meth:`vectors` does; only ids no current index holds are read.
+        with self._index_lock:
+            data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+            for (kind, index_workspace, _), index in self._indexes.items():
+                if (
+                    kind == "scope"
+                    and isinstance(index, ScopeIndex)
+                    and index_workspace == workspace
+                    and index.data_version == data_version
+                ):
+                    found, ids = index.chunks_of(ids)
+                    out.update(found)
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
             marks = ",".join("?" * len(part))
