@@ -82,7 +82,7 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         f"default with question_penalty {w}": ({"question_penalty": w}, "default")
         for w in (0.3, 0.5)
     },
-    **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5)},
+    **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5, 0.75)},
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),
@@ -303,13 +303,14 @@ def main() -> None:
 
     # Latency of the default configuration as users run it: a fresh Memory (no cached query
     # vectors), tension detection on, graph on.
-    step = max(1, len(questions) // args.latency_questions)
+    step = max(1, len(questions) // max(args.latency_questions, 1))
     lat_items = questions[::step]
     latency_runs = (
         ("default, limit 10", 10, {}),
         ("default, limit 10, no tension check", 10, {"tension_min_similarity": 1.0}),
     )
-    for label, limit, extra in latency_runs if "default" in ingests else ():
+    timed = "default" in ingests and args.latency_questions > 0  # 0 skips the latency runs
+    for label, limit, extra in latency_runs if timed else ():
         with Memory(Config(path=ingests["default"]["path"], **extra), embedder=model) as mem:
             lat = ev.ask(mem, lat_items, limit=limit)
         doc["latency_ms"][label] = {

@@ -141,6 +141,12 @@ class Config:
         "in `formatted`): the window of about this many characters holding most of the "
         "query's terms.",
     )
+    chunk_chars: int = _opt(
+        1000,
+        "A message longer than this gets extra vectors for its overlapping windows of about "
+        "this many characters past the first (the model reads only a message's start); vector "
+        "search scores it by its best window (0 = one vector per message).",
+    )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
@@ -493,6 +499,10 @@ class Config:
         if self.knowledge_recall_limit < 0:
             raise ValidationError(
                 "knowledge_recall_limit", f"must be >= 0, got {self.knowledge_recall_limit}"
+            )
+        if self.chunk_chars < 0 or 0 < self.chunk_chars < 100:
+            raise ValidationError(
+                "chunk_chars", f"must be 0 (off) or >= 100, got {self.chunk_chars!r}"
             )
         if self.bm25_b > 1:
             raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")

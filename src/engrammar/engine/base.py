@@ -14,10 +14,12 @@ from ..config import Config
 from ..embed import Embedder
 from ..errors import EmbedderError
 from ..models import MemoryRecord, RecallFilter, Scope
+from ..recall.chunks import message_windows
 from ..recall.tensions import Statement
-from ..store import Store
+from ..recall.text import embedding_text
+from ..store import ChunkVector, Store
 
-__all__ = ["Engine", "dedup_key", "in_scope", "statement"]
+__all__ = ["Engine", "dedup_key", "embed_memories", "in_scope", "statement"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,31 @@ class Engine:
     def embed_one(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.embed([text])[0]
         return vector
+
+
+def embed_memories(
+    engine: Engine, items: Sequence[tuple[str, str | None]]
+) -> tuple[np.ndarray, list[tuple[ChunkVector, ...]]]:
+    """The vector of each ``(content, speaker)`` and, for a text longer than
+    ``Config.chunk_chars``, the vectors of its windows past the first (the model reads only
+    a text's start), all in one call to the embedder."""
+    size = engine.config.chunk_chars
+    spans = [message_windows(content, size) for content, _ in items]
+    texts = [embedding_text(content, who) for content, who in items]
+    texts += [
+        embedding_text(content[a:b], who)
+        for (content, who), windows in zip(items, spans, strict=True)
+        for a, b in windows
+    ]
+    vectors = engine.embed(texts)
+    chunks: list[tuple[ChunkVector, ...]] = []
+    at = len(items)
+    for windows in spans:
+        chunks.append(
+            tuple(ChunkVector(i + 1, a, b, vectors[at + i]) for i, (a, b) in enumerate(windows))
+        )
+        at += len(windows)
+    return vectors[: len(items)], chunks
 
 
 def dedup_key(scope: Scope, role: str, content: str) -> str:

@@ -141,13 +141,19 @@ def complete_vector_hits(
 
     A keyword hit outside the vector top-k still has a real (middling) cosine; scored as 0 it
     loses to memories that merely appear in both lists, which cost 0.04 recall@10 on LoCoMo.
+    A long memory's cosine is its best chunk's, as vector search scores it.
     """
     seen = {memory_id for memory_id, _ in vector_hits}
     missing = [memory_id for memory_id, _ in keyword_hits if memory_id not in seen]
     if not missing:
         return vector_hits
     vecs = store.vectors(scope.workspace, missing)
-    extra = [(m, float(vecs[m] @ qvec)) for m in missing if m in vecs]
+    chunks = store.memory_chunks(scope.workspace, missing)
+    extra = [
+        (m, max([float(vecs[m] @ qvec), *(float(c.embedding @ qvec) for c in chunks.get(m, ()))]))
+        for m in missing
+        if m in vecs
+    ]
     return vector_hits + sorted(extra, key=lambda h: -h[1])
 
 

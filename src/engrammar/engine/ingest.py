@@ -27,9 +27,9 @@ from ..recall.graph import (
     sequence_edges,
 )
 from ..recall.tensions import Statement, detect_tension
-from ..recall.text import context_sources, embedding_text, speaker_of, terms
-from ..store import NewEdge, NewMemory
-from .base import Engine, dedup_key, speaker, statement
+from ..recall.text import context_sources, speaker_of, terms
+from ..store import ChunkVector, NewEdge, NewMemory
+from .base import Engine, dedup_key, embed_memories, speaker, statement
 from .validate import Message
 
 __all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
@@ -45,7 +45,9 @@ def add(
     ``dedup`` is off: then every message is a memory of its own)."""
     if engine.config.recognise_preferences:
         messages = recognise_preferences(engine, scope, messages)
-    vectors = engine.embed([embedding_text(m.content, speaker_of(m.metadata)) for m in messages])
+    vectors, chunks = embed_memories(
+        engine, [(m.content, speaker_of(m.metadata)) for m in messages]
+    )
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope)
         replies_to = context_sources([(speaker_of(m.metadata), m.role) for m in messages], before)
@@ -64,6 +66,7 @@ def add(
             metadata=m.metadata,
             dedup_key=dedup_key(scope, m.role, m.content) if dedup else uuid.uuid4().hex,
             embedding=vectors[i],
+            chunks=chunks[i],
         )
         for i, m in enumerate(messages)
     ]
@@ -121,10 +124,12 @@ def update(
     again and replaces the memory's content-derived edges."""
     embedding = dedup = edges = None
     text = None
+    chunks: tuple[ChunkVector, ...] = ()
     if content is not None:
         current, text = content
         scope = Scope(workspace, current.user_id, current.agent_id, current.session_id)
-        embedding = engine.embed([embedding_text(text, speaker_of(current.metadata))])[0]
+        vectors, found = embed_memories(engine, [(text, speaker_of(current.metadata))])
+        embedding, chunks = vectors[0], found[0]
         dedup = dedup_key(scope, current.role, text)
         # New content means new neighbours, shared names and contradictions.
         changed = NewMemory(
@@ -152,6 +157,7 @@ def update(
         status=None,
         reason=reason,
         edges=edges,
+        chunks=chunks,
     )
 
 

@@ -40,7 +40,7 @@ from ..models import (
     ScoredMemory,
     Tension,
 )
-from ..recall.chunks import excerpt
+from ..recall.chunks import best_excerpt, excerpt, marked
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
@@ -134,15 +134,43 @@ def search(
                 comps,
                 via=item.via,
                 note=item.note,
-                excerpt=excerpt(item.memory.content, query, engine.config.excerpt_chars),
             )
         )
+    set_excerpts(engine, scope.workspace, query, out)
     return out
 
 
 def _query_match(cands: Sequence[Candidate]) -> float:
     """The best cosine any candidate has with the query (0 when none is like it)."""
     return max((max(c.vector, 0.0) for c in cands), default=0.0)
+
+
+def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[ScoredMemory]) -> None:
+    """The excerpt of each memory longer than ``excerpt_chars``: the window whose chunk
+    vector matches the query best when it beats the memory's own vector (which reads only
+    the start), else the window holding most of the query's terms."""
+    size = engine.config.excerpt_chars
+    long = [item for item in items if len(item.memory.content) > size]
+    if not long:
+        return
+    chunks = engine.store.memory_chunks(workspace, [item.memory.id for item in long])
+    own: dict[str, np.ndarray] = {}
+    if chunks:
+        qvec = engine.embed_one(query)
+        own = engine.store.vectors(workspace, list(chunks))
+    for item in long:
+        text = item.memory.content
+        found = chunks.get(item.memory.id)
+        if found and item.memory.id in own:
+            best = max(found, key=lambda c: float(c.embedding @ qvec))
+            if float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec):
+                start, end = best.start, best.end
+                inner = best_excerpt(text[start:end], query, size, size // 5)
+                if inner is not None:  # a window wider than excerpt_chars: its part
+                    start, end = start + inner[0], start + inner[1]
+                item.excerpt = marked(text, start, end)
+                continue
+        item.excerpt = excerpt(text, query, size)
 
 
 def _current(
@@ -259,8 +287,8 @@ def recall(
             continue  # prior decisions lead whatever their score: not a sorted list
         # Not ``query_match``: a component by that name marks a score that includes it.
         item.components["absolute"] = round(absolute, 6)
-        item.excerpt = excerpt(item.memory.content, query, config.excerpt_chars)
         items.append(item)
+    set_excerpts(engine, scope.workspace, query, items)
     preferences = [
         p  # what was said later, or replaced by then, is no standing preference at ``as_of``
         for p in standing_preferences(engine, scope, query, where)

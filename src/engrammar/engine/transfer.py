@@ -37,8 +37,8 @@ from ..models import (
     ROLES,
     Scope,
 )
-from ..recall.text import context_sources, embedding_text, speaker_of
-from ..store import NewEdge, NewMemory
+from ..recall.text import context_sources, speaker_of
+from ..store import ChunkVector, NewEdge, NewMemory
 from ..store.tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
@@ -48,7 +48,7 @@ from ..store.tables import (
 )
 from . import transcript
 from . import validate as v
-from .base import Engine, dedup_key
+from .base import Engine, dedup_key, embed_memories
 from .ingest import build_edges
 
 __all__ = ["FORMAT_VERSION", "export_jsonl", "import_jsonl"]
@@ -430,18 +430,21 @@ def import_jsonl(
     }
     total = len(rows)
     parts: list[np.ndarray] = []
+    chunks: list[tuple[ChunkVector, ...]] = []  # a long text's windows are embedded again too
     for start in range(0, total, _EMBED_CHUNK):
         chunk = rows[start : start + _EMBED_CHUNK]
-        parts.append(
-            engine.embed([embedding_text(r["content"], speaker_of(r["metadata"])) for r in chunk])
+        found, windows = embed_memories(
+            engine, [(r["content"], speaker_of(r["metadata"])) for r in chunk]
         )
+        parts.append(found)
+        chunks += windows
         if progress:
             progress(sum(len(p) for p in parts), total)
     vectors = np.concatenate(parts) if parts else np.zeros((0, engine.embedder.dim), np.float32)
     if engine.config.embed_context:
         vectors = blend_context(vectors, _replies_to(rows), engine.config.context_weight)
     new_rows: list[NewMemory] = []
-    for r, vector in zip(rows, vectors, strict=True):
+    for r, vector, own in zip(rows, vectors, chunks, strict=True):
         scope = Scope(r["workspace"], r["user_id"], r["agent_id"], r["session_id"])
         new_rows.append(
             NewMemory(
@@ -463,6 +466,7 @@ def import_jsonl(
                 # if any, tell again).
                 valid_until=r["valid_until"] if r["superseded_by"] in rename else None,
                 superseded_by=rename.get(r["superseded_by"] or ""),
+                chunks=own,
             )
         )
     kept_edges = [

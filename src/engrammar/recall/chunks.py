@@ -67,13 +67,33 @@ def excerpt(text: str, query: str, size: int) -> str | None:
     span = best_excerpt(text, query, size, size // 5)
     if span is None:
         return None
-    start, end = span
+    return marked(text, *span)
+
+
+def message_windows(text: str, size: int) -> list[tuple[int, int]]:
+    """The windows of a message longer than ``size`` that get vectors of their own: those of
+    :func:`chunk_spans` (overlapping by a fifth) past the first, which the message's own
+    vector reads. Empty when the text fits in ``size`` or ``size`` is 0 (off)."""
+    if size <= 0 or len(text) <= size:
+        return []
+    return chunk_spans(text, size, size // 5)[1:]
+
+
+def marked(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` marked with "…" where it cuts the text."""
     head = "…" if start > 0 else ""
     tail = "…" if end < len(text) else ""
     return f"{head}{text[start:end].strip()}{tail}"
 
 
-__all__ = ["best_excerpt", "chunk_spans", "excerpt", "split_document"]
+__all__ = [
+    "best_excerpt",
+    "chunk_spans",
+    "excerpt",
+    "marked",
+    "message_windows",
+    "split_document",
+]
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from .base import (
     ApiKeyRecord,
+    ChunkVector,
     EdgeDelta,
     NewEdge,
     NewMemory,
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApiKeyRecord",
+    "ChunkVector",
     "EdgeDelta",
     "NewEdge",
     "NewMemory",

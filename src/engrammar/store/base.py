@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from .inspect_sql import MemoryFilter
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
     "ApiKeyRecord",
+    "ChunkVector",
     "EdgeDelta",
     "NewEdge",
     "NewFeedbackEvent",
@@ -64,6 +65,17 @@ FEEDBACK_RECORD_KINDS = (
     "logged_event",
     "memory_rating",
 )
+
+
+class ChunkVector(NamedTuple):
+    """The vector of one window of a memory's text longer than the embedder reads: its
+    ``position`` (1, 2, ...: the memory's own vector reads the start), the window's
+    ``[start, end)`` in the content, and the vector."""
+
+    position: int
+    start: int
+    end: int
+    embedding: np.ndarray
 
 
 @dataclass
@@ -91,6 +103,8 @@ class NewMemory:
     updated_at: float | None = None
     valid_until: float | None = None  # an import restores a superseded memory as it was
     superseded_by: str | None = None
+    # The windows of a long text past the first (``Config.chunk_chars``), stored with it.
+    chunks: tuple[ChunkVector, ...] = ()
 
 
 @dataclass
@@ -261,12 +275,14 @@ class Store(Protocol):
         status: str | None,
         reason: str,
         edges: Sequence[NewEdge] | None = None,
+        chunks: Sequence[ChunkVector] = (),
     ) -> MemoryRecord:
         """Change a memory; records the change in its history.
 
         ``edges`` (given with a content change) replace, in the same transaction, the
         memory's content-derived edges in both directions: every kind but ``sequence``. An
-        edge present before and after keeps its learned weight.
+        edge present before and after keeps its learned weight. With a content change the
+        memory's chunk vectors become ``chunks``.
         """
 
     def forget(
@@ -294,7 +310,8 @@ class Store(Protocol):
     ) -> list[tuple[str, float]]:
         """Up to ``k`` (id, cosine) of active memories in scope, best first; with ``where``,
         only memories it matches, the top ``k`` of those (the filter applies before the cut:
-        a match far down the unfiltered ranking still comes back)."""
+        a match far down the unfiltered ranking still comes back); a memory with chunk
+        vectors scores the best cosine of its own vector and its chunks'."""
 
     def vector_searches(
         self, scope: Scope, queries: np.ndarray, k: int
@@ -311,6 +328,11 @@ class Store(Protocol):
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""
+
+    def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
+        """The chunk vectors of the given memories, by position (memories without any are
+        missing). :meth:`vector_search` scores a memory by the best of its own vector and
+        these."""
 
     def insertion_order(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
         """A number per given memory that grows in the order they were stored (message order

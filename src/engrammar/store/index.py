@@ -19,6 +19,7 @@ import numpy as np
 from ..models import RecallFilter, json_key
 from ..recall.keyword import BM25Index
 from ..recall.text import terms
+from .base import ChunkVector
 
 __all__ = ["ByteLRU", "ContextIndex", "IndexRow", "ScopeIndex", "cosines"]
 
@@ -62,6 +63,8 @@ class IndexRow:
     role: str = "user"
     metadata: dict[str, Any] | None = None
     metadata_bytes: int = 0
+    # Its windows past the first (``memory_chunks``), by position, or None.
+    chunks: list[ChunkVector] | None = None
 
 
 class ContextIndex:
@@ -175,6 +178,12 @@ class ScopeIndex:
         self._ann_threshold = ann_threshold
         self._ivf: _IVF | None = None
         self._ivf_size = 0
+        # Chunk vectors of long memories and the slot each belongs to (a removed memory's
+        # stay until compaction, masked by its slot).
+        self._chunks = np.zeros((0, dim), dtype=np.float32)
+        self._owners = np.zeros(0, dtype=np.int64)
+        self._n_chunks = 0
+        self._chunk_rows: dict[int, list[ChunkVector]] = {}
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -186,7 +195,8 @@ class ScopeIndex:
         rows = ROW_OVERHEAD * len(self._ids) + self._metadata_bytes
         rows += 40 * len(self._ids) * len(self._by_value)
         columns = self._created.nbytes + self._kind_codes.nbytes + self._role_codes.nbytes
-        return self._vectors.nbytes + self._alive.nbytes + columns + rows + ivf
+        chunks = self._chunks.nbytes + self._owners.nbytes
+        return self._vectors.nbytes + self._alive.nbytes + columns + rows + ivf + chunks
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._slot
@@ -222,12 +232,32 @@ class ScopeIndex:
         self._terms.append(doc_terms)
         self._bm25.add(slot, doc_terms)
         self._slot[row.id] = slot
+        if row.chunks:
+            self._add_chunks(slot, row.chunks)
+
+    def _add_chunks(self, slot: int, chunks: list[ChunkVector]) -> None:
+        self._chunk_rows[slot] = chunks
+        need = self._n_chunks + len(chunks)
+        if need > len(self._chunks):
+            grow = max(need - len(self._chunks), 8, len(self._chunks))
+            self._chunks = np.vstack([self._chunks, np.zeros((grow, self.dim), np.float32)])
+            self._owners = np.concatenate([self._owners, np.zeros(grow, dtype=np.int64)])
+        self._chunks[self._n_chunks : need] = np.stack([c.embedding for c in chunks])
+        self._owners[self._n_chunks : need] = slot
+        self._n_chunks = need
+
+    def _best_of_chunks(self, sims: np.ndarray, query: np.ndarray) -> None:
+        """Raise each slot's cosine in ``sims`` to its best chunk's (in place)."""
+        if self._n_chunks:
+            chunk_sims = cosines(self._chunks[: self._n_chunks], query)
+            np.maximum.at(sims, self._owners[: self._n_chunks], chunk_sims)
 
     def remove(self, memory_id: str) -> None:
         slot = self._slot.pop(memory_id, None)
         if slot is None:
             return
         self._alive[slot] = False
+        self._chunk_rows.pop(slot, None)
         self._bm25.remove(slot, self._terms[slot])
         self._terms[slot] = []
         if self._metadata[slot] is not None:
@@ -250,6 +280,7 @@ class ScopeIndex:
                     names[int(self._kind_codes[s])],
                     names[int(self._role_codes[s])],
                     self._metadata[s],
+                    chunks=self._chunk_rows.get(s),
                 )
                 fresh._append(row, self._terms[s])
         fresh._metadata_bytes = self._metadata_bytes
@@ -326,11 +357,20 @@ class ScopeIndex:
                 return [(self._ids[kept[i]], float(sims[i])) for i in order]
         if n >= self._ann_threshold:
             slots = self._ann_candidates(query, max(k * 8, 256))
+            if self._n_chunks:  # chunks are scanned exactly: their best owners join in
+                best = np.full(n, -np.inf, dtype=np.float32)
+                self._best_of_chunks(best, query)
+                best[~mask] = -np.inf
+                top = np.argpartition(-best, min(k, n - 1))[: k + 1]
+                slots = np.unique(np.concatenate([slots, top[np.isfinite(best[top])]]))
             sims = cosines(self._vectors[slots], query)
+            if self._n_chunks:
+                sims = np.maximum(sims, best[slots])
             sims[~mask[slots]] = -np.inf
             order = np.argsort(-sims)[:k]
             return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
         sims = cosines(self._vectors[:n], query)
+        self._best_of_chunks(sims, query)
         sims[~mask] = -np.inf
         return self._top(sims, k)
 
@@ -354,7 +394,13 @@ class ScopeIndex:
         out: list[list[tuple[str, float]]] = []
         block = max(1, 4_000_000 // max(n, 1))  # ~16 MB of scores at a time
         for start in range(0, len(queries), block):
-            sims = np.asarray(queries[start : start + block], dtype=np.float32) @ matrix.T
+            part = np.asarray(queries[start : start + block], dtype=np.float32)
+            sims = part @ matrix.T
+            if self._n_chunks:
+                chunk_sims = part @ self._chunks[: self._n_chunks].T
+                owners = self._owners[: self._n_chunks]
+                for row, chunk_row in zip(sims, chunk_sims, strict=True):
+                    np.maximum.at(row, owners, chunk_row)
             sims[:, ~mask] = -np.inf
             out += [self._top(row, k) for row in sims]
         return out
@@ -402,6 +448,19 @@ class ScopeIndex:
 
     def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
         return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}
+
+    def chunks_of(self, ids: list[str]) -> tuple[dict[str, list[ChunkVector]], list[str]]:
+        """The chunk vectors of those of ``ids`` indexed here (memories without any are
+        missing from the dict), and the ids not indexed here."""
+        found: dict[str, list[ChunkVector]] = {}
+        absent: list[str] = []
+        for i in ids:
+            slot = self._slot.get(i)
+            if slot is None:
+                absent.append(i)
+            elif slot in self._chunk_rows:
+                found[i] = self._chunk_rows[slot]
+        return found, absent
 
     def _ann_candidates(self, query: np.ndarray, want: int) -> np.ndarray:
         n = len(self._ids)

@@ -461,6 +461,35 @@ def m011_feedback_sources(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_memory_chunks(conn: sqlite3.Connection) -> None:
+    """The vectors of a long memory's windows past the first (``Config.chunk_chars``): vector
+    search scores a memory by the best of its own vector and these. Deleted with the memory."""
+    _run(
+        conn,
+        """
+        CREATE TABLE memory_chunks (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                workspace TEXT NOT NULL,
+                memory_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                session_id TEXT,
+                start_char INTEGER NOT NULL,
+                end_char INTEGER NOT NULL,
+                embedding BLOB NOT NULL,
+                UNIQUE (memory_id, position)
+            )
+        """,
+        "CREATE INDEX memory_chunks_scope ON memory_chunks (workspace, user_id, seq)",
+        """
+        CREATE TRIGGER memory_chunks_forget AFTER DELETE ON memories BEGIN
+                DELETE FROM memory_chunks WHERE memory_id = old.id;
+            END
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -473,4 +502,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m009_memory_validity,
     m010_memories_by_kind,
     m011_feedback_sources,
+    m012_memory_chunks,
 ]

@@ -33,9 +33,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
-from .base import EdgeDelta, NewEdge, NewMemory, ReplySignal
+from .base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
 from .postgres_migrations import MIGRATIONS
 from .postgres_search import (
+    COPY_KEYS,
     DIALECT,
     PostgresSearch,
     Vector,
@@ -44,6 +45,7 @@ from .postgres_search import (
     pg_scope_where,
     redact_url,
     register_vector,
+    write_chunks,
 )
 from .tables import (
     COPY_JSON_FIELDS,
@@ -431,6 +433,7 @@ class PostgresStore(PostgresSearch):
                         "after, reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
                         [(r.id, r.workspace, r.user_id, r.content, now) for r in created],
                     )
+                write_chunks(conn, [(r, r.chunks) for r in created if r.chunks])
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
             self._supersede(conn, workspace, edges, rename)
@@ -477,6 +480,7 @@ class PostgresStore(PostgresSearch):
         status: str | None,
         reason: str,
         edges: Sequence[NewEdge] | None = None,
+        chunks: Sequence[ChunkVector] = (),
     ) -> MemoryRecord:
         def run(conn: Conn) -> MemoryRecord:
             row = conn.execute(
@@ -502,6 +506,7 @@ class PostgresStore(PostgresSearch):
                     )
                 sets += ["content = %s", "embedding = %b", "dedup_key = %s"]
                 params += [content, Vector(embedding), dedup_key]
+                write_chunks(conn, [(old, chunks)], replace=True)
             if metadata is not None:
                 sets.append("metadata = %s")
                 params.append(jsonb(metadata))
@@ -704,25 +709,7 @@ class PostgresStore(PostgresSearch):
         return str(existing[0])
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
-    #: table -> the columns that order its rows (the cursor of export_rows)
-    _COPY_KEYS: dict[str, tuple[str, ...]] = {  # noqa: RUF012
-        "meta": ("key",),
-        "memories": ("seq",),
-        "memory_changes": ("rev",),
-        "edges": ("workspace", "src", "dst", "kind"),
-        "edge_changes": ("seq",),
-        "recalls": ("seq",),
-        "feedback_events": ("seq",),
-        "decision_memories": ("workspace", "event_id", "answer"),
-        "decision_reviews": ("seq",),
-        "preference_pairs": ("seq",),
-        "logged_events": ("seq",),
-        "memory_ratings": ("seq",),
-        "reply_signals": ("seq",),
-        "api_keys": ("key_id",),
-        "knowledge_bases": ("seq",),
-        "knowledge_chunks": ("seq",),
-    }
+    _COPY_KEYS = COPY_KEYS
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if table not in self._COPY_KEYS or table not in COPY_TABLES:

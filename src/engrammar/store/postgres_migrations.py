@@ -419,6 +419,33 @@ def m010_memories_by_kind(conn: Conn) -> None:
     _run(conn, "CREATE INDEX memories_kind ON memories (workspace, user_id, kind, seq)")
 
 
+def m011_memory_chunks(conn: Conn) -> None:
+    """The vectors of a long memory's windows past the first (``Config.chunk_chars``): vector
+    search scores a memory by the best of its own vector and these (scanned exactly within
+    the searched scope: an untyped ``vector``, no index). Deleted with the memory."""
+    _run(
+        conn,
+        """
+        CREATE TABLE memory_chunks (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            workspace TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            start_char INTEGER NOT NULL,
+            end_char INTEGER NOT NULL,
+            embedding vector NOT NULL,
+            PRIMARY KEY (workspace, memory_id, position),
+            FOREIGN KEY (workspace, memory_id) REFERENCES memories (workspace, id)
+                ON DELETE CASCADE
+        )
+        """,
+        "CREATE INDEX memory_chunks_scope ON memory_chunks (workspace, user_id, seq)",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -430,4 +457,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m008_memory_validity,
     m009_feedback_sources,
     m010_memories_by_kind,
+    m011_memory_chunks,
 ]

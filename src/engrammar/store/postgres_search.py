@@ -25,11 +25,14 @@ from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, speaker_of, terms
+from .base import ChunkVector
+from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
 __all__ = [
+    "COPY_KEYS",
     "PostgresSearch",
     "Vector",
     "analysed",
@@ -38,6 +41,7 @@ __all__ = [
     "pg_filter_where",
     "pg_scope_where",
     "register_vector",
+    "write_chunks",
 ]
 
 T = TypeVar("T")
@@ -158,6 +162,47 @@ def named(name: str, params: list[Any]) -> dict[str, Any]:
     return {f"{name}{i}": value for i, value in enumerate(params)}
 
 
+#: table -> the columns that order its rows (the cursor of ``export_rows``)
+COPY_KEYS: dict[str, tuple[str, ...]] = {
+    "meta": ("key",),
+    "memories": ("seq",),
+    "memory_changes": ("rev",),
+    "edges": ("workspace", "src", "dst", "kind"),
+    "edge_changes": ("seq",),
+    "recalls": ("seq",),
+    "feedback_events": ("seq",),
+    "decision_memories": ("workspace", "event_id", "answer"),
+    "decision_reviews": ("seq",),
+    "preference_pairs": ("seq",),
+    "logged_events": ("seq",),
+    "memory_ratings": ("seq",),
+    "reply_signals": ("seq",),
+    "api_keys": ("key_id",),
+    "knowledge_bases": ("seq",),
+    "knowledge_chunks": ("seq",),
+    "memory_chunks": ("seq",),
+}
+
+
+def write_chunks(
+    conn: Conn, owned: Sequence[tuple[Owner, Sequence[ChunkVector]]], replace: bool = False
+) -> None:
+    """Insert the chunk vectors of memories (``replace``: instead of their stored ones)."""
+    if replace:
+        for owner, _ in owned:
+            conn.execute(
+                "DELETE FROM memory_chunks WHERE workspace = %s AND memory_id = %s",
+                (owner.workspace, owner.id),
+            )
+    params = [p for owner, chunks in owned for p in chunk_params(owner, chunks, Vector)]
+    if params:
+        marks = ",".join(["%s"] * (len(CHUNK_FIELDS) - 1) + ["%b"])
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) VALUES ({marks})", params
+            )
+
+
 class PostgresSearch(SQLStore):
     """Search and vector reads of :class:`~.postgres.PostgresStore`."""
 
@@ -199,6 +244,8 @@ class PostgresSearch(SQLStore):
             return []
         scoped, params = pg_scope_where(scope)
         narrowed, narrow_params = pg_filter_where(where)
+        chunk_scoped, chunk_params_ = pg_scope_where(scope, "c")
+        chunk_narrowed, chunk_narrow_params = pg_filter_where(where, "m")
         # HNSW's iterative scan (on for every connection) keeps a filtered query from
         # coming back short.
         ef = min(1000, max(self._ef_search, k))
@@ -207,20 +254,43 @@ class PostgresSearch(SQLStore):
             if ef != self._ef_search:
                 # Transaction-local: the pooled connection goes back unchanged.
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            # A long memory scores its best window too: the scope's chunk vectors are scanned
+            # exactly (few: only texts longer than chunk_chars have them) and merged in.
             return [
                 (r[0], float(r[1]))
                 for r in conn.execute(
                     "WITH hits AS MATERIALIZED (SELECT id, embedding <=> %b AS distance "
                     f"FROM memories WHERE {scoped} AND status = 'active'{narrowed} "
-                    "ORDER BY embedding <=> %b LIMIT %s) "
-                    "SELECT id, 1 - distance FROM hits ORDER BY distance, id",
-                    [Vector(query), *params, *narrow_params, Vector(query), k],
+                    "ORDER BY embedding <=> %b LIMIT %s), "
+                    "chunk_hits AS MATERIALIZED (SELECT c.memory_id AS id, "
+                    "min(c.embedding <=> %b) AS distance FROM memory_chunks c "
+                    f"JOIN memories m ON m.workspace = c.workspace AND m.id = c.memory_id "
+                    f"AND m.status = 'active'{chunk_narrowed} WHERE {chunk_scoped} "
+                    "GROUP BY c.memory_id ORDER BY 2 LIMIT %s) "
+                    "SELECT id, 1 - min(distance) FROM (SELECT * FROM hits UNION ALL "
+                    "SELECT * FROM chunk_hits) AS both_hits GROUP BY id "
+                    "ORDER BY min(distance), id LIMIT %s",
+                    [Vector(query), *params, *narrow_params, Vector(query), k, Vector(query),
+                     *chunk_narrow_params, *chunk_params_, k, k],
                 )
-            ]
+            ]  # fmt: skip
 
         if ef == self._ef_search:
             return self._read("search", run)
         return self._tx("search", run, idempotent=True)
+
+    def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
+        def run(conn: Conn) -> dict[str, list[ChunkVector]]:
+            out: dict[str, list[ChunkVector]] = {}
+            for row in conn.execute(
+                "SELECT memory_id, position, start_char, end_char, embedding FROM memory_chunks "
+                "WHERE workspace = %s AND memory_id = ANY(%s) ORDER BY memory_id, position",
+                (workspace, list(dict.fromkeys(ids))),
+            ):
+                out.setdefault(row[0], []).append(chunk_vector(row[1:], np.asarray))
+            return out
+
+        return self._read("reading chunk vectors", run)
 
     def vector_searches(
         self, scope: Scope, queries: np.ndarray, k: int

@@ -125,6 +125,12 @@ TABLES: dict[str, Table] = {
         key=("workspace", "id"),
         order="seq",
     ),
+    "memory_chunks": Table(
+        ("seq", "workspace", "memory_id", "position", "user_id", "agent_id", "session_id",
+         "start_char", "end_char", "embedding"),
+        key=("workspace", "memory_id", "position"),
+        order="seq",
+    ),
 }  # fmt: skip
 
 #: Tables only one backend has: its keyword index's own (FTS5's shadow tables and SQLite's

@@ -27,7 +27,8 @@ import numpy as np
 
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import Edge, MemoryRecord, Scope
-from .base import EdgeDelta, NewEdge, NewMemory, ReplySignal
+from .base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
+from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .index import ByteLRU, ContextIndex, ScopeIndex
 from .migrations import MIGRATIONS
 from .sql import Dialect, scope_where
@@ -78,6 +79,11 @@ DIALECT = Dialect(
 #: (an export names the event alone); a link to an event not stored is skipped.
 #: The fields that tell an edge change apart, in EDGE_CHANGE_KNOWN's order.
 _CHANGE_KEY = ("workspace", "src", "dst", "kind", "at", "recall_id")
+
+_CHUNK_INSERT = (
+    f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) "
+    f"VALUES ({', '.join('?' * len(CHUNK_FIELDS))})"
+)
 _DECISION_INSERT = (
     "INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
     "SELECT e.workspace, ?, ?, ?, ? FROM feedback_events e WHERE e.id = ?"
@@ -329,6 +335,8 @@ class SQLiteStore(SQLiteSearch):
                     row.superseded_by,
                 ),
             )
+            if row.chunks:
+                conn.executemany(_CHUNK_INSERT, chunk_params(row, row.chunks, _blob))
             self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
             out.append((row.id, True))
         workspace = rows[0].workspace if rows else ""
@@ -408,6 +416,7 @@ class SQLiteStore(SQLiteSearch):
         status: str | None,
         reason: str,
         edges: Sequence[NewEdge] | None = None,
+        chunks: Sequence[ChunkVector] = (),
     ) -> MemoryRecord:
         try:
             with self._write() as conn:
@@ -437,6 +446,9 @@ class SQLiteStore(SQLiteSearch):
                         np.ascontiguousarray(embedding, dtype=np.float32).tobytes(),
                         dedup_key,
                     ]
+                    # The windows of the old text go; the new text's (if long) replace them.
+                    conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
+                    conn.executemany(_CHUNK_INSERT, chunk_params(old, chunks, _blob))
                 if metadata is not None:
                     sets.append("metadata = ?")
                     params.append(json.dumps(metadata, ensure_ascii=False))
@@ -615,6 +627,7 @@ class SQLiteStore(SQLiteSearch):
         "api_keys": "rowid",
         "knowledge_bases": "seq",
         "knowledge_chunks": "seq",
+        "memory_chunks": "seq",
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:

@@ -14,7 +14,7 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,8 @@ from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, terms
+from .base import ChunkVector
+from .chunk_rows import chunk_vector
 from .dialect import scope_where
 from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
 from .sql import SQLStore
@@ -36,6 +38,17 @@ _ROW_CACHE = 20_000
 
 def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
+
+
+_CHUNK_COLUMNS = "memory_id, position, start_char, end_char, embedding"
+
+
+def _chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]:
+    """``memory_chunks`` rows (:data:`_CHUNK_COLUMNS`, ordered), grouped by memory."""
+    grouped: dict[str, list[ChunkVector]] = {}
+    for row in rows:
+        grouped.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
+    return grouped
 
 
 def _speaker(metadata: Any) -> str | None:
@@ -183,15 +196,23 @@ class SQLiteSearch(SQLStore):
                 "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
                 (workspace, user),
             )
-            for row in cursor:
-                index.upsert(self._index_row(row))
+            rows = cursor.fetchall()
+            chunks = _chunk_lists(
+                conn.execute(
+                    f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
+                    "WHERE workspace = ? AND user_id IS ? ORDER BY memory_id, position",
+                    (workspace, user),
+                )
+            )
+            for row in rows:
+                index.upsert(self._index_row(row, chunks.get(row[0])))
         finally:
             conn.execute("COMMIT")
         index.rev = rev
         return index
 
     @staticmethod
-    def _index_row(row: tuple[Any, ...]) -> IndexRow:
+    def _index_row(row: tuple[Any, ...], chunks: list[ChunkVector] | None = None) -> IndexRow:
         metadata = json.loads(row[6]) if row[6] and row[6] != "{}" else None
         return IndexRow(
             id=row[0],
@@ -204,6 +225,7 @@ class SQLiteSearch(SQLStore):
             role=row[8],
             metadata=metadata if isinstance(metadata, dict) and metadata else None,
             metadata_bytes=len(row[6]) if metadata else 0,
+            chunks=chunks,
         )
 
     def _refresh(self, index: ScopeIndex, workspace: str, user: str | None) -> None:
@@ -218,6 +240,7 @@ class SQLiteSearch(SQLStore):
             top = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             touched = list(dict.fromkeys(c[1] for c in changes))
             current: dict[str, tuple[Any, ...]] = {}
+            chunks: dict[str, list[ChunkVector]] = {}
             for start in range(0, len(touched), 500):
                 chunk = touched[start : start + 500]
                 marks = ",".join("?" * len(chunk))
@@ -228,11 +251,20 @@ class SQLiteSearch(SQLStore):
                     chunk,
                 ):
                     current[row[0]] = row
+                chunks.update(
+                    _chunk_lists(
+                        conn.execute(
+                            f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
+                            f"WHERE memory_id IN ({marks}) ORDER BY memory_id, position",
+                            chunk,
+                        )
+                    )
+                )
         finally:
             conn.execute("COMMIT")
         for memory_id in touched:
             if memory_id in current:
-                index.upsert(self._index_row(current[memory_id]))
+                index.upsert(self._index_row(current[memory_id], chunks.get(memory_id)))
             else:
                 index.remove(memory_id)
         index.rev = top
@@ -332,6 +364,33 @@ class SQLiteSearch(SQLStore):
                 [workspace, *chunk],
             ):
                 out[memory_id] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
+        out: dict[str, list[ChunkVector]] = {}
+        ids = list(dict.fromkeys(ids))
+        # Served from the in-process indexes when current (recall asks on every query), as
+        # :meth:`vectors` does; only ids no current index holds are read.
+        with self._index_lock:
+            data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+            for (kind, index_workspace, _), index in self._indexes.items():
+                if (
+                    kind == "scope"
+                    and isinstance(index, ScopeIndex)
+                    and index_workspace == workspace
+                    and index.data_version == data_version
+                ):
+                    found, ids = index.chunks_of(ids)
+                    out.update(found)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for row in self._read(
+                "SELECT memory_id, position, start_char, end_char, embedding FROM memory_chunks "
+                f"WHERE workspace = ? AND memory_id IN ({marks}) ORDER BY memory_id, position",
+                [workspace, *part],
+            ):
+                out.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
         return out
 
     def term_postings(

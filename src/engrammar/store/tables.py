@@ -32,6 +32,10 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
         "valid_until", "superseded_by",
     ),
+    "memory_chunks": (
+        "workspace", "memory_id", "position", "user_id", "agent_id", "session_id",
+        "start_char", "end_char", "embedding",
+    ),
     "memory_changes": (
         "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
     ),
