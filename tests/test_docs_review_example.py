@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+
 from test_cli import js, ok
 
 pytestmark = pytest.mark.processes
