@@ -61,7 +61,11 @@ def _playwright() -> tuple[Any, Any]:
 
 @pytest.fixture
 def served(tmp_path: Path, minilm: MiniLMEmbedder) -> Iterator[dict[str, Any]]:
-    mem = Memory(Config(path=str(tmp_path / "store")), embedder=minilm)
+    # One person clicks "Wrong" a few times on purpose: each click counts (by default one
+    # source's repeats within feedback_source_window_s count once, the poisoning bound that
+    # tests/test_undo.py holds).
+    config = Config(path=str(tmp_path / "store"), feedback_source_window_s=0)
+    mem = Memory(config, embedder=minilm)
     alice = {"user_id": "alice", "workspace": "acme"}
     mem.add(content="I live in Paris.", **alice)
     mem.add(content="I moved to Berlin last year.", **alice)
