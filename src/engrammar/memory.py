@@ -16,7 +16,8 @@ from .engine import Engine, feedback, ingest, knowledge, recall, records, transf
 from .engine import validate as v
 from .engine.filters import parse_filters
 from .engine.records import feedback_source
-from .errors import EmbedderError, NotFoundError, ValidationError
+from .errors import EmbedderError, ValidationError
+from .memory_base import FacadeBase
 from .memory_inspect import InspectingMixin
 from .memory_knowledge import KnowledgeMixin
 from .memory_records import RecordsMixin
@@ -26,7 +27,6 @@ from .models import (
     MemoryRecord,
     RecallFilter,
     RecallResult,
-    Scope,
     ScoredMemory,
     Skipped,
 )
@@ -35,7 +35,7 @@ from .store import Store, open_store
 __all__ = ["Memory"]
 
 
-class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
+class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
     """Long-term memory for agents that learns from feedback.
 
     Args:
@@ -75,22 +75,6 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- helpers ------------------------------------------------------------------------------
-    def _scope(
-        self, user_id: Any, agent_id: Any, session_id: Any, workspace: Any, *, need_one: bool = True
-    ) -> Scope:
-        return v.scope(
-            user_id, agent_id, session_id, workspace, self.config.workspace, need_one=need_one
-        )
-
-    def _limit(self, limit: Any) -> int:
-        return v.positive_int(
-            "limit", self.config.recall_limit if limit is None else limit, maximum=1000
-        )
-
-    def _workspace(self, workspace: str | None) -> str:
-        return v.scope_id("workspace", workspace) or self.config.workspace
 
     # -- writing ------------------------------------------------------------------------------
     def add(
@@ -214,15 +198,6 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin):
         return self.store.forget(scope, ids)
 
     # -- reading ------------------------------------------------------------------------------
-    def get(self, memory_id: str, *, workspace: str | None = None) -> MemoryRecord:
-        """One memory by id. Raises ``NotFoundError`` if it is not in the workspace."""
-        ws = self._workspace(workspace)
-        v.scope_id("memory_id", memory_id, required=True)
-        found = self.store.get_memories(ws, [memory_id]).get(memory_id)
-        if found is None:
-            raise NotFoundError(f"memory {memory_id!r} not found in workspace {ws!r}")
-        return found
-
     def list(
         self,
         *,

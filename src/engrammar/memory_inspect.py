@@ -5,34 +5,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .engine import Engine
 from .engine import validate as v
 from .engine.inspect import Inspector
-from .models import MemoryRecord, Scope
+from .memory_base import FacadeBase
 
 __all__ = ["InspectingMixin"]
 
 
-class InspectingMixin:
+class InspectingMixin(FacadeBase):
     """Scopes, filtered memory lists, a memory's edges and learning, the timeline, rank shifts
     and tensions of a scope."""
-
-    if TYPE_CHECKING:
-        _engine: Engine
-
-        def _scope(
-            self,
-            user_id: Any,
-            agent_id: Any,
-            session_id: Any,
-            workspace: Any,
-            *,
-            need_one: bool = True,
-        ) -> Scope: ...
-
-        def get(self, memory_id: str, *, workspace: str | None = None) -> MemoryRecord: ...
 
     def _inspector(self) -> Inspector:
         return Inspector(self._engine)

@@ -8,39 +8,19 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .engine import Engine, knowledge
+from .engine import knowledge
 from .engine import validate as v
 from .errors import NotFoundError, ValidationError
-from .models import KnowledgeBase, KnowledgeChunk, Scope
-
-if TYPE_CHECKING:
-    from .config import Config
-    from .store import Store
+from .memory_base import FacadeBase
+from .models import KnowledgeBase, KnowledgeChunk
 
 __all__ = ["KnowledgeMixin"]
 
 
-class KnowledgeMixin:
+class KnowledgeMixin(FacadeBase):
     """add_knowledge, search_knowledge, list_knowledge, delete_knowledge."""
-
-    if TYPE_CHECKING:
-        _engine: Engine
-        config: Config
-        store: Store
-
-        def _scope(
-            self,
-            user_id: Any,
-            agent_id: Any,
-            session_id: Any,
-            workspace: Any,
-            *,
-            need_one: bool = True,
-        ) -> Scope: ...
-
-        def _limit(self, limit: int | None) -> int: ...
 
     def add_knowledge(
         self,

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import builtins
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .engine import Engine, records
+from .engine import records
 from .engine import validate as v
 from .engine.records import feedback_source
 from .errors import ValidationError
+from .memory_base import FacadeBase
 from .models import (
     FEEDBACK_STATES,
     KEY_SEPARATOR,
@@ -23,39 +24,15 @@ from .models import (
     FeedbackEvent,
     LoggedEvent,
     MemoryRating,
-    MemoryRecord,
     PreferencePair,
     Scope,
 )
 
-if TYPE_CHECKING:
-    from .config import Config
-    from .store import Store
-
 __all__ = ["RecordsMixin"]
 
 
-class RecordsMixin:
+class RecordsMixin(FacadeBase):
     """Feedback events, decision reviews, preference pairs, ratings and logged events."""
-
-    if TYPE_CHECKING:
-        _engine: Engine
-        config: Config
-        store: Store
-
-        def _scope(
-            self,
-            user_id: Any,
-            agent_id: Any,
-            session_id: Any,
-            workspace: Any,
-            *,
-            need_one: bool = True,
-        ) -> Scope: ...
-
-        def _workspace(self, workspace: str | None) -> str: ...
-
-        def get(self, memory_id: str, *, workspace: str | None = None) -> MemoryRecord: ...
 
     def create_feedback_event(
         self,
