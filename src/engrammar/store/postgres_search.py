@@ -219,6 +219,8 @@ class PostgresSearch(SQLStore):
         idempotent: bool = False,
         attempts: int = 4,
     ) -> T:
+        """Run ``fn`` on a pooled connection, in a transaction, retried when safe (provided by
+        ``PostgresStore``)."""
         raise NotImplementedError
 
     def _read(self, what: str, fn: Callable[[Conn], T]) -> T:

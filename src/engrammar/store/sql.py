@@ -52,6 +52,8 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         rename: dict[str, str],
         now: float,
     ) -> None:
+        """Insert ``edges`` (ids renamed by ``rename``); each backend writes its own SQL
+        (``SQLiteStore`` and ``PostgresStore`` both provide it)."""
         raise NotImplementedError
 
     def _store_facts(self, conn: Any) -> dict[str, Any]:

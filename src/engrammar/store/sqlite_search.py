@@ -84,6 +84,7 @@ class SQLiteSearch(SQLStore):
     _rows_epoch: int
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of one read statement (provided by ``SQLiteStore``)."""
         raise NotImplementedError
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
