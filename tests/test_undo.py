@@ -11,12 +11,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from backends import open_memory
 from engrammar import Config, HashEmbedder, Memory, NotFoundError
@@ -330,6 +333,67 @@ def test_feedback_writes_are_limited_per_source_over_http(served: tuple[str, str
         assert rating["source"].startswith("key:") and rating["source"] != "spoof"
         undone = c.post("/v1/undo", json={"record_id": rating["id"]}, headers=b)
         assert undone.status_code == 200 and undone.json()["kind"] == "memory_rating"
+
+
+@pytest.mark.processes
+def test_mcp_over_http_shares_the_feedback_budget(served: tuple[str, str, str]) -> None:
+    """The same per-source budget holds for feedback written through MCP's tools: a key that
+    spent its burst over REST is refused on /mcp too, with the kind and the wait; a second
+    key still writes; nothing refused reaches the store."""
+    base, key_a, key_b = served
+
+    async def session(key: str, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+        async with (
+            httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http,
+            streamable_http_client(f"{base}/mcp", http_client=http) as streams,
+            ClientSession(streams[0], streams[1]) as s,
+        ):
+            await s.initialize()
+            await body(s)
+
+    with httpx.Client(base_url=base, timeout=30) as c:
+        a = {"Authorization": f"Bearer {key_a}"}
+        found = c.post("/v1/search", json={"query": "alpha", "user_id": "u"}, headers=a).json()
+        memory_id = found["results"][0]["memory"]["id"]
+        body = {"memory_id": memory_id, "verdict": "accepted", "user_id": "u"}
+        assert c.post("/v1/ratings", json=body, headers=a).status_code == 201
+    outcomes: list[Any] = []
+
+    async def rate(s: ClientSession) -> None:
+        for _ in range(4):
+            r = await s.call_tool(
+                "memory_feedback", {"memory_id": memory_id, "verdict": "rejected", "user_id": "u"}
+            )
+            outcomes.append(r)
+        # A read is not a feedback write: the same key still searches.
+        hits = await s.call_tool("memory_search", {"query": "alpha", "user_id": "u"})
+        outcomes.append(hits)
+
+    anyio.run(session, key_a, rate)
+    written = [r for r in outcomes[:4] if not r.is_error]
+    refused = [r for r in outcomes[:4] if r.is_error]
+    assert len(written) == 2 and len(refused) == 2  # burst 3: one spent over REST
+    message = refused[0].content[0].text
+    assert message.startswith("RateLimited: too many feedback writes from key:")
+    assert "retry in" in message
+    assert not outcomes[4].is_error
+
+    async def other(s: ClientSession) -> None:
+        r = await s.call_tool(
+            "memory_feedback", {"memory_id": memory_id, "verdict": "accepted", "user_id": "u"}
+        )
+        outcomes.append(r)
+
+    anyio.run(session, key_b, other)
+    assert not outcomes[-1].is_error
+    with httpx.Client(base_url=base, timeout=30) as c:
+        listed = c.get(
+            "/v1/ratings", params={"user_id": "u"}, headers={"Authorization": f"Bearer {key_b}"}
+        )
+        assert listed.status_code == 200, listed.text
+        rows = next(v for v in listed.json().values() if isinstance(v, list))
+        # One over REST, two over MCP from key a, one from key b: the refused two never landed.
+        assert len([r for r in rows if r["memory_id"] == memory_id]) == 4
 
 
 @pytest.mark.processes

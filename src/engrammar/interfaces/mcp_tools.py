@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -29,10 +30,12 @@ from ..models import KINDS, RATING_VERDICTS, ROLES
 from .op_params import AGENT, SESSION, USER, WORKSPACE
 from .operations import (
     OPERATIONS,
+    Budget,
     Operation,
     Param,
     Principal,
     dispatch,
+    feedback_over_budget,
     operation,
 )
 from .texts import feedback_summary
@@ -193,7 +196,36 @@ def _argument_error(exc: PydanticValidationError) -> str:
     return f"ValidationError: {field or 'arguments'}: {problem}"
 
 
-def _tool(op: Operation, principal_of: Callable[[Context], Principal], memory: Memory) -> Any:
+#: ``(ctx, principal, operation name, arguments)``: raises the ToolError of a call over its
+#: budget (feedback writes over HTTP), else returns.
+Gate = Callable[[Context, Principal, str, dict[str, Any]], None]
+
+
+def _budget_gate(bucket: Budget | None) -> Gate:
+    """The per-source limit on feedback writes (``feedback_over_budget``) for calls that came
+    over HTTP; stdio has one client, the process that started the server."""
+
+    def gate(ctx: Context, principal: Principal, name: str, args: dict[str, Any]) -> None:
+        request = ctx.request_context.request
+        if request is None or bucket is None:
+            return
+        client = getattr(request, "client", None)
+        refused = feedback_over_budget(
+            bucket, principal, name, args, client.host if client else "?"
+        )
+        if refused is not None:
+            source, wait = refused
+            raise ToolError(
+                f"RateLimited: too many feedback writes from {source}; "
+                f"retry in {max(1, math.ceil(wait))} s"
+            )
+
+    return gate
+
+
+def _tool(
+    op: Operation, principal_of: Callable[[Context], Principal], memory: Memory, gate: Gate
+) -> Any:
     """The MCP tool of ``op``: a function typed from the table, rendering ``op.mcp_text``."""
     params = [p for p in op.params if p.mcp]
 
@@ -201,7 +233,13 @@ def _tool(op: Operation, principal_of: Callable[[Context], Principal], memory: M
         if args.get("messages"):
             args["messages"] = [m.model_dump(exclude_none=True) for m in args["messages"]]
         given = {k: v for k, v in args.items() if v is not None or k in ("memory_id",)}
-        data = _run(lambda: dispatch(memory, principal_of(ctx), op.name, given))
+
+        def call() -> dict[str, Any]:
+            principal = principal_of(ctx)
+            gate(ctx, principal, op.name, given)
+            return dispatch(memory, principal, op.name, given)
+
+        data = _run(call)
         render = op.mcp_text or _text
         return _result(render(data), data)
 
@@ -222,13 +260,18 @@ def _tool(op: Operation, principal_of: Callable[[Context], Principal], memory: M
     return tool
 
 
-def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
+def build_mcp_server(
+    memory: Memory, default: Principal, feedback_bucket: Budget | None = None
+) -> MCPServer[Any]:
     """The MCP server over ``memory``.
 
     Args:
         memory: the memory every tool acts on.
         default: the principal of calls without an HTTP request (stdio).
+        feedback_bucket: the per-source budget of feedback writes over HTTP (shared with the
+            REST routes of the same app); ``None``: no limit.
     """
+    gate = _budget_gate(feedback_bucket)
     server: MCPServer[Any] = _StrictServer(
         "engrammar",
         title="engrammar memory",
@@ -250,7 +293,7 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
     for op in OPERATIONS:
         if op.mcp is not None:
             server.add_tool(
-                _tool(op, principal_of, memory),
+                _tool(op, principal_of, memory, gate),
                 name=op.mcp,
                 description=op.mcp_doc,
                 annotations=ToolAnnotations.model_validate(op.hints) if op.hints else None,
@@ -312,12 +355,17 @@ def build_mcp_server(memory: Memory, default: Principal) -> MCPServer[Any]:
         def both() -> dict[str, Any]:
             principal = principal_of(ctx)
             out: dict[str, Any] = {"rating": None, "alignment": None}
+            rate = {"memory_id": memory_id, "verdict": verdict, "correction": correction}
+            rate = {**rate, "recall_id": recall_id, **scope}
+            answer = {"response": response, "recall_id": recall_id, **scope}
+            # Both parts count against the budget before either is written (all or nothing).
             if memory_id is not None:
-                rate = {"memory_id": memory_id, "verdict": verdict, "correction": correction}
-                rate["recall_id"] = recall_id
-                out["rating"] = dispatch(memory, principal, "rate_memory", {**rate, **scope})
+                gate(ctx, principal, "rate_memory", rate)
             if response is not None:
-                answer = {"response": response, "recall_id": recall_id, **scope}
+                gate(ctx, principal, "feedback", answer)
+            if memory_id is not None:
+                out["rating"] = dispatch(memory, principal, "rate_memory", rate)
+            if response is not None:
                 out["alignment"] = dispatch(memory, principal, "feedback", answer)
             return out
 

@@ -10,8 +10,9 @@ the guards) lives in :mod:`.access`; the table's shapes in :mod:`.spec`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ValidationError
 from ..memory import Memory
@@ -20,6 +21,7 @@ from .access import (
     Call,
     Principal,
     attribute,
+    feedback_source,
     narrow_ids,
     own_event,
     own_memory,
@@ -656,6 +658,28 @@ FEEDBACK_WRITES = frozenset(
         "undo",
     }
 )
+
+
+class Budget(Protocol):
+    """Per-client token buckets (``limits.TokenBucket``)."""
+
+    def take(self, client: str, now: float) -> float: ...
+
+
+def feedback_over_budget(
+    bucket: Budget | None, principal: Principal, name: str, args: dict[str, Any], address: str
+) -> tuple[str, float] | None:
+    """``(source, seconds to wait)`` when a feedback write over HTTP (REST or MCP) is over
+    its source's budget, else ``None``. A source is the API key, else the ``source`` or
+    ``agent_id`` the write names, else the caller's address; it may make
+    ``feedback_rate_limit_per_s`` feedback writes a second, ``feedback_rate_limit_burst`` at
+    once."""
+    if bucket is None or name not in FEEDBACK_WRITES:
+        return None
+    source = feedback_source(principal, args) or f"address:{address}"
+    wait = bucket.take(source, time.monotonic())
+    return (source, wait) if wait else None
+
 
 #: Public ``Memory`` methods no operation serves, and why.
 NOT_EXPOSED = {

@@ -39,13 +39,19 @@ from ..errors import (
 )
 from ..keys import verify_api_key
 from ..memory import Memory
-from .access import feedback_source
 from .http_guard import HostGuard, allowed_hosts, guarded_h11
 from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
 from .openapi import openapi_document
 from .openapi_parts import MAX_INT
-from .operations import FEEDBACK_WRITES, OPERATIONS, HttpRoute, Operation, Principal, dispatch
+from .operations import (
+    OPERATIONS,
+    HttpRoute,
+    Operation,
+    Principal,
+    dispatch,
+    feedback_over_budget,
+)
 from .ui import ui_routes
 
 __all__ = ["build_app", "is_loopback", "serve", "server_config"]
@@ -309,17 +315,15 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
 def _feedback_limited(
     request: Request, principal: Principal, name: str, args: dict[str, Any]
 ) -> Response | None:
-    """The 429 of a feedback write over its source's budget (``feedback_rate_limit_per_s``):
+    """The 429 of a feedback write over its source's budget (``feedback_over_budget``):
     one source flooding ratings is refused before it reaches the store."""
-    bucket: TokenBucket | None = getattr(request.app.state, "feedback_bucket", None)
-    if bucket is None or name not in FEEDBACK_WRITES:
+    address = request.client.host if request.client else "?"
+    refused = feedback_over_budget(
+        getattr(request.app.state, "feedback_bucket", None), principal, name, args, address
+    )
+    if refused is None:
         return None
-    source = feedback_source(principal, args)
-    if source is None:
-        source = f"address:{request.client.host if request.client else '?'}"
-    wait = bucket.take(source, time.monotonic())
-    if not wait:
-        return None
+    source, wait = refused
     response: Response = rate_limited(wait, f"too many feedback writes from {source}")
     return response
 
@@ -416,7 +420,13 @@ def build_app(
             for port in ("", ":*")
         ],
     )
-    mcp = build_mcp_server(memory, default)
+    # One budget per source for feedback writes, whether they come over REST or MCP.
+    feedback_bucket = (
+        TokenBucket(cfg.feedback_rate_limit_per_s, cfg.feedback_rate_limit_burst)
+        if cfg.feedback_rate_limit_per_s
+        else None
+    )
+    mcp = build_mcp_server(memory, default, feedback_bucket)
     app: Starlette = mcp.streamable_http_app(
         host=host,
         stateless_http=True,
@@ -428,11 +438,7 @@ def build_app(
         app.router.routes.extend(ui_routes())
     app.state.memory = memory
     app.state.server_threads = cfg.server_threads
-    app.state.feedback_bucket = (
-        TokenBucket(cfg.feedback_rate_limit_per_s, cfg.feedback_rate_limit_burst)
-        if cfg.feedback_rate_limit_per_s
-        else None
-    )
+    app.state.feedback_bucket = feedback_bucket
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
     bucket = (
