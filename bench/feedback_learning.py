@@ -98,6 +98,9 @@ class Bench:
             )
             if value is not None
         }
+        for item in args.set or ():
+            name, _, raw = item.partition("=")
+            overrides[name] = json.loads(raw)
         self.config = Config(path=str(self.base_db.parent), **overrides)
 
     # -- store -----------------------------------------------------------------------------
@@ -623,6 +626,12 @@ def main() -> None:
     )
     parser.add_argument("--min-samples", type=float, help="override feedback_min_samples")
     parser.add_argument("--max-adjustment", type=float, help="override feedback_max_adjustment")
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=JSON",
+        help="any Config setting for the learning runs, e.g. feedback_rating_context_min=0.3",
+    )
     parser.add_argument(
         "--store-cache",
         help="SQLite file: reuse this ingested store if it exists, else ingest and save it here",
