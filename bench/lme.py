@@ -99,6 +99,8 @@ PROBES: dict[str, dict[str, Any]] = {
     **{f"default with bm25_b {w}": {"bm25_b": w} for w in (0.3, 0.5, 0.75)},
     **{f"default with keyword_weight {w}": {"keyword_weight": w} for w in (0.3, 0.6)},
     **{f"default with question_penalty {w}": {"question_penalty": w} for w in (0.0, 0.5)},
+    **{f"default with session_spread {w}": {"session_spread": w} for w in (0.1, 0.2, 0.3, 0.5)},
+    **{f"default with graph_depth {w}": {"graph_depth": w} for w in (0, 1)},
 }
 
 

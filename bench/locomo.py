@@ -83,6 +83,10 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         for w in (0.3, 0.5)
     },
     **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5, 0.75)},
+    **{
+        f"default with session_spread {w}": ({"session_spread": w}, "default")
+        for w in (0.1, 0.2, 0.3, 0.5)
+    },
 }
 INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - context in vectors": ({}, "no-context"),

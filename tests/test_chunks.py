@@ -112,6 +112,23 @@ def test_forget_update_and_chunk_chars_zero(mem: Memory, location: str) -> None:
 
 
 @pytest.mark.every_store
+def test_assistant_messages_get_windows_only_when_asked(location: str) -> None:
+    turn = [{"role": "user", "content": "Tell me about budgets."}]
+    answer = {"role": "assistant", "content": LONG}
+    with open_memory(location) as mem:
+        [_, a] = mem.add([*turn, answer], user_id="u")
+        [p] = mem.add([{"role": "user", "content": LONG + " Pasted."}], user_id="u")
+        found = mem.store.memory_chunks("default", [a, p])
+        assert set(found) == {p}  # the user's paste has windows, the assistant's answer not
+        # The answer is still found: by its opening's vector and its whole text's terms.
+        hits = mem.search("spare key flowerpot garage", user_id="u", limit=3)
+        assert a in [h.id for h in hits]
+    with open_memory(location, chunk_assistant=True) as mem:
+        [_, a] = mem.add([*turn, {**answer, "content": LONG + " Again."}], user_id="v")
+        assert set(mem.store.memory_chunks("default", [a])) == {a}
+
+
+@pytest.mark.every_store
 def test_export_import_rebuilds_the_chunks(mem: Memory, tmp_path: Path, location: str) -> None:
     [a] = mem.add([{"role": "user", "content": LONG}], user_id="u")
     before = mem.store.memory_chunks("default", [a])[a]

@@ -147,6 +147,13 @@ class Config:
         "this many characters past the first (the model reads only a message's start); vector "
         "search scores it by its best window (0 = one vector per message).",
     )
+    chunk_assistant: bool = _opt(
+        False,
+        "Give an assistant's long messages window vectors too. Off: recall discounts "
+        "assistant turns (assistant_penalty), and on LongMemEval's chats their windows were "
+        "45% of the texts add embedded, the longest ones; such a message is still found by "
+        "its opening's vector and by full-text search over its whole text.",
+    )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
@@ -171,6 +178,12 @@ class Config:
         "Give a message that replies to someone (the message before it in the same add call, "
         "or the session's latest memory, has another speaker or role) a vector that leans "
         "towards that message: a reply means little without what it answers.",
+    )
+    session_spread: float = _opt(
+        0.0,
+        "Each further candidate of one session is discounted by this share more than the one "
+        "before it (relevance x (1 - this)^n for its n-th), so other sessions' best turns can "
+        "pass a session's third-best. 0 = off.",
     )
     context_weight: float = _opt(
         0.5,
@@ -463,6 +476,10 @@ class Config:
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ValidationError(name, f"must be a cosine in [-1, 1], got {value!r}")
+        if not 0 <= self.session_spread < 1:
+            raise ValidationError(
+                "session_spread", f"must be in [0, 1), got {self.session_spread!r}"
+            )
         if not 0 <= self.feedback_conflict_weight <= 1:
             raise ValidationError(
                 "feedback_conflict_weight",

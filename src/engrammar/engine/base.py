@@ -48,17 +48,23 @@ class Engine:
 
 
 def embed_memories(
-    engine: Engine, items: Sequence[tuple[str, str | None]]
+    engine: Engine, items: Sequence[tuple[str, str | None, str]]
 ) -> tuple[np.ndarray, list[tuple[ChunkVector, ...]]]:
-    """The vector of each ``(content, speaker)`` and, for a text longer than
+    """The vector of each ``(content, speaker, role)`` and, for a text longer than
     ``Config.chunk_chars``, the vectors of its windows past the first (the model reads only
-    a text's start), all in one call to the embedder."""
+    a text's start), all in one call to the embedder. An assistant's message gets windows
+    only with ``Config.chunk_assistant``."""
     size = engine.config.chunk_chars
-    spans = [message_windows(content, size) for content, _ in items]
-    texts = [embedding_text(content, who) for content, who in items]
+    spans = [
+        message_windows(content, size)
+        if role != "assistant" or engine.config.chunk_assistant
+        else []
+        for content, _, role in items
+    ]
+    texts = [embedding_text(content, who) for content, who, _ in items]
     texts += [
         embedding_text(content[a:b], who)
-        for (content, who), windows in zip(items, spans, strict=True)
+        for (content, who, _), windows in zip(items, spans, strict=True)
         for a, b in windows
     ]
     vectors = engine.embed(texts)

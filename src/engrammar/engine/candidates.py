@@ -15,6 +15,7 @@ import numpy as np
 
 from ..config import Config
 from ..models import MemoryRecord, RecallFilter, Scope
+from ..recall.diversity import session_spread
 from ..recall.fusion import Candidate, fuse
 from ..recall.query import (
     named_speakers,
@@ -229,6 +230,15 @@ def refine_candidates(
             records = store.get_memories(scope.workspace, [c.id for c in head])
         second_weight = config.second_neighbour_weight if _named(records) else 0.0
         head = sequence_support(head, neighbours, config.neighbour_weight, second, second_weight)
+    if config.session_spread > 0:
+        missing = [c.id for c in head if c.id not in records]
+        if missing:
+            records.update(store.get_memories(scope.workspace, missing))
+        head = session_spread(
+            sorted(head, key=lambda c: -c.relevance),
+            {i: r.session_id for i, r in records.items()},
+            config.session_spread,
+        )
     # Neighbour support can pull a memory from the tail into the head: keep one entry per id.
     in_head = {c.id for c in head}
     return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)

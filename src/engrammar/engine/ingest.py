@@ -46,7 +46,7 @@ def add(
     if engine.config.recognise_preferences:
         messages = recognise_preferences(engine, scope, messages)
     vectors, chunks = embed_memories(
-        engine, [(m.content, speaker_of(m.metadata)) for m in messages]
+        engine, [(m.content, speaker_of(m.metadata), m.role) for m in messages]
     )
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope)
@@ -128,7 +128,9 @@ def update(
     if content is not None:
         current, text = content
         scope = Scope(workspace, current.user_id, current.agent_id, current.session_id)
-        vectors, found = embed_memories(engine, [(text, speaker_of(current.metadata))])
+        vectors, found = embed_memories(
+            engine, [(text, speaker_of(current.metadata), current.role)]
+        )
         embedding, chunks = vectors[0], found[0]
         dedup = dedup_key(scope, current.role, text)
         # New content means new neighbours, shared names and contradictions.

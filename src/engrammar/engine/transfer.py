@@ -434,7 +434,7 @@ def import_jsonl(
     for start in range(0, total, _EMBED_CHUNK):
         chunk = rows[start : start + _EMBED_CHUNK]
         found, windows = embed_memories(
-            engine, [(r["content"], speaker_of(r["metadata"])) for r in chunk]
+            engine, [(r["content"], speaker_of(r["metadata"]), r["role"]) for r in chunk]
         )
         parts.append(found)
         chunks += windows
