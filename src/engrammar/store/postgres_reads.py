@@ -22,12 +22,13 @@ one thread; nothing is cached across calls.
 
 from __future__ import annotations
 
+import json
 import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import psycopg
@@ -40,12 +41,64 @@ from .tables import MEMORY_COLUMNS
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
 Conn = psycopg.Connection[Any]
+V = TypeVar("V")
 _N_MEMORY = len(MEMORY_COLUMNS.split(","))
 M_COLUMNS = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
+# The same as undecoded as they travel (metadata as JSON text, the vector in pgvector's binary
+# format), for the neighbourhood's rows: most are never asked for, so they are decoded on use.
+_M_RAW = M_COLUMNS.replace("m.metadata", "m.metadata::text") + ", vector_send(m.embedding)"
+_METADATA = 11
 # Candidates whose one-hop graph neighbours are read ahead (the walk starts from the best few
 # refined candidates, which come from the head of either list).
 _SEED_GUESS = 20
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
+
+
+class Lazy(Generic[V]):
+    """A dict whose values may be kept undecoded (``put_raw``) until first read."""
+
+    __slots__ = ("_decode", "_done", "_raw")
+
+    def __init__(self, decode: Callable[[Any], V]) -> None:
+        self._decode = decode
+        self._done: dict[str, V] = {}
+        self._raw: dict[str, Any] = {}
+
+    def put_raw(self, key: str, raw: Any) -> None:
+        self._done.pop(key, None)
+        self._raw[key] = raw
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._done or key in self._raw
+
+    def __getitem__(self, key: str) -> V:
+        if key in self._raw:
+            self._done[key] = self._decode(self._raw.pop(key))
+        return self._done[key]
+
+    def __setitem__(self, key: str, value: V) -> None:
+        self._raw.pop(key, None)
+        self._done[key] = value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._done, *self._raw])
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def _vector(data: Any) -> np.ndarray:
+    """A vector from pgvector's binary format (``vector_send``)."""
+    dim = struct.unpack_from(">H", data)[0]
+    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+
+def _edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
+    src, dsts, kinds, weights, ups = raw
+    return [Edge(src, d, k, w, u) for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)]
 
 
 @dataclass
@@ -54,10 +107,10 @@ class Snapshot:
 
     feedback_since: float | None
     scope: Scope | None = None
-    records: dict[str, MemoryRecord] = field(default_factory=dict)
-    vecs: dict[str, np.ndarray] = field(default_factory=dict)
+    records: Lazy[MemoryRecord] = field(default_factory=lambda: Lazy(_no_decoder))
+    vecs: Lazy[np.ndarray] = field(default_factory=lambda: Lazy(_vector))
     #: src -> every edge leaving it (only for the sources read in full)
-    out_edges: dict[str, list[Edge]] = field(default_factory=dict)
+    out_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(_edges))
     keyword_ids: list[str] = field(default_factory=list)
     prefetched: bool = False
     #: what the caller said it will read of the scope (see Store.reading), and the answers
@@ -102,7 +155,9 @@ class PostgresReads:
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
-        self._local.snap = Snapshot(feedback_since, preferences=preferences, knowledge=knowledge)
+        snap = Snapshot(feedback_since, preferences=preferences, knowledge=knowledge)
+        snap.records = Lazy(self._raw_record)
+        self._local.snap = snap
         try:
             yield
         finally:
@@ -114,6 +169,12 @@ class PostgresReads:
         if snap is None or workspace is None or snap.scope is None:
             return snap
         return snap if snap.scope.workspace == workspace else None
+
+    def _raw_record(self, row: Sequence[Any]) -> MemoryRecord:
+        """A record from a row of ``_M_RAW`` without its vector (metadata as JSON text)."""
+        fields = list(row)
+        fields[_METADATA] = json.loads(fields[_METADATA])
+        return self._record(fields)
 
     def _keep_rows(self, snap: Snapshot, rows: Sequence[Sequence[Any]], at: int) -> None:
         """Cache records (``MEMORY_COLUMNS`` from column ``at``) and the vector after them."""
@@ -318,26 +379,32 @@ class PostgresReads:
                 SELECT id, min(distance) AS distance
                 FROM (SELECT * FROM own UNION ALL SELECT * FROM chunk_hits) b
                 GROUP BY id ORDER BY min(distance), id LIMIT %(k)s),
-            cand AS (SELECT id FROM hits UNION SELECT unnest(%(kw)s::text[])),
+            cand AS MATERIALIZED (
+                SELECT id, min(distance) AS distance FROM (
+                    SELECT id, distance FROM hits
+                    UNION ALL SELECT unnest(%(kw)s::text[]), NULL) b GROUP BY id),
             seeds AS ((SELECT id FROM hits ORDER BY distance, id LIMIT %(seeds)s)
                       UNION SELECT unnest(%(kw_seeds)s::text[])),
-            e1 AS (SELECT src, dst, kind FROM edges
-                   WHERE workspace = %(ws)s AND src IN (SELECT id FROM cand)),
-            n1 AS (SELECT dst AS id FROM e1 WHERE kind = 'sequence'
-                     OR src IN (SELECT id FROM seeds)
-                   EXCEPT SELECT id FROM cand),
-            n2 AS (SELECT dst AS id FROM edges WHERE workspace = %(ws)s
-                     AND src IN (SELECT id FROM n1) AND kind = 'sequence'
+            n1 AS MATERIALIZED (
+                SELECT e.dst AS id FROM cand CROSS JOIN LATERAL (
+                    SELECT dst, kind FROM edges WHERE workspace = %(ws)s AND src = cand.id OFFSET 0) e
+                WHERE e.kind = 'sequence' OR cand.id IN (SELECT id FROM seeds)
+                EXCEPT SELECT id FROM cand),
+            n2 AS (SELECT e.dst AS id FROM n1 CROSS JOIN LATERAL (
+                       SELECT dst FROM edges WHERE workspace = %(ws)s AND src = n1.id
+                       AND kind = 'sequence' OFFSET 0) e
                    EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
-            nodes AS (SELECT id, true AS full_node FROM cand
-                      UNION ALL SELECT id, true FROM n1
-                      UNION ALL SELECT id, false FROM n2)
-            SELECT h.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
-                   ca.pos, ca.starts, ca.ends, ca.vecs,
-                   {M_COLUMNS}, m.embedding
+            nodes AS (SELECT id, distance, true AS full_node FROM cand
+                      UNION ALL SELECT id, NULL, true FROM n1
+                      UNION ALL SELECT id, NULL, false FROM n2)
+            SELECT n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
+                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}
             FROM nodes n
-            JOIN memories m ON m.workspace = %(ws)s AND m.id = n.id
-            LEFT JOIN hits h ON h.id = n.id
+            -- Lookups by key per node (LATERAL ... OFFSET 0, which the planner keeps as it
+            -- is): a wrong guess of a CTE's size or stale statistics must not turn one into
+            -- a scan of every edge or memory of the workspace.
+            CROSS JOIN LATERAL (
+                SELECT * FROM memories WHERE workspace = %(ws)s AND id = n.id OFFSET 0) m
             LEFT JOIN LATERAL (
                 SELECT array_agg(e.dst ORDER BY e.dst, e.kind) AS dsts,
                        array_agg(e.kind ORDER BY e.dst, e.kind) AS kinds,
@@ -384,22 +451,19 @@ class PostgresReads:
             finish()
             return cur.fetchall(), (probe.fetchone() if since is not None else None)
 
-        rows, found = self._read("search", run)
+        rows, found = self._read("vector search and neighbourhood", run)
         hits: list[tuple[str, float]] = []
         at = 10
         for r in rows:
-            rec = self._record(r[at : at + _N_MEMORY])
-            snap.records[rec.id] = rec
-            snap.vecs[rec.id] = r[at + _N_MEMORY]
+            memory_id = r[at]
+            snap.records.put_raw(memory_id, r[at : at + _N_MEMORY])
+            snap.vecs.put_raw(memory_id, r[at + _N_MEMORY])
             if r[0] is not None:
-                hits.append((rec.id, 1 - float(r[0])))
+                hits.append((memory_id, 1 - float(r[0])))
             if r[1]:
-                dsts, kinds, weights, ups = r[2] or [], r[3] or [], r[4] or [], r[5] or []
-                snap.out_edges[rec.id] = [
-                    Edge(rec.id, d, kd, w, u)
-                    for d, kd, w, u in zip(dsts, kinds, weights, ups, strict=True)
-                ]
-                snap.windows[rec.id] = _windows(r[6], r[7], r[8], r[9])
+                snap.out_edges.put_raw(memory_id, (memory_id, r[2] or [], r[3] or [],
+                                                   r[4] or [], r[5] or []))  # fmt: skip
+                snap.windows[memory_id] = _windows(r[6], r[7], r[8], r[9])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
@@ -425,6 +489,10 @@ class PostgresReads:
 
     def _empty_replies(self, scope: Scope, since: float) -> list[ReplyFacts] | None:
         return [] if self._no_feedback(scope, since) else None
+
+
+def _no_decoder(raw: Any) -> Any:
+    raise AssertionError("records are kept raw only by a session that decodes them")
 
 
 def _windows(

@@ -462,7 +462,7 @@ class PostgresSearch(SQLStore, PostgresReads):
                 finish()
                 return cur.fetchall()
 
-            rows = self._read("search", run)
+            rows = self._read("keyword search", run)
             self._keep_rows(snap, rows, 2)
             snap.keyword_ids = [r[0] for r in rows]
         else:
