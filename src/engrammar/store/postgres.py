@@ -709,28 +709,41 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                     )
             if not ordered:
                 return changed
+            # One statement locks every edge, in one global order (ORDER BY under FOR UPDATE:
+            # rows are locked as the sort returns them): no deadlock between writers.
+            keys = sorted({(d.src, d.dst, d.kind) for d in ordered})
+            weights = {
+                (r[0], r[1], r[2]): r[3]
+                for r in conn.execute(
+                    "SELECT e.src, e.dst, e.kind, e.weight FROM edges e JOIN unnest("
+                    "%s::text[], %s::text[], %s::text[]) AS k(src, dst, kind) ON e.workspace = %s "
+                    "AND e.src = k.src AND e.dst = k.dst AND e.kind = k.kind "
+                    "ORDER BY e.src, e.dst, e.kind FOR UPDATE OF e",
+                    ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], workspace),
+                )
+            }
             logged = []
-            for d in ordered:
-                # Locked in one global order (the sort above): no deadlock between writers.
-                found = conn.execute(
-                    "SELECT weight FROM edges WHERE workspace = %s AND src = %s AND dst = %s "
-                    "AND kind = %s FOR UPDATE",
-                    (workspace, d.src, d.dst, d.kind),
-                ).fetchone()
-                if found is None:
+            for d in ordered:  # in order: repeated deltas to one edge clamp one after another
+                key = (d.src, d.dst, d.kind)
+                if key not in weights:
                     continue
-                before = found[0]
+                before = weights[key]
                 after = min(hi, max(lo, before + d.delta))
                 if after != before:
-                    conn.execute(
-                        "UPDATE edges SET weight = %s, updated_at = %s WHERE workspace = %s "
-                        "AND src = %s AND dst = %s AND kind = %s",
-                        (after, now, workspace, d.src, d.dst, d.kind),
-                    )
+                    weights[key] = after
                     changed.append(Edge(d.src, d.dst, d.kind, after, now))
                 logged.append(
                     (workspace, d.src, d.dst, d.kind, d.delta, after, consume_recall, now, before)
                 )
+            final = {(e.src, e.dst, e.kind): e.weight for e in changed}
+            if final:
+                conn.execute(
+                    "UPDATE edges e SET weight = v.weight, updated_at = %s FROM unnest("
+                    "%s::text[], %s::text[], %s::text[], %s::float8[]) AS v(src, dst, kind, weight) "
+                    "WHERE e.workspace = %s AND e.src = v.src AND e.dst = v.dst AND e.kind = v.kind",
+                    (now, [k[0] for k in final], [k[1] for k in final], [k[2] for k in final],
+                     list(final.values()), workspace),
+                )  # fmt: skip
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
