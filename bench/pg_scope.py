@@ -202,14 +202,6 @@ def main() -> None:
                 f"min {min(trips)}, max {max(trips)}; time inside them p50 "
                 f"{p50(inside):.1f} ms of {pq:.1f} ms"
             )
-            for phase, by_what in timing.by_what.items():
-                lines.append(
-                    f"postgres {phase} exchanges by kind (calls per call, p50 ms, total s): "
-                    + "; ".join(
-                        f"{w} {len(v) / len(asked):.2f} {p50(v):.1f} {sum(v):.2f}"
-                        for w, v in sorted(by_what.items(), key=lambda kv: -sum(kv[1]))
-                    )
-                )
             sf, pf = p50(fb["sqlite"]), p50(fb["postgres"])
             lines.append(f"feedback p50 ms: sqlite {sf:.1f}, postgres {pf:.1f} ({pf / sf:.2f}x)")
             # Add with the real model against the raw embedder on the same texts.
@@ -226,14 +218,25 @@ def main() -> None:
                 embedder.embed([text])
                 raw.append(time.perf_counter() - t)
                 for kind, mem in adds.items():
+                    timing.on = "add" if kind == "postgres" else ""
                     t = time.perf_counter()
                     mem.add(text, user_id="adder", session_id="s1", dedup=False)
                     added[kind].append(time.perf_counter() - t)
+                    timing.on = ""
             r50 = p50(raw)
             lines.append(
                 f"add p50 ms (one message, real model): raw embedding {r50:.1f}, "
                 + ", ".join(f"{k} {p50(v):.1f} ({p50(v) / r50:.2f}x)" for k, v in added.items())
             )
+            calls = {"recall": len(asked), "feedback": len(asked), "add": max(1, args.adds)}
+            for phase, by_what in timing.by_what.items():
+                lines.append(
+                    f"postgres {phase} exchanges by kind (calls per call, p50 ms, total s): "
+                    + "; ".join(
+                        f"{w} {len(v) / calls[phase]:.2f} {p50(v):.1f} {sum(v):.2f}"
+                        for w, v in sorted(by_what.items(), key=lambda kv: -sum(kv[1]))
+                    )
+                )
             for m in [*mems.values(), *adds.values()]:
                 m.close()
     finally:
