@@ -1,12 +1,14 @@
-"""Concurrency on one embedded store: N processes x M threads adding, recalling, feeding back,
-rating and adjusting edge weights for a bounded time.
+"""Concurrency on one store (a SQLite folder or a PostgreSQL URL): N processes x M threads
+adding, recalling, feeding back, rating and adjusting edge weights for a bounded time.
 
 Checks: no call fails (SQLite busy is handled by the store), no edge update is lost (each
 shared edge's final weight equals its initial weight plus every delta whose call returned),
 no score update is lost (every thread also rates the shared seed memories: per memory and
 verdict, the stored ratings equal the rating calls that returned; a memory's learned score is
 computed from exactly these append-only records, there is no score column to lose updates
-of), memory counts equal the adds that returned, and the integrity check passes.
+of), memory counts equal the adds that returned, every feedback is applied exactly once (each
+names its recall, the idempotency key, and is sent twice: the second changes nothing and the
+recall's edge changes come from one transaction), and the integrity check passes.
 
 tests/test_concurrency.py runs it small; bench/concurrency.py runs it long and records the figures:
 
@@ -25,13 +27,20 @@ from typing import Any
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.store.base import EdgeDelta
 
+
+def _config(location: str) -> Config:
+    if "://" in location:
+        return Config(store=location)
+    return Config(path=location)
+
+
 SHARED_USER = "shared"
 # Wide clamps, so the expected final weight is exactly the sum of the applied deltas.
 LO, HI = -1e9, 1e9
 
 
 def _seed(path: str) -> tuple[list[tuple[str, str, str, float]], list[str]]:
-    with Memory(Config(path=path), embedder=HashEmbedder()) as mem:
+    with Memory(_config(path), embedder=HashEmbedder()) as mem:
         mem.add(
             [
                 {"role": "user", "content": "We deploy on Tuesdays after the standup."},
@@ -59,13 +68,16 @@ def _thread(
 ) -> None:
     user = f"p{pid}t{tid}"
     ops = {"add": 0, "recall": 0, "feedback": 0, "rate": 0, "adjust": 0}
+    consumed = 0  # feedback calls that applied (the first of each pair)
+    repeats_applied = 0  # repeated feedback calls that changed something: must stay 0
+    last_recall: str | None = None
     applied = [0.0] * len(edges)
     rated: dict[str, int] = {}  # "memory_id verdict" -> rating calls that returned
     added = 0
     latencies: list[float] = []
     errors: list[str] = []
     try:
-        mem = Memory(Config(path=path), embedder=HashEmbedder())
+        mem = Memory(_config(path), embedder=HashEmbedder())
     except Exception:  # the thread is a process boundary: report, never hide
         with lock:
             out["errors"].append(traceback.format_exc())
@@ -83,10 +95,17 @@ def _thread(
                 added += len(ids)
                 ops["add"] += 1
             elif step == 1:
-                mem.recall(f"deploy window {i % 7}", user_id=user)
+                last_recall = mem.recall(f"deploy window {i % 7}", user_id=user).recall_id
                 ops["recall"] += 1
-            elif step == 2:
-                mem.feedback(f"The deploy window is {i % 7}.", user_id=user)
+            elif step == 2 and last_recall is not None:
+                reply = f"The deploy window is {i % 7}."
+                first = mem.feedback(reply, user_id=user, recall_id=last_recall)
+                consumed += bool(first.get("consumed"))
+                # The same feedback again (a client retrying after a timeout): a no-op.
+                again = mem.feedback(reply, user_id=user, recall_id=last_recall)
+                repeats_applied += bool(again.get("consumed")) + again.get("strengthened", 0)
+                repeats_applied += again.get("weakened", 0)
+                last_recall = None
                 ops["feedback"] += 1
             elif step == 3 and own and (i // 5) % 2:
                 mem.rate_memory(own[i % len(own)], "accepted", user_id=user)
@@ -115,6 +134,8 @@ def _thread(
             out["ops"][name] = out["ops"].get(name, 0) + n
         out["applied"] = [a + b for a, b in zip(out["applied"], applied, strict=True)]
         out["added"] += added
+        out["consumed"] += consumed
+        out["repeats_applied"] += repeats_applied
         for name, n in rated.items():
             out["rated"][name] = out["rated"].get(name, 0) + n
         out["errors"].extend(errors)
@@ -134,6 +155,8 @@ def _process(
         "ops": {},
         "applied": [0.0] * len(edges),
         "added": 0,
+        "consumed": 0,
+        "repeats_applied": 0,
         "errors": [],
         "latencies": [],
     }
@@ -152,7 +175,7 @@ def _process(
 def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
     """Run the load and return the checks' inputs and figures (see the module docstring)."""
     edges, shared = _seed(path)
-    with Memory(Config(path=path), embedder=HashEmbedder()) as mem:
+    with Memory(_config(path), embedder=HashEmbedder()) as mem:
         before_count = mem.stats()["memories"]
     until_wall = time.time() + seconds
     ctx = mp.get_context("spawn")
@@ -169,7 +192,7 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
         for name, n in r["ops"].items():
             ops[name] = ops.get(name, 0) + n
     latencies = sorted(x for r in results for x in r["latencies"])
-    with Memory(Config(path=path), embedder=HashEmbedder()) as mem:
+    with Memory(_config(path), embedder=HashEmbedder()) as mem:
         ws = mem.config.workspace
         final = {
             (e.src, e.dst, e.kind): e.weight
@@ -177,19 +200,9 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
         }
         after_count = mem.stats()["memories"]
         db = mem.config.sqlite_file
-    conn = sqlite3.connect(db)
-    integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-    ratings = conn.execute("SELECT count(*) FROM memory_ratings").fetchone()[0]
-    recalls = conn.execute("SELECT count(*) FROM recalls").fetchone()[0]
-    stored_ratings = {
-        f"{memory_id} {verdict}": n
-        for memory_id, verdict, n in conn.execute(
-            "SELECT memory_id, verdict, count(*) FROM memory_ratings WHERE memory_id IN "
-            f"({', '.join('?' * len(shared))}) GROUP BY 1, 2",
-            shared,
-        )
-    }
-    conn.close()
+    facts = _facts(path, str(db), shared)
+    integrity, ratings, recalls = facts["integrity"], facts["ratings"], facts["recalls"]
+    stored_ratings = facts["stored_ratings"]
     rated: dict[str, int] = {}
     for r in results:
         for name, n in r["rated"].items():
@@ -231,8 +244,47 @@ def run(path: str, procs: int, threads: int, seconds: float) -> dict[str, Any]:
         "ratings_found": ratings,
         "recalls_expected": ops.get("recall", 0),
         "recalls_found": recalls,
+        "feedback_applied": sum(r["consumed"] for r in results),
+        "recalls_consumed": facts["consumed"],
+        "feedback_repeats_applied": sum(r["repeats_applied"] for r in results),
+        "recalls_changed_twice": facts["changed_twice"],
         "integrity": integrity,
     }
+
+
+def _facts(location: str, sqlite_file: str, shared: list[str]) -> dict[str, Any]:
+    """Counts read straight from the database, and its integrity check."""
+    marks = ", ".join(["?"] * len(shared))
+    queries = {
+        "ratings": "SELECT count(*) FROM memory_ratings",
+        "recalls": "SELECT count(*) FROM recalls",
+        "consumed": "SELECT count(*) FROM recalls WHERE consumed_at IS NOT NULL",
+        # Feedback writes a recall's edge changes in one transaction, at one time.
+        "changed_twice": "SELECT count(*) FROM (SELECT recall_id FROM edge_changes "
+        "WHERE recall_id IS NOT NULL GROUP BY recall_id HAVING count(DISTINCT at) > 1) t",
+    }
+    by_verdict = (
+        "SELECT memory_id, verdict, count(*) FROM memory_ratings "
+        f"WHERE memory_id IN ({marks}) GROUP BY 1, 2"
+    )
+    out: dict[str, Any] = {}
+    if "://" in location:
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as pg:
+            for name, sql in queries.items():
+                out[name] = pg.execute(sql).fetchone()[0]  # type: ignore[index]
+            rows = pg.execute(by_verdict.replace("?", "%s"), shared).fetchall()
+        out["integrity"] = "ok"  # PostgreSQL checks its own constraints on every write
+    else:
+        conn = sqlite3.connect(sqlite_file)
+        for name, sql in queries.items():
+            out[name] = conn.execute(sql).fetchone()[0]
+        rows = conn.execute(by_verdict, shared).fetchall()
+        out["integrity"] = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        conn.close()
+    out["stored_ratings"] = {f"{m} {v}": n for m, v, n in rows}
+    return out
 
 
 def _process_wall(

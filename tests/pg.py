@@ -140,24 +140,48 @@ class PgServer:
             "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
             "--no-sync", "--locale=C",
         )  # fmt: skip
+        self.launch()
+        import psycopg
+
+        # In template1 every database created later has the extension already.
+        with psycopg.connect(self.url("template1"), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+    def launch(self) -> None:
+        """Start the server on its data folder (on a new free port the first time)."""
         for attempt in range(5):
-            self.port = _free_port()
+            if not self.port or attempt:
+                self.port = _free_port()
             options = f"-h 127.0.0.1 -p {self.port} -k {self.root} {self.options}"
             try:
                 self._run(
                     "pg_ctl", "-D", str(self.data), "-w", "-t", "60", "-l",
                     str(self.root / "log"), "-o", options, "start",
                 )  # fmt: skip
-                break
+                return
             except RuntimeError:
                 if attempt == 4:
                     raise
                 time.sleep(0.2)
-        import psycopg
 
-        # In template1 every database created later has the extension already.
-        with psycopg.connect(self.url("template1"), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    def halt(self) -> None:
+        """Stop the server at once (as a crash would), keeping its data for :meth:`launch`."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-m", "immediate", "stop")
+
+    def standby(self) -> PgServer:
+        """A streaming hot standby of this server (``pg_basebackup -R``), started on its own
+        loopback port; stop it with its :meth:`stop`."""
+        replica = PgServer(self.bindir, self.options)
+        replica._user = self._user
+        if self._user is not None:
+            replica.root.chmod(0o755)
+            shutil.chown(replica.root, user=self._user)
+        replica._run(
+            "pg_basebackup", "-D", str(replica.data), "-h", "127.0.0.1", "-p", str(self.port),
+            "-U", "postgres", "-X", "stream", "-R", "--no-sync", "--checkpoint=fast",
+        )  # fmt: skip
+        replica.launch()
+        return replica
 
     def _reachable_binaries(self) -> None:
         """The unprivileged user must be able to run the binaries: a virtualenv under a

@@ -54,6 +54,17 @@ class Config:
     hnsw_ef_search: int = _opt(
         100, "pgvector HNSW: candidates visited per query (raised to the query's k, max 1000)."
     )
+    replica_urls: tuple[str, ...] = _opt(
+        (),
+        "PostgreSQL streaming replicas (postgresql:// URLs; comma-separated in the environment) "
+        "that serve reads: search, get, list, stats and recall's reads. Writes, the recall "
+        "record and feedback go to `store`; a replica that fails is skipped until it answers.",
+    )
+    replica_wait_ms: int = _opt(
+        200,
+        "How long a read waits for a replica to replay this process's last write before it "
+        "reads from the primary instead (a caller always reads its own writes).",
+    )
 
     # -- embedding ---------------------------------------------------------------------------
     embedder: str = _opt(
@@ -582,6 +593,13 @@ class Config:
             raise ValidationError(
                 "store", f"must be 'sqlite' or a postgresql:// URL, got {self.store!r}"
             )
+        for url in self.replica_urls:
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise ValidationError("replica_urls", "each must be a postgresql:// URL")
+        if self.replica_urls and self.is_sqlite:
+            raise ValidationError("replica_urls", "read replicas need a PostgreSQL `store`")
+        if self.replica_wait_ms < 0:
+            raise ValidationError("replica_wait_ms", "must be >= 0")
 
     @property
     def sqlite_file(self) -> Path:

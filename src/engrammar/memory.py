@@ -308,17 +308,18 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
-        result = recall.recall(
-            self._engine, scope, query, limit, when, where=where, min_score=floor
-        )
-        if self.config.knowledge_recall_limit:
-            result.knowledge = knowledge.search(
-                self._engine,
-                scope,
-                query,
-                self.config.knowledge_recall_limit,
-                self.config.knowledge_min_score,
+        with recall.session(self._engine):  # one read session: few round trips to a server
+            result = recall.recall(
+                self._engine, scope, query, limit, when, where=where, min_score=floor
             )
+            if self.config.knowledge_recall_limit:
+                result.knowledge = knowledge.search(
+                    self._engine,
+                    scope,
+                    query,
+                    self.config.knowledge_recall_limit,
+                    self.config.knowledge_min_score,
+                )
             if result.knowledge:
                 block = "\n".join(f"- {k.content}" for k in result.knowledge)
                 text = f"Knowledge:\n{block}"

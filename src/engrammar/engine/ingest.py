@@ -11,7 +11,7 @@ content-derived edges.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,13 +43,22 @@ def add(
 ) -> list[str]:
     """Store checked messages in ``scope``; the ids in order (a duplicate's stored id, unless
     ``dedup`` is off: then every message is a memory of its own)."""
+    # The session's latest memory, read once for the three steps that look at it.
+    tail: list[MemoryRecord] | None = None
+
+    def latest() -> list[MemoryRecord]:
+        nonlocal tail
+        if tail is None:
+            tail = engine.store.latest_memories(scope, 1)
+        return tail
+
     if engine.config.recognise_preferences:
-        messages = recognise_preferences(engine, scope, messages)
+        messages = recognise_preferences(engine, scope, messages, latest)
     vectors, chunks = embed_memories(
         engine, [(m.content, speaker_of(m.metadata), m.role) for m in messages]
     )
     if engine.config.embed_context:
-        before, before_vec = _session_tail(engine, scope)
+        before, before_vec = _session_tail(engine, scope, latest)
         replies_to = context_sources([(speaker_of(m.metadata), m.role) for m in messages], before)
         vectors = blend_context(vectors, replies_to, engine.config.context_weight, before_vec)
     rows = [
@@ -70,20 +79,23 @@ def add(
         )
         for i, m in enumerate(messages)
     ]
-    edges = build_edges(engine, scope, rows)
+    edges = build_edges(engine, scope, rows, latest=latest)
     return [memory_id for memory_id, _ in engine.store.add_memories(rows, edges)]
 
 
 def recognise_preferences(
-    engine: Engine, scope: Scope, messages: Sequence[Message]
+    engine: Engine,
+    scope: Scope,
+    messages: Sequence[Message],
+    latest: Callable[[], list[MemoryRecord]] | None = None,
 ) -> list[Message]:
     """User messages of kind ``message`` that state a standing preference become kind
     ``preference`` (:mod:`engrammar.learn.preferences`); a pick among options is read with the
     message before it (in this call, or the session's latest memory)."""
     previous: tuple[str, str] | None = None
     if scope.session_id is not None and any(m.role == "user" for m in messages):
-        latest = engine.store.latest_memories(scope, 1)
-        previous = (latest[0].content, latest[0].role) if latest else None
+        tail = latest() if latest is not None else engine.store.latest_memories(scope, 1)
+        previous = (tail[0].content, tail[0].role) if tail else None
     out = []
     for m in messages:
         if m.role == "user" and m.kind == "message":
@@ -96,19 +108,19 @@ def recognise_preferences(
 
 
 def _session_tail(
-    engine: Engine, scope: Scope
+    engine: Engine, scope: Scope, latest: Callable[[], list[MemoryRecord]]
 ) -> tuple[tuple[str | None, str] | None, np.ndarray | None]:
     """The (speaker, role) and vector of the session's latest memory, so that a reply
     added on its own still leans towards what it answers; (None, None) outside a session."""
     if scope.session_id is None:
         return None, None
-    latest = engine.store.latest_memories(scope, 1)
-    if not latest:
+    tail = latest()
+    if not tail:
         return None, None
-    vector = engine.store.vectors(scope.workspace, [latest[0].id]).get(latest[0].id)
+    vector = engine.store.vectors(scope.workspace, [tail[0].id]).get(tail[0].id)
     if vector is None:
         return None, None
-    return (speaker_of(latest[0].metadata), latest[0].role), vector
+    return (speaker_of(tail[0].metadata), tail[0].role), vector
 
 
 def update(
@@ -176,8 +188,10 @@ def build_edges(
     rows: Sequence[NewMemory],
     *,
     replacing: bool = False,
+    latest: Callable[[], list[MemoryRecord]] | None = None,
 ) -> list[NewEdge]:
-    """The edges a batch of new memories gets (see ``recall.graph``).
+    """The edges a batch of new memories gets (see ``recall.graph``); ``latest`` gives the
+    session's latest memory when the caller has read it already.
 
     ``replacing``: the rows are stored memories whose content changes; they are left out of
     their own neighbourhoods and keep their sequence edges (the conversation order did not
@@ -209,8 +223,8 @@ def build_edges(
     )
     previous = None
     if scope.session_id is not None and not replacing:
-        latest = store.latest_memories(scope, 1)
-        previous = latest[0].id if latest else None
+        tail = latest() if latest is not None else store.latest_memories(scope, 1)
+        previous = tail[0].id if tail else None
     if not replacing:
         proposals += sequence_edges(ids, previous, config.graph_sequence_weight)
     batch_terms = sorted({t for text in texts for t in terms(text)})

@@ -21,6 +21,7 @@ import math
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,19 @@ def search(
     with the query. A query nothing matches scores low however its hits rank among
     themselves, so scores compare across queries and ``min_score`` can cut off weak results.
     """
+    with engine.store.reading(_feedback_since(engine)):
+        return _search(engine, scope, query, limit, min_score, as_of, where)
+
+
+def _search(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    limit: int,
+    min_score: float,
+    as_of: float | None,
+    where: RecallFilter | None,
+) -> list[ScoredMemory]:
     asked = time.time() if as_of is None else as_of  # relative times read against it
     cands = candidates(engine, scope, query, as_of=asked, links=False, where=where)
     match = _query_match(cands)
@@ -276,28 +290,32 @@ def recall(
     candidate has with the query, the scale ``search`` returns) is below it.
     """
     store, config = engine.store, engine.config
-    ranking = graph_rank(
-        engine, scope, query, as_of=time.time() if as_of is None else as_of, where=where
-    )
-    ranked = learned(engine, scope, query, _graph_items(ranking.entries))
-    items = []
-    for item in _current(engine, scope, query, ranked, limit, as_of, where):
-        absolute = item.score * ranking.match
-        if absolute < min_score:
-            continue  # prior decisions lead whatever their score: not a sorted list
-        # Not ``query_match``: a component by that name marks a score that includes it.
-        item.components["absolute"] = round(absolute, 6)
-        items.append(item)
-    set_excerpts(engine, scope.workspace, query, items)
-    preferences = [
-        p  # what was said later, or replaced by then, is no standing preference at ``as_of``
-        for p in standing_preferences(engine, scope, query, where)
-        if (as_of is None or p.memory.created_at <= as_of)
-        and (p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of))
-    ]
-    shown = {i.id for i in items}
-    paths = result_paths(ranking.walks, shown, config.graph_max_paths)
-    tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
+    # The reads in one session (a server store answers them in few round trips).
+    with session(engine):
+        ranking = graph_rank(
+            engine, scope, query, as_of=time.time() if as_of is None else as_of, where=where
+        )
+        ranked = learned(engine, scope, query, _graph_items(ranking.entries))
+        items = []
+        for item in _current(engine, scope, query, ranked, limit, as_of, where):
+            absolute = item.score * ranking.match
+            if absolute < min_score:
+                continue  # prior decisions lead whatever their score: not a sorted list
+            # Not ``query_match``: a component by that name marks a score that includes it.
+            item.components["absolute"] = round(absolute, 6)
+            items.append(item)
+        set_excerpts(engine, scope.workspace, query, items)
+        preferences = [
+            p  # what was said later, or replaced by then, is no standing preference at ``as_of``
+            for p in standing_preferences(engine, scope, query, where)
+            if (as_of is None or p.memory.created_at <= as_of)
+            and (
+                p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of)
+            )
+        ]
+        shown = {i.id for i in items}
+        paths = result_paths(ranking.walks, shown, config.graph_max_paths)
+        tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
     result = RecallResult(
         recall_id=uuid.uuid4().hex,
         query=query,
@@ -474,7 +492,24 @@ def recall_tensions(
     return sorted(out, key=lambda t: -t.confidence)
 
 
+def session(engine: Engine) -> AbstractContextManager[None]:
+    """One read session for a whole recall (its ranking, standing preferences and knowledge
+    passages): see :meth:`~engrammar.store.Store.reading`."""
+    config = engine.config
+    return engine.store.reading(
+        _feedback_since(engine),
+        preferences=_PREFERENCES_READ if config.preferences_limit else 0,
+        knowledge=config.knowledge_recall_limit > 0,
+    )
+
+
 # -- the learned ranking --------------------------------------------------------------------
+def _feedback_since(engine: Engine, now: float | None = None) -> float:
+    """The oldest feedback record worth reading: older signals weigh < 1/1000 of a fresh one."""
+    now = time.time() if now is None else now
+    return now - _HORIZON_HALF_LIVES * engine.config.feedback_half_life_days * 86_400.0
+
+
 def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) -> list[Learned]:
     """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
 
@@ -486,8 +521,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
     store, cfg = engine.store, engine.config
     items = list(items)
     now = time.time()
-    # Older signals weigh < 1/1000 of a fresh one: not worth reading.
-    since = now - _HORIZON_HALF_LIVES * cfg.feedback_half_life_days * 86_400.0
+    since = _feedback_since(engine, now)
     ids = [i.id for i in items]
     events, pairs, ratings = store.learning_facts(
         scope, ids, since=since, limit=cfg.feedback_records_limit
@@ -553,6 +587,13 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
 def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int) -> dict[str, Any]:
     """Every component of ``memory_id``'s score for ``query`` and where it ranked, before
     and after the learned ranking, read off one ranking pass."""
+    with engine.store.reading(_feedback_since(engine)):
+        return _explain(engine, scope, query, memory_id, limit)
+
+
+def _explain(
+    engine: Engine, scope: Scope, query: str, memory_id: str, limit: int
+) -> dict[str, Any]:
     store = engine.store
     found = store.get_memories(scope.workspace, [memory_id]).get(memory_id)
     if found is None or not in_scope(found, scope):

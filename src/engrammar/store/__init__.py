@@ -61,4 +61,6 @@ def open_store(config: Config) -> Store:
         hnsw_m=config.hnsw_m,
         hnsw_ef_construction=config.hnsw_ef_construction,
         hnsw_ef_search=config.hnsw_ef_search,
+        replica_urls=config.replica_urls,
+        replica_wait_ms=config.replica_wait_ms,
     )

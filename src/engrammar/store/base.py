@@ -227,6 +227,17 @@ class Store(Protocol):
     def check_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use; raise ``EmbedderError`` if ``dim`` differs later."""
 
+    def reading(
+        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+    ) -> AbstractContextManager[None]:
+        """A read session of the calling thread: until the block ends the store may answer
+        reads from what it read ahead (a server store answers a recall's dozen questions in
+        a few round trips). Every answer equals the plain call's; writes inside the block
+        are not seen by its reads of memories already read. What the caller will ask, so that
+        it can be read ahead: ``feedback_since``, the oldest feedback record;
+        ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
+        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks."""
+
     # -- memories ------------------------------------------------------------------------------
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()

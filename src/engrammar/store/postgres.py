@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,12 +32,13 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
+from ..errors import ConflictError, NotFoundError, StoreError
 from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
+from .base import ChunkVector, EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal
+from .postgres_copy import PostgresCopy
 from .postgres_migrations import MIGRATIONS
+from .postgres_replicas import Replicas, lsn
 from .postgres_search import (
-    COPY_KEYS,
     DIALECT,
     PostgresSearch,
     Vector,
@@ -48,9 +50,6 @@ from .postgres_search import (
     write_chunks,
 )
 from .tables import (
-    COPY_JSON_FIELDS,
-    COPY_TABLES,
-    COPY_VECTOR_FIELDS,
     EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
     write_records,
@@ -67,7 +66,7 @@ _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
 
-class PostgresStore(PostgresSearch):
+class PostgresStore(PostgresSearch, PostgresCopy):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
@@ -92,6 +91,8 @@ class PostgresStore(PostgresSearch):
         hnsw_ef_construction: int = 64,
         hnsw_ef_search: int = 100,
         connect_timeout: float = 10.0,
+        replica_urls: Sequence[str] = (),
+        replica_wait_ms: int = 200,
     ) -> None:
         self.url = url
         self._k1 = bm25_k1
@@ -101,6 +102,8 @@ class PostgresStore(PostgresSearch):
         self._ef_search = hnsw_ef_search
         self._dim: int | None = None
         self._closed = False
+        self._local = threading.local()  # this thread's read session (see .postgres_reads)
+        self._lsn_lock = threading.Lock()
         self._migrate(connect_timeout)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
@@ -119,6 +122,14 @@ class PostgresStore(PostgresSearch):
         except PoolTimeout as exc:
             self._pool.close()
             raise StoreError(f"cannot connect to {redact_url(url)}: {exc}") from exc
+        self._written = 0  # WAL insert position after this process's newest write
+        self._replicas = Replicas(
+            tuple(replica_urls),
+            configure=self._configure,
+            pool_size=pool_size,
+            wait_s=replica_wait_ms / 1000.0,
+            connect_timeout=min(connect_timeout, 2.0),
+        )
 
     # -- connections -----------------------------------------------------------------------------
     def _configure(self, conn: Conn) -> None:
@@ -206,10 +217,14 @@ class PostgresStore(PostgresSearch):
                 with self._conn() as conn:
                     held.append(conn)
                     if not transaction:
-                        return fn(conn)
-                    with conn.transaction():
-                        began = True
-                        return fn(conn)
+                        out = fn(conn)
+                    else:
+                        with conn.transaction():
+                            began = True
+                            out = fn(conn)
+                    if self._replicas and not idempotent:
+                        self._note_write(conn)
+                    return out
             except _RETRYABLE:
                 if attempt == attempts - 1:
                     raise StoreError(f"{what} failed: the database kept aborting it") from None
@@ -225,12 +240,53 @@ class PostgresStore(PostgresSearch):
                 raise StoreError(f"{what} failed: {exc}") from exc
         raise AssertionError("unreachable")
 
-    def _read(self, what: str, fn: Callable[[Conn], T]) -> T:
-        return self._tx(what, fn, transaction=False, idempotent=True)
+    def _read(self, what: str, fn: Callable[[Conn], T], *, transaction: bool = False) -> T:
+        """A read: on a replica when one is up and has replayed this process's writes, else
+        on the primary (see :mod:`.postgres_replicas`)."""
+        if self._replicas and not getattr(self._local, "primary", False):
+            if self._closed:
+                raise StoreError("the store is closed")
+
+            def run(conn: Conn) -> T:
+                if not transaction:
+                    return fn(conn)
+                with conn.transaction():
+                    return fn(conn)
+
+            served, out = self._replicas.read(run, self._written)
+            if served:
+                return out  # type: ignore[return-value]
+            self._replicas.read_on_primary()
+        return self._tx(what, fn, transaction=transaction, idempotent=True)
+
+    def _note_write(self, conn: Conn) -> None:
+        """Remember where the WAL stood after a write, so reads wait for replicas to get there.
+        The insert position: with ``synchronous_commit = off`` the commit may not be written
+        out yet."""
+        row = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        position = lsn(row[0] if row else None)
+        with self._lsn_lock:
+            self._written = max(self._written, position)
+
+    @contextmanager
+    def _on_primary(self) -> Iterator[None]:
+        before = getattr(self._local, "primary", False)
+        self._local.primary = True
+        try:
+            yield
+        finally:
+            self._local.primary = before
+
+    def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
+        # Feedback acts on a recall another process may have made a moment ago: read it where
+        # it was written.
+        with self._on_primary():
+            return super().get_recall(scope, recall_id)
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._replicas.close()
             self._pool.close()
 
     def applied_migrations(self) -> list[str]:
@@ -254,7 +310,7 @@ class PostgresStore(PostgresSearch):
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 return fn(conn)
 
-            return self._tx(what, read)
+            return self._read(what, read, transaction=True)
         if write:
             return self._tx(what, fn, transaction=not single)
         return self._read(what, fn)
@@ -270,11 +326,14 @@ class PostgresStore(PostgresSearch):
 
     def _store_facts(self, conn: Conn) -> dict[str, Any]:
         size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-        return {
+        facts: dict[str, Any] = {
             "store": "postgresql",
             "url": redact_url(self.url),
             "bytes_on_disk": size[0] if size else 0,
         }
+        if self._replicas:
+            facts["replicas"] = self._replicas.facts(redact_url)
+        return facts
 
     def _link_decision(
         self, conn: Conn, workspace: str, event_id: str, answer: str, memory_id: str, now: float
@@ -650,28 +709,41 @@ class PostgresStore(PostgresSearch):
                     )
             if not ordered:
                 return changed
+            # One statement locks every edge, in one global order (ORDER BY under FOR UPDATE:
+            # rows are locked as the sort returns them): no deadlock between writers.
+            keys = sorted({(d.src, d.dst, d.kind) for d in ordered})
+            weights = {
+                (r[0], r[1], r[2]): r[3]
+                for r in conn.execute(
+                    "SELECT e.src, e.dst, e.kind, e.weight FROM edges e JOIN unnest("
+                    "%s::text[], %s::text[], %s::text[]) AS k(src, dst, kind) ON e.workspace = %s "
+                    "AND e.src = k.src AND e.dst = k.dst AND e.kind = k.kind "
+                    "ORDER BY e.src, e.dst, e.kind FOR UPDATE OF e",
+                    ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], workspace),
+                )
+            }
             logged = []
-            for d in ordered:
-                # Locked in one global order (the sort above): no deadlock between writers.
-                found = conn.execute(
-                    "SELECT weight FROM edges WHERE workspace = %s AND src = %s AND dst = %s "
-                    "AND kind = %s FOR UPDATE",
-                    (workspace, d.src, d.dst, d.kind),
-                ).fetchone()
-                if found is None:
+            for d in ordered:  # in order: repeated deltas to one edge clamp one after another
+                key = (d.src, d.dst, d.kind)
+                if key not in weights:
                     continue
-                before = found[0]
+                before = weights[key]
                 after = min(hi, max(lo, before + d.delta))
                 if after != before:
-                    conn.execute(
-                        "UPDATE edges SET weight = %s, updated_at = %s WHERE workspace = %s "
-                        "AND src = %s AND dst = %s AND kind = %s",
-                        (after, now, workspace, d.src, d.dst, d.kind),
-                    )
+                    weights[key] = after
                     changed.append(Edge(d.src, d.dst, d.kind, after, now))
                 logged.append(
                     (workspace, d.src, d.dst, d.kind, d.delta, after, consume_recall, now, before)
                 )
+            final = {(e.src, e.dst, e.kind): e.weight for e in changed}
+            if final:
+                conn.execute(
+                    "UPDATE edges e SET weight = v.weight, updated_at = %s FROM unnest("
+                    "%s::text[], %s::text[], %s::text[], %s::float8[]) AS v(src, dst, kind, weight) "
+                    "WHERE e.workspace = %s AND e.src = v.src AND e.dst = v.dst AND e.kind = v.kind",
+                    (now, [k[0] for k in final], [k[1] for k in final], [k[2] for k in final],
+                     list(final.values()), workspace),
+                )  # fmt: skip
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
@@ -707,80 +779,3 @@ class PostgresStore(PostgresSearch):
         if existing is None:  # the conflicting row was deleted meanwhile
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
-
-    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
-    _COPY_KEYS = COPY_KEYS
-
-    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        if table not in self._COPY_KEYS or table not in COPY_TABLES:
-            raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
-        return COPY_TABLES[table], self._COPY_KEYS[table]
-
-    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        fields, keys = self._copy_spec(table)
-        key_sql = ", ".join(keys)
-        where = f"WHERE ({key_sql}) > ({', '.join(['%s'] * len(keys))})" if after else ""
-
-        def run(conn: Conn) -> list[Any]:
-            with conn.cursor(binary=True) as cur:
-                cur.execute(
-                    f"SELECT {key_sql}, {', '.join(fields)} FROM {table} {where} "
-                    f"ORDER BY {key_sql} LIMIT %s",
-                    [*(after or ()), limit],
-                )
-                return cur.fetchall()
-
-        rows = self._read(f"exporting {table}", run)
-        n = len(keys)
-        out = [dict(zip(fields, row[n:], strict=True)) for row in rows]
-        return out, (tuple(rows[-1][:n]) if len(rows) == limit else None)
-
-    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        sql, params = self._copy_insert(table, rows)
-        if table == "meta":
-            sql += " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-
-        def run(conn: Conn) -> None:
-            with conn.cursor() as cur:
-                cur.executemany(sql, params)
-
-        self._tx(f"importing {table}", run)
-
-    def _copy_insert(
-        self, table: str, rows: Sequence[dict[str, Any]]
-    ) -> tuple[str, list[Sequence[Any]]]:
-        """The INSERT statement and its parameters for exported rows of ``table``."""
-        fields, _ = self._copy_spec(table)
-        if table == "decision_memories":
-            # The embedded store keys these by event alone; here they carry the event's
-            # workspace (a distribution key), looked up from the event copied before them.
-            sql = (
-                "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, "
-                "created_at) SELECT e.workspace, %s, %s, %s, %s FROM feedback_events e "
-                "WHERE e.id = %s"
-            )
-            links = [
-                (r["event_id"], r["answer"], r["memory_id"], r["created_at"], r["event_id"])
-                for r in rows
-            ]
-            return sql, list(links)
-        columns = list(fields)
-        marks = ["%b" if f in COPY_VECTOR_FIELDS else "%s" for f in fields]
-        if table == "memories":
-            columns += ["terms", "doc_len"]
-            marks += ["%s::tsvector", "%s"]
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(marks)})"
-        params: list[Sequence[Any]] = []
-        for item in rows:
-            values = []
-            for name in fields:
-                value = item[name]
-                if value is not None and name in COPY_JSON_FIELDS:
-                    value = jsonb(value)
-                elif value is not None and name in COPY_VECTOR_FIELDS:
-                    value = Vector(value)
-                values.append(value)
-            if table == "memories":
-                values += list(analysed(item["content"], item["metadata"]))
-            params.append(values)
-        return sql, params

@@ -446,6 +446,56 @@ def m011_memory_chunks(conn: Conn) -> None:
     )
 
 
+def m012_keyword_terms(conn: Conn) -> None:
+    """Per (workspace, user) partition and term, how many active memories hold the term (BM25's
+    document frequency), kept exact by a trigger like ``keyword_stats``. Keyword search reads
+    the frequencies instead of counting every row that matches a common term, and so can rank
+    the rows of its rare terms first and skip the common ones when they cannot reach the top
+    (see ``PostgresSearch.keyword_search``)."""
+    _run(
+        conn,
+        """
+        CREATE TABLE keyword_terms (
+            workspace TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            term TEXT NOT NULL,
+            df BIGINT NOT NULL,
+            PRIMARY KEY (workspace, user_key, term)
+        )
+        """,
+        """
+        CREATE FUNCTION engrammar_keyword_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.status = 'active' THEN
+                UPDATE keyword_terms SET df = df - 1
+                WHERE workspace = OLD.workspace AND user_key = coalesce(OLD.user_id, '')
+                  AND term IN (SELECT lexeme FROM unnest(OLD.terms));
+            END IF;
+            IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.status = 'active' THEN
+                -- In term order, so that two writers of one partition lock rows alike.
+                INSERT INTO keyword_terms AS k (workspace, user_key, term, df)
+                SELECT NEW.workspace, coalesce(NEW.user_id, ''), lexeme, 1
+                FROM unnest(NEW.terms) ORDER BY lexeme
+                ON CONFLICT (workspace, user_key, term) DO UPDATE SET df = k.df + 1;
+            END IF;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER memories_keyword_terms
+        AFTER INSERT OR DELETE OR UPDATE OF status, terms, user_id, workspace ON memories
+        FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_terms()
+        """,
+        """
+        INSERT INTO keyword_terms (workspace, user_key, term, df)
+        SELECT m.workspace, coalesce(m.user_id, ''), u.lexeme, count(*)
+        FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
+        WHERE m.status = 'active' GROUP BY 1, 2, 3
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -458,4 +508,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m009_feedback_sources,
     m010_memories_by_kind,
     m011_memory_chunks,
+    m012_keyword_terms,
 ]

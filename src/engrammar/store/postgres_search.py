@@ -22,12 +22,13 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
 from ..errors import StoreError
-from ..learn.scoring import ReplyFacts
-from ..models import MemoryRecord, RecallFilter, Scope
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ..models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, speaker_of, terms
 from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
+from .postgres_reads import M_COLUMNS, PostgresReads
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -203,7 +204,70 @@ def write_chunks(
             )
 
 
-class PostgresSearch(SQLStore):
+# Rows of its rarest terms keyword search scores before it decides whether the common terms
+# can matter (at least 20 x k; see _rare_first).
+_RARE_BUDGET = 2000
+
+
+def _rare_first(exact: str, filters: list[str]) -> str:
+    """Keyword search of one (workspace, user) partition that reads the rows of common terms
+    only when they can reach the top ``k`` (max-score pruning, exact).
+
+    The document frequency of each query term comes from ``keyword_terms`` (no count over the
+    rows). The rarest terms whose frequencies add up to at most ``budget`` rows (at least the
+    rarest one) are *rare*; their rows are found through the GIN index and scored in full
+    (every query term). A row holding no rare term scores at most the sum of the common terms'
+    upper bounds, ``qtf x idf x (k1 + 1)``. When the ``k``-th best scored row beats that bound
+    (or no term is common) the scored rows are the exact top ``k``; otherwise ``exact`` (the
+    plain query over every matching row) runs instead: PostgreSQL evaluates the choice once
+    and runs only the chosen branch.
+    """
+    extra = "".join(f" AND {f}" for f in filters)
+    return f"""
+        WITH st AS MATERIALIZED (
+            SELECT n, greatest(total_len::float8 / greatest(n, 1), 1e-9) AS avgdl
+            FROM keyword_stats WHERE workspace = %(ws)s AND user_key = %(user_id)s),
+        q AS MATERIALIZED (
+            SELECT t.term, t.qtf, t.lit, d.df,
+                   ln(1.0 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+            FROM unnest(%(words)s::text[], %(qtf)s::int[], %(lits)s::text[]) AS t(term, qtf, lit)
+            JOIN keyword_terms d ON d.workspace = %(ws)s AND d.user_key = %(user_id)s
+                 AND d.term = t.term AND d.df > 0
+            CROSS JOIN st),
+        ranked AS MATERIALIZED (
+            SELECT q.*, sum(df) OVER (ORDER BY df, term) AS cum,
+                   row_number() OVER (ORDER BY df, term) AS pos FROM q),
+        rare AS MATERIALIZED (SELECT * FROM ranked WHERE cum <= %(budget)s OR pos = 1),
+        bound AS MATERIALIZED (
+            SELECT coalesce(sum(qtf * idf * (%(k1)s + 1.0)), 0) AS ub
+            FROM ranked WHERE term NOT IN (SELECT term FROM rare)),
+        tsq AS MATERIALIZED (SELECT string_agg(lit, ' | ')::tsquery AS tsq FROM rare),
+        scored AS MATERIALIZED (
+            SELECT m.id, sum(
+                q.qtf * q.idf * cardinality(u.positions) * (%(k1)s + 1.0)
+                / (cardinality(u.positions) + %(k1)s * (1.0 - %(b)s + %(b)s * m.doc_len
+                    / st.avgdl))
+            ) AS score, m.seq
+            FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
+            JOIN q ON q.term = u.lexeme
+            CROSS JOIN st
+            WHERE m.workspace = %(ws)s AND m.user_id = %(user_id)s AND m.status = 'active'
+              AND m.terms @@ (SELECT tsq FROM tsq){extra}
+            GROUP BY m.seq, m.id
+            ORDER BY score DESC, m.seq
+            LIMIT %(k)s),
+        decided AS MATERIALIZED (
+            SELECT (SELECT ub FROM bound) = 0
+                   OR (count(*) = %(k)s AND min(score) > (SELECT ub FROM bound)) AS ok
+            FROM scored)
+        SELECT id, score, seq FROM scored WHERE (SELECT ok FROM decided)
+        UNION ALL
+        SELECT * FROM ({exact}) e WHERE NOT (SELECT ok FROM decided)
+        ORDER BY score DESC, seq
+    """
+
+
+class PostgresSearch(SQLStore, PostgresReads):
     """Search and vector reads of :class:`~.postgres.PostgresStore`."""
 
     _k1: float
@@ -223,13 +287,16 @@ class PostgresSearch(SQLStore):
         ``PostgresStore``)."""
         raise NotImplementedError
 
-    def _read(self, what: str, fn: Callable[[Conn], T]) -> T:
+    def _read(self, what: str, fn: Callable[[Conn], T], *, transaction: bool = False) -> T:
         raise NotImplementedError
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
+        cached = self._cached_records(workspace, ids)
+        if cached is not None:
+            return cached
         rows = self._read(
             "get",
             lambda c: c.execute(
@@ -244,6 +311,13 @@ class PostgresSearch(SQLStore):
     ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
+        snap = self._snap()
+        if snap is not None and not snap.prefetched and snap.scope in (None, scope):
+            snap.scope = scope
+            own_f, own_args = pg_filter_where(where, "", "vf")
+            chunk_f, chunk_args = pg_filter_where(where, "m", "cf")
+            narrow = (own_f, chunk_f, {**named("vf", own_args), **named("cf", chunk_args)})
+            return self._prefetch(snap, scope, Vector(query), k, narrow)
         scoped, params = pg_scope_where(scope)
         narrowed, narrow_params = pg_filter_where(where)
         chunk_scoped, chunk_params_ = pg_scope_where(scope, "c")
@@ -277,11 +351,13 @@ class PostgresSearch(SQLStore):
                 )
             ]  # fmt: skip
 
-        if ef == self._ef_search:
-            return self._read("search", run)
-        return self._tx("search", run, idempotent=True)
+        return self._read("search", run, transaction=ef != self._ef_search)
 
     def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
+        cached = self._cached_windows(workspace, ids)
+        if cached is not None:
+            return cached
+
         def run(conn: Conn) -> dict[str, list[ChunkVector]]:
             out: dict[str, list[ChunkVector]] = {}
             for row in conn.execute(
@@ -335,7 +411,7 @@ class PostgresSearch(SQLStore):
         # (workspace, user) partition, agent/session keys and recall's filters applied after df
         # is counted. One
         # pass over the matching rows' matching lexemes (the GIN index finds the rows).
-        sql = f"""
+        exact = f"""
             WITH hits AS (
                 SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.doc_len,
                        u.lexeme AS term, cardinality(u.positions) AS tf,
@@ -352,7 +428,7 @@ class PostgresSearch(SQLStore):
                 * c.tf * (%(k1)s + 1.0)
                 / (c.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
                     / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
-            ) AS score
+            ) AS score, c.seq
             FROM hits c
             JOIN q ON q.term = c.term
             JOIN df ON df.user_id IS NOT DISTINCT FROM c.user_id AND df.term = c.term
@@ -362,13 +438,72 @@ class PostgresSearch(SQLStore):
             ORDER BY score DESC, c.seq
             LIMIT %(k)s
         """
-        rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
+        sql = exact
+        if scope.user_id is not None:
+            params["lits"] = [_quote_lexeme(w) for w in words]
+            params["budget"] = max(_RARE_BUDGET, 20 * k)
+            rare = [f.replace("c.", "m.") for f in filters if f != "c.kept"]
+            sql = _rare_first(exact, rare + ([narrowed.removeprefix(" AND ")] if narrowed else []))
+        snap = self._snap()
+        if snap is not None and not snap.keyword_ids and snap.scope in (None, scope):
+            # A session: the hits come with their records and vectors (what recall reads next).
+            snap.scope = scope
+            sql = (
+                f"SELECT t.id, t.score, {M_COLUMNS}, m.embedding FROM ({sql}) t "
+                "JOIN memories m ON m.workspace = %(ws)s AND m.id = t.id "
+                "ORDER BY t.score DESC, m.seq"
+            )
+
+            def run(conn: Conn) -> list[Any]:
+                cur = conn.cursor(binary=True)
+                with conn.pipeline():
+                    finish = self._queue_scope_reads(conn, snap, scope)
+                    cur.execute(sql, params)
+                finish()
+                return cur.fetchall()
+
+            rows = self._read("keyword search", run)
+            self._keep_rows(snap, rows, 2)
+            snap.keyword_ids = [r[0] for r in rows]
+        else:
+            rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
         return [(r[0], float(r[1])) for r in rows]
+
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        cached = self._cached_kind(scope, kind, limit)
+        return list(cached) if cached is not None else super().memories_of_kind(scope, kind, limit)
+
+    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
+        cached = self._cached_chunks(scope)
+        return list(cached) if cached is not None else super().knowledge_chunks(scope)
+
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        cached = self._cached_edges(workspace, ids, min_weight, kind)
+        if cached is not None:
+            return cached
+        return super().edges_from(workspace, ids, min_weight, kind)
+
+    def learning_facts(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        empty = self._empty_facts(scope, since)
+        if empty is not None:
+            return empty
+        return super().learning_facts(scope, memory_ids, since, limit)
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
+        cached = self._cached_vectors(workspace, ids)
+        if cached is not None:
+            return cached
 
         def run(conn: Conn) -> dict[str, np.ndarray]:
             with conn.cursor(binary=True) as cur:
@@ -414,6 +549,9 @@ class PostgresSearch(SQLStore):
         limit: int,
         witnesses: Sequence[tuple[str, str]] = (),
     ) -> list[ReplyFacts]:
+        empty = self._empty_replies(scope, since)
+        if empty is not None:
+            return empty
         where, params = pg_scope_where(scope, "m")
         user_clause = ""
         user_params: list[Any] = []
@@ -463,7 +601,7 @@ class PostgresSearch(SQLStore):
             keep = set(matched)
             return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
 
-        rows = self._tx("reading reply signals", run)
+        rows = self._read("reading reply signals", run, transaction=True)
         seen: set[tuple[str, str]] = set()
         out = []
         for memory_id, recall_id, value, created_at, vector, source in rows:

@@ -57,12 +57,16 @@ class SQLKnowledge(SQLRecords):
         self._run("storing the knowledge base", run)
 
     def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
+        sql, params = self._chunks_query(scope)
+        return self._chunks(self._fetch("reading knowledge", sql, params))
+
+    @staticmethod
+    def _chunks_query(scope: Scope) -> tuple[str, list[Any]]:
+        """The statement (``?`` placeholders) that reads a scope's chunks, and its parameters."""
         where, params = scope_where(scope)
-        rows = self._fetch(
-            "reading knowledge",
-            f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks WHERE {where} ORDER BY seq",
-            params,
-        )
+        return f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks WHERE {where} ORDER BY seq", params
+
+    def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[tuple[KnowledgeChunk, np.ndarray]]:
         out = []
         for r in rows:
             chunk = KnowledgeChunk(

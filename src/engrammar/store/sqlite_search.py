@@ -14,7 +14,8 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -300,6 +301,14 @@ class SQLiteSearch(SQLStore):
         if len(parts) > 1:
             out = [sorted(row, key=lambda h: -h[1])[:k] for row in out]
         return out
+
+    @contextmanager
+    def reading(
+        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+    ) -> Iterator[None]:
+        """A read session (see :meth:`~.base.Store.reading`); a store whose reads are
+        function calls needs none."""
+        yield
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None

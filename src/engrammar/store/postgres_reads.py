@@ -1,0 +1,532 @@
+"""Read sessions of the PostgreSQL store: one recall in few round trips.
+
+A recall asks the store a dozen small questions (keyword hits, vector hits, the records and
+vectors of candidates, sequence neighbours, graph edges hop by hop, feedback records, the
+tensions among the results). Each is a round trip to the server; on SQLite they are function
+calls. Inside :meth:`PostgresReads.reading` the store answers them from a per-thread snapshot
+that a few wide statements fill:
+
+1. keyword search returns its hits' records and vectors with them;
+2. vector search runs, in one pipelined exchange, a statement that finds the vector hits and
+   returns the records, vectors and complete out-edge lists of every candidate (keyword and
+   vector hits), of their sequence neighbours and of the nodes one hop from the likely graph
+   seeds (plus the records of second sequence neighbours), and a probe of whether any feedback
+   record of the scope is recent enough to count;
+3. the recall record is written (outside this module).
+
+Every answer is exactly what the plain call would return: a question the snapshot cannot
+answer completely (an id it never read, an edge list it holds only in part) goes to the
+server, and what comes back joins the snapshot. The snapshot lives for one ``with`` block of
+one thread; nothing is cached across calls.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import psycopg
+
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ..models import Edge, MemoryRecord, Scope
+from .base import ChunkVector
+from .tables import MEMORY_COLUMNS
+
+__all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
+
+Conn = psycopg.Connection[Any]
+V = TypeVar("V")
+_N_MEMORY = len(MEMORY_COLUMNS.split(","))
+M_COLUMNS = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
+# The same as undecoded as they travel (metadata as JSON text, the vector in pgvector's binary
+# format), for the neighbourhood's rows: most are never asked for, so they are decoded on use.
+_M_RAW = M_COLUMNS.replace("m.metadata", "m.metadata::text") + ", vector_send(m.embedding)"
+_METADATA = 11
+# Candidates whose one-hop graph neighbours are read ahead (the walk starts from the best few
+# refined candidates, which come from the head of either list).
+_SEED_GUESS = 20
+_SCOPE_KEYS = ("user_id", "agent_id", "session_id")
+
+
+class Lazy(Generic[V]):
+    """A dict whose values may be kept undecoded (``put_raw``) until first read."""
+
+    __slots__ = ("_decode", "_done", "_raw")
+
+    def __init__(self, decode: Callable[[Any], V]) -> None:
+        self._decode = decode
+        self._done: dict[str, V] = {}
+        self._raw: dict[str, Any] = {}
+
+    def put_raw(self, key: str, raw: Any) -> None:
+        self._done.pop(key, None)
+        self._raw[key] = raw
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._done or key in self._raw
+
+    def __getitem__(self, key: str) -> V:
+        if key in self._raw:
+            self._done[key] = self._decode(self._raw.pop(key))
+        return self._done[key]
+
+    def __setitem__(self, key: str, value: V) -> None:
+        self._raw.pop(key, None)
+        self._done[key] = value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._done, *self._raw])
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def _vector(data: Any) -> np.ndarray:
+    """A vector from pgvector's binary format (``vector_send``)."""
+    dim = struct.unpack_from(">H", data)[0]
+    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+
+def _edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
+    src, dsts, kinds, weights, ups = raw
+    return [Edge(src, d, k, w, u) for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)]
+
+
+@dataclass
+class Snapshot:
+    """What one read session of one thread has read so far."""
+
+    feedback_since: float | None
+    scope: Scope | None = None
+    records: Lazy[MemoryRecord] = field(default_factory=lambda: Lazy(_no_decoder))
+    vecs: Lazy[np.ndarray] = field(default_factory=lambda: Lazy(_vector))
+    #: src -> every edge leaving it (only for the sources read in full)
+    out_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(_edges))
+    keyword_ids: list[str] = field(default_factory=list)
+    prefetched: bool = False
+    #: what the caller said it will read of the scope (see Store.reading), and the answers
+    preferences: int = 0
+    knowledge: bool = False
+    scope_read: bool = False
+    kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
+    chunks: list[Any] | None = None
+    #: memory id -> its chunk vectors (``memory_chunks``; empty: none), for the ids read
+    windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
+    #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
+    no_feedback: bool = False
+
+
+class PostgresReads:
+    """The read-session half of :class:`~.postgres_search.PostgresSearch`."""
+
+    _ef_search: int
+    _local: threading.local
+
+    # provided by the store
+    def _read(self, what: str, fn: Callable[[Conn], Any], *, transaction: bool = False) -> Any:
+        raise NotImplementedError
+
+    def _record(self, row: Sequence[Any]) -> MemoryRecord:
+        raise NotImplementedError
+
+    @staticmethod
+    def _chunks_query(scope: Scope) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
+        raise NotImplementedError
+
+    # -- the session ---------------------------------------------------------------------------
+    @contextmanager
+    def reading(
+        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+    ) -> Iterator[None]:
+        """Answer this thread's reads from one snapshot until the block ends (see the module
+        docstring and :meth:`~.base.Store.reading` for the arguments)."""
+        if getattr(self._local, "snap", None) is not None:
+            yield  # nested: the outer session goes on
+            return
+        snap = Snapshot(feedback_since, preferences=preferences, knowledge=knowledge)
+        snap.records = Lazy(self._raw_record)
+        self._local.snap = snap
+        try:
+            yield
+        finally:
+            self._local.snap = None
+
+    def _snap(self, workspace: str | None = None) -> Snapshot | None:
+        """This thread's session, if it has one that covers ``workspace``."""
+        snap: Snapshot | None = getattr(self._local, "snap", None)
+        if snap is None or workspace is None or snap.scope is None:
+            return snap
+        return snap if snap.scope.workspace == workspace else None
+
+    def _raw_record(self, row: Sequence[Any]) -> MemoryRecord:
+        """A record from a row of ``_M_RAW`` without its vector (metadata as JSON text)."""
+        fields = list(row)
+        fields[_METADATA] = json.loads(fields[_METADATA])
+        return self._record(fields)
+
+    def _keep_rows(self, snap: Snapshot, rows: Sequence[Sequence[Any]], at: int) -> None:
+        """Cache records (``MEMORY_COLUMNS`` from column ``at``) and the vector after them."""
+        for r in rows:
+            rec = self._record(r[at : at + _N_MEMORY])
+            snap.records[rec.id] = rec
+            vec = r[at + _N_MEMORY]
+            if vec is not None:
+                snap.vecs[rec.id] = vec
+
+    def _queue_scope_reads(self, conn: Conn, snap: Snapshot, scope: Scope) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn``, the scope reads the session was told of
+        (the newest preferences with their vectors, the knowledge chunks); the returned
+        function stores their answers once the pipeline has delivered them."""
+        if snap.scope_read or not (snap.preferences or snap.knowledge):
+            return lambda: None
+        snap.scope_read = True
+        where = " AND ".join(
+            ["workspace = %s"] + [f"{k} = %s" for k in _SCOPE_KEYS if getattr(scope, k) is not None]
+        )
+        params = [scope.workspace] + [
+            getattr(scope, k) for k in _SCOPE_KEYS if getattr(scope, k) is not None
+        ]
+        prefs = conn.cursor(binary=True)
+        chunks = conn.cursor(binary=True)
+        limit = snap.preferences
+        if limit:
+            prefs.execute(
+                f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
+                "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
+                [*params, limit],
+            )
+        if snap.knowledge:
+            sql, args = self._chunks_query(scope)
+            chunks.execute(sql.replace("?", "%s"), args)
+
+        def finish() -> None:
+            if limit:
+                rows = prefs.fetchall()
+                self._keep_rows(snap, rows, 0)
+                snap.kinds[("preference", limit)] = [snap.records[r[0]] for r in rows]
+            if snap.knowledge:
+                snap.chunks = self._chunks(chunks.fetchall())
+
+        return finish
+
+    def _cached_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord] | None:
+        snap = self._snap(scope.workspace)
+        if snap is None or snap.scope != scope:
+            return None
+        return snap.kinds.get((kind, limit))
+
+    def _cached_chunks(self, scope: Scope) -> list[Any] | None:
+        snap = self._snap(scope.workspace)
+        if snap is None or snap.scope != scope:
+            return None
+        return snap.chunks
+
+    # -- cached reads --------------------------------------------------------------------------
+    def _cached_records(self, workspace: str, ids: list[str]) -> dict[str, MemoryRecord] | None:
+        snap = self._snap(workspace)
+        if snap is None:
+            return None
+        self._fill(snap, workspace, [i for i in ids if i not in snap.records])
+        return {i: snap.records[i] for i in ids if i in snap.records}
+
+    def _cached_vectors(self, workspace: str, ids: list[str]) -> dict[str, np.ndarray] | None:
+        snap = self._snap(workspace)
+        if snap is None:
+            return None
+        self._fill(snap, workspace, [i for i in ids if i not in snap.vecs])
+        return {i: snap.vecs[i] for i in ids if i in snap.vecs}
+
+    def _fill(self, snap: Snapshot, workspace: str, missing: list[str]) -> None:
+        """Read the records and vectors of ``missing`` (one round trip; absent ids stay out)."""
+        if not missing:
+            return
+        rows = self._read(
+            "get",
+            lambda c: (
+                c.cursor(binary=True)
+                .execute(
+                    f"SELECT {MEMORY_COLUMNS}, embedding FROM memories "
+                    "WHERE workspace = %s AND id = ANY(%s)",
+                    (workspace, missing),
+                )
+                .fetchall()
+            ),
+        )
+        self._keep_rows(snap, rows, 0)
+
+    def _cached_windows(
+        self, workspace: str, ids: Sequence[str]
+    ) -> dict[str, list[ChunkVector]] | None:
+        """The chunk vectors of ``ids`` (as ``memory_chunks`` returns them) from the session,
+        the ones it has not read yet read in one round trip."""
+        snap = self._snap(workspace)
+        if snap is None or snap.scope is None:
+            return None
+        wanted = list(dict.fromkeys(ids))
+        missing = [i for i in wanted if i not in snap.windows]
+        if missing:
+            rows = self._read(
+                "reading chunk vectors",
+                lambda c: (
+                    c.cursor(binary=True)
+                    .execute(
+                        "SELECT memory_id, position, start_char, end_char, embedding "
+                        "FROM memory_chunks WHERE workspace = %s AND memory_id = ANY(%s) "
+                        "ORDER BY memory_id, position",
+                        (workspace, missing),
+                    )
+                    .fetchall()
+                ),
+            )
+            for i in missing:
+                snap.windows[i] = []
+            for r in rows:
+                snap.windows[r[0]].append(
+                    ChunkVector(int(r[1]), int(r[2]), int(r[3]), np.asarray(r[4]))
+                )
+        return {i: list(snap.windows[i]) for i in wanted if snap.windows[i]}
+
+    def _cached_edges(
+        self, workspace: str, ids: Sequence[str], min_weight: float, kind: str | None
+    ) -> list[Edge] | None:
+        snap = self._snap(workspace)
+        if snap is None or snap.scope is None:
+            return None
+        wanted = list(dict.fromkeys(ids))
+        missing = [i for i in wanted if i not in snap.out_edges]
+        if missing:
+            self._fill_edges(snap, workspace, missing)
+        out: list[Edge] = []
+        for src in sorted(wanted):
+            out += [
+                e
+                for e in snap.out_edges.get(src, ())
+                if e.weight >= min_weight and (kind is None or e.kind == kind)
+            ]
+        return out
+
+    def _fill_edges(self, snap: Snapshot, workspace: str, missing: list[str]) -> None:
+        """Every edge leaving ``missing``, with the records and vectors of where they lead
+        (the next question of a graph walk), in one round trip."""
+
+        def joined(conn: Conn) -> tuple[list[Any], list[Any]]:
+            cur = conn.cursor(binary=True)
+            rows = cur.execute(
+                "WITH e AS (SELECT src, dst, kind, weight, updated_at FROM edges "
+                "WHERE workspace = %s AND src = ANY(%s)) "
+                "SELECT e.src, e.dst, e.kind, e.weight, e.updated_at, "
+                f"{M_COLUMNS}, m.embedding FROM e LEFT JOIN memories m "
+                "ON m.workspace = %s AND m.id = e.dst AND NOT (m.id = ANY(%s)) "
+                "ORDER BY e.src, e.dst, e.kind",
+                (workspace, missing, workspace, list(snap.records)),
+            ).fetchall()
+            return [r[:5] for r in rows], [r[5:] for r in rows if r[5] is not None]
+
+        edges, rows = self._read("reading edges", joined)
+        for src in missing:
+            snap.out_edges[src] = []
+        for e in edges:
+            snap.out_edges[e[0]].append(Edge(*e))
+        self._keep_rows(snap, rows, 0)
+
+    # -- the prefetch --------------------------------------------------------------------------
+    def _prefetch(
+        self,
+        snap: Snapshot,
+        scope: Scope,
+        query: Any,
+        k: int,
+        narrowed: tuple[str, str, dict[str, Any]] = ("", "", {}),
+    ) -> list[tuple[str, float]]:
+        """The vector search of a session: its hits, and the neighbourhood every later
+        question of the recall is about, in one exchange (see the module docstring).
+        ``narrowed``: the filter's conditions on ``memories`` unaliased and aliased ``m``
+        (``%(name)s`` placeholders), and their parameters."""
+        ws = scope.workspace
+        keys = [key for key in _SCOPE_KEYS if getattr(scope, key) is not None]
+        where = " AND ".join(["workspace = %(ws)s"] + [f"{key} = %({key})s" for key in keys])
+        chunk_where = " AND ".join(
+            ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
+        )
+        own_filter, chunk_filter, filter_args = narrowed
+        ef = min(1000, max(self._ef_search, k))
+        kw = list(snap.keyword_ids)
+        # hits: exactly vector_search's (a memory scores its best of its own vector and its
+        # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
+        sql = f"""
+            WITH own AS MATERIALIZED (
+                SELECT id, embedding <=> %(q)s AS distance FROM memories
+                WHERE {where} AND status = 'active'{own_filter}
+                ORDER BY embedding <=> %(q)s LIMIT %(k)s),
+            chunk_hits AS MATERIALIZED (
+                SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
+                FROM memory_chunks c JOIN memories m ON m.workspace = c.workspace
+                     AND m.id = c.memory_id AND m.status = 'active'{chunk_filter}
+                WHERE {chunk_where} GROUP BY c.memory_id ORDER BY 2 LIMIT %(k)s),
+            hits AS MATERIALIZED (
+                SELECT id, min(distance) AS distance
+                FROM (SELECT * FROM own UNION ALL SELECT * FROM chunk_hits) b
+                GROUP BY id ORDER BY min(distance), id LIMIT %(k)s),
+            cand AS MATERIALIZED (
+                SELECT id, min(distance) AS distance FROM (
+                    SELECT id, distance FROM hits
+                    UNION ALL SELECT unnest(%(kw)s::text[]), NULL) b GROUP BY id),
+            seeds AS ((SELECT id FROM hits ORDER BY distance, id LIMIT %(seeds)s)
+                      UNION SELECT unnest(%(kw_seeds)s::text[])),
+            n1 AS MATERIALIZED (
+                SELECT e.dst AS id FROM cand CROSS JOIN LATERAL (
+                    SELECT dst, kind FROM edges WHERE workspace = %(ws)s AND src = cand.id OFFSET 0) e
+                WHERE e.kind = 'sequence' OR cand.id IN (SELECT id FROM seeds)
+                EXCEPT SELECT id FROM cand),
+            n2 AS (SELECT e.dst AS id FROM n1 CROSS JOIN LATERAL (
+                       SELECT dst FROM edges WHERE workspace = %(ws)s AND src = n1.id
+                       AND kind = 'sequence' OFFSET 0) e
+                   EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
+            nodes AS (SELECT id, distance, true AS full_node FROM cand
+                      UNION ALL SELECT id, NULL, true FROM n1
+                      UNION ALL SELECT id, NULL, false FROM n2)
+            SELECT n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
+                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}
+            FROM nodes n
+            -- Lookups by key per node (LATERAL ... OFFSET 0, which the planner keeps as it
+            -- is): a wrong guess of a CTE's size or stale statistics must not turn one into
+            -- a scan of every edge or memory of the workspace.
+            CROSS JOIN LATERAL (
+                SELECT * FROM memories WHERE workspace = %(ws)s AND id = n.id OFFSET 0) m
+            LEFT JOIN LATERAL (
+                SELECT array_agg(e.dst ORDER BY e.dst, e.kind) AS dsts,
+                       array_agg(e.kind ORDER BY e.dst, e.kind) AS kinds,
+                       array_agg(e.weight ORDER BY e.dst, e.kind) AS weights,
+                       array_agg(e.updated_at ORDER BY e.dst, e.kind) AS ups
+                FROM edges e WHERE n.full_node AND e.workspace = %(ws)s AND e.src = n.id
+            ) ea ON true
+            LEFT JOIN LATERAL (
+                SELECT array_agg(c.position ORDER BY c.position) AS pos,
+                       array_agg(c.start_char ORDER BY c.position) AS starts,
+                       array_agg(c.end_char ORDER BY c.position) AS ends,
+                       string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.position)
+                           AS vecs
+                FROM memory_chunks c
+                WHERE n.full_node AND c.workspace = %(ws)s AND c.memory_id = n.id
+            ) ca ON true
+        """
+        args = {
+            "q": query,
+            "k": k,
+            "kw": kw,
+            "kw_seeds": kw[:_SEED_GUESS],
+            "seeds": _SEED_GUESS,
+            "ws": ws,
+            **{key: getattr(scope, key) for key in _SCOPE_KEYS},
+            **filter_args,
+        }
+        since = snap.feedback_since
+        user = scope.user_id
+
+        def run(conn: Conn) -> tuple[list[Any], Any]:
+            cur = conn.cursor(binary=True)
+            probe = conn.cursor()
+            with conn.pipeline():
+                finish = self._queue_scope_reads(conn, snap, scope)
+                if ef != self._ef_search:  # transaction-local: the connection goes back as it was
+                    with conn.transaction():
+                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                        cur.execute(sql, args)
+                else:
+                    cur.execute(sql, args)
+                if since is not None:
+                    probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
+            finish()
+            return cur.fetchall(), (probe.fetchone() if since is not None else None)
+
+        rows, found = self._read("vector search and neighbourhood", run)
+        hits: list[tuple[str, float]] = []
+        at = 10
+        for r in rows:
+            memory_id = r[at]
+            snap.records.put_raw(memory_id, r[at : at + _N_MEMORY])
+            snap.vecs.put_raw(memory_id, r[at + _N_MEMORY])
+            if r[0] is not None:
+                hits.append((memory_id, 1 - float(r[0])))
+            if r[1]:
+                snap.out_edges.put_raw(memory_id, (memory_id, r[2] or [], r[3] or [],
+                                                   r[4] or [], r[5] or []))  # fmt: skip
+                snap.windows[memory_id] = _windows(r[6], r[7], r[8], r[9])
+        hits.sort(key=lambda h: (1 - h[1], h[0]))
+        snap.prefetched = True
+        snap.no_feedback = found is not None and not any(found)
+        return hits
+
+    def _no_feedback(self, scope: Scope, since: float | None) -> bool:
+        """Whether the session's probe showed no feedback record of ``scope`` since
+        ``since`` (the caller's horizon, no older than the probe's)."""
+        snap = self._snap(scope.workspace)
+        return (
+            snap is not None
+            and snap.no_feedback
+            and snap.scope == scope
+            and snap.feedback_since is not None
+            and since is not None
+            and since >= snap.feedback_since
+        )
+
+    def _empty_facts(
+        self, scope: Scope, since: float | None
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]] | None:
+        return ([], [], []) if self._no_feedback(scope, since) else None
+
+    def _empty_replies(self, scope: Scope, since: float) -> list[ReplyFacts] | None:
+        return [] if self._no_feedback(scope, since) else None
+
+
+def _no_decoder(raw: Any) -> Any:
+    raise AssertionError("records are kept raw only by a session that decodes them")
+
+
+def _windows(
+    positions: list[int] | None, starts: list[int] | None, ends: list[int] | None, vecs: Any
+) -> list[ChunkVector]:
+    """Chunk vectors from the prefetch's aggregates (``vecs``: pgvector's binary format of
+    each, one after another)."""
+    if not positions or starts is None or ends is None or vecs is None:
+        return []
+    data = bytes(vecs)
+    out = []
+    offset = 0
+    for position, start, end in zip(positions, starts, ends, strict=True):
+        dim = struct.unpack_from(">H", data, offset)[0]
+        vector = np.frombuffer(data, dtype=">f4", count=dim, offset=offset + 4)
+        out.append(ChunkVector(int(position), int(start), int(end), vector.astype(np.float32)))
+        offset += 4 + 4 * dim
+    return out
+
+
+# Does any feedback record of the scope count for a recall (a superset of what the reads of
+# learning_facts and reply_facts select)? One row of booleans.
+_PROBE = """
+    SELECT
+      EXISTS (SELECT 1 FROM feedback_events e WHERE e.workspace = %(ws)s
+              AND (%(user)s::text IS NULL OR e.user_id = %(user)s OR e.user_id IS NULL)
+              AND (e.created_at >= %(since)s OR EXISTS (SELECT 1 FROM decision_reviews r
+                   WHERE r.workspace = e.workspace AND r.event_id = e.id
+                   AND r.created_at >= %(since)s))),
+      EXISTS (SELECT 1 FROM preference_pairs WHERE workspace = %(ws)s
+              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
+              AND created_at >= %(since)s),
+      EXISTS (SELECT 1 FROM memory_ratings WHERE workspace = %(ws)s
+              AND created_at >= %(since)s),
+      EXISTS (SELECT 1 FROM reply_signals WHERE workspace = %(ws)s
+              AND created_at >= %(since)s)
+"""

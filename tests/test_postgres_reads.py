@@ -1,0 +1,307 @@
+"""Read sessions of the PostgreSQL store (store/postgres_reads.py): a recall in few round trips,
+with every answer equal to what the plain reads give."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres_search import PostgresSearch
+
+pytestmark = pytest.mark.postgres
+
+SPEAKERS = ("Caroline", "Melanie")
+SESSIONS = [
+    [
+        "I went to a support group yesterday and it helped a lot.",
+        "That sounds wonderful, what did you talk about?",
+        "We talked about adoption agencies and counseling.",
+        "I have been painting sunsets by the lake lately.",
+        "My kids love camping in the mountains every summer.",
+    ],
+    [
+        "I signed up for a pottery class on Saturday.",
+        "Pottery sounds relaxing, I prefer running marathons.",
+        "The adoption interview is next week, I am nervous.",
+        "You will do great, the counseling helped you prepare.",
+        "We camped by the lake and watched the meteor shower.",
+    ],
+    [
+        "I no longer paint, I switched to photography this spring.",
+        "Photography of the mountains must be beautiful.",
+        "My daughter wants to join the running club at school.",
+        "The support group meets every Tuesday evening now.",
+        "I finished my first marathon in four hours!",
+    ],
+]
+QUERIES = [
+    "When did Caroline go to the support group?",
+    "What does Melanie like to do with her kids?",
+    "Does Caroline still paint?",
+    "What class did Caroline sign up for?",
+    "marathon",
+]
+
+
+def _fill(mem: Memory) -> None:
+    for n, turns in enumerate(SESSIONS, 1):
+        mem.add(
+            [
+                {"role": "user", "name": SPEAKERS[i % 2], "content": text}
+                for i, text in enumerate(turns)
+            ],
+            user_id="u1",
+            session_id=f"s{n}",
+        )
+
+
+@contextlib.contextmanager
+def _plain() -> Iterator[None]:
+    """Every read goes to the server on its own (the session switched off)."""
+    original = PostgresSearch.reading
+    PostgresSearch.reading = lambda self, *args, **kw: contextlib.nullcontext()  # type: ignore[method-assign, assignment, misc]
+    try:
+        yield
+    finally:
+        PostgresSearch.reading = original  # type: ignore[method-assign]
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` with floats to 5 significant digits: learned scores decay with time, so two
+    recalls a few milliseconds apart differ in the tenth digit."""
+    if isinstance(value, float):
+        return float(f"{value:.5g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items() if k != "recall_id"}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _recall_view(result: Any) -> Any:
+    return _rounded(result.to_dict())
+
+
+class _Exchanges:
+    """Counts the store's calls to the server (one statement or one pipelined batch each)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.n = 0
+        original = PostgresStore._tx
+
+        def counting(store: PostgresStore, *args: Any, **kw: Any) -> Any:
+            self.n += 1
+            return original(store, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", counting)
+
+
+@pytest.mark.parametrize("with_feedback", [False, True])
+def test_session_answers_equal_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, with_feedback: bool
+) -> None:
+    # Thresholds at the floor: with the test embedder every preference and passage shows.
+    config = Config(store=pg_url, knowledge_min_score=0.0, preferences_min_similarity=-1.0)
+    mem = Memory(config, embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        if with_feedback:
+            # ... and the other things a recall reads: standing preferences, knowledge.
+            mem.add(content="I prefer tea to coffee in the morning.", kind="preference",
+                    user_id="u1")  # fmt: skip
+            mem.add_knowledge("club", ["The running club meets on Mondays at the school."],
+                              user_id="u1")  # fmt: skip
+            first = mem.recall(QUERIES[0], user_id="u1", limit=3)
+            mem.rate_memory(first.memories[0].id, "accepted", user_id="u1")
+            mem.feedback(response=first.memories[1].content, user_id="u1")
+        count = _Exchanges(monkeypatch)
+        for query in QUERIES:
+            for limit in (3, 10):
+                count.n = 0
+                fast = mem.recall(query, user_id="u1", limit=limit)
+                fast_trips = count.n
+                with _plain():
+                    count.n = 0
+                    slow = mem.recall(query, user_id="u1", limit=limit)
+                    slow_trips = count.n
+                assert _recall_view(fast) == _recall_view(slow), query
+                if with_feedback:
+                    assert fast.knowledge and fast.preferences
+                assert fast_trips < slow_trips
+                if not with_feedback:
+                    # keyword search, the pipelined neighbourhood, the recall record; at
+                    # most two reads the neighbourhood did not hold
+                    assert fast_trips <= 5, (query, fast_trips)
+                fast_search = mem.search(query, user_id="u1", limit=limit)
+                with _plain():
+                    slow_search = mem.search(query, user_id="u1", limit=limit)
+                assert _rounded([(m.id, m.score, m.components) for m in fast_search]) == _rounded(
+                    [(m.id, m.score, m.components) for m in slow_search]
+                )
+                target = fast.memories[-1].id
+                fast_explain = mem.explain(query, target, user_id="u1")
+                with _plain():
+                    slow_explain = mem.explain(query, target, user_id="u1")
+                assert _rounded(fast_explain) == _rounded(slow_explain)
+    finally:
+        mem.close()
+
+
+# A message longer than chunk_chars (1000): chunk vectors, a best window, an excerpt.
+LONG = " ".join(
+    [
+        "I kept a diary of the whole trip and here is the long version of it.",
+        *(f"On day {d} we walked along the coast and talked about everything." for d in range(25)),
+        "Near the end Caroline found a small pottery studio by the harbour and bought a bowl.",
+        *(f"Evening {d} was quiet, with soup and old films at the cabin." for d in range(12)),
+    ]
+)
+FILTERS: list[dict[str, Any] | None] = [
+    None,
+    {"kind": "message"},
+    {"role": "user"},
+    {"metadata": {"topic": "trip"}},
+    {"metadata": {"topic": {"in": ["trip", "hobby"]}}, "kind": ["message", "fact"]},
+    {"since": 0, "until": 4_000_000_000},
+    {"kind": "preference"},
+]
+
+
+def test_session_with_filters_and_chunk_vectors_equals_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Filters (search, the graph, the preferences slot), min_score and a long message with
+    chunk vectors (best-window scoring, excerpt): the session's answers equal the plain reads'."""
+    config = Config(store=pg_url, knowledge_min_score=0.0, preferences_min_similarity=-1.0)
+    mem = Memory(config, embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        long_id = mem.add(LONG, user_id="u1", metadata={"topic": "trip"})[0]
+        assert long_id is not None
+        assert mem.store.memory_chunks(mem.config.workspace, [long_id])
+        mem.add("Caroline's hobby is pottery now.", user_id="u1", kind="fact",
+                metadata={"topic": "hobby"})  # fmt: skip
+        mem.add(content="I prefer short answers about trips.", kind="preference", user_id="u1",
+                metadata={"topic": "trip"})  # fmt: skip
+        count = _Exchanges(monkeypatch)
+        queries = [*QUERIES, "pottery studio by the harbour", "what did we eat in the evenings"]
+        for query in queries:
+            for filters in FILTERS:
+                for min_score in (0.0, 0.2):
+                    count.n = 0
+                    fast = mem.recall(query, user_id="u1", limit=5, filters=filters,
+                                      min_score=min_score)  # fmt: skip
+                    fast_trips = count.n
+                    with _plain():
+                        count.n = 0
+                        slow = mem.recall(query, user_id="u1", limit=5, filters=filters,
+                                          min_score=min_score)  # fmt: skip
+                        slow_trips = count.n
+                    assert _recall_view(fast) == _recall_view(slow), (query, filters)
+                    assert fast_trips <= slow_trips, (query, filters)
+                fast_search = mem.search(query, user_id="u1", limit=5, filters=filters)
+                with _plain():
+                    slow_search = mem.search(query, user_id="u1", limit=5, filters=filters)
+                assert _rounded(
+                    [(m.id, m.score, m.components, m.excerpt) for m in fast_search]
+                ) == _rounded([(m.id, m.score, m.components, m.excerpt) for m in slow_search])
+        # the long message is found by a window past its first, and shown by its excerpt
+        found = mem.recall("pottery studio by the harbour", user_id="u1", limit=5,
+                           filters={"metadata": {"topic": "trip"}})  # fmt: skip
+        assert found.memories[0].id == long_id
+        assert found.memories[0].excerpt and "harbour" in found.memories[0].excerpt
+    finally:
+        mem.close()
+
+
+def test_session_is_per_thread_and_ends_with_the_block(pg_url: str) -> None:
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        ids = [m.id for m in mem.list(user_id="u1")][:3]
+        with store.reading():
+            before = store.get_memories(mem.config.workspace, ids)
+            assert store._snap() is not None
+        assert store._snap() is None
+        mem.update(ids[0], content="An entirely new sentence about gardening.")
+        after = store.get_memories(mem.config.workspace, ids)
+        assert after[ids[0]].content != before[ids[0]].content  # nothing cached across calls
+    finally:
+        mem.close()
+
+
+def _term_counts(url: str) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """keyword_terms as kept by the trigger, and recounted from the active rows."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        kept = {
+            (r[0], r[1]): int(r[2])
+            for r in conn.execute("SELECT user_key, term, df FROM keyword_terms WHERE df > 0")
+        }
+        counted = {
+            (r[0], r[1]): int(r[2])
+            for r in conn.execute(
+                "SELECT coalesce(m.user_id, ''), u.lexeme, count(*) FROM memories m "
+                "CROSS JOIN LATERAL unnest(m.terms) AS u WHERE m.status = 'active' "
+                "GROUP BY 1, 2"
+            )
+        }
+    return kept, counted
+
+
+def test_keyword_rare_terms_first_equals_the_exact_ranking(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Document frequencies kept by the trigger stay exact through add, update, status change
+    and forget; the rare-first search (one user's partition) ranks as the exact query does,
+    whether it prunes the common terms or falls back."""
+    from engrammar.engine.filters import parse_filters
+    from engrammar.models import Scope
+    from engrammar.store import postgres_search
+
+    # A small budget (20 x k rows): at k = 1 or 2 "melani" (in every memory) is a common term.
+    monkeypatch.setattr(postgres_search, "_RARE_BUDGET", 0)
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        ids = mem.add(
+            [{"role": "user", "name": "Melanie", "content": f"I like painting, picture {i}.",
+              "metadata": {"n": i % 3}} for i in range(50)]
+            + [{"role": "user", "name": "Melanie", "content": f"My hobby is pottery, bowl {i}."}
+               for i in range(10)],
+            user_id="u1",
+        )  # fmt: skip
+        mem.add("Caroline has no hobby but running.", user_id="u2")
+        mem.update(ids[0], content="I gave up painting for a pottery hobby.")
+        mem.forget(ids[1])
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        store.update_memory(
+            mem.config.workspace, ids[2], content=None, embedding=None, dedup_key=None,
+            metadata=None, status="superseded", reason="test",
+        )  # fmt: skip
+        kept, counted = _term_counts(pg_url)
+        assert kept == counted
+        ws = mem.config.workspace
+        user, everyone = Scope(ws, "u1"), Scope(ws)  # one partition vs the exact query
+        narrow = parse_filters({"metadata": {"n": {"in": [0, None]}}})
+        for query in ("Melanie hobby", "pottery painting", "hobby", "Melanie", "nothing here"):
+            for k, where in itertools.product((1, 2, 5, 100), (None, narrow)):
+                fast = store.keyword_search(user, query, k, where)
+                exact = store.keyword_search(everyone, query, 200, where)
+                exact_user = [
+                    h for h in exact if store.get_memories(ws, [h[0]])[h[0]].user_id == "u1"
+                ]
+                assert [h[0] for h in fast] == [h[0] for h in exact_user[:k]] or [
+                    round(h[1], 9) for h in fast
+                ] == [round(h[1], 9) for h in exact_user[:k]], (query, k, where)
+    finally:
+        mem.close()
