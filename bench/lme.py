@@ -101,6 +101,33 @@ PROBES: dict[str, dict[str, Any]] = {
     **{f"default with question_penalty {w}": {"question_penalty": w} for w in (0.0, 0.5)},
     **{f"default with session_spread {w}": {"session_spread": w} for w in (0.1, 0.2, 0.3, 0.5)},
     **{f"default with graph_depth {w}": {"graph_depth": w} for w in (0, 1)},
+    "default with session_spread 0.4": {"session_spread": 0.4},
+    "spread 0.3 + graph off": {"session_spread": 0.3, "graph_depth": 0},
+    "spread 0.3 + bm25_b 0.5": {"session_spread": 0.3, "bm25_b": 0.5},
+    "spread 0.3 + keyword_weight 0.6": {"session_spread": 0.3, "keyword_weight": 0.6},
+    "spread 0.3 + graph off + bm25_b 0.5": {
+        "session_spread": 0.3,
+        "graph_depth": 0,
+        "bm25_b": 0.5,
+    },
+    "spread 0.3 + bm25_b 0.75": {"session_spread": 0.3, "bm25_b": 0.75},
+    "spread 0.3 + graph off + bm25_b 0.75": {
+        "session_spread": 0.3,
+        "graph_depth": 0,
+        "bm25_b": 0.75,
+    },
+    "spread 0.3 + graph off + bm25_b 0.75 + keyword_weight 0.6": {
+        "session_spread": 0.3,
+        "graph_depth": 0,
+        "bm25_b": 0.75,
+        "keyword_weight": 0.6,
+    },
+    "spread 0.3 + graph off + bm25_b 0.5 + keyword_weight 0.6": {
+        "session_spread": 0.3,
+        "graph_depth": 0,
+        "bm25_b": 0.5,
+        "keyword_weight": 0.6,
+    },
 }
 
 

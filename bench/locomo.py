@@ -83,6 +83,15 @@ PROBES: dict[str, tuple[dict[str, Any], str]] = {
         for w in (0.3, 0.5)
     },
     **{f"default with bm25_b {w}": ({"bm25_b": w}, "default") for w in (0.3, 0.5, 0.75)},
+    "default with keyword_weight 0.6": ({"keyword_weight": 0.6}, "default"),
+    "default with bm25_b 0.5 + keyword_weight 0.6": (
+        {"bm25_b": 0.5, "keyword_weight": 0.6},
+        "default",
+    ),
+    "default with bm25_b 0.5 + keyword_weight 0.55": (
+        {"bm25_b": 0.5, "keyword_weight": 0.55},
+        "default",
+    ),
     **{
         f"default with session_spread {w}": ({"session_spread": w}, "default")
         for w in (0.1, 0.2, 0.3, 0.5)

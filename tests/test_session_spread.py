@@ -31,25 +31,33 @@ def test_off_leaves_the_order() -> None:
     assert session_spread(cands, {"a1": "A", "a2": "A", "b1": "B"}, 0.0) is cands
 
 
-def test_recall_spreads_over_sessions(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    def ask(spread: float) -> list[str]:
-        cfg = Config(path=str(tmp_path / f"s{spread}"), session_spread=spread)
-        with Memory(cfg, embedder=HashEmbedder()) as mem:
-            mem.add(
-                [
-                    "I booked a trip to Lisbon for the spring.",
-                    "The Lisbon trip is in April, flights booked.",
-                    "For the Lisbon trip I still need a hotel.",
-                ],
-                user_id="u",
-                session_id="one",
-            )
-            mem.add(["I booked a trip to Oslo in March."], user_id="u", session_id="two")
-            result = mem.recall("Which trip did I book?", user_id="u", limit=4)
-            return [m.memory.session_id or "" for m in result.memories]
+def _sessions(tmp_path, spread: float, assistant: bool) -> list[str]:  # type: ignore[no-untyped-def]
+    cfg = Config(path=str(tmp_path / f"s{spread}{assistant}"), session_spread=spread)
+    role = "assistant" if assistant else "user"
+    with Memory(cfg, embedder=HashEmbedder()) as mem:
+        mem.add(
+            [
+                {"role": "user", "content": "I booked a trip to Lisbon for the spring."},
+                {"role": role, "content": "Lovely, and the weather there is mild then."},
+                {"role": "user", "content": "The Lisbon trip is in April, flights booked."},
+                {"role": "user", "content": "For the Lisbon trip I still need a hotel."},
+            ],
+            user_id="u",
+            session_id="one",
+        )
+        mem.add(["I booked a trip to Oslo in March."], user_id="u", session_id="two")
+        result = mem.recall("Which trip did I book?", user_id="u", limit=4)
+        return [m.memory.session_id or "" for m in result.memories]
 
-    assert ask(0.0)[:2] == ["one", "one"]
-    assert ask(0.6)[:2] == ["one", "two"]
+
+def test_recall_spreads_over_sessions_in_a_chat_with_an_assistant(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert _sessions(tmp_path, 0.0, True)[:2] == ["one", "one"]
+    assert _sessions(tmp_path, 0.6, True)[:2] == ["one", "two"]
+
+
+def test_a_chat_between_people_is_not_spread(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Without an assistant (LoCoMo's shape) a topic is talked through within a session.
+    assert _sessions(tmp_path, 0.6, False)[:2] == ["one", "one"]
 
 
 def test_the_setting_is_checked() -> None:

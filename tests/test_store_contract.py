@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from backends import StoreClients, config_for
-from engrammar import HashEmbedder
+from engrammar import Config, HashEmbedder
 from engrammar.errors import ConflictError, EmbedderError, NotFoundError, StoreError
 from engrammar.models import Scope
 from engrammar.recall.keyword import BM25Index
@@ -302,7 +302,7 @@ def _reference_bm25(
         part = [r for r in rows if (r.user_id or "") == user and r.workspace == scope.workspace]
         if scope.user_id is not None and user != scope.user_id:
             continue
-        index = BM25Index(k1=1.2, b=0.1)
+        index = BM25Index(k1=Config().bm25_k1, b=Config().bm25_b)
         for slot, r in enumerate(part):
             index.add(slot, terms(r.content))
         scores = index.scores(terms(query), len(part))

@@ -166,7 +166,7 @@ class Config:
         "its opening's vector and by full-text search over its whole text.",
     )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
-    bm25_b: float = _opt(0.1, "BM25 length normalisation (0 = none, 1 = full).")
+    bm25_b: float = _opt(0.5, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
     fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
     recognise_preferences: bool = _opt(
@@ -191,10 +191,11 @@ class Config:
         "towards that message: a reply means little without what it answers.",
     )
     session_spread: float = _opt(
-        0.0,
-        "Each further candidate of one session is discounted by this share more than the one "
-        "before it (relevance x (1 - this)^n for its n-th), so other sessions' best turns can "
-        "pass a session's third-best. 0 = off.",
+        0.3,
+        "In a chat with an assistant, each further candidate of one session is discounted by "
+        "this share more than the one before it (relevance x (1 - this)^n for its n-th), so "
+        "other sessions' best turns can pass a session's second-best. Chats between people "
+        "are left alone (a topic is talked through within a session there). 0 = off.",
     )
     context_weight: float = _opt(
         0.5,
