@@ -95,6 +95,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default - graph": {"graph_depth": 0},
 }
 PROBES: dict[str, dict[str, Any]] = {
+    "default - newer first": {"recency_similarity": 1.0},
     **{f"default with assistant_penalty {w}": {"assistant_penalty": w} for w in (0.3, 0.7, 0.9)},
     **{f"default with bm25_b {w}": {"bm25_b": w} for w in (0.3, 0.5, 0.75)},
     **{f"default with keyword_weight {w}": {"keyword_weight": w} for w in (0.3, 0.6)},
