@@ -29,7 +29,13 @@ Scored = tuple[str, float, dict[str, float], "str | None", str]
 
 
 def _version(record: MemoryRecord) -> Version:
-    return Version(record.id, record.created_at, record.valid_until, record.superseded_by)
+    return Version(
+        record.id,
+        record.created_at,
+        record.valid_until,
+        record.superseded_by,
+        session=record.session_id,
+    )
 
 
 def by_validity(

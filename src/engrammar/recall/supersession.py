@@ -113,6 +113,7 @@ def newer_first(
                 if (
                     b in index
                     and when[b] > when[a]
+                    and _apart(versions[a], versions[b])
                     and sims[index[a], index[b]] >= min_similarity
                     and scores[b] >= min_ratio * scores[a]
                 ):
@@ -126,6 +127,13 @@ def newer_first(
     return order
 
 
+def _apart(a: Version, b: Version) -> bool:
+    """Whether ``b`` can update ``a``: said in another conversation, or either one's is not
+    known. Within one session a later message on the same matter is mostly a follow-up ("and
+    which case fits it?"), not a new version of the fact."""
+    return a.session is None or b.session is None or a.session != b.session
+
+
 @dataclass(frozen=True)
 class Version:
     """What ranking needs to know of a memory's time: when it was said, whether and when it
@@ -136,6 +144,7 @@ class Version:
     valid_until: float | None = None
     superseded_by: str | None = None
     seq: int = 0  # order among memories of one time (message order, then insertion)
+    session: str | None = None  # the conversation it was said in, when known
 
 
 @dataclass(frozen=True)
