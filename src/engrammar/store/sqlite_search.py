@@ -349,6 +349,19 @@ class SQLiteSearch(SQLStore):
         )
         return [(r[0], float(r[1])) for r in rows]
 
+    def _current_scope_indexes(self, workspace: str) -> list[ScopeIndex]:
+        """The in-process scope indexes of ``workspace`` that are current (no commit since
+        they were synced: the same ``data_version``). Call with ``_index_lock`` held."""
+        data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+        return [
+            index
+            for (kind, index_workspace, _), index in self._indexes.items()
+            if kind == "scope"
+            and isinstance(index, ScopeIndex)
+            and index_workspace == workspace
+            and index.data_version == data_version
+        ]
+
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         ids = list(dict.fromkeys(ids))
@@ -356,15 +369,8 @@ class SQLiteSearch(SQLStore):
         # current whenever no commit happened since (the same data_version), and reading them
         # skips a blob query per call (~3 ms of a 10k-memory recall).
         with self._index_lock:
-            data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
-            for (kind, index_workspace, _), index in self._indexes.items():
-                if (
-                    kind == "scope"
-                    and isinstance(index, ScopeIndex)
-                    and index_workspace == workspace
-                    and index.data_version == data_version
-                ):
-                    out.update(index.vectors_of([i for i in ids if i not in out]))
+            for index in self._current_scope_indexes(workspace):
+                out.update(index.vectors_of([i for i in ids if i not in out]))
         ids = [i for i in ids if i not in out]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -382,16 +388,9 @@ class SQLiteSearch(SQLStore):
         # Served from the in-process indexes when current (recall asks on every query), as
         # :meth:`vectors` does; only ids no current index holds are read.
         with self._index_lock:
-            data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
-            for (kind, index_workspace, _), index in self._indexes.items():
-                if (
-                    kind == "scope"
-                    and isinstance(index, ScopeIndex)
-                    and index_workspace == workspace
-                    and index.data_version == data_version
-                ):
-                    found, ids = index.chunks_of(ids)
-                    out.update(found)
+            for index in self._current_scope_indexes(workspace):
+                found, ids = index.chunks_of(ids)
+                out.update(found)
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
             marks = ",".join("?" * len(part))
