@@ -103,12 +103,14 @@ INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - speaker names": ({}, "no-names"),
     "bm25 - speaker names": ({"keyword_weight": 1.0, **OFF, **GRAPH_OFF}, "no-names"),
     "vector - speaker names": ({"keyword_weight": 0.0, **OFF, **GRAPH_OFF}, "no-names"),
+    "default with chunk_chars 250": ({}, "chunks-250"),
 }
 # Ingest-time differences: Config changes and whether speakers are given as names.
 STORES = {
     "default": ({}, True),
     "no-context": ({"embed_context": False}, True),
     "no-names": ({}, False),
+    "chunks-250": ({"chunk_chars": 250}, True),
 }
 KS = (1, 3, 5, 10, 20, 50)
 

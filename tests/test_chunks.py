@@ -16,7 +16,7 @@ from backends import config_for, open_memory
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import Scope
-from engrammar.recall.chunks import chunk_spans, message_windows
+from engrammar.recall.chunks import chunk_spans, message_windows, widened
 from engrammar.recall.text import embedding_text
 from engrammar.store.migrate import migrate
 
@@ -38,6 +38,20 @@ def test_message_windows_cover_the_text_past_the_first_window() -> None:
     ends = [first[1], *(end for _, end in windows[:-1])]
     assert all(start < end for (start, _), end in zip(windows, ends, strict=True))
     assert all(end - start <= 1000 for start, end in windows)
+
+
+def test_a_narrow_window_is_widened_with_the_text_around_it() -> None:
+    at = LONG.index(FACT)
+    start, end = widened(LONG, at, at + len(FACT), 1000)
+    assert start < at and end > at + len(FACT)  # grown on both sides
+    assert 950 <= end - start <= 1000
+    assert LONG[start - 1] == " " and LONG[end] == " "  # cut at spaces
+    # At the text's start the end takes what the start cannot.
+    start, end = widened(LONG, 0, 100, 600)
+    assert start == 0 and 550 <= end <= 600
+    # Wide enough already, or a text shorter than the size: as it is / the whole text.
+    assert widened(LONG, 10, 1500, 1000) == (10, 1500)
+    assert widened(FACT, 4, 20, 1000) == (0, len(FACT))
 
 
 @pytest.mark.every_store
@@ -102,7 +116,9 @@ def test_forget_update_and_chunk_chars_zero(mem: Memory, location: str) -> None:
     assert mem.store.memory_chunks("default", [b]) == {}
     mem.update(b, content=FACT + " " + FILLER)
     again = mem.store.memory_chunks("default", [b])[b]
-    assert [(c.start, c.end) for c in again] == message_windows(FACT + " " + FILLER, 1000)
+    assert [(c.start, c.end) for c in again] == message_windows(
+        FACT + " " + FILLER, mem.config.chunk_chars
+    )
     mem.close()
     with open_memory(location, chunk_chars=0) as off:
         [c] = off.add([{"role": "user", "content": FILLER + " off"}], user_id="u")

@@ -153,7 +153,7 @@ def test_session_answers_equal_plain_reads(
         mem.close()
 
 
-# A message longer than chunk_chars (1000): chunk vectors, a best window, an excerpt.
+# A message longer than chunk_chars and excerpt_chars: chunk vectors, a best window, an excerpt.
 LONG = " ".join(
     [
         "I kept a diary of the whole trip and here is the long version of it.",

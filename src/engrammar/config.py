@@ -153,10 +153,12 @@ class Config:
         "query's terms.",
     )
     chunk_chars: int = _opt(
-        1000,
+        250,
         "A message longer than this gets extra vectors for its overlapping windows of about "
-        "this many characters past the first (the model reads only a message's start); vector "
-        "search scores it by its best window (0 = one vector per message).",
+        "this many characters (two sentences or so) past the first; vector search scores it "
+        "by its best window, so a fact said in passing is matched by its own words rather "
+        "than by the whole message's average, and one past what the model reads is found at "
+        "all (0 = one vector per message).",
     )
     chunk_assistant: bool = _opt(
         False,

@@ -41,7 +41,7 @@ from ..models import (
     ScoredMemory,
     Tension,
 )
-from ..recall.chunks import best_excerpt, excerpt, marked
+from ..recall.chunks import best_excerpt, excerpt, marked, widened
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
@@ -162,7 +162,8 @@ def _query_match(cands: Sequence[Candidate]) -> float:
 def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[ScoredMemory]) -> None:
     """The excerpt of each memory longer than ``excerpt_chars``: the window whose chunk
     vector matches the query best when it beats the memory's own vector (which reads only
-    the start), else the window holding most of the query's terms."""
+    the start), widened to about ``excerpt_chars`` with the text around it, else the window
+    holding most of the query's terms."""
     size = engine.config.excerpt_chars
     long = [item for item in items if len(item.memory.content) > size]
     if not long:
@@ -182,6 +183,8 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
                 inner = best_excerpt(text[start:end], query, size, size // 5)
                 if inner is not None:  # a window wider than excerpt_chars: its part
                     start, end = start + inner[0], start + inner[1]
+                else:  # a narrower one: with the text around it, up to excerpt_chars
+                    start, end = widened(text, start, end, size)
                 item.excerpt = marked(text, start, end)
                 continue
         item.excerpt = excerpt(text, query, size)

@@ -79,6 +79,24 @@ def message_windows(text: str, size: int) -> list[tuple[int, int]]:
     return chunk_spans(text, size, size // 5)[1:]
 
 
+def widened(text: str, start: int, end: int, size: int) -> tuple[int, int]:
+    """``(start, end)`` grown evenly on both sides to about ``size`` characters of ``text``
+    (less where the text ends), each side cut at a space; as it is when already that wide."""
+    if end - start >= size or size >= len(text):
+        return (start, end) if end - start >= size else (0, len(text))
+    spare = size - (end - start)
+    lo = max(0, start - spare // 2)
+    hi = min(len(text), end + (spare - (start - lo)))
+    lo = max(0, lo - (size - (hi - lo)))  # what the end could not take, the start does
+    if lo > 0:
+        space = text.find(" ", lo, start)
+        lo = space + 1 if space != -1 else lo
+    if hi < len(text):
+        space = text.rfind(" ", end, hi)
+        hi = space if space != -1 else hi
+    return lo, hi
+
+
 def marked(text: str, start: int, end: int) -> str:
     """``text[start:end]`` marked with "…" where it cuts the text."""
     head = "…" if start > 0 else ""
@@ -93,6 +111,7 @@ __all__ = [
     "marked",
     "message_windows",
     "split_document",
+    "widened",
 ]
 
 _PARAGRAPH = re.compile(r"\n\s*\n")

@@ -331,7 +331,8 @@ class PostgresSearch(SQLStore, PostgresReads):
                 # Transaction-local: the pooled connection goes back unchanged.
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             # A long memory scores its best window too: the scope's chunk vectors are scanned
-            # exactly (few: only texts longer than chunk_chars have them) and merged in.
+            # exactly (only texts longer than chunk_chars have them: about one LoCoMo message
+            # in nine at the default 250) and merged in.
             return [
                 (r[0], float(r[1]))
                 for r in conn.execute(
