@@ -357,7 +357,6 @@ class PostgresReads:
         (``%(name)s`` placeholders), and their parameters."""
         ws = scope.workspace
         keys = [key for key in _SCOPE_KEYS if getattr(scope, key) is not None]
-        where = " AND ".join(["workspace = %(ws)s"] + [f"{key} = %({key})s" for key in keys])
         chunk_where = " AND ".join(
             ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
         )
@@ -367,7 +366,7 @@ class PostgresReads:
         # hits: exactly vector_search's (a memory scores its best of its own vector and its
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
-            WITH own AS MATERIALIZED ({own_hits(where, "user_id" in keys, own_filter)}),
+            WITH own AS MATERIALIZED ({own_hits(keys, own_filter)}),
             chunk_hits AS MATERIALIZED (
                 SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
                 FROM memory_chunks c JOIN memories m ON m.workspace = c.workspace

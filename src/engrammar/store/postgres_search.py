@@ -320,7 +320,6 @@ class PostgresSearch(SQLStore, PostgresReads):
             narrow = (own_f, chunk_f, {**named("vf", own_args), **named("cf", chunk_args)})
             return self._prefetch(snap, scope, Vector(query), k, narrow)
         keys = [k for k in ("user_id", "agent_id", "session_id") if getattr(scope, k) is not None]
-        scoped = " AND ".join(["workspace = %(ws)s"] + [f"{key} = %({key})s" for key in keys])
         narrowed, narrow_params = pg_filter_where(where, "", "vf")
         chunk_scoped = " AND ".join(
             ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
@@ -340,7 +339,7 @@ class PostgresSearch(SQLStore, PostgresReads):
         # A long memory scores its best window too: the scope's chunk vectors are scanned
         # exactly (few: only texts longer than chunk_chars have them) and merged in.
         sql = (
-            f"WITH hits AS MATERIALIZED ({own_hits(scoped, 'user_id' in keys, narrowed)}), "
+            f"WITH hits AS MATERIALIZED ({own_hits(keys, narrowed)}), "
             "chunk_hits AS MATERIALIZED (SELECT c.memory_id AS id, "
             "min(c.embedding <=> %(q)s) AS distance FROM memory_chunks c "
             "JOIN memories m ON m.workspace = c.workspace AND m.id = c.memory_id "

@@ -75,15 +75,17 @@ def drop_vector_indexes(conn: Conn) -> None:
     conn.execute(f"DROP INDEX IF EXISTS {', '.join(vector_index_names())}")
 
 
-def own_hits(where: str, has_user: bool, narrowed: str) -> str:
+def own_hits(keys: list[str], narrowed: str) -> str:
     """The nearest ``%(k)s`` active memories of a scope to ``%(q)s`` as ``(id, distance)``
-    rows: a query to put in a CTE. ``where``: the scope's condition on ``memories`` (named
-    parameters ``%(ws)s``, ``%(user_id)s`` ...); ``narrowed``: a recall filter's condition
-    (empty, or starting with `` AND``)."""
-    kept = f"{where} AND status = 'active'{narrowed}"
-    if not has_user:
-        return f"SELECT id, embedding <=> %(q)s AS distance FROM memories WHERE {kept} " \
-               "ORDER BY embedding <=> %(q)s LIMIT %(k)s"  # fmt: skip
+    rows: a query to put in a CTE. ``keys``: the scope's keys besides the workspace
+    (``user_id``, ``agent_id``, ``session_id``; parameters ``%(ws)s``, ``%(user_id)s`` ...);
+    ``narrowed``: a recall filter's condition on ``memories`` (empty, or starting with
+    `` AND``)."""
+    rest = "".join(f" AND {key} = %({key})s" for key in keys if key != "user_id")
+    tail = f"{rest} AND status = 'active'{narrowed}"
+    if "user_id" not in keys:
+        return f"SELECT id, embedding <=> %(q)s AS distance FROM memories " \
+               f"WHERE workspace = %(ws)s{tail} ORDER BY embedding <=> %(q)s LIMIT %(k)s"  # fmt: skip
     size = (
         "(SELECT coalesce(max(n), 0) FROM keyword_stats "
         "WHERE workspace = %(ws)s::text AND user_key = %(user_id)s::text)"
@@ -92,13 +94,17 @@ def own_hits(where: str, has_user: bool, narrowed: str) -> str:
     # Exact: the subquery (OFFSET 0 keeps it whole) reads the scope's rows through its btree
     # and computes every distance; ordering its output cannot use an HNSW index.
     # Graph: the bucket's condition lets the planner use the bucket's partial index; the scope
-    # condition filters the walk (iterative scans go on until k rows pass).
+    # condition filters the walk (iterative scans go on until k rows pass). The user is
+    # matched through coalesce() so that no btree serves it: the planner, which misjudges
+    # how few rows the bucket's condition leaves, would otherwise sort the user's rows.
     return f"""
         (SELECT id, distance FROM (
-             SELECT id, embedding <=> %(q)s AS distance FROM memories WHERE {kept} OFFSET 0
+             SELECT id, embedding <=> %(q)s AS distance FROM memories
+             WHERE workspace = %(ws)s AND user_id = %(user_id)s{tail} OFFSET 0
          ) exact WHERE {size} <= {EXACT_MAX} ORDER BY distance LIMIT %(k)s)
         UNION ALL
         (SELECT id, embedding <=> %(q)s FROM memories
-         WHERE {kept} AND {BUCKET_OF_ROW} = {bucket} AND {size} > {EXACT_MAX}
+         WHERE {BUCKET_OF_ROW} = {bucket} AND workspace = %(ws)s
+           AND coalesce(user_id, '') = %(user_id)s::text{tail} AND {size} > {EXACT_MAX}
          ORDER BY embedding <=> %(q)s LIMIT %(k)s)
     """
