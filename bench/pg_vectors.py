@@ -140,7 +140,7 @@ def measure(
     del truth_vecs
     print(f"  exact answers in {time.perf_counter() - t:.0f} s", flush=True)
     out: dict[str, Any] = {}
-    for i in range(min(queries, 20)):  # warm-up
+    for i in range(queries):  # warm-up: every query once (each pooled connection plans cold first)
         store.vector_search(Scope("bench", asked[i]), qvecs[i], 100)
     for k in (10, 100):
         got: list[list[str]] = [[] for _ in range(queries)]
