@@ -3,9 +3,11 @@
 * **Connections.** A psycopg 3 pool per process (``Config.pool_size``); every call borrows one
   connection and runs in one transaction, committed when the call returns and rolled back
   when it raises. A transaction that loses a deadlock or a serialization conflict is retried.
-* **Vectors.** A ``vector(dim)`` column with an HNSW index (cosine), created when the store
-  first learns its embedder's dimension. ``hnsw.ef_search`` is raised to the query's ``k``
-  and iterative index scans keep filtered queries from coming back short.
+* **Vectors.** A ``vector(dim)`` column (stored inline) with HNSW indexes (cosine), created
+  when the store first learns its embedder's dimension: a global one, and partial ones per
+  bucket of users that a user's query walks instead (small users are scanned exactly; see
+  :mod:`.postgres_vectors`). ``hnsw.ef_search`` is raised to the query's ``k`` and iterative
+  index scans keep filtered queries from coming back short.
 * **Keywords.** The same analysis as the embedded store (:func:`engrammar.recall.text.terms`:
   stop words, Snowball stems) stored as a ``tsvector`` with positions (a GIN index finds the
   candidates), ranked with the same BM25 formula and parameters as the in-process index, per
@@ -49,6 +51,7 @@ from .postgres_search import (
     register_vector,
     write_chunks,
 )
+from .postgres_vectors import create_vector_indexes, drop_vector_indexes
 from .tables import (
     EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
@@ -360,11 +363,7 @@ class PostgresStore(PostgresSearch, PostgresCopy):
         self._create_hnsw(conn)
 
     def _create_hnsw(self, conn: Conn) -> None:
-        conn.execute(
-            "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw ON memories "
-            "USING hnsw (embedding vector_cosine_ops) "
-            f"WITH (m = {int(self._hnsw_m)}, ef_construction = {int(self._hnsw_ef_construction)})"
-        )
+        create_vector_indexes(conn, self._hnsw_m, self._hnsw_ef_construction)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -375,13 +374,11 @@ class PostgresStore(PostgresSearch, PostgresCopy):
         if self._dim is None:
             yield
             return
-        self._tx("dropping the vector index", lambda c: c.execute(
-            "DROP INDEX IF EXISTS memories_embedding_hnsw"
-        ))  # fmt: skip
+        self._tx("dropping the vector indexes", drop_vector_indexes)
         try:
             yield
         finally:
-            self._tx("building the vector index", self._create_hnsw)
+            self._tx("building the vector indexes", self._create_hnsw)
             # Fresh statistics, or the planner may scan all vectors instead of using the index.
             self._tx("analyzing", lambda c: c.execute("ANALYZE memories"), transaction=False)
 

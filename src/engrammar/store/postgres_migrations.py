@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from .postgres_vectors import create_vector_indexes, hnsw_options
 from .tables import SOURCED_TABLES
 
 Conn = psycopg.Connection[Any]
@@ -496,6 +497,21 @@ def m012_keyword_terms(conn: Conn) -> None:
     )
 
 
+def m013_vector_buckets(conn: Conn) -> None:
+    """Per-user vector search that stays fast in a large store (see :mod:`.postgres_vectors`):
+    vectors stored inline (rows written from now on; ``VACUUM FULL memories`` moves the older
+    ones), and the buckets' partial HNSW indexes beside the global one, built now when the
+    store already has vectors (with the global index's parameters; this reads every memory
+    once per bucket), else with the global index when the store learns its dimension."""
+    _run(
+        conn,
+        "ALTER TABLE memories ALTER COLUMN embedding SET STORAGE MAIN",
+        "ALTER TABLE memory_chunks ALTER COLUMN embedding SET STORAGE MAIN",
+    )
+    if conn.execute("SELECT to_regclass('memories_embedding_hnsw')").fetchone() != (None,):
+        create_vector_indexes(conn, *hnsw_options(conn, 16, 64))
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -509,4 +525,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m010_memories_by_kind,
     m011_memory_chunks,
     m012_keyword_terms,
+    m013_vector_buckets,
 ]

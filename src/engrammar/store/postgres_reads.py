@@ -36,6 +36,7 @@ import psycopg
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector
+from .postgres_vectors import own_hits
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
@@ -356,7 +357,6 @@ class PostgresReads:
         (``%(name)s`` placeholders), and their parameters."""
         ws = scope.workspace
         keys = [key for key in _SCOPE_KEYS if getattr(scope, key) is not None]
-        where = " AND ".join(["workspace = %(ws)s"] + [f"{key} = %({key})s" for key in keys])
         chunk_where = " AND ".join(
             ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
         )
@@ -366,10 +366,7 @@ class PostgresReads:
         # hits: exactly vector_search's (a memory scores its best of its own vector and its
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
-            WITH own AS MATERIALIZED (
-                SELECT id, embedding <=> %(q)s AS distance FROM memories
-                WHERE {where} AND status = 'active'{own_filter}
-                ORDER BY embedding <=> %(q)s LIMIT %(k)s),
+            WITH own AS MATERIALIZED ({own_hits(keys, own_filter)}),
             chunk_hits AS MATERIALIZED (
                 SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
                 FROM memory_chunks c JOIN memories m ON m.workspace = c.workspace

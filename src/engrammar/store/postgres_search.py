@@ -29,6 +29,7 @@ from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_reads import M_COLUMNS, PostgresReads
+from .postgres_vectors import own_hits
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -318,39 +319,43 @@ class PostgresSearch(SQLStore, PostgresReads):
             chunk_f, chunk_args = pg_filter_where(where, "m", "cf")
             narrow = (own_f, chunk_f, {**named("vf", own_args), **named("cf", chunk_args)})
             return self._prefetch(snap, scope, Vector(query), k, narrow)
-        scoped, params = pg_scope_where(scope)
-        narrowed, narrow_params = pg_filter_where(where)
-        chunk_scoped, chunk_params_ = pg_scope_where(scope, "c")
-        chunk_narrowed, chunk_narrow_params = pg_filter_where(where, "m")
+        keys = [k for k in ("user_id", "agent_id", "session_id") if getattr(scope, k) is not None]
+        narrowed, narrow_params = pg_filter_where(where, "", "vf")
+        chunk_scoped = " AND ".join(
+            ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
+        )
+        chunk_narrowed, chunk_narrow_params = pg_filter_where(where, "m", "cf")
+        args = {
+            "q": Vector(query),
+            "k": k,
+            "ws": scope.workspace,
+            **{key: getattr(scope, key) for key in keys},
+            **named("vf", narrow_params),
+            **named("cf", chunk_narrow_params),
+        }
         # HNSW's iterative scan (on for every connection) keeps a filtered query from
         # coming back short.
         ef = min(1000, max(self._ef_search, k))
+        # A long memory scores its best window too: the scope's chunk vectors are scanned
+        # exactly (only texts longer than chunk_chars have them: about one LoCoMo message in
+        # nine at the default 250) and merged in.
+        sql = (
+            f"WITH hits AS MATERIALIZED ({own_hits(keys, narrowed)}), "
+            "chunk_hits AS MATERIALIZED (SELECT c.memory_id AS id, "
+            "min(c.embedding <=> %(q)s) AS distance FROM memory_chunks c "
+            "JOIN memories m ON m.workspace = c.workspace AND m.id = c.memory_id "
+            f"AND m.status = 'active'{chunk_narrowed} WHERE {chunk_scoped} "
+            "GROUP BY c.memory_id ORDER BY 2 LIMIT %(k)s) "
+            "SELECT id, 1 - min(distance) FROM (SELECT * FROM hits UNION ALL "
+            "SELECT * FROM chunk_hits) AS both_hits GROUP BY id "
+            "ORDER BY min(distance), id LIMIT %(k)s"
+        )
 
         def run(conn: Conn) -> list[tuple[str, float]]:
             if ef != self._ef_search:
                 # Transaction-local: the pooled connection goes back unchanged.
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            # A long memory scores its best window too: the scope's chunk vectors are scanned
-            # exactly (only texts longer than chunk_chars have them: about one LoCoMo message
-            # in nine at the default 250) and merged in.
-            return [
-                (r[0], float(r[1]))
-                for r in conn.execute(
-                    "WITH hits AS MATERIALIZED (SELECT id, embedding <=> %b AS distance "
-                    f"FROM memories WHERE {scoped} AND status = 'active'{narrowed} "
-                    "ORDER BY embedding <=> %b LIMIT %s), "
-                    "chunk_hits AS MATERIALIZED (SELECT c.memory_id AS id, "
-                    "min(c.embedding <=> %b) AS distance FROM memory_chunks c "
-                    f"JOIN memories m ON m.workspace = c.workspace AND m.id = c.memory_id "
-                    f"AND m.status = 'active'{chunk_narrowed} WHERE {chunk_scoped} "
-                    "GROUP BY c.memory_id ORDER BY 2 LIMIT %s) "
-                    "SELECT id, 1 - min(distance) FROM (SELECT * FROM hits UNION ALL "
-                    "SELECT * FROM chunk_hits) AS both_hits GROUP BY id "
-                    "ORDER BY min(distance), id LIMIT %s",
-                    [Vector(query), *params, *narrow_params, Vector(query), k, Vector(query),
-                     *chunk_narrow_params, *chunk_params_, k, k],
-                )
-            ]  # fmt: skip
+            return [(r[0], float(r[1])) for r in conn.execute(sql, args)]
 
         return self._read("search", run, transaction=ef != self._ef_search)
 
