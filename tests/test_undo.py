@@ -333,6 +333,9 @@ def test_feedback_writes_are_limited_per_source_over_http(served: tuple[str, str
         assert rating["source"].startswith("key:") and rating["source"] != "spoof"
         undone = c.post("/v1/undo", json={"record_id": rating["id"]}, headers=b)
         assert undone.status_code == 200 and undone.json()["kind"] == "memory_rating"
+        # The key decides the source, but a malformed one is still refused, not ignored.
+        bad = c.post("/v1/feedback", json={"response": "x", "user_id": "u", "source": 5}, headers=b)
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "source"
 
 
 @pytest.mark.processes

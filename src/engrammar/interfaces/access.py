@@ -80,8 +80,12 @@ def resolve(call: Call) -> None:
 
 
 def attribute(call: Call) -> None:
-    """Feedback over HTTP with an API key comes from that key, whatever the request says."""
+    """Feedback over HTTP with an API key comes from that key, whatever the request says
+    (a ``source`` it gives is still checked: a malformed request is refused, not ignored)."""
     if call.principal.key_id is not None:
+        given = call.args.get("source")
+        if given is not None and not isinstance(given, str):
+            raise ValidationError("source", f"must be a string, got {type(given).__name__}")
         call.args["source"] = f"key:{call.principal.key_id}"
 
 
