@@ -169,6 +169,27 @@ def test_recall_prefers_what_the_user_said_over_the_assistant(tmp_path: Path) ->
         assert "assistant_penalty" not in about.memories[0].components
 
 
+def _discounted(tmp_path: Path, other_role: str) -> bool:
+    """Whether a user message that ends with a question is discounted as one that asks."""
+    with Memory(Config(path=str(tmp_path / f"{other_role}.db"), embedder="hash")) as mem:
+        mem.add(
+            [
+                {"role": "user", "content": "I set up a 20-gallon tank. Any plant tips for it?"},
+                {"role": other_role, "content": "Java fern and anubias are easy to keep."},
+            ],
+            user_id="u",
+        )
+        found = mem.recall("How big is my tank?", user_id="u", limit=5)
+        mine = next(m for m in found.memories if m.memory.role == "user")
+        return "question_penalty" in mine.components
+
+
+def test_the_question_penalty_holds_between_people_not_with_an_assistant(tmp_path: Path) -> None:
+    # In a chat with an assistant the user's requests ask and tell at once.
+    assert not _discounted(tmp_path, "assistant")
+    assert _discounted(tmp_path, "user")
+
+
 def test_chunk_spans_cover_the_text_with_overlap() -> None:
     from engrammar.recall.chunks import chunk_spans
 

@@ -213,8 +213,13 @@ def refine_candidates(
             time_boost=config.time_boost,
             as_of=as_of,
         )
-        asking = {i: question_share(r.content) for i, r in records.items()}
-        head = question_discount(head, asking, config.question_penalty)
+        # Between people a message that asks states little ("What did you do then?"); in a
+        # chat with an assistant the user's messages are requests that ask and tell at once
+        # ("Any tips for my 20-gallon tank? I just added 10 neon tetras."), and discounting
+        # them cost LongMemEval turn recall_all@5 0.018 (bench/results/lme_session7_chunks.md).
+        if not any(r.role == "assistant" for r in records.values()):
+            asking = {i: question_share(r.content) for i, r in records.items()}
+            head = question_discount(head, asking, config.question_penalty)
         head = role_discount(
             head,
             query,
