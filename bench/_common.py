@@ -83,3 +83,23 @@ def summary_ms(values: list[float]) -> dict[str, float]:
         "mean_ms": round(statistics.fmean(values) * 1000, 3) if values else float("nan"),
         "n": len(values),
     }
+
+
+#: The throwaway PostgreSQL server of the store benchmarks (as bench/results/stores.md states).
+PG_BENCH_OPTIONS = (
+    "-c synchronous_commit=off -c shared_buffers=1GB -c work_mem=16MB "
+    "-c maintenance_work_mem=1GB -c max_connections=100"
+)
+
+
+def start_pg_server() -> Any:
+    """A throwaway local PostgreSQL server (tests/pg.py, on the caller's ``sys.path``) with
+    :data:`PG_BENCH_OPTIONS`, started; exits the benchmark when none is installed."""
+    import pg
+
+    bindir, reason = pg.find_bindir()
+    if bindir is None:
+        sys.exit(f"no PostgreSQL server: {reason}")
+    server = pg.PgServer(bindir, options=PG_BENCH_OPTIONS)
+    server.start()
+    return server

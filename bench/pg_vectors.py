@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _common import start_pg_server  # noqa: E402
 from engrammar.models import Scope  # noqa: E402
 from engrammar.store.postgres import PostgresStore  # noqa: E402
 from store_bench import DIM, Synthetic, machine, pct, timed_each  # noqa: E402
@@ -195,17 +196,7 @@ def main() -> None:
     server = None
     url = args.pg_url
     if not url:
-        import pg
-
-        bindir, reason = pg.find_bindir()
-        if bindir is None:
-            sys.exit(f"no PostgreSQL server: {reason}")
-        server = pg.PgServer(
-            bindir,
-            options="-c synchronous_commit=off -c shared_buffers=1GB -c work_mem=16MB "
-            "-c maintenance_work_mem=1GB -c max_connections=100",
-        )
-        server.start()
+        server = start_pg_server()
         url = server.new_database()
     results: dict[str, Any] = {}
     try:

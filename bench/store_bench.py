@@ -41,6 +41,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from _common import start_pg_server  # noqa: E402
 from engrammar import Config, Memory  # noqa: E402
 from engrammar.models import Scope  # noqa: E402
 from engrammar.store import NewMemory, Store  # noqa: E402
@@ -507,20 +508,10 @@ def main() -> None:
         pg_new_db: Callable[[], str] = lambda: args.pg_url  # noqa: E731
         info["pg_how"] = "server given by --pg-url"
     else:
-        import pg
-
-        bindir, reason = pg.find_bindir()
-        if bindir is None:
-            sys.exit(f"no PostgreSQL server: {reason}")
-        server = pg.PgServer(
-            bindir,
-            options="-c synchronous_commit=off -c shared_buffers=1GB -c work_mem=16MB "
-            "-c maintenance_work_mem=1GB -c max_connections=100",
-        )
-        server.start()
+        server = start_pg_server()
         pg_new_db = server.new_database
         info["pg_how"] = (
-            f"throwaway server from {bindir}, fsync on, synchronous_commit off, "
+            f"throwaway server from {server.bindir}, fsync on, synchronous_commit off, "
             "shared_buffers 1GB, work_mem 16MB"
         )
     results: dict[str, Any] = {}
