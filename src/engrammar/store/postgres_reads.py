@@ -36,7 +36,7 @@ import psycopg
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector
-from .postgres_vectors import own_hits
+from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
@@ -356,10 +356,8 @@ class PostgresReads:
         ``narrowed``: the filter's conditions on ``memories`` unaliased and aliased ``m``
         (``%(name)s`` placeholders), and their parameters."""
         ws = scope.workspace
-        keys = [key for key in _SCOPE_KEYS if getattr(scope, key) is not None]
-        chunk_where = " AND ".join(
-            ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
-        )
+        keys = scope_keys(scope)
+        chunk_where = chunk_scope(keys)
         own_filter, chunk_filter, filter_args = narrowed
         ef = min(1000, max(self._ef_search, k))
         kw = list(snap.keyword_ids)

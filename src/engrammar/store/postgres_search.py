@@ -29,7 +29,7 @@ from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_reads import M_COLUMNS, PostgresReads
-from .postgres_vectors import own_hits
+from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -319,11 +319,9 @@ class PostgresSearch(SQLStore, PostgresReads):
             chunk_f, chunk_args = pg_filter_where(where, "m", "cf")
             narrow = (own_f, chunk_f, {**named("vf", own_args), **named("cf", chunk_args)})
             return self._prefetch(snap, scope, Vector(query), k, narrow)
-        keys = [k for k in ("user_id", "agent_id", "session_id") if getattr(scope, k) is not None]
+        keys = scope_keys(scope)
         narrowed, narrow_params = pg_filter_where(where, "", "vf")
-        chunk_scoped = " AND ".join(
-            ["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys]
-        )
+        chunk_scoped = chunk_scope(keys)
         chunk_narrowed, chunk_narrow_params = pg_filter_where(where, "m", "cf")
         args = {
             "q": Vector(query),

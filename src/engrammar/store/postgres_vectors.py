@@ -26,10 +26,12 @@ __all__ = [
     "BUCKETS",
     "BUCKET_OF_ROW",
     "EXACT_MAX",
+    "chunk_scope",
     "create_vector_indexes",
     "drop_vector_indexes",
     "hnsw_options",
     "own_hits",
+    "scope_keys",
     "vector_index_names",
 ]
 
@@ -73,6 +75,16 @@ def create_vector_indexes(conn: Conn, m: int, ef_construction: int) -> None:
 
 def drop_vector_indexes(conn: Conn) -> None:
     conn.execute(f"DROP INDEX IF EXISTS {', '.join(vector_index_names())}")
+
+
+def scope_keys(scope: Any) -> list[str]:
+    """The keys a scope sets besides its workspace, in the order queries name them."""
+    return [key for key in ("user_id", "agent_id", "session_id") if getattr(scope, key) is not None]
+
+
+def chunk_scope(keys: list[str]) -> str:
+    """The scope's condition on ``memory_chunks c`` (parameters ``%(ws)s``, ``%(user_id)s`` ...)."""
+    return " AND ".join(["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys])
 
 
 def own_hits(keys: list[str], narrowed: str) -> str:
