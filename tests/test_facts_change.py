@@ -142,3 +142,21 @@ def test_insertion_order_tells_one_batch_apart(real_mem: Memory) -> None:
     assert [order[i] for i in ids] == sorted(order[i] for i in ids)
     assert order[later] > order[ids[-1]]
     assert "missing" not in order
+
+
+@both_stores
+def test_an_assistants_answers_never_replace_each_other(real_mem: Memory) -> None:
+    # An assistant's answer is advice, not a fact of the user's that changes: the same words
+    # said by the user are a move, said by the assistant nothing is replaced or reported.
+    said = [
+        {"role": "assistant", "content": "I live in Paris."},
+        {"role": "assistant", "content": "I moved to Berlin last month."},
+    ]
+    paris, berlin = real_mem.add(said, user_id="u", timestamp=1_700_000_000)
+    assert real_mem.get(paris).superseded_by is None
+    assert real_mem.tensions(user_id="u")["tensions"] == []
+    result = real_mem.recall("Where does the assistant live?", user_id="u")
+    assert result.tensions == []
+    mine = [{**m, "role": "user"} for m in said]
+    paris, berlin = real_mem.add(mine, user_id="v", timestamp=1_700_000_000)
+    assert real_mem.get(paris).superseded_by == berlin

@@ -118,3 +118,15 @@ def test_own_present_questions() -> None:
     assert asks_about_own_facts("How many bikes do I currently own?")
     assert not asks_about_own_facts("What did Caroline research?")
     assert not asks_about_own_facts("Where did I live before Berlin?")
+
+
+def test_latest_state_questions_in_the_past_tense() -> None:
+    # "did I" asks how things were, unless the question wants the latest state or a total.
+    assert asks_about_own_facts("How much did I earn at the market on my most recent visit?")
+    assert asks_about_own_facts("How many sessions of the support group did I attend?")
+    assert not asks_about_own_facts("What did I cook for my friend a couple of days ago?")
+    # What came first, or before, is no question about the latest state.
+    assert not asks_about_own_facts("Who did I meet first, Mark or Tom?")
+    assert not asks_about_own_facts("How many bikes did I have before I moved?")
+    # About someone else: a third person's facts are not restated by the speaker.
+    assert not asks_about_own_facts("How many children does Melanie have now?")

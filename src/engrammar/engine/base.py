@@ -113,6 +113,15 @@ def speaker(metadata: dict[str, Any], role: str) -> str:
     return str(metadata.get("speaker") or role)
 
 
+def states_facts(role: str, kind: str) -> bool:
+    """Whether a memory can state a fact of the user's that changes (and so contradict or
+    replace another): not an assistant's chat message, which answers a request rather than
+    telling how things are ("Participating in weekly chats ... is an excellent way" is no
+    new version of the advice before it). On the LongMemEval dev store 865 of 1,678 detected
+    replacements were between two assistant answers."""
+    return not (role == "assistant" and kind == "message")
+
+
 def statement(record: MemoryRecord) -> Statement:
     """A stored memory as the tension rules read it."""
     return Statement(

@@ -29,7 +29,7 @@ from ..recall.graph import (
 from ..recall.tensions import Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms
 from ..store import ChunkVector, NewEdge, NewMemory
-from .base import Engine, dedup_key, embed_memories, speaker, statement
+from .base import Engine, dedup_key, embed_memories, speaker, statement, states_facts
 from .validate import Message
 
 __all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
@@ -263,11 +263,19 @@ def _tension_edges(
         Statement(r.id, r.content, r.created_at, speaker(r.metadata, r.role), seq=i + 1)
         for i, r in enumerate(rows)
     ]
+    telling = [states_facts(r.role, r.kind) for r in rows]
     pairs: list[tuple[Statement, Statement, float]] = []
     for i, row in enumerate(hits):
+        if not telling[i]:
+            continue
         for other, cos in row:
             rec = stored.get(other)
-            if rec is not None and cos >= tmin and other != rows[i].id:
+            if (
+                rec is not None
+                and cos >= tmin
+                and other != rows[i].id
+                and states_facts(rec.role, rec.kind)
+            ):
                 pairs.append((statement(rec), new[i], cos))
     cap = config.graph_max_edges_per_memory
     for start in range(0, len(rows), 512):
@@ -277,7 +285,7 @@ def _tension_edges(
             row = block[r]
             order = np.argpartition(-row, cap)[: cap + 1] if len(row) > cap + 1 else range(len(row))
             for j in map(int, order):
-                if j > i and row[j] >= tmin:
+                if j > i and row[j] >= tmin and telling[i] and telling[j]:
                     pairs.append((new[i], new[j], float(row[j])))
     out: list[EdgeProposal] = []
     for older, newer, cos in pairs:

@@ -48,7 +48,7 @@ from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
 from ..store import RecallRecord
-from .base import Engine, in_scope, statement
+from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
 from .validity import by_validity
 
@@ -462,7 +462,7 @@ def recall_tensions(
     if len(records) < 2:
         return []
     store = engine.store
-    by_id = {r.id: r for r in records}
+    by_id = {r.id: r for r in records if states_facts(r.role, r.kind)}
     pairs = {
         tuple(sorted((e.src, e.dst)))
         for e in store.edges_from(workspace, list(by_id), kind="contradicts")

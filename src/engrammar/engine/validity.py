@@ -17,7 +17,7 @@ from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.query import query_time_range
 from ..recall.supersession import Version, asks_about_own_facts, newer_first, rank_by_validity
 from ..recall.timeref import relative_time_range
-from .base import Engine, in_scope
+from .base import Engine, in_scope, states_facts
 
 __all__ = ["Scored", "by_validity"]
 
@@ -36,6 +36,19 @@ def _version(record: MemoryRecord) -> Version:
         record.superseded_by,
         session=record.session_id,
     )
+
+
+def _versions(records: dict[str, MemoryRecord]) -> dict[str, Version]:
+    """The versions of ``records``; an assistant's answer never counts as replaced (stores
+    written before such replacements were left out at ingest, see
+    :func:`~engrammar.engine.base.states_facts`)."""
+    out = {}
+    for k, r in records.items():
+        v = _version(r)
+        if v.superseded_by is not None and not states_facts(r.role, r.kind):
+            v = dataclasses.replace(v, valid_until=None, superseded_by=None)
+        out[k] = v
+    return out
 
 
 def by_validity(
@@ -72,7 +85,7 @@ def by_validity(
         found = {k: v for k, v in found.items() if in_scope(v, scope, where)}
         records.update(found)
         wanted = {v.superseded_by for v in found.values()} - {None} - set(records)
-    versions = {k: _version(v) for k, v in records.items()}
+    versions = _versions(records)
     scores = {r[0]: r[1] for r in items}
     moved, why = rank_by_validity(scores, versions, query, as_of, config.superseded_factor)
     by_id = {r[0]: r for r in items}
