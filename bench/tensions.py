@@ -30,6 +30,7 @@ import json
 import shlex
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,63 @@ LOCOMO = next(
     DEFAULT_DATA,
 )
 DAY = 86400.0
+# What changed, and the figures before and after, by session (kept with the report).
+HISTORY = """
+## History
+
+### Session 8: contradictions worded in ways nobody tuned for
+
+Before: main at b2e4ae8 on the same data (`PYTHONPATH=<main>/src python bench/tensions.py
+--locomo-conversations 10`); after: this branch (the command above). Tune grew from 120 to 465
+pairs: 345 written in session 8 in eight batches, each measured before any rule was written for
+it (recall on each new batch then: 0.61, 0.50, 0.67, 0.70, 0.63, 0.56, 0.70, 0.33), so the
+tune figures below are optimistic and the held-out ones are what counts.
+
+| set | figure | before | after |
+|---|---|---|---|
+| tune (465 pairs, 300 contradictions) | precision / recall | 0.92 / 0.617 | 0.989 / 0.893 |
+| tune | newer-first, one call / two calls | 0.90 / 0.867 | 0.943 / 0.937 |
+| tune | past-first | 0.904 | 0.96 |
+| heldout (60 pairs, 34 contradictions) | precision / recall | 0.926 / 0.735 | 0.931 / 0.794 |
+| heldout | newer-first, one call / two calls | 0.882 / 0.882 | 0.912 / 0.882 |
+| heldout | past-first | 0.76 | 0.84 |
+| LoCoMo conversations 1-10 | flagged pairs per 1,000 turns | 5.27 (31) | 4.25 (25) |
+| tests/data/tensions*.jsonl | precision / recall | 1.0 / 1.0 | 1.0 / 1.0 |
+
+Held-out was measured six times in the session (after candidates, never pair by pair; the
+sixth after merging main, unchanged); its recall went 0.765, 0.794, 0.765, 0.765, 0.794,
+0.794. Caveat: the report on main listed the held-out errors' texts, and they were read once
+at the start of the session, before this report stopped listing them; the rules written since
+come from tune misses and general English, not from those texts.
+
+What changed in `recall.tensions` (now split into `tension_words`, `tension_parse` and
+`tensions`): job changes ("got hired", "handed in my notice", "took a job", "back to work")
+against a stated job and ended studies; break-ups against a stated partner; the present
+restated with another value, the words reordered ("Autumn has become my favourite season",
+"These days I only drink tea"); ends next to what they end ("quit teaching", "gave up tennis",
+"cut sugar out", "paid off my debt"); a habit denied since a time ("haven't swum since the
+operation"), reversals marked as the present ("sick of city life these days"); opposite words
+("long" / "short"); substitutions ("... instead", "instead of", "decided not to", "after all",
+"change of plan"); irregular verb forms; emails as one value; sentences without their subject,
+as chat drops it ("Moved to Glasgow last week"). Look-alikes now left alone: a move to the same
+place or in together, a named other's own change ("Arsenal switched managers"), a part of a
+possession changed ("the tyres on my Brompton"), "a second helmet", "stopped by", "too
+expensive", a place left for the day, a dated past week. In ranking, a question naming a time
+that reaches now ("this year") ranks by what is current.
+
+Cost: `bench/tensions_speed.py`, the LoCoMo pass's 44,544 pairs, main and this branch
+alternated three times on the shared machine (load 5.6-6.0): main 261-306 µs a pair (CPU),
+this branch 312-387 µs, about 1.25x; LoCoMo recall latency p50 64.7 ms with the tension check,
+63.2 ms without. LoCoMo retrieval (`python bench/locomo.py --embed-cache --variants default`):
+recall@10 0.795, nDCG@10 0.631 (main, as given for the session: 0.793 / 0.630; main's
+`bench/results/locomo.md`, an earlier full run: 0.796 / 0.633); held-out conversations
+0.789 / 0.618 (0.786 / 0.619 there).
+
+Still short: held-out recall 0.794 (target 0.85) and newer-first in two calls 0.882 (target
+0.90). Misses left in tune are mostly beyond word rules: pairs below the similarity gate
+("I bank with Barclays" / "I moved all my accounts over to Monzo", cos 0.29), world knowledge
+("gin and tonic" / "a whisky person"), and present-tense restatements with no shared frame.
+"""
 T0 = 1_700_000_000.0
 
 
@@ -133,6 +191,7 @@ def ranking(rows: list[dict[str, Any]], embedder: DiskCachedEmbedder, tmp: Path)
             newer_first = past_first = as_of_first = direction = with_tension = 0
             n_present = n_past = 0
             misses: list[str] = []
+            past_misses: list[str] = []
             for row in rows:
                 if not row["label"] or "question" not in row:
                     continue
@@ -161,7 +220,12 @@ def ranking(rows: list[dict[str, Any]], embedder: DiskCachedEmbedder, tmp: Path)
                     n_past += 1
                     result = mem.recall(row["past_question"], user_id=user, limit=10)
                     ids = [m.id for m in result.memories]
-                    past_first += _rank(ids, old_id) < _rank(ids, new_id)
+                    ok = _rank(ids, old_id) < _rank(ids, new_id)
+                    past_first += ok
+                    if not ok:
+                        past_misses.append(
+                            f"{row['id']} [{row['split']}] {row['past_question']} -> {result.memories[0].content}"
+                        )
                     if has_as_of and mode == "two calls":
                         result = mem.recall(row["question"], user_id=user, limit=10, as_of=T0 + DAY)  # type: ignore[call-arg]
                         ids = [m.id for m in result.memories]
@@ -174,6 +238,7 @@ def ranking(rows: list[dict[str, Any]], embedder: DiskCachedEmbedder, tmp: Path)
                 "past_questions": n_past,
                 "past_first": round(past_first / max(1, n_past), 3),
                 "misses": misses,
+                "past_misses": past_misses,
             }
             if has_as_of and mode == "two calls":
                 out[mode]["as_of_older_first"] = round(as_of_first / max(1, n_past), 3)
@@ -188,6 +253,7 @@ def chat_false_alarms(
     turns = locomo_turns(load_locomo(data)[:conversations])
     vecs = embedder.embed([t["text"] for t in turns])
     flagged: list[str] = []
+    calls, spent = 0, 0.0
     for sample in sorted({t["sample_id"] for t in turns}):
         idx = [i for i, t in enumerate(turns) if t["sample_id"] == sample]
         sims = vecs[idx] @ vecs[idx].T
@@ -197,22 +263,29 @@ def chat_false_alarms(
             ]
             for cos, j in sorted(earlier, reverse=True)[:8]:
                 a, b = turns[j], turns[i]
+                started = time.perf_counter()
                 found = detect_tension(
                     Statement(str(j), a["text"], float(j), a["speaker"]),
                     Statement(str(i), b["text"], float(i), b["speaker"]),
                     cos,
                     MIN_SIMILARITY,
                 )
+                spent += time.perf_counter() - started
+                calls += 1
                 if found is not None:
-                    flagged.append(
-                        f"{a['dia_id']} / {b['dia_id']} ({found.kind}): {a['text'][:90]} / {b['text'][:90]}"
-                    )
+                    # Turn ids only: LoCoMo's text is licensed evaluation data and stays
+                    # out of the project (the reader finds the turns by id in the dataset).
+                    flagged.append(f"{a['dia_id']} / {b['dia_id']} ({found.kind}): {found.reason}")
     return {
         "conversations": conversations,
         "turns": len(turns),
         "flagged_pairs": len(flagged),
         "per_1000_turns": round(1000 * len(flagged) / max(1, len(turns)), 2),
+        "detector_calls": calls,
+        "detector_ms": round(1000 * spent, 1),
+        "detector_us_per_call": round(1e6 * spent / max(1, calls), 1),
         "examples": flagged[:12],
+        "all": flagged,
     }
 
 
@@ -224,7 +297,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         f"Python {doc['machine']['python']}, load average at start {tuple(round(x, 2) for x in doc['machine']['load_avg_at_start'])}",
         "",
         f"Data: `bench/data/tensions_pairs.jsonl`, {doc['pairs']} (older, newer) pairs written for this project over "
-        f"{doc['topics']} topics; a fixed third (`split` = heldout) was kept out of tuning. "
+        f"{doc['topics']} topics; {doc['detection']['heldout']['pairs']} of them (`split` = heldout, a third of the "
+        "first 180) were kept out of tuning, their errors are counted and never listed. "
         f"Model: the default MiniLM; similarity gate `tension_min_similarity` = {MIN_SIMILARITY}.",
         "",
         "## Detection (`recall.tensions.detect_tension`)",
@@ -236,21 +310,19 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         lines.append(
             f"| {name} | {d['pairs']} | {d['contradictions']} | {d['precision']} | {d['recall']} |"
         )
-    lines += [
-        "",
-        "By kind (tune + heldout):",
-        "",
-        "| kind | found | missed | right (no tension) | false alarm |",
-        "|---|---|---|---|---|",
-    ]
-    merged: dict[str, Counter[str]] = defaultdict(Counter)
     for split in SPLITS:
-        for kind, c in doc["detection"][split]["by_kind"].items():
-            merged[kind].update(c)
-    for kind, c in sorted(merged.items()):
-        lines.append(
-            f"| {kind} | {c['found']} | {c['missed']} | {c['right']} | {c['false alarm']} |"
-        )
+        lines += [
+            "",
+            f"By kind ({split}):",
+            "",
+            "| kind | found | missed | right (no tension) | false alarm |",
+            "|---|---|---|---|---|",
+        ]
+        for kind, c in sorted(doc["detection"][split]["by_kind"].items()):
+            c = Counter(c)
+            lines.append(
+                f"| {kind} | {c['found']} | {c['missed']} | {c['right']} | {c['false alarm']} |"
+            )
     lines += ["", "## Supersession in ranking (`Memory.recall`, limit 10)", ""]
     lines += [
         "Each contradiction in its own scope among six unrelated messages; *one call*: `add([older, newer])`; "
@@ -273,25 +345,38 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         "## False alarms in real chat (LoCoMo)",
         "",
         f"Conversations 1-{fa['conversations']}, {fa['turns']} turns: {fa['flagged_pairs']} flagged pairs "
-        f"({fa['per_1000_turns']} per 1,000 turns). Examples:",
+        f"({fa['per_1000_turns']} per 1,000 turns). The detector ran {fa['detector_calls']} times in "
+        f"{fa['detector_ms']} ms ({fa['detector_us_per_call']} µs a pair, on a shared machine). "
+        "Examples (LoCoMo turn ids and the rule that fired; the text is licensed and stays in "
+        "the dataset):",
         "",
         *[f"- {e}" for e in fa["examples"]],
         "",
         "## Errors",
         "",
+        "Held-out pairs' errors are counted above, never listed: their texts stay out of tuning.",
+        "",
     ]
     for name, d in doc["detection"].items():
-        if d["errors"]:
+        if d["errors"] and name != "heldout":
             lines += [f"{name}:", "", *[f"- {e}" for e in d["errors"]], ""]
     for split in SPLITS:
         for mode, d in doc["ranking"][split].items():
-            if d["misses"]:
+            if d["misses"] and split != "heldout":
                 lines += [
                     f"Newer not first ({split}, {mode}):",
                     "",
                     *[f"- {e}" for e in d["misses"]],
                     "",
                 ]
+            if d.get("past_misses") and split != "heldout":
+                lines += [
+                    f"Older not first for the past question ({split}, {mode}):",
+                    "",
+                    *[f"- {e}" for e in d["past_misses"]],
+                    "",
+                ]
+    lines += ["", HISTORY.strip(), ""]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -301,6 +386,14 @@ def main() -> None:
     parser.add_argument("--locomo-conversations", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-ranking", action="store_true", help="detection only (fast)")
+    parser.add_argument(
+        "--splits",
+        default=",".join(SPLITS),
+        help="comma-separated splits to measure (tune while developing; heldout only to check)",
+    )
+    parser.add_argument(
+        "--no-locomo", action="store_true", help="skip the LoCoMo false-alarm pass (fast)"
+    )
     args = parser.parse_args()
     command = "python bench/tensions.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     embedder = DiskCachedEmbedder(MiniLMEmbedder())
@@ -313,7 +406,11 @@ def main() -> None:
         "detection": {},
         "ranking": {},
     }
-    for split in SPLITS:
+    splits = [s for s in args.splits.split(",") if s]
+    if not set(splits) <= set(SPLITS):
+        parser.error(f"--splits: expected some of {', '.join(SPLITS)}, got {args.splits!r}")
+    doc["splits"] = splits
+    for split in splits:
         doc["detection"][split] = detection(
             [r for r in rows if r["split"] == split], embedder, "label"
         )
@@ -321,24 +418,39 @@ def main() -> None:
         doc["detection"][f"tests/data/{path.name}"] = detection(
             load(path), embedder, "contradiction"
         )
-    doc["chat_false_alarms"] = chat_false_alarms(args.data, args.locomo_conversations, embedder)
+    if not args.no_locomo:
+        started = time.perf_counter()
+        doc["chat_false_alarms"] = chat_false_alarms(args.data, args.locomo_conversations, embedder)
+        doc["chat_false_alarms"]["seconds"] = round(time.perf_counter() - started, 2)
+        print(
+            f"LoCoMo flagged pairs: {doc['chat_false_alarms']['flagged_pairs']}"
+            f" ({doc['chat_false_alarms']['per_1000_turns']} per 1,000 turns,"
+            f" detector {doc['chat_false_alarms']['detector_ms']} ms)"
+        )
     embedder.save()
     for name, d in doc["detection"].items():
         print(
             f"{name}: precision {d['precision']} recall {d['recall']} ({d['tp']} tp, {d['fp']} fp, {d['fn']} fn)"
         )
-    print(f"LoCoMo flagged pairs: {doc['chat_false_alarms']['flagged_pairs']}")
     if args.no_ranking:
         return
     with tempfile.TemporaryDirectory(prefix="tensions-") as tmp:
-        for split in SPLITS:
+        for split in splits:
             doc["ranking"][split] = ranking(
                 [r for r in rows if r["split"] == split], embedder, Path(tmp) / split
             )
             for mode, d in doc["ranking"][split].items():
-                print(split, mode, {k: v for k, v in d.items() if k != "misses"})
+                print(split, mode, {k: v for k, v in d.items() if "misses" not in k})
     embedder.save()
+    if splits != list(SPLITS) or args.no_locomo:
+        print("not writing the report: it needs every split and the LoCoMo pass")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
+    doc["chat_false_alarms"].pop("all", None)
+    # Held-out pairs' individual outcomes stay out of the results: only their counts.
+    doc["detection"]["heldout"]["errors"] = []
+    for d in doc["ranking"]["heldout"].values():
+        d["misses"] = d["past_misses"] = []
     (args.out / "tensions.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     write_markdown(doc, args.out / "tensions.md")
     print(f"wrote {args.out / 'tensions.md'}")

@@ -172,3 +172,95 @@ def test_update_rebuilds_contradictions(real_mem: Memory) -> None:
     real_mem.update(note, "I bought a new bicycle.")
     assert conflicts() == set()
     assert real_mem.recall("Where do you live?", user_id="u").tensions == []
+
+
+# Wordings of changed facts added in session 8, each with a look-alike that is no change;
+# judged with the real model's similarity, as ``add`` and ``recall`` judge them.
+CHANGES_WORDED_OTHERWISE = [
+    # a job stated, then another one or none
+    ("I work for a law firm as a paralegal.", "I got hired as a teacher at a primary school."),
+    ("I'm a waiter at a pizza place.", "I handed in my notice at the pizza place."),
+    ("I'm studying nursing at university.", "I graduated last summer."),
+    # a partner, then a break-up
+    ("I'm going out with Sophie.", "Sophie and I called it quits."),
+    # the present restated with another value
+    ("I drink black coffee every morning.", "These days I only drink herbal tea in the morning."),
+    ("My favourite sport is tennis.", "Golf has become my favourite sport."),
+    # an end next to what it ends, and verbs split by their object
+    ("I teach piano to kids.", "I quit teaching piano last year."),
+    ("I put milk in my coffee.", "I've cut milk out of my coffee."),
+    # a habit denied since a time, a reversal marked as the present
+    ("I swim every weekend.", "I haven't been swimming since my shoulder operation."),
+    ("I love my commute.", "I'm sick of my commute these days."),
+    # a substitution, an amount with its reason, opposite words
+    ("I do yoga on Tuesdays.", "I've started doing boxing on Tuesdays instead."),
+    ("My commute takes an hour.", "My commute is 20 minutes since we moved."),
+    ("My hair is long.", "My hair is short now."),
+    ("I have a student loan.", "I paid off my student loan."),
+]
+LOOK_ALIKES_WORDED_OTHERWISE = [
+    ("I support Liverpool.", "Liverpool switched managers again."),  # the team's change
+    ("I have a Honda.", "I replaced the tyres on my Honda."),  # a part of it
+    ("I'm learning Korean.", "I stopped by a Korean restaurant on the way home."),
+    ("I live in Denver.", "I moved to a bigger apartment in Denver."),  # the same city
+    ("My boyfriend is Sam.", "Sam and I moved in together."),
+    ("I own a motorbike.", "I bought a second helmet for the motorbike."),  # one more
+    ("I work at the hospital.", "I left the hospital late tonight."),  # a place left
+    ("We live in Hackney.", "Our neighbours just moved to Kent."),  # others
+    ("I'm planning a trip to Peru.", "The Peru trip is too expensive."),  # not "too" = also
+]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("older", "newer"), CHANGES_WORDED_OTHERWISE)
+def test_changes_worded_otherwise_are_found(minilm: MiniLMEmbedder, older: str, newer: str) -> None:
+    a, b = minilm.embed([older, newer])
+    found = detect_tension(Statement("a", older, 1.0), Statement("b", newer, 2.0), float(a @ b))
+    assert found is not None, (older, newer, float(a @ b))
+    assert found.newer == "b"
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("older", "newer"), LOOK_ALIKES_WORDED_OTHERWISE)
+def test_look_alikes_worded_otherwise_are_not(
+    minilm: MiniLMEmbedder, older: str, newer: str
+) -> None:
+    a, b = minilm.embed([older, newer])
+    found = detect_tension(Statement("a", older, 1.0), Statement("b", newer, 2.0), float(a @ b))
+    assert found is None, found
+
+
+@pytest.mark.model
+def test_a_job_change_in_one_add_ranks_the_new_job_first(real_mem: Memory) -> None:
+    texts = [
+        "The weather has been grey all week.",
+        "I work for a law firm as a paralegal.",
+        "I got hired as a teacher at a primary school.",
+    ]
+    _, old, new = real_mem.add(texts, user_id="u", timestamp=1_700_000_000)
+    result = real_mem.recall("Where do I work?", user_id="u")
+    ranks = [m.id for m in result.memories]
+    assert ranks.index(new) < ranks.index(old)
+    assert [(t.a, t.b, t.newer) for t in result.tensions if {t.a, t.b} == {old, new}] == [
+        (old, new, new)
+    ]
+    past = [m.id for m in real_mem.recall("Where did I work before?", user_id="u").memories]
+    assert past.index(old) < past.index(new)
+
+
+@pytest.mark.model
+def test_a_question_about_a_span_that_reaches_now_ranks_what_is_current(
+    real_mem: Memory,
+) -> None:
+    # "this year" names a time, but one that includes the present: what replaced a memory
+    # counts, as for any question about the present ("two years ago" would not).
+    old, new = real_mem.add(
+        [
+            "I'm planning to buy a house.",
+            "We've decided to keep renting instead of buying a house.",
+        ],
+        user_id="u",
+        timestamp=1_700_000_000,
+    )
+    ranks = [m.id for m in real_mem.recall("Am I buying a house this year?", user_id="u").memories]
+    assert ranks.index(new) < ranks.index(old)

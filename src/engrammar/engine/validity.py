@@ -21,6 +21,9 @@ from .base import Engine, in_scope, states_facts
 
 __all__ = ["Scored", "by_validity"]
 
+# A named time ending less than this before now reaches now ("this year" ends now, give or
+# take the rounding of its end).
+_NOW_SLACK = 60.0
 # Replacements followed from a superseded memory to the one current now.
 _MAX_HOPS = 5
 
@@ -70,11 +73,12 @@ def by_validity(
     items = [r for r in ranked if r[0] in records]
     if as_of is not None:
         items = [r for r in items if records[r[0]].created_at <= as_of]
-    if query_time_range(query) or relative_time_range(
-        query, time.time() if as_of is None else as_of
-    ):
-        # A question that names its time ("two weeks ago", "in May 2023") asks what held
+    now = time.time() if as_of is None else as_of
+    span = query_time_range(query) or relative_time_range(query, now)
+    if span is not None and span[1] < now - _NOW_SLACK:
+        # A question that names a past time ("two weeks ago", "in May 2023") asks what held
         # then: the time boost ranks by date, and what replaced a memory later does not count.
+        # A time that reaches now ("this year", "today") asks about the present.
         return [(records[r[0]], r[1], dict(r[2]), r[3], r[4]) for r in items]
     # The memories that replaced the ranked ones, as far as the chains go.
     wanted = {records[r[0]].superseded_by for r in items} - {None} - set(records)

@@ -1,0 +1,642 @@
+"""How the tension detector reads a statement (see :mod:`engrammar.recall.tensions`): words
+and contractions, sentences and clauses, the subject, the content words, the values, the
+announced changes, the polarity; and the word-level helpers the detector compares them with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .tension_words import (
+    ACCUSTOMED,
+    ADDITIVE,
+    ADJ_BEFORE_RELATION,
+    AMOUNTS,
+    ANCHOR,
+    CHANGE,
+    CHANGE_PHRASES,
+    CLASS_OF,
+    CLASS_PHRASES,
+    COPULA,
+    DETERMINERS,
+    GENERAL,
+    IRREGULAR,
+    LEADING,
+    MONTHS,
+    NEGATIVE,
+    NEGATORS,
+    NOT_A_CHANGE,
+    NOT_CONTENT,
+    NUMBER_WORDS,
+    OBJECTS,
+    PAST,
+    RELATIONS,
+    SEPARABLE,
+    SPECIFIC,
+    STATUS,
+    SYNONYM,
+    UNITS,
+)
+from .text import STOP_WORDS, _stem
+
+# A number keeps its suffix: "3rd", "6am", "60k".
+TOKEN = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
+)
+CONTRACTIONS = {
+    "n't": ["not"],
+    "'m": ["am"],
+    "'re": ["are"],
+    "'ve": ["have"],
+    "'ll": ["will"],
+    "'d": ["would"],
+}
+IRREGULAR_NOT = {"can't": ["can", "not"], "won't": ["will", "not"], "cannot": ["can", "not"]}
+STOP_STEMS = frozenset(_stem(w) for w in STOP_WORDS)
+
+
+SENTENCE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\bProf\.)"
+    r"(?<=[.!?])\s+|\n+"
+)
+MAX_SENTENCES = 8
+# "It turns out I'm not allergic": what follows is the statement.
+HEDGE = re.compile(r"^(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*", re.IGNORECASE)
+# A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
+CLAUSE = re.compile(
+    r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+"
+    r"|,\s+so\s+(?=(?:i|we|my|our|no|not)\b)"
+    r"|,\s+(?=(?:i|we|my|our)\s)",
+    re.IGNORECASE,
+)
+# Negations that say nothing negative.
+IDIOMS = re.compile(
+    r"\b(?:can't|cannot|can not|couldn't) (?:wait|stop)\b|\bno doubt\b|\bno worries\b"
+    r"|\b(?:couldn't|could not) agree more\b|\b(?:won't|will not|never|not|don't) (?:give up|giving up|quit|quitting)\b"
+    r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b|\blong time no see\b",
+    re.I,
+)
+INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no(?!\s+(?:more|longer)\b)|aw+|ok|okay)"
+VOCATIVE_START = re.compile(
+    rf"^(?:{INTERJECTION}\b[\s,!.]*(?:[A-Z][a-z]+\b)?|[A-Z][a-z]+(?=,))[\s,!.]*",
+    re.IGNORECASE,
+)
+VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!.,]?\s*$)")
+# A job stated, and a job changed (on lower-cased words, contractions split: "i am a ...").
+JOB_FRAME = re.compile(
+    r"\b(?:work|works|working) (?:at|for|as|in)\b|\bjobs?\b|\b(?:employed|unemployed|freelance|"
+    r"freelancer|freelancing|self employed|employer|career|stay at home)\b|\b(?:i|we) am an? (?:\w+ ){1,3}(?:at|for)\b"
+)
+JOB_CHANGE = re.compile(
+    r"\bnew (?:job|position|role|employer)\b|\b(?:got|get|been|was|were|am) hired\b"
+    r"|\bhired (?:at|by|as)\b|\bgot (?:a|the) job\b|\b(?:took|take|taken|accepted) (?:a|an|the) (?:\w+ ){0,2}job\b"
+    r"|\b(?:promoted|retired|resigned|laid off)\b|\bjoined (?:\w+ ){1,3}as\b"
+    r"|\b(?:quit|left|lost) (?:my|the|our) job\b|\bstarted (?:a|my) (?:\w+ )?job\b"
+    r"|\bstarted (?:working|work) (?:at|for|as)\b"
+    r"|\b(?:went|go|going|gone|am|is) back to work\b|\b(?:switched|changed) careers?\b"
+    r"|\bretrained as\b"
+    r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
+)
+# "I gave my Kindle to my niece": a possession handed on.
+GAVE_AWAY = re.compile(r"\b(?:gave|given|handed) (?:my|our|the) (?:\w+ ){1,3}?(?:to|away)\b")
+# "I paid off my debt" ends it; "all my hard work paid off" does not.
+PAID_OFF = re.compile(
+    r"\bpaid off (?:my|our|the|all|it|that|those|these)\b|\bpaid (?:it|them|that) off\b"
+)
+# "a second helmet", "an extra key": one more of a kind, not a replacement.
+ONE_MORE = re.compile(
+    r"\b(?:a|an) (?:second|third|extra|spare)\b(?! (?:year|grade|floor|place|round)\b)"
+)
+# "dairy-free" is neither dairy nor its absence said of the speaker: one word.
+FREE = re.compile(r"\b([A-Za-z]+)-free\b")
+ADJUNCT_START = frozenset("since after because".split())
+DETERMINERS_ALL = frozenset("a an the my our your his her their its all both".split())
+TIME_OF_DAY = frozenset("late early tonight morning afternoon evening today".split())
+
+
+@dataclass
+class Parsed:
+    words: list[str]  # lower-cased tokens, contractions split
+    caps: set[str]  # lower-cased words written capitalised (not sentence-initial)
+    stems: list[str]  # stems of ``words`` (the alignment sequence)
+    content: set[str]  # stems of content words (no stop, polarity or change words)
+    polarity: int
+    subject: str
+    additive: bool
+    used_to: bool
+    changes: dict[str, int]  # announced change -> word position
+    values: dict[str, tuple[str, str]]  # names, numbers, dates, class terms: key -> type, word
+    head: str  # stem of the subject's noun ("rent" in "my rent is ..."), or ""
+    past: bool  # tells what happened rather than what is
+    adjunct: set[str]  # content stems of a trailing "since ...", "after ...", "because ..."
+    job_frame: bool  # states a job or its absence ("I work at ...", "I'm unemployed")
+    job_change: bool  # announces a new job or leaving one ("I got hired", "I retired")
+    names: set[str] = dataclasses.field(default_factory=set)  # see names_of
+
+
+def split_words(text: str) -> tuple[list[str], set[str]]:
+    words: list[str] = []
+    caps: set[str] = set()
+    for i, m in enumerate(TOKEN.finditer(text.replace("\u2019", "'"))):
+        raw = m.group(0)
+        low = raw.lower()
+        if ((i > 0 and raw[0].isupper()) or any(c.isupper() for c in raw[1:])) and low not in (
+            "i",
+            "i'm",
+            "i've",
+            "i'd",
+            "i'll",
+        ):
+            caps.add(low.split("'")[0])
+        if low in IRREGULAR_NOT:
+            words += IRREGULAR_NOT[low]
+            continue
+        for suffix, repl in CONTRACTIONS.items():
+            if low.endswith(suffix) and len(low) > len(suffix):
+                words += [low[: -len(suffix)], *repl]
+                break
+        else:
+            if low.endswith("'s"):
+                words += [low[:-2], "'s"]
+            else:
+                words.append(low)
+    return words, caps
+
+
+def leading(words: list[str]) -> int:
+    """How many words open the sentence before its subject ("so", "now", "these days")."""
+    skip = 0
+    while skip < len(words) - 1:
+        if words[skip] in LEADING:
+            skip += 1
+        elif words[skip : skip + 2] == ["these", "days"] and skip + 2 < len(words):
+            skip += 2
+        else:
+            # "Change of plan: the party is ...", "No more energy drinks for me."
+            opening = next((ph for ph in _OPENING if words[skip : skip + len(ph)] == ph), None)
+            if opening is None or skip + len(opening) >= len(words):
+                break
+            skip += len(opening)
+    return skip
+
+
+# Every change phrase at every word start, the longest first where two start together.
+_PHRASES = re.compile(
+    r"(?=(?:^|(?<= ))("
+    + "|".join(re.escape(p) for p in sorted(CHANGE_PHRASES, key=len, reverse=True))
+    + r")(?= |$))"
+)
+_OBJECT_WORDS = frozenset(
+    "a an the my our your his her their it them that this those these".split()
+)
+_OPENING = [ph.split() for ph in ("change of plan", "change of plans", "update", "correction")]
+
+
+def subject_of(words: list[str], text: str) -> str:
+    """``self`` (I, we, my ...), ``other:<who>`` (my sister, Melanie, she) or ``neutral``;
+    a statement without its subject, as chat drops it ("Moved to Glasgow last week", "Still
+    using my old phone"), is the speaker's."""
+    found = _subject(words, text)
+    if found == "neutral" and words and _dropped_subject(words):
+        return "self"
+    return found
+
+
+def _dropped_subject(words: list[str]) -> bool:
+    """Whether the sentence opens with a verb whose subject "I" is left out: a past form
+    ("Moved to ...", "Gave up ..."), an opener of one ("Still", "Finally", "Haven't"), or a
+    gerund that is no subject itself ("Heading to Berlin", not "Making a switch could ...")."""
+    at = 0
+    while at < len(words) - 1 and words[at] in _DROP_OPENERS:
+        at += 1
+    first = words[at]
+    if first in _PAST_FORMS or (first.endswith("ed") and len(first) > 4):
+        return at + 1 < len(words) and words[at + 1] not in COPULA | {"'s", "has", "have"}
+    if first.endswith("ing") and len(first) > 4:
+        nxt = words[at + 1] if at + 1 < len(words) else ""
+        opens = (
+            at > 0 or nxt in _PREPOSITIONS or any(c.isdigit() for c in nxt) or nxt in ("my", "our")
+        )
+        return opens and not set(words[at + 1 : at + 8]) & _FINITE
+    return at > 0 and first in ("been", "have", "had", "not", "can", "got", "at", "in", "on")
+
+
+_DROP_OPENERS = frozenset("still finally just officially never not have".split())
+_PAST_FORMS = frozenset(
+    """quit left sold bought gave got went took made moved started stopped broke ran""".split()
+)
+_PREPOSITIONS = frozenset("to for from at in on with back out up off into".split())
+_FINITE = frozenset(
+    "is are was were could can will would makes made helps has had does do should".split()
+)
+
+
+def _subject(words: list[str], text: str) -> str:
+    skip = leading(words)
+    words = words[skip:]
+    if not words:
+        return "neutral"
+    first = words[0]
+    if first in ("i", "me", "we", "us"):
+        return "self"
+    if first in ("my", "our"):
+        # "My wife and I separated": the speaker is one of them.
+        if {"and", "i"} <= set(words[1:5]) or {"and", "we"} <= set(words[1:5]):
+            return "self"
+        rest = [w for w in words[1:3] if w not in ADJ_BEFORE_RELATION]
+        # "our neighbours" are others; "our dog" is ours (a fact about us).
+        person = rest[0] in RELATIONS or rest[0].rstrip("s") in RELATIONS if rest else False
+        if first == "our" and rest and rest[0].rstrip("s") in ("dog", "cat"):
+            return "self"
+        if person:
+            # "My boyfriend is Jake" says who I am with: a fact about me.
+            raw = TOKEN.findall(text)[skip:]
+            at = words.index(rest[0])
+            if (
+                words[at + 1 : at + 2] == ["is"]
+                and raw[at + 2 : at + 3]
+                and raw[at + 2][0].isupper()
+            ):
+                return "self"
+            return f"other:{rest[0]}"
+        return "self"
+    if first in ("he", "she", "they", "his", "her", "their"):
+        return "other:pronoun"
+    if first in ("you", "your"):
+        return "other:you"
+    if first in ("the", "a", "an") and len(words) > 1:
+        head = next((w for w in words[1:4] if w not in STOP_WORDS and w not in NOT_CONTENT), "")
+        return f"thing:{_stem(head)}" if head else "neutral"
+    # A capitalised first word followed by a verb-like word is taken for a name ("Melanie
+    # enjoys", "Jon's car"); "Keep going!", "Glad to ..." are not.
+    original = TOKEN.findall(text)[skip] if len(TOKEN.findall(text)) > skip else ""
+    nxt = words[1] if len(words) > 1 else ""
+    # "Reading is how I unwind": a gerund is no name; the speaker says what they do.
+    if first.endswith("ing") and set(words[1:]) & {"i", "my", "me"}:
+        return "self"
+    if (
+        original[:1].isupper()
+        and first not in STOP_WORDS
+        and (
+            nxt in ("'s", "has", "have", "had", "will")
+            or nxt in COPULA
+            or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS)
+        )
+    ):
+        return f"other:{first}"
+    return "neutral"
+
+
+# "two cups a day", "900 a month": "a" there says per, not one.
+UNITS_BEFORE = frozenset("cups cup times time pounds dollars euros miles km k".split())
+
+
+def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str, tuple[str, str]]:
+    # "the first of the month" is a day, not an amount ("my rent is 900").
+    out = {
+        _stem(w): (
+            "date" if w in ORDINALS and words[i + 1 : i + 2] == ["of"] else value_type(w),
+            w,
+        )
+        for i, w in enumerate(words)
+        if w not in ("a", "an", "the") and is_value([w], caps)
+    }
+    # "an hour" is one ("My commute takes an hour" / "... is 20 minutes now").
+    for i, w in enumerate(words[:-1]):
+        per = i and (words[i - 1] in UNITS_BEFORE or is_value([words[i - 1]], caps))
+        if w in ("a", "an") and words[i + 1] in UNITS and not per:
+            out.setdefault(w, ("number", w))
+    for c in classed:
+        out[c if " " in c else _stem(c)] = (CLASS_OF[c], c)
+    return out
+
+
+def head_of(words: list[str]) -> str:
+    """The first word after an opening possessive or article: "my work email" -> work (a
+    compound's first word tells it apart: "my email" is not "my work email")."""
+    skip = leading(words)
+    if skip + 1 >= len(words) or words[skip] not in ("my", "our", "the", "a", "an", "his", "her"):
+        return ""
+    head = next((w for w in words[skip + 1 : skip + 3] if w not in ("new", "old")), "")
+    return "" if head in STOP_WORDS or head in COPULA else _stem(head)
+
+
+@lru_cache(maxsize=32768)
+def parse(text: str) -> Parsed:
+    words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", text)))
+    stems = [_stem(IRREGULAR.get(w, w)) for w in words]
+    negations = sum(1 for w in words if w in NEGATORS)
+    sentiment = 1
+    for i, w in enumerate(words):
+        # "sick of", "tired of", "fed up with"
+        if w in NEGATIVE or words[i : i + 2] in (["sick", "of"], ["tired", "of"], ["fed", "up"]):
+            sentiment = -sentiment
+    polarity = sentiment * (-1 if negations % 2 else 1)
+    joined = " ".join(words)
+    changes: dict[str, int] = {}
+    phrase_words: set[str] = set()
+    for m in _PHRASES.finditer(joined):
+        phrase, start, end = m.group(1), m.start(1), m.end(1)
+        before = joined[:start].split()[-2:]
+        if phrase == "used to" and before[-1:] and before[-1] in ACCUSTOMED:
+            continue  # "I'm used to the cold"
+        after = joined[end:].split()[:1]
+        if phrase.endswith(" off") and after[:1] == ["to"]:
+            continue  # "we're off to Canada"
+        if phrase == "any more" and after and after[0] not in STOP_WORDS:
+            continue  # "any more suggestions"
+        if phrase == "took up" and after and after[0] in AMOUNTS:
+            continue  # "took up most of my time"
+        if phrase == "after all" and not before:
+            continue  # "After all, he's my brother"
+        if phrase in ("no longer", "any longer", "any more") or not set(before) & NEGATORS:
+            changes.setdefault(phrase, len(joined[:start].split()))
+            phrase_words |= set(phrase.split())
+    classed: list[str] = []
+    rest = f" {joined} "
+    for phrase in CLASS_PHRASES:
+        if f" {phrase} " in rest:
+            classed.append(phrase)
+            rest = rest.replace(f" {phrase} ", " ")
+    # "my rent", "the bus": a thing named, not a state of the class ("I rent", "I take the bus"
+    # stays one: only a possessive makes it a noun).
+    rest_words = rest.split()
+    classed += [
+        w
+        for i, w in enumerate(rest_words)
+        if w in CLASS_OF and not (i and rest_words[i - 1] in ("my", "our", "your"))
+    ]
+    head = head_of(words)  # "the rent is ..." is about the rent, not renting
+    phrase_words |= {w for c in classed if " " in c for w in c.split()}
+    for m in GAVE_AWAY.finditer(joined):
+        changes.setdefault("gave away", len(joined[: m.start()].split()))
+    # "... spin classes on Mondays instead": a substitution.
+    if words[-1:] == ["instead"]:
+        changes.setdefault("instead", len(words) - 1)
+    for m in PAID_OFF.finditer(joined):
+        changes.setdefault("paid off", len(joined[: m.start()].split()))
+    # "I've cut sugar out of my tea", "we called it off": the object between verb and particle.
+    for i, w in enumerate(words):
+        particle = SEPARABLE.get(w)
+        if not particle or particle not in words[i + 2 : i + 5] or set(words[i - 3 : i]) & NEGATORS:
+            continue
+        # Only a noun phrase in between: "cut sugar out", not "put into writing pay off".
+        between = words[i + 1 : words.index(particle, i + 2)]
+        if all(x not in STOP_WORDS or x in _OBJECT_WORDS for x in between):
+            changes.setdefault(f"{w} {particle}", i)
+            phrase_words |= {w, particle}
+    content = {
+        _stem(IRREGULAR.get(w, w))
+        for i, w in enumerate(words)
+        if w not in STOP_WORDS
+        and w not in NOT_CONTENT
+        and w not in phrase_words
+        and w != "'s"
+        and len(w) > 1
+        and not (w in ("sick", "tired", "fed") and set(words[i + 1 : i + 2]) & {"of", "up"})
+    }
+    # "never quit" announces no change.
+    for i, w in enumerate(words):
+        if (
+            w in CHANGE
+            and not (set(words[max(0, i - 3) : i]) & NEGATORS and w != "anymore")
+            and (i + 1 == len(words) or words[i + 1] not in NOT_A_CHANGE.get(w, ()))
+            and not (i and words[i - 1] in DETERMINERS)  # "on the left", "a switch"
+            # "I left the office late": a place left for the day
+            and not (w == "left" and set(words[i + 1 :]) & TIME_OF_DAY)
+        ):
+            changes.setdefault(w, i)
+    for i, w in enumerate(words[:-1]):
+        # "a new guitar", "a whole new world": one more, not a replacement.
+        if w == "new" and not set(words[max(0, i - 2) : i]) & {"a", "an"}:
+            changes.setdefault(f"new {_stem(words[i + 1])}", i)
+    parsed = Parsed(
+        words=words,
+        caps=caps,
+        stems=stems,
+        content=content,
+        polarity=polarity,
+        subject=subject_of(words, text),
+        # "I speak Italian too"; not "too expensive".
+        additive=any(
+            w in ADDITIVE
+            and not (w == "too" and words[i + 1 : i + 2] and words[i + 1] not in STOP_WORDS)
+            for i, w in enumerate(words)
+        )
+        or "as well" in joined
+        or bool(ONE_MORE.search(joined)),
+        used_to="used to" in joined,
+        changes=changes,
+        values=values_of(words, caps, [c for c in classed if _stem(c) != head]),
+        head=head,
+        past=bool(set(words) & PAST)
+        or any(
+            w.endswith("ed") and len(w) > 4 and not w.endswith("eed") and w not in STATUS
+            for w in words
+        ),
+        adjunct=adjunct_of(words, content),
+        job_frame=bool(JOB_FRAME.search(joined)),
+        job_change=bool(JOB_CHANGE.search(joined)),
+    )
+    parsed.names = names_of(parsed)
+    return parsed
+
+
+def adjunct_of(words: list[str], content: set[str]) -> set[str]:
+    """Content stems of a trailing adjunct ("since the move", "after my knee surgery"): when
+    or why, not what the statement is about."""
+    for i, w in enumerate(words[1:], 1):
+        if w in ADJUNCT_START and words[i + 1 : i + 2] != ["all"]:
+            return {_stem(IRREGULAR.get(x, x)) for x in words[i + 1 :]} & content
+    return set()
+
+
+@lru_cache(maxsize=65536)
+def _fuzzy_index(
+    b: frozenset[str],
+) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int]]:
+    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms."""
+    general = frozenset(GENERAL[y] for y in b if y in GENERAL)
+    specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
+    return (
+        frozenset(y[:5] for y in b if len(y) >= 5),
+        general,
+        general | specific,
+        frozenset(SYNONYM[y] for y in b if y in SYNONYM),
+    )
+
+
+def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
+    """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
+    ("teacher" / "teaching")."""
+    if not a or not b:
+        return set()
+    prefixes, general, kinds, synonyms = _fuzzy_index(frozenset(b))
+    return {
+        x
+        for x in a
+        if x in b
+        or (len(x) >= 5 and x[:5] in prefixes)
+        or SYNONYM.get(x, -1) in synonyms
+        or GENERAL.get(x, -1) in kinds
+        or SPECIFIC.get(x, -1) in general
+    }
+
+
+def subjects_agree(a: str, b: str) -> bool:
+    """Whether two subjects may be the same: ``self`` is never ``other:*``, two different
+    ``other:*`` or ``thing:*`` are different; ``neutral`` agrees with anything."""
+    if a == b or "neutral" in (a, b):
+        return True
+    kind_a, kind_b = a.split(":", 1)[0], b.split(":", 1)[0]
+    if kind_a == kind_b:
+        return False  # other:x vs other:y, thing:x vs thing:y
+    return {kind_a, kind_b} != {"self", "other"}
+
+
+def is_value(words: Sequence[str], caps: set[str]) -> bool:
+    return bool(words) and all(
+        w.isdigit()
+        or w in NUMBER_WORDS
+        or w in MONTHS
+        or w in caps
+        or any(c.isdigit() for c in w)
+        or "@" in w
+        for w in words
+        if w not in ("a", "an", "the")
+    )
+
+
+ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth".split())
+UNIT_STEMS = frozenset(_stem(w) for w in UNITS | {"since"})
+
+
+def value_type(word: str) -> str:
+    if word in CLASS_OF:
+        return CLASS_OF[word]
+    if word in MONTHS:
+        return "date"
+    if word.isdigit() or word in NUMBER_WORDS or any(c.isdigit() for c in word):
+        return "number"
+    return "name"
+
+
+def modifier_of(p: Parsed, stem: str) -> str:
+    """The content word right before ``stem`` ("work" in "my work email"), if any."""
+    for i, s in enumerate(p.stems):
+        if s == stem or (len(stem) >= 5 and s[:5] == stem[:5]):
+            prev = p.stems[i - 1] if i else ""
+            return prev if prev in p.content and prev not in p.values else ""
+    return ""
+
+
+def clauses(sentence: str) -> list[str]:
+    """``sentence`` cut where a second subject starts, not inside "Jake and I", "my wife and I"."""
+    out, start = [], 0
+    for m in CLAUSE.finditer(sentence):
+        before = TOKEN.findall(sentence[start : m.start()])
+        last = before[-1].lower() if before else ""
+        if not before or before[-1][0].isupper() or last in RELATIONS or last in OBJECTS:
+            continue
+        # "In Paris, I live ...": a comma alone starts a clause only after a statement.
+        if m.group(0).strip() == "," and len(before) < 3:
+            continue
+        out.append(sentence[start : m.start()])
+        start = m.end()
+    return [*out, sentence[start:]]
+
+
+@lru_cache(maxsize=16384)
+def sentences(text: str) -> tuple[str, ...]:
+    """The statements of a message: sentences that are not questions and have some words,
+    without greetings and names of the person addressed ("Thanks, Mel!")."""
+    out = []
+    for sentence in SENTENCE_END.split(text.strip()):
+        sentence = VOCATIVE_END.sub("", VOCATIVE_START.sub("", sentence.strip()))
+        sentence = HEDGE.sub("", sentence)
+        if sentence.endswith("?") or len(TOKEN.findall(sentence)) < 2:
+            continue
+        out += [c for c in clauses(sentence) if len(split_words(c)[0]) >= 3]
+    return tuple(out[:MAX_SENTENCES])
+
+
+def actor_of(p: Parsed, at: int) -> str:
+    """The personal pronoun nearest before word ``at`` (who the change happens to), if any."""
+    for w in reversed(p.words[max(0, at - ANCHOR) : at]):
+        if w in ("i", "we", "you", "he", "she", "they"):
+            return w
+    return ""
+
+
+def amounts_of(p: Parsed) -> set[str]:
+    """The numbers and dates of a statement (stems)."""
+    return {k for k, (t, _) in p.values.items() if t in ("number", "date")}
+
+
+def names_of(p: Parsed) -> set[str]:
+    """Names in a statement: capitalised words, and a name opening it ("Ana and I ...")."""
+    first = p.words[leading(p.words)] if p.words else ""
+    opening = {first} if p.subject == f"other:{first}" else set()
+    return p.caps | opening
+
+
+def object_of(
+    p: Parsed, change: str, skip: frozenset[str] = frozenset(), size: int = 1
+) -> set[str]:
+    """The stems of the content words right after an announced change ("switched managers",
+    up to ``size`` of them: "my gym membership"), or {""} if a function word or nothing
+    follows ("passed away in October"); words in ``skip`` (determiners) are passed over."""
+    at = p.changes[change] + len(change.split())
+    while at < len(p.words) and p.words[at] in skip:
+        at += 1
+    out: set[str] = set()
+    while at < len(p.words) and len(out) < size and p.stems[at] in p.content:
+        out.add(p.stems[at])
+        at += 1
+    return out or {""}
+
+
+_POSSESSIVE = frozenset("my our his her their".split())
+
+
+def affects(p: Parsed, change: str, content: set[str]) -> bool:
+    """Whether ``change`` is done to what ``content`` is about: False only when its object
+    (the first two content words past determiners) is not among ``content`` and what is
+    follows as a possession the object is part of ("I replaced the tyres on my Brompton");
+    "I sold the flat in Brooklyn" names no part."""
+    obj = object_of(p, change, DETERMINERS_ALL, 2) - {""}
+    if not obj or fuzzy_shared(obj, content):
+        return True
+    at = p.changes[change]
+    whole = [
+        i
+        for i, s in enumerate(p.stems)
+        if i > at + 1 and s in content and s not in obj and p.words[i - 1] in _POSSESSIVE
+    ]
+    return not whole
+
+
+def owned(p: Parsed) -> bool:
+    """Whether a name opening the statement is the value of the speaker's attribute: "Autumn
+    has become my favourite season", "Sarah is my best friend now"."""
+    return (
+        p.subject.startswith("other:")
+        and p.subject[6:] == p.words[0]
+        and p.subject[6:] not in RELATIONS
+        and bool(set(p.words[1:4]) & {"is", "has", "become", "became"})
+        and bool(set(p.words) & {"my", "our"})
+    )
+
+
+def mentions(subject: str, other: Parsed) -> bool:
+    """Whether ``other`` names the ``other:<who>`` subject (a name, not "my sister")."""
+    if not subject.startswith("other:"):
+        return False
+    who = subject[6:]
+    if who in ("pronoun", "you") or who in RELATIONS:
+        return False
+    return who in other.caps or _stem(who) in other.content
