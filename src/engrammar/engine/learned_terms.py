@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..learn.rates import Signal
 from ..learn.scoring import RatingFacts
-from ..learn.terms import TermUse, idf, term_signals
+from ..learn.terms import TermUse, idf, reply_share, term_signals
 from ..models import Scope
 from ..recall.query import named_speakers, topic_text
 from ..recall.text import index_text, speaker_of, terms, topic_terms
@@ -39,17 +39,18 @@ def learned_term_signals(
     store, cfg = engine.store, engine.config
     if cfg.feedback_term_weight <= 0 or not memory_ids:
         return {}
-    # (memory, record, kind, value, created_at, question, origin)
-    found: list[tuple[str, str, str, float, float, str, str | None]] = [
+    # (memory, record, kind, value, created_at, question, origin, share)
+    found: list[tuple[str, str, str, float, float, str, str | None, float]] = [
         (r.memory_id, r.rating_id, "rating", _RATING_VALUE[r.verdict], r.created_at, r.context,
-         r.source)
+         r.source, 1.0)
         for r in ratings
         if r.verdict in _RATING_VALUE and r.context
     ]  # fmt: skip
     found += [
-        (u.memory_id, u.recall_id, "reply", 1.0, u.created_at, u.query, u.source)
+        (u.memory_id, u.recall_id, "reply", 1.0, u.created_at, u.query, u.source,
+         reply_share(u.alignment, u.best, cfg.feedback_align_weaken))
         for u in store.reply_uses(scope, memory_ids, since, cfg.feedback_records_limit)
-    ]
+    ]  # fmt: skip
     if not found:
         return {}
     records = store.get_memories(scope.workspace, sorted({f[0] for f in found}))
@@ -68,13 +69,15 @@ def learned_term_signals(
     if not wanted:
         return {}
     uses = []
-    for memory_id, record, kind, value, created_at, question, origin in found:
-        if memory_id not in own:
+    for memory_id, record, kind, value, created_at, question, origin, share in found:
+        if memory_id not in own or share <= 0:
             continue
         learned = (topic(question) & wanted) - own[memory_id]
         if learned:
             uses.append(
-                TermUse(memory_id, record, kind, value, created_at, frozenset(learned), origin)
+                TermUse(
+                    memory_id, record, kind, value, created_at, frozenset(learned), origin, share
+                )
             )
     if not uses:
         return {}

@@ -16,6 +16,11 @@ aggregation as every other signal (``rates.aggregate``: decay by the record's ag
 shrinkage by ``min_samples``, the bound), each under its record's id, so ``explain`` shows
 their share and undoing the record takes them back: nothing is stored but the records.
 
+A reply draws on a few memories but usually says what the best of them says: each takes a
+:func:`reply_share` of the lesson. Off by default (``feedback_term_weight`` 0): on LoCoMo the
+memories that learn a question's words are as often the competitors of a later question as
+its evidence (docs/learning.md).
+
 Pure: the engine tokenizes (``recall.text.terms``) and hands over term sets and weights.
 """
 
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 
 from .rates import Signal
 
-__all__ = ["TermUse", "UseFacts", "idf", "term_match", "term_signals"]
+__all__ = ["TermUse", "UseFacts", "idf", "reply_share", "term_match", "term_signals"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class UseFacts:
     created_at: float
     query: str
     source: str | None = None
+    alignment: float = 1.0  # the memory's cosine with the reply
+    best: float = 1.0  # the best alignment of a memory the reply drew on
 
 
 @dataclass(frozen=True)
@@ -53,11 +60,24 @@ class TermUse:
     created_at: float
     learned: frozenset[str]  # the question's content terms the memory does not contain
     origin: str | None = None
+    share: float = 1.0  # how much of the record's lesson is this memory's, in [0, 1]
 
 
 def idf(df: int, n: int) -> float:
     """BM25's inverse document frequency of a term in ``df`` of ``n`` memories (> 0)."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def reply_share(alignment: float, best: float, floor: float, power: float = 2.0) -> float:
+    """How much of a reply's lesson a memory it drew on takes: 1 for the memory the reply is
+    most like, falling to 0 at the ``floor`` alignment of a drawn-on memory (``power`` sets
+    how fast). A reply draws on its few best matches, but usually says what the best of them
+    says: the others learning its question's words as much would lift them for questions
+    about the one it answered."""
+    if best <= floor:
+        return 1.0
+    part = max(0.0, min(1.0, (alignment - floor) / (best - floor)))
+    return float(part**power)
 
 
 def term_match(learned: Iterable[str], query_weights: Mapping[str, float]) -> float:
@@ -82,6 +102,14 @@ def term_signals(
         if m <= 0:
             continue
         out.setdefault(use.memory_id, []).append(
-            Signal(use.value, term_weight * m, use.created_at, "terms", 0.0, use.record, use.origin)
+            Signal(
+                use.value,
+                term_weight * m * use.share,
+                use.created_at,
+                "terms",
+                0.0,
+                use.record,
+                use.origin,
+            )
         )
     return out

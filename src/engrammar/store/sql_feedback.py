@@ -299,11 +299,13 @@ class SQLRecords:
             out: list[UseFacts] = []
             for cond, chunk in self.dialect.in_list("r.memory_id", ids):
                 out += [
-                    UseFacts(r[0], r[1], float(r[2]), float(r[3]), r[4], r[5])
+                    UseFacts(r[0], r[1], float(r[2]), float(r[3]), r[4], r[5], r[6], r[7])
                     for r in conn.execute(
                         q(
                             "SELECT r.memory_id, r.recall_id, r.value, r.created_at, c.query, "
-                            "r.source FROM reply_signals r JOIN recalls c ON "
+                            "r.source, r.alignment, (SELECT max(s.alignment) FROM reply_signals "
+                            "s WHERE s.workspace = r.workspace AND s.recall_id = r.recall_id "
+                            "AND s.value > 0) FROM reply_signals r JOIN recalls c ON "
                             "c.workspace = r.workspace AND c.id = r.recall_id "
                             f"WHERE r.workspace = ? AND {cond} AND r.created_at >= ? "
                             f"AND r.value > 0{user_clause} ORDER BY r.created_at DESC LIMIT ?"
