@@ -11,7 +11,7 @@ import pytest
 from backends import open_memory
 from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
-from engrammar.learn.terms import TermUse, idf, reply_share, term_match, term_signals
+from engrammar.learn.terms import TermUse, idf, term_match, term_signals
 
 TURNS = [
     "Caroline: I looked into adoption agencies last week, there are so many options.",
@@ -45,10 +45,10 @@ def test_term_match_is_the_share_of_the_query_weight_covered() -> None:
 
 def test_term_signals_weigh_each_record_by_its_match() -> None:
     uses = [
-        TermUse("m1", "r1", "rating", 1.0, 10.0, frozenset({"research"}), "key-a"),
-        TermUse("m1", "r2", "reply", 1.0, 11.0, frozenset({"famili"})),
-        TermUse("m2", "r3", "rating", -1.0, 12.0, frozenset({"research"})),
-        TermUse("m3", "r4", "rating", 1.0, 13.0, frozenset({"camp"})),
+        TermUse("m1", "r1", 1.0, 10.0, frozenset({"research"}), "key-a"),
+        TermUse("m1", "r2", 1.0, 11.0, frozenset({"famili"})),
+        TermUse("m2", "r3", -1.0, 12.0, frozenset({"research"})),
+        TermUse("m3", "r4", 1.0, 13.0, frozenset({"camp"})),
     ]
     out = term_signals(uses, {"research": 3.0, "famili": 1.0}, 2.0)
     assert sorted(out) == ["m1", "m2"]  # m3 learned nothing the query asks
@@ -57,13 +57,6 @@ def test_term_signals_weigh_each_record_by_its_match() -> None:
     assert (second.weight, second.record, second.source) == (0.5, "r2", "terms")
     assert out["m2"][0].value == -1.0
     assert term_signals(uses, {"research": 1.0}, 0.0) == {}
-
-
-def test_a_reply_teaches_mostly_the_memory_it_is_most_like() -> None:
-    assert reply_share(0.8, 0.8, 0.2) == 1.0
-    assert reply_share(0.5, 0.8, 0.2) == pytest.approx(0.25)
-    assert reply_share(0.2, 0.8, 0.2) == 0.0
-    assert reply_share(0.5, 0.2, 0.2) == 1.0  # no spread to share along
 
 
 def _ranking(mem: Memory, query: str) -> list[tuple[str, float]]:
@@ -127,5 +120,24 @@ def test_term_weight_zero_learns_no_terms(location: str, minilm: MiniLMEmbedder)
         mem.rate_memory(adoption, "accepted", recall_id=recall.recall_id, user_id="u")
         found = mem.explain(RELATED, adoption, user_id="u")
         assert "learned_terms" not in found.get("learned", {})
+    finally:
+        mem.close()
+
+
+@pytest.mark.every_store
+def test_a_correction_teaches_the_other_way_and_a_rejection_nothing(
+    location: str, minilm: MiniLMEmbedder
+) -> None:
+    mem = open_memory(location, minilm, feedback_term_weight=1.0)
+    try:
+        mem.add([{"role": "user", "content": t} for t in TURNS], user_id="u")
+        by_text = {m.content: m.id for m in mem.list(user_id="u", limit=50)}
+        adoption = by_text[TURNS[0]]
+        reading = by_text[TURNS[6]]
+        recall = mem.recall(ASKED, user_id="u", limit=10)
+        mem.rate_memory(adoption, "corrected", recall_id=recall.recall_id, user_id="u")
+        mem.rate_memory(reading, "rejected", recall_id=recall.recall_id, user_id="u")
+        assert mem.explain(RELATED, adoption, user_id="u")["learned"]["learned_terms"] < 0
+        assert "learned_terms" not in mem.explain(RELATED, reading, user_id="u")["learned"]
     finally:
         mem.close()

@@ -345,12 +345,11 @@ class Config:
     )
     feedback_term_weight: float = _opt(
         0.0,
-        "Learned query terms: a memory rated accepted (or drawn on by a reply) for a question "
-        "learns the question's topic terms it does not contain; a later query sharing them "
-        "gives that record a signal weighing this times the share of the query's IDF weight "
-        "they cover, whatever the two questions' cosine (corrected ratings the other way). "
-        "0 = off, the default: on LoCoMo it lifted other memories as often as the evidence "
-        "(bench/results/feedback_carryover.md).",
+        "Learned query terms: a memory rated accepted for a question learns the question's "
+        "topic terms it does not contain; a later query sharing them gives that rating a "
+        "signal weighing this times the share of the query's IDF weight they cover, whatever "
+        "the two questions' cosine (corrected ratings the other way). 0 = off, the default: "
+        "on LoCoMo it carried little to related questions (bench/results/feedback_carryover.md).",
     )
     feedback_reply_context_min: float = _opt(
         0.85,

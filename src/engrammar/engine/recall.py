@@ -548,7 +548,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
         witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
     )
-    extra = learned_term_signals(engine, scope, query, ids, ratings, since)
+    extra = learned_term_signals(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
     qvec = context()

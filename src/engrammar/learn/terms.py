@@ -1,25 +1,24 @@
-"""Learned query terms: what a rating or a reply says a memory is about, in the user's words.
+"""Learned query terms: what a rating says a memory is about, in the user's words.
 
-When a memory was useful for a question (rated ``accepted``, or drawn on by the reply to it),
-the question's content terms that the memory does not contain itself are what the memory
-answers in the words of whoever asks, the way a search engine learns from clicks (document
-expansion): "What did Caroline research?" answered by "I looked into adoption agencies"
-teaches that memory *research*. A memory rated ``corrected`` (misleading) learns its
-question's terms the other way.
+When a memory was rated ``accepted`` for a question, the question's content terms that the
+memory does not contain itself are what the memory answers in the words of whoever asks, the
+way a search engine learns from clicks (document expansion): "What did Caroline research?"
+answered by "I looked into adoption agencies" teaches that memory *research*. A memory rated
+``corrected`` (misleading) learns its question's terms the other way; a rejection teaches
+nothing (it is about that one question).
 
-At recall, each such record whose learned terms the new query shares gives its memory a
-signal of the record's value, weighted by the share of the query's term weight (IDF) that
+At recall, each such rating whose learned terms the new query shares gives its memory a
+signal of the rating's value, weighted by the share of the query's term weight (IDF) that
 it covers (:func:`term_match`) times ``term_weight``: a question worded like the one the
 memory answered lifts it even when the two questions are not alike as a whole (a related
 question asks about the same turn in other words). The signals go through the same
-aggregation as every other signal (``rates.aggregate``: decay by the record's age,
-shrinkage by ``min_samples``, the bound), each under its record's id, so ``explain`` shows
-their share and undoing the record takes them back: nothing is stored but the records.
+aggregation as every other signal (``rates.aggregate``: decay by the rating's age,
+shrinkage by ``min_samples``, the bound), each under the rating's id, so ``explain`` shows
+their share and undoing the rating takes them back: nothing is stored but the records.
 
-A reply draws on a few memories but usually says what the best of them says: each takes a
-:func:`reply_share` of the lesson. Off by default (``feedback_term_weight`` 0): on LoCoMo the
-memories that learn a question's words are as often the competitors of a later question as
-its evidence (docs/learning.md).
+Replies teach no terms: a reply draws on its few best matches, and on LoCoMo letting them
+learn the question's words (even weighted by how alike each is to the reply) lifted them for
+unrelated questions. Off by default (``feedback_term_weight`` 0; docs/learning.md).
 
 Pure: the engine tokenizes (``recall.text.terms``) and hands over term sets and weights.
 """
@@ -32,21 +31,7 @@ from dataclasses import dataclass
 
 from .rates import Signal
 
-__all__ = ["TermUse", "UseFacts", "idf", "reply_share", "term_match", "term_signals"]
-
-
-@dataclass(frozen=True)
-class UseFacts:
-    """A reply signal on a memory with the query of its recall (a store read)."""
-
-    memory_id: str
-    recall_id: str
-    value: float  # +1 the reply drew on the memory, -1 it was recalled and left
-    created_at: float
-    query: str
-    source: str | None = None
-    alignment: float = 1.0  # the memory's cosine with the reply
-    best: float = 1.0  # the best alignment of a memory the reply drew on
+__all__ = ["TermUse", "idf", "term_match", "term_signals"]
 
 
 @dataclass(frozen=True)
@@ -54,30 +39,16 @@ class TermUse:
     """One record's lesson about one memory: the terms it learned and which way."""
 
     memory_id: str
-    record: str  # the rating's id, or the recall's id for a reply
-    kind: str  # "rating" or "reply"
+    record: str  # the rating's id
     value: float  # +1 useful for such questions, -1 misleading
     created_at: float
     learned: frozenset[str]  # the question's content terms the memory does not contain
     origin: str | None = None
-    share: float = 1.0  # how much of the record's lesson is this memory's, in [0, 1]
 
 
 def idf(df: int, n: int) -> float:
     """BM25's inverse document frequency of a term in ``df`` of ``n`` memories (> 0)."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
-def reply_share(alignment: float, best: float, floor: float, power: float = 2.0) -> float:
-    """How much of a reply's lesson a memory it drew on takes: 1 for the memory the reply is
-    most like, falling to 0 at the ``floor`` alignment of a drawn-on memory (``power`` sets
-    how fast). A reply draws on its few best matches, but usually says what the best of them
-    says: the others learning its question's words as much would lift them for questions
-    about the one it answered."""
-    if best <= floor:
-        return 1.0
-    part = max(0.0, min(1.0, (alignment - floor) / (best - floor)))
-    return float(part**power)
 
 
 def term_match(learned: Iterable[str], query_weights: Mapping[str, float]) -> float:
@@ -104,7 +75,7 @@ def term_signals(
         out.setdefault(use.memory_id, []).append(
             Signal(
                 use.value,
-                term_weight * m * use.share,
+                term_weight * m,
                 use.created_at,
                 "terms",
                 0.0,

@@ -26,7 +26,6 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
-from ..learn.terms import UseFacts
 from ..models import (
     DecisionReview,
     Edge,
@@ -549,13 +548,6 @@ class Store(Protocol):
         ``context`` is called only if the scope has such recalls at all: a scope without
         feedback costs no query embedding. The cost follows the matching recalls, not the
         signals stored: the recalls' query vectors are searched first."""
-
-    def reply_uses(
-        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
-    ) -> list[UseFacts]:
-        """The reply signals created at or after ``since`` that say a reply drew on one of
-        ``memory_ids`` (value > 0), of ``scope.user_id``'s recalls and user-less ones, with
-        their recall's query; at most ``limit`` per chunk of ids, newest first."""
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:

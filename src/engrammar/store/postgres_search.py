@@ -23,7 +23,6 @@ from psycopg.types.json import Jsonb
 
 from ..errors import StoreError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
-from ..learn.terms import UseFacts
 from ..models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, speaker_of, terms
 from .base import ChunkVector
@@ -501,13 +500,6 @@ class PostgresSearch(SQLStore, PostgresReads):
         if empty is not None:
             return empty
         return super().learning_facts(scope, memory_ids, since, limit)
-
-    def reply_uses(
-        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
-    ) -> list[UseFacts]:
-        if self._no_feedback(scope, since):
-            return []
-        return super().reply_uses(scope, memory_ids, since, limit)
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(ids))

@@ -11,7 +11,6 @@ import numpy as np
 
 from ..errors import ConflictError, NotFoundError, StoreError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
-from ..learn.terms import UseFacts
 from ..models import (
     DecisionReview,
     FeedbackEvent,
@@ -283,39 +282,6 @@ class SQLRecords:
             return list(events.values()), pairs, ratings
 
         return self._run("reading feedback", run, write=False, snapshot=True)
-
-    def reply_uses(
-        self, scope: Scope, memory_ids: Sequence[str], since: float, limit: int
-    ) -> list[UseFacts]:
-        ids = list(dict.fromkeys(memory_ids))
-        user_clause = ""
-        user_params: list[Any] = []
-        if scope.user_id is not None:
-            user_clause = " AND (r.user_id = ? OR r.user_id IS NULL)"
-            user_params.append(scope.user_id)
-        q = self._q
-
-        def run(conn: Any) -> list[UseFacts]:
-            out: list[UseFacts] = []
-            for cond, chunk in self.dialect.in_list("r.memory_id", ids):
-                out += [
-                    UseFacts(r[0], r[1], float(r[2]), float(r[3]), r[4], r[5], r[6], r[7])
-                    for r in conn.execute(
-                        q(
-                            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, c.query, "
-                            "r.source, r.alignment, (SELECT max(s.alignment) FROM reply_signals "
-                            "s WHERE s.workspace = r.workspace AND s.recall_id = r.recall_id "
-                            "AND s.value > 0) FROM reply_signals r JOIN recalls c ON "
-                            "c.workspace = r.workspace AND c.id = r.recall_id "
-                            f"WHERE r.workspace = ? AND {cond} AND r.created_at >= ? "
-                            f"AND r.value > 0{user_clause} ORDER BY r.created_at DESC LIMIT ?"
-                        ),
-                        [scope.workspace, *chunk, since, *user_params, limit],
-                    ).fetchall()
-                ]
-            return out
-
-        return self._run("reading reply signals", run, write=False, snapshot=True)
 
     # -- feedback records ----------------------------------------------------------------------
     def _get_event(self, conn: Any, workspace: str, event_id: str) -> FeedbackEvent:
