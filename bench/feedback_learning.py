@@ -112,7 +112,7 @@ class Bench:
             shutil.copyfile(cache, self.base_db)
             return float(json.loads(cache.with_suffix(".json").read_text())["ingest_seconds"])
         t0 = time.perf_counter()
-        mem = Memory(self.config)
+        mem = Memory(self.config, embedder=self.ingest_embedder())
         for sample in self.data:
             messages = [
                 {
@@ -134,6 +134,18 @@ class Bench:
             dst.close()
             cache.with_suffix(".json").write_text(json.dumps({"ingest_seconds": seconds}))
         return seconds
+
+    def ingest_embedder(self) -> Any:
+        """The default model, with ``--embed-cache`` behind a disk cache of its vectors
+        (bench/_embcache.py): the same vectors, computed once across runs."""
+        if not self.args.embed_cache:
+            return None
+        from engrammar.embed import make_embedder
+
+        sys.path.insert(0, str(ROOT / "bench"))
+        from _embcache import DiskCachedEmbedder
+
+        return DiskCachedEmbedder(make_embedder(self.config))
 
     def fresh(self, name: str, **overrides: Any) -> Memory:
         """A Memory on a copy of the ingested store (SQLite online backup: consistent)."""
@@ -325,6 +337,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_reply_context_full",
                 "feedback_conflict_weight",
                 "feedback_source_window_s",
+                "feedback_term_weight",
             )
         },
         "conditions": {},
@@ -635,6 +648,11 @@ def main() -> None:
     parser.add_argument(
         "--store-cache",
         help="SQLite file: reuse this ingested store if it exists, else ingest and save it here",
+    )
+    parser.add_argument(
+        "--embed-cache",
+        action="store_true",
+        help="ingest through the disk cache of vectors (~/.cache/engrammar-bench)",
     )
     parser.add_argument("--name", default="feedback_learning", help="result file stem")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))

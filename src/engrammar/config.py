@@ -343,6 +343,14 @@ class Config:
     feedback_reply_weight: float = _opt(
         1.0, "Weight of one reply signal, relative to one rating (0 turns reply signals off)."
     )
+    feedback_term_weight: float = _opt(
+        0.0,
+        "Learned query terms: a memory rated accepted for a question learns the question's "
+        "topic terms it does not contain; a later query sharing them gives that rating a "
+        "signal weighing this times the share of the query's IDF weight they cover, whatever "
+        "the two questions' cosine (corrected ratings the other way). 0 = off, the default: "
+        "on LoCoMo it carried little to related questions (bench/results/feedback_carryover.md).",
+    )
     feedback_reply_context_min: float = _opt(
         0.85,
         "Cosine between a query and a past reply's recall query below which that reply's "
@@ -423,6 +431,7 @@ class Config:
             "feedback_source_window_s",
             "feedback_reply_top",
             "feedback_reply_weight",
+            "feedback_term_weight",
             "superseded_factor",
             "recency_min_ratio",
             "preferences_limit",

@@ -50,6 +50,7 @@ from ..recall.tensions import detect_tension
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
+from .learned_terms import learned_term_signals
 from .validity import by_validity
 
 __all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
@@ -547,7 +548,8 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
         witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
     )
-    if not (events or pairs or ratings or replies):
+    extra = learned_term_signals(engine, scope, query, ratings)
+    if not (events or pairs or ratings or replies or extra):
         return items
     qvec = context()
     params = LearnParams(
@@ -574,7 +576,9 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
     if events or pairs:
         records = store.get_memories(scope.workspace, [i.id for i in items])
         texts = {memory_id: r.content for memory_id, r in records.items()}
-    ranked = learned_ranking(kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies)
+    ranked = learned_ranking(
+        kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies, extra
+    )
     for position, s in enumerate(ranked, 1):
         before = base.get(s.id)
         comps = {**(before.components if before else {}), **s.components}

@@ -38,7 +38,7 @@ shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,6 +115,7 @@ class RatingFacts:
     context_vec: np.ndarray | None
     recall_id: str | None = None
     source: str | None = None
+    context: str | None = None  # the question it was rated for (a recall's query)
 
 
 @dataclass
@@ -218,11 +219,14 @@ def learned_ranking(
     now: float,
     candidate_texts: dict[str, str] | None = None,
     replies: Sequence[ReplyFacts] = (),
+    extra: Mapping[str, Sequence[Signal]] | None = None,
 ) -> list[LearnedScore]:
     """Re-rank ``candidates`` ((id, relevance), relevance in [0, 1]) by the feedback records.
 
     Memories surfaced only by a matching event or pair are added with their context match as
-    relevance (``injected``). Prior decisions come first, then everything by score.
+    relevance (``injected``). Prior decisions come first, then everything by score. ``extra``
+    holds more signals per candidate (the learned query terms, ``learn.terms``), aggregated
+    with the rest.
     """
     relevance = dict(candidates)
     signals: dict[str, list[Signal]] = {}
@@ -416,6 +420,10 @@ def learned_ranking(
             )
             if reply.value > 0 and key not in disputed:
                 drawn[reply.memory_id] = max(drawn.get(reply.memory_id, 0.0), m * anchor)
+
+    for memory_id, found in (extra or {}).items():
+        if memory_id in relevance:
+            signals.setdefault(memory_id, []).extend(found)
 
     out: list[LearnedScore] = []
     for memory_id in dict.fromkeys([*ids, *injected, *drawn]):

@@ -6,7 +6,16 @@ import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["STOP_WORDS", "context_sources", "embedding_text", "index_text", "speaker_of", "terms"]
+__all__ = [
+    "QUESTION_WORDS",
+    "STOP_WORDS",
+    "context_sources",
+    "embedding_text",
+    "index_text",
+    "speaker_of",
+    "terms",
+    "topic_terms",
+]
 
 # Function words carry no topic; left in, they dominate BM25 on conversational text and turn
 # into hubs of the memory graph.
@@ -24,6 +33,15 @@ STOP_WORDS = frozenset(
     which while who who's whom why why's with won't would wouldn't you you'd you'll you're you've
     your yours yourself yourselves also just really yeah yes oh ok okay hey hi hello well like
     get got gonna wanna will s t d ll m re ve did does thing things lot lots much many
+    """.split()
+)
+
+# The frame of a question rather than its topic ("What kind of ...", "Would X likely ...",
+# "Did X mention ..."), as index terms: left out of what feedback teaches a memory.
+QUESTION_WORDS = frozenset(
+    """
+    kind kinds type types sort sorts name names likely think thinks mention mentions mentioned
+    say says said tell tells told describe describes described ever usually
     """.split()
 )
 
@@ -54,6 +72,16 @@ def terms(text: str) -> list[str]:
                 continue
         out.append(_stem(word))
     return out
+
+
+@lru_cache(maxsize=1)
+def _question_terms() -> frozenset[str]:
+    return frozenset(_stem(w) for w in QUESTION_WORDS)
+
+
+def topic_terms(text: str) -> set[str]:
+    """The index terms of ``text`` without the question's frame (``QUESTION_WORDS``)."""
+    return set(terms(text)) - _question_terms()
 
 
 def speaker_of(metadata: dict[str, Any]) -> str | None:

@@ -268,11 +268,12 @@ class SQLRecords:
                         None if r[5] is None else vec(r[5]),
                         r[6],
                         r[7],
+                        r[8],
                     )
                     for r in cur.execute(
                         q(
                             "SELECT id, memory_id, verdict, weight, created_at, "
-                            "context_embedding, recall_id, source FROM memory_ratings WHERE "
+                            "context_embedding, recall_id, source, context FROM memory_ratings WHERE "
                             f"workspace = ? AND {cond} AND created_at >= ?{order}"
                         ),
                         [scope.workspace, *chunk, start],
