@@ -17,7 +17,12 @@ Measured, on tune and heldout separately, with the real default model:
 * past-first: the past question must rank the older statement above the newer;
 * direction: the tension recall reports names the newer statement as ``newer``;
 * chat false alarms: pairs of LoCoMo turns of one speaker (the first N conversations) the
-  detector flags, per 1,000 turns, with examples (most are real chat, not contradictions).
+  detector flags, per 1,000 turns, with examples (most are real chat, not contradictions);
+* with ``--lme-store PATH`` (an engrammar SQLite store of LongMemEval, one question a
+  ``user_id``): every pair of user messages of a question scope with cosine >= the gate,
+  judged in time order, flagged pairs per 1,000 user turns (user <-> assistant chat, where
+  requests and plans are not statements of fact). ``--lme-show N`` prints N flagged pairs to
+  the terminal for reading by hand; the result files get ids and counts only.
 
 Embeddings are cached outside the repository (bench/_embcache.py).
 """
@@ -28,12 +33,15 @@ import argparse
 import inspect
 import json
 import shlex
+import sqlite3
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_DATA, RESULTS, ROOT, load_locomo, locomo_turns, machine
@@ -289,6 +297,86 @@ def chat_false_alarms(
     }
 
 
+def lme_false_alarms(store: Path, scopes: int, offset: int = 0) -> dict[str, Any]:
+    """Pairs of one LongMemEval question's user messages the detector flags: every pair with
+    cosine >= the gate (the stored vectors), the earlier message first. Scopes are the store's
+    user ids in sorted order, ``offset`` onwards."""
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    users = [
+        r[0]
+        for r in db.execute(
+            "SELECT DISTINCT user_id FROM memories WHERE role = 'user' ORDER BY user_id"
+        )
+    ][offset : offset + scopes]
+    flagged: list[dict[str, Any]] = []
+    turns = calls = 0
+    spent = 0.0
+    kinds: Counter[str] = Counter()
+    for user in users:
+        rows = db.execute(
+            "SELECT id, content, created_at, seq, embedding FROM memories"
+            " WHERE user_id = ? AND role = 'user' ORDER BY created_at, seq",
+            (user,),
+        ).fetchall()
+        turns += len(rows)
+        vecs = np.stack([np.frombuffer(r[4], dtype=np.float32) for r in rows])
+        sims = vecs @ vecs.T
+        stmts = [Statement(str(r[0]), str(r[1]), float(r[2]), "user", int(r[3])) for r in rows]
+        for j in range(len(rows)):
+            for i in range(j):
+                cos = float(sims[i, j])
+                if cos < MIN_SIMILARITY:
+                    continue
+                started = time.perf_counter()
+                found = detect_tension(stmts[i], stmts[j], cos, MIN_SIMILARITY)
+                spent += time.perf_counter() - started
+                calls += 1
+                if found is not None:
+                    kinds[found.kind] += 1
+                    flagged.append(
+                        {
+                            "user": user,
+                            "a": found.a,
+                            "b": found.b,
+                            "kind": found.kind,
+                            "reason": found.reason,
+                            "cos": round(cos, 3),
+                        }
+                    )
+    db.close()
+    return {
+        "store": str(store),
+        "scopes": len(users),
+        "offset": offset,
+        "user_turns": turns,
+        "pairs_checked": calls,
+        "flagged_pairs": len(flagged),
+        "per_1000_turns": round(1000 * len(flagged) / max(1, turns), 2),
+        "by_kind": dict(kinds),
+        "detector_us_per_call": round(1e6 * spent / max(1, calls), 1),
+        "all": flagged,
+    }
+
+
+def show_lme(store: Path, flagged: list[dict[str, Any]], n: int, seed: int = 8) -> None:
+    """Print a sample of flagged pairs with their text, for reading by hand (terminal only)."""
+    import random
+
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    rng = random.Random(seed)
+    for f in rng.sample(flagged, min(n, len(flagged))):
+        text = {
+            r[0]: r[1]
+            for r in db.execute(
+                "SELECT id, content FROM memories WHERE id IN (?, ?)", (f["a"], f["b"])
+            )
+        }
+        print(f"--- {f['user']} {f['kind']} {f['reason']} (cos {f['cos']})")
+        print(f"  OLD: {text.get(f['a'], '')[:400]}")
+        print(f"  NEW: {text.get(f['b'], '')[:400]}")
+    db.close()
+
+
 def write_markdown(doc: dict[str, Any], path: Path) -> None:
     lines = [
         "# Facts that change: tensions and supersession",
@@ -352,6 +440,21 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         "",
         *[f"- {e}" for e in fa["examples"]],
         "",
+    ]
+    lme = doc.get("lme_false_alarms")
+    if lme:
+        lines += [
+            "## False alarms in user <-> assistant chat (LongMemEval)",
+            "",
+            f"`{Path(lme['store']).name}` store, {lme['scopes']} question scopes (user ids in sorted order from "
+            f"{lme['offset']}), {lme['user_turns']} user messages, every pair with cosine >= {MIN_SIMILARITY} "
+            f"({lme['pairs_checked']} pairs): {lme['flagged_pairs']} flagged "
+            f"(**{lme['per_1000_turns']} per 1,000 user turns**; LoCoMo: {fa['per_1000_turns']}); by kind "
+            f"{lme['by_kind']}; {lme['detector_us_per_call']} µs a pair. Ids only here: the text is "
+            "evaluation data.",
+            "",
+        ]
+    lines += [
         "## Errors",
         "",
         "Held-out pairs' errors are counted above, never listed: their texts stay out of tuning.",
@@ -394,6 +497,17 @@ def main() -> None:
     parser.add_argument(
         "--no-locomo", action="store_true", help="skip the LoCoMo false-alarm pass (fast)"
     )
+    parser.add_argument(
+        "--lme-store", type=Path, help="engrammar.db of a LongMemEval store (user false alarms)"
+    )
+    parser.add_argument("--lme-scopes", type=int, default=20)
+    parser.add_argument("--lme-offset", type=int, default=0, help="first scope (sorted user ids)")
+    parser.add_argument(
+        "--lme-show", type=int, default=0, help="print N flagged LME pairs (terminal only)"
+    )
+    parser.add_argument(
+        "--lme-only", action="store_true", help="only the LongMemEval false-alarm pass"
+    )
     args = parser.parse_args()
     command = "python bench/tensions.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     embedder = DiskCachedEmbedder(MiniLMEmbedder())
@@ -406,6 +520,18 @@ def main() -> None:
         "detection": {},
         "ranking": {},
     }
+    if args.lme_store is not None:
+        lme = lme_false_alarms(args.lme_store, args.lme_scopes, args.lme_offset)
+        print(
+            f"LME flagged pairs: {lme['flagged_pairs']} of {lme['pairs_checked']}"
+            f" ({lme['per_1000_turns']} per 1,000 user turns, {lme['user_turns']} turns,"
+            f" {lme['scopes']} scopes) {lme['by_kind']}"
+        )
+        if args.lme_show:
+            show_lme(args.lme_store, lme["all"], args.lme_show)
+        doc["lme_false_alarms"] = lme
+        if args.lme_only:
+            return
     splits = [s for s in args.splits.split(",") if s]
     if not set(splits) <= set(SPLITS):
         parser.error(f"--splits: expected some of {', '.join(SPLITS)}, got {args.splits!r}")
@@ -447,6 +573,11 @@ def main() -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     doc["chat_false_alarms"].pop("all", None)
+    if "lme_false_alarms" in doc:
+        doc["lme_false_alarms"]["examples"] = [
+            f"{f['user']}: {f['a']} / {f['b']} ({f['kind']})"
+            for f in doc["lme_false_alarms"].pop("all")[:12]
+        ]
     # Held-out pairs' individual outcomes stay out of the results: only their counts.
     doc["detection"]["heldout"]["errors"] = []
     for d in doc["ranking"]["heldout"].values():

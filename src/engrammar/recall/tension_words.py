@@ -281,6 +281,7 @@ NOT_CONTENT = (
     | LIGHT
     | {"really", "very", "new", "finally", "actually", "every", "mostly", "mainly", "honestly"}
     | {"seriously", "frankly", "basically", "literally", "totally", "completely", "entirely"}
+    | {"around", "roughly", "approximately", "nearly", "almost", "about", "some", "over"}
     | WHEN
 )
 # Words between a change word and what it changes ("I quit my job at St. Mary's").

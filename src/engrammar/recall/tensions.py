@@ -63,7 +63,7 @@ from .tension_words import (
     WEAK_CHANGE,
     WEAK_OVERLAP,
 )
-from .text import _stem
+from .text import STOP_WORDS, _stem
 
 __all__ = ["Statement", "agreed_side", "detect_tension", "find_tensions"]
 
@@ -92,6 +92,17 @@ _TRANSITIVE = frozenset(
     "replaced switched sold changed swapped upgraded traded dropped cancelled canceled deleted".split()
 )
 _DATED = frozenset("last yesterday ago".split())
+# Changes that undo a plan or a wish ("I'm planning a trip to Peru" / "The Peru trip is off").
+CANCELS = frozenset(
+    """cancelled canceled postponed rescheduled delayed scrapped shelved axed quit stopped
+    ended dropped instead""".split()
+) | frozenset(
+    p.strip()
+    for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
+    |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
+    |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
+    |on hold""".split("|")
+)
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset("now|these days|nowadays|lately|currently|become|became".split("|"))
 _EXCLUSIVE = frozenset("only mostly usually always every main favourite favorite go".split())
@@ -164,6 +175,11 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     ):
         return None
     if any(modifier_of(a, t) != modifier_of(b, t) for t in shared):
+        return None
+    # Names alone ("I've been using Ibotta" / "I've been using my RedCard"): one of many
+    # things used, liked or compared, unless the frame holds one value or a change is said.
+    frame = set(a.words) & set(b.words)
+    if types == {"name"} and not (frame & (FUNCTIONAL | COPULA | RESIDENCE) or b.changes):
         return None
     return [w for _, w in old], [w for _, w in new]
 
@@ -238,6 +254,10 @@ def _detect(
         subjects = ("self", "self")
     if not subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
         return None
+    # A request, plan or wish states no new fact ("I'm considering the Netgear", "I could
+    # share ..."); one stated before is undone only by an explicit change of plan.
+    if b.tentative:
+        return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
     if older.speaker != newer.speaker:
@@ -310,6 +330,10 @@ def _detect(
         announced = {c for c in announced if actor_of(b, b.changes[c]) in ("", "i", "we")}
     # "My gym ..." / "My new gym ...": a new one of what the older statement is about.
     weak = {c for c in announced if c in WEAK_CHANGE or (c.startswith("new ") and c[4:] != a.head)}
+    # "... waiting to hear back from the embassy" / "... waiting to hear back from the embassy
+    # now": the same content restated, nothing changed.
+    if announced == weak and not only_a and not only_b - b.adjunct:
+        announced = set()
     # "Now I'm gonna order some sushi" is a plan, not a new state.
     if announced == weak and (overlap < WEAK_OVERLAP or "neutral" in subjects or a.past or b.past):
         announced = set()
@@ -343,6 +367,11 @@ def _detect(
         set(b.stems[b.changes[c] + 1 : b.changes[c] + len(c.split()) + 3]) & shared_b
         for c in strong & ENDING
     )
+    # "I've been making overnight oats lately": a habit told, not a change (the present
+    # restated with another value is judged below, as a swap).
+    announced -= {"lately"}
+    if a.tentative:
+        announced &= CANCELS
     if (
         announced
         and same_attribute
@@ -350,6 +379,8 @@ def _detect(
     ):
         what = ", ".join(sorted(announced))
         return make("superseded", 0.5 + 0.5 * similarity, f"newer statement says '{what}'")
+    if a.tentative:
+        return None
     if status_change:
         return make("changed_value", 0.5 + 0.5 * similarity, "status changed")
     # A partner stated, then a break-up: "I have a boyfriend" / "We broke up".
@@ -425,6 +456,8 @@ def _detect(
                 return None  # "My favourite colour is blue" / "My car is blue": two subjects
             if set(old_value) <= VAGUE | DETERMINERS or set(new_value) <= VAGUE | DETERMINERS:
                 return None  # "make it work" / "make this studio work"
+            if set(old_value) <= STOP_WORDS and set(new_value) <= STOP_WORDS:
+                return None  # "I could share ..." / "I'll share ...": a modal, a tense
             frame = set(a.words) - set(old_value)
             vague = a.words[0] in VAGUE if a.words else True
             evaluative = any(w in EVALUATIVE for w in [*old_value, *new_value])
