@@ -147,14 +147,20 @@ _TENTATIVE = re.compile(
     r"|looking|wondering|hoping|trying|leaning|curious|interested|open|eager|keen|debating"
     r"|deciding|torn|unsure|not sure|weighing|exploring|researching|meaning|excited to)\b"
     r"|(?:i|we) (?:\w+ )?(?:would|will|could|might|may|should|must|shall)\b"
-    r"|(?:i|we) (?:\w+ )?(?:want|wanna|need|hope|wish|plan|intend|think|guess|suppose|believe"
+    r"|(?:i|we) (?:have|had) (?:always |long |never )?(?:wanted|wished|dreamed|meant)\b"
+    r"|(?:i|we) (?:\w+ )?(?:do not |did not )?(?:want|wanna|need|hope|wish|plan|intend|think"
+    r"|guess|suppose|believe"
     r"|wonder|feel like|do not know|not sure)\b"
     r"|(?:i|we) (?:\w+ )?(?:like|love|liked|loved) (?:the|that|this|those|these|your) (?:\w+ ){0,4}?"
     r"(?:idea|ideas|sound|suggestion|suggestions|list|option|options|tips|recommendation"
     r"|recommendations)\b"
     r"|(?:can|could|would|will|may|should) (?:you|i|we)\b|please\b|help me\b|tell me\b"
     r"|let me\b|let us\b|let 's\b|give me\b|show me\b|if\b|unless\b|maybe\b|perhaps\b"
-    r"|hopefully\b|probably\b)"
+    r"|hopefully\b|probably\b"
+    # an instruction to the assistant: "Provide ...", "Write ...", "Act as ..."
+    r"|(?:provide|write|rewrite|give|list|explain|describe|summarize|summarise|translate"
+    r"|generate|create|act|suggest|recommend|include|remember|continue|answer|reply|imagine"
+    r"|pretend|compare|find|check|consider|keep|use|make sure|note)\b)"
 )
 
 

@@ -32,7 +32,9 @@ CHANGE = frozenset(
 NOT_A_CHANGE = {
     "fired": ("up",),
     "dropped": ("off", "by", "in"),
-    "left": ("over", "behind", "after", "in", "on", "at", "of", "with", "and", "but"),
+    # "5 episodes left to watch", "it left me speechless", "I left for Tokyo" (a trip)
+    "left": (*"over behind after in on at of with and but to for me us him her them you".split(),),
+    "moved": ("by",),  # "moved by her paintings"
     "ended": ("up", "with", "in", "at", "on"),
     "stopped": ("by", "at", "in", "off", "over", "for"),
     "sold": ("out",),

@@ -114,6 +114,13 @@ _WHEN_STEMS = frozenset(
     saturday saturdays sunday sundays""".split()
 )
 _FUNCTIONAL_STEMS = frozenset(_stem(w) for w in FUNCTIONAL)
+_DIGITS = {
+    w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten".split())
+}
+# A denial that says "until then": "I've never tried it before".
+_UNTIL_THEN = frozenset("before yet".split())
+# Lines from which a message is taken for a pasted document.
+_PASTED_LINES = 6
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,9 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
         return None
     old = [v for k, v in a.values.items() if k not in b.values]
     new = [v for k, v in b.values.items() if k not in a.values]
+    # "two" / "2": the same number written otherwise.
+    if {_DIGITS.get(w, w) for _, w in old} == {_DIGITS.get(w, w) for _, w in new}:
+        return None
     types = {t for t, _ in old} & {t for t, _ in new}
     if not types:
         return None
@@ -179,7 +189,9 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     # Names alone ("I've been using Ibotta" / "I've been using my RedCard"): one of many
     # things used, liked or compared, unless the frame holds one value or a change is said.
     frame = set(a.words) & set(b.words)
-    if types == {"name"} and not (frame & (FUNCTIONAL | COPULA | RESIDENCE) or b.changes):
+    if types == {"name"} and not (
+        frame & (FUNCTIONAL | COPULA | RESIDENCE) or b.changes.keys() - {"lately", "currently"}
+    ):
         return None
     return [w for _, w in old], [w for _, w in new]
 
@@ -203,6 +215,11 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
 
 
+def _pasted(text: str) -> bool:
+    """Whether a message is a pasted document rather than something said: many lines."""
+    return sum(1 for line in text.splitlines() if line.strip()) >= _PASTED_LINES
+
+
 def detect_tension(
     older: Statement, newer: Statement, similarity: float, min_similarity: float = 0.3
 ) -> Tension | None:
@@ -213,6 +230,10 @@ def detect_tension(
     if newer.when < older.when:
         older, newer = newer, older
     if similarity < min_similarity or older.speaker != newer.speaker:
+        return None
+    # A pasted document, code or form ("act as ...:" and a profile page) is no one's
+    # statement about themselves.
+    if _pasted(older.text) or _pasted(newer.text):
         return None
     # Every cue needs shared content words, or a value on both sides (names, a status).
     whole_a, whole_b = parse(older.text), parse(newer.text)
@@ -420,6 +441,10 @@ def _detect(
         and "neutral" not in subjects  # exhortations, idioms: "never give up!"
         # "I haven't read that yet" / "I read a few of them": about what?
         and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(shared) < 2)
+        # "I'd never taken a class before" / "I've been dancing for a while": until then, or
+        # "I haven't performed yet": until now; no state the other side denies.
+        and not (a.polarity < 0 and set(a.words) & _UNTIL_THEN)
+        and not (b.polarity < 0 and "yet" in b.words)
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
         and (not about_a or not about_b or (reversal and len(about_a | about_b) <= 3))
@@ -440,8 +465,9 @@ def _detect(
         and not a.past
     ):
         return make("negation", 0.4 + 0.6 * similarity, f"'{opposite[0]}' and its opposite")
-    # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact.
-    if a.polarity == b.polarity and "neutral" not in subjects:
+    # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact;
+    # nor is what the speaker says of the one addressed ("You included X again").
+    if a.polarity == b.polarity and "neutral" not in subjects and "other:you" not in subjects:
         values = _value_change(a, b)
         if values is not None:
             return make(
@@ -449,7 +475,9 @@ def _detect(
                 0.4 + 0.6 * similarity,
                 f"'{' '.join(values[0])}' became '{' '.join(values[1])}'",
             )
-        slot = _changed_slot(a, b)
+        # "I just did the ride today" / "I actually took part in the ride today": an event told
+        # twice, not a state with a value.
+        slot = None if a.past and not set(a.words) & FUNCTIONAL else _changed_slot(a, b)
         if slot is not None:
             old_value, new_value = slot
             if a.head and a.head in {_stem(w) for w in old_value}:
