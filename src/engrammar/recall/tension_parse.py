@@ -166,7 +166,7 @@ _TENTATIVE = re.compile(
 
 def is_tentative(words: list[str]) -> bool:
     """Whether a sentence is a request, a plan, a consideration, a wish or a hedge ("I'm
-    considering the Asus and the Netgear", "I want to focus on stories for now", "Can you
+    considering the Sony and the Bose", "I want to focus on the newsletter for now", "Can you
     ..."): what the speaker asks or may do, not what is so."""
     return bool(_TENTATIVE.match(" ".join(words[leading(words) :])))
 

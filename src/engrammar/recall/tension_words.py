@@ -32,7 +32,7 @@ CHANGE = frozenset(
 NOT_A_CHANGE = {
     "fired": ("up",),
     "dropped": ("off", "by", "in"),
-    # "5 episodes left to watch", "it left me speechless", "I left for Tokyo" (a trip)
+    # "three chapters left to read", "it left me speechless", "I left for Rome" (a trip)
     "left": (*"over behind after in on at of with and but to for me us him her them you".split(),),
     "moved": ("by",),  # "moved by her paintings"
     "ended": ("up", "with", "in", "at", "on"),

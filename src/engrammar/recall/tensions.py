@@ -275,7 +275,7 @@ def _detect(
         subjects = ("self", "self")
     if not subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
         return None
-    # A request, plan or wish states no new fact ("I'm considering the Netgear", "I could
+    # A request, plan or wish states no new fact ("I'm considering the Bose", "I could
     # share ..."); one stated before is undone only by an explicit change of plan.
     if b.tentative:
         return None
