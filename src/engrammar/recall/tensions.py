@@ -16,7 +16,9 @@ thing; then three cues decide, each requiring the same subject (not "I" against 
   longer*, *now*, *new* ...) about something the older one states.
 
 Additive wording (*also*, *too*, *either*, *as well*) and an older statement that already
-speaks of the past (*used to*) rule a tension out. Messages are judged sentence by sentence
+speaks of the past (*used to*) rule a tension out. A request, plan, consideration or hedge ("I'm
+thinking of ...", "I'd like ...", "I could ...", "Can you ...") states no fact: it changes
+nothing, and one stated before is undone only by an explicit change of plan. Messages are judged sentence by sentence
 (questions, greetings and the name of the person addressed left out), and only statements of
 one speaker are compared: two people saying "I" are two subjects.
 """
