@@ -264,3 +264,51 @@ def test_a_question_about_a_span_that_reaches_now_ranks_what_is_current(
     )
     ranks = [m.id for m in real_mem.recall("Am I buying a house this year?", user_id="u").memories]
     assert ranks.index(new) < ranks.index(old)
+
+
+# In user <-> assistant chat a user asks, plans and weighs options: no statement of fact, so
+# nothing a later message changes (session 8, issue 15 item 3; written for this project).
+REQUESTS_AND_PLANS = [
+    ("I could send you my notes on the chapter.", "I'll send you my notes on the chapter."),
+    (
+        "I'm comparing the Sony WH-1000XM5 and the Bose QC45. Which has better battery life?",
+        "I'm thinking of getting earbuds instead. Can you tell me about the AirPods Pro?",
+    ),
+    ("I want to focus on the newsletter for now.", "I'd like to focus on the podcast now."),
+    ("I'm planning to repaint the kitchen.", "I'm wondering whether to repaint the bathroom."),
+    (
+        "Can you suggest a few recipes with lentils?",
+        "I've been cooking a lot of lentils lately, any new ideas?",
+    ),
+    ("I've read a few of her novels, but not all of them.", "I'll read the ones I haven't read."),
+]
+# Genuine changes worded as people say them in chat.
+CHAT_WORDED_CHANGES = [
+    ("I live in Chicago.", "By the way, I just moved to Denver."),
+    ("I take cow's milk in my coffee.", "I've switched to oat milk in my coffee."),
+    ("I'm vegan.", "I'm no longer vegan."),
+    ("I'm planning a trip to Peru in July.", "The Peru trip is off, flights cost too much."),
+]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("older", "newer"), REQUESTS_AND_PLANS)
+def test_requests_and_plans_are_not_tensions(
+    minilm: MiniLMEmbedder, older: str, newer: str
+) -> None:
+    a, b = minilm.embed([older, newer])
+    found = detect_tension(
+        Statement("a", older, 1.0, "user"), Statement("b", newer, 2.0, "user"), float(a @ b)
+    )
+    assert found is None, found
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("older", "newer"), CHAT_WORDED_CHANGES)
+def test_changes_worded_as_chat_are_found(minilm: MiniLMEmbedder, older: str, newer: str) -> None:
+    a, b = minilm.embed([older, newer])
+    found = detect_tension(
+        Statement("a", older, 1.0, "user"), Statement("b", newer, 2.0, "user"), float(a @ b)
+    )
+    assert found is not None, (older, newer, float(a @ b))
+    assert found.newer == "b"

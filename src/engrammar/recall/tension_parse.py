@@ -136,6 +136,39 @@ class Parsed:
     job_frame: bool  # states a job or its absence ("I work at ...", "I'm unemployed")
     job_change: bool  # announces a new job or leaving one ("I got hired", "I retired")
     names: set[str] = dataclasses.field(default_factory=set)  # see names_of
+    tentative: bool = False  # a request, plan, wish or hedge, not a statement of fact
+
+
+# What opens a request, a plan, a wish or a hedge (on lower-cased words, contractions split):
+# "I'm thinking of ...", "I'd like to ...", "I could ...", "Can you ...", "I like the idea".
+_TENTATIVE = re.compile(
+    r"^(?:(?:and|but|also|anyway|oh|then|so|well|by the way|actually|honestly|just) )*(?:"
+    r"(?:i|we) (?:am|are|was|were|have been|had been) (?:\w+ )?(?:thinking|considering|planning"
+    r"|looking|wondering|hoping|trying|leaning|curious|interested|open|eager|keen|debating"
+    r"|deciding|torn|unsure|not sure|weighing|exploring|researching|meaning|excited to)\b"
+    r"|(?:i|we) (?:\w+ )?(?:would|will|could|might|may|should|must|shall)\b"
+    r"|(?:i|we) (?:have|had) (?:always |long |never )?(?:wanted|wished|dreamed|meant)\b"
+    r"|(?:i|we) (?:\w+ )?(?:do not |did not )?(?:want|wanna|need|hope|wish|plan|intend|think"
+    r"|guess|suppose|believe"
+    r"|wonder|feel like|do not know|not sure)\b"
+    r"|(?:i|we) (?:\w+ )?(?:like|love|liked|loved) (?:the|that|this|those|these|your) (?:\w+ ){0,4}?"
+    r"(?:idea|ideas|sound|suggestion|suggestions|list|option|options|tips|recommendation"
+    r"|recommendations)\b"
+    r"|(?:can|could|would|will|may|should) (?:you|i|we)\b|please\b|help me\b|tell me\b"
+    r"|let me\b|let us\b|let 's\b|give me\b|show me\b|if\b|unless\b|maybe\b|perhaps\b"
+    r"|hopefully\b|probably\b"
+    # an instruction to the assistant: "Provide ...", "Write ...", "Act as ..."
+    r"|(?:provide|write|rewrite|give|list|explain|describe|summarize|summarise|translate"
+    r"|generate|create|act|suggest|recommend|include|remember|continue|answer|reply|imagine"
+    r"|pretend|compare|find|check|consider|keep|use|make sure|note)\b)"
+)
+
+
+def is_tentative(words: list[str]) -> bool:
+    """Whether a sentence is a request, a plan, a consideration, a wish or a hedge ("I'm
+    considering the Sony and the Bose", "I want to focus on the newsletter for now", "Can you
+    ..."): what the speaker asks or may do, not what is so."""
+    return bool(_TENTATIVE.match(" ".join(words[leading(words) :])))
 
 
 def split_words(text: str) -> tuple[list[str], set[str]]:
@@ -193,7 +226,9 @@ _PHRASES = re.compile(
 _OBJECT_WORDS = frozenset(
     "a an the my our your his her their it them that this those these".split()
 )
-_OPENING = [ph.split() for ph in ("change of plan", "change of plans", "update", "correction")]
+_OPENING = [
+    ph.split() for ph in ("change of plan", "change of plans", "update", "correction", "by the way")
+]
 
 
 def subject_of(words: list[str], text: str) -> str:
@@ -407,7 +442,15 @@ def parse(text: str) -> Parsed:
             and (i + 1 == len(words) or words[i + 1] not in NOT_A_CHANGE.get(w, ()))
             and not (i and words[i - 1] in DETERMINERS)  # "on the left", "a switch"
             # "I left the office late": a place left for the day
-            and not (w == "left" and set(words[i + 1 :]) & TIME_OF_DAY)
+            and not (
+                w == "left"
+                and (
+                    set(words[i + 1 :]) & TIME_OF_DAY
+                    or any(x in ("am", "pm") or x[:1].isdigit() for x in words[i + 1 : i + 5])
+                )
+            )
+            # "for now", "for a while now", "for five years now": how long, not a change
+            and not (w == "now" and "for" in words[max(0, i - 4) : i])
         ):
             changes.setdefault(w, i)
     for i, w in enumerate(words[:-1]):
@@ -424,7 +467,11 @@ def parse(text: str) -> Parsed:
         # "I speak Italian too"; not "too expensive".
         additive=any(
             w in ADDITIVE
-            and not (w == "too" and words[i + 1 : i + 2] and words[i + 1] not in STOP_WORDS)
+            and not (
+                w == "too"
+                and words[i + 1 : i + 2]
+                and (words[i + 1] not in STOP_WORDS or words[i + 1] in ("much", "many", "few"))
+            )
             for i, w in enumerate(words)
         )
         or "as well" in joined
@@ -441,6 +488,7 @@ def parse(text: str) -> Parsed:
         adjunct=adjunct_of(words, content),
         job_frame=bool(JOB_FRAME.search(joined)),
         job_change=bool(JOB_CHANGE.search(joined)),
+        tentative=is_tentative(words),
     )
     parsed.names = names_of(parsed)
     return parsed

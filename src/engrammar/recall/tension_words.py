@@ -32,7 +32,9 @@ CHANGE = frozenset(
 NOT_A_CHANGE = {
     "fired": ("up",),
     "dropped": ("off", "by", "in"),
-    "left": ("over", "behind", "after", "in", "on", "at", "of", "with", "and", "but"),
+    # "three chapters left to read", "it left me speechless", "I left for Rome" (a trip)
+    "left": (*"over behind after in on at of with and but to for me us him her them you".split(),),
+    "moved": ("by",),  # "moved by her paintings"
     "ended": ("up", "with", "in", "at", "on"),
     "stopped": ("by", "at", "in", "off", "over", "for"),
     "sold": ("out",),
@@ -281,6 +283,7 @@ NOT_CONTENT = (
     | LIGHT
     | {"really", "very", "new", "finally", "actually", "every", "mostly", "mainly", "honestly"}
     | {"seriously", "frankly", "basically", "literally", "totally", "completely", "entirely"}
+    | {"around", "roughly", "approximately", "nearly", "almost", "about", "some", "over"}
     | WHEN
 )
 # Words between a change word and what it changes ("I quit my job at St. Mary's").

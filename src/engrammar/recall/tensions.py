@@ -16,7 +16,9 @@ thing; then three cues decide, each requiring the same subject (not "I" against 
   longer*, *now*, *new* ...) about something the older one states.
 
 Additive wording (*also*, *too*, *either*, *as well*) and an older statement that already
-speaks of the past (*used to*) rule a tension out. Messages are judged sentence by sentence
+speaks of the past (*used to*) rule a tension out. A request, plan, consideration or hedge ("I'm
+thinking of ...", "I'd like ...", "I could ...", "Can you ...") states no fact: it changes
+nothing, and one stated before is undone only by an explicit change of plan. Messages are judged sentence by sentence
 (questions, greetings and the name of the person addressed left out), and only statements of
 one speaker are compared: two people saying "I" are two subjects.
 """
@@ -63,7 +65,7 @@ from .tension_words import (
     WEAK_CHANGE,
     WEAK_OVERLAP,
 )
-from .text import _stem
+from .text import STOP_WORDS, _stem
 
 __all__ = ["Statement", "agreed_side", "detect_tension", "find_tensions"]
 
@@ -92,6 +94,17 @@ _TRANSITIVE = frozenset(
     "replaced switched sold changed swapped upgraded traded dropped cancelled canceled deleted".split()
 )
 _DATED = frozenset("last yesterday ago".split())
+# Changes that undo a plan or a wish ("I'm planning a trip to Peru" / "The Peru trip is off").
+CANCELS = frozenset(
+    """cancelled canceled postponed rescheduled delayed scrapped shelved axed quit stopped
+    ended dropped instead""".split()
+) | frozenset(
+    p.strip()
+    for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
+    |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
+    |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
+    |on hold""".split("|")
+)
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset("now|these days|nowadays|lately|currently|become|became".split("|"))
 _EXCLUSIVE = frozenset("only mostly usually always every main favourite favorite go".split())
@@ -103,6 +116,13 @@ _WHEN_STEMS = frozenset(
     saturday saturdays sunday sundays""".split()
 )
 _FUNCTIONAL_STEMS = frozenset(_stem(w) for w in FUNCTIONAL)
+_DIGITS = {
+    w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten".split())
+}
+# A denial that says "until then": "I've never tried it before".
+_UNTIL_THEN = frozenset("before yet".split())
+# Lines from which a message is taken for a pasted document.
+_PASTED_LINES = 6
 
 
 @dataclass(frozen=True)
@@ -137,6 +157,9 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
         return None
     old = [v for k, v in a.values.items() if k not in b.values]
     new = [v for k, v in b.values.items() if k not in a.values]
+    # "two" / "2": the same number written otherwise.
+    if {_DIGITS.get(w, w) for _, w in old} == {_DIGITS.get(w, w) for _, w in new}:
+        return None
     types = {t for t, _ in old} & {t for t, _ in new}
     if not types:
         return None
@@ -165,6 +188,13 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
         return None
     if any(modifier_of(a, t) != modifier_of(b, t) for t in shared):
         return None
+    # Names alone ("I've been using Ibotta" / "I've been using my RedCard"): one of many
+    # things used, liked or compared, unless the frame holds one value or a change is said.
+    frame = set(a.words) & set(b.words)
+    if types == {"name"} and not (
+        frame & (FUNCTIONAL | COPULA | RESIDENCE) or b.changes.keys() - {"lately", "currently"}
+    ):
+        return None
     return [w for _, w in old], [w for _, w in new]
 
 
@@ -187,6 +217,11 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
 
 
+def _pasted(text: str) -> bool:
+    """Whether a message is a pasted document rather than something said: many lines."""
+    return sum(1 for line in text.splitlines() if line.strip()) >= _PASTED_LINES
+
+
 def detect_tension(
     older: Statement, newer: Statement, similarity: float, min_similarity: float = 0.3
 ) -> Tension | None:
@@ -197,6 +232,10 @@ def detect_tension(
     if newer.when < older.when:
         older, newer = newer, older
     if similarity < min_similarity or older.speaker != newer.speaker:
+        return None
+    # A pasted document, code or form ("act as ...:" and a profile page) is no one's
+    # statement about themselves.
+    if _pasted(older.text) or _pasted(newer.text):
         return None
     # Every cue needs shared content words, or a value on both sides (names, a status).
     whole_a, whole_b = parse(older.text), parse(newer.text)
@@ -237,6 +276,10 @@ def _detect(
     ):
         subjects = ("self", "self")
     if not subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
+        return None
+    # A request, plan or wish states no new fact ("I'm considering the Bose", "I could
+    # share ..."); one stated before is undone only by an explicit change of plan.
+    if b.tentative:
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
@@ -310,6 +353,10 @@ def _detect(
         announced = {c for c in announced if actor_of(b, b.changes[c]) in ("", "i", "we")}
     # "My gym ..." / "My new gym ...": a new one of what the older statement is about.
     weak = {c for c in announced if c in WEAK_CHANGE or (c.startswith("new ") and c[4:] != a.head)}
+    # "... waiting to hear back from the embassy" / "... waiting to hear back from the embassy
+    # now": the same content restated, nothing changed.
+    if announced == weak and not only_a and not only_b - b.adjunct:
+        announced = set()
     # "Now I'm gonna order some sushi" is a plan, not a new state.
     if announced == weak and (overlap < WEAK_OVERLAP or "neutral" in subjects or a.past or b.past):
         announced = set()
@@ -343,6 +390,11 @@ def _detect(
         set(b.stems[b.changes[c] + 1 : b.changes[c] + len(c.split()) + 3]) & shared_b
         for c in strong & ENDING
     )
+    # "I've been making overnight oats lately": a habit told, not a change (the present
+    # restated with another value is judged below, as a swap).
+    announced -= {"lately"}
+    if a.tentative:
+        announced &= CANCELS
     if (
         announced
         and same_attribute
@@ -350,6 +402,8 @@ def _detect(
     ):
         what = ", ".join(sorted(announced))
         return make("superseded", 0.5 + 0.5 * similarity, f"newer statement says '{what}'")
+    if a.tentative:
+        return None
     if status_change:
         return make("changed_value", 0.5 + 0.5 * similarity, "status changed")
     # A partner stated, then a break-up: "I have a boyfriend" / "We broke up".
@@ -389,6 +443,10 @@ def _detect(
         and "neutral" not in subjects  # exhortations, idioms: "never give up!"
         # "I haven't read that yet" / "I read a few of them": about what?
         and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(shared) < 2)
+        # "I'd never taken a class before" / "I've been dancing for a while": until then, or
+        # "I haven't performed yet": until now; no state the other side denies.
+        and not (a.polarity < 0 and set(a.words) & _UNTIL_THEN)
+        and not (b.polarity < 0 and "yet" in b.words)
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
         and (not about_a or not about_b or (reversal and len(about_a | about_b) <= 3))
@@ -409,8 +467,9 @@ def _detect(
         and not a.past
     ):
         return make("negation", 0.4 + 0.6 * similarity, f"'{opposite[0]}' and its opposite")
-    # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact.
-    if a.polarity == b.polarity and "neutral" not in subjects:
+    # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact;
+    # nor is what the speaker says of the one addressed ("You included X again").
+    if a.polarity == b.polarity and "neutral" not in subjects and "other:you" not in subjects:
         values = _value_change(a, b)
         if values is not None:
             return make(
@@ -418,13 +477,17 @@ def _detect(
                 0.4 + 0.6 * similarity,
                 f"'{' '.join(values[0])}' became '{' '.join(values[1])}'",
             )
-        slot = _changed_slot(a, b)
+        # "I just did the ride today" / "I actually took part in the ride today": an event told
+        # twice, not a state with a value.
+        slot = None if a.past and not set(a.words) & FUNCTIONAL else _changed_slot(a, b)
         if slot is not None:
             old_value, new_value = slot
             if a.head and a.head in {_stem(w) for w in old_value}:
                 return None  # "My favourite colour is blue" / "My car is blue": two subjects
             if set(old_value) <= VAGUE | DETERMINERS or set(new_value) <= VAGUE | DETERMINERS:
                 return None  # "make it work" / "make this studio work"
+            if set(old_value) <= STOP_WORDS and set(new_value) <= STOP_WORDS:
+                return None  # "I could share ..." / "I'll share ...": a modal, a tense
             frame = set(a.words) - set(old_value)
             vague = a.words[0] in VAGUE if a.words else True
             evaluative = any(w in EVALUATIVE for w in [*old_value, *new_value])
