@@ -298,6 +298,21 @@ def ranking(rows: list[dict[str, Any]], embedder: DiskCachedEmbedder, tmp: Path)
     return out
 
 
+def locomo_pairs(turns: list[dict[str, Any]], vecs: Any) -> list[tuple[int, int, float]]:
+    """``(earlier, later, cosine)`` for each LoCoMo turn against its 8 most similar earlier
+    turns of the same conversation at ``MIN_SIMILARITY`` or more, as ``add`` checks them."""
+    pairs: list[tuple[int, int, float]] = []
+    for sample in sorted({t["sample_id"] for t in turns}):
+        idx = [i for i, t in enumerate(turns) if t["sample_id"] == sample]
+        sims = vecs[idx] @ vecs[idx].T
+        for r, i in enumerate(idx):
+            earlier = [
+                (float(sims[r, c]), idx[c]) for c in range(r) if sims[r, c] >= MIN_SIMILARITY
+            ]
+            pairs += [(j, i, cos) for cos, j in sorted(earlier, reverse=True)[:8]]
+    return pairs
+
+
 def chat_false_alarms(
     data: Path, conversations: int, embedder: DiskCachedEmbedder
 ) -> dict[str, Any]:
@@ -307,28 +322,21 @@ def chat_false_alarms(
     vecs = embedder.embed([t["text"] for t in turns])
     flagged: list[str] = []
     calls, spent = 0, 0.0
-    for sample in sorted({t["sample_id"] for t in turns}):
-        idx = [i for i, t in enumerate(turns) if t["sample_id"] == sample]
-        sims = vecs[idx] @ vecs[idx].T
-        for r, i in enumerate(idx):
-            earlier = [
-                (float(sims[r, c]), idx[c]) for c in range(r) if sims[r, c] >= MIN_SIMILARITY
-            ]
-            for cos, j in sorted(earlier, reverse=True)[:8]:
-                a, b = turns[j], turns[i]
-                started = time.perf_counter()
-                found = detect_tension(
-                    Statement(str(j), a["text"], float(j), a["speaker"]),
-                    Statement(str(i), b["text"], float(i), b["speaker"]),
-                    cos,
-                    MIN_SIMILARITY,
-                )
-                spent += time.perf_counter() - started
-                calls += 1
-                if found is not None:
-                    # Turn ids only: LoCoMo's text is licensed evaluation data and stays
-                    # out of the project (the reader finds the turns by id in the dataset).
-                    flagged.append(f"{a['dia_id']} / {b['dia_id']} ({found.kind}): {found.reason}")
+    for j, i, cos in locomo_pairs(turns, vecs):
+        a, b = turns[j], turns[i]
+        started = time.perf_counter()
+        found = detect_tension(
+            Statement(str(j), a["text"], float(j), a["speaker"]),
+            Statement(str(i), b["text"], float(i), b["speaker"]),
+            cos,
+            MIN_SIMILARITY,
+        )
+        spent += time.perf_counter() - started
+        calls += 1
+        if found is not None:
+            # Turn ids only: LoCoMo's text is licensed evaluation data and stays out of the
+            # project (the reader finds the turns by id in the dataset).
+            flagged.append(f"{a['dia_id']} / {b['dia_id']} ({found.kind}): {found.reason}")
     return {
         "conversations": conversations,
         "turns": len(turns),

@@ -21,21 +21,13 @@ from _common import load_locomo, locomo_turns
 from _embcache import DiskCachedEmbedder
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.recall.tensions import Statement, detect_tension
-from tensions import LOCOMO, MIN_SIMILARITY
+from tensions import LOCOMO, MIN_SIMILARITY, locomo_pairs
 
 
 def main() -> None:
     turns = locomo_turns(load_locomo(LOCOMO)[:10])
     vecs = DiskCachedEmbedder(MiniLMEmbedder()).embed([t["text"] for t in turns])
-    pairs: list[tuple[int, int, float]] = []
-    for sample in sorted({t["sample_id"] for t in turns}):
-        idx = [i for i, t in enumerate(turns) if t["sample_id"] == sample]
-        sims = vecs[idx] @ vecs[idx].T
-        for r, i in enumerate(idx):
-            earlier = [
-                (float(sims[r, c]), idx[c]) for c in range(r) if sims[r, c] >= MIN_SIMILARITY
-            ]
-            pairs += [(j, i, cos) for cos, j in sorted(earlier, reverse=True)[:8]]
+    pairs = locomo_pairs(turns, vecs)
     stm = [Statement(str(k), t["text"], float(k), t["speaker"]) for k, t in enumerate(turns)]
     started = time.process_time()
     flagged = sum(
