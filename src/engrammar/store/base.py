@@ -238,6 +238,16 @@ class Store(Protocol):
         ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
         (0: none); ``knowledge``, whether it reads the scope's knowledge chunks."""
 
+    def adding(
+        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+    ) -> AbstractContextManager[None]:
+        """An add session of the calling thread: until the block ends the store may answer
+        the reads of one add in ``scope`` from what it read ahead (a server store, in two
+        round trips). Every answer equals the plain call's. What the caller will ask:
+        ``latest_memories(scope, 1)`` and the vectors of what it returns,
+        ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
+        records of the hits, and ``edge_counts`` of the memories those return."""
+
     # -- memories ------------------------------------------------------------------------------
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()

@@ -124,6 +124,8 @@ class Snapshot:
     windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
     #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
     no_feedback: bool = False
+    #: the probe found reply signals of the workspace at or after ``feedback_since``
+    signals: bool = False
 
 
 class PostgresReads:
@@ -133,7 +135,14 @@ class PostgresReads:
     _local: threading.local
 
     # provided by the store
-    def _read(self, what: str, fn: Callable[[Conn], Any], *, transaction: bool = False) -> Any:
+    def _read(
+        self,
+        what: str,
+        fn: Callable[[Conn], Any],
+        *,
+        transaction: bool = False,
+        pipeline: bool = False,
+    ) -> Any:
         raise NotImplementedError
 
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
@@ -462,6 +471,7 @@ class PostgresReads:
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
+        snap.signals = found is not None and bool(found[3])
         return hits
 
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:
@@ -484,6 +494,12 @@ class PostgresReads:
 
     def _empty_replies(self, scope: Scope, since: float) -> list[ReplyFacts] | None:
         return [] if self._no_feedback(scope, since) else None
+
+    def _signals_likely(self, scope: Scope) -> bool:
+        """Whether the session's probe found reply signals (so the query's vector is needed
+        whatever the scope's own signals turn out to be)."""
+        snap = self._snap(scope.workspace)
+        return snap is not None and snap.signals and snap.scope == scope
 
 
 def _no_decoder(raw: Any) -> Any:

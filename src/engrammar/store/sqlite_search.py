@@ -310,6 +310,13 @@ class SQLiteSearch(SQLStore):
         function calls needs none."""
         yield
 
+    @contextmanager
+    def adding(
+        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+    ) -> Iterator[None]:
+        """An add session (see :meth:`~.base.Store.adding`): none needed here either."""
+        yield
+
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
