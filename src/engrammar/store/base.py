@@ -228,7 +228,11 @@ class Store(Protocol):
         """Record the embedder on first use; raise ``EmbedderError`` if ``dim`` differs later."""
 
     def reading(
-        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
     ) -> AbstractContextManager[None]:
         """A read session of the calling thread: until the block ends the store may answer
         reads from what it read ahead (a server store answers a recall's dozen questions in
@@ -236,7 +240,9 @@ class Store(Protocol):
         are not seen by its reads of memories already read. What the caller will ask, so that
         it can be read ahead: ``feedback_since``, the oldest feedback record;
         ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
-        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks."""
+        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
+        ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
+        their neighbourhood is not read ahead)."""
 
     def adding(
         self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int

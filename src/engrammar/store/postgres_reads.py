@@ -126,6 +126,8 @@ class Snapshot:
     no_feedback: bool = False
     #: the probe found reply signals of the workspace at or after ``feedback_since``
     signals: bool = False
+    #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
+    neighbourhood: bool = True
 
 
 class PostgresReads:
@@ -158,14 +160,23 @@ class PostgresReads:
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
     def reading(
-        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
     ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~.base.Store.reading` for the arguments)."""
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
-        snap = Snapshot(feedback_since, preferences=preferences, knowledge=knowledge)
+        snap = Snapshot(
+            feedback_since,
+            preferences=preferences,
+            knowledge=knowledge,
+            neighbourhood=neighbourhood,
+        )
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap
         try:

@@ -29,7 +29,7 @@ from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_ingest import PostgresIngest
-from .postgres_reads import M_COLUMNS, PostgresReads
+from .postgres_reads import M_COLUMNS, PostgresReads, Snapshot
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
@@ -324,6 +324,8 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         if k <= 0:
             return []
         snap = self._snap()
+        if snap is not None and not snap.neighbourhood and snap.scope in (None, scope):
+            return self._hits_with_rows(snap, scope, query, k, where)
         if snap is not None and not snap.prefetched and snap.scope in (None, scope):
             snap.scope = scope
             own_f, own_args = pg_filter_where(where, "", "vf")
@@ -339,6 +341,28 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             return [(r[0], float(r[1])) for r in conn.execute(sql, args)]
 
         return self._read("search", run, transaction=ef is not None)
+
+    def _hits_with_rows(
+        self, snap: Snapshot, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None
+    ) -> list[tuple[str, float]]:
+        """Vector search in a session without the neighbourhood: the hits come with their
+        records and vectors (what a search reads next), in one exchange."""
+        snap.scope = scope
+        sql, args, ef = self._vector_query(scope, query, k, where)
+        sql = (
+            f"SELECT s.id, s.similarity, {M_COLUMNS}, m.embedding FROM ({sql}) s "
+            "CROSS JOIN LATERAL (SELECT * FROM memories WHERE workspace = %(ws)s "
+            "AND id = s.id OFFSET 0) m ORDER BY s.distance, s.id"
+        )
+
+        def run(conn: Conn) -> list[Any]:
+            if ef is not None:
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            return conn.cursor(binary=True).execute(sql, args).fetchall()
+
+        rows = self._read("search", run, transaction=ef is not None)
+        self._keep_rows(snap, rows, 2)
+        return [(r[0], float(r[1])) for r in rows]
 
     def _vector_query(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None

@@ -304,7 +304,11 @@ class SQLiteSearch(SQLStore):
 
     @contextmanager
     def reading(
-        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
     ) -> Iterator[None]:
         """A read session (see :meth:`~.base.Store.reading`); a store whose reads are
         function calls needs none."""
