@@ -323,8 +323,8 @@ class PostgresReads:
         self, workspace: str, ids: Sequence[str], min_weight: float, kind: str | None
     ) -> list[Edge] | None:
         snap = self._snap(workspace)
-        if snap is None or snap.scope is None:
-            return None
+        if snap is None or snap.scope is None or not snap.neighbourhood:
+            return None  # without a walk the plain read is the lighter one
         wanted = list(dict.fromkeys(ids))
         missing = [i for i in wanted if i not in snap.out_edges]
         if missing:
