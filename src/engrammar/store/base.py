@@ -565,6 +565,21 @@ class Store(Protocol):
         feedback costs no query embedding. The cost follows the matching recalls, not the
         signals stored: the recalls' query vectors are searched first."""
 
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        """Everything the learned ranking reads, in one call: ``learning_facts(scope,
+        memory_ids, since, limit)`` and ``reply_facts(scope, context, context_min, since,
+        reply_limit, witnesses)`` with the recalls the ratings were given on as witnesses
+        (a server store sends them together)."""
+
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:
         """Persist a new key record; ``ConflictError`` if ``key_id`` exists."""

@@ -124,7 +124,7 @@ class Snapshot:
     windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
     #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
     no_feedback: bool = False
-    #: the probe found reply signals of the workspace at or after ``feedback_since``
+    #: the probe found reply signals of the scope's user at or after ``feedback_since``
     signals: bool = False
     #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
     neighbourhood: bool = True
@@ -507,8 +507,8 @@ class PostgresReads:
         return [] if self._no_feedback(scope, since) else None
 
     def _signals_likely(self, scope: Scope) -> bool:
-        """Whether the session's probe found reply signals (so the query's vector is needed
-        whatever the scope's own signals turn out to be)."""
+        """Whether the session's probe found reply signals of the scope's user (those
+        ``reply_facts`` matches against the query's vector)."""
         snap = self._snap(scope.workspace)
         return snap is not None and snap.signals and snap.scope == scope
 
@@ -550,5 +550,6 @@ _PROBE = """
       EXISTS (SELECT 1 FROM memory_ratings WHERE workspace = %(ws)s
               AND created_at >= %(since)s),
       EXISTS (SELECT 1 FROM reply_signals WHERE workspace = %(ws)s
+              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
               AND created_at >= %(since)s)
 """

@@ -29,7 +29,7 @@ from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_ingest import PostgresIngest
-from .postgres_reads import M_COLUMNS, PostgresReads, Snapshot
+from .postgres_reads import M_COLUMNS, PostgresReads
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
@@ -324,9 +324,8 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         if k <= 0:
             return []
         snap = self._snap()
-        if snap is not None and not snap.neighbourhood and snap.scope in (None, scope):
-            return self._hits_with_rows(snap, scope, query, k, where)
-        if snap is not None and not snap.prefetched and snap.scope in (None, scope):
+        ahead = snap is not None and snap.neighbourhood and not snap.prefetched
+        if snap is not None and ahead and snap.scope in (None, scope):
             snap.scope = scope
             own_f, own_args = pg_filter_where(where, "", "vf")
             chunk_f, chunk_args = pg_filter_where(where, "m", "cf")
@@ -341,28 +340,6 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             return [(r[0], float(r[1])) for r in conn.execute(sql, args)]
 
         return self._read("search", run, transaction=ef is not None)
-
-    def _hits_with_rows(
-        self, snap: Snapshot, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None
-    ) -> list[tuple[str, float]]:
-        """Vector search in a session without the neighbourhood: the hits come with their
-        records and vectors (what a search reads next), in one exchange."""
-        snap.scope = scope
-        sql, args, ef = self._vector_query(scope, query, k, where)
-        sql = (
-            f"SELECT s.id, s.similarity, {M_COLUMNS}, m.embedding FROM ({sql}) s "
-            "CROSS JOIN LATERAL (SELECT * FROM memories WHERE workspace = %(ws)s "
-            "AND id = s.id OFFSET 0) m ORDER BY s.distance, s.id"
-        )
-
-        def run(conn: Conn) -> list[Any]:
-            if ef is not None:
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            return conn.cursor(binary=True).execute(sql, args).fetchall()
-
-        rows = self._read("search", run, transaction=ef is not None)
-        self._keep_rows(snap, rows, 2)
-        return [(r[0], float(r[1])) for r in rows]
 
     def _vector_query(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
@@ -683,36 +660,112 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
 
         def together(conn: Conn) -> list[Any]:
-            # The session's probe found signals, so the query's vector is wanted anyway: the
+            # The session's probe found the user's signals (the query's vector is wanted): the
             # matching recalls and their signals in one statement (one round trip).
-            rows = (
-                conn.cursor(binary=True)
-                .execute(
-                    f"WITH matched AS MATERIALIZED (SELECT recall_id {scoped} "
-                    "AND context_embedding <=> %b <= %s "
-                    "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s) "
-                    "SELECT s.*, s.recall_id IN (SELECT recall_id FROM matched) FROM ("
-                    + signals.replace(
-                        "{recalls}", "ARRAY(SELECT recall_id FROM matched) || %s::text[]"
-                    )
-                    + ") s",
-                    [*matching(), limit, scope.workspace, witness_recalls, since, *params],
-                )
-                .fetchall()
+            sql, args = self._replies_statement(
+                scope, since, context(), context_min, limit, "%s::text[]", [witness_recalls]
             )
+            rows = conn.cursor(binary=True).execute(sql, args).fetchall()
             return [r[:6] for r in rows if r[6] or (r[1], r[0]) in wanted_pairs]
 
         if self._signals_likely(scope):
             rows = self._read("reading reply signals", together)
         else:
             rows = self._read("reading reply signals", run, transaction=True)
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for memory_id, recall_id, value, created_at, vector, source in rows:
-            if (recall_id, memory_id) not in seen:
-                seen.add((recall_id, memory_id))
-                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector, source))
-        return out
+        return _reply_facts(rows)
+
+    def _replies_statement(
+        self,
+        scope: Scope,
+        since: float,
+        context: np.ndarray | None,
+        context_min: float,
+        limit: int,
+        witnesses: str,
+        witness_args: list[Any],
+    ) -> tuple[str, list[Any]]:
+        """One statement for ``reply_facts``: the signals of the recalls whose query matches
+        ``context`` (none without it) and of the recalls ``witnesses`` (an array expression
+        with ``witness_args``) gives, with a last column saying whether the recall matched."""
+        where, params = pg_scope_where(scope, "m")
+        user_clause, user_params = "", []
+        if scope.user_id is not None:
+            user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
+        if context is None:
+            matched, matched_args = "SELECT NULL::text AS recall_id WHERE false", []
+        else:
+            matched = (
+                f"SELECT recall_id FROM reply_signals WHERE workspace = %s{user_clause} "
+                "AND created_at >= %s AND context_embedding <=> %b <= %s "
+                "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s"
+            )
+            matched_args = [scope.workspace, *user_params, since, Vector(context),
+                            1.0 - context_min, limit]  # fmt: skip
+        sql = (
+            f"WITH matched AS MATERIALIZED ({matched}) "
+            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
+            "r.source, r.recall_id IN (SELECT recall_id FROM matched) "
+            "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
+            "AND m.id = r.memory_id AND m.status = 'active' WHERE r.workspace = %s "
+            f"AND r.recall_id = ANY(ARRAY(SELECT recall_id FROM matched) || {witnesses}) "
+            f"AND r.created_at >= %s AND {where}"
+        )
+        return sql, [*matched_args, scope.workspace, *witness_args, since, *params]
+
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        if self._no_feedback(scope, since):
+            return [], [], [], []
+        snap = self._snap(scope.workspace)
+        if snap is None or snap.scope != scope or snap.feedback_since is None:
+            return super().learning_reads(
+                scope, memory_ids, since, limit, context, context_min, reply_limit
+            )
+        # In a session the probe tells whether the user has reply signals: the feedback
+        # records and the signals (witnesses: the recalls the ratings were given on) in one
+        # pipelined read-only transaction.
+        send = self._learning_reader(scope, memory_ids, since, limit)
+        sql, args = self._replies_statement(
+            scope,
+            since,
+            context() if self._signals_likely(scope) else None,
+            context_min,
+            reply_limit,
+            "ARRAY(SELECT recall_id FROM memory_ratings WHERE workspace = %s "
+            "AND memory_id = ANY(%s) AND created_at >= %s AND recall_id IS NOT NULL)",
+            [scope.workspace, list(dict.fromkeys(memory_ids)), since],
+        )
+
+        def together(conn: Conn) -> Callable[[], tuple[Any, list[Any]]]:
+            facts = send(conn)
+            cur = conn.cursor(binary=True)
+            cur.execute(sql, args)
+            return lambda: (facts(), cur.fetchall())
+
+        (events, pairs, ratings), rows = self._read_together("reading feedback", together)
+        wanted = {(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None}
+        kept = [r[:6] for r in rows if r[6] or (r[1], r[0]) in wanted]
+        return events, pairs, ratings, _reply_facts(kept)
+
+
+def _reply_facts(rows: Sequence[Sequence[Any]]) -> list[ReplyFacts]:
+    """Reply facts from rows ``memory_id, recall_id, value, created_at, context, source``,
+    each (recall, memory) once."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for memory_id, recall_id, value, created_at, vector, source in rows:
+        if (recall_id, memory_id) not in seen:
+            seen.add((recall_id, memory_id))
+            out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector, source))
+    return out
 
 
 def redact_url(url: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ..errors import ConflictError, NotFoundError, StoreError
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
 from ..models import (
     DecisionReview,
     FeedbackEvent,
@@ -27,6 +27,7 @@ from .tables import EVENT_COLUMNS, FEEDBACK_TABLES
 __all__ = ["SQLRecords"]
 
 T = TypeVar("T")
+Facts = tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]
 
 
 class SQLRecords:
@@ -184,6 +185,45 @@ class SQLRecords:
         since: float | None = None,
         limit: int | None = None,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        return self._read_together(
+            "reading feedback", self._learning_reader(scope, memory_ids, since, limit)
+        )
+
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        events, pairs, ratings = self.learning_facts(scope, memory_ids, since, limit)
+        witnesses = [(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None]
+        replies = self.reply_facts(scope, context, context_min, since, reply_limit, witnesses)
+        return events, pairs, ratings, replies
+
+    def reply_facts(
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
+    ) -> list[ReplyFacts]:
+        raise NotImplementedError
+
+    def _learning_reader(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None,
+        limit: int | None,
+    ) -> Callable[[Any], Callable[[], Facts]]:
+        """``learning_facts`` as a ``_read_together`` sender: it executes every statement
+        and returns the function that reads their answers."""
         user_clause = ""
         params: list[Any] = [scope.workspace]
         if scope.user_id is not None:
@@ -208,8 +248,6 @@ class SQLRecords:
             "AND r.event_id = e.id AND r.created_at >= ?)) ORDER BY seq DESC LIMIT ?"
         )
         event_params = [*params, start, start, newest]
-
-        Facts = tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]
 
         def send(conn: Any) -> Callable[[], Facts]:
             event_rows = self._cursor(conn).execute(
@@ -300,7 +338,7 @@ class SQLRecords:
             ]
             return list(events.values()), pairs, ratings
 
-        return self._read_together("reading feedback", send)
+        return send
 
     # -- feedback records ----------------------------------------------------------------------
     def _get_event(self, conn: Any, workspace: str, event_id: str) -> FeedbackEvent:
