@@ -579,15 +579,25 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                 params.append((workspace, src, dst, edge.kind, edge.weight, when))
         # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
         params.sort(key=lambda p: (p[1], p[2], p[3]))
-        if params:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
-                    "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
-                    "SET weight = greatest(e.weight, excluded.weight), "
-                    "updated_at = excluded.updated_at",
-                    params,
-                )
+        # One statement: an edge named twice goes in once, with the greater weight and the
+        # later time (what inserting them one after the other leaves).
+        merged: dict[tuple[str, str, str], tuple[float, float]] = {}
+        for _, src, dst, kind, weight, when in params:
+            before = merged.get((src, dst, kind))
+            merged[(src, dst, kind)] = (weight if before is None else max(before[0], weight), when)
+        if merged:
+            conn.execute(
+                "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
+                "SELECT %s, v.src, v.dst, v.kind, v.weight, v.at FROM unnest(%s::text[], "
+                "%s::text[], %s::text[], %s::float8[], %s::float8[]) WITH ORDINALITY "
+                "AS v(src, dst, kind, weight, at, n) ORDER BY v.n "
+                "ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
+                "SET weight = greatest(e.weight, excluded.weight), "
+                "updated_at = excluded.updated_at",
+                (workspace, [k[0] for k in merged], [k[1] for k in merged],
+                 [k[2] for k in merged], [float(w) for w, _ in merged.values()],
+                 [float(t) for _, t in merged.values()]),
+            )  # fmt: skip
 
     def update_memory(
         self,

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 import psycopg
 
 from ..models import Edge
@@ -63,28 +64,7 @@ class PostgresEdges:
                 )
             changed: list[Edge] = []
             if reply_signals:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
-                        "recall_id, memory_id, value, alignment, context_embedding, created_at, "
-                        "source) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-                        [
-                            (
-                                r.workspace,
-                                r.user_id,
-                                r.agent_id,
-                                r.session_id,
-                                r.recall_id,
-                                r.memory_id,
-                                r.value,
-                                r.alignment,
-                                Vector(r.context_embedding),
-                                r.created_at,
-                                r.source,
-                            )
-                            for r in reply_signals
-                        ],
-                    )
+                _insert_signals(conn, reply_signals)
             locked = None
             if ordered:
                 # One statement locks every edge, in one global order (ORDER BY under FOR
@@ -125,15 +105,64 @@ class PostgresEdges:
                      list(final.values()), workspace),
                 )  # fmt: skip
             if logged:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
-                        "recall_id, at, before) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                        logged,
-                    )
+                # One statement (rows in order, as the log's sequence numbers follow it).
+                conn.execute(
+                    "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                    "recall_id, at, before) SELECT %s, c.src, c.dst, c.kind, c.delta, c.weight, "
+                    "%s, %s, c.before FROM unnest(%s::text[], %s::text[], %s::text[], "
+                    "%s::float8[], %s::float8[], %s::float8[]) WITH ORDINALITY "
+                    "AS c(src, dst, kind, delta, weight, before, n) ORDER BY c.n",
+                    (workspace, consume_recall, now, *(list(col) for col in zip(*[
+                        (src, dst, kind, float(delta), float(after), float(before))
+                        for _, src, dst, kind, delta, after, _, _, before in logged
+                    ], strict=True))),
+                )  # fmt: skip
             return changed
 
         try:
             return self._tx("edge update", run, pipeline=True)
         except _Consumed:
             return None
+
+
+def _insert_signals(conn: Conn, signals: Sequence[ReplySignal]) -> None:
+    """Insert reply signals (a duplicate (recall, memory) is left out): one statement when
+    they share their context vector (one feedback call's all do), else one per signal."""
+    context = signals[0].context_embedding
+    if not all(np.array_equal(r.context_embedding, context) for r in signals):
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                "recall_id, memory_id, value, alignment, context_embedding, created_at, "
+                "source) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+                [
+                    (r.workspace, r.user_id, r.agent_id, r.session_id, r.recall_id,
+                     r.memory_id, r.value, r.alignment, Vector(r.context_embedding),
+                     r.created_at, r.source)
+                    for r in signals
+                ],
+            )  # fmt: skip
+        return
+    columns = [
+        [r.workspace for r in signals],
+        [r.user_id for r in signals],
+        [r.agent_id for r in signals],
+        [r.session_id for r in signals],
+        [r.recall_id for r in signals],
+        [r.memory_id for r in signals],
+        [float(r.value) for r in signals],
+        [float(r.alignment) for r in signals],
+        [float(r.created_at) for r in signals],
+        [r.source for r in signals],
+    ]
+    conn.execute(
+        "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, recall_id, "
+        "memory_id, value, alignment, context_embedding, created_at, source) "
+        "SELECT s.workspace, s.user_id, s.agent_id, s.session_id, s.recall_id, s.memory_id, "
+        "s.value, s.alignment, %b, s.created_at, s.source FROM unnest(%s::text[], %s::text[], "
+        "%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::float8[], "
+        "%s::float8[], %s::text[]) WITH ORDINALITY AS s(workspace, user_id, agent_id, "
+        "session_id, recall_id, memory_id, value, alignment, created_at, source, n) "
+        "ORDER BY s.n ON CONFLICT DO NOTHING",
+        [Vector(context), *columns],
+    )
