@@ -126,6 +126,8 @@ class Snapshot:
     no_feedback: bool = False
     #: the probe found reply signals of the scope's user at or after ``feedback_since``
     signals: bool = False
+    #: the probe found events, preference pairs, ratings at or after ``feedback_since``
+    found: tuple[bool, bool, bool] = (True, True, True)
     #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
     neighbourhood: bool = True
 
@@ -483,6 +485,8 @@ class PostgresReads:
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
         snap.signals = found is not None and bool(found[3])
+        if found is not None:
+            snap.found = (bool(found[0]), bool(found[1]), bool(found[2]))
         return hits
 
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:

@@ -725,14 +725,25 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         if self._no_feedback(scope, since):
             return [], [], [], []
         snap = self._snap(scope.workspace)
-        if snap is None or snap.scope != scope or snap.feedback_since is None:
+        if (
+            snap is None
+            or snap.scope != scope
+            or snap.feedback_since is None
+            or since < snap.feedback_since
+        ):
             return super().learning_reads(
                 scope, memory_ids, since, limit, context, context_min, reply_limit
             )
         # In a session the probe tells whether the user has reply signals: the feedback
         # records and the signals (witnesses: the recalls the ratings were given on) in one
         # pipelined read-only transaction.
-        send = self._learning_reader(scope, memory_ids, since, limit)
+        # Only what the probe found any of: no statement for a kind of record there is none of.
+        found = snap.found
+        send = self._learning_reader(scope, memory_ids, since, limit, found)
+        if not (found[2] or self._signals_likely(scope)):
+            # No ratings (so no witnesses) and no signals of the user: no reply signal counts.
+            facts = self._read_together("reading feedback", send)
+            return (*facts, [])
         sql, args = self._replies_statement(
             scope,
             since,

@@ -221,9 +221,11 @@ class SQLRecords:
         memory_ids: Sequence[str],
         since: float | None,
         limit: int | None,
+        parts: tuple[bool, bool, bool] = (True, True, True),
     ) -> Callable[[Any], Callable[[], Facts]]:
         """``learning_facts`` as a ``_read_together`` sender: it executes every statement
-        and returns the function that reads their answers."""
+        and returns the function that reads their answers. ``parts``: whether to read the
+        events, the pairs, the ratings (the caller knows there are none of the others)."""
         user_clause = ""
         params: list[Any] = [scope.workspace]
         if scope.user_id is not None:
@@ -240,7 +242,7 @@ class SQLRecords:
 
         # The newest events of the scope in the horizon (or reviewed in it); their answers and
         # reviews are read by the same condition, so that no statement waits for another's
-        # answer (a server store sends them all at once: see ``_run``'s ``pipelined``).
+        # answer (a server store sends them all at once: see ``_read_together``).
         newest_events = (
             "SELECT * FROM feedback_events e "
             f"WHERE workspace = ?{user_clause} AND (created_at >= ? OR EXISTS "
@@ -249,7 +251,28 @@ class SQLRecords:
         )
         event_params = [*params, start, start, newest]
 
+        with_events, with_pairs, with_ratings = parts
+
         def send(conn: Any) -> Callable[[], Facts]:
+            if not with_events:
+                event_rows = links = reviews = None
+            else:
+                event_rows, links, reviews = send_events(conn)
+            pair_rows = send_pairs(conn) if with_pairs else None
+            rating_rows = [
+                self._cursor(conn).execute(
+                    q(
+                        "SELECT id, memory_id, verdict, weight, created_at, "
+                        "context_embedding, recall_id, source FROM memory_ratings WHERE "
+                        f"workspace = ? AND {cond} AND created_at >= ?{order}"
+                    ),
+                    [scope.workspace, *chunk, start],
+                )
+                for cond, chunk in (in_list("memory_id", ids) if with_ratings else ())
+            ]
+            return lambda: read(event_rows, links, reviews, pair_rows, rating_rows)
+
+        def send_events(conn: Any) -> tuple[Any, Any, Any]:
             event_rows = self._cursor(conn).execute(
                 q(
                     "SELECT id, state, reason, created_at, context_embedding, "
@@ -276,7 +299,10 @@ class SQLRecords:
                 ),
                 [scope.workspace, *event_params],
             )
-            pair_rows = self._cursor(conn).execute(
+            return event_rows, links, reviews
+
+        def send_pairs(conn: Any) -> Any:
+            return self._cursor(conn).execute(
                 q(
                     "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
                     "rejected_embedding, memory_id, accepted_output, rejected_output, source "
@@ -286,24 +312,12 @@ class SQLRecords:
                 ),
                 [*params, start, newest],
             )
-            rating_rows = [
-                self._cursor(conn).execute(
-                    q(
-                        "SELECT id, memory_id, verdict, weight, created_at, "
-                        "context_embedding, recall_id, source FROM memory_ratings WHERE "
-                        f"workspace = ? AND {cond} AND created_at >= ?{order}"
-                    ),
-                    [scope.workspace, *chunk, start],
-                )
-                for cond, chunk in in_list("memory_id", ids)
-            ]
-            return lambda: read(event_rows, links, reviews, pair_rows, rating_rows)
 
         def read(
             event_rows: Any, links: Any, reviews: Any, pair_rows: Any, rating_rows: Any
         ) -> Facts:
             events: dict[str, EventFacts] = {}
-            for r in event_rows.fetchall():
+            for r in event_rows.fetchall() if event_rows is not None else ():
                 events[r[0]] = EventFacts(
                     event_id=r[0],
                     state=r[1],
@@ -317,17 +331,17 @@ class SQLRecords:
                     corrected=r[8],
                     source=r[9],
                 )
-            for event_id, answer, memory_id in links.fetchall():
+            for event_id, answer, memory_id in links.fetchall() if links is not None else ():
                 if event_id in events:
                     events[event_id].answers[answer] = memory_id
-            for r in reviews.fetchall():
+            for r in reviews.fetchall() if reviews is not None else ():
                 if r[0] in events:
                     events[r[0]].reviews.append(
                         ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7], r[8])
                     )
             pairs = [
                 PairFacts(r[0], r[1], r[2], vec(r[3]), vec(r[4]), vec(r[5]), r[6], r[7], r[8], r[9])
-                for r in pair_rows.fetchall()
+                for r in (pair_rows.fetchall() if pair_rows is not None else ())
             ]
             ratings = [
                 RatingFacts(
