@@ -32,6 +32,14 @@ def apply_feedback(
 ) -> dict[str, Any]:
     """The MemWire rule on the scope's last unconsumed recall (or ``recall_id``), once; and
     the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
+    # One read session (without a graph walk): what two steps both read is read once.
+    with engine.store.reading(neighbourhood=False):
+        return _apply(engine, scope, reply, recall_id, source)
+
+
+def _apply(
+    engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None
+) -> dict[str, Any]:
     store, config = engine.store, engine.config
     record = store.get_recall(scope, recall_id)
     if record is None:
@@ -44,7 +52,9 @@ def apply_feedback(
     tensions = record.tensions
     nodes = {n for p in record.paths for n in p["nodes"]}
     nodes |= {t["a"] for t in tensions} | {t["b"] for t in tensions}
-    vectors = store.vectors(record.workspace, sorted(nodes))
+    # The recalled memories' vectors too: the reply's signals weigh the ones it left.
+    read = store.vectors(record.workspace, sorted(nodes | set(record.memory_ids)))
+    vectors = {i: v for i, v in read.items() if i in nodes}
     deltas, report = alignment_deltas(
         record.paths,
         vectors,

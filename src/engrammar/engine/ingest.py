@@ -43,6 +43,15 @@ def add(
 ) -> list[str]:
     """Store checked messages in ``scope``; the ids in order (a duplicate's stored id, unless
     ``dedup`` is off: then every message is a memory of its own)."""
+    # The reads of the add announced, so that a server store answers them in few round trips.
+    batch_terms = sorted({t for m in messages for t in terms(m.content)})
+    with engine.store.adding(
+        scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory
+    ):
+        return _add(engine, scope, messages, dedup)
+
+
+def _add(engine: Engine, scope: Scope, messages: Sequence[Message], dedup: bool) -> list[str]:
     # The session's latest memory, read once for the three steps that look at it.
     tail: list[MemoryRecord] | None = None
 

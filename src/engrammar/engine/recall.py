@@ -527,9 +527,6 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
     now = time.time()
     since = _feedback_since(engine, now)
     ids = [i.id for i in items]
-    events, pairs, ratings = store.learning_facts(
-        scope, ids, since=since, limit=cfg.feedback_records_limit
-    )
     query_vec: list[np.ndarray] = []
 
     def context() -> np.ndarray:
@@ -540,13 +537,14 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
 
     # Reply signals count only for a matching query (and as witnesses of ratings given
     # on their recall), so the store searches the recalls' queries before reading any.
-    replies = store.reply_facts(
+    events, pairs, ratings, replies = store.learning_reads(
         scope,
+        ids,
+        since,
+        cfg.feedback_records_limit,
         context,
         cfg.feedback_reply_context_min,
-        since,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
-        witnesses=[(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None],
     )
     extra = learned_term_signals(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):

@@ -228,7 +228,11 @@ class Store(Protocol):
         """Record the embedder on first use; raise ``EmbedderError`` if ``dim`` differs later."""
 
     def reading(
-        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
     ) -> AbstractContextManager[None]:
         """A read session of the calling thread: until the block ends the store may answer
         reads from what it read ahead (a server store answers a recall's dozen questions in
@@ -236,7 +240,19 @@ class Store(Protocol):
         are not seen by its reads of memories already read. What the caller will ask, so that
         it can be read ahead: ``feedback_since``, the oldest feedback record;
         ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
-        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks."""
+        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
+        ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
+        their neighbourhood is not read ahead)."""
+
+    def adding(
+        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+    ) -> AbstractContextManager[None]:
+        """An add session of the calling thread: until the block ends the store may answer
+        the reads of one add in ``scope`` from what it read ahead (a server store, in two
+        round trips). Every answer equals the plain call's. What the caller will ask:
+        ``latest_memories(scope, 1)`` and the vectors of what it returns,
+        ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
+        records of the hits, and ``edge_counts`` of the memories those return."""
 
     # -- memories ------------------------------------------------------------------------------
     def add_memories(
@@ -548,6 +564,21 @@ class Store(Protocol):
         ``context`` is called only if the scope has such recalls at all: a scope without
         feedback costs no query embedding. The cost follows the matching recalls, not the
         signals stored: the recalls' query vectors are searched first."""
+
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        """Everything the learned ranking reads, in one call: ``learning_facts(scope,
+        memory_ids, since, limit)`` and ``reply_facts(scope, context, context_min, since,
+        reply_limit, witnesses)`` with the recalls the ratings were given on as witnesses
+        (a server store sends them together)."""
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:

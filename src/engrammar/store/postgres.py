@@ -35,9 +35,10 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError
-from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector, EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal
+from ..models import MemoryRecord, Scope
+from .base import ChunkVector, NewEdge, NewMemory, RecallRecord
 from .postgres_copy import PostgresCopy
+from .postgres_edges import PostgresEdges
 from .postgres_migrations import MIGRATIONS
 from .postgres_replicas import Replicas, lsn
 from .postgres_search import (
@@ -69,7 +70,7 @@ _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
 
-class PostgresStore(PostgresSearch, PostgresCopy):
+class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
@@ -205,9 +206,12 @@ class PostgresStore(PostgresSearch, PostgresCopy):
         transaction: bool = True,
         idempotent: bool = False,
         attempts: int = 4,
+        pipeline: bool = False,
     ) -> T:
         """Run ``fn`` on a pooled connection, in one transaction unless ``transaction`` is false
-        (``fn`` then runs a single statement, atomic by itself, or only reads).
+        (``fn`` then runs a single statement, atomic by itself, or only reads). ``pipeline``:
+        the transaction runs in pipeline mode, BEGIN included, so that statements ``fn`` sends
+        before it first reads a result, and the rest with COMMIT, travel together.
 
         Retried: a transaction that lost a deadlock or a serialization conflict; and a call that
         met a connection the server had closed (restart, failover), when ``fn`` only reads or
@@ -221,6 +225,10 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                     held.append(conn)
                     if not transaction:
                         out = fn(conn)
+                    elif pipeline:
+                        with conn.pipeline(), conn.transaction():
+                            began = True
+                            out = fn(conn)
                     else:
                         with conn.transaction():
                             began = True
@@ -243,9 +251,17 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                 raise StoreError(f"{what} failed: {exc}") from exc
         raise AssertionError("unreachable")
 
-    def _read(self, what: str, fn: Callable[[Conn], T], *, transaction: bool = False) -> T:
+    def _read(
+        self,
+        what: str,
+        fn: Callable[[Conn], T],
+        *,
+        transaction: bool = False,
+        pipeline: bool = False,
+    ) -> T:
         """A read: on a replica when one is up and has replayed this process's writes, else
-        on the primary (see :mod:`.postgres_replicas`)."""
+        on the primary (see :mod:`.postgres_replicas`). ``transaction``, ``pipeline``: as
+        for :meth:`_tx`."""
         if self._replicas and not getattr(self._local, "primary", False):
             if self._closed:
                 raise StoreError("the store is closed")
@@ -253,6 +269,9 @@ class PostgresStore(PostgresSearch, PostgresCopy):
             def run(conn: Conn) -> T:
                 if not transaction:
                     return fn(conn)
+                if pipeline:
+                    with conn.pipeline(), conn.transaction():
+                        return fn(conn)
                 with conn.transaction():
                     return fn(conn)
 
@@ -260,7 +279,7 @@ class PostgresStore(PostgresSearch, PostgresCopy):
             if served:
                 return out  # type: ignore[return-value]
             self._replicas.read_on_primary()
-        return self._tx(what, fn, transaction=transaction, idempotent=True)
+        return self._tx(what, fn, transaction=transaction, idempotent=True, pipeline=pipeline)
 
     def _note_write(self, conn: Conn) -> None:
         """Remember where the WAL stood after a write, so reads wait for replicas to get there.
@@ -317,6 +336,19 @@ class PostgresStore(PostgresSearch, PostgresCopy):
         if write:
             return self._tx(what, fn, transaction=not single)
         return self._read(what, fn)
+
+    def _read_together(self, what: str, send: Callable[[Conn], Callable[[], T]]) -> T:
+        # BEGIN, the statements and COMMIT go in one pipeline: one round trip. The answers
+        # arrive with it; the cursors hold them for ``send``'s reader.
+        def read(conn: Conn) -> Callable[[], T]:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return send(conn)
+
+        finish = self._read(what, read, transaction=True, pipeline=True)
+        try:
+            return finish()
+        except psycopg.Error as exc:
+            raise StoreError(f"{what} failed: {exc}") from exc
 
     def _cursor(self, conn: Conn) -> psycopg.Cursor[Any]:
         return conn.cursor(binary=True)
@@ -386,7 +418,18 @@ class PostgresStore(PostgresSearch, PostgresCopy):
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
     ) -> list[tuple[str, bool]]:
-        return self._tx("add", self._adder(rows, edges))
+        # Every row new, the usual case: the whole transaction in one pipelined round trip.
+        # A row whose content the scope holds already (or twice in the batch) makes it fail
+        # on the unique key, and it runs again collapsing duplicates (answers read on the way).
+        try:
+            return self._tx("add", self._adder(rows, edges, fresh=True), pipeline=True)
+        except StoreError as exc:
+            clash = exc.__cause__
+            if not (
+                isinstance(clash, pg_errors.UniqueViolation) and clash.diag.table_name == "memories"
+            ):
+                raise
+        return self._tx("add", self._adder(rows, edges), pipeline=True)
 
     def import_bundle(
         self,
@@ -418,9 +461,11 @@ class PostgresStore(PostgresSearch, PostgresCopy):
         return self._tx("import", run)
 
     def _adder(
-        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge]
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge], fresh: bool = False
     ) -> Callable[[Conn], list[tuple[str, bool]]]:
-        """The transaction body of :meth:`add_memories` (retried as a whole by ``_tx``)."""
+        """The transaction body of :meth:`add_memories` (retried as a whole by ``_tx``);
+        ``fresh``: every row is taken to be new (a duplicate fails on the unique key) and no
+        statement waits for another's answer."""
         now = time.time()
         params = []
         for row in rows:
@@ -447,6 +492,21 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                     row.superseded_by,
                 )
             )
+
+        def all_new(conn: Conn) -> list[tuple[str, bool]]:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
+                    "content, kind, status, created_at, updated_at, metadata, dedup_key, "
+                    "embedding, terms, doc_len, valid_until, superseded_by) VALUES (%s,%s,%s,"
+                    "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s::tsvector,%s,%s,%s)",
+                    params,
+                )
+            self._log_added(conn, rows, now)
+            workspace = rows[0].workspace if rows else ""
+            self._insert_edges(conn, workspace, edges, {}, now)
+            self._supersede(conn, workspace, edges, {})
+            return [(r.id, True) for r in rows]
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
             out: list[tuple[str, bool]] = []
@@ -482,20 +542,25 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                     raise pg_errors.SerializationFailure("dedup row vanished")
                 rename[row.id] = existing[0]
                 out.append((existing[0], False))
-            if created:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, "
-                        "after, reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
-                        [(r.id, r.workspace, r.user_id, r.content, now) for r in created],
-                    )
-                write_chunks(conn, [(r, r.chunks) for r in created if r.chunks])
+            self._log_added(conn, created, now)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
             self._supersede(conn, workspace, edges, rename)
             return out
 
-        return run
+        return all_new if fresh else run
+
+    @staticmethod
+    def _log_added(conn: Conn, created: Sequence[NewMemory], now: float) -> None:
+        """The history entries and chunk vectors of newly inserted memories."""
+        if created:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, "
+                    "after, reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
+                    [(r.id, r.workspace, r.user_id, r.content, now) for r in created],
+                )
+            write_chunks(conn, [(r, r.chunks) for r in created if r.chunks])
 
     @staticmethod
     def _insert_edges(
@@ -514,15 +579,25 @@ class PostgresStore(PostgresSearch, PostgresCopy):
                 params.append((workspace, src, dst, edge.kind, edge.weight, when))
         # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
         params.sort(key=lambda p: (p[1], p[2], p[3]))
-        if params:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
-                    "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
-                    "SET weight = greatest(e.weight, excluded.weight), "
-                    "updated_at = excluded.updated_at",
-                    params,
-                )
+        # One statement: an edge named twice goes in once, with the greater weight and the
+        # later time (what inserting them one after the other leaves).
+        merged: dict[tuple[str, str, str], tuple[float, float]] = {}
+        for _, src, dst, kind, weight, when in params:
+            before = merged.get((src, dst, kind))
+            merged[(src, dst, kind)] = (weight if before is None else max(before[0], weight), when)
+        if merged:
+            conn.execute(
+                "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
+                "SELECT %s, v.src, v.dst, v.kind, v.weight, v.at FROM unnest(%s::text[], "
+                "%s::text[], %s::text[], %s::float8[], %s::float8[]) WITH ORDINALITY "
+                "AS v(src, dst, kind, weight, at, n) ORDER BY v.n "
+                "ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
+                "SET weight = greatest(e.weight, excluded.weight), "
+                "updated_at = excluded.updated_at",
+                (workspace, [k[0] for k in merged], [k[1] for k in merged],
+                 [k[2] for k in merged], [float(w) for w, _ in merged.values()],
+                 [float(t) for _, t in merged.values()]),
+            )  # fmt: skip
 
     def update_memory(
         self,
@@ -655,101 +730,6 @@ class PostgresStore(PostgresSearch, PostgresCopy):
             return len(deleted)
 
         return self._tx("forget", run)
-
-    # -- graph -----------------------------------------------------------------------------------
-    def adjust_edges(
-        self,
-        workspace: str,
-        deltas: Sequence[EdgeDelta],
-        lo: float,
-        hi: float,
-        consume_recall: str | None = None,
-        reply_signals: Sequence[ReplySignal] = (),
-    ) -> list[Edge] | None:
-        # A stable sort keeps the order of repeated deltas to one edge (clamping is not
-        # commutative) while locking distinct edges in one global order.
-        ordered = sorted(deltas, key=lambda d: (d.src, d.dst, d.kind))
-
-        def run(conn: Conn) -> list[Edge] | None:
-            now = time.time()
-            if consume_recall is not None:
-                consumed = conn.execute(
-                    "UPDATE recalls SET consumed_at = %s WHERE workspace = %s AND id = %s "
-                    "AND consumed_at IS NULL",
-                    (now, workspace, consume_recall),
-                )
-                if consumed.rowcount != 1:
-                    return None
-            changed: list[Edge] = []
-            if reply_signals:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
-                        "recall_id, memory_id, value, alignment, context_embedding, created_at, "
-                        "source) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
-                        [
-                            (
-                                r.workspace,
-                                r.user_id,
-                                r.agent_id,
-                                r.session_id,
-                                r.recall_id,
-                                r.memory_id,
-                                r.value,
-                                r.alignment,
-                                Vector(r.context_embedding),
-                                r.created_at,
-                                r.source,
-                            )
-                            for r in reply_signals
-                        ],
-                    )
-            if not ordered:
-                return changed
-            # One statement locks every edge, in one global order (ORDER BY under FOR UPDATE:
-            # rows are locked as the sort returns them): no deadlock between writers.
-            keys = sorted({(d.src, d.dst, d.kind) for d in ordered})
-            weights = {
-                (r[0], r[1], r[2]): r[3]
-                for r in conn.execute(
-                    "SELECT e.src, e.dst, e.kind, e.weight FROM edges e JOIN unnest("
-                    "%s::text[], %s::text[], %s::text[]) AS k(src, dst, kind) ON e.workspace = %s "
-                    "AND e.src = k.src AND e.dst = k.dst AND e.kind = k.kind "
-                    "ORDER BY e.src, e.dst, e.kind FOR UPDATE OF e",
-                    ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], workspace),
-                )
-            }
-            logged = []
-            for d in ordered:  # in order: repeated deltas to one edge clamp one after another
-                key = (d.src, d.dst, d.kind)
-                if key not in weights:
-                    continue
-                before = weights[key]
-                after = min(hi, max(lo, before + d.delta))
-                if after != before:
-                    weights[key] = after
-                    changed.append(Edge(d.src, d.dst, d.kind, after, now))
-                logged.append(
-                    (workspace, d.src, d.dst, d.kind, d.delta, after, consume_recall, now, before)
-                )
-            final = {(e.src, e.dst, e.kind): e.weight for e in changed}
-            if final:
-                conn.execute(
-                    "UPDATE edges e SET weight = v.weight, updated_at = %s FROM unnest("
-                    "%s::text[], %s::text[], %s::text[], %s::float8[]) AS v(src, dst, kind, weight) "
-                    "WHERE e.workspace = %s AND e.src = v.src AND e.dst = v.dst AND e.kind = v.kind",
-                    (now, [k[0] for k in final], [k[1] for k in final], [k[2] for k in final],
-                     list(final.values()), workspace),
-                )  # fmt: skip
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
-                    "recall_id, at, before) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                    logged,
-                )
-            return changed
-
-        return self._tx("edge update", run)
 
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: Conn, row: NewMemory, now: float) -> str:

@@ -124,6 +124,12 @@ class Snapshot:
     windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
     #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
     no_feedback: bool = False
+    #: the probe found reply signals of the scope's user at or after ``feedback_since``
+    signals: bool = False
+    #: the probe found events, preference pairs, ratings at or after ``feedback_since``
+    found: tuple[bool, bool, bool] = (True, True, True)
+    #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
+    neighbourhood: bool = True
 
 
 class PostgresReads:
@@ -133,7 +139,14 @@ class PostgresReads:
     _local: threading.local
 
     # provided by the store
-    def _read(self, what: str, fn: Callable[[Conn], Any], *, transaction: bool = False) -> Any:
+    def _read(
+        self,
+        what: str,
+        fn: Callable[[Conn], Any],
+        *,
+        transaction: bool = False,
+        pipeline: bool = False,
+    ) -> Any:
         raise NotImplementedError
 
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
@@ -149,14 +162,23 @@ class PostgresReads:
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
     def reading(
-        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
     ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~.base.Store.reading` for the arguments)."""
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
-        snap = Snapshot(feedback_since, preferences=preferences, knowledge=knowledge)
+        snap = Snapshot(
+            feedback_since,
+            preferences=preferences,
+            knowledge=knowledge,
+            neighbourhood=neighbourhood,
+        )
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap
         try:
@@ -303,8 +325,8 @@ class PostgresReads:
         self, workspace: str, ids: Sequence[str], min_weight: float, kind: str | None
     ) -> list[Edge] | None:
         snap = self._snap(workspace)
-        if snap is None or snap.scope is None:
-            return None
+        if snap is None or snap.scope is None or not snap.neighbourhood:
+            return None  # without a walk the plain read is the lighter one
         wanted = list(dict.fromkeys(ids))
         missing = [i for i in wanted if i not in snap.out_edges]
         if missing:
@@ -462,6 +484,9 @@ class PostgresReads:
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
+        snap.signals = found is not None and bool(found[3])
+        if found is not None:
+            snap.found = (bool(found[0]), bool(found[1]), bool(found[2]))
         return hits
 
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:
@@ -484,6 +509,12 @@ class PostgresReads:
 
     def _empty_replies(self, scope: Scope, since: float) -> list[ReplyFacts] | None:
         return [] if self._no_feedback(scope, since) else None
+
+    def _signals_likely(self, scope: Scope) -> bool:
+        """Whether the session's probe found reply signals of the scope's user (those
+        ``reply_facts`` matches against the query's vector)."""
+        snap = self._snap(scope.workspace)
+        return snap is not None and snap.signals and snap.scope == scope
 
 
 def _no_decoder(raw: Any) -> Any:
@@ -523,5 +554,6 @@ _PROBE = """
       EXISTS (SELECT 1 FROM memory_ratings WHERE workspace = %(ws)s
               AND created_at >= %(since)s),
       EXISTS (SELECT 1 FROM reply_signals WHERE workspace = %(ws)s
+              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
               AND created_at >= %(since)s)
 """

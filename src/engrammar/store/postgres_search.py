@@ -28,6 +28,7 @@ from ..recall.text import index_text, speaker_of, terms
 from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
+from .postgres_ingest import PostgresIngest
 from .postgres_reads import M_COLUMNS, PostgresReads
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
@@ -268,7 +269,7 @@ def _rare_first(exact: str, filters: list[str]) -> str:
     """
 
 
-class PostgresSearch(SQLStore, PostgresReads):
+class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     """Search and vector reads of :class:`~.postgres.PostgresStore`."""
 
     _k1: float
@@ -283,12 +284,20 @@ class PostgresSearch(SQLStore, PostgresReads):
         transaction: bool = True,
         idempotent: bool = False,
         attempts: int = 4,
+        pipeline: bool = False,
     ) -> T:
         """Run ``fn`` on a pooled connection, in a transaction, retried when safe (provided by
         ``PostgresStore``)."""
         raise NotImplementedError
 
-    def _read(self, what: str, fn: Callable[[Conn], T], *, transaction: bool = False) -> T:
+    def _read(
+        self,
+        what: str,
+        fn: Callable[[Conn], T],
+        *,
+        transaction: bool = False,
+        pipeline: bool = False,
+    ) -> T:
         raise NotImplementedError
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -296,6 +305,8 @@ class PostgresSearch(SQLStore, PostgresReads):
         if not ids:
             return {}
         cached = self._cached_records(workspace, ids)
+        if cached is None:
+            cached = self._added_records(workspace, ids)
         if cached is not None:
             return cached
         rows = self._read(
@@ -313,12 +324,28 @@ class PostgresSearch(SQLStore, PostgresReads):
         if k <= 0:
             return []
         snap = self._snap()
-        if snap is not None and not snap.prefetched and snap.scope in (None, scope):
+        ahead = snap is not None and snap.neighbourhood and not snap.prefetched
+        if snap is not None and ahead and snap.scope in (None, scope):
             snap.scope = scope
             own_f, own_args = pg_filter_where(where, "", "vf")
             chunk_f, chunk_args = pg_filter_where(where, "m", "cf")
             narrow = (own_f, chunk_f, {**named("vf", own_args), **named("cf", chunk_args)})
             return self._prefetch(snap, scope, Vector(query), k, narrow)
+        sql, args, ef = self._vector_query(scope, query, k, where)
+
+        def run(conn: Conn) -> list[tuple[str, float]]:
+            if ef is not None:
+                # Transaction-local: the pooled connection goes back unchanged.
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            return [(r[0], float(r[1])) for r in conn.execute(sql, args)]
+
+        return self._read("search", run, transaction=ef is not None)
+
+    def _vector_query(
+        self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> tuple[str, dict[str, Any], int | None]:
+        """The statement of ``vector_search`` (rows ``id, similarity, distance``, best first),
+        its parameters, and the ``hnsw.ef_search`` it needs set first (None: the default)."""
         keys = scope_keys(scope)
         narrowed, narrow_params = pg_filter_where(where, "", "vf")
         chunk_scoped = chunk_scope(keys)
@@ -344,18 +371,12 @@ class PostgresSearch(SQLStore, PostgresReads):
             "JOIN memories m ON m.workspace = c.workspace AND m.id = c.memory_id "
             f"AND m.status = 'active'{chunk_narrowed} WHERE {chunk_scoped} "
             "GROUP BY c.memory_id ORDER BY 2 LIMIT %(k)s) "
-            "SELECT id, 1 - min(distance) FROM (SELECT * FROM hits UNION ALL "
+            "SELECT id, 1 - min(distance) AS similarity, min(distance) AS distance "
+            "FROM (SELECT * FROM hits UNION ALL "
             "SELECT * FROM chunk_hits) AS both_hits GROUP BY id "
             "ORDER BY min(distance), id LIMIT %(k)s"
         )
-
-        def run(conn: Conn) -> list[tuple[str, float]]:
-            if ef != self._ef_search:
-                # Transaction-local: the pooled connection goes back unchanged.
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            return [(r[0], float(r[1])) for r in conn.execute(sql, args)]
-
-        return self._read("search", run, transaction=ef != self._ef_search)
+        return sql, args, (ef if ef != self._ef_search else None)
 
     def memory_chunks(self, workspace: str, ids: Sequence[str]) -> dict[str, list[ChunkVector]]:
         cached = self._cached_windows(workspace, ids)
@@ -377,6 +398,9 @@ class PostgresSearch(SQLStore, PostgresReads):
     def vector_searches(
         self, scope: Scope, queries: np.ndarray, k: int
     ) -> list[list[tuple[str, float]]]:
+        added = self._added_searches(scope, queries, k)
+        if added is not None:
+            return added
         # The HNSW index answers one vector per query: a batch is a loop of them.
         return [self.vector_search(scope, q, k) for q in queries]
 
@@ -506,6 +530,8 @@ class PostgresSearch(SQLStore, PostgresReads):
         if not ids:
             return {}
         cached = self._cached_vectors(workspace, ids)
+        if cached is None:
+            cached = self._added_vectors(workspace, ids)
         if cached is not None:
             return cached
 
@@ -522,27 +548,57 @@ class PostgresSearch(SQLStore, PostgresReads):
     def term_postings(
         self, scope: Scope, terms: Sequence[str], limit: int
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
+        added = self._added_postings(scope, terms, limit)
+        if added is not None:
+            return added
         wanted = list(dict.fromkeys(terms))
-        where, params = pg_scope_where(scope, "m")
+        (count_sql, count_params), (terms_sql, terms_params) = self._postings_queries(
+            scope, wanted, limit
+        )
 
         def run(conn: Conn) -> tuple[int, dict[str, tuple[int, list[str]]]]:
-            total = conn.execute(
-                f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params
-            ).fetchone()
+            total = conn.execute(count_sql, count_params).fetchone()
             out: dict[str, tuple[int, list[str]]] = {t: (0, []) for t in wanted}
             if wanted:
-                rows = conn.execute(
-                    "SELECT t.term, count(m.seq), "
-                    "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "
-                    "FROM unnest(%s::text[], %s::tsquery[]) AS t(term, q) JOIN memories m "
-                    f"ON m.terms @@ t.q WHERE {where} AND m.status = 'active' GROUP BY t.term",
-                    [limit, wanted, [_quote_lexeme(t) for t in wanted], *params],
-                ).fetchall()
-                for term, df, ids in rows:
+                for term, df, ids in conn.execute(terms_sql, terms_params).fetchall():
                     out[term] = (int(df), [i for i in ids if i is not None])
             return int(total[0]) if total else 0, out
 
         return self._read("reading term postings", run)
+
+    def _postings_queries(
+        self, scope: Scope, terms: Sequence[str], limit: int
+    ) -> tuple[tuple[str, list[Any]], tuple[str, list[Any]]]:
+        """The statements of ``term_postings``: the scope's size; per term its document count
+        and newest ids (rows ``term, df, ids``)."""
+        where, params = pg_scope_where(scope, "m")
+        wanted = list(dict.fromkeys(terms))
+        return (
+            (f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params),
+            (
+                "SELECT t.term, count(m.seq), "
+                "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "
+                "FROM unnest(%s::text[], %s::tsquery[]) AS t(term, q) JOIN memories m "
+                f"ON m.terms @@ t.q WHERE {where} AND m.status = 'active' GROUP BY t.term",
+                [limit, wanted, [_quote_lexeme(t) for t in wanted], *params],
+            ),
+        )
+
+    def _latest_query(self, scope: Scope) -> tuple[str, list[Any]]:
+        where, params = pg_scope_where(scope)
+        return (
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+            "ORDER BY seq DESC LIMIT 1",
+            params,
+        )
+
+    def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
+        added = self._added_latest(scope, limit)
+        return added if added is not None else super().latest_memories(scope, limit)
+
+    def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
+        added = self._added_counts(workspace, ids)
+        return added if added is not None else super().edge_counts(workspace, ids)
 
     def reply_facts(
         self,
@@ -565,9 +621,20 @@ class PostgresSearch(SQLStore, PostgresReads):
         wanted_pairs = set(witnesses)
         witness_recalls = list({r for r, _ in witnesses})
 
+        scoped = f"FROM reply_signals WHERE workspace = %s{user_clause} AND created_at >= %s"
+        signals = (
+            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
+            "r.source FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
+            "AND m.id = r.memory_id AND m.status = 'active' "
+            "WHERE r.workspace = %s AND r.recall_id = ANY({recalls}) AND r.created_at >= %s "
+            f"AND {where}"
+        )
+
+        def matching() -> list[Any]:
+            return [scope.workspace, *user_params, since, Vector(context()), 1.0 - context_min]
+
         def run(conn: Conn) -> list[Any]:
             cur = conn.cursor(binary=True)
-            scoped = f"FROM reply_signals WHERE workspace = %s{user_clause} AND created_at >= %s"
             any_signal = cur.execute(
                 f"SELECT 1 {scoped} LIMIT 1", [scope.workspace, *user_params, since]
             ).fetchone()
@@ -580,39 +647,136 @@ class PostgresSearch(SQLStore, PostgresReads):
                     for r in cur.execute(
                         f"SELECT recall_id {scoped} AND context_embedding <=> %b <= %s "
                         "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s",
-                        [
-                            scope.workspace,
-                            *user_params,
-                            since,
-                            Vector(context()),
-                            1.0 - context_min,
-                            limit,
-                        ],
+                        [*matching(), limit],
                     ).fetchall()
                 ]
             recall_ids = list(dict.fromkeys([*matched, *witness_recalls]))
             if not recall_ids:
                 return []
             rows = cur.execute(
-                "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
-                "r.source "
-                "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
-                "AND m.id = r.memory_id AND m.status = 'active' "
-                f"WHERE r.workspace = %s AND r.recall_id = ANY(%s) AND r.created_at >= %s "
-                f"AND {where}",
-                [scope.workspace, recall_ids, since, *params],
+                signals.replace("{recalls}", "%s"), [scope.workspace, recall_ids, since, *params]
             ).fetchall()
             keep = set(matched)
             return [r for r in rows if r[1] in keep or (r[1], r[0]) in wanted_pairs]
 
-        rows = self._read("reading reply signals", run, transaction=True)
-        seen: set[tuple[str, str]] = set()
-        out = []
-        for memory_id, recall_id, value, created_at, vector, source in rows:
-            if (recall_id, memory_id) not in seen:
-                seen.add((recall_id, memory_id))
-                out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector, source))
-        return out
+        def together(conn: Conn) -> list[Any]:
+            # The session's probe found the user's signals (the query's vector is wanted): the
+            # matching recalls and their signals in one statement (one round trip).
+            sql, args = self._replies_statement(
+                scope, since, context(), context_min, limit, "%s::text[]", [witness_recalls]
+            )
+            rows = conn.cursor(binary=True).execute(sql, args).fetchall()
+            return [r[:6] for r in rows if r[6] or (r[1], r[0]) in wanted_pairs]
+
+        if self._signals_likely(scope):
+            rows = self._read("reading reply signals", together)
+        else:
+            rows = self._read("reading reply signals", run, transaction=True)
+        return _reply_facts(rows)
+
+    def _replies_statement(
+        self,
+        scope: Scope,
+        since: float,
+        context: np.ndarray | None,
+        context_min: float,
+        limit: int,
+        witnesses: str,
+        witness_args: list[Any],
+    ) -> tuple[str, list[Any]]:
+        """One statement for ``reply_facts``: the signals of the recalls whose query matches
+        ``context`` (none without it) and of the recalls ``witnesses`` (an array expression
+        with ``witness_args``) gives, with a last column saying whether the recall matched."""
+        where, params = pg_scope_where(scope, "m")
+        user_clause, user_params = "", []
+        if scope.user_id is not None:
+            user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
+        if context is None:
+            matched, matched_args = "SELECT NULL::text AS recall_id WHERE false", []
+        else:
+            matched = (
+                f"SELECT recall_id FROM reply_signals WHERE workspace = %s{user_clause} "
+                "AND created_at >= %s AND context_embedding <=> %b <= %s "
+                "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s"
+            )
+            matched_args = [scope.workspace, *user_params, since, Vector(context),
+                            1.0 - context_min, limit]  # fmt: skip
+        sql = (
+            f"WITH matched AS MATERIALIZED ({matched}) "
+            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
+            "r.source, r.recall_id IN (SELECT recall_id FROM matched) "
+            "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
+            "AND m.id = r.memory_id AND m.status = 'active' WHERE r.workspace = %s "
+            f"AND r.recall_id = ANY(ARRAY(SELECT recall_id FROM matched) || {witnesses}) "
+            f"AND r.created_at >= %s AND {where}"
+        )
+        return sql, [*matched_args, scope.workspace, *witness_args, since, *params]
+
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        if self._no_feedback(scope, since):
+            return [], [], [], []
+        snap = self._snap(scope.workspace)
+        if (
+            snap is None
+            or snap.scope != scope
+            or snap.feedback_since is None
+            or since < snap.feedback_since
+        ):
+            return super().learning_reads(
+                scope, memory_ids, since, limit, context, context_min, reply_limit
+            )
+        # In a session the probe tells whether the user has reply signals: the feedback
+        # records and the signals (witnesses: the recalls the ratings were given on) in one
+        # pipelined read-only transaction.
+        # Only what the probe found any of: no statement for a kind of record there is none of.
+        found = snap.found
+        send = self._learning_reader(scope, memory_ids, since, limit, found)
+        if not (found[2] or self._signals_likely(scope)):
+            # No ratings (so no witnesses) and no signals of the user: no reply signal counts.
+            facts = self._read_together("reading feedback", send)
+            return (*facts, [])
+        sql, args = self._replies_statement(
+            scope,
+            since,
+            context() if self._signals_likely(scope) else None,
+            context_min,
+            reply_limit,
+            "ARRAY(SELECT recall_id FROM memory_ratings WHERE workspace = %s "
+            "AND memory_id = ANY(%s) AND created_at >= %s AND recall_id IS NOT NULL)",
+            [scope.workspace, list(dict.fromkeys(memory_ids)), since],
+        )
+
+        def together(conn: Conn) -> Callable[[], tuple[Any, list[Any]]]:
+            facts = send(conn)
+            cur = conn.cursor(binary=True)
+            cur.execute(sql, args)
+            return lambda: (facts(), cur.fetchall())
+
+        (events, pairs, ratings), rows = self._read_together("reading feedback", together)
+        wanted = {(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None}
+        kept = [r[:6] for r in rows if r[6] or (r[1], r[0]) in wanted]
+        return events, pairs, ratings, _reply_facts(kept)
+
+
+def _reply_facts(rows: Sequence[Sequence[Any]]) -> list[ReplyFacts]:
+    """Reply facts from rows ``memory_id, recall_id, value, created_at, context, source``,
+    each (recall, memory) once."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for memory_id, recall_id, value, created_at, vector, source in rows:
+        if (recall_id, memory_id) not in seen:
+            seen.add((recall_id, memory_id))
+            out.append(ReplyFacts(memory_id, recall_id, value, created_at, vector, source))
+    return out
 
 
 def redact_url(url: str) -> str:

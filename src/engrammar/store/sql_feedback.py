@@ -10,7 +10,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ..errors import ConflictError, NotFoundError, StoreError
-from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReviewFacts
+from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts, ReviewFacts
 from ..models import (
     DecisionReview,
     FeedbackEvent,
@@ -27,6 +27,7 @@ from .tables import EVENT_COLUMNS, FEEDBACK_TABLES
 __all__ = ["SQLRecords"]
 
 T = TypeVar("T")
+Facts = tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]
 
 
 class SQLRecords:
@@ -46,6 +47,12 @@ class SQLRecords:
         """Run ``fn(connection)``: a write in one transaction (``single``: one statement,
         atomic by itself), a read (``snapshot``: several statements that must agree).
         Backend failures raise :class:`~engrammar.errors.StoreError` naming ``what``."""
+        raise NotImplementedError
+
+    def _read_together(self, what: str, send: Callable[[Any], Callable[[], T]]) -> T:
+        """A read of several statements that must agree, none waiting for another's answer:
+        ``send(connection)`` executes them all and returns the function that reads their
+        answers (a server store sends them in one round trip and reads after it)."""
         raise NotImplementedError
 
     def _insert_linked_memory(self, conn: Any, row: NewMemory, now: float) -> str:
@@ -178,6 +185,47 @@ class SQLRecords:
         since: float | None = None,
         limit: int | None = None,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        return self._read_together(
+            "reading feedback", self._learning_reader(scope, memory_ids, since, limit)
+        )
+
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        events, pairs, ratings = self.learning_facts(scope, memory_ids, since, limit)
+        witnesses = [(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None]
+        replies = self.reply_facts(scope, context, context_min, since, reply_limit, witnesses)
+        return events, pairs, ratings, replies
+
+    def reply_facts(
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
+    ) -> list[ReplyFacts]:
+        raise NotImplementedError
+
+    def _learning_reader(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None,
+        limit: int | None,
+        parts: tuple[bool, bool, bool] = (True, True, True),
+    ) -> Callable[[Any], Callable[[], Facts]]:
+        """``learning_facts`` as a ``_read_together`` sender: it executes every statement
+        and returns the function that reads their answers. ``parts``: whether to read the
+        events, the pairs, the ratings (the caller knows there are none of the others)."""
         user_clause = ""
         params: list[Any] = [scope.workspace]
         if scope.user_id is not None:
@@ -192,22 +240,84 @@ class SQLRecords:
         in_list = self.dialect.in_list
         order = " ORDER BY seq" if self.dialect.ordered else ""
 
-        def run(conn: Any) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-            cur = self._cursor(conn)
-            events: dict[str, EventFacts] = {}
-            for r in cur.execute(
+        # The newest events of the scope in the horizon (or reviewed in it); their answers and
+        # reviews are read by the same condition, so that no statement waits for another's
+        # answer (a server store sends them all at once: see ``_read_together``).
+        newest_events = (
+            "SELECT * FROM feedback_events e "
+            f"WHERE workspace = ?{user_clause} AND (created_at >= ? OR EXISTS "
+            "(SELECT 1 FROM decision_reviews r WHERE r.workspace = e.workspace "
+            "AND r.event_id = e.id AND r.created_at >= ?)) ORDER BY seq DESC LIMIT ?"
+        )
+        event_params = [*params, start, start, newest]
+
+        with_events, with_pairs, with_ratings = parts
+
+        def send(conn: Any) -> Callable[[], Facts]:
+            if not with_events:
+                event_rows = links = reviews = None
+            else:
+                event_rows, links, reviews = send_events(conn)
+            pair_rows = send_pairs(conn) if with_pairs else None
+            rating_rows = [
+                self._cursor(conn).execute(
+                    q(
+                        "SELECT id, memory_id, verdict, weight, created_at, "
+                        "context_embedding, recall_id, source, context FROM memory_ratings "
+                        f"WHERE workspace = ? AND {cond} AND created_at >= ?{order}"
+                    ),
+                    [scope.workspace, *chunk, start],
+                )
+                for cond, chunk in (in_list("memory_id", ids) if with_ratings else ())
+            ]
+            return lambda: read(event_rows, links, reviews, pair_rows, rating_rows)
+
+        def send_events(conn: Any) -> tuple[Any, Any, Any]:
+            event_rows = self._cursor(conn).execute(
                 q(
                     "SELECT id, state, reason, created_at, context_embedding, "
                     "ai_output_embedding, corrected_embedding, ai_output, "
                     "coalesce(corrected_output, user_correction), source "
-                    "FROM (SELECT * FROM feedback_events e "
-                    f"WHERE workspace = ?{user_clause} AND (created_at >= ? OR EXISTS "
-                    "(SELECT 1 FROM decision_reviews r WHERE r.workspace = e.workspace "
-                    "AND r.event_id = e.id AND r.created_at >= ?)) ORDER BY seq DESC LIMIT ?) t "
-                    "ORDER BY seq"
+                    f"FROM ({newest_events}) t ORDER BY seq"
                 ),
-                [*params, start, start, newest],
-            ).fetchall():
+                event_params,
+            )
+            links = self._cursor(conn).execute(
+                q(
+                    "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
+                    "JOIN memories m ON m.workspace = d.workspace AND m.id = d.memory_id "
+                    "AND m.status = 'active' WHERE d.workspace = ? AND d.event_id IN "
+                    f"(SELECT id FROM ({newest_events}) t)"
+                ),
+                [scope.workspace, *event_params],
+            )
+            reviews = self._cursor(conn).execute(
+                q(
+                    "SELECT event_id, final_decision, outcome, confidence, reversed, "
+                    "created_at, reason, id, source FROM decision_reviews WHERE workspace = ? "
+                    f"AND event_id IN (SELECT id FROM ({newest_events}) t) ORDER BY seq"
+                ),
+                [scope.workspace, *event_params],
+            )
+            return event_rows, links, reviews
+
+        def send_pairs(conn: Any) -> Any:
+            return self._cursor(conn).execute(
+                q(
+                    "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
+                    "rejected_embedding, memory_id, accepted_output, rejected_output, source "
+                    "FROM (SELECT * FROM preference_pairs "
+                    f"WHERE workspace = ?{user_clause} AND created_at >= ? "
+                    "ORDER BY seq DESC LIMIT ?) t ORDER BY seq"
+                ),
+                [*params, start, newest],
+            )
+
+        def read(
+            event_rows: Any, links: Any, reviews: Any, pair_rows: Any, rating_rows: Any
+        ) -> Facts:
+            events: dict[str, EventFacts] = {}
+            for r in event_rows.fetchall() if event_rows is not None else ():
                 events[r[0]] = EventFacts(
                     event_id=r[0],
                     state=r[1],
@@ -221,67 +331,36 @@ class SQLRecords:
                     corrected=r[8],
                     source=r[9],
                 )
-            for cond, chunk in in_list("event_id", list(events)):
-                for event_id, answer, memory_id in cur.execute(
-                    q(
-                        "SELECT d.event_id, d.answer, d.memory_id FROM decision_memories d "
-                        "JOIN memories m ON m.workspace = d.workspace AND m.id = d.memory_id "
-                        f"AND m.status = 'active' WHERE d.workspace = ? AND d.{cond}"
-                    ),
-                    [scope.workspace, *chunk],
-                ).fetchall():
+            for event_id, answer, memory_id in links.fetchall() if links is not None else ():
+                if event_id in events:
                     events[event_id].answers[answer] = memory_id
-                for r in cur.execute(
-                    q(
-                        "SELECT event_id, final_decision, outcome, confidence, reversed, "
-                        "created_at, reason, id, source FROM decision_reviews WHERE workspace = ? "
-                        f"AND {cond} ORDER BY seq"
-                    ),
-                    [scope.workspace, *chunk],
-                ).fetchall():
-                    if r[0] in events:
-                        events[r[0]].reviews.append(
-                            ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7], r[8])
-                        )
+            for r in reviews.fetchall() if reviews is not None else ():
+                if r[0] in events:
+                    events[r[0]].reviews.append(
+                        ReviewFacts(r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7], r[8])
+                    )
             pairs = [
                 PairFacts(r[0], r[1], r[2], vec(r[3]), vec(r[4]), vec(r[5]), r[6], r[7], r[8], r[9])
-                for r in cur.execute(
-                    q(
-                        "SELECT id, weight, created_at, context_embedding, accepted_embedding, "
-                        "rejected_embedding, memory_id, accepted_output, rejected_output, source "
-                        "FROM (SELECT * FROM preference_pairs "
-                        f"WHERE workspace = ?{user_clause} AND created_at >= ? "
-                        "ORDER BY seq DESC LIMIT ?) t ORDER BY seq"
-                    ),
-                    [*params, start, newest],
-                ).fetchall()
+                for r in (pair_rows.fetchall() if pair_rows is not None else ())
             ]
-            ratings: list[RatingFacts] = []
-            for cond, chunk in in_list("memory_id", ids):
-                ratings += [
-                    RatingFacts(
-                        r[0],
-                        r[1],
-                        r[2],
-                        r[3],
-                        r[4],
-                        None if r[5] is None else vec(r[5]),
-                        r[6],
-                        r[7],
-                        r[8],
-                    )
-                    for r in cur.execute(
-                        q(
-                            "SELECT id, memory_id, verdict, weight, created_at, "
-                            "context_embedding, recall_id, source, context FROM memory_ratings WHERE "
-                            f"workspace = ? AND {cond} AND created_at >= ?{order}"
-                        ),
-                        [scope.workspace, *chunk, start],
-                    ).fetchall()
-                ]
+            ratings = [
+                RatingFacts(
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    None if r[5] is None else vec(r[5]),
+                    r[6],
+                    r[7],
+                    r[8],
+                )
+                for rows in rating_rows
+                for r in rows.fetchall()
+            ]
             return list(events.values()), pairs, ratings
 
-        return self._run("reading feedback", run, write=False, snapshot=True)
+        return send
 
     # -- feedback records ----------------------------------------------------------------------
     def _get_event(self, conn: Any, workspace: str, event_id: str) -> FeedbackEvent:

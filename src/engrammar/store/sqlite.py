@@ -260,6 +260,9 @@ class SQLiteStore(SQLiteSearch):
         except sqlite3.Error as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
+    def _read_together(self, what: str, send: Callable[[Any], Callable[[], T]]) -> T:
+        return self._run(what, lambda conn: send(conn)(), write=False, snapshot=True)
+
     def _location(self) -> str:
         return str(self.file)
 

@@ -304,10 +304,21 @@ class SQLiteSearch(SQLStore):
 
     @contextmanager
     def reading(
-        self, feedback_since: float | None = None, preferences: int = 0, knowledge: bool = False
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
     ) -> Iterator[None]:
         """A read session (see :meth:`~.base.Store.reading`); a store whose reads are
         function calls needs none."""
+        yield
+
+    @contextmanager
+    def adding(
+        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+    ) -> Iterator[None]:
+        """An add session (see :meth:`~.base.Store.adding`): none needed here either."""
         yield
 
     def keyword_search(

@@ -1,0 +1,269 @@
+"""Add sessions of the PostgreSQL store: the reads of one add in two round trips.
+
+Adding a message asks the store what links it to what is stored: the session's latest memory
+and its vector, the stored memories that share its terms, its nearest stored memories with
+their records, and how many edges the memories it would link to have already. Asked one by
+one that is six round trips before the write; inside :meth:`PostgresIngest.adding` they take
+two exchanges:
+
+1. at the first question (before the message is embedded): the latest memory with its
+   vector, the scope's size and the postings of the batch's terms, pipelined;
+2. the vector searches, each returning its hits' records and edge counts, pipelined with
+   the edge counts of the latest memory and of the postings' memories.
+
+Every answer is exactly what the plain call would return; a question the session was not
+told of, or cannot answer completely, goes to the server as usual. The session lives for
+one ``with`` block of one thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from ..models import MemoryRecord, Scope
+from .postgres_reads import M_COLUMNS
+from .tables import MEMORY_COLUMNS
+
+__all__ = ["PostgresIngest"]
+
+Conn = psycopg.Connection[Any]
+_N_MEMORY = len(MEMORY_COLUMNS.split(","))
+# The term postings' statements (``PostgresSearch.term_postings``): the scope's size, then
+# per term its document count and newest ids.
+Postings = tuple[int, dict[str, tuple[int, list[str]]]]
+
+
+@dataclass
+class AddSnapshot:
+    """What one add session of one thread was told it will be asked, and has read."""
+
+    scope: Scope
+    graph: Scope
+    terms: list[str]
+    limit: int
+    read: bool = False
+    latest: list[MemoryRecord] = field(default_factory=list)
+    vecs: dict[str, np.ndarray] = field(default_factory=dict)
+    postings: Postings | None = None
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class PostgresIngest:
+    """The add-session half of :class:`~.postgres_search.PostgresSearch`."""
+
+    _local: threading.local
+
+    # provided by the store
+    def _read(
+        self,
+        what: str,
+        fn: Callable[[Conn], Any],
+        *,
+        transaction: bool = False,
+        pipeline: bool = False,
+    ) -> Any:
+        raise NotImplementedError
+
+    def _record(self, row: Sequence[Any]) -> MemoryRecord:
+        raise NotImplementedError
+
+    def _latest_query(self, scope: Scope) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def _postings_queries(
+        self, scope: Scope, terms: Sequence[str], limit: int
+    ) -> tuple[tuple[str, list[Any]], tuple[str, list[Any]]]:
+        raise NotImplementedError
+
+    def _vector_query(
+        self, scope: Scope, query: np.ndarray, k: int
+    ) -> tuple[str, dict[str, Any], int | None]:
+        raise NotImplementedError
+
+    # -- the session ---------------------------------------------------------------------------
+    @contextmanager
+    def adding(
+        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+    ) -> Iterator[None]:
+        """Answer this thread's reads of one add from few exchanges until the block ends (see
+        the module docstring and :meth:`~.base.Store.adding`)."""
+        if getattr(self._local, "add", None) is not None:
+            yield
+            return
+        self._local.add = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
+        try:
+            yield
+        finally:
+            self._local.add = None
+
+    def _add_snap(self) -> AddSnapshot | None:
+        snap: AddSnapshot | None = getattr(self._local, "add", None)
+        return snap
+
+    def _queue_first(self, conn: Conn, snap: AddSnapshot) -> Callable[[], None]:
+        """Queue exchange 1's statements in the open pipeline of ``conn``; the returned
+        function stores their answers once the pipeline has delivered them."""
+        latest = conn.cursor(binary=True)
+        total = conn.cursor(binary=True)
+        postings = conn.cursor(binary=True)
+        with_latest = snap.scope.session_id is not None
+        if with_latest:
+            sql, params = self._latest_query(snap.scope)
+            latest.execute(sql.replace(f"SELECT {MEMORY_COLUMNS} ", f"SELECT {MEMORY_COLUMNS}, "
+                                       "embedding ", 1), params)  # fmt: skip
+        (count_sql, count_params), (terms_sql, terms_params) = self._postings_queries(
+            snap.graph, snap.terms, snap.limit
+        )
+        total.execute(count_sql, count_params)
+        if snap.terms:
+            postings.execute(terms_sql, terms_params)
+
+        def finish() -> None:
+            if with_latest:
+                for row in latest.fetchall():
+                    record = self._record(row[:_N_MEMORY])
+                    snap.latest.append(record)
+                    snap.records[record.id] = record
+                    snap.vecs[record.id] = row[_N_MEMORY]
+            found = total.fetchone()
+            out: dict[str, tuple[int, list[str]]] = {t: (0, []) for t in snap.terms}
+            if snap.terms:
+                for term, df, ids in postings.fetchall():
+                    out[term] = (int(df), [i for i in ids if i is not None])
+            snap.postings = (int(found[0]) if found else 0, out)
+            snap.read = True
+
+        return finish
+
+    def _read_first(self, snap: AddSnapshot) -> None:
+        if snap.read:
+            return
+
+        def run(conn: Conn) -> Callable[[], None]:
+            with conn.pipeline():
+                return self._queue_first(conn, snap)
+
+        self._read("reading what an add links to", run)()
+
+    # -- answers -------------------------------------------------------------------------------
+    def _added_latest(self, scope: Scope, limit: int) -> list[MemoryRecord] | None:
+        snap = self._add_snap()
+        if snap is None or scope != snap.scope or limit != 1 or scope.session_id is None:
+            return None
+        self._read_first(snap)
+        return list(snap.latest)
+
+    def _added_vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray] | None:
+        snap = self._add_snap()
+        if snap is None or workspace != snap.scope.workspace or not snap.read:
+            return None
+        if not all(i in snap.vecs for i in ids):
+            return None
+        return {i: snap.vecs[i] for i in ids}
+
+    def _added_records(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord] | None:
+        snap = self._add_snap()
+        if snap is None or workspace != snap.scope.workspace:
+            return None
+        if not all(i in snap.records for i in ids):
+            return None
+        return {i: snap.records[i] for i in ids}
+
+    def _added_postings(self, scope: Scope, terms: Sequence[str], limit: int) -> Postings | None:
+        snap = self._add_snap()
+        if snap is None or scope != snap.graph or limit != snap.limit:
+            return None
+        wanted = list(dict.fromkeys(terms))
+        if not set(wanted) <= set(snap.terms):
+            return None
+        self._read_first(snap)
+        assert snap.postings is not None
+        total, postings = snap.postings
+        return total, {t: (postings[t][0], list(postings[t][1])) for t in wanted}
+
+    def _added_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int] | None:
+        snap = self._add_snap()
+        if snap is None or workspace != snap.scope.workspace:
+            return None
+        if not all(i in snap.counts for i in ids):
+            return None
+        return {i: snap.counts[i] for i in dict.fromkeys(ids)}
+
+    def _added_searches(
+        self, scope: Scope, queries: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]] | None:
+        """The vector searches of an add session: each one's hits with their records and edge
+        counts, and the edge counts of the latest memory and the postings' memories, in one
+        exchange (with exchange 1's statements, if they are still to be read)."""
+        snap = self._add_snap()
+        if snap is None or scope != snap.graph or k <= 0 or len(queries) == 0:
+            return None
+        ws = scope.workspace
+        searches = [self._vector_query(scope, q, k) for q in queries]
+
+        def run(conn: Conn) -> tuple[list[list[Any]], list[Any], Callable[[], None]]:
+            cursors = []
+            counts = conn.cursor()
+            with conn.pipeline():
+                first = (lambda: None) if snap.read else self._queue_first(conn, snap)
+                for sql, args, ef in searches:
+                    cur = conn.cursor(binary=True)
+                    joined = (
+                        f"SELECT s.id, s.similarity, {M_COLUMNS}, m.embedding, "
+                        "(SELECT count(*) FROM edges e WHERE e.workspace = %(ws)s "
+                        f"AND e.src = s.id) FROM ({sql}) s CROSS JOIN LATERAL (SELECT * "
+                        "FROM memories WHERE workspace = %(ws)s AND id = s.id OFFSET 0) m "
+                        "ORDER BY s.distance, s.id"
+                    )
+                    if ef is not None:
+                        with conn.transaction():
+                            conn.execute(
+                                "SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),)
+                            )
+                            cur.execute(joined, args)
+                    else:
+                        cur.execute(joined, args)
+                    cursors.append(cur)
+                if snap.read:
+                    extra = self._extra_ids(snap)
+                    counts.execute(
+                        "SELECT src, count(*) FROM edges WHERE workspace = %s "
+                        "AND src = ANY(%s) GROUP BY src",
+                        (ws, extra),
+                    )
+            return [c.fetchall() for c in cursors], (counts.fetchall() if snap.read else []), first
+
+        had_read = snap.read
+        rows_per_query, counted, first = self._read("search", run)
+        first()
+        out: list[list[tuple[str, float]]] = []
+        for rows in rows_per_query:
+            hits = []
+            for r in rows:
+                record = self._record(r[2 : 2 + _N_MEMORY])
+                snap.records[record.id] = record
+                snap.vecs[record.id] = r[2 + _N_MEMORY]
+                snap.counts[record.id] = int(r[3 + _N_MEMORY])
+                hits.append((r[0], float(r[1])))
+            out.append(hits)
+        if had_read:
+            extra = self._extra_ids(snap)
+            snap.counts.update(dict.fromkeys(extra, 0))
+            snap.counts.update({src: int(n) for src, n in counted})
+        return out
+
+    @staticmethod
+    def _extra_ids(snap: AddSnapshot) -> list[str]:
+        """The stored memories besides the vector hits that an add may link from."""
+        ids = [r.id for r in snap.latest]
+        if snap.postings is not None:
+            ids += [i for _, found in snap.postings[1].values() for i in found]
+        return sorted(set(ids))

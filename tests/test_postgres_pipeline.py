@@ -1,0 +1,297 @@
+"""Pipelined writes and add sessions of the PostgreSQL store: fewer round trips, the same
+answers, and a write that fails part way leaves nothing behind."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory, Scope
+from engrammar.engine.ingest import graph_scope
+from engrammar.recall.text import terms
+from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal
+from engrammar.store.postgres import PostgresStore
+
+pytestmark = pytest.mark.postgres
+
+TURNS = [
+    "I went to a support group yesterday and it helped a lot.",
+    "That sounds wonderful, what did you talk about at the group?",
+    "We talked about adoption agencies and counseling.",
+    "I have been painting sunsets by the lake lately.",
+    "My kids love camping in the mountains every summer.",
+    "The adoption interview is next week, I am nervous.",
+]
+
+
+def _memory(pg_url: str) -> Memory:
+    return Memory(Config(store=pg_url), embedder=HashEmbedder())
+
+
+def _count(
+    store: PostgresStore, table: str, where: str = "TRUE", args: tuple[Any, ...] = ()
+) -> int:
+    def run(conn: Any) -> int:
+        row = conn.execute(f"SELECT count(*) FROM {table} WHERE {where}", args).fetchone()
+        return int(row[0])
+
+    return store._tx("count", run, transaction=False)
+
+
+def test_add_session_answers_equal_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = _memory(pg_url)
+    try:
+        for i, text in enumerate(TURNS):
+            mem.add(text, user_id="u1", session_id="s1", metadata={"name": ("Ann", "Bo")[i % 2]})
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        scope, graph = (
+            Scope("default", "u1", None, "s1"),
+            graph_scope(Scope("default", "u1", None, "s1")),
+        )
+        text = "The support group talked about adoption and painting."
+        words = sorted(set(terms(text)))
+        vec = HashEmbedder().embed([text])
+        cap = mem.config.graph_max_edges_per_memory
+
+        def answers() -> tuple[Any, ...]:
+            latest = store.latest_memories(scope, 1)
+            tail = store.vectors("default", [latest[0].id])
+            found = store.vector_searches(graph, vec, cap)
+            records = store.get_memories("default", [m for m, _ in found[0]])
+            postings = store.term_postings(graph, words, cap)
+            linked = {latest[0].id, *(m for m, _ in found[0])}
+            linked |= {i for _, ids in postings[1].values() for i in ids}
+            counts = store.edge_counts("default", sorted(linked))
+            return (
+                [r.id for r in latest],
+                {k: v.tolist() for k, v in tail.items()},
+                found,
+                {k: (r.content, r.metadata, r.created_at) for k, r in records.items()},
+                postings,
+                counts,
+            )
+
+        plain = answers()
+        exchanges = 0
+        original = PostgresStore._tx
+
+        def counting(self: PostgresStore, *args: Any, **kw: Any) -> Any:
+            nonlocal exchanges
+            exchanges += 1
+            return original(self, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", counting)
+        with store.adding(scope, graph, words, cap):
+            fast = answers()
+        assert fast == plain
+        assert exchanges == 2  # the latest memory and postings; the searches and counts
+        # An add of one message: its reads in two exchanges, its write in a third.
+        exchanges = 0
+        mem.add("I finished a painting of the mountains.", user_id="u1", session_id="s1")
+        assert exchanges == 3
+    finally:
+        mem.close()
+
+
+def test_add_session_edges_equal_plain_edges(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same conversation added with and without the session gets the same graph."""
+    mem = _memory(pg_url)
+    try:
+
+        def graph(user: str) -> list[tuple[str, str, str, float]]:
+            ids = {}
+            for i, text in enumerate(TURNS):
+                ids[mem.add(text, user_id=user, session_id="s1")[0]] = i
+            store = mem.store
+            assert isinstance(store, PostgresStore)
+            edges = store.edges_from("default", list(ids))
+            return sorted(
+                (str(ids[e.src]), str(ids.get(e.dst, e.dst)), e.kind, round(e.weight, 9))
+                for e in edges
+            )
+
+        fast = graph("with")
+        monkeypatch.setattr(PostgresStore, "adding", lambda self, *a, **k: _nothing())
+        assert graph("without") == fast and fast
+    finally:
+        mem.close()
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _row(content: str, dedup_key: str, chunks: tuple[Any, ...] = ()) -> NewMemory:
+    return NewMemory(
+        id=uuid.uuid4().hex,
+        workspace="default",
+        user_id="u1",
+        agent_id=None,
+        session_id="s1",
+        role="user",
+        content=content,
+        kind="message",
+        created_at=time.time(),
+        metadata={},
+        dedup_key=dedup_key,
+        embedding=HashEmbedder().embed([content])[0],
+        chunks=chunks,
+    )
+
+
+def test_pipelined_add_that_meets_a_duplicate_leaves_nothing_of_its_first_try(pg_url: str) -> None:
+    """The one-round-trip add fails on the unique key when a row exists already; what it had
+    sent (history, chunk vectors, edges) is rolled back and the add runs again collapsing the
+    duplicate."""
+    from engrammar.store import ChunkVector
+
+    store = PostgresStore(pg_url)
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        first = _row("We talked about adoption agencies.", "k-adoption")
+        assert store.add_memories([first]) == [(first.id, True)]
+        chunk = ChunkVector(1, 10, 20, HashEmbedder().embed(["agencies"])[0])
+        new = _row("I have been painting sunsets by the lake.", "k-painting", (chunk,))
+        again = _row("We talked about adoption agencies.", "k-adoption")
+        edges = [
+            NewEdge(new.id, again.id, "semantic", 0.5),
+            NewEdge(again.id, new.id, "semantic", 0.5),
+        ]
+        out = store.add_memories([new, again], edges)
+        assert out == [(new.id, True), (first.id, False)]
+        assert _count(store, "memories") == 2
+        assert _count(store, "memory_changes", "memory_id = %s", (new.id,)) == 1
+        assert _count(store, "memory_changes", "memory_id = %s", (first.id,)) == 1
+        assert _count(store, "memory_chunks", "memory_id = %s", (new.id,)) == 1
+        assert _count(store, "memory_changes", "memory_id = %s", (again.id,)) == 0
+        got = sorted((e.src, e.dst) for e in store.edges_from("default", [new.id, first.id]))
+        assert got == sorted([(new.id, first.id), (first.id, new.id)])
+        assert _count(store, "edges", "src = %s OR dst = %s", (again.id, again.id)) == 0
+    finally:
+        store.close()
+
+
+def _recall(store: PostgresStore, ids: list[str]) -> RecallRecord:
+    record = RecallRecord(
+        uuid.uuid4().hex, "default", "u1", None, "s1", "what group?", time.time(), ids
+    )
+    store.save_recall(record)
+    return record
+
+
+def _signal(record: RecallRecord, memory_id: str) -> ReplySignal:
+    return ReplySignal(
+        "default",
+        "u1",
+        None,
+        "s1",
+        record.recall_id,
+        memory_id,
+        1.0,
+        0.9,
+        time.time(),
+        np.ones(HashEmbedder().dim, dtype=np.float32) / 16,
+    )
+
+
+def test_edge_update_consumes_a_recall_once_under_concurrent_calls(pg_url: str) -> None:
+    """Feedback's write sends the recall's consumption, its signals and the edge locks
+    together: of concurrent calls on one recall exactly one applies; the others roll back
+    what they sent and change nothing."""
+    mem = _memory(pg_url)
+    try:
+        ids = [mem.add(t, user_id="u1", session_id="s1")[0] for t in TURNS]
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        edges = store.edges_from("default", ids)
+        assert edges
+        before = {(e.src, e.dst, e.kind): e.weight for e in edges}
+        record = _recall(store, ids)
+        deltas = [EdgeDelta(e.src, e.dst, e.kind, 0.01) for e in edges]
+        results: list[Any] = []
+        start = threading.Barrier(4)
+
+        def feed() -> None:
+            start.wait()
+            results.append(
+                store.adjust_edges(
+                    "default",
+                    deltas,
+                    0.0,
+                    1.0,
+                    consume_recall=record.recall_id,
+                    reply_signals=[_signal(record, m) for m in ids],
+                )
+            )
+
+        threads = [threading.Thread(target=feed) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        applied = [r for r in results if r is not None]
+        assert len(results) == 4 and len(applied) == 1 and applied[0]
+        assert _count(store, "reply_signals", "recall_id = %s", (record.recall_id,)) == len(ids)
+        assert _count(store, "edge_changes", "recall_id = %s", (record.recall_id,)) == len(deltas)
+        after = {(e.src, e.dst, e.kind): e.weight for e in store.edges_from("default", ids)}
+        assert all(abs(after[k] - min(1.0, w + 0.01)) < 1e-9 for k, w in before.items())
+        # Once more: consumed, so nothing is written, signals included.
+        other = [_signal(record, ids[0])]
+        other[0].recall_id = record.recall_id
+        assert (
+            store.adjust_edges(
+                "default", deltas, 0.0, 1.0, consume_recall=record.recall_id, reply_signals=other
+            )
+            is None
+        )
+        assert _count(store, "edge_changes", "recall_id = %s", (record.recall_id,)) == len(deltas)
+    finally:
+        mem.close()
+
+
+def test_edge_update_that_fails_part_way_leaves_nothing(pg_url: str) -> None:
+    """A statement failing after others were sent in the same pipeline rolls all back: the
+    recall stays unconsumed, no signal and no weight change is kept."""
+    mem = _memory(pg_url)
+    try:
+        ids = [mem.add(t, user_id="u1", session_id="s1")[0] for t in TURNS]
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        edges = store.edges_from("default", ids)
+        before = {(e.src, e.dst, e.kind): e.weight for e in edges}
+        record = _recall(store, ids)
+        bad = _signal(record, ids[0])
+        bad.context_embedding = np.full(HashEmbedder().dim, np.nan, dtype=np.float32)  # refused
+        deltas = [EdgeDelta(e.src, e.dst, e.kind, 0.05) for e in edges]
+        with pytest.raises(Exception, match="edge update failed"):
+            store.adjust_edges(
+                "default",
+                deltas,
+                0.0,
+                1.0,
+                consume_recall=record.recall_id,
+                reply_signals=[_signal(record, ids[1]), bad],
+            )
+        assert (
+            store.get_recall(Scope("default", "u1", None, "s1"), record.recall_id).consumed_at
+            is None
+        )  # type: ignore[union-attr]
+        assert _count(store, "reply_signals", "recall_id = %s", (record.recall_id,)) == 0
+        assert _count(store, "edge_changes", "recall_id = %s", (record.recall_id,)) == 0
+        assert {
+            (e.src, e.dst, e.kind): e.weight for e in store.edges_from("default", ids)
+        } == before
+    finally:
+        mem.close()
