@@ -40,6 +40,8 @@ ASKED = _ts(2023, 2, 7, 12)
         ("What did I cook yesterday?", "2023-02-06", "2023-02-06"),
         ("Who did I meet last weekend?", "2023-02-04", "2023-02-05"),
         ("What did I do last Saturday?", "2023-02-04", "2023-02-04"),
+        ("What did I do on Saturday?", "2023-02-04", "2023-02-04"),
+        ("Where was I on Saturday morning?", "2023-02-04", "2023-02-04"),
         ("What did I watch last month?", "2023-01-01", "2023-01-31"),
         ("Which concert did I attend in May?", "2022-05-01", "2022-05-31"),
         ("What did I start in January?", "2023-01-01", "2023-01-31"),
@@ -59,6 +61,10 @@ def test_relative_time_range(query: str, first: str, last: str) -> None:
         "How many days passed between the two trips?",
         "What did I do in May 2023?",  # an absolute month: query_time_range's
         "Maybe we should talk about it.",
+        # a habit, not a date
+        "What time do I wake up on Saturday mornings?",
+        "What do I usually cook on Sunday?",
+        "Where do I go every week on Monday?",
     ],
 )
 def test_relative_time_range_none(query: str) -> None:

@@ -44,6 +44,13 @@ _LAST_DAY = re.compile(
     r"\b(?:last|past|this past|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
 )
 _DAYS = re.compile(r"\b(yesterday|today|tonight|the day before yesterday)\b")
+# "What time do I wake up on Saturday mornings?" asks about a habit, not a date: "on
+# <weekday>" names a day only in a question about one occasion (no habit word, or past tense).
+_HABIT = re.compile(
+    r"\b(?:usually|normally|typically|generally|always|often|every|each|do i|do we|does)\b"
+    r"|\b(?:morning|afternoon|evening|night)s\b"
+)
+_PAST = re.compile(r"\b(?:did|was|were)\b")
 _IN_MONTH = re.compile(
     r"\b(?:in|during|of|since|early|late|mid)\s+(january|february|march|april|may|june|july|"
     r"august|september|october|november|december)\b(?!\s*,?\s*(?:19|20)\d\d)"
@@ -121,7 +128,10 @@ def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
             out.append((_month_span(now.year, now.month)[0], now))
         else:
             out.append((datetime(now.year, 1, 1, tzinfo=UTC), now))
+    habit = _HABIT.search(text) is not None and _PAST.search(text) is None
     for m in _LAST_DAY.finditer(text):
+        if habit and m.group(0).startswith("on "):
+            continue
         back = (now.weekday() - _WEEKDAYS[m.group(1)]) % 7 or 7
         out.append(_day(now - timedelta(days=back)))
     for m in _DAYS.finditer(text):
