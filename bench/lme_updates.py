@@ -10,7 +10,13 @@ session, stamped with the session's date). The question is asked with ``recall``
 over the same turns (k1 1.5, b 0.75, lower-cased words, a short stop-word list, as
 ../shared/eval/README.md describes). Counted: the share of questions whose most recent gold
 turn ranks above every earlier gold turn (a gold turn missing from the top 50 ranks last), and
-the share whose most recent gold turn is in the top 5. Results: bench/results/lme_updates.md.
+the share whose most recent gold turn is in the top 5. Some questions ask for the earlier value
+("What was my previous goal ... before I updated it?"): for them the right turn to rank first
+is the older one. A second count, "the answer's turn first", takes as the turn that must rank
+above the other gold turns the latest gold turn that holds every word of the dataset's answer
+(words of three letters or more, and numbers) when only earlier gold turns hold it, else the
+most recent: labelled from the data, not by engrammar's own question rules. Results:
+bench/results/lme_updates.md.
 Embeddings are cached outside the repository (bench/_embcache.py).
 """
 
@@ -37,6 +43,8 @@ from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 
 LIMIT = 50
+OURS_FIRST = "engrammar answer's turn first"
+BM25_FIRST = "bm25 answer's turn first"
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     """a an the and or but if of at by for with about to from in on is are was were be been am i
@@ -91,13 +99,28 @@ def bm25(turns: list[dict[str, Any]], query: str) -> list[str]:
     return [i for s, i in sorted(scores, key=lambda x: -x[0]) if s > 0][:LIMIT]
 
 
-def newest_first(ranked: list[str], gold: list[dict[str, Any]]) -> tuple[bool, bool]:
-    """(the most recent gold turn above every earlier one, the most recent in the top 5)."""
-    latest = max(gold, key=lambda t: (t["time"], t["order"]))
+def newest_first(
+    ranked: list[str], gold: list[dict[str, Any]], first: dict[str, Any] | None = None
+) -> tuple[bool, bool]:
+    """(the most recent gold turn, or ``first`` when given, above every other gold turn; it
+    is in the top 5)."""
+    latest = first or max(gold, key=lambda t: (t["time"], t["order"]))
     pos = {i: k for k, i in enumerate(ranked)}
     mine = pos.get(latest["id"], LIMIT + 1)
     others = [pos.get(t["id"], LIMIT + 1) for t in gold if t is not latest]
     return mine < min(others), mine < 5
+
+
+def answer_turn(gold: list[dict[str, Any]], answer: Any) -> dict[str, Any]:
+    """The gold turn that must rank first: the latest one holding every word of ``answer``
+    when only earlier gold turns hold it (the question asks for a previous value), else the
+    most recent gold turn."""
+    ordered = sorted(gold, key=lambda t: (t["time"], t["order"]))
+    words = [w for w in _WORD.findall(str(answer).lower()) if len(w) > 2 or w.isdigit()]
+    holding = [t for t in ordered if words and set(words) <= set(_WORD.findall(t["text"].lower()))]
+    if holding and ordered[-1] not in holding:
+        return holding[-1]
+    return ordered[-1]
 
 
 def main() -> None:
@@ -153,14 +176,29 @@ def main() -> None:
                 kwargs["as_of"] = parse_date(q["question_date"])
             result = mem.recall(q["question"], user_id=user, limit=LIMIT, **kwargs)
             ranked = [id_of[m.id] for m in result.memories if m.id in id_of]
+            base_ranked = bm25(turns, q["question"])
             ours = newest_first(ranked, gold)
-            base = newest_first(bm25(turns, q["question"]), gold)
+            base = newest_first(base_ranked, gold)
+            wanted = answer_turn(gold, q.get("answer", ""))
+            earlier = wanted is not max(gold, key=lambda t: (t["time"], t["order"]))
             counts["questions"] += 1
+            counts["questions asking for an earlier value"] += earlier
+            counts["engrammar answer's turn first"] += newest_first(ranked, gold, wanted)[0]
+            counts["bm25 answer's turn first"] += newest_first(base_ranked, gold, wanted)[0]
             counts["engrammar newest first"] += ours[0]
             counts["engrammar newest in top 5"] += ours[1]
             counts["bm25 newest first"] += base[0]
             counts["bm25 newest in top 5"] += base[1]
-            rows.append({"question_id": user, "engrammar": ours, "bm25": base})
+            rows.append(
+                {
+                    "question_id": user,
+                    "engrammar": ours,
+                    "bm25": base,
+                    "asks_earlier": earlier,
+                    "engrammar_answer_first": newest_first(ranked, gold, wanted)[0],
+                    "bm25_answer_first": newest_first(base_ranked, gold, wanted)[0],
+                }
+            )
             if len(rows) % 10 == 0:
                 embedder.save()
     embedder.save()
@@ -177,6 +215,12 @@ def main() -> None:
                 sum(r["engrammar"][0] for r in sel) / max(1, len(sel)), 3
             ),
             "bm25 newest first": round(sum(r["bm25"][0] for r in sel) / max(1, len(sel)), 3),
+            "engrammar answer's turn first": round(
+                sum(r["engrammar_answer_first"] for r in sel) / max(1, len(sel)), 3
+            ),
+            "bm25 answer's turn first": round(
+                sum(r["bm25_answer_first"] for r in sel) / max(1, len(sel)), 3
+            ),
         }
     doc = {
         "command": command,
@@ -184,7 +228,12 @@ def main() -> None:
         "as_of": has_as_of,
         "questions": n,
         "seconds": round(time.perf_counter() - t0, 1),
-        "rates": {k: round(v / max(1, n), 3) for k, v in counts.items() if k != "questions"},
+        "rates": {
+            k: round(v / max(1, n), 3)
+            for k, v in counts.items()
+            if k not in ("questions", "questions asking for an earlier value")
+        },
+        "asking_earlier": counts["questions asking for an earlier value"],
         "halves": halves,
         "rows": rows,
     }
@@ -201,17 +250,26 @@ def main() -> None:
         "questions skipped); user turns ingested, one `add` per session at the session's date; "
         f"recall limit {LIMIT}, `as_of` = the question's date: {'yes' if has_as_of else 'no'}.",
         "",
-        "| system | most recent gold turn above every earlier one | most recent gold turn in top 5 |",
-        "|---|---|---|",
-        f"| engrammar | {doc['rates']['engrammar newest first']} | {doc['rates']['engrammar newest in top 5']} |",
-        f"| BM25 | {doc['rates']['bm25 newest first']} | {doc['rates']['bm25 newest in top 5']} |",
-        "",
-        "By half of the question ids (sorted): most recent gold turn above every earlier one",
-        "",
-        "| half | questions | engrammar | BM25 |",
+        "| system | most recent gold turn above every earlier one | most recent gold turn in top 5 "
+        "| the answer's gold turn above the others |",
         "|---|---|---|---|",
+        f"| engrammar | {doc['rates']['engrammar newest first']} | "
+        f"{doc['rates']['engrammar newest in top 5']} | {doc['rates'][OURS_FIRST]} |",
+        f"| BM25 | {doc['rates']['bm25 newest first']} | {doc['rates']['bm25 newest in top 5']} | "
+        f"{doc['rates'][BM25_FIRST]} |",
+        "",
+        f"{doc['asking_earlier']} of the {n} questions ask for an earlier value (the dataset's "
+        "answer is held only by an earlier gold turn); the last column counts the answer's turn "
+        "first for them, the most recent for the rest.",
+        "",
+        "By half of the question ids (sorted): most recent gold turn above every earlier one, "
+        "and the answer's turn above the others",
+        "",
+        "| half | questions | engrammar | BM25 | engrammar, answer's turn | BM25, answer's turn |",
+        "|---|---|---|---|---|---|",
         *[
-            f"| {k} | {v['questions']} | {v['engrammar newest first']} | {v['bm25 newest first']} |"
+            f"| {k} | {v['questions']} | {v['engrammar newest first']} | {v['bm25 newest first']} "
+            f"| {v[OURS_FIRST]} | {v[BM25_FIRST]} |"
             for k, v in halves.items()
         ],
         "",
