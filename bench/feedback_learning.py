@@ -331,6 +331,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_context_full",
                 "feedback_rating_context_min",
                 "feedback_rating_context_full",
+                "feedback_rating_memory_margin",
                 "feedback_reply_top",
                 "feedback_reply_weight",
                 "feedback_reply_context_min",

@@ -198,3 +198,47 @@ def test_acceptance_carries_to_a_related_question_a_rejection_does_not() -> None
     # A correction says the memory misleads: it carries like an acceptance, with its sign.
     out = {s.id: s for s in rank(cands, vecs, ratings=[rating("b", "corrected", related)])}
     assert out["b"].adjustment.value < 0
+
+
+def test_a_carried_verdict_needs_the_memory_as_close_to_the_query_as_to_the_rated_one() -> None:
+    from dataclasses import replace
+
+    from engrammar.learn.scoring import memory_match
+
+    related = unit(1, 1)  # a past question inside the accepting ramp (cosine 0.71 with Q)
+    # "on": closer to the query than to the rated question (cosines 0.71 and 0.5); "off":
+    # about what the rated question asked, far less about the query (0.97 with it, 0.51 with Q).
+    on, off = unit(1, 0, 1), unit(0.6, 1)
+    assert float(on @ Q) >= float(on @ related)
+    assert float(off @ related) - float(off @ Q) > PARAMS.rating_memory_margin
+    cands = [("on", 0.8), ("off", 0.8)]
+    vecs = {"on": on, "off": off}
+
+    def adjustments(ctx: np.ndarray, params: LearnParams = PARAMS) -> dict[str, float]:
+        ratings = [RatingFacts(f"r-{m}", m, "accepted", 1.0, NOW, ctx, None) for m in ("on", "off")]
+        out = learned_ranking(cands, Q, vecs, [], [], ratings, params, NOW)
+        return {s.id: s.adjustment.value for s in out}
+
+    carried = adjustments(related)
+    assert carried["on"] > 0
+    assert carried["off"] == 0
+    # The rated question itself: both count in full, the same.
+    same = adjustments(Q)
+    assert same["on"] == pytest.approx(same["off"])
+    assert same["on"] > carried["on"]
+    # 0 switches the rule off: the rating carries by the questions' likeness alone.
+    off_rule = adjustments(related, replace(PARAMS, rating_memory_margin=0.0))
+    assert off_rule["off"] == pytest.approx(off_rule["on"])
+    assert off_rule["on"] == pytest.approx(carried["on"])
+    # Linear in between.
+    assert memory_match(0.5, 0.55, 0.1) == pytest.approx(0.5)
+    assert memory_match(0.6, 0.55, 0.1) == 1.0 and memory_match(0.4, 0.55, 0.1) == 0.0
+
+
+def test_without_records_the_ranking_is_unchanged() -> None:
+    cands = [("a", 0.9), ("b", 0.7), ("c", 0.7), ("d", 0.1)]
+    vecs = {"a": Q, "b": CTX, "c": FAR, "d": AI}
+    for params in (PARAMS, LearnParams(**{**PARAMS.__dict__, "rating_memory_margin": 0.0})):
+        out = learned_ranking(cands, Q, vecs, [], [], [], params, NOW)
+        assert [(s.id, s.score) for s in out] == cands
+        assert all(s.adjustment.value == 0 and not s.injected for s in out)

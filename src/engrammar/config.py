@@ -326,6 +326,13 @@ class Config:
     feedback_rating_context_full: float = _opt(
         0.85, "Cosine at which an accepting or correcting rating counts fully."
     )
+    feedback_rating_memory_margin: float = _opt(
+        0.1,
+        "An accepting or correcting rating carries to another query in full only when the "
+        "memory is at least as close (cosine) to that query as to the rated one; its weight "
+        "falls to 0 when the memory is this much less close (a question on the rated one's "
+        "topic but about something else is not lifted by it). 0 = off.",
+    )
     feedback_source_window_s: float = _opt(
         60.0,
         "Within each window of this many seconds, one source's signals of one kind on one "
@@ -432,6 +439,7 @@ class Config:
             "feedback_reply_top",
             "feedback_reply_weight",
             "feedback_term_weight",
+            "feedback_rating_memory_margin",
             "superseded_factor",
             "recency_min_ratio",
             "preferences_limit",

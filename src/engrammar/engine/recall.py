@@ -564,6 +564,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         reply_context_full=cfg.feedback_reply_context_full,
         rating_context_min=cfg.feedback_rating_context_min,
         rating_context_full=cfg.feedback_rating_context_full,
+        rating_memory_margin=cfg.feedback_rating_memory_margin,
         source_window_s=cfg.feedback_source_window_s,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])

@@ -22,8 +22,8 @@ How each record acts on a recall whose query matches its context (``match`` in [
   memories that are the same text as the accepted output gain +w, as the rejected one lose w.
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
   context counts in proportion to the match (:func:`rating_match`: accepted and corrected say
-  something about the memory and carry to related questions, rejected only about that
-  question), one without counts everywhere.
+  something about the memory and carry to related questions that are as close to the memory
+  as the rated one, rejected only about that question), one without counts everywhere.
 * **Reply signal** (``feedback(response=...)``). The memories the reply drew on (its best
   matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
   ``reply_weight`` times the context match. The reply is an independent witness of the ratings
@@ -54,6 +54,7 @@ __all__ = [
     "ReplyFacts",
     "ReviewFacts",
     "learned_ranking",
+    "memory_match",
     "rating_match",
     "standing_answer",
     "verdict",
@@ -145,6 +146,7 @@ class LearnParams:
     reply_context_full: float = 0.98
     rating_context_min: float = 0.5
     rating_context_full: float = 0.85
+    rating_memory_margin: float = 0.1
     source_window_s: float = 60.0
 
 
@@ -181,7 +183,12 @@ def standing_answer(state: str) -> str | None:
     return {"corrected": "corrected", "adopted": "ai_output"}.get(state)
 
 
-def rating_match(rating: RatingFacts, query_vec: np.ndarray, params: LearnParams) -> float:
+def rating_match(
+    rating: RatingFacts,
+    query_vec: np.ndarray,
+    params: LearnParams,
+    memory_vec: np.ndarray | None = None,
+) -> float:
     """How far a rating applies to the query (1 for a rating without a context).
 
     What a rating says depends on its verdict. *Accepted* says the memory is useful and
@@ -191,13 +198,39 @@ def rating_match(rating: RatingFacts, query_vec: np.ndarray, params: LearnParams
     the same question (``reply_context_min`` to ``reply_context_full``). On LoCoMo a memory
     rejected for one question is evidence for a related one about as often as any other
     candidate, so a wide ramp for rejections pushed down the evidence of unseen questions.
+
+    A carried verdict is about the memory *as an answer to questions like the rated one*: with
+    the memory's vector it counts in full only when the memory is at least as close to the
+    query as to the rated question, and fades to nothing ``rating_memory_margin`` (cosine)
+    below that (0 switches this off). A question that shares the rated one's topic but asks
+    about something else than what the memory says is not lifted (or sunk) by it; the rated
+    question itself always is (the two cosines are equal).
     """
     if rating.context_vec is None:
         return 1.0
     cos = _cos(query_vec, rating.context_vec)
     if rating.verdict == "rejected":
         return context_match(cos, params.reply_context_min, params.reply_context_full)
-    return context_match(cos, params.rating_context_min, params.rating_context_full)
+    m = context_match(cos, params.rating_context_min, params.rating_context_full)
+    if m > 0 and memory_vec is not None and params.rating_memory_margin > 0:
+        m *= memory_match(
+            _cos(query_vec, memory_vec),
+            _cos(rating.context_vec, memory_vec),
+            params.rating_memory_margin,
+        )
+    return m
+
+
+def memory_match(query_cos: float, rated_cos: float, margin: float) -> float:
+    """How far a verdict on a memory carries from the rated question to a query, by how close
+    the memory is to each (cosines): 1 when the query is at least as close as the rated
+    question was, 0 from ``margin`` (> 0) less, linear in between."""
+    gap = rated_cos - query_cos
+    if gap <= 1e-6:  # the rated question itself (float noise aside)
+        return 1.0
+    if gap >= margin:
+        return 0.0
+    return 1.0 - gap / margin
 
 
 def _normal(text: str) -> str:
@@ -370,7 +403,7 @@ def learned_ranking(
         (r.recall_id, r.memory_id): r for r in replies
     }
     for rating in ratings:
-        m = rating_match(rating, query_vec, params)
+        m = rating_match(rating, query_vec, params, candidate_vecs.get(rating.memory_id))
         if m > 0:
             value = VERDICT_VALUE[rating.verdict]
             witness = said.get((rating.recall_id, rating.memory_id))
