@@ -100,14 +100,9 @@ def _vector(data: Any) -> np.ndarray:
     return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
 
 
-def _edges(raw: tuple[str, str | None]) -> list[Edge]:
-    """The out-edges of ``src`` from the prefetch's JSON text (``[[dst, kind, weight,
-    updated_at], ...]``; None: no edge). PostgreSQL writes a float8 in its shortest exact
-    form, so the numbers come back as the same doubles."""
-    src, text = raw
-    if text is None:
-        return []
-    return [Edge(src, d, k, float(w), float(u)) for d, k, w, u in json.loads(text)]
+def _edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
+    src, dsts, kinds, weights, ups = raw
+    return [Edge(src, d, k, w, u) for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)]
 
 
 @dataclass
@@ -395,11 +390,16 @@ class PostgresReads:
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
             WITH own AS MATERIALIZED ({own_hits(keys, own_filter)}),
+            -- The scope's chunk vectors, nearest first, each memory checked by key (active,
+            -- the filter) until k are found: no scan of the workspace's memories.
             chunk_hits AS MATERIALIZED (
-                SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
-                FROM memory_chunks c JOIN memories m ON m.workspace = c.workspace
-                     AND m.id = c.memory_id AND m.status = 'active'{chunk_filter}
-                WHERE {chunk_where} GROUP BY c.memory_id ORDER BY 2 LIMIT %(k)s),
+                SELECT d.id, d.distance FROM (
+                    SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
+                    FROM memory_chunks c WHERE {chunk_where} GROUP BY c.memory_id) d
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM memories m WHERE m.workspace = %(ws)s AND m.id = d.id
+                    AND m.status = 'active'{chunk_filter} OFFSET 0) ok
+                ORDER BY d.distance LIMIT %(k)s),
             hits AS MATERIALIZED (
                 SELECT id, min(distance) AS distance
                 FROM (SELECT * FROM own UNION ALL SELECT * FROM chunk_hits) b
@@ -438,9 +438,11 @@ class PostgresReads:
                 SELECT id, distance, true AS full_node, true AS likely FROM cand
                 UNION ALL SELECT id, NULL, true, likely OR id IN (SELECT id FROM sec) FROM n1
                 UNION ALL SELECT id, NULL, false, true FROM n2),
-            -- A full node's out-edges as one JSON text (decoded only when asked for).
-            ea AS (SELECT src, json_agg(json_build_array(dst, kind, weight, updated_at)
-                                        ORDER BY dst, kind)::text AS edges
+            -- A full node's out-edges (the four aggregates share one sort).
+            ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
+                          array_agg(kind ORDER BY dst, kind) AS kinds,
+                          array_agg(weight ORDER BY dst, kind) AS weights,
+                          array_agg(updated_at ORDER BY dst, kind) AS ups
                    FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src),
             ca AS (SELECT memory_id, array_agg(c.position ORDER BY c.position) AS pos,
                           array_agg(c.start_char ORDER BY c.position) AS starts,
@@ -453,7 +455,7 @@ class PostgresReads:
             -- The rows of the likely nodes, by one index scan (an array of keys).
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
                    AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely)))
-            SELECT n.id, n.distance, n.full_node, ea.edges,
+            SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
                    ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
             LEFT JOIN ea ON n.full_node AND ea.src = n.id
@@ -491,7 +493,7 @@ class PostgresReads:
 
         rows, found = self._read("vector search and neighbourhood", run)
         hits: list[tuple[str, float]] = []
-        at = 8
+        at = 11
         for r in rows:
             memory_id = r[0]
             if r[at] is not None:  # the likely nodes' records and vectors
@@ -500,8 +502,9 @@ class PostgresReads:
             if r[1] is not None:
                 hits.append((memory_id, 1 - float(r[1])))
             if r[2]:
-                snap.out_edges.put_raw(memory_id, (memory_id, r[3]))
-                snap.windows[memory_id] = _windows(r[4], r[5], r[6], r[7])
+                snap.out_edges.put_raw(memory_id, (memory_id, r[3] or [], r[4] or [],
+                                                   r[5] or [], r[6] or []))  # fmt: skip
+                snap.windows[memory_id] = _windows(r[7], r[8], r[9], r[10])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
