@@ -284,6 +284,43 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
         mem.close()
 
 
+def test_feedback_reads_the_recall_with_its_memories_in_one_exchange(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In feedback's read session the recall row comes with the records and vectors of the
+    memories it names (shown, on its paths): no exchange of its own for their vectors, and the
+    feedback's outcome equals the plain reads'."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        names: list[str] = []
+        original = PostgresStore._tx
+
+        def naming(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
+            names.append(what)
+            return original(store, what, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", naming)
+        outcomes = []
+        counts = []
+        for plain in (False, True):
+            first = mem.recall(QUERIES[0], user_id="u1", limit=5)
+            assert first.paths  # the graph named memories beyond those shown
+            reply = f"{first.memories[0].content} And {first.memories[1].content}"
+            names.clear()
+            with _plain() if plain else contextlib.nullcontext():
+                outcome = mem.feedback(response=reply, user_id="u1", recall_id=first.recall_id)
+            counts.append(len(names))
+            if not plain:
+                assert names[0] == "reading the recall"
+                assert names[1] not in ("get", "reading vectors"), names
+            outcomes.append(_rounded(outcome))
+        assert outcomes[0] == outcomes[1]
+        assert counts[0] < counts[1], counts
+    finally:
+        mem.close()
+
+
 def test_session_is_per_thread_and_ends_with_the_block(pg_url: str) -> None:
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     try:
