@@ -8,10 +8,11 @@ that a few wide statements fill:
 
 1. keyword search returns its hits' records and vectors with them;
 2. vector search runs, in one pipelined exchange, a statement that finds the vector hits and
-   returns the records, vectors and complete out-edge lists of every candidate (keyword and
-   vector hits), of their sequence neighbours and of the nodes one hop from the likely graph
-   seeds (plus the records of second sequence neighbours), and a probe of whether any feedback
-   record of the scope is recent enough to count;
+   returns the complete out-edge lists of every candidate (keyword and vector hits), of their
+   sequence neighbours and of the nodes one hop from the likely graph seeds, the records and
+   vectors of those a recall is likely to read (not of a seed's neighbour beyond the strongest
+   edges the walk follows) and of second sequence neighbours, and a probe of whether any
+   feedback record of the scope is recent enough to count;
 3. the recall record is written (outside this module).
 
 Every answer is exactly what the plain call would return: a question the snapshot cannot
