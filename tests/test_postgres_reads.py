@@ -220,6 +220,107 @@ def test_session_with_filters_and_chunk_vectors_equals_plain_reads(
         mem.close()
 
 
+def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memories that share most of their words link to many others: a likely seed has more
+    neighbours than the walk follows, so the prefetch reads some nodes' edges without their
+    records and vectors. Whatever the walk then reaches is read on demand, and the recall,
+    search and explain answers equal the plain reads'."""
+    from engrammar.store import postgres_reads
+
+    monkeypatch.setattr(postgres_reads, "_WALK_GUESS", 1)  # fewer likely nodes: more misses
+    # A small pool: most memories are no candidate, and reach the recall through the graph.
+    mem = Memory(Config(store=pg_url, candidate_pool=4), embedder=HashEmbedder())
+    try:
+        topics = ["garden", "kitchen", "harbour", "studio"]
+        for n in range(6):
+            mem.add(
+                [
+                    {"role": "user", "name": SPEAKERS[i % 2],
+                     "content": f"We talked about the {topics[(n + i) % 4]} and the "
+                                f"{topics[(n + 2 * i) % 4]} plans for week {i} of trip {n}."}
+                    for i in range(6)
+                ],
+                user_id="u1",
+                session_id=f"t{n}",
+            )  # fmt: skip
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        ws = mem.config.workspace
+        ids = [m.id for m in mem.list(user_id="u1", limit=100)]
+        degree = {i: len(store.edges_from(ws, [i])) for i in ids}
+        assert max(degree.values()) > 3  # seeds with more neighbours than the walk follows
+        count = _Exchanges(monkeypatch)
+        queries = ["garden plans", "What did Caroline say about the harbour?", "studio week 3"]
+        for query in queries:
+            with store.reading(0.0):
+                mem.recall(query, user_id="u1", limit=5)
+                snap = store._snap()
+                assert snap is not None and snap.prefetched
+                # some nodes came with their edges only
+                assert any(i not in snap.records for i in snap.out_edges), query
+            count.n = 0
+            fast = mem.recall(query, user_id="u1", limit=5)
+            fast_trips = count.n
+            with _plain():
+                count.n = 0
+                slow = mem.recall(query, user_id="u1", limit=5)
+                slow_trips = count.n
+            assert _recall_view(fast) == _recall_view(slow), query
+            assert fast_trips < slow_trips, query
+            fast_search = mem.search(query, user_id="u1", limit=5)
+            with _plain():
+                slow_search = mem.search(query, user_id="u1", limit=5)
+            assert _rounded([(m.id, m.score, m.components) for m in fast_search]) == _rounded(
+                [(m.id, m.score, m.components) for m in slow_search]
+            )
+            target = fast.memories[-1].id
+            fast_explain = mem.explain(query, target, user_id="u1")
+            with _plain():
+                slow_explain = mem.explain(query, target, user_id="u1")
+            assert _rounded(fast_explain) == _rounded(slow_explain)
+    finally:
+        mem.close()
+
+
+def test_feedback_reads_the_recall_with_its_memories_in_one_exchange(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In feedback's read session the recall row comes with the records and vectors of the
+    memories it names (shown, on its paths): no exchange of its own for their vectors, and the
+    feedback's outcome equals the plain reads'."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        names: list[str] = []
+        original = PostgresStore._tx
+
+        def naming(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
+            names.append(what)
+            return original(store, what, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", naming)
+        outcomes = []
+        counts = []
+        for plain in (False, True):
+            first = mem.recall(QUERIES[0], user_id="u1", limit=5)
+            assert first.paths  # the graph named memories beyond those shown
+            reply = f"{first.memories[0].content} And {first.memories[1].content}"
+            names.clear()
+            with _plain() if plain else contextlib.nullcontext():
+                outcome = mem.feedback(response=reply, user_id="u1", recall_id=first.recall_id)
+            counts.append(len(names))
+            if not plain:
+                assert names[0] == "reading the recall"
+                assert names[1] not in ("get", "reading vectors"), names
+            outcomes.append(_rounded(outcome))
+        assert outcomes[0] == outcomes[1]
+        assert counts[0] < counts[1], counts
+    finally:
+        mem.close()
+
+
 def test_session_is_per_thread_and_ends_with_the_block(pg_url: str) -> None:
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     try:

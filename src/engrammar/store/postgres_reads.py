@@ -8,10 +8,11 @@ that a few wide statements fill:
 
 1. keyword search returns its hits' records and vectors with them;
 2. vector search runs, in one pipelined exchange, a statement that finds the vector hits and
-   returns the records, vectors and complete out-edge lists of every candidate (keyword and
-   vector hits), of their sequence neighbours and of the nodes one hop from the likely graph
-   seeds (plus the records of second sequence neighbours), and a probe of whether any feedback
-   record of the scope is recent enough to count;
+   returns the complete out-edge lists of every candidate (keyword and vector hits), of their
+   sequence neighbours and of the nodes one hop from the likely graph seeds, the records and
+   vectors of those a recall is likely to read (not of a seed's neighbour beyond the strongest
+   edges the walk follows) and of second sequence neighbours, and a probe of whether any
+   feedback record of the scope is recent enough to count;
 3. the recall record is written (outside this module).
 
 Every answer is exactly what the plain call would return: a question the snapshot cannot
@@ -52,6 +53,9 @@ _METADATA = 11
 # Candidates whose one-hop graph neighbours are read ahead (the walk starts from the best few
 # refined candidates, which come from the head of either list).
 _SEED_GUESS = 20
+# Edges of a likely seed the walk may follow (graph_fanout 3, plus up to graph_depth 2 to
+# nodes it has visited): the nodes they reach come with their records and vectors.
+_WALK_GUESS = 5
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
 
 
@@ -387,11 +391,16 @@ class PostgresReads:
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
             WITH own AS MATERIALIZED ({own_hits(keys, own_filter)}),
+            -- The scope's chunk vectors, nearest first, each memory checked by key (active,
+            -- the filter) until k are found: no scan of the workspace's memories.
             chunk_hits AS MATERIALIZED (
-                SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
-                FROM memory_chunks c JOIN memories m ON m.workspace = c.workspace
-                     AND m.id = c.memory_id AND m.status = 'active'{chunk_filter}
-                WHERE {chunk_where} GROUP BY c.memory_id ORDER BY 2 LIMIT %(k)s),
+                SELECT d.id, d.distance FROM (
+                    SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance
+                    FROM memory_chunks c WHERE {chunk_where} GROUP BY c.memory_id) d
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM memories m WHERE m.workspace = %(ws)s AND m.id = d.id
+                    AND m.status = 'active'{chunk_filter} OFFSET 0) ok
+                ORDER BY d.distance LIMIT %(k)s),
             hits AS MATERIALIZED (
                 SELECT id, min(distance) AS distance
                 FROM (SELECT * FROM own UNION ALL SELECT * FROM chunk_hits) b
@@ -402,42 +411,56 @@ class PostgresReads:
                     UNION ALL SELECT unnest(%(kw)s::text[]), NULL) b GROUP BY id),
             seeds AS ((SELECT id FROM hits ORDER BY distance, id LIMIT %(seeds)s)
                       UNION SELECT unnest(%(kw_seeds)s::text[])),
+            -- Every edge leaving a candidate, then leaving n1 (one index scan each, by array).
+            e1 AS MATERIALIZED (
+                SELECT src, dst, kind, weight, updated_at FROM edges
+                WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM cand))),
+            -- n1: sequence neighbours of the candidates and every neighbour of the likely
+            -- seeds. ``likely``: reached along a sequence edge, or among the strongest edges
+            -- of a seed (the walk follows only those): their records and vectors come along.
+            reach1 AS (
+                SELECT dst AS id, false AS by_sequence, row_number() OVER (
+                           PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(walk)s AS likely
+                FROM e1 WHERE src IN (SELECT id FROM seeds) GROUP BY src, dst
+                UNION ALL
+                SELECT dst, true, true FROM e1 WHERE kind = 'sequence'),
             n1 AS MATERIALIZED (
-                SELECT e.dst AS id FROM cand CROSS JOIN LATERAL (
-                    SELECT dst, kind FROM edges WHERE workspace = %(ws)s AND src = cand.id OFFSET 0) e
-                WHERE e.kind = 'sequence' OR cand.id IN (SELECT id FROM seeds)
-                EXCEPT SELECT id FROM cand),
-            n2 AS (SELECT e.dst AS id FROM n1 CROSS JOIN LATERAL (
-                       SELECT dst FROM edges WHERE workspace = %(ws)s AND src = n1.id
-                       AND kind = 'sequence' OFFSET 0) e
-                   EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
-            nodes AS (SELECT id, distance, true AS full_node FROM cand
-                      UNION ALL SELECT id, NULL, true FROM n1
-                      UNION ALL SELECT id, NULL, false FROM n2)
-            SELECT n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
+                SELECT id, bool_or(by_sequence) AS by_sequence, bool_or(likely) AS likely
+                FROM reach1 WHERE id NOT IN (SELECT id FROM cand) GROUP BY id),
+            e2 AS MATERIALIZED (
+                SELECT src, dst, kind, weight, updated_at FROM edges
+                WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))),
+            -- Second sequence neighbours of the candidates; n2: those not read in full.
+            sec AS MATERIALIZED (
+                SELECT dst AS id FROM e2 WHERE kind = 'sequence'
+                AND src IN (SELECT id FROM n1 WHERE by_sequence)),
+            n2 AS (SELECT id FROM sec EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
+            nodes AS MATERIALIZED (
+                SELECT id, distance, true AS full_node, true AS likely FROM cand
+                UNION ALL SELECT id, NULL, true, likely OR id IN (SELECT id FROM sec) FROM n1
+                UNION ALL SELECT id, NULL, false, true FROM n2),
+            -- A full node's out-edges (the four aggregates share one sort).
+            ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
+                          array_agg(kind ORDER BY dst, kind) AS kinds,
+                          array_agg(weight ORDER BY dst, kind) AS weights,
+                          array_agg(updated_at ORDER BY dst, kind) AS ups
+                   FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src),
+            ca AS (SELECT memory_id, array_agg(c.position ORDER BY c.position) AS pos,
+                          array_agg(c.start_char ORDER BY c.position) AS starts,
+                          array_agg(c.end_char ORDER BY c.position) AS ends,
+                          string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.position)
+                              AS vecs
+                   FROM memory_chunks c WHERE c.workspace = %(ws)s
+                   AND c.memory_id = ANY(ARRAY(SELECT id FROM nodes WHERE full_node))
+                   GROUP BY memory_id),
+            -- The rows of the likely nodes, by one index scan (an array of keys).
+            mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
+                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely)))
+            SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
                    ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}
-            FROM nodes n
-            -- Lookups by key per node (LATERAL ... OFFSET 0, which the planner keeps as it
-            -- is): a wrong guess of a CTE's size or stale statistics must not turn one into
-            -- a scan of every edge or memory of the workspace.
-            CROSS JOIN LATERAL (
-                SELECT * FROM memories WHERE workspace = %(ws)s AND id = n.id OFFSET 0) m
-            LEFT JOIN LATERAL (
-                SELECT array_agg(e.dst ORDER BY e.dst, e.kind) AS dsts,
-                       array_agg(e.kind ORDER BY e.dst, e.kind) AS kinds,
-                       array_agg(e.weight ORDER BY e.dst, e.kind) AS weights,
-                       array_agg(e.updated_at ORDER BY e.dst, e.kind) AS ups
-                FROM edges e WHERE n.full_node AND e.workspace = %(ws)s AND e.src = n.id
-            ) ea ON true
-            LEFT JOIN LATERAL (
-                SELECT array_agg(c.position ORDER BY c.position) AS pos,
-                       array_agg(c.start_char ORDER BY c.position) AS starts,
-                       array_agg(c.end_char ORDER BY c.position) AS ends,
-                       string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.position)
-                           AS vecs
-                FROM memory_chunks c
-                WHERE n.full_node AND c.workspace = %(ws)s AND c.memory_id = n.id
-            ) ca ON true
+            FROM nodes n LEFT JOIN mm m ON m.id = n.id
+            LEFT JOIN ea ON n.full_node AND ea.src = n.id
+            LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id
         """
         args = {
             "q": query,
@@ -445,6 +468,7 @@ class PostgresReads:
             "kw": kw,
             "kw_seeds": kw[:_SEED_GUESS],
             "seeds": _SEED_GUESS,
+            "walk": _WALK_GUESS,
             "ws": ws,
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,
@@ -470,17 +494,18 @@ class PostgresReads:
 
         rows, found = self._read("vector search and neighbourhood", run)
         hits: list[tuple[str, float]] = []
-        at = 10
+        at = 11
         for r in rows:
-            memory_id = r[at]
-            snap.records.put_raw(memory_id, r[at : at + _N_MEMORY])
-            snap.vecs.put_raw(memory_id, r[at + _N_MEMORY])
-            if r[0] is not None:
-                hits.append((memory_id, 1 - float(r[0])))
-            if r[1]:
-                snap.out_edges.put_raw(memory_id, (memory_id, r[2] or [], r[3] or [],
-                                                   r[4] or [], r[5] or []))  # fmt: skip
-                snap.windows[memory_id] = _windows(r[6], r[7], r[8], r[9])
+            memory_id = r[0]
+            if r[at] is not None:  # the likely nodes' records and vectors
+                snap.records.put_raw(memory_id, r[at : at + _N_MEMORY])
+                snap.vecs.put_raw(memory_id, r[at + _N_MEMORY])
+            if r[1] is not None:
+                hits.append((memory_id, 1 - float(r[1])))
+            if r[2]:
+                snap.out_edges.put_raw(memory_id, (memory_id, r[3] or [], r[4] or [],
+                                                   r[5] or [], r[6] or []))  # fmt: skip
+                snap.windows[memory_id] = _windows(r[7], r[8], r[9], r[10])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)

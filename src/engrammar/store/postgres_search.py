@@ -366,11 +366,14 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         # nine at the default 250) and merged in.
         sql = (
             f"WITH hits AS MATERIALIZED ({own_hits(keys, narrowed)}), "
-            "chunk_hits AS MATERIALIZED (SELECT c.memory_id AS id, "
-            "min(c.embedding <=> %(q)s) AS distance FROM memory_chunks c "
-            "JOIN memories m ON m.workspace = c.workspace AND m.id = c.memory_id "
-            f"AND m.status = 'active'{chunk_narrowed} WHERE {chunk_scoped} "
-            "GROUP BY c.memory_id ORDER BY 2 LIMIT %(k)s) "
+            # The chunk vectors nearest first, each memory checked by key (no scan of the
+            # workspace's memories).
+            "chunk_hits AS MATERIALIZED (SELECT d.id, d.distance FROM ("
+            "SELECT c.memory_id AS id, min(c.embedding <=> %(q)s) AS distance "
+            f"FROM memory_chunks c WHERE {chunk_scoped} GROUP BY c.memory_id) d "
+            "CROSS JOIN LATERAL (SELECT 1 FROM memories m WHERE m.workspace = %(ws)s "
+            f"AND m.id = d.id AND m.status = 'active'{chunk_narrowed} OFFSET 0) ok "
+            "ORDER BY d.distance LIMIT %(k)s) "
             "SELECT id, 1 - min(distance) AS similarity, min(distance) AS distance "
             "FROM (SELECT * FROM hits UNION ALL "
             "SELECT * FROM chunk_hits) AS both_hits GROUP BY id "

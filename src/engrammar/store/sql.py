@@ -352,6 +352,14 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         self._run("saving the recall", lambda c: c.execute(sql, args), single=True)
 
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
+        sql, params = self._recall_query(scope, recall_id)
+        row = self._run(
+            "reading the recall", lambda c: c.execute(sql, params).fetchone(), write=False
+        )
+        return self._recall_record(row)
+
+    def _recall_query(self, scope: Scope, recall_id: str | None) -> tuple[str, list[Any]]:
+        """The statement of ``get_recall`` (one row of ``_RECALL_COLUMNS`` or none)."""
         where, params = scope_where(scope)
         if recall_id is not None:
             sql = f"SELECT {_RECALL_COLUMNS} FROM recalls WHERE {where} AND id = ?"
@@ -361,10 +369,9 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
                 f"SELECT {_RECALL_COLUMNS} FROM recalls WHERE {where} AND consumed_at IS NULL "
                 f"ORDER BY created_at DESC, {self.dialect.recall_order} DESC LIMIT 1"
             )
-        sql = self._q(sql)
-        row = self._run(
-            "reading the recall", lambda c: c.execute(sql, params).fetchone(), write=False
-        )
+        return self._q(sql), params
+
+    def _recall_record(self, row: Any) -> RecallRecord | None:
         if row is None:
             return None
         from_json = self.dialect.from_json

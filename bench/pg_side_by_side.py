@@ -1,0 +1,164 @@
+"""Two versions of engrammar's code on PostgreSQL side by side in ONE process, with SQLite as
+the reference: recall and feedback p50, exchanges per recall.
+
+    python bench/pg_side_by_side.py --other-src ../main/src --other-url URL --this-url URL \\
+        --sqlite-path DIR [--recalls 200]
+
+``--other-src`` is the ``src`` folder of another checkout (e.g. main); its package is copied
+under the name ``engrammar_other`` (the package imports itself relatively), so both versions
+run in this process. Each PostgreSQL version gets its own copy of one filled store
+(``CREATE DATABASE ... TEMPLATE``), SQLite a copy of the matching folder (filled as
+``bench/pg_scope.py`` fills them: LoCoMo texts in one user scope ``u``). Question by question,
+the order of the three rotating, each recall is followed by ``feedback`` with the gold answer
+(as pg_scope does), so all see the same machine load: on a shared, busy machine this compares
+two versions far more steadily than two pg_scope runs one after the other. The first half of
+the recalls runs on stores without feedback records; the second asks the same questions again.
+Exchanges are ``PostgresStore._tx`` calls (one statement or one pipelined batch each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--other-src", required=True)
+    ap.add_argument("--other-url", required=True, help="the other version's PostgreSQL store")
+    ap.add_argument("--this-url", required=True, help="this version's PostgreSQL store")
+    ap.add_argument("--sqlite-path", required=True)
+    ap.add_argument("--data", default=str(ROOT / "../shared/data/locomo10.json"))
+    ap.add_argument("--n", type=int, default=3000, help="memories the stores were filled with")
+    ap.add_argument("--recalls", type=int, default=200)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="engrammar-other-")
+    shutil.copytree(Path(args.other_src) / "engrammar", Path(tmp) / "engrammar_other")
+    sys.path.insert(0, tmp)
+    import engrammar_other  # type: ignore[import-not-found]
+    from engrammar_other.store.postgres import PostgresStore as OtherStore
+
+    import engrammar
+    from engrammar.embed.onnx import MiniLMEmbedder
+    from engrammar.store.postgres import PostgresStore
+    from pg_scope import answers
+    from store_bench import Precomputed, embed_cached, locomo_rows
+
+    rows, questions = locomo_rows(Path(args.data), 10_000)
+    rows = rows[: args.n]
+    emb = MiniLMEmbedder()
+    qs = list(dict.fromkeys(q for _, q in questions))
+    vecs, qv = embed_cached(emb, [r[3] for r in rows], qs)
+    table = {r[3]: vecs[i] for i, r in enumerate(rows)}
+    table.update({q: qv[i] for i, q in enumerate(qs)})
+    gold = answers(Path(args.data))
+    asked = qs[:: max(1, len(qs) // 100)][:100]  # pg_scope's 100 questions
+    asked = (asked * (args.recalls // len(asked) + 1))[: args.recalls]
+    replies = [gold.get(q, "I do not know.") for q in asked]
+    for text, vec in zip(replies, emb.embed(replies), strict=True):
+        table.setdefault(text, vec)
+    count: dict[str, list[Any]] = {"other": [0, {}], "this": [0, {}]}
+
+    def counting(cls: Any, label: str) -> None:
+        original = cls._tx
+
+        def tx(self: Any, what: str, *a: Any, **kw: Any) -> Any:
+            count[label][0] += 1
+            t = time.perf_counter()
+            try:
+                return original(self, what, *a, **kw)
+            finally:
+                count[label][1].setdefault(what, []).append(time.perf_counter() - t)
+
+        cls._tx = tx
+
+    counting(OtherStore, "other")
+    counting(PostgresStore, "this")
+    mems: dict[str, Any] = {
+        "other": engrammar_other.Memory(
+            engrammar_other.Config(store=args.other_url, embed_cache_size=0),
+            embedder=Precomputed(emb, table),
+        ),
+        "this": engrammar.Memory(
+            engrammar.Config(store=args.this_url, embed_cache_size=0),
+            embedder=Precomputed(emb, table),
+        ),
+        "sqlite": engrammar.Memory(
+            engrammar.Config(path=args.sqlite_path, embed_cache_size=0),
+            embedder=Precomputed(emb, table),
+        ),
+    }
+    for q in asked[:10]:  # warm-up
+        for m in mems.values():
+            m.recall(q, user_id="u")
+    for c in count.values():
+        c[0] = 0
+        c[1].clear()
+    lat: dict[str, list[float]] = {k: [] for k in mems}
+    fb: dict[str, list[float]] = {k: [] for k in mems}
+    ex: dict[str, list[int]] = {"other": [], "this": []}
+    order = list(mems)
+    start_load = os.getloadavg()
+    for i, (q, reply) in enumerate(zip(asked, replies, strict=True)):
+        for kind in order[i % 3 :] + order[: i % 3]:
+            mem = mems[kind]
+            if kind in count:
+                count[kind][0] = 0
+            t = time.perf_counter()
+            result = mem.recall(q, user_id="u")
+            lat[kind].append(time.perf_counter() - t)
+            if kind in count:
+                ex[kind].append(count[kind][0])
+            t = time.perf_counter()
+            mem.feedback(response=reply, user_id="u", recall_id=result.recall_id)
+            fb[kind].append(time.perf_counter() - t)
+
+    def p50(v: list[float]) -> float:
+        return statistics.median(v) * 1000
+
+    lines = [
+        "command: python " + " ".join(sys.argv),
+        f"{len(asked)} recalls, each followed by feedback, order rotating; load average at "
+        f"start {start_load}, at end {os.getloadavg()}",
+    ]
+    half = len(asked) // 2
+    for name, part in (
+        ("first half (no feedback records at the start)", slice(0, half)),
+        ("second half (the same questions again)", slice(half, None)),
+    ):
+        lines.append(name)
+        for k in mems:
+            a, f = lat[k][part], fb[k][part]
+            line = (
+                f"  {k}: recall p50 {p50(a):.1f} ms ({p50(a) / p50(lat['sqlite'][part]):.2f}x "
+                f"sqlite), feedback p50 {p50(f):.1f} ms ({p50(f) / p50(fb['sqlite'][part]):.2f}x)"
+            )
+            if k in ex:
+                line += f", exchanges per recall mean {statistics.mean(ex[k][part]):.2f}"
+            lines.append(line)
+    for k in count:
+        lines.append(
+            f"{k} exchanges by kind (count, p50 ms): "
+            + "; ".join(
+                f"{w} {len(v)} {p50(v):.1f}"
+                for w, v in sorted(count[k][1].items(), key=lambda kv: -sum(kv[1]))
+            )
+        )
+    for m in mems.values():
+        m.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
