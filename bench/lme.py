@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import random
 import re
 import shlex
 import subprocess
@@ -101,6 +102,10 @@ PROBES: dict[str, dict[str, Any]] = {
     "default with recency_similarity 0.7": {"recency_similarity": 0.7},
     "before session 6: session_spread 0 + bm25_b 0.1": {"session_spread": 0.0, "bm25_b": 0.1},
     "default - newer first": {"recency_similarity": 1.0},
+    "newer first by likeness only (session 8)": {
+        "recency_similarity": 0.4,
+        "recency_term_share": 0.0,
+    },
     **{f"default with assistant_penalty {w}": {"assistant_penalty": w} for w in (0.3, 0.7, 0.9)},
     **{f"default with bm25_b {w}": {"bm25_b": w} for w in (0.3, 0.5, 0.75)},
     **{f"default with keyword_weight {w}": {"keyword_weight": w} for w in (0.3, 0.6)},
@@ -181,6 +186,40 @@ def stratified(data: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
 def half(question_id: str) -> str:
     """``tune`` or ``held-out``, by the parity of a hash of the question id."""
     return "tune" if hashlib.sha1(question_id.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
+def spread_evidence(data: list[dict[str, Any]], seed: int) -> None:
+    """Give each question's evidence sessions random places among its haystack's dates.
+
+    LongMemEval dates its evidence sessions late in the haystack (on average at the 93rd-94th
+    percentile of the dates for every type but knowledge-update), so any rule that prefers
+    later memories gains there for that reason alone. Here the haystack keeps its set of
+    dates; the sessions holding a gold turn get dates drawn at random from it, in their own
+    order (a knowledge update stays later than what it updates), and the other sessions get the
+    rest in random order. Questions that name a time ("two weeks ago", "in March") lose their
+    meaning: read temporal-reasoning apart.
+    """
+    for entry in data:
+        rng = random.Random(f"{seed}:{entry['question_id']}")
+        dates = entry["haystack_dates"]
+        order = sorted(range(len(dates)), key=lambda k: session_time(dates[k]))
+        ranked = [dates[k] for k in order]  # the haystack's dates, earliest first
+        gold = [
+            k
+            for k, turns in enumerate(entry["haystack_sessions"])
+            if any(t.get("has_answer") for t in turns)
+        ]
+        gold.sort(key=lambda k: session_time(dates[k]))
+        places = sorted(rng.sample(range(len(ranked)), len(gold)))
+        rest = [ranked[k] for k in range(len(ranked)) if k not in set(places)]
+        rng.shuffle(rest)
+        new = list(dates)
+        for k, place in zip(gold, places, strict=True):
+            new[k] = ranked[place]
+        others = [k for k in range(len(dates)) if k not in set(gold)]
+        for k, date in zip(others, rest, strict=True):
+            new[k] = date
+        entry["haystack_dates"] = new
 
 
 def session_time(text: str) -> datetime:
@@ -465,6 +504,14 @@ def main() -> None:
         help="Config changes at ingest, as JSON (e.g. '{\"embed_context\": false}'); "
         "use its own --store",
     )
+    ap.add_argument(
+        "--spread-evidence",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="evidence sessions at random dates of their haystack (see spread_evidence); "
+        "use its own --store",
+    )
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--name", default="lme", help="report file names (lme.md, lme.json, ...)")
     ap.add_argument("--recall-limit", type=int, default=50)
@@ -484,6 +531,8 @@ def main() -> None:
     # official mode): they are not ingested either.
     data = write_dev_set(Path(tmp.name), 0, args.types)
     data = stratified(data, args.sample or len(data))
+    if args.spread_evidence is not None:
+        spread_evidence(data, args.spread_evidence)
     groups = {
         "all": data,
         "tune": [e for e in data if half(e["question_id"]) == "tune"],
@@ -510,6 +559,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "questions": {g: len(v) for g, v in groups.items()},
         "recall_limit": args.recall_limit,
+        "spread_evidence": args.spread_evidence,
         "defaults": {k: v[0] for k, v in Config.describe().items() if k in _SHOWN},
         "variants": {},
     }
@@ -600,6 +650,18 @@ def write_reports(doc: dict[str, Any], out: Path, name: str) -> None:
         "(the referee's official mode; abstention and single-session-assistant questions are "
         f"not scored). Questions: {doc['questions']} (halves split by a hash of the id).",
         "",
+        *(
+            [
+                f"**Evidence at random dates** (`--spread-evidence {doc['spread_evidence']}`): "
+                "each haystack keeps its dates, but the sessions holding a gold turn take random "
+                "ones of them (in their own order) instead of the late ones LongMemEval gives "
+                "them; questions naming a time lose their meaning (read temporal-reasoning "
+                "apart).",
+                "",
+            ]
+            if doc.get("spread_evidence") is not None
+            else []
+        ),
         "Defaults: " + ", ".join(f"`{k}={v!r}`" for k, v in doc["defaults"].items()),
         "",
         "## Turn level, overall (recall_all@5 / ndcg_any@10), per half",

@@ -130,3 +130,32 @@ def test_latest_state_questions_in_the_past_tense() -> None:
     assert not asks_about_own_facts("How many bikes did I have before I moved?")
     # About someone else: a third person's facts are not restated by the speaker.
     assert not asks_about_own_facts("How many children does Melanie have now?")
+
+
+def test_a_later_message_restates_only_what_it_shares_of_the_question() -> None:
+    """ "What time do I wake up on Saturdays?": "I wake up at 7:30 on Saturdays now" restates
+    "I've been waking up around 8:30 on Saturdays"; "any tips for a morning routine?" said later
+    is on the subject but holds neither the day nor the waking."""
+    import numpy as np
+
+    versions = {
+        "old": Version("old", 1.0),
+        "same_subject": Version("same_subject", 2.0),
+        "update": Version("update", 3.0),
+    }
+    vectors = {
+        "old": np.array([1.0, 0.0], dtype=np.float32),
+        "same_subject": np.array([0.8, 0.6], dtype=np.float32),
+        "update": np.array([0.8, 0.6], dtype=np.float32),
+    }
+    scores = {"old": 1.0, "same_subject": 0.9, "update": 0.8}
+    held = {"old": {"wake", "saturday"}, "same_subject": {"morn"}, "update": {"wake", "saturday"}}
+    ranked = ["old", "same_subject", "update"]
+    # Likeness alone lifts both later messages above the earlier one.
+    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.5)[-1] == "old"
+    # With the question's terms, only the update passes it.
+    gated = newer_first(ranked, scores, versions, vectors, 0.7, 0.5, held, 0.75)
+    assert gated.index("update") < gated.index("old") < gated.index("same_subject")
+    # An earlier memory holding none of the question's terms gates nothing.
+    bare = {**held, "old": set()}
+    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.5, bare, 0.75)[-1] == "old"

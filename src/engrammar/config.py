@@ -286,11 +286,19 @@ class Config:
         "its score on to the memory that replaced it); 1 ranks it as if current.",
     )
     recency_similarity: float = _opt(
-        0.4,
+        0.3,
         "For a question about the speaker's own present, a later memory at least this similar "
-        "to an earlier one ranked above it moves above it (a restated, updated fact); 1 switches "
-        "it off. 0.4 measured on the LongMemEval dev knowledge-update questions "
-        "(bench/results/lme_updates.md).",
+        "to an earlier one ranked above it moves above it (a restated, updated fact; see "
+        "recency_term_share); 1 switches it off. 0.3 with the term share measured on the "
+        "LongMemEval dev set with its evidence at its own dates and at random ones "
+        "(bench/results/lme_notes.md, session 9).",
+    )
+    recency_term_share: float = _opt(
+        0.75,
+        "A later memory restates an earlier one (recency_similarity) only if it holds at least "
+        "this share of the question's terms the earlier one holds: likeness alone also lifts a "
+        "later message merely on the same subject above the fact asked about. 0 = likeness "
+        "only.",
     )
     recency_min_ratio: float = _opt(
         0.5,
@@ -464,6 +472,10 @@ class Config:
         if not 0.0 <= self.question_penalty <= 1.0:
             raise ValidationError(
                 "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"
+            )
+        if not 0.0 <= self.recency_term_share <= 1.0:
+            raise ValidationError(
+                "recency_term_share", f"must be in [0, 1], got {self.recency_term_share!r}"
             )
         for origin in self.cors_origins:
             if not _ORIGIN.fullmatch(origin):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.query import query_time_range
 from ..recall.supersession import Version, asks_about_own_facts, newer_first, rank_by_validity
+from ..recall.text import terms, topic_terms
 from ..recall.timeref import relative_time_range
 from .base import Engine, in_scope, states_facts
 
@@ -107,7 +108,7 @@ def by_validity(
         out.append((records[memory_id], score, comps, note, via))
     out = _keep_order(out, [r[0] for r in items], set(why))
     if config.recency_similarity < 1.0 and asks_about_own_facts(query) and len(out) > 1:
-        out = _newer_first(engine, scope, out[:limit]) + out[limit:]
+        out = _newer_first(engine, scope, query, out[:limit]) + out[limit:]
     return out
 
 
@@ -130,9 +131,12 @@ def _keep_order(
 def _newer_first(
     engine: Engine,
     scope: Scope,
+    query: str,
     out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
     config = engine.config
+    asked = topic_terms(query)
+    held = {x[0].id: set(terms(x[0].content)) & asked for x in out}
     ids = [x[0].id for x in out]
     vectors = engine.store.vectors(scope.workspace, ids)
     versions = {x[0].id: _version(x[0]) for x in out}
@@ -142,7 +146,14 @@ def _newer_first(
         versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
     scores = {x[0].id: x[1] for x in out}
     order = newer_first(
-        ids, scores, versions, vectors, config.recency_similarity, config.recency_min_ratio
+        ids,
+        scores,
+        versions,
+        vectors,
+        config.recency_similarity,
+        config.recency_min_ratio,
+        held,
+        config.recency_term_share,
     )
     if order == ids:
         return out

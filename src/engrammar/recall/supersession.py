@@ -109,11 +109,18 @@ def newer_first(
     vectors: Mapping[str, np.ndarray],
     min_similarity: float,
     min_ratio: float,
+    query_terms: Mapping[str, set[str]] | None = None,
+    min_term_share: float = 0.0,
 ) -> list[str]:
     """``ranked`` with each memory moved above the older ones it restates: a later memory
     whose embedding is within ``min_similarity`` of an earlier one ranked above it, and whose
     score is at least ``min_ratio`` of that one's, goes right before it ("I have 20 postcards"
     / "I've added 25 postcards since": the later statement updates the earlier).
+
+    ``query_terms`` maps a memory to the query's terms it holds: a later memory then restates
+    an earlier one only if it holds at least ``min_term_share`` of the query terms the earlier
+    one holds. Likeness alone also lifts a later message that is merely on the same subject
+    ("any tips for my tank?" after "my tank has 10 neon tetras") above the fact asked about.
 
     For questions about the speaker's own present (see :func:`asks_about_own_facts`); unlike
     :func:`rank_by_validity` it needs no detected contradiction.
@@ -138,6 +145,7 @@ def newer_first(
                     and _apart(versions[a], versions[b])
                     and sims[index[a], index[b]] >= min_similarity
                     and scores[b] >= min_ratio * scores[a]
+                    and _restates_terms(a, b, query_terms, min_term_share)
                 ):
                     order.insert(i, order.pop(j))
                     moved = True
@@ -147,6 +155,19 @@ def newer_first(
         if not moved:
             break
     return order
+
+
+def _restates_terms(
+    a: str, b: str, query_terms: Mapping[str, set[str]] | None, min_share: float
+) -> bool:
+    """Whether ``b`` holds at least ``min_share`` of the query terms ``a`` holds (always, when
+    ``a`` holds none or no terms are given)."""
+    if not query_terms or min_share <= 0:
+        return True
+    held = query_terms.get(a, set())
+    if not held:
+        return True
+    return len(held & query_terms.get(b, set())) >= min_share * len(held)
 
 
 def _apart(a: Version, b: Version) -> bool:
