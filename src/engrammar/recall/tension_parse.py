@@ -19,12 +19,16 @@ from .tension_words import (
     ANCHOR,
     CHANGE,
     CHANGE_PHRASES,
+    CHAT_SPELLINGS,
     CLASS_OF,
     CLASS_PHRASES,
     COPULA,
     DETERMINERS,
+    DONE,
     GENERAL,
     IRREGULAR,
+    JOB_CHANGE,
+    JOB_FRAME,
     LEADING,
     MONTHS,
     NEGATIVE,
@@ -75,9 +79,11 @@ CLAUSE = re.compile(
 )
 # Negations that say nothing negative.
 IDIOMS = re.compile(
-    r"\b(?:can't|cannot|can not|couldn't) (?:wait|stop)\b|\bno doubt\b|\bno worries\b"
+    r"\b(?:can't|cannot|can not|couldn't) (?:wait|stop|help)\b|\bno doubt\b|\bno worries\b"
     r"|\b(?:couldn't|could not) agree more\b|\b(?:won't|will not|never|not|don't) (?:give up|giving up|quit|quitting)\b"
-    r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b|\blong time no see\b",
+    r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b|\blong time no see\b"
+    r"|\bno (?:joke|wonder|problems?|idea|kidding|big deal|matter|offen[cs]e|rush|pressure)\b"
+    r"|\bnot (?:bad|gonna lie|only|to mention)\b",
     re.I,
 )
 INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no(?!\s+(?:more|longer)\b)|aw+|ok|okay)"
@@ -86,21 +92,6 @@ VOCATIVE_START = re.compile(
     re.IGNORECASE,
 )
 VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!.,]?\s*$)")
-# A job stated, and a job changed (on lower-cased words, contractions split: "i am a ...").
-JOB_FRAME = re.compile(
-    r"\b(?:work|works|working) (?:at|for|as|in)\b|\bjobs?\b|\b(?:employed|unemployed|freelance|"
-    r"freelancer|freelancing|self employed|employer|career|stay at home)\b|\b(?:i|we) am an? (?:\w+ ){1,3}(?:at|for)\b"
-)
-JOB_CHANGE = re.compile(
-    r"\bnew (?:job|position|role|employer)\b|\b(?:got|get|been|was|were|am) hired\b"
-    r"|\bhired (?:at|by|as)\b|\bgot (?:a|the) job\b|\b(?:took|take|taken|accepted) (?:a|an|the) (?:\w+ ){0,2}job\b"
-    r"|\b(?:promoted|retired|resigned|laid off)\b|\bjoined (?:\w+ ){1,3}as\b"
-    r"|\b(?:quit|left|lost) (?:my|the|our) job\b|\bstarted (?:a|my) (?:\w+ )?job\b"
-    r"|\bstarted (?:working|work) (?:at|for|as)\b"
-    r"|\b(?:went|go|going|gone|am|is) back to work\b|\b(?:switched|changed) careers?\b"
-    r"|\bretrained as\b"
-    r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
-)
 # "I gave my Kindle to my niece": a possession handed on.
 GAVE_AWAY = re.compile(r"\b(?:gave|given|handed) (?:my|our|the) (?:\w+ ){1,3}?(?:to|away)\b")
 # "I paid off my debt" ends it; "all my hard work paid off" does not.
@@ -185,8 +176,8 @@ def split_words(text: str) -> tuple[list[str], set[str]]:
             "i'll",
         ):
             caps.add(low.split("'")[0])
-        if low in IRREGULAR_NOT:
-            words += IRREGULAR_NOT[low]
+        if low in IRREGULAR_NOT or low in CHAT_SPELLINGS:
+            words += IRREGULAR_NOT.get(low) or CHAT_SPELLINGS[low]
             continue
         for suffix, repl in CONTRACTIONS.items():
             if low.endswith(suffix) and len(low) > len(suffix):
@@ -224,10 +215,18 @@ _PHRASES = re.compile(
     + r")(?= |$))"
 )
 _OBJECT_WORDS = frozenset(
-    "a an the my our your his her their it them that this those these".split()
+    "a an the my our your his her their it them that this those these me us him".split()
 )
 _OPENING = [
-    ph.split() for ph in ("change of plan", "change of plans", "update", "correction", "by the way")
+    ph.split()
+    for ph in (
+        "change of plan",
+        "change of plans",
+        "update",
+        "correction",
+        "by the way",
+        "heads up",
+    )
 ]
 
 
@@ -251,16 +250,20 @@ def _dropped_subject(words: list[str]) -> bool:
     first = words[at]
     if first in _PAST_FORMS or (first.endswith("ed") and len(first) > 4):
         return at + 1 < len(words) and words[at + 1] not in COPULA | {"'s", "has", "have"}
+
     if first.endswith("ing") and len(first) > 4:
         nxt = words[at + 1] if at + 1 < len(words) else ""
         opens = (
             at > 0 or nxt in _PREPOSITIONS or any(c.isdigit() for c in nxt) or nxt in ("my", "our")
         )
         return opens and not set(words[at + 1 : at + 8]) & _FINITE
+    # "never touch coffee", "always take the bus": a habit of the speaker's
+    if at > 0 and words[at - 1] in ("never", "always") and first not in STOP_WORDS:
+        return True
     return at > 0 and first in ("been", "have", "had", "not", "can", "got", "at", "in", "on")
 
 
-_DROP_OPENERS = frozenset("still finally just officially never not have".split())
+_DROP_OPENERS = frozenset("still finally just officially never always not have".split())
 _PAST_FORMS = frozenset(
     """quit left sold bought gave got went took made moved started stopped broke ran""".split()
 )
@@ -275,6 +278,9 @@ def _subject(words: list[str], text: str) -> str:
     words = words[skip:]
     if not words:
         return "neutral"
+    # "All my files are on Dropbox", "Both our cars": the speaker's.
+    if len(words) > 1 and words[0] in ("all", "both", "most") and words[1] in ("my", "our"):
+        words = words[1:]
     first = words[0]
     if first in ("i", "me", "we", "us"):
         return "self"
@@ -301,6 +307,8 @@ def _subject(words: list[str], text: str) -> str:
         return "self"
     if first in ("he", "she", "they", "his", "her", "their"):
         return "other:pronoun"
+    if first in ("someone", "somebody", "everyone", "everybody", "anyone", "anybody"):
+        return "neutral"
     if first in ("you", "your"):
         return "other:you"
     if first in ("the", "a", "an") and len(words) > 1:
@@ -323,7 +331,21 @@ def _subject(words: list[str], text: str) -> str:
         )
     ):
         return f"other:{first}"
+    # A noun without an article ("Book club is every second Tuesday", "pilates got moved"):
+    # a thing, named by its first word as after "the".
+    verb = next((k for k, w in enumerate(words[1:3], 1) if w in _THING_VERBS), 0)
+    if (
+        verb
+        and first not in STOP_WORDS
+        and first not in NOT_CONTENT
+        and not first.endswith(("ly", "ing"))
+        and all(w not in STOP_WORDS for w in words[1:verb])
+    ):
+        return f"thing:{_stem(first)}"
     return "neutral"
+
+
+_THING_VERBS = COPULA | frozenset("has have got gets 's".split())
 
 
 # "two cups a day", "900 a month": "a" there says per, not one.
@@ -363,6 +385,10 @@ def head_of(words: list[str]) -> str:
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", text)))
+    words = [
+        DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
+        for i, w in enumerate(words)
+    ]
     stems = [_stem(IRREGULAR.get(w, w)) for w in words]
     negations = sum(1 for w in words if w in NEGATORS)
     sentiment = 1
@@ -419,8 +445,11 @@ def parse(text: str) -> Parsed:
         particle = SEPARABLE.get(w)
         if not particle or particle not in words[i + 2 : i + 5] or set(words[i - 3 : i]) & NEGATORS:
             continue
-        # Only a noun phrase in between: "cut sugar out", not "put into writing pay off".
+        # Only a noun phrase in between: "cut sugar out", not "put into writing pay off"; a
+        # person taken off something ("took me off insulin"), not "taking time off".
         between = words[i + 1 : words.index(particle, i + 2)]
+        if w in ("take", "taking", "took", "taken") and not set(between) <= OBJECTS:
+            continue
         if all(x not in STOP_WORDS or x in _OBJECT_WORDS for x in between):
             changes.setdefault(f"{w} {particle}", i)
             phrase_words |= {w, particle}
@@ -434,6 +463,8 @@ def parse(text: str) -> Parsed:
         and len(w) > 1
         and not (w in ("sick", "tired", "fed") and set(words[i + 1 : i + 2]) & {"of", "up"})
     }
+    # "jess@outlook.com" / "the outlook address": the mail service is a word of its own.
+    content |= {_stem(w.split("@", 1)[1].split(".")[0]) for w in words if "@" in w}
     # "never quit" announces no change.
     for i, w in enumerate(words):
         if (
@@ -449,6 +480,8 @@ def parse(text: str) -> Parsed:
                     or any(x in ("am", "pm") or x[:1].isdigit() for x in words[i + 1 : i + 5])
                 )
             )
+            # "the bakery is closed": a state
+            and not (w == "closed" and i and words[i - 1] in COPULA | {"be", "been", "'s"})
             # "for now", "for a while now", "for five years now": how long, not a change
             and not (w == "now" and "for" in words[max(0, i - 4) : i])
         ):
@@ -551,6 +584,7 @@ def is_value(words: Sequence[str], caps: set[str]) -> bool:
         w.isdigit()
         or w in NUMBER_WORDS
         or w in MONTHS
+        or (w[-1:] == "s" and w[:-1] in MONTHS)  # "on Mondays"
         or w in caps
         or any(c.isdigit() for c in w)
         or "@" in w
@@ -564,9 +598,13 @@ UNIT_STEMS = frozenset(_stem(w) for w in UNITS | {"since"})
 
 
 def value_type(word: str) -> str:
+    """``contact`` (an email, a phone number: one names itself), a class's name, ``date``,
+    ``number`` or ``name``."""
+    if "@" in word or (word.isdigit() and len(word) >= 5 and word[0] == "0"):
+        return "contact"
     if word in CLASS_OF:
         return CLASS_OF[word]
-    if word in MONTHS:
+    if word in MONTHS or (word[-1:] == "s" and word[:-1] in MONTHS):
         return "date"
     if word.isdigit() or word in NUMBER_WORDS or any(c.isdigit() for c in word):
         return "number"
@@ -606,10 +644,48 @@ def sentences(text: str) -> tuple[str, ...]:
     for sentence in SENTENCE_END.split(text.strip()):
         sentence = VOCATIVE_END.sub("", VOCATIVE_START.sub("", sentence.strip()))
         sentence = HEDGE.sub("", sentence)
-        if sentence.endswith("?") or len(TOKEN.findall(sentence)) < 2:
+        if sentence.endswith("?"):
+            sentence = _stated(sentence)
+        if len(TOKEN.findall(sentence)) < 2:
             continue
         out += [c for c in clauses(sentence) if len(split_words(c)[0]) >= 3]
     return tuple(out[:MAX_SENTENCES])
+
+
+# What a question may open with that states a fact: "I teach chemistry, any tips ...?", "Now
+# that we're settled in York, what ...?"
+_STATED = re.compile(
+    r"^(?:(?:now that|since|as|given that|seeing as)\s+)?((?:i|we|my|our)\b.*)$", re.I
+)
+
+
+def _stated(question: str) -> str:
+    """The statement a question opens with before a comma (first person, no question word), or
+    "" if it has none."""
+    head = question.split(",", 1)[0] if "," in question else ""
+    m = _STATED.match(head.strip())
+    if not m:
+        return ""
+    words = split_words(m.group(1))[0]
+    if len(words) < 3 or words[1] in ("do", "does", "did", "would", "should", "can", "could"):
+        return ""
+    return m.group(1)
+
+
+@lru_cache(maxsize=16384)
+def segments(text: str) -> tuple[str, ...]:
+    """The statements of a message cut at every comma as well (parts of three words
+    or more): "I'm allergic to penicillin, so always flag it" -> "I'm allergic to penicillin",
+    "so always flag it"."""
+    out = []
+    for sentence in sentences(text):
+        parts = [x.strip() for x in re.split(r",\s+", sentence)]
+        # A request in one part is the sentence's point: "Given the above, write me ...".
+        if len(parts) == 1 or any(is_tentative(split_words(x)[0]) for x in parts):
+            out.append(sentence)
+            continue
+        out += [x for x in parts if len(split_words(x)[0]) >= 3]
+    return tuple(out[: 2 * MAX_SENTENCES])
 
 
 def actor_of(p: Parsed, at: int) -> str:
@@ -649,6 +725,22 @@ def object_of(
 
 
 _POSSESSIVE = frozenset("my our his her their".split())
+# Changes that put one thing in another's place.
+SUBSTITUTES = frozenset("switched changed swapped replaced upgraded traded".split())
+
+
+def object_phrase(p: Parsed, change: str) -> list[str]:
+    """The content stems right after a change, determiners and "from" passed over, up to three:
+    "switched from guitar lessons on zoom" -> ["guitar", "lesson"]; none for "switched to ..."
+    (what follows is the new value)."""
+    at = p.changes[change] + len(change.split())
+    while at < len(p.words) and p.words[at] in DETERMINERS_ALL | {"from"}:
+        at += 1
+    out: list[str] = []
+    while at < len(p.words) and len(out) < 3 and p.stems[at] in p.content:
+        out.append(p.stems[at])
+        at += 1
+    return out
 
 
 def affects(p: Parsed, change: str, content: set[str]) -> bool:
@@ -656,6 +748,11 @@ def affects(p: Parsed, change: str, content: set[str]) -> bool:
     (the first two content words past determiners) is not among ``content`` and what is
     follows as a possession the object is part of ("I replaced the tyres on my Brompton");
     "I sold the flat in Brooklyn" names no part."""
+    # "switched from guitar lessons to ...", "switched my gym day": the head of the object
+    # ("lessons", "day") is what changes; "guitar" / "gym" only say which.
+    phrase = object_phrase(p, change) if change in SUBSTITUTES else []
+    if len(phrase) > 1 and not fuzzy_shared({phrase[-1]}, content):
+        return False
     obj = object_of(p, change, DETERMINERS_ALL, 2) - {""}
     if not obj or fuzzy_shared(obj, content):
         return True

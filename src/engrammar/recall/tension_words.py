@@ -5,12 +5,14 @@ General English, not any data set's words."""
 
 from __future__ import annotations
 
+import re
+
 from .text import _stem
 
 NEGATORS = frozenset("not no never none nobody nothing neither nor without hardly cannot".split())
 POSITIVE = frozenset(
     """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
-    glad fond fascinating fascinated great good wonderful amazing interesting fun""".split()
+    glad fond fascinating fascinated great good wonderful amazing interesting fun fan""".split()
 )
 NEGATIVE = frozenset(
     """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
@@ -26,7 +28,8 @@ CHANGE = frozenset(
     migrated replaced married divorced retired resigned cancelled canceled postponed rescheduled
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
-    joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted""".split()
+    joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
+    cleared closed shifted nicked""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -38,6 +41,9 @@ NOT_A_CHANGE = {
     "ended": ("up", "with", "in", "at", "on"),
     "stopped": ("by", "at", "in", "off", "over", "for"),
     "sold": ("out",),
+    "bumped": ("into",),  # met
+    "cleared": ("me", "us", "him", "her", "them", "for", "to", "up"),  # allowed; "cleared up"
+    "closed": ("on",),  # "closed on the house": bought it
 }
 AMOUNTS = frozenset("most all much a so too the my our space time".split())
 ACCUSTOMED = frozenset("am is are was were be been get got getting".split())
@@ -97,6 +103,10 @@ CHANGE_PHRASES = (
     "decided against",
     "changed my mind",
     "after all",
+    "moved out",
+    "not happening",
+    "final payment",
+    "last payment",
 )
 # Verbs whose particle comes after their object: "I've cut sugar out", "we called it off".
 SEPARABLE = {
@@ -113,6 +123,11 @@ SEPARABLE = {
     "calling": "off",
     "put": "off",
     "putting": "off",
+    # "the doctor has taken me off insulin"
+    "take": "off",
+    "taking": "off",
+    "took": "off",
+    "taken": "off",
 }
 # Irregular forms stemmed as their base: "I eat meat" / "I haven't eaten meat".
 IRREGULAR = {
@@ -210,7 +225,7 @@ CLASS_PHRASES = sorted((t for t in CLASS_OF if " " in t), key=len, reverse=True)
 # wine"); two kinds are not ("dogs" / "cats"). The general words come first.
 KINDS = {
     "alcohol booze liquor": "wine beer whisky whiskey vodka gin rum cocktail",
-    "pet": "dog puppi cat kitten hamster rabbit parrot",
+    "pet": "dog puppi pup cat kitten hamster rabbit parrot",
     "kid child children": "baby babies",
     "caffeine": "coffee coffees espresso latte cappuccino",
 }
@@ -221,6 +236,7 @@ SYNONYMS = [
     "earn earns earning salary pay paid income wage wages",
     "doctor gp physician",
     "fly flying flight flights",
+    "email e-mail address inbox",
 ]
 SYNONYM = {_stem(w): i for i, group in enumerate(SYNONYMS) for w in group.split()}
 GENERAL = {_stem(g): i for i, (gs, _) in enumerate(KINDS.items()) for g in gs.split()}
@@ -270,7 +286,11 @@ LEADING = (
     | FREQUENCY
     | frozenset(
         "so well yesterday today recently lately honestly actually correction update oops"
-        " wait ps btw finally officially basically literally totally seriously definitely just".split()
+        " wait ps btw finally officially basically literally totally seriously definitely just"
+        # sentence adverbs: "Weirdly, sushi is now my favourite"
+        " weirdly oddly strangely funnily surprisingly luckily unluckily unfortunately fortunately"
+        " sadly happily obviously apparently anyway anyways ironically annoyingly thankfully"
+        " admittedly frankly personally naturally clearly".split()
     )
 )
 NOT_CONTENT = (
@@ -284,6 +304,7 @@ NOT_CONTENT = (
     | {"really", "very", "new", "finally", "actually", "every", "mostly", "mainly", "honestly"}
     | {"seriously", "frankly", "basically", "literally", "totally", "completely", "entirely"}
     | {"around", "roughly", "approximately", "nearly", "almost", "about", "some", "over"}
+    | {"something", "anything", "someone", "anyone", "somebody", "anybody"}
     | WHEN
 )
 # Words between a change word and what it changes ("I quit my job at St. Mary's").
@@ -291,7 +312,7 @@ ANCHOR = 6
 # Changes that end what the older statement states: "I left teaching", "gave up tennis".
 ENDING = frozenset(
     """quit stopped left sold cancelled canceled dropped ended retired resigned ditched dumped
-    wiped uninstalled""".split()
+    wiped uninstalled cleared closed nicked""".split()
 ) | frozenset(
     [
         "no longer",
@@ -306,6 +327,11 @@ ENDING = frozenset(
         "gave away",
         "cut out",
         "put off",
+        "moved out",
+        "taken off",
+        "took off",
+        "final payment",
+        "last payment",
     ]
 )
 # Markers that also occur in plain narration: they need a closer match to count.
@@ -315,3 +341,49 @@ WEAK_CHANGE = frozenset(
     )
 )
 WEAK_OVERLAP = 0.3
+# Chat spellings without the apostrophe: "im", "cant", "didnt".
+CHAT_SPELLINGS = {
+    "im": ["i", "am"],
+    "ive": ["i", "have"],
+    "cant": ["can", "not"],
+    "wont": ["will", "not"],
+    "youre": ["you", "are"],
+    "theyre": ["they", "are"],
+    **{
+        f"{aux}nt": [aux, "not"]
+        for aux in "do does did is was are were have has had could would should".split()
+    },
+}
+# "I had to stop playing", "we decided to sell the car": what was done, as its past form.
+DONE = {
+    "stop": "stopped",
+    "move": "moved",
+    "sell": "sold",
+    "cancel": "cancelled",
+    "leave": "left",
+    "change": "changed",
+    "switch": "switched",
+    "drop": "dropped",
+    "retire": "retired",
+    "resign": "resigned",
+    "postpone": "postponed",
+    "replace": "replaced",
+    "end": "ended",
+    "rehome": "rehomed",
+    "close": "closed",
+}
+# A job stated, and a job changed (on lower-cased words, contractions split: "i am a ...").
+JOB_FRAME = re.compile(
+    r"\b(?:work|works|working) (?:at|for|as|in)\b|\bjobs?\b|\b(?:employed|unemployed|freelance|"
+    r"freelancer|freelancing|self employed|employer|career|stay at home)\b|\b(?:i|we) am an? (?:\w+ ){1,3}(?:at|for)\b"
+)
+JOB_CHANGE = re.compile(
+    r"\bnew (?:job|position|role|employer)\b|\b(?:got|get|been|was|were|am) hired\b"
+    r"|\bhired (?:at|by|as)\b|\bgot (?:a|the) job\b|\b(?:took|take|taken|accepted) (?:a|an|the) (?:\w+ ){0,2}job\b"
+    r"|\b(?:promoted|retired|resigned|laid off)\b|\bjoined (?:\w+ ){1,3}as\b"
+    r"|\b(?:quit|left|lost) (?:my|the|our) job\b|\bstarted (?:a|my) (?:\w+ )?job\b"
+    r"|\bstarted (?:working|work) (?:at|for|as)\b"
+    r"|\b(?:went|go|going|gone|am|is) back to work\b|\b(?:switched|changed) careers?\b"
+    r"|\bretrained as\b"
+    r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
+)
