@@ -49,7 +49,7 @@ from .text import STOP_WORDS, _stem
 
 # A number keeps its suffix: "3rd", "6am", "60k".
 TOKEN = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
 )
 CONTRACTIONS = {
     "n't": ["not"],
@@ -81,6 +81,7 @@ CLAUSE = re.compile(
 IDIOMS = re.compile(
     r"\b(?:can't|cannot|can not|couldn't) (?:wait|stop|help)\b|\bno doubt\b|\bno worries\b"
     r"|\b(?:couldn't|could not) agree more\b|\b(?:won't|will not|never|not|don't) (?:give up|giving up|quit|quitting)\b"
+    r"|\b(?:i )?never thought i'?d (?:say|see) (?:it|this|that)(?: but)?\b"
     r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b|\blong time no see\b"
     r"|\bno (?:joke|wonder|problems?|idea|kidding|big deal|matter|offen[cs]e|rush|pressure)\b"
     r"|\bnot (?:bad|gonna lie|only|to mention)\b",
@@ -297,10 +298,19 @@ def _subject(words: list[str], text: str) -> str:
             # "My boyfriend is Jake" says who I am with: a fact about me.
             raw = TOKEN.findall(text)[skip:]
             at = words.index(rest[0])
+            # ... and "My roommate is a guy called Femi".
+            named = next(
+                (
+                    k + 1
+                    for k in range(at + 2, at + 6)
+                    if words[k : k + 1] in (["called"], ["named"])
+                ),
+                at + 2,
+            )
             if (
                 words[at + 1 : at + 2] == ["is"]
-                and raw[at + 2 : at + 3]
-                and raw[at + 2][0].isupper()
+                and raw[named : named + 1]
+                and raw[named][0].isupper()
             ):
                 return "self"
             return f"other:{rest[0]}"
@@ -442,8 +452,10 @@ def parse(text: str) -> Parsed:
         changes.setdefault("paid off", len(joined[: m.start()].split()))
     # "I've cut sugar out of my tea", "we called it off": the object between verb and particle.
     for i, w in enumerate(words):
-        particle = SEPARABLE.get(w)
-        if not particle or particle not in words[i + 2 : i + 5] or set(words[i - 3 : i]) & NEGATORS:
+        particle = next(
+            (x for x in SEPARABLE.get(w, "").split("|") if x in words[i + 2 : i + 5]), ""
+        )
+        if not particle or set(words[i - 3 : i]) & NEGATORS:
             continue
         # Only a noun phrase in between: "cut sugar out", not "put into writing pay off"; a
         # person taken off something ("took me off insulin"), not "taking time off".

@@ -16,7 +16,8 @@ POSITIVE = frozenset(
 )
 NEGATIVE = frozenset(
     """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
-    boring bored awful terrible bad horrible annoying annoyed""".split()
+    boring bored awful terrible bad horrible annoying annoyed tedious dull overrated gross
+    disgusting""".split()
 )
 FREQUENCY = frozenset(
     "always usually often sometimes rarely ever twice daily weekly nightly".split()
@@ -29,7 +30,7 @@ CHANGE = frozenset(
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
     joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
-    cleared closed shifted nicked""".split()
+    cleared closed shifted nicked swapped passed withdrew withdrawn""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -42,6 +43,11 @@ NOT_A_CHANGE = {
     "stopped": ("by", "at", "in", "off", "over", "for"),
     "sold": ("out",),
     "bumped": ("into",),  # met
+    # "passed the exam", "passed by", "a torch passed to ...": no one died
+    "passed": (
+        *"""the a an my our your his her their by through out on up me us it him them this that
+        to down around along over into""".split(),
+    ),
     "cleared": ("me", "us", "him", "her", "them", "for", "to", "up"),  # allowed; "cleared up"
     "closed": ("on",),  # "closed on the house": bought it
 }
@@ -105,6 +111,10 @@ CHANGE_PHRASES = (
     "after all",
     "moved out",
     "not happening",
+    "pulled the plug",
+    "packed in",
+    "fell out",
+    "falling out",
     "final payment",
     "last payment",
 )
@@ -121,8 +131,9 @@ SEPARABLE = {
     "call": "off",
     "called": "off",
     "calling": "off",
-    "put": "off",
-    "putting": "off",
+    "put": "off|up",
+    "putting": "off|up",
+    "packed": "in",
     # "the doctor has taken me off insulin"
     "take": "off",
     "taking": "off",
@@ -228,6 +239,7 @@ KINDS = {
     "pet": "dog puppi pup cat kitten hamster rabbit parrot",
     "kid child children": "baby babies",
     "caffeine": "coffee coffees espresso latte cappuccino",
+    "parent parents": "mum mom dad mother father mums moms dads",
 }
 # Words for one attribute: "second year of college" / "third-year student".
 SYNONYMS = [
@@ -249,7 +261,7 @@ UNITS = frozenset(
 FUNCTIONAL = frozenset(
     """live lives living lived born name named called favorite favourite birthday deadline
     age old work works working worked job employed married manager boss address prefer prefers
-    preferred""".split()
+    preferred main primary usual""".split()
 )
 # "It was amazing" / "It was awesome": opinions about a vague "it" are not facts with values.
 VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what", "them"])
@@ -312,7 +324,8 @@ ANCHOR = 6
 # Changes that end what the older statement states: "I left teaching", "gave up tennis".
 ENDING = frozenset(
     """quit stopped left sold cancelled canceled dropped ended retired resigned ditched dumped
-    wiped uninstalled cleared closed nicked""".split()
+    wiped uninstalled cleared closed nicked swapped traded replaced withdrew withdrawn
+    passed""".split()
 ) | frozenset(
     [
         "no longer",
@@ -332,6 +345,8 @@ ENDING = frozenset(
         "took off",
         "final payment",
         "last payment",
+        "pulled the plug",
+        "packed in",
     ]
 )
 # Markers that also occur in plain narration: they need a closer match to count.

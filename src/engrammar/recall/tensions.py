@@ -82,9 +82,12 @@ _PARTNER = frozenset(
 _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
+    r"|fell out|falling out"
     r"|(?:we|i) are (?:over|done|through))\b"
 )
-_SEEING = re.compile(r"\b(?:going out with|seeing (?:a|someone|this)|in a relationship)\b")
+_SEEING = re.compile(
+    r"\b(?:going out with|seeing (?:a|someone|this)|in a relationship|best (?:friend|mate))\b"
+)
 _STUDY = re.compile(
     r"\b(?:student|studying|at (?:uni|university|college|school))\b"
     r"|\b(?:doing|year of) (?:a|an|my|the) (?:\w+ ){0,2}(?:degree|course|phd|masters|mba|apprenticeship)\b"
@@ -102,13 +105,13 @@ _DATED = frozenset("last yesterday ago".split())
 # Changes that undo a plan or a wish ("I'm planning a trip to Peru" / "The Peru trip is off").
 CANCELS = frozenset(
     """cancelled canceled postponed rescheduled delayed scrapped shelved axed quit stopped
-    ended dropped instead""".split()
+    ended dropped instead withdrew withdrawn""".split()
 ) | frozenset(
     p.strip()
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold""".split("|")
+    |on hold|pulled the plug""".split("|")
 )
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset("now|these days|nowadays|lately|currently|become|became".split("|"))
@@ -227,6 +230,14 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
 
 
+def _thing_apart(a: Parsed, b: Parsed) -> bool:
+    """Whether one statement is about a thing the other one, the speaker's, does not name."""
+    for x, y in ((a, b), (b, a)):
+        if x.subject.startswith("thing:") and y.subject == "self":
+            return not fuzzy_shared({x.subject[6:]}, y.content)
+    return False
+
+
 def _passive(p: Parsed, at: int) -> bool:
     """Whether the change at word ``at`` is passive ("Climbing's been replaced by ...", "the
     trip got cancelled"): what it is done to comes before it."""
@@ -335,6 +346,17 @@ def _detect(
             reason=reason,
         )
 
+    # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said.
+    contacts_a = {w for t, w in a.values.values() if t == "contact"}
+    contacts_b = {w for t, w in b.values.values() if t == "contact"}
+    if (
+        contacts_a
+        and contacts_b
+        and not contacts_a & contacts_b
+        and not any(x.startswith("other:") for x in subjects)
+    ):
+        old, new = " ".join(sorted(contacts_a)), " ".join(sorted(contacts_b))
+        return make("changed_value", 0.4 + 0.6 * similarity, f"'{old}' became '{new}'")
     # Superseded: the newer one announces a change about something the older one states.
     # "My old Prius broke down" / "this new Prius": the older one knew it was the old one.
     announced = {
@@ -498,6 +520,8 @@ def _detect(
         and not (b.polarity < 0 and "yet" in b.words)
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
+        # "The offsite is in Porto" / "I've never been to Porto": the offsite is not denied.
+        and not _thing_apart(a, b)
         and (not about_a or not about_b or (reversal and len(about_a | about_b) <= 3))
         and overlap >= _MIN_OVERLAP
     ):
