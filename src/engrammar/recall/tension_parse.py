@@ -16,7 +16,6 @@ from .tension_words import (
     ADDITIVE,
     ADJ_BEFORE_RELATION,
     AMOUNTS,
-    ANCHOR,
     CHANGE,
     CHANGE_PHRASES,
     CHAT_SPELLINGS,
@@ -25,7 +24,6 @@ from .tension_words import (
     COPULA,
     DETERMINERS,
     DONE,
-    GENERAL,
     IRREGULAR,
     JOB_CHANGE,
     JOB_FRAME,
@@ -40,9 +38,7 @@ from .tension_words import (
     PAST,
     RELATIONS,
     SEPARABLE,
-    SPECIFIC,
     STATUS,
-    SYNONYM,
     UNITS,
 )
 from .text import STOP_WORDS, _stem
@@ -98,6 +94,7 @@ GAVE_AWAY = re.compile(r"\b(?:gave|given|handed) (?:my|our|the) (?:\w+ ){1,3}?(?
 # "I paid off my debt" ends it; "all my hard work paid off" does not.
 PAID_OFF = re.compile(
     r"\bpaid off (?:my|our|the|all|it|that|those|these)\b|\bpaid (?:it|them|that) off\b"
+    r"|\b(?:fully|finally|completely|now|is|are|been|got) paid off\b"
 )
 # "a second helmet", "an extra key": one more of a kind, not a replacement.
 ONE_MORE = re.compile(
@@ -196,16 +193,16 @@ def leading(words: list[str]) -> int:
     """How many words open the sentence before its subject ("so", "now", "these days")."""
     skip = 0
     while skip < len(words) - 1:
-        if words[skip] in LEADING:
+        # "Change of plan: the party is ...", "Ever since I ..."
+        opening = next((ph for ph in _OPENING if words[skip : skip + len(ph)] == ph), None)
+        if opening is not None and skip + len(opening) < len(words):
+            skip += len(opening)
+        elif words[skip] in LEADING:
             skip += 1
         elif words[skip : skip + 2] == ["these", "days"] and skip + 2 < len(words):
             skip += 2
         else:
-            # "Change of plan: the party is ...", "No more energy drinks for me."
-            opening = next((ph for ph in _OPENING if words[skip : skip + len(ph)] == ph), None)
-            if opening is None or skip + len(opening) >= len(words):
-                break
-            skip += len(opening)
+            break
     return skip
 
 
@@ -227,6 +224,8 @@ _OPENING = [
         "correction",
         "by the way",
         "heads up",
+        "ever since",
+        "now that",
     )
 ]
 
@@ -237,6 +236,14 @@ def subject_of(words: list[str], text: str) -> str:
     using my old phone"), is the speaker's."""
     found = _subject(words, text)
     if found == "neutral" and words and _dropped_subject(words):
+        return "self"
+    # "Aisle seats only for me now": the speaker's choice (no verb, no denial).
+    if (
+        found == "neutral"
+        and {"for me", "for us"} & {" ".join(words[i : i + 2]) for i in range(len(words))}
+        and not set(words) & (_FINITE | NEGATORS | {"has", "have", "had", "am"})
+        and not any(w.endswith("ed") for w in words)
+    ):
         return "self"
     return found
 
@@ -298,6 +305,17 @@ def _subject(words: list[str], text: str) -> str:
             # "My boyfriend is Jake" says who I am with: a fact about me.
             raw = TOKEN.findall(text)[skip:]
             at = words.index(rest[0])
+            # "My cat allergy has gone": the relation names whose, the noun after it what.
+            nxt = words[at + 1] if at + 1 < len(words) else ""
+            if (
+                nxt
+                and nxt not in STOP_WORDS | LEADING
+                and not nxt.endswith("ly")
+                and words[at + 2 : at + 3]
+                and words[at + 2] in _THING_VERBS
+                and nxt not in {x.lower() for x in raw if x[:1].isupper()}
+            ):
+                return "self"
             # ... and "My roommate is a guy called Femi".
             named = next(
                 (
@@ -378,7 +396,11 @@ def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str,
         if w in ("a", "an") and words[i + 1] in UNITS and not per:
             out.setdefault(w, ("number", w))
     for c in classed:
-        out[c if " " in c else _stem(c)] = (CLASS_OF[c], c)
+        out[" ".join(_stem(x) for x in c.split())] = (CLASS_OF[c], c)
+    # "07700 900123": the digits after a phone number's first part are the number too.
+    for i, w in enumerate(words[1:], 1):
+        if w.isdigit() and value_type(words[i - 1]) == "contact":
+            out[_stem(w)] = ("contact", w)
     return out
 
 
@@ -498,6 +520,15 @@ def parse(text: str) -> Parsed:
             and not (w == "now" and "for" in words[max(0, i - 4) : i])
         ):
             changes.setdefault(w, i)
+    # "my cat allergy has completely gone": it ended.
+    for i, w in enumerate(words):
+        if (
+            w == "gone"
+            and i
+            and words[i - 1] in ("has", "have", "is", "'s", "completely", "totally", "all")
+            and words[i + 1 : i + 2] in ([], ["away"], ["now"], ["completely"], ["for"])
+        ):
+            changes.setdefault("gone", i)
     for i, w in enumerate(words[:-1]):
         # "a new guitar", "a whole new world": one more, not a replacement.
         if w == "new" and not set(words[max(0, i - 2) : i]) & {"a", "an"}:
@@ -548,49 +579,6 @@ def adjunct_of(words: list[str], content: set[str]) -> set[str]:
     return set()
 
 
-@lru_cache(maxsize=65536)
-def _fuzzy_index(
-    b: frozenset[str],
-) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int]]:
-    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms."""
-    general = frozenset(GENERAL[y] for y in b if y in GENERAL)
-    specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
-    return (
-        frozenset(y[:5] for y in b if len(y) >= 5),
-        general,
-        general | specific,
-        frozenset(SYNONYM[y] for y in b if y in SYNONYM),
-    )
-
-
-def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
-    """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
-    ("teacher" / "teaching")."""
-    if not a or not b:
-        return set()
-    prefixes, general, kinds, synonyms = _fuzzy_index(frozenset(b))
-    return {
-        x
-        for x in a
-        if x in b
-        or (len(x) >= 5 and x[:5] in prefixes)
-        or SYNONYM.get(x, -1) in synonyms
-        or GENERAL.get(x, -1) in kinds
-        or SPECIFIC.get(x, -1) in general
-    }
-
-
-def subjects_agree(a: str, b: str) -> bool:
-    """Whether two subjects may be the same: ``self`` is never ``other:*``, two different
-    ``other:*`` or ``thing:*`` are different; ``neutral`` agrees with anything."""
-    if a == b or "neutral" in (a, b):
-        return True
-    kind_a, kind_b = a.split(":", 1)[0], b.split(":", 1)[0]
-    if kind_a == kind_b:
-        return False  # other:x vs other:y, thing:x vs thing:y
-    return {kind_a, kind_b} != {"self", "other"}
-
-
 def is_value(words: Sequence[str], caps: set[str]) -> bool:
     return bool(words) and all(
         w.isdigit()
@@ -621,15 +609,6 @@ def value_type(word: str) -> str:
     if word.isdigit() or word in NUMBER_WORDS or any(c.isdigit() for c in word):
         return "number"
     return "name"
-
-
-def modifier_of(p: Parsed, stem: str) -> str:
-    """The content word right before ``stem`` ("work" in "my work email"), if any."""
-    for i, s in enumerate(p.stems):
-        if s == stem or (len(stem) >= 5 and s[:5] == stem[:5]):
-            prev = p.stems[i - 1] if i else ""
-            return prev if prev in p.content and prev not in p.values else ""
-    return ""
 
 
 def clauses(sentence: str) -> list[str]:
@@ -667,7 +646,9 @@ def sentences(text: str) -> tuple[str, ...]:
 # What a question may open with that states a fact: "I teach chemistry, any tips ...?", "Now
 # that we're settled in York, what ...?"
 _STATED = re.compile(
-    r"^(?:(?:now that|since|as|given that|seeing as)\s+)?((?:i|we|my|our)\b.*)$", re.I
+    r"^(?:[\w' ]{1,20}\s[-\u2013:]\s*)?(?:(?:now that|since|as|given that|seeing as)\s+)?"
+    r"((?:i|we|my|our)\b.*)$",
+    re.I,
 )
 
 
@@ -700,100 +681,8 @@ def segments(text: str) -> tuple[str, ...]:
     return tuple(out[: 2 * MAX_SENTENCES])
 
 
-def actor_of(p: Parsed, at: int) -> str:
-    """The personal pronoun nearest before word ``at`` (who the change happens to), if any."""
-    for w in reversed(p.words[max(0, at - ANCHOR) : at]):
-        if w in ("i", "we", "you", "he", "she", "they"):
-            return w
-    return ""
-
-
-def amounts_of(p: Parsed) -> set[str]:
-    """The numbers and dates of a statement (stems)."""
-    return {k for k, (t, _) in p.values.items() if t in ("number", "date")}
-
-
 def names_of(p: Parsed) -> set[str]:
     """Names in a statement: capitalised words, and a name opening it ("Ana and I ...")."""
     first = p.words[leading(p.words)] if p.words else ""
     opening = {first} if p.subject == f"other:{first}" else set()
     return p.caps | opening
-
-
-def object_of(
-    p: Parsed, change: str, skip: frozenset[str] = frozenset(), size: int = 1
-) -> set[str]:
-    """The stems of the content words right after an announced change ("switched managers",
-    up to ``size`` of them: "my gym membership"), or {""} if a function word or nothing
-    follows ("passed away in October"); words in ``skip`` (determiners) are passed over."""
-    at = p.changes[change] + len(change.split())
-    while at < len(p.words) and p.words[at] in skip:
-        at += 1
-    out: set[str] = set()
-    while at < len(p.words) and len(out) < size and p.stems[at] in p.content:
-        out.add(p.stems[at])
-        at += 1
-    return out or {""}
-
-
-_POSSESSIVE = frozenset("my our his her their".split())
-# Changes that put one thing in another's place.
-SUBSTITUTES = frozenset("switched changed swapped replaced upgraded traded".split())
-
-
-def object_phrase(p: Parsed, change: str) -> list[str]:
-    """The content stems right after a change, determiners and "from" passed over, up to three:
-    "switched from guitar lessons on zoom" -> ["guitar", "lesson"]; none for "switched to ..."
-    (what follows is the new value)."""
-    at = p.changes[change] + len(change.split())
-    while at < len(p.words) and p.words[at] in DETERMINERS_ALL | {"from"}:
-        at += 1
-    out: list[str] = []
-    while at < len(p.words) and len(out) < 3 and p.stems[at] in p.content:
-        out.append(p.stems[at])
-        at += 1
-    return out
-
-
-def affects(p: Parsed, change: str, content: set[str]) -> bool:
-    """Whether ``change`` is done to what ``content`` is about: False only when its object
-    (the first two content words past determiners) is not among ``content`` and what is
-    follows as a possession the object is part of ("I replaced the tyres on my Brompton");
-    "I sold the flat in Brooklyn" names no part."""
-    # "switched from guitar lessons to ...", "switched my gym day": the head of the object
-    # ("lessons", "day") is what changes; "guitar" / "gym" only say which.
-    phrase = object_phrase(p, change) if change in SUBSTITUTES else []
-    if len(phrase) > 1 and not fuzzy_shared({phrase[-1]}, content):
-        return False
-    obj = object_of(p, change, DETERMINERS_ALL, 2) - {""}
-    if not obj or fuzzy_shared(obj, content):
-        return True
-    at = p.changes[change]
-    whole = [
-        i
-        for i, s in enumerate(p.stems)
-        if i > at + 1 and s in content and s not in obj and p.words[i - 1] in _POSSESSIVE
-    ]
-    return not whole
-
-
-def owned(p: Parsed) -> bool:
-    """Whether a name opening the statement is the value of the speaker's attribute: "Autumn
-    has become my favourite season", "Sarah is my best friend now"."""
-    return (
-        p.subject.startswith("other:")
-        and p.subject[6:] == p.words[0]
-        and p.subject[6:] not in RELATIONS
-        and bool(set(p.words[1:4]) & {"is", "has", "become", "became"})
-        and bool(set(p.words) & {"my", "our"})
-    )
-
-
-def mentions(subject: str, other: Parsed) -> bool:
-    """Whether ``other`` names the ``other:<who>`` subject (a name, not "my sister")."""
-    if not subject.startswith("other:"):
-        return False
-    who = subject[6:]
-    if who in ("pronoun", "you") or who in RELATIONS:
-        return False
-    return who in other.caps or _stem(who) in other.content

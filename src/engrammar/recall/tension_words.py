@@ -235,7 +235,7 @@ CLASS_PHRASES = sorted((t for t in CLASS_OF if " " in t), key=len, reverse=True)
 # A kind of thing and its general word are the same thing ("I don't drink alcohol" / "I drink
 # wine"); two kinds are not ("dogs" / "cats"). The general words come first.
 KINDS = {
-    "alcohol booze liquor": "wine beer whisky whiskey vodka gin rum cocktail",
+    "alcohol booze liquor": "wine beer whisky whiskey vodka gin rum cocktail pint pints",
     "pet": "dog puppi pup cat kitten hamster rabbit parrot",
     "kid child children": "baby babies",
     "caffeine": "coffee coffees espresso latte cappuccino",
@@ -325,7 +325,7 @@ ANCHOR = 6
 ENDING = frozenset(
     """quit stopped left sold cancelled canceled dropped ended retired resigned ditched dumped
     wiped uninstalled cleared closed nicked swapped traded replaced withdrew withdrawn
-    passed""".split()
+    passed gone""".split()
 ) | frozenset(
     [
         "no longer",
@@ -400,5 +400,7 @@ JOB_CHANGE = re.compile(
     r"|\bstarted (?:working|work) (?:at|for|as)\b"
     r"|\b(?:went|go|going|gone|am|is) back to work\b|\b(?:switched|changed) careers?\b"
     r"|\bretrained as\b"
+    r"|\b(?:switched|moved|transferred) (?:over )?to (?:the|a|an) (?:\w+ ){0,3}(?:team|department|ward"
+    r"|unit|role|position)\b"
     r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
 )

@@ -33,23 +33,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..models import Tension
-from .tension_parse import (
-    STOP_STEMS,
-    UNIT_STEMS,
-    Parsed,
+from .tension_compare import (
     actor_of,
     affects,
     amounts_of,
     fuzzy_shared,
-    is_value,
     mentions,
     modifier_of,
     object_of,
     owned,
+    subjects_agree,
+)
+from .tension_parse import (
+    STOP_STEMS,
+    UNIT_STEMS,
+    Parsed,
+    is_value,
     parse,
     segments,
     sentences,
-    subjects_agree,
 )
 from .tension_words import (
     ANCHOR,
@@ -82,7 +84,7 @@ _PARTNER = frozenset(
 _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
-    r"|fell out|falling out"
+    r"|fell out|falling out|(?:we|i) split\b"
     r"|(?:we|i) are (?:over|done|through))\b"
 )
 _SEEING = re.compile(
@@ -350,10 +352,9 @@ def _detect(
     contacts_a = {w for t, w in a.values.values() if t == "contact"}
     contacts_b = {w for t, w in b.values.values() if t == "contact"}
     if (
-        contacts_a
-        and contacts_b
-        and not contacts_a & contacts_b
-        and not any(x.startswith("other:") for x in subjects)
+        contacts_a - contacts_b
+        and contacts_b - contacts_a
+        and not any(x.startswith("other:") and x != "other:you" for x in subjects)
     ):
         old, new = " ".join(sorted(contacts_a)), " ".join(sorted(contacts_b))
         return make("changed_value", 0.4 + 0.6 * similarity, f"'{old}' became '{new}'")
