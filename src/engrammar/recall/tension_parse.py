@@ -265,6 +265,13 @@ def _dropped_subject(words: list[str]) -> bool:
             at > 0 or nxt in _PREPOSITIONS or any(c.isdigit() for c in nxt) or nxt in ("my", "our")
         )
         return opens and not set(words[at + 1 : at + 8]) & _FINITE
+    # "Down to 84 kilos", "Up to 30 minutes a day": the speaker's amount
+    if (
+        words[0] in ("down", "up")
+        and words[1:2] == ["to"]
+        and any(c.isdigit() for c in "".join(words[2:4]))
+    ):
+        return True
     # "never touch coffee", "always take the bus": a habit of the speaker's
     if at > 0 and words[at - 1] in ("never", "always") and first not in STOP_WORDS:
         return True
@@ -290,7 +297,7 @@ def _subject(words: list[str], text: str) -> str:
     if len(words) > 1 and words[0] in ("all", "both", "most") and words[1] in ("my", "our"):
         words = words[1:]
     first = words[0]
-    if first in ("i", "me", "we", "us"):
+    if first in ("i", "me", "we", "us") or words[1:3] in (["and", "i"], ["and", "we"]):
         return "self"
     if first in ("my", "our"):
         # "My wife and I separated": the speaker is one of them.
@@ -513,6 +520,12 @@ def parse(text: str) -> Parsed:
                     set(words[i + 1 :]) & TIME_OF_DAY
                     or any(x in ("am", "pm") or x[:1].isdigit() for x in words[i + 1 : i + 5])
                 )
+            )
+            # "the app stopped working": it broke
+            and not (
+                w == "stopped"
+                and words[i + 1 : i + 2] == ["working"]
+                and words[i - 1 : i] not in (["i"], ["we"])
             )
             # "the bakery is closed": a state
             and not (w == "closed" and i and words[i - 1] in COPULA | {"be", "been", "'s"})

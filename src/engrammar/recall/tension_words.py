@@ -201,7 +201,7 @@ ANTONYM_OF = {
 LIGHT = frozenset(
     """plan plans planning planned decide decided deciding want wants wanted think go goes going
     went make makes made making keep find finds done pick picks picked picking agree agrees
-    agreed disagree feel feels felt feeling give gives gave given
+    agreed disagree feel feels felt feeling give gives gave given found
     giving take takes took taken taking""".split()
 )
 # When something happened is not what it is about.
@@ -316,7 +316,7 @@ NOT_CONTENT = (
     | {"really", "very", "new", "finally", "actually", "every", "mostly", "mainly", "honestly"}
     | {"seriously", "frankly", "basically", "literally", "totally", "completely", "entirely"}
     | {"around", "roughly", "approximately", "nearly", "almost", "about", "some", "over"}
-    | {"something", "anything", "someone", "anyone", "somebody", "anybody"}
+    | {"something", "anything", "someone", "anyone", "somebody", "anybody", "us"}
     | WHEN
 )
 # Words between a change word and what it changes ("I quit my job at St. Mary's").
