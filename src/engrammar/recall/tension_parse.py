@@ -387,6 +387,15 @@ _THING_VERBS = COPULA | frozenset("has have got gets 's".split())
 UNITS_BEFORE = frozenset("cups cup times time pounds dollars euros miles km k".split())
 
 
+def _pronoun_one(words: list[str], i: int) -> bool:
+    """Whether "one" stands for a thing ("a long one", "this one"), not a number."""
+    prev = words[i - 1] if i else ""
+    return words[i] == "one" and (
+        prev in ("this", "that", "which", "each", "every", "any", "another", "no")
+        or (prev not in STOP_WORDS and not is_value([prev], set()) and prev != "")
+    )
+
+
 def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str, tuple[str, str]]:
     # "the first of the month" is a day, not an amount ("my rent is 900").
     out = {
@@ -395,7 +404,7 @@ def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str,
             w,
         )
         for i, w in enumerate(words)
-        if w not in ("a", "an", "the") and is_value([w], caps)
+        if w not in ("a", "an", "the") and is_value([w], caps) and not _pronoun_one(words, i)
     }
     # "an hour" is one ("My commute takes an hour" / "... is 20 minutes now").
     for i, w in enumerate(words[:-1]):
@@ -421,6 +430,10 @@ def head_of(words: list[str]) -> str:
     return "" if head in STOP_WORDS or head in COPULA else _stem(head)
 
 
+# Negative adjectives: before a noun they describe it ("terrible hay fever") and take no stance.
+ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dull gross".split())
+
+
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", text)))
@@ -432,6 +445,9 @@ def parse(text: str) -> Parsed:
     negations = sum(1 for w in words if w in NEGATORS)
     sentiment = 1
     for i, w in enumerate(words):
+        # "terrible hay fever", "a bad back": what it is like, no stance on it
+        if w in ATTRIBUTIVE and words[i + 1 : i + 2] and words[i + 1] not in STOP_WORDS:
+            continue
         # "sick of", "tired of", "fed up with"
         if w in NEGATIVE or words[i : i + 2] in (["sick", "of"], ["tired", "of"], ["fed", "up"]):
             sentiment = -sentiment

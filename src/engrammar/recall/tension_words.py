@@ -84,6 +84,7 @@ CHANGE_PHRASES = (
     "wrote off",
     "written off",
     "these days",
+    "at the moment",
     "from now on",
     "used to",
     "no more",
@@ -248,6 +249,7 @@ SYNONYMS = [
     "earn earns earning salary pay paid income wage wages",
     "doctor gp physician",
     "fly flying flight flights",
+    "food cuisine",
     "email e-mail address inbox",
 ]
 SYNONYM = {_stem(w): i for i, group in enumerate(SYNONYMS) for w in group.split()}
@@ -315,6 +317,7 @@ NOT_CONTENT = (
     | LIGHT
     | {"really", "very", "new", "finally", "actually", "every", "mostly", "mainly", "honestly"}
     | {"seriously", "frankly", "basically", "literally", "totally", "completely", "entirely"}
+    | {"absolute", "absolutely"}
     | {"around", "roughly", "approximately", "nearly", "almost", "about", "some", "over"}
     | {"something", "anything", "someone", "anyone", "somebody", "anybody", "us"}
     | WHEN
@@ -351,7 +354,7 @@ ENDING = frozenset(
 )
 # Markers that also occur in plain narration: they need a closer match to count.
 WEAK_CHANGE = frozenset(
-    """now|these days|from now on|down to|became|become|nowadays|currently|lately|used to|started|began|joined|back to""".split(
+    """now|these days|at the moment|from now on|down to|became|become|nowadays|currently|lately|used to|started|began|joined|back to""".split(
         "|"
     )
 )

@@ -116,7 +116,9 @@ CANCELS = frozenset(
     |on hold|pulled the plug""".split("|")
 )
 # Words marking the newer statement as the present state, and habits of one value.
-_PRESENT = frozenset("now|these days|nowadays|lately|currently|become|became".split("|"))
+_PRESENT = frozenset(
+    "now|these days|nowadays|lately|currently|become|became|at the moment".split("|")
+)
 _EXCLUSIVE = frozenset("only mostly usually always every main favourite favorite go".split())
 _SWAP_OVERLAP = 0.25
 _WHEN_STEMS = frozenset(
@@ -182,6 +184,19 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     # train" are of the train), and no "since the move".
     attr_a = a.content - (a.values.keys() - b.values.keys()) - a.adjunct
     attr_b = b.content - (b.values.keys() - a.values.keys()) - b.adjunct
+    # "on Friday afternoons" / "on Monday mornings": the time of day is part of the time.
+    if "date" in types:
+        attr_a, attr_b = attr_a - _WHEN_STEMS, attr_b - _WHEN_STEMS
+    # Where one lives, named anew ("I'm living in a houseshare in Leeds" / "I'm currently
+    # living with my girlfriend in York"): the rest is detail.
+    if (
+        types == {"name"}
+        and set(a.words) & RESIDENCE
+        and set(b.words) & RESIDENCE
+        and not b.past
+        and b.subject == a.subject == "self"
+    ):
+        return [w for _, w in old], [w for _, w in new]
     # A unit alone will do ("180 pounds" / "165 pounds"); a class is an attribute itself
     # ("I eat meat" / "I've been vegan since January").
     if not fuzzy_shared(attr_a, attr_b) and not types & CLASS_TYPES:
