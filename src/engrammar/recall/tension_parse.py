@@ -237,6 +237,9 @@ def subject_of(words: list[str], text: str) -> str:
     found = _subject(words, text)
     if found == "neutral" and words and _dropped_subject(words):
         return "self"
+    # "Started a new job on Monday": a change opening the sentence is its verb, not an opener.
+    if words and words[0].endswith("ed") and words[0] in CHANGE and _dropped_subject(words):
+        return "self"
     # "Aisle seats only for me now": the speaker's choice (no verb, no denial).
     if (
         found == "neutral"
@@ -365,6 +368,15 @@ def _subject(words: list[str], text: str) -> str:
             or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS)
         )
     ):
+        # "Raj's old boss left": someone of Raj's, not Raj.
+        owner = [w for w in words[2:4] if w not in ADJ_BEFORE_RELATION]
+        if (
+            nxt == "'s"
+            and owner
+            and owner[0] not in STOP_WORDS | CHANGE
+            and not owner[0].endswith("ed")
+        ):
+            return f"other:{first}'s"
         return f"other:{first}"
     # A noun without an article ("Book club is every second Tuesday", "pilates got moved"):
     # a thing, named by its first word as after "the".
@@ -430,19 +442,29 @@ def head_of(words: list[str]) -> str:
     return "" if head in STOP_WORDS or head in COPULA else _stem(head)
 
 
+# "I can't stand jazz": a stance, the same as hating it.
+STANCES = re.compile(r"\b(?:can't|cannot|can not|cant) stand\b", re.I)
+
+
 # Negative adjectives: before a noun they describe it ("terrible hay fever") and take no stance.
 ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dull gross".split())
 
 
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
-    words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", text)))
+    words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
     words = [
         DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
         for i, w in enumerate(words)
     ]
     stems = [_stem(IRREGULAR.get(w, w)) for w in words]
-    negations = sum(1 for w in words if w in NEGATORS)
+    # "without stopping" denies the stopping, not the sentence
+    negations = sum(
+        1
+        for i, w in enumerate(words)
+        if w in NEGATORS
+        and not (w == "without" and words[i + 1 : i + 2] and words[i + 1].endswith("ing"))
+    )
     sentiment = 1
     for i, w in enumerate(words):
         # "terrible hay fever", "a bad back": what it is like, no stance on it

@@ -84,14 +84,14 @@ _PARTNER = frozenset(
 _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
-    r"|fell out|falling out|(?:we|i) split\b"
+    r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b"
     r"|(?:we|i) are (?:over|done|through))\b"
 )
 _SEEING = re.compile(
-    r"\b(?:going out with|seeing (?:a|someone|this)|in a relationship|best (?:friend|mate))\b"
+    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate))\b"
 )
 _STUDY = re.compile(
-    r"\b(?:student|studying|at (?:uni|university|college|school))\b"
+    r"\b(?:student|studying|trainee|apprentice|at (?:uni|university|college|school))\b"
     r"|\b(?:doing|year of) (?:a|an|my|the) (?:\w+ ){0,2}(?:degree|course|phd|masters|mba|apprenticeship)\b"
 )
 _STUDY_END = re.compile(
