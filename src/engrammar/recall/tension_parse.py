@@ -442,8 +442,11 @@ def head_of(words: list[str]) -> str:
     return "" if head in STOP_WORDS or head in COPULA else _stem(head)
 
 
-# "I can't stand jazz": a stance, the same as hating it.
-STANCES = re.compile(r"\b(?:can't|cannot|can not|cant) stand\b", re.I)
+# "I can't stand jazz", "open-plan offices drive me mad": a stance, the same as hating it.
+STANCES = re.compile(
+    r"\b(?:can't|cannot|can not|cant) stand\b|\bdriv(?:e|es|ing) me (?:mad|crazy|nuts|up the wall)\b",
+    re.I,
+)
 
 
 # Negative adjectives: before a noun they describe it ("terrible hay fever") and take no stance.

@@ -9,7 +9,9 @@ import re
 
 from .text import _stem
 
-NEGATORS = frozenset("not no never none nobody nothing neither nor without hardly cannot".split())
+NEGATORS = frozenset(
+    "not no never none nobody nothing neither nor without hardly cannot zero".split()
+)
 POSITIVE = frozenset(
     """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
     glad fond fascinating fascinated great good wonderful amazing interesting fun fan""".split()

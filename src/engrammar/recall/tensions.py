@@ -84,11 +84,12 @@ _PARTNER = frozenset(
 _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
-    r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b"
+    r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b|\bseparate ways\b"
     r"|(?:we|i) are (?:over|done|through))\b"
 )
 _SEEING = re.compile(
-    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate))\b"
+    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
+    r"|been (?:together|with [a-z]+ for))\b"
 )
 _STUDY = re.compile(
     r"\b(?:student|studying|trainee|apprentice|at (?:uni|university|college|school))\b"
