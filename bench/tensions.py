@@ -81,22 +81,24 @@ HISTORY = """
 
 ### Session 9, issue 15 item 3: wordings nobody had written, and one call against two
 
-Before: main at 4ee7ce5; after: branch tens9. Both measured on the same data (the labelled set
-as it now is, 811 pairs) with `python bench/tensions.py --locomo-conversations 10 --lme-store
-~/.cache/engrammar-bench/stores/lme_c250/store/engrammar.db --lme-scopes 20` (main:
-`PYTHONPATH=<main>/src python bench/tensions.py --no-locomo --out /tmp/...`, the same script;
-its LoCoMo and LongMemEval false alarms are the session 8 figures above, re-counted here with
-main's code: 15 and 21).
+Before: main at 4ee7ce5 (a clean `git archive` of it: main's checkout had moved on while this
+ran); after: branch tens9. Both measured on the same data (the labelled set as it now is, 869
+pairs) with `python bench/tensions.py --locomo-conversations 10 --lme-store
+~/.cache/engrammar-bench/stores/lme_c250/store/engrammar.db --lme-scopes 20` (before:
+`PYTHONPATH=<4ee7ce5>/src python bench/tensions.py --no-locomo --out /tmp/...`, the same
+script; its LoCoMo and LongMemEval false alarms are the session 8 figures above, re-counted
+with 4ee7ce5's code: 15 and 21).
 
-Tune grew from 465 to 751 pairs: 286 written in session 9 in seven batches (field `batch`,
-s9b1-s9b7), in wordings the set did not have: lowercase chat without apostrophes ("im", "cant",
+Tune grew from 465 to 809 pairs: 344 written in session 9 in nine batches (field `batch`,
+s9b1-s9b9), in wordings the set did not have: lowercase chat without apostrophes ("im", "cant",
 "dont"), a fact stated before a question ("I teach chemistry at a high school, any tips ...?"),
 a remark after a comma, long messages with the fact in the middle, "ever since", "turns out",
 "heads up", "we called off", "switched to", contacts (emails, phone numbers, handles), schedules
 ("Book club is every second Tuesday"), a look-alike for nearly every change. Each batch was
 measured before any rule was written for it; batches 1-2 on main, batch 3 was written before
-any rule and measured on main and then once with the batch 1-2 rules, batches 4-7 each with the
-rules of the batches before it (first look; main on the same batch beside it):
+any rule and measured on main and then once with the batch 1-2 rules, batches 4-9 each with the
+rules of the batches before it (first look; main on the same batch beside it; the last
+column is the final code, fitted to all of them):
 
 | batch | pairs (contradictions) | first look recall / precision | main on the batch | after session 9 |
 |---|---|---|---|---|
@@ -107,26 +109,29 @@ rules of the batches before it (first look; main on the same batch beside it):
 | s9b5 | 42 (26) | 0.500 / 0.867 (batch 1-4 rules) | 0.385 / 0.833 | 0.731 / 0.95 |
 | s9b6 | 42 (26) | 0.731 / 0.95 (batch 1-5 rules) | 0.500 / 0.929 | 0.846 / 1.0 |
 | s9b7 | 34 (22) | 0.545 / 0.923 (batch 1-6 rules) | 0.500 / 0.917 | 0.682 / 0.938 |
+| s9b8 | 30 (20) | 0.650 / 0.867 (batch 1-7 rules) | 0.550 / 0.846 | 0.850 / 0.944 |
+| s9b9 | 28 (18) | 0.667 / 1.0 (batch 1-8 rules) | 0.389 / 1.0 | 0.722 / 1.0 |
 
-The first looks of batches 5-7 against main on the same batch (+0.12, +0.23, +0.05) are the
-honest estimate of what the rules add on wordings not yet seen; the last column is fitted.
+The first looks of batches 5-9 against main on the same batch (recall +0.12, +0.23, +0.05,
++0.10, +0.28) are the honest estimate of what the rules add on wordings not yet seen; the last
+column is fitted.
 
 | set | figure | before (main) | after |
 |---|---|---|---|
 | heldout (60 pairs, 34 contradictions; measured, never inspected) | precision / recall | 0.964 / 0.794 | 0.933 / 0.824 |
 | heldout | newer-first, one call / two calls | 0.912 / 0.882 | 0.912 / 0.912 |
 | heldout | past-first | 0.84 | 0.84 |
-| tune (751 pairs, 478 contradictions) | precision / recall | 0.968 / 0.692 | 0.987 / 0.824 |
-| tune | newer-first, one call / two calls | 0.883 / 0.864 | 0.918 / 0.902 |
-| tune | past-first | 0.918 | 0.94 |
+| tune (809 pairs, 516 contradictions) | precision / recall | 0.964 / 0.676 | 0.986 / 0.822 |
+| tune | newer-first, one call / two calls | 0.886 / 0.864 | 0.922 / 0.907 |
+| tune | past-first | 0.916 | 0.939 |
 | tune, the 465 pairs before session 9 | precision / recall | 0.989 / 0.893 | 0.989 / 0.900 |
 | LoCoMo conversations 1-10 | flagged pairs per 1,000 turns | 2.55 (15) | 2.38 (14) |
 | LME dev scopes 0-19 (4,628 user turns) | flagged per 1,000 user turns | 4.54 (21) | 4.32 (20) |
 | LME dev scopes 20-39 (4,515 user turns) | flagged pairs | 102 (22.59 per 1,000) | 102 (22.59 per 1,000) |
 | tests/data/tensions*.jsonl | precision / recall | 1.0 / 1.0 | 1.0 / 1.0 |
 
-Held-out was measured six times in the session, detection only and in aggregate (after each
-group of rules): recall 0.824, 0.824, 0.824, 0.824, 0.824, 0.824 (precision 0.933 each time:
+Held-out was measured nine times in the session, detection only and in aggregate (after each
+group of rules, and in the final run): recall 0.824 every time (precision 0.933 each time:
 one more pair found, one more false alarm, neither seen); its one-call / two-call
 newer-first counts were taken twice, in aggregate. The target (recall >= 0.85 at
 precision >= 0.9) is one pair short.
@@ -152,13 +157,15 @@ changes with their object before them ("Climbing's been replaced by ..."); moves
 department as job changes, "qualified as" and "a degree" for studies, "fell out" / "split" for
 couples and best friends; "at the moment" marks the present; a time of day is part of a time
 ("Friday afternoons" / "Monday mornings"); where one lives named anew is a change whatever the
-detail; "main" is a single-valued frame; "fan" is an affect; an attributive "terrible hay
-fever" takes no stance. Look-alikes now left alone: "the soup was vegetarian after all" (an
+detail; "main" is a single-valued frame; "fan" is an affect, "can't stand" and "drive me mad"
+are stances, "zero" denies, "without stopping" denies no sentence; an attributive "terrible hay
+fever" takes no stance; "Started a new job" has its subject; "broke things off", "went our
+separate ways" after "been with Gemma for five years". Look-alikes now left alone: "the soup was vegetarian after all" (an
 expectation about something else), "switched from guitar lessons ..." / "switched my gym day"
 (the head of what is substituted is not what the older states), "cycling to work is no joke"
 and other negating idioms ("no idea", "can't help", "not bad"), "I've never been to Porto"
 against "The offsite is in Porto" (a thing the speaker's sentence does not name), "the app
-stopped working", "a long one" is no number.
+stopped working", "a long one" is no number, "Raj's old boss left" is not Raj.
 
 One call against two (newer-first 0.912 / 0.882 on held-out at the start). Direction and time
 are not the cause: "direction right" equals "tension reported" in both modes, before and after.
@@ -179,17 +186,23 @@ I do on Sunday mornings?") skipped supersession, because the calendar resolves t
 last one and a question about a past time ranks by what held then; three tune pairs whose
 tension was found ranked the cancelled plan first in both modes. LongMemEval dev on the same
 store (`python bench/lme.py --store <copy of the session-8 fresh store> --reuse --ingest
-'{"chunk_chars": 250}' --variants default --speed-questions 0`): main and this branch
-0.743 / 0.752, one question's top 10 changed. LoCoMo (`python bench/locomo.py --embed-cache
---variants default`, ingested with the branch): recall@10 0.796, nDCG@10 0.633 (main's
-fresh-store figures: 0.796 / 0.633).
+'{"chunk_chars": 250}' --variants default --speed-questions 0`; before: 4ee7ce5's code): turn
+recall_all@5 / ndcg_any@10 0.746 / 0.753 before, 0.743 / 0.752 after; two questions' top 10
+changed: a temporal one (its score unchanged) and the knowledge-update question that asks what
+time the user wakes up on one day of the week, now ranked by what is current: its most recent gold turn
+now ranks above the earlier one (the issue's newer-first criterion, which it failed before),
+but the earlier one drops out of the top 5, so knowledge-update recall_all@5 goes 0.778 ->
+0.759. LoCoMo (`python bench/locomo.py --embed-cache --variants default`, ingested with the
+final code): recall@10 / nDCG@10 0.796 / 0.633 (tune 0.802 / 0.645, held-out 0.791 / 0.622),
+as main's fresh-store figures (0.796 / 0.633, held-out 0.791 / 0.622).
 
-Cost: `bench/tensions_speed.py` (the LoCoMo pass's 44,544 pairs, CPU time), main and this
-branch alternated twice on the shared machine (load 3.6-4.0): main 325-328 µs a pair, this
-branch 361-403 µs, about 1.1-1.25x.
+Cost: `bench/tensions_speed.py` (the LoCoMo pass's 44,544 pairs, CPU time), 4ee7ce5 and the
+final code alternated twice on the shared machine (load 2.8-3.4): 4ee7ce5 298-329 µs a pair,
+this branch 339-354 µs, about 1.05-1.2x.
 
-Still short: held-out recall 0.824 (target 0.85, one pair); newer-first in two calls is 0.912 on held-out (target 0.90,
-34 questions), but on tune two calls still trail one call (0.902 / 0.918) for the reason above.
+Still short: held-out recall 0.824 (target 0.85, one pair); newer-first in two calls is 0.912
+on held-out (target 0.90, 34 questions), but on tune two calls still trail one call (0.907 / 0.922)
+for the reason above.
 Misses left in tune are mostly below the similarity gate (cos < 0.3: "I take the 7:40 train" /
 "Since I got the e-bike I just cycle in"), world knowledge ("I'm a postie" / "Handed back my
 Royal Mail uniform", "full-time hours" against "four days a week", "lights out by 10:30"
