@@ -79,6 +79,136 @@ DAY = 86400.0
 HISTORY = """
 ## History
 
+### Session 9, issue 15 item 3: wordings nobody had written, and one call against two
+
+Before: main at 4ee7ce5 (a clean `git archive` of it: main's checkout had moved on while this
+ran); after: branch tens9. Both measured on the same data (the labelled set as it now is, 869
+pairs) with `python bench/tensions.py --locomo-conversations 10 --lme-store
+~/.cache/engrammar-bench/stores/lme_c250/store/engrammar.db --lme-scopes 20` (before:
+`PYTHONPATH=<4ee7ce5>/src python bench/tensions.py --no-locomo --out /tmp/...`, the same
+script; its LoCoMo and LongMemEval false alarms are the session 8 figures above, re-counted
+with 4ee7ce5's code: 15 and 21).
+
+Tune grew from 465 to 809 pairs: 344 written in session 9 in nine batches (field `batch`,
+s9b1-s9b9), in wordings the set did not have: lowercase chat without apostrophes ("im", "cant",
+"dont"), a fact stated before a question ("I teach chemistry at a high school, any tips ...?"),
+a remark after a comma, long messages with the fact in the middle, "ever since", "turns out",
+"heads up", "we called off", "switched to", contacts (emails, phone numbers, handles), schedules
+("Book club is every second Tuesday"), a look-alike for nearly every change. Each batch was
+measured before any rule was written for it; batches 1-2 on main, batch 3 was written before
+any rule and measured on main and then once with the batch 1-2 rules, batches 4-9 each with the
+rules of the batches before it (first look; main on the same batch beside it; the last
+column is the final code, fitted to all of them):
+
+| batch | pairs (contradictions) | first look recall / precision | main on the batch | after session 9 |
+|---|---|---|---|---|
+| s9b1 | 42 (26) | 0.269 / 0.70 (main) | 0.269 / 0.70 | 0.654 / 1.0 |
+| s9b2 | 42 (26) | 0.115 / 0.75 (main) | 0.115 / 0.75 | 0.654 / 1.0 |
+| s9b3 | 42 (26) | 0.423 / 0.917 (batch 1-2 rules) | 0.346 / 1.0 | 0.769 / 1.0 |
+| s9b4 | 42 (26) | 0.385 / 1.0 (batch 1-2 rules) | 0.385 / 1.0 | 0.538 / 1.0 |
+| s9b5 | 42 (26) | 0.500 / 0.867 (batch 1-4 rules) | 0.385 / 0.833 | 0.731 / 0.95 |
+| s9b6 | 42 (26) | 0.731 / 0.95 (batch 1-5 rules) | 0.500 / 0.929 | 0.846 / 1.0 |
+| s9b7 | 34 (22) | 0.545 / 0.923 (batch 1-6 rules) | 0.500 / 0.917 | 0.682 / 0.938 |
+| s9b8 | 30 (20) | 0.650 / 0.867 (batch 1-7 rules) | 0.550 / 0.846 | 0.850 / 0.944 |
+| s9b9 | 28 (18) | 0.667 / 1.0 (batch 1-8 rules) | 0.389 / 1.0 | 0.722 / 1.0 |
+
+The first looks of batches 5-9 against main on the same batch (recall +0.12, +0.23, +0.05,
++0.10, +0.28) are the honest estimate of what the rules add on wordings not yet seen; the last
+column is fitted.
+
+| set | figure | before (main) | after |
+|---|---|---|---|
+| heldout (60 pairs, 34 contradictions; measured, never inspected) | precision / recall | 0.964 / 0.794 | 0.933 / 0.824 |
+| heldout | newer-first, one call / two calls | 0.912 / 0.882 | 0.912 / 0.912 |
+| heldout | past-first | 0.84 | 0.84 |
+| tune (809 pairs, 516 contradictions) | precision / recall | 0.964 / 0.676 | 0.986 / 0.822 |
+| tune | newer-first, one call / two calls | 0.886 / 0.864 | 0.922 / 0.907 |
+| tune | past-first | 0.916 | 0.939 |
+| tune, the 465 pairs before session 9 | precision / recall | 0.989 / 0.893 | 0.989 / 0.900 |
+| LoCoMo conversations 1-10 | flagged pairs per 1,000 turns | 2.55 (15) | 2.38 (14) |
+| LME dev scopes 0-19 (4,628 user turns) | flagged per 1,000 user turns | 4.54 (21) | 4.32 (20) |
+| LME dev scopes 20-39 (4,515 user turns) | flagged pairs | 102 (22.59 per 1,000) | 102 (22.59 per 1,000) |
+| tests/data/tensions*.jsonl | precision / recall | 1.0 / 1.0 | 1.0 / 1.0 |
+
+Held-out was measured nine times in the session, detection only and in aggregate (after each
+group of rules, and in the final run): recall 0.824 every time (precision 0.933 each time:
+one more pair found, one more false alarm, neither seen); its one-call / two-call
+newer-first counts were taken twice, in aggregate. The target (recall >= 0.85 at
+precision >= 0.9) is one pair short.
+
+What changed in the detector (`tension_words`, `tension_parse`, `tensions`, and
+`tension_compare`, split off to keep every file under 800 lines): chat spellings without the
+apostrophe; a first-person statement before a question's comma ("..., any tips?"), also after
+"now that" / "since" and a dashed opener; the comma-separated parts of one-sentence messages
+compared one by one when the whole sentences find nothing (not in longer messages, where some
+part of one always echoes a part of the other, and not when a part is a request); contacts (an
+email, a phone number with its digit groups, an @handle) as values that name their attribute,
+a new one a change whatever else the sentence says (the mail service's name is a word of the
+sentence: "the outlook address"); a noun without an article as a subject ("Book club is ...",
+"pilates got moved ..."), "Nadia and I", "All my files", "Down to 84 kilos", a verbless
+choice "for me", "ever since" / "now that" openers, sentence adverbs ("Weirdly, ..."),
+"someone" is no one's name, a relation that only says whose ("my cat allergy"), "My roommate is
+a guy called Femi"; "had to stop" / "decided to sell" as done; changes "swapped", "passed" (not
+"passed the exam", "passed to"), "withdrew", "pulled the plug", "packed in", "moved out",
+"not happening", "final payment", "upped", "bumped" (not "bumped into"), "cleared" (not
+"cleared me to"), "closed" (not "is closed", "closed on a house"), "nicked", "gone" ("has
+completely gone"), "taken me off insulin", "put the rent up", "paid off" at the end; passive
+changes with their object before them ("Climbing's been replaced by ..."); moves to a team or
+department as job changes, "qualified as" and "a degree" for studies, "fell out" / "split" for
+couples and best friends; "at the moment" marks the present; a time of day is part of a time
+("Friday afternoons" / "Monday mornings"); where one lives named anew is a change whatever the
+detail; "main" is a single-valued frame; "fan" is an affect, "can't stand" and "drive me mad"
+are stances, "zero" denies, "without stopping" denies no sentence; an attributive "terrible hay
+fever" takes no stance; "Started a new job" has its subject; "broke things off", "went our
+separate ways" after "been with Gemma for five years". Look-alikes now left alone: "the soup was vegetarian after all" (an
+expectation about something else), "switched from guitar lessons ..." / "switched my gym day"
+(the head of what is substituted is not what the older states), "cycling to work is no joke"
+and other negating idioms ("no idea", "can't help", "not bad"), "I've never been to Porto"
+against "The offsite is in Porto" (a thing the speaker's sentence does not name), "the app
+stopped working", "a long one" is no number, "Raj's old boss left" is not Raj.
+
+One call against two (newer-first 0.912 / 0.882 on held-out at the start). Direction and time
+are not the cause: "direction right" equals "tension reported" in both modes, before and after.
+Counted per pair (`recall` components, aggregate only for held-out): every pair right in one
+call and wrong in two was a contradiction the detector missed, whose newer statement in one
+`add` call was the message right after the older one; the sequence edge between consecutive
+messages of a call passes the older's relevance to the newer (the conversation context of
+`recall.query`), which lifts it over `recency_min_ratio` (0.5 of the older's score) for the
+restatement move of `recall.supersession.newer_first`; two calls without a session have no such
+edge. On held-out the one such pair is now detected (one call / two calls: 0.912 / 0.912). Tried and
+not kept: the ratio on the query cosine instead of the final score closes the gap on tune and
+gets 4 more pairs right, but on the LongMemEval dev store (default variant, the same store
+copied) turn recall_all@5 fell 0.743 -> 0.636 and knowledge-update 0.759 -> 0.426; leaving the
+sequence support out of the ratio closes the gap by making one call as bad as two. A bug found
+on the way and fixed (`engine/validity.py`, `recall.supersession.names_upcoming_time`): a
+present-tense question naming a day or month ("Are we flying to Greece on Saturday?", "What do
+I do on Sunday mornings?") skipped supersession, because the calendar resolves the day to the
+last one and a question about a past time ranks by what held then; three tune pairs whose
+tension was found ranked the cancelled plan first in both modes. LongMemEval dev on the same
+store (`python bench/lme.py --store <copy of the session-8 fresh store> --reuse --ingest
+'{"chunk_chars": 250}' --variants default --speed-questions 0`; before: 4ee7ce5's code): turn
+recall_all@5 / ndcg_any@10 0.746 / 0.753 before, 0.743 / 0.752 after; two questions' top 10
+changed: a temporal one (its score unchanged) and the knowledge-update question that asks what
+time the user wakes up on one day of the week, now ranked by what is current: its most recent gold turn
+now ranks above the earlier one (the issue's newer-first criterion, which it failed before),
+but the earlier one drops out of the top 5, so knowledge-update recall_all@5 goes 0.778 ->
+0.759. LoCoMo (`python bench/locomo.py --embed-cache --variants default`, ingested with the
+final code): recall@10 / nDCG@10 0.796 / 0.633 (tune 0.802 / 0.645, held-out 0.791 / 0.622),
+as main's fresh-store figures (0.796 / 0.633, held-out 0.791 / 0.622).
+
+Cost: `bench/tensions_speed.py` (the LoCoMo pass's 44,544 pairs, CPU time), 4ee7ce5 and the
+final code alternated twice on the shared machine (load 2.8-3.4): 4ee7ce5 298-329 µs a pair,
+this branch 339-354 µs, about 1.05-1.2x.
+
+Still short: held-out recall 0.824 (target 0.85, one pair); newer-first in two calls is 0.912
+on held-out (target 0.90, 34 questions), but on tune two calls still trail one call (0.907 / 0.922)
+for the reason above.
+Misses left in tune are mostly below the similarity gate (cos < 0.3: "I take the 7:40 train" /
+"Since I got the e-bike I just cycle in"), world knowledge ("I'm a postie" / "Handed back my
+Royal Mail uniform", "full-time hours" against "four days a week", "lights out by 10:30"
+against "bed around 1am"), and habits restated for the present with no cue that the frame holds
+one value ("Our dog sleeps in a crate" / "The dog sleeps on our bed now").
+
 ### Session 8, issue 15 item 3: requests and plans in user <-> assistant chat
 
 Before: main at 69d3815; after: branch tensfp, back to back on the same machine (load 5.6-6.4)
@@ -439,7 +569,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         "",
         f"Data: `bench/data/tensions_pairs.jsonl`, {doc['pairs']} (older, newer) pairs written for this project over "
         f"{doc['topics']} topics; {doc['detection']['heldout']['pairs']} of them (`split` = heldout, a third of the "
-        "first 180) were kept out of tuning, their errors are counted and never listed. "
+        "first 180) were kept out of tuning, their errors are counted and never listed; the session 9 "
+        "batches are tune (field `batch`). "
         f"Model: the default MiniLM; similarity gate `tension_min_similarity` = {MIN_SIMILARITY}.",
         "",
         "## Detection (`recall.tensions.detect_tension`)",

@@ -15,7 +15,13 @@ from collections.abc import Sequence
 
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.query import query_time_range
-from ..recall.supersession import Version, asks_about_own_facts, newer_first, rank_by_validity
+from ..recall.supersession import (
+    Version,
+    asks_about_own_facts,
+    names_upcoming_time,
+    newer_first,
+    rank_by_validity,
+)
 from ..recall.text import terms, topic_terms
 from ..recall.timeref import relative_time_range
 from .base import Engine, in_scope, states_facts
@@ -76,10 +82,12 @@ def by_validity(
         items = [r for r in items if records[r[0]].created_at <= as_of]
     now = time.time() if as_of is None else as_of
     span = query_time_range(query) or relative_time_range(query, now)
-    if span is not None and span[1] < now - _NOW_SLACK:
+    if span is not None and span[1] < now - _NOW_SLACK and not names_upcoming_time(query):
         # A question that names a past time ("two weeks ago", "in May 2023") asks what held
         # then: the time boost ranks by date, and what replaced a memory later does not count.
-        # A time that reaches now ("this year", "today") asks about the present.
+        # A time that reaches now ("this year", "today") asks about the present, and so does
+        # a present-tense question naming a day or month ("Are we flying on Saturday?": the
+        # next one, though the calendar finds the last).
         return [(records[r[0]], r[1], dict(r[2]), r[3], r[4]) for r in items]
     # The memories that replaced the ranked ones, as far as the chains go.
     wanted = {records[r[0]].superseded_by for r in items} - {None} - set(records)

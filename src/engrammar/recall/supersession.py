@@ -34,6 +34,7 @@ __all__ = [
     "asks_about_present",
     "current_at",
     "merge_replacements",
+    "names_upcoming_time",
     "newer_first",
     "rank_by_validity",
 ]
@@ -72,6 +73,20 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|we|we're|our|us)\b", re.IGNOR
 def asks_about_present(query: str) -> bool:
     """Whether ``query`` asks the speaker how things are now (and not how they were)."""
     return bool(_PRESENT_QUESTION.search(query)) and not asks_about_past(query)
+
+
+# A time marked as past: "last Saturday", "two weeks ago", "in May 2023".
+_PAST_TIME = re.compile(
+    r"\b(?:last|ago|yesterday|previous|previously|earlier|past|before)\b|\b(?:19|20)\d\d\b",
+    re.IGNORECASE,
+)
+
+
+def names_upcoming_time(query: str) -> bool:
+    """Whether a question about the present names a time without marking it past: "Are we
+    flying to Greece on Saturday?", "What do I do on Sunday mornings?", "Is the reunion in
+    August?" ask about the next Saturday, every Sunday, the coming August, not the last one."""
+    return asks_about_present(query) and not _PAST_TIME.search(query)
 
 
 # Words that ask for the latest state or a running total, even in the past tense: "How much

@@ -16,15 +16,17 @@ from .tension_words import (
     ADDITIVE,
     ADJ_BEFORE_RELATION,
     AMOUNTS,
-    ANCHOR,
     CHANGE,
     CHANGE_PHRASES,
+    CHAT_SPELLINGS,
     CLASS_OF,
     CLASS_PHRASES,
     COPULA,
     DETERMINERS,
-    GENERAL,
+    DONE,
     IRREGULAR,
+    JOB_CHANGE,
+    JOB_FRAME,
     LEADING,
     MONTHS,
     NEGATIVE,
@@ -36,16 +38,14 @@ from .tension_words import (
     PAST,
     RELATIONS,
     SEPARABLE,
-    SPECIFIC,
     STATUS,
-    SYNONYM,
     UNITS,
 )
 from .text import STOP_WORDS, _stem
 
 # A number keeps its suffix: "3rd", "6am", "60k".
 TOKEN = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
 )
 CONTRACTIONS = {
     "n't": ["not"],
@@ -75,9 +75,12 @@ CLAUSE = re.compile(
 )
 # Negations that say nothing negative.
 IDIOMS = re.compile(
-    r"\b(?:can't|cannot|can not|couldn't) (?:wait|stop)\b|\bno doubt\b|\bno worries\b"
+    r"\b(?:can't|cannot|can not|couldn't) (?:wait|stop|help)\b|\bno doubt\b|\bno worries\b"
     r"|\b(?:couldn't|could not) agree more\b|\b(?:won't|will not|never|not|don't) (?:give up|giving up|quit|quitting)\b"
-    r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b|\blong time no see\b",
+    r"|\b(?:i )?never thought i'?d (?:say|see) (?:it|this|that)(?: but)?\b"
+    r"|\bnever (?:knew|thought|realized|realised|expected)\b|\bwhy not\b|\blong time no see\b"
+    r"|\bno (?:joke|wonder|problems?|idea|kidding|big deal|matter|offen[cs]e|rush|pressure)\b"
+    r"|\bnot (?:bad|gonna lie|only|to mention)\b",
     re.I,
 )
 INTERJECTION = r"(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|oh|woohoo|no(?!\s+(?:more|longer)\b)|aw+|ok|okay)"
@@ -86,26 +89,12 @@ VOCATIVE_START = re.compile(
     re.IGNORECASE,
 )
 VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+(?=\s*[!.,]?\s*$)")
-# A job stated, and a job changed (on lower-cased words, contractions split: "i am a ...").
-JOB_FRAME = re.compile(
-    r"\b(?:work|works|working) (?:at|for|as|in)\b|\bjobs?\b|\b(?:employed|unemployed|freelance|"
-    r"freelancer|freelancing|self employed|employer|career|stay at home)\b|\b(?:i|we) am an? (?:\w+ ){1,3}(?:at|for)\b"
-)
-JOB_CHANGE = re.compile(
-    r"\bnew (?:job|position|role|employer)\b|\b(?:got|get|been|was|were|am) hired\b"
-    r"|\bhired (?:at|by|as)\b|\bgot (?:a|the) job\b|\b(?:took|take|taken|accepted) (?:a|an|the) (?:\w+ ){0,2}job\b"
-    r"|\b(?:promoted|retired|resigned|laid off)\b|\bjoined (?:\w+ ){1,3}as\b"
-    r"|\b(?:quit|left|lost) (?:my|the|our) job\b|\bstarted (?:a|my) (?:\w+ )?job\b"
-    r"|\bstarted (?:working|work) (?:at|for|as)\b"
-    r"|\b(?:went|go|going|gone|am|is) back to work\b|\b(?:switched|changed) careers?\b"
-    r"|\bretrained as\b"
-    r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
-)
 # "I gave my Kindle to my niece": a possession handed on.
 GAVE_AWAY = re.compile(r"\b(?:gave|given|handed) (?:my|our|the) (?:\w+ ){1,3}?(?:to|away)\b")
 # "I paid off my debt" ends it; "all my hard work paid off" does not.
 PAID_OFF = re.compile(
     r"\bpaid off (?:my|our|the|all|it|that|those|these)\b|\bpaid (?:it|them|that) off\b"
+    r"|\b(?:fully|finally|completely|now|is|are|been|got) paid off\b"
 )
 # "a second helmet", "an extra key": one more of a kind, not a replacement.
 ONE_MORE = re.compile(
@@ -185,8 +174,8 @@ def split_words(text: str) -> tuple[list[str], set[str]]:
             "i'll",
         ):
             caps.add(low.split("'")[0])
-        if low in IRREGULAR_NOT:
-            words += IRREGULAR_NOT[low]
+        if low in IRREGULAR_NOT or low in CHAT_SPELLINGS:
+            words += IRREGULAR_NOT.get(low) or CHAT_SPELLINGS[low]
             continue
         for suffix, repl in CONTRACTIONS.items():
             if low.endswith(suffix) and len(low) > len(suffix):
@@ -204,16 +193,16 @@ def leading(words: list[str]) -> int:
     """How many words open the sentence before its subject ("so", "now", "these days")."""
     skip = 0
     while skip < len(words) - 1:
-        if words[skip] in LEADING:
+        # "Change of plan: the party is ...", "Ever since I ..."
+        opening = next((ph for ph in _OPENING if words[skip : skip + len(ph)] == ph), None)
+        if opening is not None and skip + len(opening) < len(words):
+            skip += len(opening)
+        elif words[skip] in LEADING:
             skip += 1
         elif words[skip : skip + 2] == ["these", "days"] and skip + 2 < len(words):
             skip += 2
         else:
-            # "Change of plan: the party is ...", "No more energy drinks for me."
-            opening = next((ph for ph in _OPENING if words[skip : skip + len(ph)] == ph), None)
-            if opening is None or skip + len(opening) >= len(words):
-                break
-            skip += len(opening)
+            break
     return skip
 
 
@@ -224,10 +213,20 @@ _PHRASES = re.compile(
     + r")(?= |$))"
 )
 _OBJECT_WORDS = frozenset(
-    "a an the my our your his her their it them that this those these".split()
+    "a an the my our your his her their it them that this those these me us him".split()
 )
 _OPENING = [
-    ph.split() for ph in ("change of plan", "change of plans", "update", "correction", "by the way")
+    ph.split()
+    for ph in (
+        "change of plan",
+        "change of plans",
+        "update",
+        "correction",
+        "by the way",
+        "heads up",
+        "ever since",
+        "now that",
+    )
 ]
 
 
@@ -237,6 +236,17 @@ def subject_of(words: list[str], text: str) -> str:
     using my old phone"), is the speaker's."""
     found = _subject(words, text)
     if found == "neutral" and words and _dropped_subject(words):
+        return "self"
+    # "Started a new job on Monday": a change opening the sentence is its verb, not an opener.
+    if words and words[0].endswith("ed") and words[0] in CHANGE and _dropped_subject(words):
+        return "self"
+    # "Aisle seats only for me now": the speaker's choice (no verb, no denial).
+    if (
+        found == "neutral"
+        and {"for me", "for us"} & {" ".join(words[i : i + 2]) for i in range(len(words))}
+        and not set(words) & (_FINITE | NEGATORS | {"has", "have", "had", "am"})
+        and not any(w.endswith("ed") for w in words)
+    ):
         return "self"
     return found
 
@@ -251,16 +261,27 @@ def _dropped_subject(words: list[str]) -> bool:
     first = words[at]
     if first in _PAST_FORMS or (first.endswith("ed") and len(first) > 4):
         return at + 1 < len(words) and words[at + 1] not in COPULA | {"'s", "has", "have"}
+
     if first.endswith("ing") and len(first) > 4:
         nxt = words[at + 1] if at + 1 < len(words) else ""
         opens = (
             at > 0 or nxt in _PREPOSITIONS or any(c.isdigit() for c in nxt) or nxt in ("my", "our")
         )
         return opens and not set(words[at + 1 : at + 8]) & _FINITE
+    # "Down to 84 kilos", "Up to 30 minutes a day": the speaker's amount
+    if (
+        words[0] in ("down", "up")
+        and words[1:2] == ["to"]
+        and any(c.isdigit() for c in "".join(words[2:4]))
+    ):
+        return True
+    # "never touch coffee", "always take the bus": a habit of the speaker's
+    if at > 0 and words[at - 1] in ("never", "always") and first not in STOP_WORDS:
+        return True
     return at > 0 and first in ("been", "have", "had", "not", "can", "got", "at", "in", "on")
 
 
-_DROP_OPENERS = frozenset("still finally just officially never not have".split())
+_DROP_OPENERS = frozenset("still finally just officially never always not have".split())
 _PAST_FORMS = frozenset(
     """quit left sold bought gave got went took made moved started stopped broke ran""".split()
 )
@@ -275,8 +296,11 @@ def _subject(words: list[str], text: str) -> str:
     words = words[skip:]
     if not words:
         return "neutral"
+    # "All my files are on Dropbox", "Both our cars": the speaker's.
+    if len(words) > 1 and words[0] in ("all", "both", "most") and words[1] in ("my", "our"):
+        words = words[1:]
     first = words[0]
-    if first in ("i", "me", "we", "us"):
+    if first in ("i", "me", "we", "us") or words[1:3] in (["and", "i"], ["and", "we"]):
         return "self"
     if first in ("my", "our"):
         # "My wife and I separated": the speaker is one of them.
@@ -291,16 +315,38 @@ def _subject(words: list[str], text: str) -> str:
             # "My boyfriend is Jake" says who I am with: a fact about me.
             raw = TOKEN.findall(text)[skip:]
             at = words.index(rest[0])
+            # "My cat allergy has gone": the relation names whose, the noun after it what.
+            nxt = words[at + 1] if at + 1 < len(words) else ""
+            if (
+                nxt
+                and nxt not in STOP_WORDS | LEADING
+                and not nxt.endswith("ly")
+                and words[at + 2 : at + 3]
+                and words[at + 2] in _THING_VERBS
+                and nxt not in {x.lower() for x in raw if x[:1].isupper()}
+            ):
+                return "self"
+            # ... and "My roommate is a guy called Femi".
+            named = next(
+                (
+                    k + 1
+                    for k in range(at + 2, at + 6)
+                    if words[k : k + 1] in (["called"], ["named"])
+                ),
+                at + 2,
+            )
             if (
                 words[at + 1 : at + 2] == ["is"]
-                and raw[at + 2 : at + 3]
-                and raw[at + 2][0].isupper()
+                and raw[named : named + 1]
+                and raw[named][0].isupper()
             ):
                 return "self"
             return f"other:{rest[0]}"
         return "self"
     if first in ("he", "she", "they", "his", "her", "their"):
         return "other:pronoun"
+    if first in ("someone", "somebody", "everyone", "everybody", "anyone", "anybody"):
+        return "neutral"
     if first in ("you", "your"):
         return "other:you"
     if first in ("the", "a", "an") and len(words) > 1:
@@ -322,12 +368,44 @@ def _subject(words: list[str], text: str) -> str:
             or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS)
         )
     ):
+        # "Raj's old boss left": someone of Raj's, not Raj.
+        owner = [w for w in words[2:4] if w not in ADJ_BEFORE_RELATION]
+        if (
+            nxt == "'s"
+            and owner
+            and owner[0] not in STOP_WORDS | CHANGE
+            and not owner[0].endswith("ed")
+        ):
+            return f"other:{first}'s"
         return f"other:{first}"
+    # A noun without an article ("Book club is every second Tuesday", "pilates got moved"):
+    # a thing, named by its first word as after "the".
+    verb = next((k for k, w in enumerate(words[1:3], 1) if w in _THING_VERBS), 0)
+    if (
+        verb
+        and first not in STOP_WORDS
+        and first not in NOT_CONTENT
+        and not first.endswith(("ly", "ing"))
+        and all(w not in STOP_WORDS for w in words[1:verb])
+    ):
+        return f"thing:{_stem(first)}"
     return "neutral"
+
+
+_THING_VERBS = COPULA | frozenset("has have got gets 's".split())
 
 
 # "two cups a day", "900 a month": "a" there says per, not one.
 UNITS_BEFORE = frozenset("cups cup times time pounds dollars euros miles km k".split())
+
+
+def _pronoun_one(words: list[str], i: int) -> bool:
+    """Whether "one" stands for a thing ("a long one", "this one"), not a number."""
+    prev = words[i - 1] if i else ""
+    return words[i] == "one" and (
+        prev in ("this", "that", "which", "each", "every", "any", "another", "no")
+        or (prev not in STOP_WORDS and not is_value([prev], set()) and prev != "")
+    )
 
 
 def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str, tuple[str, str]]:
@@ -338,7 +416,7 @@ def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str,
             w,
         )
         for i, w in enumerate(words)
-        if w not in ("a", "an", "the") and is_value([w], caps)
+        if w not in ("a", "an", "the") and is_value([w], caps) and not _pronoun_one(words, i)
     }
     # "an hour" is one ("My commute takes an hour" / "... is 20 minutes now").
     for i, w in enumerate(words[:-1]):
@@ -346,7 +424,11 @@ def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str,
         if w in ("a", "an") and words[i + 1] in UNITS and not per:
             out.setdefault(w, ("number", w))
     for c in classed:
-        out[c if " " in c else _stem(c)] = (CLASS_OF[c], c)
+        out[" ".join(_stem(x) for x in c.split())] = (CLASS_OF[c], c)
+    # "07700 900123": the digits after a phone number's first part are the number too.
+    for i, w in enumerate(words[1:], 1):
+        if w.isdigit() and value_type(words[i - 1]) == "contact":
+            out[_stem(w)] = ("contact", w)
     return out
 
 
@@ -360,13 +442,37 @@ def head_of(words: list[str]) -> str:
     return "" if head in STOP_WORDS or head in COPULA else _stem(head)
 
 
+# "I can't stand jazz", "open-plan offices drive me mad": a stance, the same as hating it.
+STANCES = re.compile(
+    r"\b(?:can't|cannot|can not|cant) stand\b|\bdriv(?:e|es|ing) me (?:mad|crazy|nuts|up the wall)\b",
+    re.I,
+)
+
+
+# Negative adjectives: before a noun they describe it ("terrible hay fever") and take no stance.
+ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dull gross".split())
+
+
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
-    words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", text)))
+    words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
+    words = [
+        DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
+        for i, w in enumerate(words)
+    ]
     stems = [_stem(IRREGULAR.get(w, w)) for w in words]
-    negations = sum(1 for w in words if w in NEGATORS)
+    # "without stopping" denies the stopping, not the sentence
+    negations = sum(
+        1
+        for i, w in enumerate(words)
+        if w in NEGATORS
+        and not (w == "without" and words[i + 1 : i + 2] and words[i + 1].endswith("ing"))
+    )
     sentiment = 1
     for i, w in enumerate(words):
+        # "terrible hay fever", "a bad back": what it is like, no stance on it
+        if w in ATTRIBUTIVE and words[i + 1 : i + 2] and words[i + 1] not in STOP_WORDS:
+            continue
         # "sick of", "tired of", "fed up with"
         if w in NEGATIVE or words[i : i + 2] in (["sick", "of"], ["tired", "of"], ["fed", "up"]):
             sentiment = -sentiment
@@ -416,11 +522,16 @@ def parse(text: str) -> Parsed:
         changes.setdefault("paid off", len(joined[: m.start()].split()))
     # "I've cut sugar out of my tea", "we called it off": the object between verb and particle.
     for i, w in enumerate(words):
-        particle = SEPARABLE.get(w)
-        if not particle or particle not in words[i + 2 : i + 5] or set(words[i - 3 : i]) & NEGATORS:
+        particle = next(
+            (x for x in SEPARABLE.get(w, "").split("|") if x in words[i + 2 : i + 5]), ""
+        )
+        if not particle or set(words[i - 3 : i]) & NEGATORS:
             continue
-        # Only a noun phrase in between: "cut sugar out", not "put into writing pay off".
+        # Only a noun phrase in between: "cut sugar out", not "put into writing pay off"; a
+        # person taken off something ("took me off insulin"), not "taking time off".
         between = words[i + 1 : words.index(particle, i + 2)]
+        if w in ("take", "taking", "took", "taken") and not set(between) <= OBJECTS:
+            continue
         if all(x not in STOP_WORDS or x in _OBJECT_WORDS for x in between):
             changes.setdefault(f"{w} {particle}", i)
             phrase_words |= {w, particle}
@@ -434,6 +545,8 @@ def parse(text: str) -> Parsed:
         and len(w) > 1
         and not (w in ("sick", "tired", "fed") and set(words[i + 1 : i + 2]) & {"of", "up"})
     }
+    # "jess@outlook.com" / "the outlook address": the mail service is a word of its own.
+    content |= {_stem(w.split("@", 1)[1].split(".")[0]) for w in words if "@" in w}
     # "never quit" announces no change.
     for i, w in enumerate(words):
         if (
@@ -449,10 +562,27 @@ def parse(text: str) -> Parsed:
                     or any(x in ("am", "pm") or x[:1].isdigit() for x in words[i + 1 : i + 5])
                 )
             )
+            # "the app stopped working": it broke
+            and not (
+                w == "stopped"
+                and words[i + 1 : i + 2] == ["working"]
+                and words[i - 1 : i] not in (["i"], ["we"])
+            )
+            # "the bakery is closed": a state
+            and not (w == "closed" and i and words[i - 1] in COPULA | {"be", "been", "'s"})
             # "for now", "for a while now", "for five years now": how long, not a change
             and not (w == "now" and "for" in words[max(0, i - 4) : i])
         ):
             changes.setdefault(w, i)
+    # "my cat allergy has completely gone": it ended.
+    for i, w in enumerate(words):
+        if (
+            w == "gone"
+            and i
+            and words[i - 1] in ("has", "have", "is", "'s", "completely", "totally", "all")
+            and words[i + 1 : i + 2] in ([], ["away"], ["now"], ["completely"], ["for"])
+        ):
+            changes.setdefault("gone", i)
     for i, w in enumerate(words[:-1]):
         # "a new guitar", "a whole new world": one more, not a replacement.
         if w == "new" and not set(words[max(0, i - 2) : i]) & {"a", "an"}:
@@ -503,54 +633,12 @@ def adjunct_of(words: list[str], content: set[str]) -> set[str]:
     return set()
 
 
-@lru_cache(maxsize=65536)
-def _fuzzy_index(
-    b: frozenset[str],
-) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int]]:
-    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms."""
-    general = frozenset(GENERAL[y] for y in b if y in GENERAL)
-    specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
-    return (
-        frozenset(y[:5] for y in b if len(y) >= 5),
-        general,
-        general | specific,
-        frozenset(SYNONYM[y] for y in b if y in SYNONYM),
-    )
-
-
-def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
-    """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
-    ("teacher" / "teaching")."""
-    if not a or not b:
-        return set()
-    prefixes, general, kinds, synonyms = _fuzzy_index(frozenset(b))
-    return {
-        x
-        for x in a
-        if x in b
-        or (len(x) >= 5 and x[:5] in prefixes)
-        or SYNONYM.get(x, -1) in synonyms
-        or GENERAL.get(x, -1) in kinds
-        or SPECIFIC.get(x, -1) in general
-    }
-
-
-def subjects_agree(a: str, b: str) -> bool:
-    """Whether two subjects may be the same: ``self`` is never ``other:*``, two different
-    ``other:*`` or ``thing:*`` are different; ``neutral`` agrees with anything."""
-    if a == b or "neutral" in (a, b):
-        return True
-    kind_a, kind_b = a.split(":", 1)[0], b.split(":", 1)[0]
-    if kind_a == kind_b:
-        return False  # other:x vs other:y, thing:x vs thing:y
-    return {kind_a, kind_b} != {"self", "other"}
-
-
 def is_value(words: Sequence[str], caps: set[str]) -> bool:
     return bool(words) and all(
         w.isdigit()
         or w in NUMBER_WORDS
         or w in MONTHS
+        or (w[-1:] == "s" and w[:-1] in MONTHS)  # "on Mondays"
         or w in caps
         or any(c.isdigit() for c in w)
         or "@" in w
@@ -564,22 +652,17 @@ UNIT_STEMS = frozenset(_stem(w) for w in UNITS | {"since"})
 
 
 def value_type(word: str) -> str:
+    """``contact`` (an email, a phone number: one names itself), a class's name, ``date``,
+    ``number`` or ``name``."""
+    if "@" in word or (word.isdigit() and len(word) >= 5 and word[0] == "0"):
+        return "contact"
     if word in CLASS_OF:
         return CLASS_OF[word]
-    if word in MONTHS:
+    if word in MONTHS or (word[-1:] == "s" and word[:-1] in MONTHS):
         return "date"
     if word.isdigit() or word in NUMBER_WORDS or any(c.isdigit() for c in word):
         return "number"
     return "name"
-
-
-def modifier_of(p: Parsed, stem: str) -> str:
-    """The content word right before ``stem`` ("work" in "my work email"), if any."""
-    for i, s in enumerate(p.stems):
-        if s == stem or (len(stem) >= 5 and s[:5] == stem[:5]):
-            prev = p.stems[i - 1] if i else ""
-            return prev if prev in p.content and prev not in p.values else ""
-    return ""
 
 
 def clauses(sentence: str) -> list[str]:
@@ -606,23 +689,50 @@ def sentences(text: str) -> tuple[str, ...]:
     for sentence in SENTENCE_END.split(text.strip()):
         sentence = VOCATIVE_END.sub("", VOCATIVE_START.sub("", sentence.strip()))
         sentence = HEDGE.sub("", sentence)
-        if sentence.endswith("?") or len(TOKEN.findall(sentence)) < 2:
+        if sentence.endswith("?"):
+            sentence = _stated(sentence)
+        if len(TOKEN.findall(sentence)) < 2:
             continue
         out += [c for c in clauses(sentence) if len(split_words(c)[0]) >= 3]
     return tuple(out[:MAX_SENTENCES])
 
 
-def actor_of(p: Parsed, at: int) -> str:
-    """The personal pronoun nearest before word ``at`` (who the change happens to), if any."""
-    for w in reversed(p.words[max(0, at - ANCHOR) : at]):
-        if w in ("i", "we", "you", "he", "she", "they"):
-            return w
-    return ""
+# What a question may open with that states a fact: "I teach chemistry, any tips ...?", "Now
+# that we're settled in York, what ...?"
+_STATED = re.compile(
+    r"^(?:[\w' ]{1,20}\s[-\u2013:]\s*)?(?:(?:now that|since|as|given that|seeing as)\s+)?"
+    r"((?:i|we|my|our)\b.*)$",
+    re.I,
+)
 
 
-def amounts_of(p: Parsed) -> set[str]:
-    """The numbers and dates of a statement (stems)."""
-    return {k for k, (t, _) in p.values.items() if t in ("number", "date")}
+def _stated(question: str) -> str:
+    """The statement a question opens with before a comma (first person, no question word), or
+    "" if it has none."""
+    head = question.split(",", 1)[0] if "," in question else ""
+    m = _STATED.match(head.strip())
+    if not m:
+        return ""
+    words = split_words(m.group(1))[0]
+    if len(words) < 3 or words[1] in ("do", "does", "did", "would", "should", "can", "could"):
+        return ""
+    return m.group(1)
+
+
+@lru_cache(maxsize=16384)
+def segments(text: str) -> tuple[str, ...]:
+    """The statements of a message cut at every comma as well (parts of three words
+    or more): "I'm allergic to penicillin, so always flag it" -> "I'm allergic to penicillin",
+    "so always flag it"."""
+    out = []
+    for sentence in sentences(text):
+        parts = [x.strip() for x in re.split(r",\s+", sentence)]
+        # A request in one part is the sentence's point: "Given the above, write me ...".
+        if len(parts) == 1 or any(is_tentative(split_words(x)[0]) for x in parts):
+            out.append(sentence)
+            continue
+        out += [x for x in parts if len(split_words(x)[0]) >= 3]
+    return tuple(out[: 2 * MAX_SENTENCES])
 
 
 def names_of(p: Parsed) -> set[str]:
@@ -630,61 +740,3 @@ def names_of(p: Parsed) -> set[str]:
     first = p.words[leading(p.words)] if p.words else ""
     opening = {first} if p.subject == f"other:{first}" else set()
     return p.caps | opening
-
-
-def object_of(
-    p: Parsed, change: str, skip: frozenset[str] = frozenset(), size: int = 1
-) -> set[str]:
-    """The stems of the content words right after an announced change ("switched managers",
-    up to ``size`` of them: "my gym membership"), or {""} if a function word or nothing
-    follows ("passed away in October"); words in ``skip`` (determiners) are passed over."""
-    at = p.changes[change] + len(change.split())
-    while at < len(p.words) and p.words[at] in skip:
-        at += 1
-    out: set[str] = set()
-    while at < len(p.words) and len(out) < size and p.stems[at] in p.content:
-        out.add(p.stems[at])
-        at += 1
-    return out or {""}
-
-
-_POSSESSIVE = frozenset("my our his her their".split())
-
-
-def affects(p: Parsed, change: str, content: set[str]) -> bool:
-    """Whether ``change`` is done to what ``content`` is about: False only when its object
-    (the first two content words past determiners) is not among ``content`` and what is
-    follows as a possession the object is part of ("I replaced the tyres on my Brompton");
-    "I sold the flat in Brooklyn" names no part."""
-    obj = object_of(p, change, DETERMINERS_ALL, 2) - {""}
-    if not obj or fuzzy_shared(obj, content):
-        return True
-    at = p.changes[change]
-    whole = [
-        i
-        for i, s in enumerate(p.stems)
-        if i > at + 1 and s in content and s not in obj and p.words[i - 1] in _POSSESSIVE
-    ]
-    return not whole
-
-
-def owned(p: Parsed) -> bool:
-    """Whether a name opening the statement is the value of the speaker's attribute: "Autumn
-    has become my favourite season", "Sarah is my best friend now"."""
-    return (
-        p.subject.startswith("other:")
-        and p.subject[6:] == p.words[0]
-        and p.subject[6:] not in RELATIONS
-        and bool(set(p.words[1:4]) & {"is", "has", "become", "became"})
-        and bool(set(p.words) & {"my", "our"})
-    )
-
-
-def mentions(subject: str, other: Parsed) -> bool:
-    """Whether ``other`` names the ``other:<who>`` subject (a name, not "my sister")."""
-    if not subject.startswith("other:"):
-        return False
-    who = subject[6:]
-    if who in ("pronoun", "you") or who in RELATIONS:
-        return False
-    return who in other.caps or _stem(who) in other.content

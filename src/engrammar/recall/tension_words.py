@@ -5,16 +5,21 @@ General English, not any data set's words."""
 
 from __future__ import annotations
 
+import re
+
 from .text import _stem
 
-NEGATORS = frozenset("not no never none nobody nothing neither nor without hardly cannot".split())
+NEGATORS = frozenset(
+    "not no never none nobody nothing neither nor without hardly cannot zero".split()
+)
 POSITIVE = frozenset(
     """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
-    glad fond fascinating fascinated great good wonderful amazing interesting fun""".split()
+    glad fond fascinating fascinated great good wonderful amazing interesting fun fan""".split()
 )
 NEGATIVE = frozenset(
     """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
-    boring bored awful terrible bad horrible annoying annoyed""".split()
+    boring bored awful terrible bad horrible annoying annoyed tedious dull overrated gross
+    disgusting""".split()
 )
 FREQUENCY = frozenset(
     "always usually often sometimes rarely ever twice daily weekly nightly".split()
@@ -26,7 +31,8 @@ CHANGE = frozenset(
     migrated replaced married divorced retired resigned cancelled canceled postponed rescheduled
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
-    joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted""".split()
+    joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
+    cleared closed shifted nicked swapped passed withdrew withdrawn""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -38,6 +44,14 @@ NOT_A_CHANGE = {
     "ended": ("up", "with", "in", "at", "on"),
     "stopped": ("by", "at", "in", "off", "over", "for"),
     "sold": ("out",),
+    "bumped": ("into",),  # met
+    # "passed the exam", "passed by", "a torch passed to ...": no one died
+    "passed": (
+        *"""the a an my our your his her their by through out on up me us it him them this that
+        to down around along over into""".split(),
+    ),
+    "cleared": ("me", "us", "him", "her", "them", "for", "to", "up"),  # allowed; "cleared up"
+    "closed": ("on",),  # "closed on the house": bought it
 }
 AMOUNTS = frozenset("most all much a so too the my our space time".split())
 ACCUSTOMED = frozenset("am is are was were be been get got getting".split())
@@ -72,6 +86,7 @@ CHANGE_PHRASES = (
     "wrote off",
     "written off",
     "these days",
+    "at the moment",
     "from now on",
     "used to",
     "no more",
@@ -97,6 +112,14 @@ CHANGE_PHRASES = (
     "decided against",
     "changed my mind",
     "after all",
+    "moved out",
+    "not happening",
+    "pulled the plug",
+    "packed in",
+    "fell out",
+    "falling out",
+    "final payment",
+    "last payment",
 )
 # Verbs whose particle comes after their object: "I've cut sugar out", "we called it off".
 SEPARABLE = {
@@ -111,8 +134,14 @@ SEPARABLE = {
     "call": "off",
     "called": "off",
     "calling": "off",
-    "put": "off",
-    "putting": "off",
+    "put": "off|up",
+    "putting": "off|up",
+    "packed": "in",
+    # "the doctor has taken me off insulin"
+    "take": "off",
+    "taking": "off",
+    "took": "off",
+    "taken": "off",
 }
 # Irregular forms stemmed as their base: "I eat meat" / "I haven't eaten meat".
 IRREGULAR = {
@@ -175,7 +204,7 @@ ANTONYM_OF = {
 LIGHT = frozenset(
     """plan plans planning planned decide decided deciding want wants wanted think go goes going
     went make makes made making keep find finds done pick picks picked picking agree agrees
-    agreed disagree feel feels felt feeling give gives gave given
+    agreed disagree feel feels felt feeling give gives gave given found
     giving take takes took taken taking""".split()
 )
 # When something happened is not what it is about.
@@ -209,10 +238,11 @@ CLASS_PHRASES = sorted((t for t in CLASS_OF if " " in t), key=len, reverse=True)
 # A kind of thing and its general word are the same thing ("I don't drink alcohol" / "I drink
 # wine"); two kinds are not ("dogs" / "cats"). The general words come first.
 KINDS = {
-    "alcohol booze liquor": "wine beer whisky whiskey vodka gin rum cocktail",
-    "pet": "dog puppi cat kitten hamster rabbit parrot",
+    "alcohol booze liquor": "wine beer whisky whiskey vodka gin rum cocktail pint pints",
+    "pet": "dog puppi pup cat kitten hamster rabbit parrot",
     "kid child children": "baby babies",
     "caffeine": "coffee coffees espresso latte cappuccino",
+    "parent parents": "mum mom dad mother father mums moms dads",
 }
 # Words for one attribute: "second year of college" / "third-year student".
 SYNONYMS = [
@@ -221,6 +251,8 @@ SYNONYMS = [
     "earn earns earning salary pay paid income wage wages",
     "doctor gp physician",
     "fly flying flight flights",
+    "food cuisine",
+    "email e-mail address inbox",
 ]
 SYNONYM = {_stem(w): i for i, group in enumerate(SYNONYMS) for w in group.split()}
 GENERAL = {_stem(g): i for i, (gs, _) in enumerate(KINDS.items()) for g in gs.split()}
@@ -233,7 +265,7 @@ UNITS = frozenset(
 FUNCTIONAL = frozenset(
     """live lives living lived born name named called favorite favourite birthday deadline
     age old work works working worked job employed married manager boss address prefer prefers
-    preferred""".split()
+    preferred main primary usual""".split()
 )
 # "It was amazing" / "It was awesome": opinions about a vague "it" are not facts with values.
 VAGUE = frozenset(["it", "that", "this", "these", "those", "there", "which", "what", "them"])
@@ -270,7 +302,11 @@ LEADING = (
     | FREQUENCY
     | frozenset(
         "so well yesterday today recently lately honestly actually correction update oops"
-        " wait ps btw finally officially basically literally totally seriously definitely just".split()
+        " wait ps btw finally officially basically literally totally seriously definitely just"
+        # sentence adverbs: "Weirdly, sushi is now my favourite"
+        " weirdly oddly strangely funnily surprisingly luckily unluckily unfortunately fortunately"
+        " sadly happily obviously apparently anyway anyways ironically annoyingly thankfully"
+        " admittedly frankly personally naturally clearly".split()
     )
 )
 NOT_CONTENT = (
@@ -283,7 +319,9 @@ NOT_CONTENT = (
     | LIGHT
     | {"really", "very", "new", "finally", "actually", "every", "mostly", "mainly", "honestly"}
     | {"seriously", "frankly", "basically", "literally", "totally", "completely", "entirely"}
+    | {"absolute", "absolutely"}
     | {"around", "roughly", "approximately", "nearly", "almost", "about", "some", "over"}
+    | {"something", "anything", "someone", "anyone", "somebody", "anybody", "us"}
     | WHEN
 )
 # Words between a change word and what it changes ("I quit my job at St. Mary's").
@@ -291,7 +329,8 @@ ANCHOR = 6
 # Changes that end what the older statement states: "I left teaching", "gave up tennis".
 ENDING = frozenset(
     """quit stopped left sold cancelled canceled dropped ended retired resigned ditched dumped
-    wiped uninstalled""".split()
+    wiped uninstalled cleared closed nicked swapped traded replaced withdrew withdrawn
+    passed gone""".split()
 ) | frozenset(
     [
         "no longer",
@@ -306,12 +345,67 @@ ENDING = frozenset(
         "gave away",
         "cut out",
         "put off",
+        "moved out",
+        "taken off",
+        "took off",
+        "final payment",
+        "last payment",
+        "pulled the plug",
+        "packed in",
     ]
 )
 # Markers that also occur in plain narration: they need a closer match to count.
 WEAK_CHANGE = frozenset(
-    """now|these days|from now on|down to|became|become|nowadays|currently|lately|used to|started|began|joined|back to""".split(
+    """now|these days|at the moment|from now on|down to|became|become|nowadays|currently|lately|used to|started|began|joined|back to""".split(
         "|"
     )
 )
 WEAK_OVERLAP = 0.3
+# Chat spellings without the apostrophe: "im", "cant", "didnt".
+CHAT_SPELLINGS = {
+    "im": ["i", "am"],
+    "ive": ["i", "have"],
+    "cant": ["can", "not"],
+    "wont": ["will", "not"],
+    "youre": ["you", "are"],
+    "theyre": ["they", "are"],
+    **{
+        f"{aux}nt": [aux, "not"]
+        for aux in "do does did is was are were have has had could would should".split()
+    },
+}
+# "I had to stop playing", "we decided to sell the car": what was done, as its past form.
+DONE = {
+    "stop": "stopped",
+    "move": "moved",
+    "sell": "sold",
+    "cancel": "cancelled",
+    "leave": "left",
+    "change": "changed",
+    "switch": "switched",
+    "drop": "dropped",
+    "retire": "retired",
+    "resign": "resigned",
+    "postpone": "postponed",
+    "replace": "replaced",
+    "end": "ended",
+    "rehome": "rehomed",
+    "close": "closed",
+}
+# A job stated, and a job changed (on lower-cased words, contractions split: "i am a ...").
+JOB_FRAME = re.compile(
+    r"\b(?:work|works|working) (?:at|for|as|in)\b|\bjobs?\b|\b(?:employed|unemployed|freelance|"
+    r"freelancer|freelancing|self employed|employer|career|stay at home)\b|\b(?:i|we) am an? (?:\w+ ){1,3}(?:at|for)\b"
+)
+JOB_CHANGE = re.compile(
+    r"\bnew (?:job|position|role|employer)\b|\b(?:got|get|been|was|were|am) hired\b"
+    r"|\bhired (?:at|by|as)\b|\bgot (?:a|the) job\b|\b(?:took|take|taken|accepted) (?:a|an|the) (?:\w+ ){0,2}job\b"
+    r"|\b(?:promoted|retired|resigned|laid off)\b|\bjoined (?:\w+ ){1,3}as\b"
+    r"|\b(?:quit|left|lost) (?:my|the|our) job\b|\bstarted (?:a|my) (?:\w+ )?job\b"
+    r"|\bstarted (?:working|work) (?:at|for|as)\b"
+    r"|\b(?:went|go|going|gone|am|is) back to work\b|\b(?:switched|changed) careers?\b"
+    r"|\bretrained as\b"
+    r"|\b(?:switched|moved|transferred) (?:over )?to (?:the|a|an) (?:\w+ ){0,3}(?:team|department|ward"
+    r"|unit|role|position)\b"
+    r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
+)

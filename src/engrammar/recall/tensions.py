@@ -33,22 +33,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..models import Tension
-from .tension_parse import (
-    STOP_STEMS,
-    UNIT_STEMS,
-    Parsed,
+from .tension_compare import (
     actor_of,
     affects,
     amounts_of,
     fuzzy_shared,
-    is_value,
     mentions,
     modifier_of,
     object_of,
     owned,
-    parse,
-    sentences,
     subjects_agree,
+)
+from .tension_parse import (
+    STOP_STEMS,
+    UNIT_STEMS,
+    Parsed,
+    is_value,
+    parse,
+    segments,
+    sentences,
 )
 from .tension_words import (
     ANCHOR,
@@ -81,12 +84,20 @@ _PARTNER = frozenset(
 _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
+    r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b|\bseparate ways\b"
     r"|(?:we|i) are (?:over|done|through))\b"
 )
-_SEEING = re.compile(r"\b(?:going out with|seeing (?:a|someone|this)|in a relationship)\b")
-_STUDY = re.compile(r"\b(?:student|studying|at (?:uni|university|college|school))\b")
+_SEEING = re.compile(
+    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
+    r"|been (?:together|with [a-z]+ for))\b"
+)
+_STUDY = re.compile(
+    r"\b(?:student|studying|trainee|apprentice|at (?:uni|university|college|school))\b"
+    r"|\b(?:doing|year of) (?:a|an|my|the) (?:\w+ ){0,2}(?:degree|course|phd|masters|mba|apprenticeship)\b"
+)
 _STUDY_END = re.compile(
-    r"\b(?:graduated|dropped out|finished (?:uni|university|college|school|my degree|my studies))\b"
+    r"\b(?:graduated|dropped out|qualified as|finished (?:uni|university|college|school|my degree"
+    r"|my studies|my course))\b"
 )
 _MOVES = frozenset("moved relocated".split())
 # Changes done to an object: the object must be what the older statement names.
@@ -97,16 +108,18 @@ _DATED = frozenset("last yesterday ago".split())
 # Changes that undo a plan or a wish ("I'm planning a trip to Peru" / "The Peru trip is off").
 CANCELS = frozenset(
     """cancelled canceled postponed rescheduled delayed scrapped shelved axed quit stopped
-    ended dropped instead""".split()
+    ended dropped instead withdrew withdrawn""".split()
 ) | frozenset(
     p.strip()
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold""".split("|")
+    |on hold|pulled the plug""".split("|")
 )
 # Words marking the newer statement as the present state, and habits of one value.
-_PRESENT = frozenset("now|these days|nowadays|lately|currently|become|became".split("|"))
+_PRESENT = frozenset(
+    "now|these days|nowadays|lately|currently|become|became|at the moment".split("|")
+)
 _EXCLUSIVE = frozenset("only mostly usually always every main favourite favorite go".split())
 _SWAP_OVERLAP = 0.25
 _WHEN_STEMS = frozenset(
@@ -121,6 +134,8 @@ _DIGITS = {
 }
 # A denial that says "until then": "I've never tried it before".
 _UNTIL_THEN = frozenset("before yet".split())
+# Statements a message may have for its comma-separated parts to be compared one by one.
+_MAX_SEGMENTED = 1
 # Lines from which a message is taken for a pasted document.
 _PASTED_LINES = 6
 
@@ -163,10 +178,26 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     types = {t for t, _ in old} & {t for t, _ in new}
     if not types:
         return None
+    # An email or a phone number is its own attribute ("My email is ..." / "reach me at ...").
+    if "contact" in types:
+        return [w for t, w in old if t == "contact"], [w for t, w in new if t == "contact"]
     # What the values are of: the words but the changed values ("the 8:15 train" / "the 7:40
     # train" are of the train), and no "since the move".
     attr_a = a.content - (a.values.keys() - b.values.keys()) - a.adjunct
     attr_b = b.content - (b.values.keys() - a.values.keys()) - b.adjunct
+    # "on Friday afternoons" / "on Monday mornings": the time of day is part of the time.
+    if "date" in types:
+        attr_a, attr_b = attr_a - _WHEN_STEMS, attr_b - _WHEN_STEMS
+    # Where one lives, named anew ("I'm living in a houseshare in Leeds" / "I'm currently
+    # living with my girlfriend in York"): the rest is detail.
+    if (
+        types == {"name"}
+        and set(a.words) & RESIDENCE
+        and set(b.words) & RESIDENCE
+        and not b.past
+        and b.subject == a.subject == "self"
+    ):
+        return [w for _, w in old], [w for _, w in new]
     # A unit alone will do ("180 pounds" / "165 pounds"); a class is an attribute itself
     # ("I eat meat" / "I've been vegan since January").
     if not fuzzy_shared(attr_a, attr_b) and not types & CLASS_TYPES:
@@ -217,6 +248,20 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
 
 
+def _thing_apart(a: Parsed, b: Parsed) -> bool:
+    """Whether one statement is about a thing the other one, the speaker's, does not name."""
+    for x, y in ((a, b), (b, a)):
+        if x.subject.startswith("thing:") and y.subject == "self":
+            return not fuzzy_shared({x.subject[6:]}, y.content)
+    return False
+
+
+def _passive(p: Parsed, at: int) -> bool:
+    """Whether the change at word ``at`` is passive ("Climbing's been replaced by ...", "the
+    trip got cancelled"): what it is done to comes before it."""
+    return at > 0 and p.words[at - 1] in {"been", "was", "were", "got", "is", "are", "be"}
+
+
 def _pasted(text: str) -> bool:
     """Whether a message is a pasted document rather than something said: many lines."""
     return sum(1 for line in text.splitlines() if line.strip()) >= _PASTED_LINES
@@ -240,8 +285,9 @@ def detect_tension(
     # Every cue needs shared content words, or a value on both sides (names, a status).
     whole_a, whole_b = parse(older.text), parse(newer.text)
     words_a, words_b = set(whole_a.words), set(whole_b.words)
-    classes_a = {t for t, _ in whole_a.values.values()} & CLASS_TYPES
-    classes_b = {t for t, _ in whole_b.values.values()} & CLASS_TYPES
+    # Classes, and contacts (an email, a phone number) name what they are of.
+    classes_a = {t for t, _ in whole_a.values.values()} & (CLASS_TYPES | {"contact"})
+    classes_b = {t for t, _ in whole_b.values.values()} & (CLASS_TYPES | {"contact"})
     if not fuzzy_shared(whole_a.content, whole_b.content) and not (
         (words_a & RESIDENCE and words_b & RESIDENCE and whole_a.caps and whole_b.caps)
         or (words_a & STATUS and words_b & STATUS)
@@ -261,6 +307,21 @@ def detect_tension(
             found = _detect(sa, sb, older, newer, similarity)
             if found is not None:
                 return found
+    # A statement with a remark after a comma ("I'm allergic to penicillin, so always flag
+    # it" / "I'm not allergic to penicillin, the test came back clean"): its parts alone; not
+    # in longer messages, where some short part of one is bound to echo a part of the other.
+    whole = sentences(older.text), sentences(newer.text)
+    if max(len(whole[0]), len(whole[1])) > _MAX_SEGMENTED:
+        return None
+    parts_a, parts_b = segments(older.text), segments(newer.text)
+    if (parts_a, parts_b) != whole:
+        for sa in parts_a:
+            for sb in parts_b:
+                if sa in whole[0] and sb in whole[1]:
+                    continue
+                found = _detect(sa, sb, older, newer, similarity)
+                if found is not None:
+                    return found
     return None
 
 
@@ -303,6 +364,16 @@ def _detect(
             reason=reason,
         )
 
+    # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said.
+    contacts_a = {w for t, w in a.values.values() if t == "contact"}
+    contacts_b = {w for t, w in b.values.values() if t == "contact"}
+    if (
+        contacts_a - contacts_b
+        and contacts_b - contacts_a
+        and not any(x.startswith("other:") and x != "other:you" for x in subjects)
+    ):
+        old, new = " ".join(sorted(contacts_a)), " ".join(sorted(contacts_b))
+        return make("changed_value", 0.4 + 0.6 * similarity, f"'{old}' became '{new}'")
     # Superseded: the newer one announces a change about something the older one states.
     # "My old Prius broke down" / "this new Prius": the older one knew it was the old one.
     announced = {
@@ -334,9 +405,18 @@ def _detect(
         }
     # A move names a new place: "Ana and I moved in together" changes no "My girlfriend is
     # Ana", "I moved to a bigger flat in Denver" no "I live in Denver".
-    names_a, names_b = a.names, b.names
+    # "Pilates got moved to Wednesdays": a new day or time is a new place in a schedule.
+    names_a = {
+        _stem(w) for w in a.names | {w for t, w in a.values.values() if t == "date" or ":" in w}
+    }
+    names_b = {
+        _stem(w) for w in b.names | {w for t, w in b.values.values() if t == "date" or ":" in w}
+    }
     if not names_b - names_a and (names_b or not set(a.words) & RESIDENCE):
         announced -= _MOVES
+    # "The soup was vegetarian after all": an expectation about something else proved wrong.
+    if b.subject not in ("self", "neutral", a.subject):
+        announced.discard("after all")
     # "Arsenal switched managers": a change of the named one's own, not of what the older
     # statement says of it ("I support Arsenal"); "Max passed away" has no object.
     if b.subject.startswith("other:") and a.subject == "self":
@@ -386,9 +466,17 @@ def _detect(
     if not definite or (len(definite) == 1 and definite[0].startswith(("thing:", "other:you"))):
         announced = set()
     # "I left teaching", "gave up tennis": the change's object is what the older one states.
+    # Passive, what is changed comes first: "Climbing's been replaced by bouldering".
     adjacent = a.subject != "neutral" and any(
-        set(b.stems[b.changes[c] + 1 : b.changes[c] + len(c.split()) + 3]) & shared_b
-        for c in strong & ENDING
+        (
+            c in ENDING
+            and set(b.stems[b.changes[c] + 1 : b.changes[c] + len(c.split()) + 3]) & shared_b
+        )
+        or (
+            _passive(b, b.changes[c])
+            and set(b.stems[max(0, b.changes[c] - 4) : b.changes[c]]) & shared_b
+        )
+        for c in strong & (ENDING | _TRANSITIVE)
     )
     # "I've been making overnight oats lately": a habit told, not a change (the present
     # restated with another value is judged below, as a swap).
@@ -449,6 +537,8 @@ def _detect(
         and not (b.polarity < 0 and "yet" in b.words)
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
+        # "The offsite is in Porto" / "I've never been to Porto": the offsite is not denied.
+        and not _thing_apart(a, b)
         and (not about_a or not about_b or (reversal and len(about_a | about_b) <= 3))
         and overlap >= _MIN_OVERLAP
     ):

@@ -1,0 +1,154 @@
+"""How the tension detector compares two parsed statements (see
+:mod:`engrammar.recall.tensions`): shared words, subjects, what a change is done to."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .tension_parse import DETERMINERS_ALL, Parsed
+from .tension_words import ANCHOR, GENERAL, RELATIONS, SPECIFIC, SYNONYM
+from .text import _stem
+
+
+@lru_cache(maxsize=65536)
+def _fuzzy_index(
+    b: frozenset[str],
+) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int]]:
+    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms."""
+    general = frozenset(GENERAL[y] for y in b if y in GENERAL)
+    specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
+    return (
+        frozenset(y[:5] for y in b if len(y) >= 5),
+        general,
+        general | specific,
+        frozenset(SYNONYM[y] for y in b if y in SYNONYM),
+    )
+
+
+def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
+    """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
+    ("teacher" / "teaching")."""
+    if not a or not b:
+        return set()
+    prefixes, general, kinds, synonyms = _fuzzy_index(frozenset(b))
+    return {
+        x
+        for x in a
+        if x in b
+        or (len(x) >= 5 and x[:5] in prefixes)
+        or SYNONYM.get(x, -1) in synonyms
+        or GENERAL.get(x, -1) in kinds
+        or SPECIFIC.get(x, -1) in general
+    }
+
+
+def subjects_agree(a: str, b: str) -> bool:
+    """Whether two subjects may be the same: ``self`` is never ``other:*``, two different
+    ``other:*`` or ``thing:*`` are different; ``neutral`` agrees with anything."""
+    if a == b or "neutral" in (a, b):
+        return True
+    kind_a, kind_b = a.split(":", 1)[0], b.split(":", 1)[0]
+    if kind_a == kind_b:
+        return False  # other:x vs other:y, thing:x vs thing:y
+    return {kind_a, kind_b} != {"self", "other"}
+
+
+def modifier_of(p: Parsed, stem: str) -> str:
+    """The content word right before ``stem`` ("work" in "my work email"), if any."""
+    for i, s in enumerate(p.stems):
+        if s == stem or (len(stem) >= 5 and s[:5] == stem[:5]):
+            prev = p.stems[i - 1] if i else ""
+            return prev if prev in p.content and prev not in p.values else ""
+    return ""
+
+
+def actor_of(p: Parsed, at: int) -> str:
+    """The personal pronoun nearest before word ``at`` (who the change happens to), if any."""
+    for w in reversed(p.words[max(0, at - ANCHOR) : at]):
+        if w in ("i", "we", "you", "he", "she", "they"):
+            return w
+    return ""
+
+
+def amounts_of(p: Parsed) -> set[str]:
+    """The numbers and dates of a statement (stems)."""
+    return {k for k, (t, _) in p.values.items() if t in ("number", "date")}
+
+
+def object_of(
+    p: Parsed, change: str, skip: frozenset[str] = frozenset(), size: int = 1
+) -> set[str]:
+    """The stems of the content words right after an announced change ("switched managers",
+    up to ``size`` of them: "my gym membership"), or {""} if a function word or nothing
+    follows ("passed away in October"); words in ``skip`` (determiners) are passed over."""
+    at = p.changes[change] + len(change.split())
+    while at < len(p.words) and p.words[at] in skip:
+        at += 1
+    out: set[str] = set()
+    while at < len(p.words) and len(out) < size and p.stems[at] in p.content:
+        out.add(p.stems[at])
+        at += 1
+    return out or {""}
+
+
+_POSSESSIVE = frozenset("my our his her their".split())
+# Changes that put one thing in another's place.
+SUBSTITUTES = frozenset("switched changed swapped replaced upgraded traded".split())
+
+
+def object_phrase(p: Parsed, change: str) -> list[str]:
+    """The content stems right after a change, determiners and "from" passed over, up to three:
+    "switched from guitar lessons on zoom" -> ["guitar", "lesson"]; none for "switched to ..."
+    (what follows is the new value)."""
+    at = p.changes[change] + len(change.split())
+    while at < len(p.words) and p.words[at] in DETERMINERS_ALL | {"from"}:
+        at += 1
+    out: list[str] = []
+    while at < len(p.words) and len(out) < 3 and p.stems[at] in p.content:
+        out.append(p.stems[at])
+        at += 1
+    return out
+
+
+def affects(p: Parsed, change: str, content: set[str]) -> bool:
+    """Whether ``change`` is done to what ``content`` is about: False only when its object
+    (the first two content words past determiners) is not among ``content`` and what is
+    follows as a possession the object is part of ("I replaced the tyres on my Brompton");
+    "I sold the flat in Brooklyn" names no part."""
+    # "switched from guitar lessons to ...", "switched my gym day": the head of the object
+    # ("lessons", "day") is what changes; "guitar" / "gym" only say which.
+    phrase = object_phrase(p, change) if change in SUBSTITUTES else []
+    if len(phrase) > 1 and not fuzzy_shared({phrase[-1]}, content):
+        return False
+    obj = object_of(p, change, DETERMINERS_ALL, 2) - {""}
+    if not obj or fuzzy_shared(obj, content):
+        return True
+    at = p.changes[change]
+    whole = [
+        i
+        for i, s in enumerate(p.stems)
+        if i > at + 1 and s in content and s not in obj and p.words[i - 1] in _POSSESSIVE
+    ]
+    return not whole
+
+
+def owned(p: Parsed) -> bool:
+    """Whether a name opening the statement is the value of the speaker's attribute: "Autumn
+    has become my favourite season", "Sarah is my best friend now"."""
+    return (
+        p.subject.startswith("other:")
+        and p.subject[6:] == p.words[0]
+        and p.subject[6:] not in RELATIONS
+        and bool(set(p.words[1:4]) & {"is", "has", "become", "became"})
+        and bool(set(p.words) & {"my", "our"})
+    )
+
+
+def mentions(subject: str, other: Parsed) -> bool:
+    """Whether ``other`` names the ``other:<who>`` subject (a name, not "my sister")."""
+    if not subject.startswith("other:"):
+        return False
+    who = subject[6:]
+    if who in ("pronoun", "you") or who in RELATIONS:
+        return False
+    return who in other.caps or _stem(who) in other.content
