@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from engrammar import Config, Memory  # noqa: E402
+from engrammar.embed.onnx import MiniLMEmbedder  # noqa: E402
 from engrammar.store.postgres import PostgresStore  # noqa: E402
 from store_bench import Precomputed, embed_cached, locomo_rows, machine  # noqa: E402
 
@@ -91,6 +92,20 @@ def fill(mem: Memory, rows: list[tuple[str, str, str, str]]) -> float:
     return time.perf_counter() - t
 
 
+def texts_and_vectors(
+    data: Path, n: int
+) -> tuple[list[Any], list[str], dict[str, Any], dict[str, str]]:
+    """The first ``n`` LoCoMo rows, the distinct questions, every text's vector (cached) and
+    each question's gold answer: what pg_scope and pg_side_by_side ask with."""
+    rows, questions = locomo_rows(data, 10_000)
+    rows = rows[:n]
+    qs = list(dict.fromkeys(q for _, q in questions))
+    vecs, qv = embed_cached(MiniLMEmbedder(), [r[3] for r in rows], qs)
+    table = {r[3]: vecs[i] for i, r in enumerate(rows)}
+    table.update({q: qv[i] for i, q in enumerate(qs)})
+    return rows, qs, table, answers(data)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", default=str(ROOT / "../shared/data/locomo10.json"))
@@ -107,7 +122,6 @@ def main() -> None:
     ap.add_argument("--keep-log", default="", help="copy the server log here at the end")
     args = ap.parse_args()
     import pg
-    from engrammar.embed.onnx import MiniLMEmbedder
 
     bindir, reason = pg.find_bindir()
     if bindir is None:
@@ -123,14 +137,8 @@ def main() -> None:
         server.start()
     lines = [f"machine: {machine()}", "command: python " + " ".join(sys.argv)]
     try:
-        rows, questions = locomo_rows(Path(args.data), 10_000)
-        rows = rows[: args.n]
+        rows, qs, table, gold = texts_and_vectors(Path(args.data), args.n)
         embedder = MiniLMEmbedder()
-        qs = list(dict.fromkeys(q for _, q in questions))
-        vecs, qv = embed_cached(embedder, [r[3] for r in rows], qs)
-        table = {r[3]: vecs[i] for i, r in enumerate(rows)}
-        table.update({q: qv[i] for i, q in enumerate(qs)})
-        gold = answers(Path(args.data))
         asked = qs[:: max(1, len(qs) // args.questions)][: args.questions]
         replies = [gold.get(q, "I do not know.") for q in asked]
         for text, vec in zip(replies, embedder.embed(replies), strict=True):

@@ -51,17 +51,11 @@ def main() -> None:
     import engrammar
     from engrammar.embed.onnx import MiniLMEmbedder
     from engrammar.store.postgres import PostgresStore
-    from pg_scope import answers
-    from store_bench import Precomputed, embed_cached, locomo_rows
+    from pg_scope import texts_and_vectors
+    from store_bench import Precomputed
 
-    rows, questions = locomo_rows(Path(args.data), 10_000)
-    rows = rows[: args.n]
+    _, qs, table, gold = texts_and_vectors(Path(args.data), args.n)
     emb = MiniLMEmbedder()
-    qs = list(dict.fromkeys(q for _, q in questions))
-    vecs, qv = embed_cached(emb, [r[3] for r in rows], qs)
-    table = {r[3]: vecs[i] for i, r in enumerate(rows)}
-    table.update({q: qv[i] for i, q in enumerate(qs)})
-    gold = answers(Path(args.data))
     asked = qs[:: max(1, len(qs) // 100)][:100]  # pg_scope's 100 questions
     asked = (asked * (args.recalls // len(asked) + 1))[: args.recalls]
     replies = [gold.get(q, "I do not know.") for q in asked]

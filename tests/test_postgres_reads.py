@@ -72,6 +72,20 @@ def _plain() -> Iterator[None]:
         PostgresSearch.reading = original  # type: ignore[method-assign]
 
 
+def _same_search_and_explain(mem: Memory, query: str, limit: int, target: str) -> None:
+    """Search and explain answer the same with the session's reads as with the plain ones."""
+    fast_search = mem.search(query, user_id="u1", limit=limit)
+    with _plain():
+        slow_search = mem.search(query, user_id="u1", limit=limit)
+    assert _rounded([(m.id, m.score, m.components) for m in fast_search]) == _rounded(
+        [(m.id, m.score, m.components) for m in slow_search]
+    )
+    fast_explain = mem.explain(query, target, user_id="u1")
+    with _plain():
+        slow_explain = mem.explain(query, target, user_id="u1")
+    assert _rounded(fast_explain) == _rounded(slow_explain)
+
+
 def _rounded(value: Any) -> Any:
     """``value`` with floats to 5 significant digits: learned scores decay with time, so two
     recalls a few milliseconds apart differ in the tenth digit."""
@@ -138,17 +152,7 @@ def test_session_answers_equal_plain_reads(
                 # reads the neighbourhood did not hold; with feedback records, one more: the
                 # learned ranking's reads (records and reply signals) in one exchange
                 assert fast_trips <= (6 if with_feedback else 5), (query, fast_trips)
-                fast_search = mem.search(query, user_id="u1", limit=limit)
-                with _plain():
-                    slow_search = mem.search(query, user_id="u1", limit=limit)
-                assert _rounded([(m.id, m.score, m.components) for m in fast_search]) == _rounded(
-                    [(m.id, m.score, m.components) for m in slow_search]
-                )
-                target = fast.memories[-1].id
-                fast_explain = mem.explain(query, target, user_id="u1")
-                with _plain():
-                    slow_explain = mem.explain(query, target, user_id="u1")
-                assert _rounded(fast_explain) == _rounded(slow_explain)
+                _same_search_and_explain(mem, query, limit, fast.memories[-1].id)
     finally:
         mem.close()
 
@@ -269,17 +273,7 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
                 slow_trips = count.n
             assert _recall_view(fast) == _recall_view(slow), query
             assert fast_trips < slow_trips, query
-            fast_search = mem.search(query, user_id="u1", limit=5)
-            with _plain():
-                slow_search = mem.search(query, user_id="u1", limit=5)
-            assert _rounded([(m.id, m.score, m.components) for m in fast_search]) == _rounded(
-                [(m.id, m.score, m.components) for m in slow_search]
-            )
-            target = fast.memories[-1].id
-            fast_explain = mem.explain(query, target, user_id="u1")
-            with _plain():
-                slow_explain = mem.explain(query, target, user_id="u1")
-            assert _rounded(fast_explain) == _rounded(slow_explain)
+            _same_search_and_explain(mem, query, 5, fast.memories[-1].id)
     finally:
         mem.close()
 
