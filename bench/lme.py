@@ -211,12 +211,14 @@ def spread_evidence(data: list[dict[str, Any]], seed: int) -> None:
         ]
         gold.sort(key=lambda k: session_time(dates[k]))
         places = sorted(rng.sample(range(len(ranked)), len(gold)))
-        rest = [ranked[k] for k in range(len(ranked)) if k not in set(places)]
+        taken = set(places)
+        rest = [ranked[k] for k in range(len(ranked)) if k not in taken]
         rng.shuffle(rest)
         new = list(dates)
         for k, place in zip(gold, places, strict=True):
             new[k] = ranked[place]
-        others = [k for k in range(len(dates)) if k not in set(gold)]
+        evidence = set(gold)
+        others = [k for k in range(len(dates)) if k not in evidence]
         for k, date in zip(others, rest, strict=True):
             new[k] = date
         entry["haystack_dates"] = new

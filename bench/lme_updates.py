@@ -183,8 +183,10 @@ def main() -> None:
             earlier = wanted is not max(gold, key=lambda t: (t["time"], t["order"]))
             counts["questions"] += 1
             counts["questions asking for an earlier value"] += earlier
-            counts["engrammar answer's turn first"] += newest_first(ranked, gold, wanted)[0]
-            counts["bm25 answer's turn first"] += newest_first(base_ranked, gold, wanted)[0]
+            ours_answer = newest_first(ranked, gold, wanted)[0]
+            base_answer = newest_first(base_ranked, gold, wanted)[0]
+            counts[OURS_FIRST] += ours_answer
+            counts[BM25_FIRST] += base_answer
             counts["engrammar newest first"] += ours[0]
             counts["engrammar newest in top 5"] += ours[1]
             counts["bm25 newest first"] += base[0]
@@ -195,8 +197,8 @@ def main() -> None:
                     "engrammar": ours,
                     "bm25": base,
                     "asks_earlier": earlier,
-                    "engrammar_answer_first": newest_first(ranked, gold, wanted)[0],
-                    "bm25_answer_first": newest_first(base_ranked, gold, wanted)[0],
+                    "engrammar_answer_first": ours_answer,
+                    "bm25_answer_first": base_answer,
                 }
             )
             if len(rows) % 10 == 0:
@@ -215,12 +217,8 @@ def main() -> None:
                 sum(r["engrammar"][0] for r in sel) / max(1, len(sel)), 3
             ),
             "bm25 newest first": round(sum(r["bm25"][0] for r in sel) / max(1, len(sel)), 3),
-            "engrammar answer's turn first": round(
-                sum(r["engrammar_answer_first"] for r in sel) / max(1, len(sel)), 3
-            ),
-            "bm25 answer's turn first": round(
-                sum(r["bm25_answer_first"] for r in sel) / max(1, len(sel)), 3
-            ),
+            OURS_FIRST: round(sum(r["engrammar_answer_first"] for r in sel) / max(1, len(sel)), 3),
+            BM25_FIRST: round(sum(r["bm25_answer_first"] for r in sel) / max(1, len(sel)), 3),
         }
     doc = {
         "command": command,

@@ -154,8 +154,11 @@ def test_a_later_message_restates_only_what_it_shares_of_the_question() -> None:
     # Likeness alone lifts both later messages above the earlier one.
     assert newer_first(ranked, scores, versions, vectors, 0.7, 0.5)[-1] == "old"
     # With the question's terms, only the update passes it.
-    gated = newer_first(ranked, scores, versions, vectors, 0.7, 0.5, held, 0.75)
+    gated = newer_first(ranked, scores, versions, vectors, 0.7, 0.5, held.__getitem__, 0.75)
     assert gated.index("update") < gated.index("old") < gated.index("same_subject")
     # An earlier memory holding none of the question's terms gates nothing.
     bare = {**held, "old": set()}
-    assert newer_first(ranked, scores, versions, vectors, 0.7, 0.5, bare, 0.75)[-1] == "old"
+    assert (
+        newer_first(ranked, scores, versions, vectors, 0.7, 0.5, bare.__getitem__, 0.75)[-1]
+        == "old"
+    )

@@ -144,7 +144,16 @@ def _newer_first(
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
     config = engine.config
     asked = topic_terms(query)
-    held = {x[0].id: set(terms(x[0].content)) & asked for x in out}
+    contents = {x[0].id: x[0].content for x in out}
+    held: dict[str, set[str]] = {}
+
+    def query_terms(memory_id: str) -> set[str]:
+        # Tokenised only for the pairs that pass the cheaper tests (time, session, likeness,
+        # score), once each: a long message costs its stemming only when it matters.
+        if memory_id not in held:
+            held[memory_id] = set(terms(contents.get(memory_id, ""))) & asked
+        return held[memory_id]
+
     ids = [x[0].id for x in out]
     vectors = engine.store.vectors(scope.workspace, ids)
     versions = {x[0].id: _version(x[0]) for x in out}
@@ -160,7 +169,7 @@ def _newer_first(
         vectors,
         config.recency_similarity,
         config.recency_min_ratio,
-        held,
+        query_terms,
         config.recency_term_share,
     )
     if order == ids:

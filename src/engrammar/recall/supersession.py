@@ -21,7 +21,7 @@ the order of insertion (see :class:`Version` ``seq``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,7 +124,7 @@ def newer_first(
     vectors: Mapping[str, np.ndarray],
     min_similarity: float,
     min_ratio: float,
-    query_terms: Mapping[str, set[str]] | None = None,
+    query_terms: Callable[[str], set[str]] | None = None,
     min_term_share: float = 0.0,
 ) -> list[str]:
     """``ranked`` with each memory moved above the older ones it restates: a later memory
@@ -132,7 +132,7 @@ def newer_first(
     score is at least ``min_ratio`` of that one's, goes right before it ("I have 20 postcards"
     / "I've added 25 postcards since": the later statement updates the earlier).
 
-    ``query_terms`` maps a memory to the query's terms it holds: a later memory then restates
+    ``query_terms`` gives a memory's share of the query's terms: a later memory then restates
     an earlier one only if it holds at least ``min_term_share`` of the query terms the earlier
     one holds. Likeness alone also lifts a later message that is merely on the same subject
     ("any tips for my tank?" after "my tank has 10 neon tetras") above the fact asked about.
@@ -173,16 +173,16 @@ def newer_first(
 
 
 def _restates_terms(
-    a: str, b: str, query_terms: Mapping[str, set[str]] | None, min_share: float
+    a: str, b: str, query_terms: Callable[[str], set[str]] | None, min_share: float
 ) -> bool:
     """Whether ``b`` holds at least ``min_share`` of the query terms ``a`` holds (always, when
     ``a`` holds none or no terms are given)."""
     if not query_terms or min_share <= 0:
         return True
-    held = query_terms.get(a, set())
+    held = query_terms(a)
     if not held:
         return True
-    return len(held & query_terms.get(b, set())) >= min_share * len(held)
+    return len(held & query_terms(b)) >= min_share * len(held)
 
 
 def _apart(a: Version, b: Version) -> bool:
