@@ -46,6 +46,16 @@ ASKED = _ts(2023, 2, 7, 12)
         ("Which concert did I attend in May?", "2022-05-01", "2022-05-31"),
         ("What did I start in January?", "2023-01-01", "2023-01-31"),
         ("What happened a couple of months ago?", "2022-11-22", "2022-12-22"),
+        # "the last month" is the month up to now; "last month" the calendar month before
+        ("How many plants did I buy in the last month?", "2023-01-07", "2023-02-07"),
+        ("What did I spend in the past year?", "2022-02-06", "2023-02-07"),
+        ("Which trips did I take in the past three months?", "2022-11-06", "2023-02-07"),
+        ("How many films did I watch in the last 3 weeks?", "2023-01-17", "2023-02-07"),
+        # looking back at "this weekend" and "today"
+        ("What did I buy today?", "2023-02-07", "2023-02-07"),
+        ("How much have I made this week?", "2023-02-06", "2023-02-07"),
+        # "the last week of August" is in August, not the week up to now
+        ("Where was I in the last week of August?", "2022-08-01", "2022-08-31"),
     ],
 )
 def test_relative_time_range(query: str, first: str, last: str) -> None:
@@ -65,6 +75,12 @@ def test_relative_time_range(query: str, first: str, last: str) -> None:
         "What time do I wake up on Saturday mornings?",
         "What do I usually cook on Sunday?",
         "Where do I go every week on Monday?",
+        # a request or a plan for the time ahead names no span to search
+        "Can you recommend a show for me to watch tonight?",
+        "What should I cook for dinner this weekend?",
+        "I'm visiting the music store this weekend. Any tips on what to look for?",
+        "I was thinking about rearranging my bedroom this weekend. Any ideas?",
+        "Any suggestions for a restaurant on Friday?",
     ],
 )
 def test_relative_time_range_none(query: str) -> None:

@@ -31,14 +31,21 @@ _NUMBER = {
     "twelve": 12,
     "a couple of": 2,
     "a few": 3,
+    "few": 3,
     "several": 3,
 }
 _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
-_COUNT = r"(\d{1,3}|a couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_COUNT = r"(\d{1,3}|a couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(day|week|month|year)s?"
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
-_LAST = re.compile(r"\b(?:last|past|previous)\s+(weekend|week|month|year|night)\b")
+_LAST = re.compile(
+    r"\b(the\s+)?(last|past|previous)\s+(weekend|week|month|year|night)\b(?!\s+of\b)"
+)
+# "in the last month", "the past year", "the last three months": a window ending now (not the
+# calendar month before, which is "last month"); "the last week of August" names a date.
+_RECENT = re.compile(rf"\b(?:the\s+)?(?:last|past)\s+{_COUNT}\s+{_UNIT}\b(?!\s+of\b)")
+_DAYS_IN = {"day": 1, "week": 7, "month": 31, "year": 366}
 _THIS = re.compile(r"\bthis\s+(weekend|week|month|year)\b")
 _LAST_DAY = re.compile(
     r"\b(?:last|past|this past|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
@@ -51,6 +58,15 @@ _HABIT = re.compile(
     r"|\b(?:morning|afternoon|evening|night)s\b"
 )
 _PAST = re.compile(r"\b(?:did|was|were)\b")
+# "Can you recommend a movie for tonight?", "What should I cook this weekend?": a request or a
+# plan for the time ahead names no span to search; "this weekend", "this week", "today",
+# "tonight" and "on <weekday>" count only in a question that looks back ("What did I buy
+# today?", "How much have I made this week?").
+_AHEAD = re.compile(
+    r"\b(?:recommend\w*|suggest\w*|tips?|advice|ideas?|should (?:i|we)|plan(?:s|ning)?|going to|"
+    r"gonna|will (?:i|we)|upcoming|excited|thinking (?:about|of))\b"
+)
+_LOOKS_BACK = re.compile(r"\b(?:did|have (?:i|we)|has|had)\b|\bhow (?:much|many)\b")
 _IN_MONTH = re.compile(
     r"\b(?:in|during|of|since|early|late|mid)\s+(january|february|march|april|may|june|july|"
     r"august|september|october|november|december)\b(?!\s*,?\s*(?:19|20)\d\d)"
@@ -94,9 +110,15 @@ def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
         else:
             year = now.year - count
             out.append((datetime(year, 1, 1, tzinfo=UTC), datetime(year, 12, 31, tzinfo=UTC)))
+    for m in _RECENT.finditer(text):
+        count = int(m.group(1)) if m.group(1).isdigit() else _NUMBER[m.group(1)]
+        out.append((now - timedelta(days=count * _DAYS_IN[m.group(2)]), now))
     for m in _LAST.finditer(text):
-        what = m.group(1)
-        if what == "night":
+        what = m.group(3)
+        rolling = m.group(2) == "past" or (m.group(1) is not None and m.group(2) == "last")
+        if rolling and what in _DAYS_IN:
+            out.append((now - timedelta(days=_DAYS_IN[what]), now))
+        elif what == "night":
             out.append(_day(now - timedelta(days=1)))
         elif what == "weekend":
             # The Saturday and Sunday before today (a Sunday's "last weekend" is the one before).
@@ -115,8 +137,11 @@ def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
                     datetime(now.year - 1, 12, 31, 23, 59, 59, tzinfo=UTC),
                 )
             )
+    ahead = _AHEAD.search(text) is not None and _LOOKS_BACK.search(text) is None
     for m in _THIS.finditer(text):
         what = m.group(1)
+        if ahead and what in ("weekend", "week"):
+            continue
         if what == "weekend":
             back = (now.weekday() - 5) % 7
             saturday = _day(now - timedelta(days=back))[0]
@@ -130,12 +155,14 @@ def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
             out.append((datetime(now.year, 1, 1, tzinfo=UTC), now))
     habit = _HABIT.search(text) is not None and _PAST.search(text) is None
     for m in _LAST_DAY.finditer(text):
-        if habit and m.group(0).startswith("on "):
+        if (habit or ahead) and m.group(0).startswith("on "):
             continue
         back = (now.weekday() - _WEEKDAYS[m.group(1)]) % 7 or 7
         out.append(_day(now - timedelta(days=back)))
     for m in _DAYS.finditer(text):
         word = m.group(1)
+        if ahead and word in ("today", "tonight"):
+            continue
         back = {"yesterday": 1, "the day before yesterday": 2}.get(word, 0)
         out.append(_day(now - timedelta(days=back)))
     for m in _IN_MONTH.finditer(text):
@@ -150,10 +177,13 @@ def relative_time_range(query: str, as_of: float) -> tuple[float, float] | None:
     """The span of time a query names relative to ``as_of`` (epoch seconds), or ``None``.
 
     Understands "N days / weeks / months / years ago" (numbers as digits or words, "a couple
-    of", "a few"), "last / past / previous week, weekend, month, year, night", "this week,
-    weekend, month, year", "last Saturday", "yesterday", "today" and a month named without a
-    year ("in May": the latest May up to ``as_of``). Several give the span from the earliest
-    to the latest. Absolute dates are :func:`~engrammar.recall.query.query_time_range`'s.
+    of", "a few"), "last / previous week, weekend, month, year, night" (the calendar one
+    before), "the last / past week, month, year" and "the past three months" (a window ending
+    at ``as_of``), "this week, weekend, month, year", "last Saturday", "yesterday", "today"
+    and a month named without a year ("in May": the latest May up to ``as_of``). A request or
+    plan for the time ahead ("Can you recommend a film for tonight?") names no span with
+    "this week(end)", "today", "tonight" or "on <weekday>". Several give the span from the
+    earliest to the latest. Absolute dates are :func:`~engrammar.recall.query.query_time_range`'s.
     """
     now = datetime.fromtimestamp(as_of, tz=UTC)
     spans = _spans(query.lower(), now)
