@@ -223,7 +223,7 @@ class Config:
         "matches the person; the query vector then matches the topic).",
     )
     time_boost: float = _opt(
-        0.5, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
+        1.0, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
     )
     neighbour_weight: float = _opt(
         0.3,
