@@ -689,16 +689,20 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     ) -> tuple[str, list[Any]]:
         """One statement for ``reply_facts``: the signals of the recalls whose query matches
         ``context`` (none without it) and of the recalls ``witnesses`` (an array expression
-        with ``witness_args``) gives, with a last column saying whether the recall matched."""
+        with ``witness_args``) gives, with a column saying whether the recall matched, then
+        the newest of its matching signals' times (null if it did not match) and the number
+        of matching recalls found (before ``limit`` cut them)."""
         where, params = pg_scope_where(scope, "m")
         user_clause, user_params = "", []
         if scope.user_id is not None:
             user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
         if context is None:
-            matched, matched_args = "SELECT NULL::text AS recall_id WHERE false", []
+            matched = "SELECT NULL::text AS recall_id, NULL::float8 AS newest, 0 AS n WHERE false"
+            matched_args = []
         else:
             matched = (
-                f"SELECT recall_id FROM reply_signals WHERE workspace = %s{user_clause} "
+                "SELECT recall_id, max(created_at) AS newest, count(*) OVER () AS n "
+                f"FROM reply_signals WHERE workspace = %s{user_clause} "
                 "AND created_at >= %s AND context_embedding <=> %b <= %s "
                 "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s"
             )
@@ -707,9 +711,11 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         sql = (
             f"WITH matched AS MATERIALIZED ({matched}) "
             "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
-            "r.source, r.recall_id IN (SELECT recall_id FROM matched) "
+            "r.source, mt.recall_id IS NOT NULL, mt.newest, "
+            "(SELECT max(n) FROM matched) "
             "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
-            "AND m.id = r.memory_id AND m.status = 'active' WHERE r.workspace = %s "
+            "AND m.id = r.memory_id AND m.status = 'active' "
+            "LEFT JOIN matched mt ON mt.recall_id = r.recall_id WHERE r.workspace = %s "
             f"AND r.recall_id = ANY(ARRAY(SELECT recall_id FROM matched) || {witnesses}) "
             f"AND r.created_at >= %s AND {where}"
         )
@@ -737,6 +743,10 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             return super().learning_reads(
                 scope, memory_ids, since, limit, context, context_min, reply_limit
             )
+        ahead = self._learned_ahead(scope, since, limit, context_min, reply_limit)
+        if ahead is not None:  # read with the neighbourhood
+            events, pairs, rows = ahead
+            return events, pairs, [], _reply_facts(rows)
         # In a session the probe tells whether the user has reply signals: the feedback
         # records and the signals (witnesses: the recalls the ratings were given on) in one
         # pipelined read-only transaction.
