@@ -597,11 +597,25 @@ class PostgresReads:
                     scope, since, ahead.context(), ahead.context_min, ahead.reply_limit,
                     "%s::text[]", [[]],
                 )  # fmt: skip
+                # The signals' memories may join the ranking (and its head's reads, the
+                # tensions among the results): their rows and out-edges come along, once each.
+                sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
+                args = [*args, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
 
         def collect() -> Ahead:
             found_events, found_pairs, _ = reader() if reader is not None else ([], [], [])
             rows = replies.fetchall() if signals else []
+            for r in rows:
+                if r[9] is None:
+                    continue  # not the first row of its memory
+                memory_id = r[0]
+                if memory_id not in snap.records:
+                    snap.records.put_raw(memory_id, r[14 : 14 + _N_MEMORY])
+                    snap.vecs.put_raw(memory_id, r[14 + _N_MEMORY])
+                if memory_id not in snap.out_edges:
+                    snap.out_edges.put_raw(memory_id, (memory_id, r[10] or [], r[11] or [],
+                                                       r[12] or [], r[13] or []))  # fmt: skip
             return Ahead((events, pairs, signals), found_events, found_pairs, rows)
 
         return collect
@@ -679,6 +693,26 @@ class PostgresReads:
 def _in_horizon(event: EventFacts, since: float) -> bool:
     """Whether the event counts with the horizon ``since`` (made or reviewed since)."""
     return event.created_at >= since or any(r.created_at >= since for r in event.reviews)
+
+
+# The rows of ``_replies_statement`` ({signals}), the first of each memory with the memory's
+# row (``_M_RAW``, from column 14) and its out-edges (columns 10-13) after a marker column 9.
+_SIGNAL_MEMORIES = f"""
+    WITH s AS MATERIALIZED (
+        SELECT t.*, row_number() OVER (PARTITION BY t.memory_id) AS rn FROM ({{signals}}) t),
+    u AS (SELECT DISTINCT memory_id AS id FROM s),
+    ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
+                  array_agg(kind ORDER BY dst, kind) AS kinds,
+                  array_agg(weight ORDER BY dst, kind) AS weights,
+                  array_agg(updated_at ORDER BY dst, kind) AS ups
+           FROM edges WHERE workspace = %s AND src = ANY(ARRAY(SELECT id FROM u))
+           GROUP BY src),
+    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u)))
+    SELECT s.memory_id, s.recall_id, s.value, s.created_at, s.context_embedding, s.source,
+           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW}
+    FROM s LEFT JOIN mm m ON s.rn = 1 AND m.id = s.memory_id
+    LEFT JOIN ea ON s.rn = 1 AND ea.src = s.memory_id
+"""
 
 
 def _hint_key(scope: Scope) -> tuple[Any, ...]:

@@ -711,8 +711,8 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         sql = (
             f"WITH matched AS MATERIALIZED ({matched}) "
             "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
-            "r.source, mt.recall_id IS NOT NULL, mt.newest, "
-            "(SELECT max(n) FROM matched) "
+            "r.source, mt.recall_id IS NOT NULL AS matched, mt.newest, "
+            "(SELECT max(n) FROM matched) AS n "
             "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
             "AND m.id = r.memory_id AND m.status = 'active' "
             "LEFT JOIN matched mt ON mt.recall_id = r.recall_id WHERE r.workspace = %s "
