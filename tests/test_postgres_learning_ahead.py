@@ -118,3 +118,55 @@ def test_a_rating_or_a_new_scope_reads_the_learned_records_on_their_own(
             assert set(trips) & set(LEARNED_READS), (query, trips)
     finally:
         mem.close()
+
+
+def test_records_between_the_two_horizons_are_read_as_the_later_horizon_reads_them(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session reads ahead from its own horizon; the learned ranking asks a little later
+    (a later horizon). A record between the two is dropped when the list was not cut at its
+    limit, and the read-ahead is not used when it was (the newest ``limit`` may then differ)."""
+    import time
+
+    import numpy as np
+
+    from engrammar.models import Scope
+    from engrammar.store import LearningAhead
+
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        now = time.time()
+        early, late = now - 1000.0, now - 500.0
+        # Older by seq but inside both horizons, then newer by seq but between them.
+        for at, text in ((now - 10.0, "inside"), (now - 750.0, "between")):
+            mem.create_feedback_event(
+                f"question {text}", f"answer {text}", "adopted", user_id="u1", timestamp=at
+            )
+        store = mem.store
+        scope = Scope(mem.config.workspace, "u1")
+        qvec = mem._engine.embed_one(QUERIES[0])
+        ids = [m.id for m in mem.list(user_id="u1")]
+        names = _Names(monkeypatch)
+
+        def context() -> np.ndarray:
+            return qvec
+
+        for limit, used in ((10, True), (1, False)):
+            ahead = LearningAhead(context, limit, 0.5, 10)
+            plain = store.learning_reads(scope, ids, late, limit, context, 0.5, 10)
+            # Either way the later horizon's newest is "inside"; read from the session's
+            # horizon with limit 1, the newest is the one between the horizons.
+            assert [e.ai_output for e in plain[0]] == ["answer inside"]
+            for _ in range(2):  # the first session tells the store which kinds the scope has
+                with store.reading(early, learning=ahead):
+                    store.keyword_search(scope, QUERIES[0], 10)
+                    store.vector_search(scope, qvec, 10)
+                    names.names.clear()
+                    read = store.learning_reads(scope, ids, late, limit, context, 0.5, 10)
+            assert [(e.event_id, e.ai_output, e.created_at) for e in read[0]] == [
+                (e.event_id, e.ai_output, e.created_at) for e in plain[0]
+            ]
+            assert ("reading feedback" in names.names) != used, (limit, names.names)
+    finally:
+        mem.close()
