@@ -9,7 +9,12 @@ It loads the first LoCoMo conversations with the real model (the speaker and ses
 ``eval_locomo.ingest`` gives them), asks their questions, and prints per-recall counts, plus
 whether keyword search returns the same top 10 with the same scores as the exact BM25 formula.
 
-    python bench/pg_roundtrips.py [--conversations 2] [--questions 40]
+    python bench/pg_roundtrips.py [--conversations 2] [--questions 40] [--feedback]
+
+``--feedback``: each recall is followed (outside the counted span) by ``feedback`` with the
+question's gold answer as the reply, and the questions are asked twice: the second pass counts
+recalls of a store holding feedback records (reply signals), reported on their own.
+``--src DIR``: run another checkout's ``src`` (e.g. main's, for the "before" figures).
 """
 
 from __future__ import annotations
@@ -67,7 +72,11 @@ def main() -> None:
         action="store_true",
         help="without read sessions: every read its own statement (what main did before)",
     )
+    ap.add_argument("--feedback", action="store_true", help="feedback after each recall, 2 passes")
+    ap.add_argument("--src", default="", help="another checkout's src folder to run")
     args = ap.parse_args()
+    if args.src:
+        sys.path.insert(0, str(Path(args.src).resolve()))
 
     import psycopg
 
@@ -123,10 +132,11 @@ def main() -> None:
         trips: list[int] = []
         per_kind: dict[str, int] = {}
         same_top = 0
-        for q in qs:
+        passes = 2 if args.feedback else 1
+        for q in qs * passes:
             marker.execute("SELECT 'rt-marker-begin'")
             waits[0] = 0
-            mem.recall(q["question"], user_id=q["sample_id"], limit=10)
+            result = mem.recall(q["question"], user_id=q["sample_id"], limit=10)
             trips.append(waits[0])
             marker.execute("SELECT 'rt-marker-end'")
             time.sleep(0.05)
@@ -138,6 +148,9 @@ def main() -> None:
             ][1:]  # the first is the begin marker itself
             lines = [ln for ln in lines if "rt-marker" not in ln]
             statements.append(len(lines))
+            if args.feedback:
+                reply = str(q.get("answer") or "I do not know.")
+                mem.feedback(response=reply, user_id=q["sample_id"], recall_id=result.recall_id)
             for ln in lines:
                 head = re.split(r"statement: |execute [^:]*: ", ln, maxsplit=1)[-1]
                 head = " ".join(head.split())[:40] or "(a statement of several lines)"
@@ -149,11 +162,17 @@ def main() -> None:
             if _same_ranking(_dia(mem, scope, a), _dia(lite, scope, b)):
                 same_top += 1
         marker.close()
-        out = {
+
+        def spread(values: list[int]) -> dict[str, float]:
+            return {"mean": statistics.mean(values), "max": max(values), "min": min(values)}
+
+        n = len(qs)
+        out: dict[str, Any] = {
             "machine": machine(),
             "command": "python bench/pg_roundtrips.py " + " ".join(sys.argv[1:]),
+            "engrammar": str(Path(sys.modules["engrammar"].__file__ or "").parent),
             "read_sessions": not args.plain,
-            "recalls": len(qs),
+            "recalls": len(trips),
             "statements_per_recall": {
                 "mean": statistics.mean(statements),
                 "max": max(statements),
@@ -164,8 +183,22 @@ def main() -> None:
                 "max": max(trips),
                 "min": min(trips),
             },
+            **(
+                {
+                    "first_pass_no_records_at_start": {
+                        "statements": spread(statements[:n]),
+                        "exchanges": spread(trips[:n]),
+                    },
+                    "second_pass_with_reply_signals": {
+                        "statements": spread(statements[n:]),
+                        "exchanges": spread(trips[n:]),
+                    },
+                }
+                if args.feedback
+                else {}
+            ),
             "statement_kinds": dict(sorted(per_kind.items(), key=lambda kv: -kv[1])[:25]),
-            "keyword_top10_same_as_sqlite": f"{same_top} / {len(qs)}",
+            "keyword_top10_same_as_sqlite": f"{same_top} / {len(trips)}",
         }
         print(json.dumps(out, indent=2))
         if args.out:

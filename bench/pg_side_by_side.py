@@ -61,7 +61,9 @@ def main() -> None:
     replies = [gold.get(q, "I do not know.") for q in asked]
     for text, vec in zip(replies, emb.embed(replies), strict=True):
         table.setdefault(text, vec)
-    count: dict[str, list[Any]] = {"other": [0, {}], "this": [0, {}]}
+    # [exchanges in the current recall, {what: [seconds]} of all, {what: [seconds]} in recalls]
+    count: dict[str, list[Any]] = {"other": [0, {}, {}], "this": [0, {}, {}]}
+    in_recall = [False]
 
     def counting(cls: Any, label: str) -> None:
         original = cls._tx
@@ -72,7 +74,10 @@ def main() -> None:
             try:
                 return original(self, what, *a, **kw)
             finally:
-                count[label][1].setdefault(what, []).append(time.perf_counter() - t)
+                took = time.perf_counter() - t
+                count[label][1].setdefault(what, []).append(took)
+                if in_recall[0]:
+                    count[label][2].setdefault(what, []).append(took)
 
         cls._tx = tx
 
@@ -98,6 +103,7 @@ def main() -> None:
     for c in count.values():
         c[0] = 0
         c[1].clear()
+        c[2].clear()
     lat: dict[str, list[float]] = {k: [] for k in mems}
     fb: dict[str, list[float]] = {k: [] for k in mems}
     ex: dict[str, list[int]] = {"other": [], "this": []}
@@ -108,9 +114,11 @@ def main() -> None:
             mem = mems[kind]
             if kind in count:
                 count[kind][0] = 0
+            in_recall[0] = True
             t = time.perf_counter()
             result = mem.recall(q, user_id="u")
             lat[kind].append(time.perf_counter() - t)
+            in_recall[0] = False
             if kind in count:
                 ex[kind].append(count[kind][0])
             t = time.perf_counter()
@@ -146,6 +154,14 @@ def main() -> None:
             + "; ".join(
                 f"{w} {len(v)} {p50(v):.1f}"
                 for w, v in sorted(count[k][1].items(), key=lambda kv: -sum(kv[1]))
+            )
+        )
+    for k in count:
+        lines.append(
+            f"{k} exchanges in recalls by kind (per recall, p50 ms): "
+            + "; ".join(
+                f"{w} {len(v) / len(asked):.2f} {p50(v):.1f}"
+                for w, v in sorted(count[k][2].items(), key=lambda kv: -sum(kv[1]))
             )
         )
     for m in mems.values():

@@ -308,7 +308,7 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
-        with recall.session(self._engine):  # one read session: few round trips to a server
+        with recall.session(self._engine, query):  # one read session: few round trips to a server
             result = recall.recall(
                 self._engine, scope, query, limit, when, where=where, min_score=floor
             )

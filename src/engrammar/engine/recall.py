@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +48,7 @@ from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
-from ..store import RecallRecord
+from ..store import LearningAhead, RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
 from .learned_terms import learned_term_signals
@@ -114,7 +115,7 @@ def search(
     with the query. A query nothing matches scores low however its hits rank among
     themselves, so scores compare across queries and ``min_score`` can cut off weak results.
     """
-    with engine.store.reading(_feedback_since(engine)):
+    with session(engine, query, whole=False):
         return _search(engine, scope, query, limit, min_score, as_of, where)
 
 
@@ -295,7 +296,7 @@ def recall(
     """
     store, config = engine.store, engine.config
     # The reads in one session (a server store answers them in few round trips).
-    with session(engine):
+    with session(engine, query):
         ranking = graph_rank(
             engine, scope, query, as_of=time.time() if as_of is None else as_of, where=where
         )
@@ -496,15 +497,64 @@ def recall_tensions(
     return sorted(out, key=lambda t: -t.confidence)
 
 
-def session(engine: Engine) -> AbstractContextManager[None]:
-    """One read session for a whole recall (its ranking, standing preferences and knowledge
-    passages): see :meth:`~engrammar.store.Store.reading`."""
-    config = engine.config
-    return engine.store.reading(
-        _feedback_since(engine),
-        preferences=_PREFERENCES_READ if config.preferences_limit else 0,
-        knowledge=config.knowledge_recall_limit > 0,
+class QueryVector:
+    """The query's vector for the learned ranking: embedded at most once, when first asked."""
+
+    def __init__(self, engine: Engine, query: str) -> None:
+        self._engine = engine
+        self.query = query
+        self._vec: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self._vec is None:
+            self._vec = self._engine.embed_one(self.query)
+        return self._vec
+
+
+# The query vector of this thread's open session (shared by the store's read-ahead and
+# ``learned``, so that the query is embedded once).
+_SESSION = threading.local()
+
+
+def _ahead(engine: Engine, context: QueryVector) -> LearningAhead:
+    """What ``learned`` will ask ``learning_reads`` (so that the store can read it ahead)."""
+    cfg = engine.config
+    return LearningAhead(
+        context,
+        cfg.feedback_records_limit,
+        cfg.feedback_reply_context_min,
+        min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
+
+
+@contextmanager
+def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> Iterator[None]:
+    """One read session for a whole recall (its ranking, standing preferences and knowledge
+    passages; only the ranking if not ``whole``): see :meth:`~engrammar.store.Store.reading`.
+    With ``query``, the learned ranking's reads may be read ahead with the rest."""
+    config = engine.config
+    context = QueryVector(engine, query) if query is not None else None
+    outer = getattr(_SESSION, "context", None)
+    with engine.store.reading(
+        _feedback_since(engine),
+        preferences=_PREFERENCES_READ if whole and config.preferences_limit else 0,
+        knowledge=whole and config.knowledge_recall_limit > 0,
+        learning=_ahead(engine, context) if context is not None else None,
+    ):
+        if outer is not None or context is None:
+            yield  # a nested session: the outer one's reads and vector go on
+            return
+        _SESSION.context = context
+        try:
+            yield
+        finally:
+            _SESSION.context = None
+
+
+def _context(engine: Engine, query: str) -> QueryVector:
+    """The session's query vector when it is this query's, else a new one."""
+    found: QueryVector | None = getattr(_SESSION, "context", None)
+    return found if found is not None and found.query == query else QueryVector(engine, query)
 
 
 # -- the learned ranking --------------------------------------------------------------------
@@ -527,13 +577,8 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
     now = time.time()
     since = _feedback_since(engine, now)
     ids = [i.id for i in items]
-    query_vec: list[np.ndarray] = []
-
-    def context() -> np.ndarray:
-        # Embedded at most once, and only when some record may use it.
-        if not query_vec:
-            query_vec.append(engine.embed_one(query))
-        return query_vec[0]
+    # Embedded at most once, and only when some record may use it.
+    context = _context(engine, query)
 
     # Reply signals count only for a matching query (and as witnesses of ratings given
     # on their recall), so the store searches the recalls' queries before reading any.

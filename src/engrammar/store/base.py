@@ -46,6 +46,7 @@ __all__ = [
     "ApiKeyRecord",
     "ChunkVector",
     "EdgeDelta",
+    "LearningAhead",
     "NewEdge",
     "NewFeedbackEvent",
     "NewMemory",
@@ -76,6 +77,19 @@ class ChunkVector(NamedTuple):
     start: int
     end: int
     embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class LearningAhead:
+    """What a read session's learned ranking will ask (``Store.learning_reads``' arguments
+    other than the memory ids and the horizon), so that a server store can read it ahead:
+    ``context`` gives the query's vector (called at most once per session, and only when the
+    scope is likely to have reply signals)."""
+
+    context: Callable[[], np.ndarray]
+    limit: int
+    context_min: float
+    reply_limit: int
 
 
 @dataclass
@@ -233,6 +247,7 @@ class Store(Protocol):
         preferences: int = 0,
         knowledge: bool = False,
         neighbourhood: bool = True,
+        learning: LearningAhead | None = None,
     ) -> AbstractContextManager[None]:
         """A read session of the calling thread: until the block ends the store may answer
         reads from what it read ahead (a server store answers a recall's dozen questions in
@@ -242,7 +257,8 @@ class Store(Protocol):
         ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
         (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
         ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
-        their neighbourhood is not read ahead)."""
+        their neighbourhood is not read ahead); ``learning``, what the learned ranking will
+        ask ``learning_reads`` (with ``since`` no older than ``feedback_since``)."""
 
     def adding(
         self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int

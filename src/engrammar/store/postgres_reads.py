@@ -36,7 +36,7 @@ import psycopg
 
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector
+from .base import ChunkVector, LearningAhead
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .tables import MEMORY_COLUMNS
 
@@ -134,6 +134,20 @@ class Snapshot:
     found: tuple[bool, bool, bool] = (True, True, True)
     #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
     neighbourhood: bool = True
+    #: what the learned ranking will ask, and what was read of it with the neighbourhood
+    ahead: LearningAhead | None = None
+    learned: Ahead | None = None
+
+
+@dataclass
+class Ahead:
+    """The learned ranking's records read with the neighbourhood (``feedback_since`` as the
+    horizon): what was sent, and the answers."""
+
+    sent: tuple[bool, bool, bool]  # events, pairs, reply signals matched by the query
+    events: list[EventFacts]
+    pairs: list[PairFacts]
+    replies: list[Any]  # rows of ``_replies_statement`` (no witnesses)
 
 
 class PostgresReads:
@@ -141,6 +155,7 @@ class PostgresReads:
 
     _ef_search: int
     _local: threading.local
+    _learn_hints: dict[tuple[Any, ...], tuple[bool, bool, bool, bool]]
 
     # provided by the store
     def _read(
@@ -163,6 +178,28 @@ class PostgresReads:
     def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
         raise NotImplementedError
 
+    def _learning_reader(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None,
+        limit: int | None,
+        parts: tuple[bool, bool, bool] = (True, True, True),
+    ) -> Callable[[Any], Callable[[], tuple[list[EventFacts], list[PairFacts], Any]]]:
+        raise NotImplementedError
+
+    def _replies_statement(
+        self,
+        scope: Scope,
+        since: float,
+        context: np.ndarray | None,
+        context_min: float,
+        limit: int,
+        witnesses: str,
+        witness_args: list[Any],
+    ) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
     def reading(
@@ -171,6 +208,7 @@ class PostgresReads:
         preferences: int = 0,
         knowledge: bool = False,
         neighbourhood: bool = True,
+        learning: LearningAhead | None = None,
     ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~.base.Store.reading` for the arguments)."""
@@ -182,6 +220,7 @@ class PostgresReads:
             preferences=preferences,
             knowledge=knowledge,
             neighbourhood=neighbourhood,
+            ahead=learning,
         )
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap
@@ -489,7 +528,10 @@ class PostgresReads:
                     cur.execute(sql, args)
                 if since is not None:
                     probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
+                    learned = self._queue_learning(conn, snap, scope, since)
             finish()
+            if since is not None:
+                snap.learned = learned()
             return cur.fetchall(), (probe.fetchone() if since is not None else None)
 
         rows, found = self._read("vector search and neighbourhood", run)
@@ -512,7 +554,113 @@ class PostgresReads:
         snap.signals = found is not None and bool(found[3])
         if found is not None:
             snap.found = (bool(found[0]), bool(found[1]), bool(found[2]))
+            self._hints()[_hint_key(scope)] = (*snap.found, snap.signals)
         return hits
+
+    # -- the learned ranking's reads, ahead ----------------------------------------------------
+    def _hints(self) -> dict[tuple[Any, ...], tuple[bool, bool, bool, bool]]:
+        """Scope -> which kinds of feedback record its last probe found (events, pairs,
+        ratings, reply signals): what the next session of the scope reads ahead. A guess
+        only: the probe of the same exchange decides whether what was read is used."""
+        hints: dict[tuple[Any, ...], tuple[bool, bool, bool, bool]] | None = getattr(
+            self, "_learn_hints", None
+        )
+        if hints is None or len(hints) > _HINTS:
+            hints = {}
+            self._learn_hints = hints
+        return hints
+
+    def _queue_learning(
+        self, conn: Conn, snap: Snapshot, scope: Scope, since: float
+    ) -> Callable[[], Ahead | None]:
+        """Queue, in the open pipeline of ``conn``, the learned ranking's reads of the kinds
+        of record the scope had last time (the events, the preference pairs, the reply
+        signals whose recall's query matches the session's query), in one read-only
+        transaction; the returned function collects their answers. Ratings are read by
+        memory id (known after the walk), so they are not read ahead."""
+        ahead = snap.ahead
+        if ahead is None:
+            return lambda: None
+        events, pairs, _, signals = self._hints().get(_hint_key(scope), (True, True, False, False))
+        if not (events or pairs or signals):
+            return lambda: None
+        reader = None
+        replies = conn.cursor(binary=True)
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            if events or pairs:
+                reader = self._learning_reader(
+                    scope, [], since, ahead.limit, (events, pairs, False)
+                )(conn)
+            if signals:
+                sql, args = self._replies_statement(
+                    scope, since, ahead.context(), ahead.context_min, ahead.reply_limit,
+                    "%s::text[]", [[]],
+                )  # fmt: skip
+                # The signals' memories may join the ranking (and its head's reads, the
+                # tensions among the results): their rows and out-edges come along, once each.
+                sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
+                args = [*args, scope.workspace, scope.workspace]
+                replies.execute(sql, args)
+
+        def collect() -> Ahead:
+            found_events, found_pairs, _ = reader() if reader is not None else ([], [], [])
+            rows = replies.fetchall() if signals else []
+            for r in rows:
+                if r[9] is None:
+                    continue  # not the first row of its memory
+                memory_id = r[0]
+                if memory_id not in snap.records:
+                    snap.records.put_raw(memory_id, r[14 : 14 + _N_MEMORY])
+                    snap.vecs.put_raw(memory_id, r[14 + _N_MEMORY])
+                if memory_id not in snap.out_edges:
+                    snap.out_edges.put_raw(memory_id, (memory_id, r[10] or [], r[11] or [],
+                                                       r[12] or [], r[13] or []))  # fmt: skip
+            return Ahead((events, pairs, signals), found_events, found_pairs, rows)
+
+        return collect
+
+    def _learned_ahead(
+        self, scope: Scope, since: float, limit: int, context_min: float, reply_limit: int
+    ) -> tuple[list[EventFacts], list[PairFacts], list[Any]] | None:
+        """The session's records read ahead, as ``learning_reads`` with ``since`` (no older
+        than the session's horizon) would read them (no ratings, no witnesses), or ``None``
+        when they may differ: the probe found a kind not read ahead, or ratings; other
+        arguments; or a record read lies between the two horizons (the read-ahead, cut at
+        ``limit`` from the newest, may then hold what the later horizon leaves out)."""
+        snap = self._snap(scope.workspace)
+        if snap is None or snap.learned is None or snap.ahead is None or snap.scope != scope:
+            return None
+        got, ahead = snap.learned, snap.ahead
+        events, pairs, ratings = snap.found
+        if (
+            snap.feedback_since is None
+            or since < snap.feedback_since
+            or ratings
+            or (events and not got.sent[0])
+            or (pairs and not got.sent[1])
+            or (snap.signals and not got.sent[2])
+            or (limit, context_min, reply_limit)
+            != (ahead.limit, ahead.context_min, ahead.reply_limit)
+        ):
+            return None
+        kept_events = [e for e in got.events if _in_horizon(e, since)]
+        kept_pairs = [p for p in got.pairs if p.created_at >= since]
+        # Cut at ``limit`` from the newest: a cut list is the later horizon's as long as all
+        # it holds is in that horizon; a list that was not cut holds all of it.
+        for before, after in ((got.events, kept_events), (got.pairs, kept_pairs)):
+            if len(after) < len(before) and len(before) >= limit:
+                return None
+        rows = got.replies
+        if rows and rows[0][8] >= reply_limit:
+            return None  # the matching recalls were cut: their order may change
+        # A recall matches in the later horizon if its newest matching signal is in it.
+        replies = [r[:6] for r in rows if r[7] is not None and r[7] >= since and r[3] >= since]
+        return (
+            kept_events if events else [],
+            kept_pairs if pairs else [],
+            replies if snap.signals else [],
+        )
 
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:
         """Whether the session's probe showed no feedback record of ``scope`` since
@@ -540,6 +688,39 @@ class PostgresReads:
         ``reply_facts`` matches against the query's vector)."""
         snap = self._snap(scope.workspace)
         return snap is not None and snap.signals and snap.scope == scope
+
+
+def _in_horizon(event: EventFacts, since: float) -> bool:
+    """Whether the event counts with the horizon ``since`` (made or reviewed since)."""
+    return event.created_at >= since or any(r.created_at >= since for r in event.reviews)
+
+
+# The rows of ``_replies_statement`` ({signals}), the first of each memory with the memory's
+# row (``_M_RAW``, from column 14) and its out-edges (columns 10-13) after a marker column 9.
+_SIGNAL_MEMORIES = f"""
+    WITH s AS MATERIALIZED (
+        SELECT t.*, row_number() OVER (PARTITION BY t.memory_id) AS rn FROM ({{signals}}) t),
+    u AS (SELECT DISTINCT memory_id AS id FROM s),
+    ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
+                  array_agg(kind ORDER BY dst, kind) AS kinds,
+                  array_agg(weight ORDER BY dst, kind) AS weights,
+                  array_agg(updated_at ORDER BY dst, kind) AS ups
+           FROM edges WHERE workspace = %s AND src = ANY(ARRAY(SELECT id FROM u))
+           GROUP BY src),
+    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u)))
+    SELECT s.memory_id, s.recall_id, s.value, s.created_at, s.context_embedding, s.source,
+           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW}
+    FROM s LEFT JOIN mm m ON s.rn = 1 AND m.id = s.memory_id
+    LEFT JOIN ea ON s.rn = 1 AND ea.src = s.memory_id
+"""
+
+
+def _hint_key(scope: Scope) -> tuple[Any, ...]:
+    return (scope.workspace, scope.user_id, scope.agent_id, scope.session_id)
+
+
+# Scopes whose kinds of feedback record are remembered (then forgotten all at once).
+_HINTS = 10_000
 
 
 def _no_decoder(raw: Any) -> Any:

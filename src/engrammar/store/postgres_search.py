@@ -29,6 +29,7 @@ from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_ingest import PostgresIngest
+from .postgres_keyword import rare_first
 from .postgres_reads import M_COLUMNS, PostgresReads
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
@@ -207,66 +208,8 @@ def write_chunks(
 
 
 # Rows of its rarest terms keyword search scores before it decides whether the common terms
-# can matter (at least 20 x k; see _rare_first).
+# can matter (at least 20 x k; see postgres_keyword.rare_first).
 _RARE_BUDGET = 2000
-
-
-def _rare_first(exact: str, filters: list[str]) -> str:
-    """Keyword search of one (workspace, user) partition that reads the rows of common terms
-    only when they can reach the top ``k`` (max-score pruning, exact).
-
-    The document frequency of each query term comes from ``keyword_terms`` (no count over the
-    rows). The rarest terms whose frequencies add up to at most ``budget`` rows (at least the
-    rarest one) are *rare*; their rows are found through the GIN index and scored in full
-    (every query term). A row holding no rare term scores at most the sum of the common terms'
-    upper bounds, ``qtf x idf x (k1 + 1)``. When the ``k``-th best scored row beats that bound
-    (or no term is common) the scored rows are the exact top ``k``; otherwise ``exact`` (the
-    plain query over every matching row) runs instead: PostgreSQL evaluates the choice once
-    and runs only the chosen branch.
-    """
-    extra = "".join(f" AND {f}" for f in filters)
-    return f"""
-        WITH st AS MATERIALIZED (
-            SELECT n, greatest(total_len::float8 / greatest(n, 1), 1e-9) AS avgdl
-            FROM keyword_stats WHERE workspace = %(ws)s AND user_key = %(user_id)s),
-        q AS MATERIALIZED (
-            SELECT t.term, t.qtf, t.lit, d.df,
-                   ln(1.0 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-            FROM unnest(%(words)s::text[], %(qtf)s::int[], %(lits)s::text[]) AS t(term, qtf, lit)
-            JOIN keyword_terms d ON d.workspace = %(ws)s AND d.user_key = %(user_id)s
-                 AND d.term = t.term AND d.df > 0
-            CROSS JOIN st),
-        ranked AS MATERIALIZED (
-            SELECT q.*, sum(df) OVER (ORDER BY df, term) AS cum,
-                   row_number() OVER (ORDER BY df, term) AS pos FROM q),
-        rare AS MATERIALIZED (SELECT * FROM ranked WHERE cum <= %(budget)s OR pos = 1),
-        bound AS MATERIALIZED (
-            SELECT coalesce(sum(qtf * idf * (%(k1)s + 1.0)), 0) AS ub
-            FROM ranked WHERE term NOT IN (SELECT term FROM rare)),
-        tsq AS MATERIALIZED (SELECT string_agg(lit, ' | ')::tsquery AS tsq FROM rare),
-        scored AS MATERIALIZED (
-            SELECT m.id, sum(
-                q.qtf * q.idf * cardinality(u.positions) * (%(k1)s + 1.0)
-                / (cardinality(u.positions) + %(k1)s * (1.0 - %(b)s + %(b)s * m.doc_len
-                    / st.avgdl))
-            ) AS score, m.seq
-            FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
-            JOIN q ON q.term = u.lexeme
-            CROSS JOIN st
-            WHERE m.workspace = %(ws)s AND m.user_id = %(user_id)s AND m.status = 'active'
-              AND m.terms @@ (SELECT tsq FROM tsq){extra}
-            GROUP BY m.seq, m.id
-            ORDER BY score DESC, m.seq
-            LIMIT %(k)s),
-        decided AS MATERIALIZED (
-            SELECT (SELECT ub FROM bound) = 0
-                   OR (count(*) = %(k)s AND min(score) > (SELECT ub FROM bound)) AS ok
-            FROM scored)
-        SELECT id, score, seq FROM scored WHERE (SELECT ok FROM decided)
-        UNION ALL
-        SELECT * FROM ({exact}) e WHERE NOT (SELECT ok FROM decided)
-        ORDER BY score DESC, seq
-    """
 
 
 class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
@@ -474,7 +417,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             params["lits"] = [_quote_lexeme(w) for w in words]
             params["budget"] = max(_RARE_BUDGET, 20 * k)
             rare = [f.replace("c.", "m.") for f in filters if f != "c.kept"]
-            sql = _rare_first(exact, rare + ([narrowed.removeprefix(" AND ")] if narrowed else []))
+            sql = rare_first(exact, rare + ([narrowed.removeprefix(" AND ")] if narrowed else []))
         snap = self._snap()
         if snap is not None and not snap.keyword_ids and snap.scope in (None, scope):
             # A session: the hits come with their records and vectors (what recall reads next).
@@ -689,16 +632,20 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     ) -> tuple[str, list[Any]]:
         """One statement for ``reply_facts``: the signals of the recalls whose query matches
         ``context`` (none without it) and of the recalls ``witnesses`` (an array expression
-        with ``witness_args``) gives, with a last column saying whether the recall matched."""
+        with ``witness_args``) gives, with a column saying whether the recall matched, then
+        the newest of its matching signals' times (null if it did not match) and the number
+        of matching recalls found (before ``limit`` cut them)."""
         where, params = pg_scope_where(scope, "m")
         user_clause, user_params = "", []
         if scope.user_id is not None:
             user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
         if context is None:
-            matched, matched_args = "SELECT NULL::text AS recall_id WHERE false", []
+            matched = "SELECT NULL::text AS recall_id, NULL::float8 AS newest, 0 AS n WHERE false"
+            matched_args = []
         else:
             matched = (
-                f"SELECT recall_id FROM reply_signals WHERE workspace = %s{user_clause} "
+                "SELECT recall_id, max(created_at) AS newest, count(*) OVER () AS n "
+                f"FROM reply_signals WHERE workspace = %s{user_clause} "
                 "AND created_at >= %s AND context_embedding <=> %b <= %s "
                 "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s"
             )
@@ -707,9 +654,11 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         sql = (
             f"WITH matched AS MATERIALIZED ({matched}) "
             "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
-            "r.source, r.recall_id IN (SELECT recall_id FROM matched) "
+            "r.source, mt.recall_id IS NOT NULL AS matched, mt.newest, "
+            "(SELECT max(n) FROM matched) AS n "
             "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
-            "AND m.id = r.memory_id AND m.status = 'active' WHERE r.workspace = %s "
+            "AND m.id = r.memory_id AND m.status = 'active' "
+            "LEFT JOIN matched mt ON mt.recall_id = r.recall_id WHERE r.workspace = %s "
             f"AND r.recall_id = ANY(ARRAY(SELECT recall_id FROM matched) || {witnesses}) "
             f"AND r.created_at >= %s AND {where}"
         )
@@ -737,6 +686,10 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             return super().learning_reads(
                 scope, memory_ids, since, limit, context, context_min, reply_limit
             )
+        ahead = self._learned_ahead(scope, since, limit, context_min, reply_limit)
+        if ahead is not None:  # read with the neighbourhood
+            events, pairs, rows = ahead
+            return events, pairs, [], _reply_facts(rows)
         # In a session the probe tells whether the user has reply signals: the feedback
         # records and the signals (witnesses: the recalls the ratings were given on) in one
         # pipelined read-only transaction.
