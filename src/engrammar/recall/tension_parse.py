@@ -392,7 +392,7 @@ def _subject(words: list[str], text: str) -> str:
     return "neutral"
 
 
-_THING_VERBS = COPULA | frozenset("has have got gets 's".split())
+_THING_VERBS = COPULA | frozenset("has have got gets 's go goes went gone".split())
 
 
 # "two cups a day", "900 a month": "a" there says per, not one.
@@ -449,12 +449,25 @@ STANCES = re.compile(
 )
 
 
+# "I'm so over Marvel films": done with them, a stance ("over the moon", "over 50" are not).
+OVER = re.compile(
+    r"\b(i'm|i am|im|we're|we are)\s+(?:so |totally |completely |well |really |just )?over\s+"
+    r"(?!the moon\b|it\b|that\b|there\b|here\b|\d)",
+    re.I,
+)
+# "I'm migraine-free", "been smoke-free for a year": the speaker without it.
+FREE_OF = re.compile(
+    r"\b(i'm|i am|im|we're|we are|been|stayed|staying)\s+(?:\w+ )?([A-Za-z]+)-free\b", re.I
+)
+
+
 # Negative adjectives: before a noun they describe it ("terrible hay fever") and take no stance.
 ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dull gross".split())
 
 
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
+    text = OVER.sub(r"\1 hate ", FREE_OF.sub(r"\1 no \2", text))
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
     words = [
         DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
@@ -490,6 +503,8 @@ def parse(text: str) -> Parsed:
             continue  # "we're off to Canada"
         if phrase == "any more" and after and after[0] not in STOP_WORDS:
             continue  # "any more suggestions"
+        if phrase == "cut out" and after[:1] == ["for"]:
+            continue  # "not cut out for it"
         if phrase == "took up" and after and after[0] in AMOUNTS:
             continue  # "took up most of my time"
         if phrase == "after all" and not before:
@@ -567,6 +582,12 @@ def parse(text: str) -> Parsed:
                 w == "stopped"
                 and words[i + 1 : i + 2] == ["working"]
                 and words[i - 1 : i] not in (["i"], ["we"])
+            )
+            # "I sold 15 jars of jam": goods sold, a trade, not something given up
+            and not (
+                w == "sold"
+                and words[i + 1 : i + 2]
+                and (any(c.isdigit() for c in words[i + 1]) or words[i + 1] in NUMBER_WORDS)
             )
             # "the bakery is closed": a state
             and not (w == "closed" and i and words[i - 1] in COPULA | {"be", "been", "'s"})
@@ -651,6 +672,9 @@ ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth
 UNIT_STEMS = frozenset(_stem(w) for w in UNITS | {"since"})
 
 
+_DAY_OF_MONTH = re.compile(r"^(?:[1-9]|[12][0-9]|3[01])(?:st|nd|rd|th)$")
+
+
 def value_type(word: str) -> str:
     """``contact`` (an email, a phone number: one names itself), a class's name, ``date``,
     ``number`` or ``name``."""
@@ -658,7 +682,7 @@ def value_type(word: str) -> str:
         return "contact"
     if word in CLASS_OF:
         return CLASS_OF[word]
-    if word in MONTHS or (word[-1:] == "s" and word[:-1] in MONTHS):
+    if word in MONTHS or (word[-1:] == "s" and word[:-1] in MONTHS) or _DAY_OF_MONTH.match(word):
         return "date"
     if word.isdigit() or word in NUMBER_WORDS or any(c.isdigit() for c in word):
         return "number"
@@ -675,6 +699,11 @@ def clauses(sentence: str) -> list[str]:
             continue
         # "In Paris, I live ...": a comma alone starts a clause only after a statement.
         if m.group(0).strip() == "," and len(before) < 3:
+            continue
+        # "I want realistic goals, so I don't feel overwhelmed": the purpose of a plan.
+        if m.group(0).strip().lower().startswith(", so") and is_tentative(
+            split_words(sentence[start : m.start()])[0]
+        ):
             continue
         out.append(sentence[start : m.start()])
         start = m.end()

@@ -19,7 +19,7 @@ POSITIVE = frozenset(
 NEGATIVE = frozenset(
     """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
     boring bored awful terrible bad horrible annoying annoyed tedious dull overrated gross
-    disgusting""".split()
+    disgusting bores bore""".split()
 )
 FREQUENCY = frozenset(
     "always usually often sometimes rarely ever twice daily weekly nightly".split()
@@ -32,7 +32,7 @@ CHANGE = frozenset(
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
     joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
-    cleared closed shifted nicked swapped passed withdrew withdrawn""".split()
+    cleared closed shifted nicked swapped passed withdrew withdrawn deferred""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -120,6 +120,12 @@ CHANGE_PHRASES = (
     "falling out",
     "final payment",
     "last payment",
+    # "Red meat is a thing of the past for me", "Japan isn't going ahead", "I cut out coffee"
+    "thing of the past",
+    "not going ahead",
+    "not go ahead",
+    "cut out",
+    "kicked the habit",
 )
 # Verbs whose particle comes after their object: "I've cut sugar out", "we called it off".
 SEPARABLE = {
@@ -243,10 +249,11 @@ KINDS = {
     "kid child children": "baby babies",
     "caffeine": "coffee coffees espresso latte cappuccino",
     "parent parents": "mum mom dad mother father mums moms dads",
+    "smoke smokes smoking smoker": "cigarette cigarettes cigs fags",
 }
 # Words for one attribute: "second year of college" / "third-year student".
 SYNONYMS = [
-    "college university school student studies studying uni",
+    "college university school student studies studying uni degree course courses",
     "job work works working career employer company",
     "earn earns earning salary pay paid income wage wages",
     "doctor gp physician",
@@ -283,10 +290,11 @@ DETERMINERS = frozenset("a an the my our your his her their its him them".split(
 RELATIONS = frozenset(
     """sister brother wife husband son daughter mom mother dad father friend kids kid children
     child parents partner boyfriend girlfriend cousin aunt uncle grandma grandmother grandpa
-    grandfather neighbor neighbour colleague coworker roommate dog cat""".split()
+    grandfather neighbor neighbour colleague coworker roommate dog cat mate mates pal buddy
+    flatmate housemate nan gran nephew niece""".split()
 )
 ADJ_BEFORE_RELATION = frozenset("best older younger little big new old twin".split())
-STATUS = frozenset("single married divorced engaged widowed separated dating".split())
+STATUS = frozenset("single married divorced engaged widowed separated dating remarried".split())
 MONTHS = frozenset(
     """january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday""".split()
@@ -330,7 +338,7 @@ ANCHOR = 6
 ENDING = frozenset(
     """quit stopped left sold cancelled canceled dropped ended retired resigned ditched dumped
     wiped uninstalled cleared closed nicked swapped traded replaced withdrew withdrawn
-    passed gone""".split()
+    passed gone deferred""".split()
 ) | frozenset(
     [
         "no longer",
@@ -352,6 +360,10 @@ ENDING = frozenset(
         "last payment",
         "pulled the plug",
         "packed in",
+        "thing of the past",
+        "not going ahead",
+        "not go ahead",
+        "kicked the habit",
     ]
 )
 # Markers that also occur in plain narration: they need a closer match to count.

@@ -41,6 +41,7 @@ from .tension_compare import (
     mentions,
     modifier_of,
     object_of,
+    object_phrase,
     owned,
     subjects_agree,
 )
@@ -108,13 +109,13 @@ _DATED = frozenset("last yesterday ago".split())
 # Changes that undo a plan or a wish ("I'm planning a trip to Peru" / "The Peru trip is off").
 CANCELS = frozenset(
     """cancelled canceled postponed rescheduled delayed scrapped shelved axed quit stopped
-    ended dropped instead withdrew withdrawn""".split()
+    ended dropped instead withdrew withdrawn deferred""".split()
 ) | frozenset(
     p.strip()
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold|pulled the plug""".split("|")
+    |on hold|pulled the plug|not going ahead|not go ahead""".split("|")
 )
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset(
@@ -134,6 +135,8 @@ _DIGITS = {
 }
 # A denial that says "until then": "I've never tried it before".
 _UNTIL_THEN = frozenset("before yet".split())
+# Verbs of a turn in a game or an exchange: what follows is a move, not a value that holds.
+_TURNS = frozenset("respond responds reply replies answer answers guess guesses".split())
 # Statements a message may have for its comma-separated parts to be compared one by one.
 _MAX_SEGMENTED = 1
 # Lines from which a message is taken for a pasted document.
@@ -170,8 +173,10 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     # "I worked five days last week": one past week, not a new habit.
     if b.past and set(b.words) & _DATED and not b.changes and "turned" not in b.words:
         return None
-    old = [v for k, v in a.values.items() if k not in b.values]
-    new = [v for k, v in b.values.items() if k not in a.values]
+    # "Council tax went from 140 to 155": the value it went from is the older one's.
+    left = _left_values(b)
+    old = [v for k, v in a.values.items() if k not in b.values or k in left]
+    new = [v for k, v in b.values.items() if k not in a.values and k not in left]
     # "two" / "2": the same number written otherwise.
     if {_DIGITS.get(w, w) for _, w in old} == {_DIGITS.get(w, w) for _, w in new}:
         return None
@@ -229,6 +234,17 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [w for _, w in old], [w for _, w in new]
 
 
+def _left_values(p: Parsed) -> set[str]:
+    """The value keys a statement says a thing went from: "from 140 to 155" -> {"140"}."""
+    out = set()
+    for i, w in enumerate(p.words[:-2]):
+        if w == "from" and "to" in p.words[i + 2 : i + 5]:
+            key = _stem(p.words[i + 1])
+            if key in p.values and p.values[key][0] in ("number", "date"):
+                out.add(key)
+    return out
+
+
 def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     """The one replaced slot if the sentences are the same frame otherwise (a "now" of the
     newer one aside: "My manager is Karen" / "My manager is now Luis")."""
@@ -246,6 +262,20 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     if same < 2 or same < 0.5 * max(len(stems_a), len(stems_b)):
         return None
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
+
+
+def _own_other(b: Parsed, change: str, a: Parsed) -> bool:
+    """Whether ``change`` is done to a possession ("my ...") the older statement ``a`` does not
+    name."""
+    at = b.changes[change] + len(change.split())
+    if b.words[at : at + 1] not in (["my"], ["our"]):
+        return False
+    phrase = object_phrase(b, change)
+    return bool(phrase) and not fuzzy_shared(set(phrase), a.content)
+
+
+def _contacts(p: Parsed) -> set[str]:
+    return {w for t, w in p.values.values() if t == "contact"}
 
 
 def _thing_apart(a: Parsed, b: Parsed) -> bool:
@@ -340,7 +370,7 @@ def _detect(
         return None
     # A request, plan or wish states no new fact ("I'm considering the Bose", "I could
     # share ..."); one stated before is undone only by an explicit change of plan.
-    if b.tentative:
+    if b.tentative and not (b.changes.keys() & {"from now on", "now"} and _contacts(b)):
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
@@ -365,8 +395,7 @@ def _detect(
         )
 
     # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said.
-    contacts_a = {w for t, w in a.values.values() if t == "contact"}
-    contacts_b = {w for t, w in b.values.values() if t == "contact"}
+    contacts_a, contacts_b = _contacts(a), _contacts(b)
     if (
         contacts_a - contacts_b
         and contacts_b - contacts_a
@@ -425,12 +454,21 @@ def _detect(
     # (unless the newer one names something new: "switched allegiance to Spurs").
     if not names_b - names_a:
         announced = {c for c in announced if c not in _TRANSITIVE or affects(b, c, a.content)}
+    else:
+        # "I switched my dissertation topic to the Tudors": a possession of the speaker's the
+        # older statement does not name is what changed, whatever new name it now has.
+        announced = {c for c in announced if c not in _TRANSITIVE or not _own_other(b, c, a)}
     # "The marathon is now sold out": a present of something else than the older subject.
     if b.subject.startswith("thing:") and b.subject != a.subject:
         announced = {c for c in announced if c not in WEAK_CHANGE}
     # "... even though you can't volunteer there anymore": someone else's change.
     if a.subject == "self":
-        announced = {c for c in announced if actor_of(b, b.changes[c]) in ("", "i", "we")}
+        announced = {
+            c
+            for c in announced
+            if actor_of(b, b.changes[c]) in ("", "i", "we")
+            or b.words[b.changes[c] + 1 : b.changes[c] + 2] in (["me"], ["us"])
+        }
     # "My gym ..." / "My new gym ...": a new one of what the older statement is about.
     weak = {c for c in announced if c in WEAK_CHANGE or (c.startswith("new ") and c[4:] != a.head)}
     # "... waiting to hear back from the embassy" / "... waiting to hear back from the embassy
@@ -535,6 +573,8 @@ def _detect(
         # "I haven't performed yet": until now; no state the other side denies.
         and not (a.polarity < 0 and set(a.words) & _UNTIL_THEN)
         and not (b.polarity < 0 and "yet" in b.words)
+        # "... haikus, which I've never tried before": new to the speaker, no denial.
+        and not (b.polarity < 0 and {"never", "before"} <= set(b.words))
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
         # "The offsite is in Porto" / "I've never been to Porto": the offsite is not denied.
@@ -559,7 +599,15 @@ def _detect(
         return make("negation", 0.4 + 0.6 * similarity, f"'{opposite[0]}' and its opposite")
     # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact;
     # nor is what the speaker says of the one addressed ("You included X again").
-    if a.polarity == b.polarity and "neutral" not in subjects and "other:you" not in subjects:
+    # "I respond with Nc6" / "I respond with Bxc3": a turn taken (a move, an answer, a guess),
+    # an event told in the present, not a state with a value.
+    turns = bool(set(a.words) & _TURNS and set(b.words) & _TURNS)
+    if (
+        a.polarity == b.polarity
+        and "neutral" not in subjects
+        and "other:you" not in subjects
+        and not turns
+    ):
         values = _value_change(a, b)
         if values is not None:
             return make(
@@ -617,9 +665,16 @@ def _swapped(
         return ""
     exclusive = set(a.words) & _EXCLUSIVE or set(b.words) & (_EXCLUSIVE | {"all"})
     copula = bool(set(a.words) & COPULA and set(b.words) & COPULA)
-    if not (frame or exclusive or copula):
+    # "I use Firefox as my browser" / "Chrome is my browser now": one's own one of a kind.
+    mine = bool(_my_heads(a) & _my_heads(b) & shared)
+    if not (frame or exclusive or copula or mine):
         return ""
     return f"'{' '.join(sorted(only_a))}' became '{' '.join(sorted(only_b))}' ({', '.join(sorted(marked))})"
+
+
+def _my_heads(p: Parsed) -> set[str]:
+    """The stems right after "my" / "our" ("my browser" -> {"browser"})."""
+    return {p.stems[i + 1] for i, w in enumerate(p.words[:-1]) if w in ("my", "our")}
 
 
 def find_tensions(
