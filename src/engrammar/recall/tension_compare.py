@@ -152,3 +152,60 @@ def mentions(subject: str, other: Parsed) -> bool:
     if who in ("pronoun", "you") or who in RELATIONS:
         return False
     return who in other.caps or _stem(who) in other.content
+
+
+def left_values(p: Parsed) -> set[str]:
+    """The value keys a statement says a thing went from: "from 140 to 155" -> {"140"}."""
+    out = set()
+    for i, w in enumerate(p.words[:-2]):
+        if w == "from" and "to" in p.words[i + 2 : i + 5]:
+            key = _stem(p.words[i + 1])
+            if key in p.values and p.values[key][0] in ("number", "date"):
+                out.add(key)
+    return out
+
+
+def other_kind(a: Parsed, b: Parsed, shared: set[str]) -> bool:
+    """Whether the statements give values of two kinds of a thing: "Our mortgage rate is 1.9
+    percent" / "Our savings rate is 4.5 percent now" (the shared word's modifier differs and
+    both sides have a value of their own)."""
+    if not a.values or not b.values:
+        return False
+    for t in shared:
+        ma, mb = modifier_of(a, t), modifier_of(b, t)
+        if ma and mb and ma != mb:
+            return True
+    return False
+
+
+def own_other(b: Parsed, change: str, a: Parsed) -> bool:
+    """Whether ``change`` is done to a possession ("my ...") the older statement ``a`` does not
+    name."""
+    at = b.changes[change] + len(change.split())
+    if b.words[at : at + 1] not in (["my"], ["our"]):
+        return False
+    phrase = object_phrase(b, change)
+    return bool(phrase) and not fuzzy_shared(set(phrase), a.content)
+
+
+def contacts(p: Parsed) -> set[str]:
+    return {w for t, w in p.values.values() if t == "contact"}
+
+
+def thing_apart(a: Parsed, b: Parsed) -> bool:
+    """Whether one statement is about a thing the other one, the speaker's, does not name."""
+    for x, y in ((a, b), (b, a)):
+        if x.subject.startswith("thing:") and y.subject == "self":
+            return not fuzzy_shared({x.subject[6:]}, y.content)
+    return False
+
+
+def passive(p: Parsed, at: int) -> bool:
+    """Whether the change at word ``at`` is passive ("Climbing's been replaced by ...", "the
+    trip got cancelled"): what it is done to comes before it."""
+    return at > 0 and p.words[at - 1] in {"been", "was", "were", "got", "is", "are", "be"}
+
+
+def my_heads(p: Parsed) -> set[str]:
+    """The stems right after "my" / "our" ("my browser" -> {"browser"})."""
+    return {p.stems[i + 1] for i, w in enumerate(p.words[:-1]) if w in ("my", "our")}

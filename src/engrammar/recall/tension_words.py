@@ -124,6 +124,7 @@ CHANGE_PHRASES = (
     "thing of the past",
     "not going ahead",
     "not go ahead",
+    "not happen",
     "cut out",
     "kicked the habit",
 )
@@ -260,6 +261,7 @@ SYNONYMS = [
     "fly flying flight flights",
     "food cuisine",
     "email e-mail address inbox",
+    "hurt hurts hurting sore ache aches aching pain painful",
 ]
 SYNONYM = {_stem(w): i for i, group in enumerate(SYNONYMS) for w in group.split()}
 GENERAL = {_stem(g): i for i, (gs, _) in enumerate(KINDS.items()) for g in gs.split()}

@@ -37,13 +37,19 @@ from .tension_compare import (
     actor_of,
     affects,
     amounts_of,
+    contacts,
     fuzzy_shared,
+    left_values,
     mentions,
     modifier_of,
+    my_heads,
     object_of,
-    object_phrase,
+    other_kind,
+    own_other,
     owned,
+    passive,
     subjects_agree,
+    thing_apart,
 )
 from .tension_parse import (
     STOP_STEMS,
@@ -86,7 +92,8 @@ _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
     r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b|\bseparate ways\b"
-    r"|(?:we|i) are (?:over|done|through))\b"
+    r"|(?:we|i) are (?:over|done|through)|it (?:'s|is) over between"
+    r"|(?:have|has|had) not (?:spoken|talked)|not (?:speaking|talking) to each other)\b"
 )
 _SEEING = re.compile(
     r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
@@ -115,7 +122,7 @@ CANCELS = frozenset(
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold|pulled the plug|not going ahead|not go ahead""".split("|")
+    |on hold|pulled the plug|not going ahead|not go ahead|not happen|not happening""".split("|")
 )
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset(
@@ -135,6 +142,13 @@ _DIGITS = {
 }
 # A denial that says "until then": "I've never tried it before".
 _UNTIL_THEN = frozenset("before yet".split())
+# Having or using a thing: "I use a Kindle" says no more than that it is there.
+_HAVING = frozenset(_stem(w) for w in "use have own got".split())
+# "more of a dog person", "more of an autumn fan": a liking said as a kind of person.
+_MORE_OF = re.compile(r"\bmore of an? (\w+) (person|fan|type|girl|guy|man|woman)\b")
+_LIKING = frozenset(
+    "favourite favorite love loves like likes prefer prefers fan person adore".split()
+)
 # Verbs of a turn in a game or an exchange: what follows is a move, not a value that holds.
 _TURNS = frozenset("respond responds reply replies answer answers guess guesses".split())
 # Statements a message may have for its comma-separated parts to be compared one by one.
@@ -174,7 +188,7 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     if b.past and set(b.words) & _DATED and not b.changes and "turned" not in b.words:
         return None
     # "Council tax went from 140 to 155": the value it went from is the older one's.
-    left = _left_values(b)
+    left = left_values(b)
     old = [v for k, v in a.values.items() if k not in b.values or k in left]
     new = [v for k, v in b.values.items() if k not in a.values and k not in left]
     # "two" / "2": the same number written otherwise.
@@ -234,17 +248,6 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [w for _, w in old], [w for _, w in new]
 
 
-def _left_values(p: Parsed) -> set[str]:
-    """The value keys a statement says a thing went from: "from 140 to 155" -> {"140"}."""
-    out = set()
-    for i, w in enumerate(p.words[:-2]):
-        if w == "from" and "to" in p.words[i + 2 : i + 5]:
-            key = _stem(p.words[i + 1])
-            if key in p.values and p.values[key][0] in ("number", "date"):
-                out.add(key)
-    return out
-
-
 def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     """The one replaced slot if the sentences are the same frame otherwise (a "now" of the
     newer one aside: "My manager is Karen" / "My manager is now Luis")."""
@@ -262,34 +265,6 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     if same < 2 or same < 0.5 * max(len(stems_a), len(stems_b)):
         return None
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
-
-
-def _own_other(b: Parsed, change: str, a: Parsed) -> bool:
-    """Whether ``change`` is done to a possession ("my ...") the older statement ``a`` does not
-    name."""
-    at = b.changes[change] + len(change.split())
-    if b.words[at : at + 1] not in (["my"], ["our"]):
-        return False
-    phrase = object_phrase(b, change)
-    return bool(phrase) and not fuzzy_shared(set(phrase), a.content)
-
-
-def _contacts(p: Parsed) -> set[str]:
-    return {w for t, w in p.values.values() if t == "contact"}
-
-
-def _thing_apart(a: Parsed, b: Parsed) -> bool:
-    """Whether one statement is about a thing the other one, the speaker's, does not name."""
-    for x, y in ((a, b), (b, a)):
-        if x.subject.startswith("thing:") and y.subject == "self":
-            return not fuzzy_shared({x.subject[6:]}, y.content)
-    return False
-
-
-def _passive(p: Parsed, at: int) -> bool:
-    """Whether the change at word ``at`` is passive ("Climbing's been replaced by ...", "the
-    trip got cancelled"): what it is done to comes before it."""
-    return at > 0 and p.words[at - 1] in {"been", "was", "were", "got", "is", "are", "be"}
 
 
 def _pasted(text: str) -> bool:
@@ -370,7 +345,7 @@ def _detect(
         return None
     # A request, plan or wish states no new fact ("I'm considering the Bose", "I could
     # share ..."); one stated before is undone only by an explicit change of plan.
-    if b.tentative and not (b.changes.keys() & {"from now on", "now"} and _contacts(b)):
+    if b.tentative and not (b.changes.keys() & {"from now on", "now"} and contacts(b)):
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
@@ -395,7 +370,7 @@ def _detect(
         )
 
     # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said.
-    contacts_a, contacts_b = _contacts(a), _contacts(b)
+    contacts_a, contacts_b = contacts(a), contacts(b)
     if (
         contacts_a - contacts_b
         and contacts_b - contacts_a
@@ -457,7 +432,7 @@ def _detect(
     else:
         # "I switched my dissertation topic to the Tudors": a possession of the speaker's the
         # older statement does not name is what changed, whatever new name it now has.
-        announced = {c for c in announced if c not in _TRANSITIVE or not _own_other(b, c, a)}
+        announced = {c for c in announced if c not in _TRANSITIVE or not own_other(b, c, a)}
     # "The marathon is now sold out": a present of something else than the older subject.
     if b.subject.startswith("thing:") and b.subject != a.subject:
         announced = {c for c in announced if c not in WEAK_CHANGE}
@@ -474,6 +449,12 @@ def _detect(
     # "... waiting to hear back from the embassy" / "... waiting to hear back from the embassy
     # now": the same content restated, nothing changed.
     if announced == weak and not only_a and not only_b - b.adjunct:
+        announced = set()
+    # "I use a Kindle for reading" / "I'm reading a thriller on my Kindle these days": what the
+    # older one names is still there, and only how it is had is not said again.
+    if announced == weak and (
+        (a.caps and a.caps <= b.caps and only_a and only_a <= _HAVING) or other_kind(a, b, shared)
+    ):
         announced = set()
     # "Now I'm gonna order some sushi" is a plan, not a new state.
     if announced == weak and (overlap < WEAK_OVERLAP or "neutral" in subjects or a.past or b.past):
@@ -511,7 +492,7 @@ def _detect(
             and set(b.stems[b.changes[c] + 1 : b.changes[c] + len(c.split()) + 3]) & shared_b
         )
         or (
-            _passive(b, b.changes[c])
+            passive(b, b.changes[c])
             and set(b.stems[max(0, b.changes[c] - 4) : b.changes[c]]) & shared_b
         )
         for c in strong & (ENDING | _TRANSITIVE)
@@ -553,6 +534,24 @@ def _detect(
         and not set(a.words) & {"was", "were", "had"}
     ):
         return make("superseded", 0.5 + 0.5 * similarity, "newer statement changes job")
+    # "Summer is my favourite time of year" / "I'm more of an autumn fan nowadays": a new
+    # liking said as what kind of person one is, the older liking another thing.
+    more = _MORE_OF.search(" ".join(b.words))
+    if (
+        more is not None
+        and "self" in subjects
+        and set(subjects) <= {"self", "neutral"}
+        and set(a.words) & _LIKING
+        and a.polarity > 0
+        and _stem(more.group(1)) not in a.content
+        and similarity >= _ABOUT_SIMILARITY
+        and (b.changes.keys() & _PRESENT)
+    ):
+        return make(
+            "changed_value",
+            0.4 + 0.6 * similarity,
+            f"now more of a {more.group(1)} {more.group(2)}",
+        )
     # Negation: opposite polarity about the same thing (how often, and since when the newer
     # one holds, aside); a
     # newer statement marked as the present may say it in other words ("I love the city" /
@@ -578,7 +577,7 @@ def _detect(
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
         # "The offsite is in Porto" / "I've never been to Porto": the offsite is not denied.
-        and not _thing_apart(a, b)
+        and not thing_apart(a, b)
         and (not about_a or not about_b or (reversal and len(about_a | about_b) <= 3))
         and overlap >= _MIN_OVERLAP
     ):
@@ -655,6 +654,8 @@ def _swapped(
     marked = (b.changes.keys() - a.changes.keys()) & _PRESENT
     if not marked or a.past or not shared or overlap < _SWAP_OVERLAP:
         return ""
+    if other_kind(a, b, shared):
+        return ""
     if not (0 < len(only_a) <= 3 and 0 < len(only_b) <= 3):
         return ""
     # The frame is on both sides: "My favourite band is Muse" / "Muse's album is out now".
@@ -666,15 +667,12 @@ def _swapped(
     exclusive = set(a.words) & _EXCLUSIVE or set(b.words) & (_EXCLUSIVE | {"all"})
     copula = bool(set(a.words) & COPULA and set(b.words) & COPULA)
     # "I use Firefox as my browser" / "Chrome is my browser now": one's own one of a kind.
-    mine = bool(_my_heads(a) & _my_heads(b) & shared)
-    if not (frame or exclusive or copula or mine):
+    mine = bool(my_heads(a) & my_heads(b) & shared)
+    # "Breakfast is eggs on toast for me now": the speaker's choice of the one.
+    chosen = bool(set(b.words) & COPULA) and " for me " in f" {' '.join(b.words)} "
+    if not (frame or exclusive or copula or mine or chosen):
         return ""
     return f"'{' '.join(sorted(only_a))}' became '{' '.join(sorted(only_b))}' ({', '.join(sorted(marked))})"
-
-
-def _my_heads(p: Parsed) -> set[str]:
-    """The stems right after "my" / "our" ("my browser" -> {"browser"})."""
-    return {p.stems[i + 1] for i, w in enumerate(p.words[:-1]) if w in ("my", "our")}
 
 
 def find_tensions(
