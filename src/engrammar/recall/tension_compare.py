@@ -10,11 +10,20 @@ from .tension_words import ANCHOR, GENERAL, RELATIONS, SPECIFIC, SYNONYM
 from .text import _stem
 
 
+def _agent(stem: str) -> str:
+    """The verb of an agent noun: "eater" -> "eat", "runner" -> "run"; "" if it is none."""
+    if len(stem) < 5 or not stem.endswith("er"):
+        return ""
+    base = stem[:-2]
+    return base[:-1] if len(base) > 3 and base[-1] == base[-2] else base
+
+
 @lru_cache(maxsize=65536)
 def _fuzzy_index(
     b: frozenset[str],
-) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int]]:
-    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms."""
+) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int], frozenset[str]]:
+    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms,
+    the verbs of agent nouns ("a big meat eater" / "ate meat")."""
     general = frozenset(GENERAL[y] for y in b if y in GENERAL)
     specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
     return (
@@ -22,6 +31,7 @@ def _fuzzy_index(
         general,
         general | specific,
         frozenset(SYNONYM[y] for y in b if y in SYNONYM),
+        frozenset(_agent(y) for y in b) - {""},
     )
 
 
@@ -30,7 +40,7 @@ def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
     ("teacher" / "teaching")."""
     if not a or not b:
         return set()
-    prefixes, general, kinds, synonyms = _fuzzy_index(frozenset(b))
+    prefixes, general, kinds, synonyms, agents = _fuzzy_index(frozenset(b))
     return {
         x
         for x in a
@@ -39,6 +49,8 @@ def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
         or SYNONYM.get(x, -1) in synonyms
         or GENERAL.get(x, -1) in kinds
         or SPECIFIC.get(x, -1) in general
+        or x in agents
+        or (x.endswith("er") and _agent(x) in b)
     }
 
 

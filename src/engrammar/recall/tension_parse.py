@@ -91,6 +91,11 @@ PAID_OFF = re.compile(
     r"\bpaid off (?:my|our|the|all|it|that|those|these)\b|\bpaid (?:it|them|that) off\b"
     r"|\b(?:fully|finally|completely|now|is|are|been|got) paid off\b"
 )
+LAST_PAYMENT = re.compile(r"\b(?:last|final) (?:\w+ ){1,3}payment\b")
+# "It's been a year since I last ate meat": not since then.
+SINCE_LAST = re.compile(
+    r"\b(?:it's|it has|it is|it is been|its) been (?:\w+ ){1,4}since (i|we) last\b", re.I
+)
 # "a second helmet", "an extra key": one more of a kind, not a replacement.
 ONE_MORE = re.compile(
     r"\b(?:a|an) (?:second|third|extra|spare)\b(?! (?:year|grade|floor|place|round)\b)"
@@ -266,7 +271,7 @@ ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dul
 
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
-    text = OVER.sub(r"\1 hate ", FREE_OF.sub(r"\1 no \2", text))
+    text = OVER.sub(r"\1 hate ", FREE_OF.sub(r"\1 no \2", SINCE_LAST.sub(r"\1 have not", text)))
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
     words = [
         DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
@@ -334,6 +339,23 @@ def parse(text: str) -> Parsed:
         changes.setdefault("instead", len(words) - 1)
     for m in PAID_OFF.finditer(joined):
         changes.setdefault("paid off", len(joined[: m.start()].split()))
+    # "made the last car loan payment": the last of what was owed.
+    for m in LAST_PAYMENT.finditer(joined):
+        changes.setdefault("final payment", len(joined[: m.start()].split()))
+    # "Lost the Fitbit", "we lost Squeak": a thing or an animal of a name gone; "We're
+    # leaving Glasgow for Inverness": a place left for another.
+    for i, w in enumerate(words[:-1]):
+        nxt = (
+            words[i + 2]
+            if words[i + 1] in ("the", "my", "our") and i + 2 < len(words)
+            else words[i + 1]
+        )
+        if w in caps:
+            continue  # "The Lost City": a title
+        if w == "lost" and nxt in caps and not set(words[max(0, i - 3) : i]) & NEGATORS:
+            changes.setdefault("lost", i)
+        if w == "leaving" and nxt in caps and set(words[i + 2 : i + 4]) & {"for", "to"}:
+            changes.setdefault("moved", i)
     # "I've cut sugar out of my tea", "we called it off": the object between verb and particle.
     for i, w in enumerate(words):
         particle = next(

@@ -32,7 +32,8 @@ CHANGE = frozenset(
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
     joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
-    cleared closed shifted nicked swapped passed withdrew withdrawn deferred""".split()
+    cleared closed shifted nicked swapped passed withdrew withdrawn deferred folded bumping
+    upping""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -52,6 +53,9 @@ NOT_A_CHANGE = {
     ),
     "cleared": ("me", "us", "him", "her", "them", "for", "to", "up"),  # allowed; "cleared up"
     "closed": ("on",),  # "closed on the house": bought it
+    # "folded the laundry": a thing folded, not a club or a firm that closed
+    "folded": (*"the a an my our your his her their it them up".split(),),
+    "bumping": ("into",),
 }
 AMOUNTS = frozenset("most all much a so too the my our space time".split())
 ACCUSTOMED = frozenset("am is are was were be been get got getting".split())
@@ -125,6 +129,7 @@ CHANGE_PHRASES = (
     "not going ahead",
     "not go ahead",
     "not happen",
+    "a no go",
     "cut out",
     "kicked the habit",
 )
@@ -199,7 +204,7 @@ ANTONYMS = [
     ("alive", "dead"),
     ("awake", "asleep"),
     ("sober", "alcohol drunk booze"),
-    ("fine healthy", "hurt injured broke broken tore torn sprained sick ill"),
+    ("fine healthy fixed healed", "hurt injured broke broken tore torn sprained sick ill bad"),
 ]
 ANTONYM_OF = {
     w: frozenset(other.split())
@@ -366,6 +371,8 @@ ENDING = frozenset(
         "not going ahead",
         "not go ahead",
         "kicked the habit",
+        "folded",
+        "lost",
     ]
 )
 # Markers that also occur in plain narration: they need a closer match to count.
@@ -422,4 +429,5 @@ JOB_CHANGE = re.compile(
     r"|\b(?:switched|moved|transferred) (?:over )?to (?:the|a|an) (?:\w+ ){0,3}(?:team|department|ward"
     r"|unit|role|position)\b"
     r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
+    r"|\b(?:my|our) (?:last|final) (?:day|shift) (?:at|with|in|for)\b"
 )

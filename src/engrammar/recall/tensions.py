@@ -122,7 +122,9 @@ CANCELS = frozenset(
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold|pulled the plug|not going ahead|not go ahead|not happen|not happening""".split("|")
+    |on hold|pulled the plug|not going ahead|not go ahead|not happen|not happening|a no go""".split(
+        "|"
+    )
 )
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset(
