@@ -221,3 +221,35 @@ def passive(p: Parsed, at: int) -> bool:
 def my_heads(p: Parsed) -> set[str]:
     """The stems right after "my" / "our" ("my browser" -> {"browser"})."""
     return {p.stems[i + 1] for i, w in enumerate(p.words[:-1]) if w in ("my", "our")}
+
+
+def toward(p: Parsed, change: str, names: set[str]) -> bool:
+    """Whether ``change`` goes to or into a name of ``names`` ("migrated my documents into
+    Evernote"): a move towards what the other statement already names."""
+    at = p.changes[change] + len(change.split())
+    for i in range(at, min(len(p.words) - 1, at + 8)):
+        if p.words[i] in ("to", "into"):
+            at = i + 1 + (p.words[i + 1] in DETERMINERS_ALL)
+            # the whole name: "to a Galaxy S23" is not "Galaxy S7"
+            name = []
+            while at < len(p.words) and (
+                p.words[at] in p.caps or any(c.isdigit() for c in p.words[at])
+            ):
+                name.append(p.words[at])
+                at += 1
+            return bool(name) and set(name) <= names
+    return False
+
+
+_AMOUNT_CHANGES = frozenset("went up|gone up|went down|gone down".split("|"))
+
+
+def amount_of_other(p: Parsed, change: str, shared: set[str]) -> bool:
+    """Whether an amount going up or down is of a thing not shared: the content word before
+    the change ("the car park charges went up"), past "has", "have" and the like."""
+    if change not in _AMOUNT_CHANGES:
+        return False
+    at = p.changes[change] - 1
+    while at >= 0 and p.words[at] in ("has", "have", "had", "'s", "just", "all", "again"):
+        at -= 1
+    return at >= 0 and p.stems[at] in p.content and p.stems[at] not in shared

@@ -60,7 +60,12 @@ SENTENCE_END = re.compile(
 )
 MAX_SENTENCES = 8
 # "It turns out I'm not allergic": what follows is the statement.
-HEDGE = re.compile(r"^(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*", re.IGNORECASE)
+HEDGE = re.compile(
+    r"^(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*"
+    # "The vet says our dog is down to 26 kilos": what is said of me or mine
+    r"|^(?:the\s+|my\s+)?\w+\s+(?:says|said|reckons|thinks|confirmed)\s+(?:that\s+)?(?=(?:i|we|my|our)\b)",
+    re.IGNORECASE,
+)
 # A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
 CLAUSE = re.compile(
     r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+"

@@ -18,6 +18,11 @@ from .tension_words import (
 )
 from .text import STOP_WORDS, _stem
 
+# Whose thing: "my manager's number" is the manager's, not mine.
+PEOPLE = RELATIONS | frozenset(
+    "manager boss landlord landlady teacher doctor coach vet dentist tutor".split()
+)
+
 # A number keeps its suffix: "3rd", "6am", "60k".
 TOKEN = re.compile(
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
@@ -175,6 +180,12 @@ def _subject(words: list[str], text: str) -> str:
             ):
                 return "self"
             return f"other:{rest[0]}"
+        # "My manager's number has changed": someone else's thing.
+        if words[2:3] == ["'s"] and words[1] in PEOPLE:
+            return f"other:{words[1]}"
+        return "self"
+    # "They've cut me down to two shifts", "they moved me to the 19th": what is done to me.
+    if first == "they" and set(words[1:4]) & {"me", "us"}:
         return "self"
     if first in ("he", "she", "they", "his", "her", "their"):
         return "other:pronoun"

@@ -14,12 +14,13 @@ NEGATORS = frozenset(
 )
 POSITIVE = frozenset(
     """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
-    glad fond fascinating fascinated great good wonderful amazing interesting fun fan""".split()
+    glad fond fascinating fascinated great good wonderful amazing interesting fun fan
+    obsessed""".split()
 )
 NEGATIVE = frozenset(
     """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
     boring bored awful terrible bad horrible annoying annoyed tedious dull overrated gross
-    disgusting bores bore""".split()
+    disgusting bores bore worst""".split()
 )
 FREQUENCY = frozenset(
     "always usually often sometimes rarely ever twice daily weekly nightly".split()
@@ -33,7 +34,7 @@ CHANGE = frozenset(
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
     joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
     cleared closed shifted nicked swapped passed withdrew withdrawn deferred folded bumping
-    upping""".split()
+    upping overtaken overtook""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -130,6 +131,9 @@ CHANGE_PHRASES = (
     "not go ahead",
     "not happen",
     "a no go",
+    "not renew",
+    "not renewed",
+    "not renewing",
     "cut out",
     "kicked the habit",
 )
@@ -371,6 +375,9 @@ ENDING = frozenset(
         "not going ahead",
         "not go ahead",
         "kicked the habit",
+        "not renew",
+        "not renewed",
+        "not renewing",
         "folded",
         "lost",
     ]

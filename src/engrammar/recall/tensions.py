@@ -36,6 +36,7 @@ from ..models import Tension
 from .tension_compare import (
     actor_of,
     affects,
+    amount_of_other,
     amounts_of,
     contacts,
     fuzzy_shared,
@@ -50,6 +51,7 @@ from .tension_compare import (
     passive,
     subjects_agree,
     thing_apart,
+    toward,
 )
 from .tension_parse import (
     STOP_STEMS,
@@ -93,7 +95,8 @@ _BREAK_UP = re.compile(
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
     r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b|\bseparate ways\b"
     r"|(?:we|i) are (?:over|done|through)|it (?:'s|is) over between"
-    r"|(?:have|has|had) not (?:spoken|talked)|not (?:speaking|talking) to each other)\b"
+    r"|(?:have|has|had) not (?:spoken|talked)|not (?:speaking|talking) to each other"
+    r"|call(?:ed)? it a day)\b"
 )
 _SEEING = re.compile(
     r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
@@ -435,6 +438,11 @@ def _detect(
         # "I switched my dissertation topic to the Tudors": a possession of the speaker's the
         # older statement does not name is what changed, whatever new name it now has.
         announced = {c for c in announced if c not in _TRANSITIVE or not own_other(b, c, a)}
+    # "I migrated my old Word documents into Evernote": a move to what the older one names;
+    # "The station car park charges went up": an amount of something it does not name.
+    announced = {
+        c for c in announced if not toward(b, c, a.caps) and not amount_of_other(b, c, shared_b)
+    }
     # "The marathon is now sold out": a present of something else than the older subject.
     if b.subject.startswith("thing:") and b.subject != a.subject:
         announced = {c for c in announced if c not in WEAK_CHANGE}
