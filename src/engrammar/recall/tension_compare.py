@@ -253,3 +253,12 @@ def amount_of_other(p: Parsed, change: str, shared: set[str]) -> bool:
     while at >= 0 and p.words[at] in ("has", "have", "had", "'s", "just", "all", "again"):
         at -= 1
     return at >= 0 and p.stems[at] in p.content and p.stems[at] not in shared
+
+
+def common(p: Parsed, other: Parsed) -> str:
+    """``p``'s subject, a capitalised first word taken for a name made a thing when ``other``
+    writes it in lower case ("Barbecue's been rained off" / "We're having a barbecue")."""
+    who = p.subject[6:] if p.subject.startswith("other:") else ""
+    if who and who not in RELATIONS and who not in other.caps and who in other.words:
+        return f"thing:{_stem(who)}"
+    return p.subject

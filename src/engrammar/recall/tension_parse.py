@@ -96,6 +96,10 @@ PAID_OFF = re.compile(
     r"\bpaid off (?:my|our|the|all|it|that|those|these)\b|\bpaid (?:it|them|that) off\b"
     r"|\b(?:fully|finally|completely|now|is|are|been|got) paid off\b"
 )
+# "I can't get enough of chocolate": a liking, no denial.
+ENOUGH = re.compile(r"\b(?:can't|cannot|can not|cant) get enough of\b", re.I)
+# "Both kittens have gone to their forever homes": rehomed.
+REHOMED = re.compile(r"\b(?:gone|went|go) to (?:a|their|his|her|new|loving|forever| )+homes?\b")
 LAST_PAYMENT = re.compile(r"\b(?:last|final) (?:\w+ ){1,3}payment\b")
 # "It's been a year since I last ate meat": not since then.
 SINCE_LAST = re.compile(
@@ -253,7 +257,7 @@ def head_of(words: list[str]) -> str:
 # "I can't stand jazz", "open-plan offices drive me mad": a stance, the same as hating it.
 STANCES = re.compile(
     r"\b(?:can't|cannot|can not|cant) stand\b|\bdriv(?:e|es|ing) me (?:mad|crazy|nuts|up the wall)\b"
-    r"|\b(?:gets?|getting) me down\b",
+    r"|\b(?:gets?|getting) me down\b|\blost (?:all )?(?:interest|my appetite) (?:in|for)\b",
     re.I,
 )
 
@@ -277,6 +281,7 @@ ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dul
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
     text = OVER.sub(r"\1 hate ", FREE_OF.sub(r"\1 no \2", SINCE_LAST.sub(r"\1 have not", text)))
+    text = ENOUGH.sub(" love ", text)
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
     words = [
         DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
@@ -345,6 +350,8 @@ def parse(text: str) -> Parsed:
     for m in PAID_OFF.finditer(joined):
         changes.setdefault("paid off", len(joined[: m.start()].split()))
     # "made the last car loan payment": the last of what was owed.
+    for m in REHOMED.finditer(joined):
+        changes.setdefault("rehomed", len(joined[: m.start()].split()))
     for m in LAST_PAYMENT.finditer(joined):
         changes.setdefault("final payment", len(joined[: m.start()].split()))
     # "Lost the Fitbit", "we lost Squeak": a thing or an animal of a name gone; "We're
@@ -451,6 +458,8 @@ def parse(text: str) -> Parsed:
                 and words[i + 1 : i + 2]
                 and (words[i + 1] not in STOP_WORDS or words[i + 1] in ("much", "many", "few"))
             )
+            # "we'll do it another time": a later one, not one more
+            and not (w == "another" and words[i + 1 : i + 2] in (["time"], ["day"], ["week"]))
             for i, w in enumerate(words)
         )
         or "as well" in joined

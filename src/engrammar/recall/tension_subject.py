@@ -226,6 +226,9 @@ def _subject(words: list[str], text: str) -> str:
     # a thing, named by its first word as after "the".
     # "City life really gets me down": an adverb may come between.
     verb = next((k for k, w in enumerate(words[1:4], 1) if w in _THING_VERBS), 0)
+    # "Book club meets on ...": a compound noun and a verb of the present.
+    if not verb and len(words) > 3 and words[2] in _PRESENT_VERBS:
+        verb = 2
     if (
         verb
         and first not in STOP_WORDS
@@ -238,4 +241,5 @@ def _subject(words: list[str], text: str) -> str:
     return "neutral"
 
 
+_PRESENT_VERBS = frozenset("meets starts runs opens closes costs takes finishes ends".split())
 _THING_VERBS = COPULA | frozenset("has have got gets 's go goes went gone".split())

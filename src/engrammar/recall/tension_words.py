@@ -34,7 +34,7 @@ CHANGE = frozenset(
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
     joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
     cleared closed shifted nicked swapped passed withdrew withdrawn deferred folded bumping
-    upping overtaken overtook""".split()
+    upping overtaken overtook stole""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -131,6 +131,8 @@ CHANGE_PHRASES = (
     "not go ahead",
     "not happen",
     "a no go",
+    "rained off",
+    "stepped back from",
     "not renew",
     "not renewed",
     "not renewing",
@@ -375,6 +377,9 @@ ENDING = frozenset(
         "not going ahead",
         "not go ahead",
         "kicked the habit",
+        "stepped back from",
+        "stole",
+        "rehomed",
         "not renew",
         "not renewed",
         "not renewing",

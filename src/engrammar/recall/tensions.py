@@ -38,6 +38,7 @@ from .tension_compare import (
     affects,
     amount_of_other,
     amounts_of,
+    common,
     contacts,
     fuzzy_shared,
     left_values,
@@ -125,7 +126,7 @@ CANCELS = frozenset(
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold|pulled the plug|not going ahead|not go ahead|not happen|not happening|a no go""".split(
+    |on hold|pulled the plug|not going ahead|not go ahead|not happen|not happening|a no go|rained off""".split(
         "|"
     )
 )
@@ -346,6 +347,8 @@ def _detect(
         mentions(a.subject, b) or mentions(b.subject, a) or owned(a) or owned(b)
     ):
         subjects = ("self", "self")
+    elif not subjects_agree(*subjects):
+        subjects = (common(a, b), common(b, a))
     if not subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
         return None
     # A request, plan or wish states no new fact ("I'm considering the Bose", "I could
