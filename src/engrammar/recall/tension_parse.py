@@ -280,8 +280,15 @@ ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dul
 
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
-    text = OVER.sub(r"\1 hate ", FREE_OF.sub(r"\1 no \2", SINCE_LAST.sub(r"\1 have not", text)))
-    text = ENOUGH.sub(" love ", text)
+    low = text.lower()
+    if "since" in low:
+        text = SINCE_LAST.sub(r"\1 have not", text)
+    if "-free" in low:
+        text = FREE_OF.sub(r"\1 no \2", text)
+    if " over " in low:
+        text = OVER.sub(r"\1 hate ", text)
+    if "enough" in low:
+        text = ENOUGH.sub(" love ", text)
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
     words = [
         DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
@@ -350,20 +357,22 @@ def parse(text: str) -> Parsed:
     for m in PAID_OFF.finditer(joined):
         changes.setdefault("paid off", len(joined[: m.start()].split()))
     # "made the last car loan payment": the last of what was owed.
-    for m in REHOMED.finditer(joined):
-        changes.setdefault("rehomed", len(joined[: m.start()].split()))
-    for m in LAST_PAYMENT.finditer(joined):
-        changes.setdefault("final payment", len(joined[: m.start()].split()))
+    if " home" in joined:
+        for m in REHOMED.finditer(joined):
+            changes.setdefault("rehomed", len(joined[: m.start()].split()))
+    if "payment" in joined:
+        for m in LAST_PAYMENT.finditer(joined):
+            changes.setdefault("final payment", len(joined[: m.start()].split()))
     # "Lost the Fitbit", "we lost Squeak": a thing or an animal of a name gone; "We're
     # leaving Glasgow for Inverness": a place left for another.
     for i, w in enumerate(words[:-1]):
+        if w not in ("lost", "leaving") or w in caps:
+            continue  # "The Lost City": a title
         nxt = (
             words[i + 2]
             if words[i + 1] in ("the", "my", "our") and i + 2 < len(words)
             else words[i + 1]
         )
-        if w in caps:
-            continue  # "The Lost City": a title
         if w == "lost" and nxt in caps and not set(words[max(0, i - 3) : i]) & NEGATORS:
             changes.setdefault("lost", i)
         if w == "leaving" and nxt in caps and set(words[i + 2 : i + 4]) & {"for", "to"}:
