@@ -79,6 +79,125 @@ DAY = 86400.0
 HISTORY = """
 ## History
 
+### Session 10, issue 15 item 3: six more batches, and what fires in LongMemEval scopes 20-39
+
+Before: main at 80c63f8 (a clean `git archive` of its `src`); after: branch tens10. Both on the
+same data (the labelled set as it now is, 1,119 pairs) with the command at the top (before:
+`PYTHONPATH=<80c63f8>/src python bench/tensions.py --no-locomo --out /tmp/...`, the same
+script; its LoCoMo and LongMemEval figures are the session 9 ones above, unchanged code).
+
+Tune grew from 809 to 1,059 pairs: 250 written in session 10 in six batches (field `batch`,
+s10b1-s10b6; 156 contradictions, 94 look-alikes, every topic of the set in each batch), in
+wordings the set did not have: "a thing of the past", "X-free", "I'm so over X", "isn't going
+ahead", "scratch that", "went from 140 to 155", "they've moved me to the 19th", "X is my
+browser now", present restatements ("Breakfast is eggs on toast for me now", "I'm more of an
+autumn fan nowadays"), "called it a day", "haven't spoken since", "it's been a year since I
+last ate meat", "the vet says our dog is down to 26 kilos", "rained off", "gone to their
+forever homes", and look-alikes beside each ("my mate got laid off", "I switched my
+dissertation topic to the Tudors", "our savings rate is 4.5 percent now", "I migrated my old
+Word documents into Evernote", "the car park charges went up"). Each batch was measured before
+any rule was written for it; batches 1-2 on main, batches 3-6 each with the rules of the
+batches before it (first look; main on the same batch beside it; the last column is the final
+code, fitted to all of them):
+
+| batch | pairs (contradictions) | first look recall / precision | main on the batch | after session 10 |
+|---|---|---|---|---|
+| s10b1 | 42 (26) | 0.538 / 0.933 (main) | 0.538 / 0.933 | 0.846 / 1.0 |
+| s10b2 | 40 (26) | 0.500 / 0.929 (main) | 0.500 / 0.929 | 0.769 / 1.0 |
+| s10b3 | 42 (26) | 0.385 / 0.769 (batch 1-2 rules) | 0.385 / 0.769 | 0.577 / 0.938 |
+| s10b4 | 42 (26) | 0.538 / 1.0 (batch 1-3 rules) | 0.538 / 1.0 | 0.808 / 1.0 |
+| s10b5 | 42 (26) | 0.538 / 0.824 (batch 1-4 rules) | 0.538 / 0.824 | 0.769 / 1.0 |
+| s10b6 | 42 (26) | 0.462 / 1.0 (batch 1-5 rules) | 0.462 / 1.0 | 0.692 / 1.0 |
+
+The first looks of batches 3-6 equal main's on the same batch: the rules written for earlier
+batches found no contradiction of a later batch that main missed, nor lost one. That is the
+honest estimate of what word rules add on wordings not yet seen: about nothing per batch; a
+new batch's recall on first look stays 0.46-0.54. Held-out gained one pair.
+
+| set | figure | before (main) | after |
+|---|---|---|---|
+| heldout (60 pairs, 34 contradictions; measured, never inspected) | precision / recall | 0.933 / 0.824 | 0.935 / 0.853 |
+| heldout | newer-first, one call / two calls | 0.912 / 0.912 | 0.912 / 0.912 |
+| heldout | past-first | 0.84 | 0.84 |
+| tune (1,059 pairs, 672 contradictions) | precision / recall | 0.973 / 0.746 | 0.987 / 0.807 |
+| tune | newer-first, one call / two calls | 0.844 / 0.844 | 0.876 / 0.876 |
+| tune | past-first | 0.929 | 0.936 |
+| tune, the 809 pairs before session 10 | precision / recall | 0.986 / 0.822 | 0.986 / 0.826 |
+| LoCoMo conversations 1-10 | flagged pairs per 1,000 turns | 2.38 (14) | 2.21 (13) |
+| LME dev scopes 0-19 (4,628 user turns) | flagged per 1,000 user turns | 4.32 (20) | 4.32 (20) |
+| LME dev scopes 20-39 (4,515 user turns) | flagged per 1,000 user turns | 22.59 (102) | 3.32 (15) |
+| LME dev, all 272 scopes (61,164 user turns) | flagged pairs | 642 (10.5 per 1,000) | 389 (6.36 per 1,000) |
+| tests/data/tensions*.jsonl | precision / recall | 1.0 / 1.0 | 1.0 / 1.0 |
+
+Held-out was measured seven times in the session, detection only and in aggregate (after the
+batch 1-2 rules, after batches 3, 4, 5 and 6, and in the two full runs): 29 of 34 found every
+time, 2 false alarms
+(0.853 / 0.935, from 0.824 / 0.933); its ranking figures were taken in aggregate twice (the
+first full run, after batch 4, and the final run). One slip to note: printing the first lines
+of the data file at the start showed one held-out pair (a move between two cities); no rule
+was written from it.
+
+What fires in LongMemEval scopes 20-39 (read in the terminal; described, not quoted: the
+text is evaluation data): 81 of the 102 were one scope's chess game, the user's moves in the
+present tense ("I respond with" a move) read as changed values. A turn in a game or an
+exchange (respond, reply, answer, guess on both sides) is an event, not a state with a value:
+102 -> 15. Also left alone now: a number of goods sold (a trade, not something given up), a
+denial with "never ... before" in the newer message (new to the speaker), a ", so I don't ..."
+after a plan (its purpose, no statement), a capitalised change word (a title). What is left there: a change told in
+passing about another thing (a flight delayed, a camera sold), a place within a place
+(a district in the city named before), pasted prompt templates, a duration restated.
+
+What changed in the detector: change cues "a thing of the past", "not going ahead", "won't
+happen", "a no go", "rained off", "cut out" (not "cut out for"), deferred, folded (not "folded
+the laundry"), bumping / upping, overtaken, stole, "stepped back from", "didn't renew", "my
+last day at", "the last car loan payment", "lost the Fitbit" / "we lost Squeak" (a named thing),
+"leaving Glasgow for Inverness", "gone to their forever homes"; "I'm migraine-free" denies
+migraines, "it's been a year since I last ate meat" denies eating it now, "I'm so over X",
+"gets me down", "lost all interest in", "worst" are stances, "can't get enough of", "obsessed
+with" likings; "went from 140 to 155" (the from-value is the older one's), days of the month
+("the 19th") as dates, "they moved me / cut me down" happen to the speaker, "X says (that)
+I ..." is a statement about the speaker, "Book club meets" / "Council tax went" / "City life
+really gets me down" have their subject, a capitalised first word that the other statement
+writes in lower case is a thing ("Barbecue's been rained off"), "Breakfast is ... for me now"
+is the speaker's choice, "X is my browser now" against "... as my browser" and "more of an
+autumn fan nowadays" against an older liking are swaps, an agent noun is its verb ("meat
+eater" / "ate meat"), sore / hurt / pain one attribute, fixed / healed against bad / hurt,
+remarried a status, "it's over between", "haven't spoken since", "called it a day" end a
+couple, "my manager's number" is someone else's, "another time" is not additive. Look-alikes
+now left alone: a possession the older statement does not name switched ("I switched my
+dissertation topic to the Tudors"), a move into what the older one names ("migrated my
+documents into Evernote"), an amount going up of a thing it does not name ("the car park
+charges went up"), two kinds of a thing each with its own value ("mortgage rate" / "savings
+rate ... now"), a named thing still there with only how it is had not restated ("I use a
+Kindle" / "I'm reading a thriller on my Kindle these days"), "my mate got laid off".
+`tension_subject.py` (tokens, openers, the subject) was split off `tension_parse.py` and some
+helpers moved to `tension_compare.py` to keep every file under 800 lines.
+
+Cost: `bench/tensions_speed.py`, main and this branch alternated twice on the shared machine
+(load 10-11): main 406-418 µs a pair, this branch 445-463 µs, about 1.1x (before the cue-word
+guards of the last commit; with them, alternated twice at load 6-8: main 363-403 µs, this
+branch 409-434 µs, 1.08-1.13x).
+
+Retrieval: the detector feeds ranking only through the supersedes / contradicts edges written
+at `add`. LoCoMo: 13 flagged pairs instead of 14 (`python bench/locomo.py --embed-cache --variants default`, a fresh store ingested with this
+branch: recall@10 / nDCG@10 0.796 / 0.633, tune 0.801 / 0.644, held-out 0.791 / 0.622; main's
+fresh-store figures in session 9: 0.796 / 0.633, 0.802 / 0.645, 0.791 / 0.622). LongMemEval: over all 272
+scopes' user turns (every pair with cosine >= 0.3, a superset of the pairs ingest checks) the
+flagged pairs go from 642 to 389: 261 no longer flagged (237 of them the chess game, which
+three questions' haystacks share), 8 newly flagged in 6 scopes (read: one true, a named gadget lost after
+the user said they use it; the rest a change told in passing about something else, "after
+all" in a retelling, "since I last" of one kind of trip against trips in general), 24 scopes touched in all; LongMemEval retrieval was not re-run (an
+ingest of the store on the shared cores did not fit in the session). The tests that cover
+newer-first and supersession (test_tensions, test_supersession, test_newer_first,
+test_facts_change, test_recall_lme) pass.
+
+Still short: the first looks say the word rules do not carry over to new wordings (0.46-0.54
+recall on every new batch); held-out reaches the target by one pair (29 of 34; 28 is 0.824),
+so it rests on a small margin. Misses left are world knowledge ("got rid of the landline"
+against "my home phone", "car share" against "drive", "a lift to college" against "two buses"),
+pairs below the similarity gate, and restatements of a habit with another value and no cue
+("I'm renting a one-bed on my own in Leeds" against "a room in a shared house").
+
 ### Session 9, issue 15 item 3: wordings nobody had written, and one call against two
 
 Before: main at 4ee7ce5 (a clean `git archive` of it: main's checkout had moved on while this
@@ -570,7 +689,7 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         f"Data: `bench/data/tensions_pairs.jsonl`, {doc['pairs']} (older, newer) pairs written for this project over "
         f"{doc['topics']} topics; {doc['detection']['heldout']['pairs']} of them (`split` = heldout, a third of the "
         "first 180) were kept out of tuning, their errors are counted and never listed; the session 9 "
-        "batches are tune (field `batch`). "
+        "and 10 batches are tune (field `batch`). "
         f"Model: the default MiniLM; similarity gate `tension_min_similarity` = {MIN_SIMILARITY}.",
         "",
         "## Detection (`recall.tensions.detect_tension`)",

@@ -10,11 +10,20 @@ from .tension_words import ANCHOR, GENERAL, RELATIONS, SPECIFIC, SYNONYM
 from .text import _stem
 
 
+def _agent(stem: str) -> str:
+    """The verb of an agent noun: "eater" -> "eat", "runner" -> "run"; "" if it is none."""
+    if len(stem) < 5 or not stem.endswith("er"):
+        return ""
+    base = stem[:-2]
+    return base[:-1] if len(base) > 3 and base[-1] == base[-2] else base
+
+
 @lru_cache(maxsize=65536)
 def _fuzzy_index(
     b: frozenset[str],
-) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int]]:
-    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms."""
+) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int], frozenset[str]]:
+    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms,
+    the verbs of agent nouns ("a big meat eater" / "ate meat")."""
     general = frozenset(GENERAL[y] for y in b if y in GENERAL)
     specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
     return (
@@ -22,6 +31,7 @@ def _fuzzy_index(
         general,
         general | specific,
         frozenset(SYNONYM[y] for y in b if y in SYNONYM),
+        frozenset(_agent(y) for y in b) - {""},
     )
 
 
@@ -30,7 +40,7 @@ def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
     ("teacher" / "teaching")."""
     if not a or not b:
         return set()
-    prefixes, general, kinds, synonyms = _fuzzy_index(frozenset(b))
+    prefixes, general, kinds, synonyms, agents = _fuzzy_index(frozenset(b))
     return {
         x
         for x in a
@@ -39,6 +49,8 @@ def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
         or SYNONYM.get(x, -1) in synonyms
         or GENERAL.get(x, -1) in kinds
         or SPECIFIC.get(x, -1) in general
+        or x in agents
+        or (x.endswith("er") and _agent(x) in b)
     }
 
 
@@ -152,3 +164,101 @@ def mentions(subject: str, other: Parsed) -> bool:
     if who in ("pronoun", "you") or who in RELATIONS:
         return False
     return who in other.caps or _stem(who) in other.content
+
+
+def left_values(p: Parsed) -> set[str]:
+    """The value keys a statement says a thing went from: "from 140 to 155" -> {"140"}."""
+    out = set()
+    for i, w in enumerate(p.words[:-2]):
+        if w == "from" and "to" in p.words[i + 2 : i + 5]:
+            key = _stem(p.words[i + 1])
+            if key in p.values and p.values[key][0] in ("number", "date"):
+                out.add(key)
+    return out
+
+
+def other_kind(a: Parsed, b: Parsed, shared: set[str]) -> bool:
+    """Whether the statements give values of two kinds of a thing: "Our mortgage rate is 1.9
+    percent" / "Our savings rate is 4.5 percent now" (the shared word's modifier differs and
+    both sides have a value of their own)."""
+    if not a.values or not b.values:
+        return False
+    for t in shared:
+        ma, mb = modifier_of(a, t), modifier_of(b, t)
+        if ma and mb and ma != mb:
+            return True
+    return False
+
+
+def own_other(b: Parsed, change: str, a: Parsed) -> bool:
+    """Whether ``change`` is done to a possession ("my ...") the older statement ``a`` does not
+    name."""
+    at = b.changes[change] + len(change.split())
+    if b.words[at : at + 1] not in (["my"], ["our"]):
+        return False
+    phrase = object_phrase(b, change)
+    return bool(phrase) and not fuzzy_shared(set(phrase), a.content)
+
+
+def contacts(p: Parsed) -> set[str]:
+    return {w for t, w in p.values.values() if t == "contact"}
+
+
+def thing_apart(a: Parsed, b: Parsed) -> bool:
+    """Whether one statement is about a thing the other one, the speaker's, does not name."""
+    for x, y in ((a, b), (b, a)):
+        if x.subject.startswith("thing:") and y.subject == "self":
+            return not fuzzy_shared({x.subject[6:]}, y.content)
+    return False
+
+
+def passive(p: Parsed, at: int) -> bool:
+    """Whether the change at word ``at`` is passive ("Climbing's been replaced by ...", "the
+    trip got cancelled"): what it is done to comes before it."""
+    return at > 0 and p.words[at - 1] in {"been", "was", "were", "got", "is", "are", "be"}
+
+
+def my_heads(p: Parsed) -> set[str]:
+    """The stems right after "my" / "our" ("my browser" -> {"browser"})."""
+    return {p.stems[i + 1] for i, w in enumerate(p.words[:-1]) if w in ("my", "our")}
+
+
+def toward(p: Parsed, change: str, names: set[str]) -> bool:
+    """Whether ``change`` goes to or into a name of ``names`` ("migrated my documents into
+    Evernote"): a move towards what the other statement already names."""
+    at = p.changes[change] + len(change.split())
+    for i in range(at, min(len(p.words) - 1, at + 8)):
+        if p.words[i] in ("to", "into"):
+            at = i + 1 + (p.words[i + 1] in DETERMINERS_ALL)
+            # the whole name: "to a Galaxy S23" is not "Galaxy S7"
+            name = []
+            while at < len(p.words) and (
+                p.words[at] in p.caps or any(c.isdigit() for c in p.words[at])
+            ):
+                name.append(p.words[at])
+                at += 1
+            return bool(name) and set(name) <= names
+    return False
+
+
+_AMOUNT_CHANGES = frozenset("went up|gone up|went down|gone down".split("|"))
+
+
+def amount_of_other(p: Parsed, change: str, shared: set[str]) -> bool:
+    """Whether an amount going up or down is of a thing not shared: the content word before
+    the change ("the car park charges went up"), past "has", "have" and the like."""
+    if change not in _AMOUNT_CHANGES:
+        return False
+    at = p.changes[change] - 1
+    while at >= 0 and p.words[at] in ("has", "have", "had", "'s", "just", "all", "again"):
+        at -= 1
+    return at >= 0 and p.stems[at] in p.content and p.stems[at] not in shared
+
+
+def common(p: Parsed, other: Parsed) -> str:
+    """``p``'s subject, a capitalised first word taken for a name made a thing when ``other``
+    writes it in lower case ("Barbecue's been rained off" / "We're having a barbecue")."""
+    who = p.subject[6:] if p.subject.startswith("other:") else ""
+    if who and who not in RELATIONS and who not in other.caps and who in other.words:
+        return f"thing:{_stem(who)}"
+    return p.subject

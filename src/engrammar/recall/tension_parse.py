@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .tension_subject import TOKEN, leading, subject_of
 from .tension_words import (
     ACCUSTOMED,
     ADDITIVE,
-    ADJ_BEFORE_RELATION,
     AMOUNTS,
     CHANGE,
     CHANGE_PHRASES,
@@ -27,7 +27,6 @@ from .tension_words import (
     IRREGULAR,
     JOB_CHANGE,
     JOB_FRAME,
-    LEADING,
     MONTHS,
     NEGATIVE,
     NEGATORS,
@@ -43,10 +42,6 @@ from .tension_words import (
 )
 from .text import STOP_WORDS, _stem
 
-# A number keeps its suffix: "3rd", "6am", "60k".
-TOKEN = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
-)
 CONTRACTIONS = {
     "n't": ["not"],
     "'m": ["am"],
@@ -65,7 +60,12 @@ SENTENCE_END = re.compile(
 )
 MAX_SENTENCES = 8
 # "It turns out I'm not allergic": what follows is the statement.
-HEDGE = re.compile(r"^(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*", re.IGNORECASE)
+HEDGE = re.compile(
+    r"^(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*"
+    # "The vet says our dog is down to 26 kilos": what is said of me or mine
+    r"|^(?:the\s+|my\s+)?\w+\s+(?:says|said|reckons|thinks|confirmed)\s+(?:that\s+)?(?=(?:i|we|my|our)\b)",
+    re.IGNORECASE,
+)
 # A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
 CLAUSE = re.compile(
     r"(?:[,;]\s*|\s+)(?:and|but)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+"
@@ -95,6 +95,15 @@ GAVE_AWAY = re.compile(r"\b(?:gave|given|handed) (?:my|our|the) (?:\w+ ){1,3}?(?
 PAID_OFF = re.compile(
     r"\bpaid off (?:my|our|the|all|it|that|those|these)\b|\bpaid (?:it|them|that) off\b"
     r"|\b(?:fully|finally|completely|now|is|are|been|got) paid off\b"
+)
+# "I can't get enough of chocolate": a liking, no denial.
+ENOUGH = re.compile(r"\b(?:can't|cannot|can not|cant) get enough of\b", re.I)
+# "Both kittens have gone to their forever homes": rehomed.
+REHOMED = re.compile(r"\b(?:gone|went|go) to (?:a|their|his|her|new|loving|forever| )+homes?\b")
+LAST_PAYMENT = re.compile(r"\b(?:last|final) (?:\w+ ){1,3}payment\b")
+# "It's been a year since I last ate meat": not since then.
+SINCE_LAST = re.compile(
+    r"\b(?:it's|it has|it is|it is been|its) been (?:\w+ ){1,4}since (i|we) last\b", re.I
 )
 # "a second helmet", "an extra key": one more of a kind, not a replacement.
 ONE_MORE = re.compile(
@@ -189,23 +198,6 @@ def split_words(text: str) -> tuple[list[str], set[str]]:
     return words, caps
 
 
-def leading(words: list[str]) -> int:
-    """How many words open the sentence before its subject ("so", "now", "these days")."""
-    skip = 0
-    while skip < len(words) - 1:
-        # "Change of plan: the party is ...", "Ever since I ..."
-        opening = next((ph for ph in _OPENING if words[skip : skip + len(ph)] == ph), None)
-        if opening is not None and skip + len(opening) < len(words):
-            skip += len(opening)
-        elif words[skip] in LEADING:
-            skip += 1
-        elif words[skip : skip + 2] == ["these", "days"] and skip + 2 < len(words):
-            skip += 2
-        else:
-            break
-    return skip
-
-
 # Every change phrase at every word start, the longest first where two start together.
 _PHRASES = re.compile(
     r"(?=(?:^|(?<= ))("
@@ -215,186 +207,6 @@ _PHRASES = re.compile(
 _OBJECT_WORDS = frozenset(
     "a an the my our your his her their it them that this those these me us him".split()
 )
-_OPENING = [
-    ph.split()
-    for ph in (
-        "change of plan",
-        "change of plans",
-        "update",
-        "correction",
-        "by the way",
-        "heads up",
-        "ever since",
-        "now that",
-    )
-]
-
-
-def subject_of(words: list[str], text: str) -> str:
-    """``self`` (I, we, my ...), ``other:<who>`` (my sister, Melanie, she) or ``neutral``;
-    a statement without its subject, as chat drops it ("Moved to Glasgow last week", "Still
-    using my old phone"), is the speaker's."""
-    found = _subject(words, text)
-    if found == "neutral" and words and _dropped_subject(words):
-        return "self"
-    # "Started a new job on Monday": a change opening the sentence is its verb, not an opener.
-    if words and words[0].endswith("ed") and words[0] in CHANGE and _dropped_subject(words):
-        return "self"
-    # "Aisle seats only for me now": the speaker's choice (no verb, no denial).
-    if (
-        found == "neutral"
-        and {"for me", "for us"} & {" ".join(words[i : i + 2]) for i in range(len(words))}
-        and not set(words) & (_FINITE | NEGATORS | {"has", "have", "had", "am"})
-        and not any(w.endswith("ed") for w in words)
-    ):
-        return "self"
-    return found
-
-
-def _dropped_subject(words: list[str]) -> bool:
-    """Whether the sentence opens with a verb whose subject "I" is left out: a past form
-    ("Moved to ...", "Gave up ..."), an opener of one ("Still", "Finally", "Haven't"), or a
-    gerund that is no subject itself ("Heading to Berlin", not "Making a switch could ...")."""
-    at = 0
-    while at < len(words) - 1 and words[at] in _DROP_OPENERS:
-        at += 1
-    first = words[at]
-    if first in _PAST_FORMS or (first.endswith("ed") and len(first) > 4):
-        return at + 1 < len(words) and words[at + 1] not in COPULA | {"'s", "has", "have"}
-
-    if first.endswith("ing") and len(first) > 4:
-        nxt = words[at + 1] if at + 1 < len(words) else ""
-        opens = (
-            at > 0 or nxt in _PREPOSITIONS or any(c.isdigit() for c in nxt) or nxt in ("my", "our")
-        )
-        return opens and not set(words[at + 1 : at + 8]) & _FINITE
-    # "Down to 84 kilos", "Up to 30 minutes a day": the speaker's amount
-    if (
-        words[0] in ("down", "up")
-        and words[1:2] == ["to"]
-        and any(c.isdigit() for c in "".join(words[2:4]))
-    ):
-        return True
-    # "never touch coffee", "always take the bus": a habit of the speaker's
-    if at > 0 and words[at - 1] in ("never", "always") and first not in STOP_WORDS:
-        return True
-    return at > 0 and first in ("been", "have", "had", "not", "can", "got", "at", "in", "on")
-
-
-_DROP_OPENERS = frozenset("still finally just officially never always not have".split())
-_PAST_FORMS = frozenset(
-    """quit left sold bought gave got went took made moved started stopped broke ran""".split()
-)
-_PREPOSITIONS = frozenset("to for from at in on with back out up off into".split())
-_FINITE = frozenset(
-    "is are was were could can will would makes made helps has had does do should".split()
-)
-
-
-def _subject(words: list[str], text: str) -> str:
-    skip = leading(words)
-    words = words[skip:]
-    if not words:
-        return "neutral"
-    # "All my files are on Dropbox", "Both our cars": the speaker's.
-    if len(words) > 1 and words[0] in ("all", "both", "most") and words[1] in ("my", "our"):
-        words = words[1:]
-    first = words[0]
-    if first in ("i", "me", "we", "us") or words[1:3] in (["and", "i"], ["and", "we"]):
-        return "self"
-    if first in ("my", "our"):
-        # "My wife and I separated": the speaker is one of them.
-        if {"and", "i"} <= set(words[1:5]) or {"and", "we"} <= set(words[1:5]):
-            return "self"
-        rest = [w for w in words[1:3] if w not in ADJ_BEFORE_RELATION]
-        # "our neighbours" are others; "our dog" is ours (a fact about us).
-        person = rest[0] in RELATIONS or rest[0].rstrip("s") in RELATIONS if rest else False
-        if first == "our" and rest and rest[0].rstrip("s") in ("dog", "cat"):
-            return "self"
-        if person:
-            # "My boyfriend is Jake" says who I am with: a fact about me.
-            raw = TOKEN.findall(text)[skip:]
-            at = words.index(rest[0])
-            # "My cat allergy has gone": the relation names whose, the noun after it what.
-            nxt = words[at + 1] if at + 1 < len(words) else ""
-            if (
-                nxt
-                and nxt not in STOP_WORDS | LEADING
-                and not nxt.endswith("ly")
-                and words[at + 2 : at + 3]
-                and words[at + 2] in _THING_VERBS
-                and nxt not in {x.lower() for x in raw if x[:1].isupper()}
-            ):
-                return "self"
-            # ... and "My roommate is a guy called Femi".
-            named = next(
-                (
-                    k + 1
-                    for k in range(at + 2, at + 6)
-                    if words[k : k + 1] in (["called"], ["named"])
-                ),
-                at + 2,
-            )
-            if (
-                words[at + 1 : at + 2] == ["is"]
-                and raw[named : named + 1]
-                and raw[named][0].isupper()
-            ):
-                return "self"
-            return f"other:{rest[0]}"
-        return "self"
-    if first in ("he", "she", "they", "his", "her", "their"):
-        return "other:pronoun"
-    if first in ("someone", "somebody", "everyone", "everybody", "anyone", "anybody"):
-        return "neutral"
-    if first in ("you", "your"):
-        return "other:you"
-    if first in ("the", "a", "an") and len(words) > 1:
-        head = next((w for w in words[1:4] if w not in STOP_WORDS and w not in NOT_CONTENT), "")
-        return f"thing:{_stem(head)}" if head else "neutral"
-    # A capitalised first word followed by a verb-like word is taken for a name ("Melanie
-    # enjoys", "Jon's car"); "Keep going!", "Glad to ..." are not.
-    original = TOKEN.findall(text)[skip] if len(TOKEN.findall(text)) > skip else ""
-    nxt = words[1] if len(words) > 1 else ""
-    # "Reading is how I unwind": a gerund is no name; the speaker says what they do.
-    if first.endswith("ing") and set(words[1:]) & {"i", "my", "me"}:
-        return "self"
-    if (
-        original[:1].isupper()
-        and first not in STOP_WORDS
-        and (
-            nxt in ("'s", "has", "have", "had", "will")
-            or nxt in COPULA
-            or (nxt.endswith(("s", "ed")) and nxt not in STOP_WORDS)
-        )
-    ):
-        # "Raj's old boss left": someone of Raj's, not Raj.
-        owner = [w for w in words[2:4] if w not in ADJ_BEFORE_RELATION]
-        if (
-            nxt == "'s"
-            and owner
-            and owner[0] not in STOP_WORDS | CHANGE
-            and not owner[0].endswith("ed")
-        ):
-            return f"other:{first}'s"
-        return f"other:{first}"
-    # A noun without an article ("Book club is every second Tuesday", "pilates got moved"):
-    # a thing, named by its first word as after "the".
-    verb = next((k for k, w in enumerate(words[1:3], 1) if w in _THING_VERBS), 0)
-    if (
-        verb
-        and first not in STOP_WORDS
-        and first not in NOT_CONTENT
-        and not first.endswith(("ly", "ing"))
-        and all(w not in STOP_WORDS for w in words[1:verb])
-    ):
-        return f"thing:{_stem(first)}"
-    return "neutral"
-
-
-_THING_VERBS = COPULA | frozenset("has have got gets 's".split())
-
-
 # "two cups a day", "900 a month": "a" there says per, not one.
 UNITS_BEFORE = frozenset("cups cup times time pounds dollars euros miles km k".split())
 
@@ -444,8 +256,21 @@ def head_of(words: list[str]) -> str:
 
 # "I can't stand jazz", "open-plan offices drive me mad": a stance, the same as hating it.
 STANCES = re.compile(
-    r"\b(?:can't|cannot|can not|cant) stand\b|\bdriv(?:e|es|ing) me (?:mad|crazy|nuts|up the wall)\b",
+    r"\b(?:can't|cannot|can not|cant) stand\b|\bdriv(?:e|es|ing) me (?:mad|crazy|nuts|up the wall)\b"
+    r"|\b(?:gets?|getting) me down\b|\blost (?:all )?(?:interest|my appetite) (?:in|for)\b",
     re.I,
+)
+
+
+# "I'm so over Marvel films": done with them, a stance ("over the moon", "over 50" are not).
+OVER = re.compile(
+    r"\b(i'm|i am|im|we're|we are)\s+(?:so |totally |completely |well |really |just )?over\s+"
+    r"(?!the moon\b|it\b|that\b|there\b|here\b|\d)",
+    re.I,
+)
+# "I'm migraine-free", "been smoke-free for a year": the speaker without it.
+FREE_OF = re.compile(
+    r"\b(i'm|i am|im|we're|we are|been|stayed|staying)\s+(?:\w+ )?([A-Za-z]+)-free\b", re.I
 )
 
 
@@ -455,6 +280,15 @@ ATTRIBUTIVE = frozenset("awful terrible bad horrible boring annoying tedious dul
 
 @lru_cache(maxsize=32768)
 def parse(text: str) -> Parsed:
+    low = text.lower()
+    if "since" in low:
+        text = SINCE_LAST.sub(r"\1 have not", text)
+    if "-free" in low:
+        text = FREE_OF.sub(r"\1 no \2", text)
+    if " over " in low:
+        text = OVER.sub(r"\1 hate ", text)
+    if "enough" in low:
+        text = ENOUGH.sub(" love ", text)
     words, caps = split_words(FREE.sub(r"\1free", IDIOMS.sub(" ", STANCES.sub(" hate ", text))))
     words = [
         DONE.get(w, w) if i > 1 and words[i - 2 : i] in (["had", "to"], ["decided", "to"]) else w
@@ -490,6 +324,8 @@ def parse(text: str) -> Parsed:
             continue  # "we're off to Canada"
         if phrase == "any more" and after and after[0] not in STOP_WORDS:
             continue  # "any more suggestions"
+        if phrase == "cut out" and after[:1] == ["for"]:
+            continue  # "not cut out for it"
         if phrase == "took up" and after and after[0] in AMOUNTS:
             continue  # "took up most of my time"
         if phrase == "after all" and not before:
@@ -520,6 +356,27 @@ def parse(text: str) -> Parsed:
         changes.setdefault("instead", len(words) - 1)
     for m in PAID_OFF.finditer(joined):
         changes.setdefault("paid off", len(joined[: m.start()].split()))
+    # "made the last car loan payment": the last of what was owed.
+    if " home" in joined:
+        for m in REHOMED.finditer(joined):
+            changes.setdefault("rehomed", len(joined[: m.start()].split()))
+    if "payment" in joined:
+        for m in LAST_PAYMENT.finditer(joined):
+            changes.setdefault("final payment", len(joined[: m.start()].split()))
+    # "Lost the Fitbit", "we lost Squeak": a thing or an animal of a name gone; "We're
+    # leaving Glasgow for Inverness": a place left for another.
+    for i, w in enumerate(words[:-1]):
+        if w not in ("lost", "leaving") or w in caps:
+            continue  # "The Lost City": a title
+        nxt = (
+            words[i + 2]
+            if words[i + 1] in ("the", "my", "our") and i + 2 < len(words)
+            else words[i + 1]
+        )
+        if w == "lost" and nxt in caps and not set(words[max(0, i - 3) : i]) & NEGATORS:
+            changes.setdefault("lost", i)
+        if w == "leaving" and nxt in caps and set(words[i + 2 : i + 4]) & {"for", "to"}:
+            changes.setdefault("moved", i)
     # "I've cut sugar out of my tea", "we called it off": the object between verb and particle.
     for i, w in enumerate(words):
         particle = next(
@@ -568,10 +425,18 @@ def parse(text: str) -> Parsed:
                 and words[i + 1 : i + 2] == ["working"]
                 and words[i - 1 : i] not in (["i"], ["we"])
             )
+            # "I sold 15 jars of jam": goods sold, a trade, not something given up
+            and not (
+                w == "sold"
+                and words[i + 1 : i + 2]
+                and (any(c.isdigit() for c in words[i + 1]) or words[i + 1] in NUMBER_WORDS)
+            )
             # "the bakery is closed": a state
             and not (w == "closed" and i and words[i - 1] in COPULA | {"be", "been", "'s"})
             # "for now", "for a while now", "for five years now": how long, not a change
-            and not (w == "now" and "for" in words[max(0, i - 4) : i])
+            and not (
+                w == "now" and "for" in words[max(0, i - 4) : i] and words[i - 1] not in OBJECTS
+            )
         ):
             changes.setdefault(w, i)
     # "my cat allergy has completely gone": it ended.
@@ -602,6 +467,8 @@ def parse(text: str) -> Parsed:
                 and words[i + 1 : i + 2]
                 and (words[i + 1] not in STOP_WORDS or words[i + 1] in ("much", "many", "few"))
             )
+            # "we'll do it another time": a later one, not one more
+            and not (w == "another" and words[i + 1 : i + 2] in (["time"], ["day"], ["week"]))
             for i, w in enumerate(words)
         )
         or "as well" in joined
@@ -651,6 +518,9 @@ ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth
 UNIT_STEMS = frozenset(_stem(w) for w in UNITS | {"since"})
 
 
+_DAY_OF_MONTH = re.compile(r"^(?:[1-9]|[12][0-9]|3[01])(?:st|nd|rd|th)$")
+
+
 def value_type(word: str) -> str:
     """``contact`` (an email, a phone number: one names itself), a class's name, ``date``,
     ``number`` or ``name``."""
@@ -658,7 +528,7 @@ def value_type(word: str) -> str:
         return "contact"
     if word in CLASS_OF:
         return CLASS_OF[word]
-    if word in MONTHS or (word[-1:] == "s" and word[:-1] in MONTHS):
+    if word in MONTHS or (word[-1:] == "s" and word[:-1] in MONTHS) or _DAY_OF_MONTH.match(word):
         return "date"
     if word.isdigit() or word in NUMBER_WORDS or any(c.isdigit() for c in word):
         return "number"
@@ -675,6 +545,11 @@ def clauses(sentence: str) -> list[str]:
             continue
         # "In Paris, I live ...": a comma alone starts a clause only after a statement.
         if m.group(0).strip() == "," and len(before) < 3:
+            continue
+        # "I want realistic goals, so I don't feel overwhelmed": the purpose of a plan.
+        if m.group(0).strip().lower().startswith(", so") and is_tentative(
+            split_words(sentence[start : m.start()])[0]
+        ):
             continue
         out.append(sentence[start : m.start()])
         start = m.end()

@@ -14,12 +14,13 @@ NEGATORS = frozenset(
 )
 POSITIVE = frozenset(
     """love loves loved like likes liked enjoy enjoys enjoyed adore adores prefer prefers happy
-    glad fond fascinating fascinated great good wonderful amazing interesting fun fan""".split()
+    glad fond fascinating fascinated great good wonderful amazing interesting fun fan
+    obsessed""".split()
 )
 NEGATIVE = frozenset(
     """hate hates hated dislike dislikes disliked detest detests despise loathe unhappy sad
     boring bored awful terrible bad horrible annoying annoyed tedious dull overrated gross
-    disgusting""".split()
+    disgusting bores bore worst""".split()
 )
 FREQUENCY = frozenset(
     "always usually often sometimes rarely ever twice daily weekly nightly".split()
@@ -32,7 +33,8 @@ CHANGE = frozenset(
     renamed transferred promoted fired hired dropped ex ended graduated delayed upgraded
     downgraded nowadays currently lately traded ditched dumped wiped uninstalled started began
     joined died stolen scrapped shelved axed dyed totalled totaled rehomed deleted upped bumped
-    cleared closed shifted nicked swapped passed withdrew withdrawn""".split()
+    cleared closed shifted nicked swapped passed withdrew withdrawn deferred folded bumping
+    upping overtaken overtook stole""".split()
 )
 # "fired up", "dropped off": the change word followed by these is no change.
 NOT_A_CHANGE = {
@@ -52,6 +54,9 @@ NOT_A_CHANGE = {
     ),
     "cleared": ("me", "us", "him", "her", "them", "for", "to", "up"),  # allowed; "cleared up"
     "closed": ("on",),  # "closed on the house": bought it
+    # "folded the laundry": a thing folded, not a club or a firm that closed
+    "folded": (*"the a an my our your his her their it them up".split(),),
+    "bumping": ("into",),
 }
 AMOUNTS = frozenset("most all much a so too the my our space time".split())
 ACCUSTOMED = frozenset("am is are was were be been get got getting".split())
@@ -120,6 +125,19 @@ CHANGE_PHRASES = (
     "falling out",
     "final payment",
     "last payment",
+    # "Red meat is a thing of the past for me", "Japan isn't going ahead", "I cut out coffee"
+    "thing of the past",
+    "not going ahead",
+    "not go ahead",
+    "not happen",
+    "a no go",
+    "rained off",
+    "stepped back from",
+    "not renew",
+    "not renewed",
+    "not renewing",
+    "cut out",
+    "kicked the habit",
 )
 # Verbs whose particle comes after their object: "I've cut sugar out", "we called it off".
 SEPARABLE = {
@@ -192,7 +210,7 @@ ANTONYMS = [
     ("alive", "dead"),
     ("awake", "asleep"),
     ("sober", "alcohol drunk booze"),
-    ("fine healthy", "hurt injured broke broken tore torn sprained sick ill"),
+    ("fine healthy fixed healed", "hurt injured broke broken tore torn sprained sick ill bad"),
 ]
 ANTONYM_OF = {
     w: frozenset(other.split())
@@ -243,16 +261,18 @@ KINDS = {
     "kid child children": "baby babies",
     "caffeine": "coffee coffees espresso latte cappuccino",
     "parent parents": "mum mom dad mother father mums moms dads",
+    "smoke smokes smoking smoker": "cigarette cigarettes cigs fags",
 }
 # Words for one attribute: "second year of college" / "third-year student".
 SYNONYMS = [
-    "college university school student studies studying uni",
+    "college university school student studies studying uni degree course courses",
     "job work works working career employer company",
     "earn earns earning salary pay paid income wage wages",
     "doctor gp physician",
     "fly flying flight flights",
     "food cuisine",
     "email e-mail address inbox",
+    "hurt hurts hurting sore ache aches aching pain painful",
 ]
 SYNONYM = {_stem(w): i for i, group in enumerate(SYNONYMS) for w in group.split()}
 GENERAL = {_stem(g): i for i, (gs, _) in enumerate(KINDS.items()) for g in gs.split()}
@@ -283,10 +303,11 @@ DETERMINERS = frozenset("a an the my our your his her their its him them".split(
 RELATIONS = frozenset(
     """sister brother wife husband son daughter mom mother dad father friend kids kid children
     child parents partner boyfriend girlfriend cousin aunt uncle grandma grandmother grandpa
-    grandfather neighbor neighbour colleague coworker roommate dog cat""".split()
+    grandfather neighbor neighbour colleague coworker roommate dog cat mate mates pal buddy
+    flatmate housemate nan gran nephew niece""".split()
 )
 ADJ_BEFORE_RELATION = frozenset("best older younger little big new old twin".split())
-STATUS = frozenset("single married divorced engaged widowed separated dating".split())
+STATUS = frozenset("single married divorced engaged widowed separated dating remarried".split())
 MONTHS = frozenset(
     """january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday""".split()
@@ -330,7 +351,7 @@ ANCHOR = 6
 ENDING = frozenset(
     """quit stopped left sold cancelled canceled dropped ended retired resigned ditched dumped
     wiped uninstalled cleared closed nicked swapped traded replaced withdrew withdrawn
-    passed gone""".split()
+    passed gone deferred""".split()
 ) | frozenset(
     [
         "no longer",
@@ -352,6 +373,18 @@ ENDING = frozenset(
         "last payment",
         "pulled the plug",
         "packed in",
+        "thing of the past",
+        "not going ahead",
+        "not go ahead",
+        "kicked the habit",
+        "stepped back from",
+        "stole",
+        "rehomed",
+        "not renew",
+        "not renewed",
+        "not renewing",
+        "folded",
+        "lost",
     ]
 )
 # Markers that also occur in plain narration: they need a closer match to count.
@@ -408,4 +441,5 @@ JOB_CHANGE = re.compile(
     r"|\b(?:switched|moved|transferred) (?:over )?to (?:the|a|an) (?:\w+ ){0,3}(?:team|department|ward"
     r"|unit|role|position)\b"
     r"|\b(?:handed|handing|put|putting) in (?:my|our|the) notice\b|\bgave (?:my |our )?notice\b"
+    r"|\b(?:my|our) (?:last|final) (?:day|shift) (?:at|with|in|for)\b"
 )

@@ -36,13 +36,23 @@ from ..models import Tension
 from .tension_compare import (
     actor_of,
     affects,
+    amount_of_other,
     amounts_of,
+    common,
+    contacts,
     fuzzy_shared,
+    left_values,
     mentions,
     modifier_of,
+    my_heads,
     object_of,
+    other_kind,
+    own_other,
     owned,
+    passive,
     subjects_agree,
+    thing_apart,
+    toward,
 )
 from .tension_parse import (
     STOP_STEMS,
@@ -85,7 +95,9 @@ _BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
     r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b|\bseparate ways\b"
-    r"|(?:we|i) are (?:over|done|through))\b"
+    r"|(?:we|i) are (?:over|done|through)|it (?:'s|is) over between"
+    r"|(?:have|has|had) not (?:spoken|talked)|not (?:speaking|talking) to each other"
+    r"|call(?:ed)? it a day)\b"
 )
 _SEEING = re.compile(
     r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
@@ -108,13 +120,15 @@ _DATED = frozenset("last yesterday ago".split())
 # Changes that undo a plan or a wish ("I'm planning a trip to Peru" / "The Peru trip is off").
 CANCELS = frozenset(
     """cancelled canceled postponed rescheduled delayed scrapped shelved axed quit stopped
-    ended dropped instead withdrew withdrawn""".split()
+    ended dropped instead withdrew withdrawn deferred""".split()
 ) | frozenset(
     p.strip()
     for p in """called off|decided not to|decided against|changed my mind|is off|are off|'s off
     |am off|fell through|pushed back|pushed to|no longer|no more|gave up|given up|backed out
     |pulled out|bailed on|chickened out|after all|change of plan|change of plans|instead of
-    |on hold|pulled the plug""".split("|")
+    |on hold|pulled the plug|not going ahead|not go ahead|not happen|not happening|a no go|rained off""".split(
+        "|"
+    )
 )
 # Words marking the newer statement as the present state, and habits of one value.
 _PRESENT = frozenset(
@@ -134,6 +148,15 @@ _DIGITS = {
 }
 # A denial that says "until then": "I've never tried it before".
 _UNTIL_THEN = frozenset("before yet".split())
+# Having or using a thing: "I use a Kindle" says no more than that it is there.
+_HAVING = frozenset(_stem(w) for w in "use have own got".split())
+# "more of a dog person", "more of an autumn fan": a liking said as a kind of person.
+_MORE_OF = re.compile(r"\bmore of an? (\w+) (person|fan|type|girl|guy|man|woman)\b")
+_LIKING = frozenset(
+    "favourite favorite love loves like likes prefer prefers fan person adore".split()
+)
+# Verbs of a turn in a game or an exchange: what follows is a move, not a value that holds.
+_TURNS = frozenset("respond responds reply replies answer answers guess guesses".split())
 # Statements a message may have for its comma-separated parts to be compared one by one.
 _MAX_SEGMENTED = 1
 # Lines from which a message is taken for a pasted document.
@@ -170,8 +193,10 @@ def _value_change(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     # "I worked five days last week": one past week, not a new habit.
     if b.past and set(b.words) & _DATED and not b.changes and "turned" not in b.words:
         return None
-    old = [v for k, v in a.values.items() if k not in b.values]
-    new = [v for k, v in b.values.items() if k not in a.values]
+    # "Council tax went from 140 to 155": the value it went from is the older one's.
+    left = left_values(b)
+    old = [v for k, v in a.values.items() if k not in b.values or k in left]
+    new = [v for k, v in b.values.items() if k not in a.values and k not in left]
     # "two" / "2": the same number written otherwise.
     if {_DIGITS.get(w, w) for _, w in old} == {_DIGITS.get(w, w) for _, w in new}:
         return None
@@ -248,20 +273,6 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
     return [a.words[i] for i in keep_a[i1:i2]], [b.words[i] for i in keep_b[j1:j2]]
 
 
-def _thing_apart(a: Parsed, b: Parsed) -> bool:
-    """Whether one statement is about a thing the other one, the speaker's, does not name."""
-    for x, y in ((a, b), (b, a)):
-        if x.subject.startswith("thing:") and y.subject == "self":
-            return not fuzzy_shared({x.subject[6:]}, y.content)
-    return False
-
-
-def _passive(p: Parsed, at: int) -> bool:
-    """Whether the change at word ``at`` is passive ("Climbing's been replaced by ...", "the
-    trip got cancelled"): what it is done to comes before it."""
-    return at > 0 and p.words[at - 1] in {"been", "was", "were", "got", "is", "are", "be"}
-
-
 def _pasted(text: str) -> bool:
     """Whether a message is a pasted document rather than something said: many lines."""
     return sum(1 for line in text.splitlines() if line.strip()) >= _PASTED_LINES
@@ -336,11 +347,13 @@ def _detect(
         mentions(a.subject, b) or mentions(b.subject, a) or owned(a) or owned(b)
     ):
         subjects = ("self", "self")
+    elif not subjects_agree(*subjects):
+        subjects = (common(a, b), common(b, a))
     if not subjects_agree(*subjects) or a.additive or b.additive or a.used_to:
         return None
     # A request, plan or wish states no new fact ("I'm considering the Bose", "I could
     # share ..."); one stated before is undone only by an explicit change of plan.
-    if b.tentative:
+    if b.tentative and not (b.changes.keys() & {"from now on", "now"} and contacts(b)):
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
@@ -365,8 +378,7 @@ def _detect(
         )
 
     # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said.
-    contacts_a = {w for t, w in a.values.values() if t == "contact"}
-    contacts_b = {w for t, w in b.values.values() if t == "contact"}
+    contacts_a, contacts_b = contacts(a), contacts(b)
     if (
         contacts_a - contacts_b
         and contacts_b - contacts_a
@@ -425,17 +437,37 @@ def _detect(
     # (unless the newer one names something new: "switched allegiance to Spurs").
     if not names_b - names_a:
         announced = {c for c in announced if c not in _TRANSITIVE or affects(b, c, a.content)}
+    else:
+        # "I switched my dissertation topic to the Tudors": a possession of the speaker's the
+        # older statement does not name is what changed, whatever new name it now has.
+        announced = {c for c in announced if c not in _TRANSITIVE or not own_other(b, c, a)}
+    # "I migrated my old Word documents into Evernote": a move to what the older one names;
+    # "The station car park charges went up": an amount of something it does not name.
+    announced = {
+        c for c in announced if not toward(b, c, a.caps) and not amount_of_other(b, c, shared_b)
+    }
     # "The marathon is now sold out": a present of something else than the older subject.
     if b.subject.startswith("thing:") and b.subject != a.subject:
         announced = {c for c in announced if c not in WEAK_CHANGE}
     # "... even though you can't volunteer there anymore": someone else's change.
     if a.subject == "self":
-        announced = {c for c in announced if actor_of(b, b.changes[c]) in ("", "i", "we")}
+        announced = {
+            c
+            for c in announced
+            if actor_of(b, b.changes[c]) in ("", "i", "we")
+            or b.words[b.changes[c] + 1 : b.changes[c] + 2] in (["me"], ["us"])
+        }
     # "My gym ..." / "My new gym ...": a new one of what the older statement is about.
     weak = {c for c in announced if c in WEAK_CHANGE or (c.startswith("new ") and c[4:] != a.head)}
     # "... waiting to hear back from the embassy" / "... waiting to hear back from the embassy
     # now": the same content restated, nothing changed.
     if announced == weak and not only_a and not only_b - b.adjunct:
+        announced = set()
+    # "I use a Kindle for reading" / "I'm reading a thriller on my Kindle these days": what the
+    # older one names is still there, and only how it is had is not said again.
+    if announced == weak and (
+        (a.caps and a.caps <= b.caps and only_a and only_a <= _HAVING) or other_kind(a, b, shared)
+    ):
         announced = set()
     # "Now I'm gonna order some sushi" is a plan, not a new state.
     if announced == weak and (overlap < WEAK_OVERLAP or "neutral" in subjects or a.past or b.past):
@@ -473,7 +505,7 @@ def _detect(
             and set(b.stems[b.changes[c] + 1 : b.changes[c] + len(c.split()) + 3]) & shared_b
         )
         or (
-            _passive(b, b.changes[c])
+            passive(b, b.changes[c])
             and set(b.stems[max(0, b.changes[c] - 4) : b.changes[c]]) & shared_b
         )
         for c in strong & (ENDING | _TRANSITIVE)
@@ -515,6 +547,24 @@ def _detect(
         and not set(a.words) & {"was", "were", "had"}
     ):
         return make("superseded", 0.5 + 0.5 * similarity, "newer statement changes job")
+    # "Summer is my favourite time of year" / "I'm more of an autumn fan nowadays": a new
+    # liking said as what kind of person one is, the older liking another thing.
+    more = _MORE_OF.search(" ".join(b.words))
+    if (
+        more is not None
+        and "self" in subjects
+        and set(subjects) <= {"self", "neutral"}
+        and set(a.words) & _LIKING
+        and a.polarity > 0
+        and _stem(more.group(1)) not in a.content
+        and similarity >= _ABOUT_SIMILARITY
+        and (b.changes.keys() & _PRESENT)
+    ):
+        return make(
+            "changed_value",
+            0.4 + 0.6 * similarity,
+            f"now more of a {more.group(1)} {more.group(2)}",
+        )
     # Negation: opposite polarity about the same thing (how often, and since when the newer
     # one holds, aside); a
     # newer statement marked as the present may say it in other words ("I love the city" /
@@ -535,10 +585,12 @@ def _detect(
         # "I haven't performed yet": until now; no state the other side denies.
         and not (a.polarity < 0 and set(a.words) & _UNTIL_THEN)
         and not (b.polarity < 0 and "yet" in b.words)
+        # "... haikus, which I've never tried before": new to the speaker, no denial.
+        and not (b.polarity < 0 and {"never", "before"} <= set(b.words))
         and shared
         and not (set(a.words) | set(b.words)) & {"other", "else"}  # "no other language"
         # "The offsite is in Porto" / "I've never been to Porto": the offsite is not denied.
-        and not _thing_apart(a, b)
+        and not thing_apart(a, b)
         and (not about_a or not about_b or (reversal and len(about_a | about_b) <= 3))
         and overlap >= _MIN_OVERLAP
     ):
@@ -559,7 +611,15 @@ def _detect(
         return make("negation", 0.4 + 0.6 * similarity, f"'{opposite[0]}' and its opposite")
     # Changed value, of a definite subject: "item 3" / "item 4" of a list is no changed fact;
     # nor is what the speaker says of the one addressed ("You included X again").
-    if a.polarity == b.polarity and "neutral" not in subjects and "other:you" not in subjects:
+    # "I respond with Nc6" / "I respond with Bxc3": a turn taken (a move, an answer, a guess),
+    # an event told in the present, not a state with a value.
+    turns = bool(set(a.words) & _TURNS and set(b.words) & _TURNS)
+    if (
+        a.polarity == b.polarity
+        and "neutral" not in subjects
+        and "other:you" not in subjects
+        and not turns
+    ):
         values = _value_change(a, b)
         if values is not None:
             return make(
@@ -607,6 +667,8 @@ def _swapped(
     marked = (b.changes.keys() - a.changes.keys()) & _PRESENT
     if not marked or a.past or not shared or overlap < _SWAP_OVERLAP:
         return ""
+    if other_kind(a, b, shared):
+        return ""
     if not (0 < len(only_a) <= 3 and 0 < len(only_b) <= 3):
         return ""
     # The frame is on both sides: "My favourite band is Muse" / "Muse's album is out now".
@@ -617,7 +679,11 @@ def _swapped(
         return ""
     exclusive = set(a.words) & _EXCLUSIVE or set(b.words) & (_EXCLUSIVE | {"all"})
     copula = bool(set(a.words) & COPULA and set(b.words) & COPULA)
-    if not (frame or exclusive or copula):
+    # "I use Firefox as my browser" / "Chrome is my browser now": one's own one of a kind.
+    mine = bool(my_heads(a) & my_heads(b) & shared)
+    # "Breakfast is eggs on toast for me now": the speaker's choice of the one.
+    chosen = bool(set(b.words) & COPULA) and " for me " in f" {' '.join(b.words)} "
+    if not (frame or exclusive or copula or mine or chosen):
         return ""
     return f"'{' '.join(sorted(only_a))}' became '{' '.join(sorted(only_b))}' ({', '.join(sorted(marked))})"
 
