@@ -3,6 +3,7 @@ answers, and a write that fails part way leaves nothing behind."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -295,3 +296,122 @@ def test_edge_update_that_fails_part_way_leaves_nothing(pg_url: str) -> None:
         } == before
     finally:
         mem.close()
+
+
+def _graph(store: PostgresStore, workspace: str) -> list[NewMemory]:
+    """Four memories with fixed ids and edges between them, in ``workspace``."""
+    rows = []
+    for i, text in enumerate(TURNS[:4]):
+        row = _row(text, f"k{i}")
+        rows.append(dataclasses.replace(row, id=f"m{i}", workspace=workspace))
+    weights = [0.5, 0.98, 0.03, 0.4, 0.7]
+    pairs = [("m0", "m1"), ("m1", "m2"), ("m2", "m3"), ("m3", "m0"), ("m0", "m2")]
+    edges = [NewEdge(a, b, "semantic", w) for (a, b), w in zip(pairs, weights, strict=True)]
+    store.add_memories(rows, edges)
+    return rows
+
+
+def test_edge_update_in_one_statement_equals_the_pipelined_transaction(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Distinct edges with one context vector go as ONE statement (one round trip); weights
+    (clamped at both ends, unchanged ones left alone), the changed edges returned, the change
+    log in order, the signals and the recall's consumption equal the pipelined transaction's,
+    which repeated edges still take."""
+    store = PostgresStore(pg_url)
+    trips: list[str] = []
+    original = PostgresStore._tx
+
+    def counting(self: PostgresStore, what: str, *a: Any, **k: Any) -> Any:
+        trips.append(what)
+        return original(self, what, *a, **k)
+
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        deltas = [
+            EdgeDelta("m0", "m1", "semantic", 0.1),
+            EdgeDelta("m1", "m2", "semantic", 0.5),  # clamped at the top
+            EdgeDelta("m2", "m3", "semantic", -0.5),  # clamped at the bottom
+            EdgeDelta("m3", "m0", "semantic", 0.0),  # logged, unchanged
+            EdgeDelta("m0", "nowhere", "semantic", 0.3),  # no such edge: left out
+        ]
+        outcome = {}
+        for workspace, at_once in (("w1", True), ("w2", False)):
+            monkeypatch.setattr(PostgresStore, "_edges_at_once", at_once)
+            _graph(store, workspace)
+            record = RecallRecord(
+                f"r-{workspace}", workspace, "u1", None, "s1", "q", time.time(), ["m0", "m1"]
+            )
+            store.save_recall(record)
+            signals = [_signal(record, m) for m in ("m0", "m1")]
+            for s in signals:
+                s.workspace = workspace
+            monkeypatch.setattr(PostgresStore, "_tx", counting)
+            trips.clear()
+            changed = store.adjust_edges(
+                workspace, deltas, 0.05, 1.0, consume_recall=record.recall_id,
+                reply_signals=signals,
+            )  # fmt: skip
+            assert trips == ["edge update"]
+            monkeypatch.setattr(PostgresStore, "_tx", original)
+            assert changed is not None
+            again = store.adjust_edges(workspace, deltas, 0.05, 1.0, record.recall_id, signals)
+            assert again is None  # consumed: nothing more
+
+            def rows(sql: str, workspace: str = workspace) -> list[tuple[Any, ...]]:
+                def run(conn: Any) -> list[tuple[Any, ...]]:
+                    return [tuple(r) for r in conn.execute(sql, (workspace,)).fetchall()]
+
+                return store._tx("read", run, transaction=False)
+
+            outcome[workspace] = (
+                [(e.src, e.dst, e.kind, e.weight) for e in changed],
+                rows("SELECT src, dst, kind, weight FROM edges WHERE workspace = %s ORDER BY 1, 2"),
+                rows(
+                    "SELECT src, dst, kind, delta, weight, before, recall_id IS NOT NULL "
+                    "FROM edge_changes WHERE workspace = %s ORDER BY seq"
+                ),
+                rows(
+                    "SELECT memory_id, value, alignment FROM reply_signals WHERE workspace = %s "
+                    "ORDER BY memory_id"
+                ),
+                rows("SELECT consumed_at IS NOT NULL FROM recalls WHERE workspace = %s"),
+            )
+        assert outcome["w1"] == outcome["w2"]
+        changed_w1, weights, log, signals_w1, consumed = outcome["w1"]
+        assert changed_w1 == [
+            ("m0", "m1", "semantic", 0.6),
+            ("m1", "m2", "semantic", 1.0),
+            ("m2", "m3", "semantic", 0.05),
+        ]
+        assert len(log) == 4 and len(signals_w1) == 2 and consumed == [(True,)]
+        assert ("m3", "m0", "semantic", 0.4) in weights
+        # Repeated edges take the pipelined transaction, clamping one delta after the other.
+        monkeypatch.setattr(PostgresStore, "_edges_at_once", True)
+        twice = [EdgeDelta("m0", "m1", "semantic", 0.6), EdgeDelta("m0", "m1", "semantic", -0.1)]
+        got = store.adjust_edges("w1", twice, 0.05, 1.0)
+        assert got is not None and [round(e.weight, 9) for e in got] == [1.0, 0.9]
+    finally:
+        store.close()
+
+
+def test_edge_update_in_one_statement_that_fails_leaves_nothing(pg_url: str) -> None:
+    """The one statement refused (a NaN context vector) keeps nothing: the recall stays
+    unconsumed, no signal, no weight, no log row."""
+    store = PostgresStore(pg_url)
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        _graph(store, "w1")
+        record = RecallRecord("r1", "w1", "u1", None, "s1", "q", time.time(), ["m0"])
+        store.save_recall(record)
+        bad = [_signal(record, m) for m in ("m0", "m1")]
+        for s in bad:
+            s.workspace = "w1"
+            s.context_embedding = np.full(HashEmbedder().dim, np.nan, dtype=np.float32)
+        with pytest.raises(Exception, match="edge update failed"):
+            store.adjust_edges("w1", [EdgeDelta("m0", "m1", "semantic", 0.2)], 0.05, 1.0, "r1", bad)
+        assert _count(store, "recalls", "id = 'r1' AND consumed_at IS NULL") == 1
+        assert _count(store, "reply_signals") == 0 and _count(store, "edge_changes") == 0
+        assert [e.weight for e in store.edges_from("w1", ["m0"]) if e.dst == "m1"] == [0.5]
+    finally:
+        store.close()
