@@ -415,3 +415,74 @@ def test_edge_update_in_one_statement_that_fails_leaves_nothing(pg_url: str) -> 
         assert [e.weight for e in store.edges_from("w1", ["m0"]) if e.dst == "m1"] == [0.5]
     finally:
         store.close()
+
+
+class _WaitingEmbedder(HashEmbedder):
+    """Embeds like HashEmbedder once ``ready`` is set (at most 10 s), noting whether it was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready = threading.Event()
+        self.overlapped: list[bool] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.overlapped.append(self.ready.wait(10))
+        self.ready.clear()
+        return super().embed(texts)
+
+
+def test_add_session_reads_ahead_while_the_message_is_embedded(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The add session's first exchange travels on a worker while the message is embedded
+    (the embedder here waits for it to finish); the add still makes 2 + 1 exchanges and the
+    graph equals the one built when the worker fails and the read runs on the calling thread."""
+    embedder = _WaitingEmbedder()
+    original = PostgresStore._tx
+    seen: list[tuple[str, str]] = []
+
+    def counting(self: PostgresStore, what: str, *a: Any, **k: Any) -> Any:
+        try:
+            return original(self, what, *a, **k)
+        finally:
+            seen.append((what, threading.current_thread().name))
+            if what == "reading what an add links to":
+                embedder.ready.set()
+
+    mem = Memory(Config(store=pg_url, embed_cache_size=0), embedder=embedder)
+    try:
+        mem.add(TURNS[0], user_id="u1", session_id="s1")
+        monkeypatch.setattr(PostgresStore, "_tx", counting)
+
+        def graph(user: str) -> list[tuple[str, str, str, float]]:
+            ids = {}
+            for i, text in enumerate(TURNS):
+                if user == "fallback":  # no worker read to wait for
+                    embedder.ready.set()
+                ids[mem.add(text, user_id=user, session_id="s1")[0]] = i
+            store = mem.store
+            assert isinstance(store, PostgresStore)
+            edges = store.edges_from("default", list(ids))
+            return sorted(
+                (str(ids[e.src]), str(ids.get(e.dst, e.dst)), e.kind, round(e.weight, 9))
+                for e in edges
+            )
+
+        seen.clear()
+        embedder.overlapped.clear()
+        ahead = graph("ahead")
+        assert embedder.overlapped == [True] * len(TURNS)
+        first = [t for w, t in seen if w == "reading what an add links to"]
+        assert len(first) == len(TURNS) and all(t.startswith("engrammar-add-ahead") for t in first)
+        assert len(seen) == 3 * len(TURNS) + 1  # 2 + 1 exchanges an add, then the edges read
+
+        def failing(self: PostgresStore, snap: Any) -> None:
+            raise RuntimeError("worker lost")
+
+        monkeypatch.setattr(PostgresStore, "_read_first_ahead", failing)
+        seen.clear()
+        assert graph("fallback") == ahead and ahead
+        first = [t for w, t in seen if w == "reading what an add links to"]
+        assert len(first) == len(TURNS) and not any(t.startswith("engrammar-add") for t in first)
+    finally:
+        mem.close()

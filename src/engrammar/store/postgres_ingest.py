@@ -6,8 +6,10 @@ their records, and how many edges the memories it would link to have already. As
 one that is six round trips before the write; inside :meth:`PostgresIngest.adding` they take
 two exchanges:
 
-1. at the first question (before the message is embedded): the latest memory with its
-   vector, the scope's size and the postings of the batch's terms, pipelined;
+1. sent when the session opens, on a worker thread, so that it travels while the message
+   is embedded: the latest memory with its vector, the scope's size and the postings of the
+   batch's terms, pipelined; the first question waits for it (the read runs again on the
+   calling thread if the worker's failed);
 2. the vector searches, each returning its hits' records and edge counts, pipelined with
    the edge counts of the latest memory and of the postings' memories.
 
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +41,10 @@ _N_MEMORY = len(MEMORY_COLUMNS.split(","))
 # The term postings' statements (``PostgresSearch.term_postings``): the scope's size, then
 # per term its document count and newest ids.
 Postings = tuple[int, dict[str, tuple[int, list[str]]]]
+# The workers that send an add session's first exchange while its message is embedded (the
+# model's run releases the GIL). Shared by every store of the process: a task is one short
+# read on a pooled connection, and a caller never holds a connection while it waits for one.
+_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="engrammar-add-ahead")
 
 
 @dataclass
@@ -54,6 +61,7 @@ class AddSnapshot:
     postings: Postings | None = None
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    ahead: Future[None] | None = None
 
 
 class PostgresIngest:
@@ -98,14 +106,33 @@ class PostgresIngest:
         if getattr(self._local, "add", None) is not None:
             yield
             return
-        self._local.add = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
+        snap = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
+        snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
+        self._local.add = snap
         try:
             yield
         finally:
             self._local.add = None
+            if snap.ahead is not None:  # never asked: let it end before the session does
+                with suppress(Exception):
+                    snap.ahead.result()
+
+    def _read_first_ahead(self, snap: AddSnapshot) -> None:
+        """Exchange 1 on a worker; its answers land in a copy that :meth:`_add_snap` takes
+        over once the worker is done (the calling thread never sees a half-filled session)."""
+        work = AddSnapshot(snap.scope, snap.graph, snap.terms, snap.limit)
+        self._read_first(work)
+        snap.latest, snap.vecs, snap.records = work.latest, work.vecs, work.records
+        snap.postings, snap.read = work.postings, True
 
     def _add_snap(self) -> AddSnapshot | None:
         snap: AddSnapshot | None = getattr(self._local, "add", None)
+        if snap is not None and snap.ahead is not None:
+            ahead, snap.ahead = snap.ahead, None
+            try:
+                ahead.result()
+            except Exception:  # read again on this thread, raising what that raises
+                snap.read = False
         return snap
 
     def _queue_first(self, conn: Conn, snap: AddSnapshot) -> Callable[[], None]:
