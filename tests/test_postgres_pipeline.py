@@ -15,7 +15,14 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory, Scope
 from engrammar.engine.ingest import graph_scope
 from engrammar.recall.text import terms
-from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal
+from engrammar.store import (
+    ChunkVector,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    ReplySignal,
+)
 from engrammar.store.postgres import PostgresStore
 
 pytestmark = pytest.mark.postgres
@@ -156,8 +163,6 @@ def test_pipelined_add_that_meets_a_duplicate_leaves_nothing_of_its_first_try(pg
     """The one-round-trip add fails on the unique key when a row exists already; what it had
     sent (history, chunk vectors, edges) is rolled back and the add runs again collapsing the
     duplicate."""
-    from engrammar.store import ChunkVector
-
     store = PostgresStore(pg_url)
     try:
         store.check_embedder("hash", HashEmbedder().dim)
@@ -486,3 +491,51 @@ def test_add_session_reads_ahead_while_the_message_is_embedded(
         assert len(first) == len(TURNS) and not any(t.startswith("engrammar-add") for t in first)
     finally:
         mem.close()
+
+
+def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new memory's write and feedback's one-statement edge update send BEGIN, their
+    statements and COMMIT with ONE Sync (one round trip; psycopg's transaction() and
+    executemany each add a Sync and wait for it); a write that fails there rolls back and
+    leaves the pooled connection idle for the next call."""
+    from psycopg._pipeline_base import BasePipeline
+
+    store = PostgresStore(pg_url, pool_size=1)
+    syncs: list[int] = []
+    original = BasePipeline._enqueue_sync
+
+    def counting(self: Any) -> None:
+        syncs.append(1)
+        original(self)
+
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        rows = _graph(store, "w0")
+        chunk = ChunkVector(1, 10, 20, HashEmbedder().embed(["lake"])[0])
+        new = dataclasses.replace(_row("A heron by the lake.", "k-heron"), chunks=(chunk,))
+        new = dataclasses.replace(new, workspace="w0")
+        monkeypatch.setattr(BasePipeline, "_enqueue_sync", counting)
+        store.add_memories([new], [NewEdge(new.id, rows[0].id, "semantic", 0.4)])
+        assert len(syncs) == 1
+        record = RecallRecord("r0", "w0", "u1", None, "s1", "q", time.time(), ["m0"])
+        store.save_recall(record)
+        syncs.clear()
+        signal = _signal(record, "m0")
+        signal.workspace = "w0"
+        assert store.adjust_edges(
+            "w0", [EdgeDelta("m0", "m1", "semantic", 0.1)], 0.05, 1.0, "r0", [signal]
+        )
+        assert len(syncs) == 1
+        again = dataclasses.replace(_row("A heron by the lake.", "k-heron"), workspace="w0")
+        assert store.add_memories([again]) == [(new.id, False)]  # the duplicate: run again
+        assert _count(store, "memories", "workspace = 'w0'") == 5
+        assert _count(store, "memory_chunks", "memory_id = %s", (new.id,)) == 1
+
+        def status(conn: Any) -> Any:
+            return conn.info.transaction_status
+
+        from psycopg.pq import TransactionStatus
+
+        assert store._tx("status", status, transaction=False) == TransactionStatus.IDLE
+    finally:
+        store.close()

@@ -31,6 +31,8 @@ import numpy as np
 import psycopg
 
 from ..models import MemoryRecord, Scope
+from .base import NewEdge, NewMemory
+from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .postgres_reads import M_COLUMNS
 from .tables import MEMORY_COLUMNS
 
@@ -68,6 +70,9 @@ class PostgresIngest:
     """The add-session half of :class:`~.postgres_search.PostgresSearch`."""
 
     _local: threading.local
+    #: Send exchange 1 on a worker when the session opens (off: at the first question, on
+    #: the calling thread; benches compare the two).
+    _read_ahead = True
 
     # provided by the store
     def _read(
@@ -107,7 +112,8 @@ class PostgresIngest:
             yield
             return
         snap = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
-        snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
+        if self._read_ahead:
+            snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
         self._local.add = snap
         try:
             yield
@@ -294,3 +300,60 @@ class PostgresIngest:
         if snap.postings is not None:
             ids += [i for _, found in snap.postings[1].values() for i in found]
         return sorted(set(ids))
+
+    # -- the write's statements (queued one by one: executemany would sync, a round trip) ----
+    @staticmethod
+    def _log_added(
+        conn: Conn, created: Sequence[NewMemory], now: float, vector: Callable[[np.ndarray], Any]
+    ) -> None:
+        """The history entries and chunk vectors (``vector`` makes their parameters) of newly
+        inserted memories (the store's ``_insert_edges`` is :meth:`_write_edges`)."""
+        for r in created:
+            conn.execute(
+                "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, "
+                "reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
+                (r.id, r.workspace, r.user_id, r.content, now),
+            )
+        marks = ",".join(["%s"] * (len(CHUNK_FIELDS) - 1) + ["%b"])
+        for r in created:
+            for p in chunk_params(r, r.chunks, vector):
+                conn.execute(
+                    f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) VALUES ({marks})", p
+                )
+
+    @staticmethod
+    def _write_edges(
+        conn: Conn,
+        workspace: str,
+        edges: Sequence[NewEdge],
+        rename: dict[str, str],
+        now: float,
+    ) -> None:
+        params = []
+        for edge in edges:
+            src = rename.get(edge.src, edge.src)
+            dst = rename.get(edge.dst, edge.dst)
+            if src != dst:
+                when = now if edge.updated_at is None else edge.updated_at
+                params.append((workspace, src, dst, edge.kind, edge.weight, when))
+        # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
+        params.sort(key=lambda p: (p[1], p[2], p[3]))
+        # One statement: an edge named twice goes in once, with the greater weight and the
+        # later time (what inserting them one after the other leaves).
+        merged: dict[tuple[str, str, str], tuple[float, float]] = {}
+        for _, src, dst, kind, weight, when in params:
+            before = merged.get((src, dst, kind))
+            merged[(src, dst, kind)] = (weight if before is None else max(before[0], weight), when)
+        if merged:
+            conn.execute(
+                "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
+                "SELECT %s, v.src, v.dst, v.kind, v.weight, v.at FROM unnest(%s::text[], "
+                "%s::text[], %s::text[], %s::float8[], %s::float8[]) WITH ORDINALITY "
+                "AS v(src, dst, kind, weight, at, n) ORDER BY v.n "
+                "ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
+                "SET weight = greatest(e.weight, excluded.weight), "
+                "updated_at = excluded.updated_at",
+                (workspace, [k[0] for k in merged], [k[1] for k in merged],
+                 [k[2] for k in merged], [float(w) for w, _ in merged.values()],
+                 [float(t) for _, t in merged.values()]),
+            )  # fmt: skip
