@@ -233,16 +233,8 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                     if not transaction:
                         out = fn(conn)
                     elif pipeline:
-                        try:
-                            with conn.pipeline():
-                                conn.execute("BEGIN")
-                                began = True
-                                out = fn(conn)
-                                conn.execute("COMMIT")
-                        except BaseException:
-                            if not conn.closed and conn.info.transaction_status != IDLE:
-                                conn.execute("ROLLBACK")
-                            raise
+                        began = True
+                        out = _pipelined(conn, fn)
                     else:
                         with conn.transaction():
                             began = True
@@ -284,8 +276,7 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                 if not transaction:
                     return fn(conn)
                 if pipeline:
-                    with conn.pipeline(), conn.transaction():
-                        return fn(conn)
+                    return _pipelined(conn, fn)
                 with conn.transaction():
                     return fn(conn)
 
@@ -751,3 +742,19 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         if existing is None:  # the conflicting row was deleted meanwhile
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
+
+
+def _pipelined(conn: Conn, fn: Callable[[Conn], T]) -> T:
+    """``fn`` in one transaction in pipeline mode: BEGIN and COMMIT sent as statements and one
+    Sync at the end (psycopg's ``transaction()`` syncs after BEGIN and before COMMIT, a round
+    trip each); rolled back if anything fails, so the connection goes back idle."""
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            out = fn(conn)
+            conn.execute("COMMIT")
+        return out
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != IDLE:
+            conn.execute("ROLLBACK")
+        raise
