@@ -14,6 +14,11 @@ the order of the three rotating, each recall is followed by ``feedback`` with th
 two versions far more steadily than two pg_scope runs one after the other. The first half of
 the recalls runs on stores without feedback records; the second asks the same questions again.
 Exchanges are ``PostgresStore._tx`` calls (one statement or one pipelined batch each).
+
+``--adds N`` (with ``--other-adds-url``, ``--this-adds-url``: empty databases) then adds N
+LoCoMo messages one at a time with the real model (embedding cache off) to fresh stores of
+both versions and SQLite, alternating with the raw embedding of the same text, the order
+rotating: add p50 over the raw embedding's p50, and exchanges per add.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT / "../shared/data/locomo10.json"))
     ap.add_argument("--n", type=int, default=3000, help="memories the stores were filled with")
     ap.add_argument("--recalls", type=int, default=200)
+    ap.add_argument("--adds", type=int, default=0, help="then this many adds (real model)")
+    ap.add_argument("--other-adds-url", default="", help="with --adds: an empty database")
+    ap.add_argument("--this-adds-url", default="", help="with --adds: an empty database")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="engrammar-other-")
     shutil.copytree(Path(args.other_src) / "engrammar", Path(tmp) / "engrammar_other")
@@ -107,6 +115,7 @@ def main() -> None:
     lat: dict[str, list[float]] = {k: [] for k in mems}
     fb: dict[str, list[float]] = {k: [] for k in mems}
     ex: dict[str, list[int]] = {"other": [], "this": []}
+    fx: dict[str, list[int]] = {"other": [], "this": []}
     order = list(mems)
     start_load = os.getloadavg()
     for i, (q, reply) in enumerate(zip(asked, replies, strict=True)):
@@ -121,9 +130,13 @@ def main() -> None:
             in_recall[0] = False
             if kind in count:
                 ex[kind].append(count[kind][0])
+            if kind in count:
+                count[kind][0] = 0
             t = time.perf_counter()
             mem.feedback(response=reply, user_id="u", recall_id=result.recall_id)
             fb[kind].append(time.perf_counter() - t)
+            if kind in count:
+                fx[kind].append(count[kind][0])
 
     def p50(v: list[float]) -> float:
         return statistics.median(v) * 1000
@@ -146,7 +159,10 @@ def main() -> None:
                 f"sqlite), feedback p50 {p50(f):.1f} ms ({p50(f) / p50(fb['sqlite'][part]):.2f}x)"
             )
             if k in ex:
-                line += f", exchanges per recall mean {statistics.mean(ex[k][part]):.2f}"
+                line += (
+                    f", exchanges per recall mean {statistics.mean(ex[k][part]):.2f}, "
+                    f"per feedback {statistics.mean(fx[k][part]):.2f}"
+                )
             lines.append(line)
     for k in count:
         lines.append(
@@ -166,8 +182,72 @@ def main() -> None:
         )
     for m in mems.values():
         m.close()
+    if args.adds:
+        lines += adds(args, emb, engrammar, engrammar_other, count)
     shutil.rmtree(tmp, ignore_errors=True)
     print("\n".join(lines))
+
+
+def adds(args: Any, emb: Any, this: Any, other: Any, count: dict[str, list[Any]]) -> list[str]:
+    """Add p50 of both versions and SQLite against the raw embedding, alternating."""
+    from engrammar.embed.onnx import MiniLMEmbedder
+    from store_bench import locomo_rows
+
+    rows, _ = locomo_rows(Path(args.data), args.adds)
+    folder = tempfile.mkdtemp(prefix="engrammar-adds-")
+    mems = {
+        "other": other.Memory(
+            other.Config(store=args.other_adds_url, embed_cache_size=0), embedder=MiniLMEmbedder()
+        ),
+        "this": this.Memory(
+            this.Config(store=args.this_adds_url, embed_cache_size=0), embedder=MiniLMEmbedder()
+        ),
+        "sqlite": this.Memory(
+            this.Config(path=folder, embed_cache_size=0), embedder=MiniLMEmbedder()
+        ),
+    }
+    took: dict[str, list[float]] = {k: [] for k in [*mems, "raw"]}
+    ex: dict[str, list[int]] = {"other": [], "this": []}
+    for c in count.values():
+        c[1].clear()
+    order = [*mems, "raw"]
+    start_load = os.getloadavg()
+    for i, r in enumerate(rows[: args.adds]):
+        text = f"{r[3]} ({i})"
+        for kind in order[i % 4 :] + order[: i % 4]:
+            if kind in count:
+                count[kind][0] = 0
+            t = time.perf_counter()
+            if kind == "raw":
+                emb.embed([text])
+            else:
+                mems[kind].add(text, user_id="adder", session_id="s1", dedup=False)
+            took[kind].append(time.perf_counter() - t)
+            if kind in count:
+                ex[kind].append(count[kind][0])
+    for m in mems.values():
+        m.close()
+    shutil.rmtree(folder, ignore_errors=True)
+    raw = statistics.median(took["raw"]) * 1000
+    out = [
+        f"{args.adds} adds (one message, real model), order rotating; load average at start "
+        f"{start_load}, at end {os.getloadavg()}; raw embedding p50 {raw:.1f} ms"
+    ]
+    for k in mems:
+        p = statistics.median(took[k]) * 1000
+        line = f"  {k}: add p50 {p:.1f} ms ({p / raw:.2f}x raw)"
+        if k in ex:
+            line += f", exchanges per add mean {statistics.mean(ex[k]):.2f}"
+        out.append(line)
+    for k in count:
+        out.append(
+            f"{k} add exchanges by kind (count, p50 ms): "
+            + "; ".join(
+                f"{w} {len(v)} {statistics.median(v) * 1000:.1f}"
+                for w, v in sorted(count[k][1].items(), key=lambda kv: -sum(kv[1]))
+            )
+        )
+    return out
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ answers, and a write that fails part way leaves nothing behind."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -14,7 +15,14 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory, Scope
 from engrammar.engine.ingest import graph_scope
 from engrammar.recall.text import terms
-from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, ReplySignal
+from engrammar.store import (
+    ChunkVector,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    ReplySignal,
+)
 from engrammar.store.postgres import PostgresStore
 
 pytestmark = pytest.mark.postgres
@@ -155,8 +163,6 @@ def test_pipelined_add_that_meets_a_duplicate_leaves_nothing_of_its_first_try(pg
     """The one-round-trip add fails on the unique key when a row exists already; what it had
     sent (history, chunk vectors, edges) is rolled back and the add runs again collapsing the
     duplicate."""
-    from engrammar.store import ChunkVector
-
     store = PostgresStore(pg_url)
     try:
         store.check_embedder("hash", HashEmbedder().dim)
@@ -295,3 +301,241 @@ def test_edge_update_that_fails_part_way_leaves_nothing(pg_url: str) -> None:
         } == before
     finally:
         mem.close()
+
+
+def _graph(store: PostgresStore, workspace: str) -> list[NewMemory]:
+    """Four memories with fixed ids and edges between them, in ``workspace``."""
+    rows = []
+    for i, text in enumerate(TURNS[:4]):
+        row = _row(text, f"k{i}")
+        rows.append(dataclasses.replace(row, id=f"m{i}", workspace=workspace))
+    weights = [0.5, 0.98, 0.03, 0.4, 0.7]
+    pairs = [("m0", "m1"), ("m1", "m2"), ("m2", "m3"), ("m3", "m0"), ("m0", "m2")]
+    edges = [NewEdge(a, b, "semantic", w) for (a, b), w in zip(pairs, weights, strict=True)]
+    store.add_memories(rows, edges)
+    return rows
+
+
+def test_edge_update_in_one_statement_equals_the_pipelined_transaction(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Distinct edges with one context vector go as ONE statement (one round trip); weights
+    (clamped at both ends, unchanged ones left alone), the changed edges returned, the change
+    log in order, the signals and the recall's consumption equal the pipelined transaction's,
+    which repeated edges still take."""
+    store = PostgresStore(pg_url)
+    trips: list[str] = []
+    original = PostgresStore._tx
+
+    def counting(self: PostgresStore, what: str, *a: Any, **k: Any) -> Any:
+        trips.append(what)
+        return original(self, what, *a, **k)
+
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        deltas = [
+            EdgeDelta("m0", "m1", "semantic", 0.1),
+            EdgeDelta("m1", "m2", "semantic", 0.5),  # clamped at the top
+            EdgeDelta("m2", "m3", "semantic", -0.5),  # clamped at the bottom
+            EdgeDelta("m3", "m0", "semantic", 0.0),  # logged, unchanged
+            EdgeDelta("m0", "nowhere", "semantic", 0.3),  # no such edge: left out
+        ]
+        outcome = {}
+        for workspace, at_once in (("w1", True), ("w2", False)):
+            monkeypatch.setattr(PostgresStore, "_edges_at_once", at_once)
+            _graph(store, workspace)
+            record = RecallRecord(
+                f"r-{workspace}", workspace, "u1", None, "s1", "q", time.time(), ["m0", "m1"]
+            )
+            store.save_recall(record)
+            signals = [_signal(record, m) for m in ("m0", "m1")]
+            for s in signals:
+                s.workspace = workspace
+            monkeypatch.setattr(PostgresStore, "_tx", counting)
+            trips.clear()
+            changed = store.adjust_edges(
+                workspace, deltas, 0.05, 1.0, consume_recall=record.recall_id,
+                reply_signals=signals,
+            )  # fmt: skip
+            assert trips == ["edge update"]
+            monkeypatch.setattr(PostgresStore, "_tx", original)
+            assert changed is not None
+            again = store.adjust_edges(workspace, deltas, 0.05, 1.0, record.recall_id, signals)
+            assert again is None  # consumed: nothing more
+
+            def rows(sql: str, workspace: str = workspace) -> list[tuple[Any, ...]]:
+                def run(conn: Any) -> list[tuple[Any, ...]]:
+                    return [tuple(r) for r in conn.execute(sql, (workspace,)).fetchall()]
+
+                return store._tx("read", run, transaction=False)
+
+            outcome[workspace] = (
+                [(e.src, e.dst, e.kind, e.weight) for e in changed],
+                rows("SELECT src, dst, kind, weight FROM edges WHERE workspace = %s ORDER BY 1, 2"),
+                rows(
+                    "SELECT src, dst, kind, delta, weight, before, recall_id IS NOT NULL "
+                    "FROM edge_changes WHERE workspace = %s ORDER BY seq"
+                ),
+                rows(
+                    "SELECT memory_id, value, alignment FROM reply_signals WHERE workspace = %s "
+                    "ORDER BY memory_id"
+                ),
+                rows("SELECT consumed_at IS NOT NULL FROM recalls WHERE workspace = %s"),
+            )
+        assert outcome["w1"] == outcome["w2"]
+        changed_w1, weights, log, signals_w1, consumed = outcome["w1"]
+        assert changed_w1 == [
+            ("m0", "m1", "semantic", 0.6),
+            ("m1", "m2", "semantic", 1.0),
+            ("m2", "m3", "semantic", 0.05),
+        ]
+        assert len(log) == 4 and len(signals_w1) == 2 and consumed == [(True,)]
+        assert ("m3", "m0", "semantic", 0.4) in weights
+        # Repeated edges take the pipelined transaction, clamping one delta after the other.
+        monkeypatch.setattr(PostgresStore, "_edges_at_once", True)
+        twice = [EdgeDelta("m0", "m1", "semantic", 0.6), EdgeDelta("m0", "m1", "semantic", -0.1)]
+        got = store.adjust_edges("w1", twice, 0.05, 1.0)
+        assert got is not None and [round(e.weight, 9) for e in got] == [1.0, 0.9]
+    finally:
+        store.close()
+
+
+def test_edge_update_in_one_statement_that_fails_leaves_nothing(pg_url: str) -> None:
+    """The one statement refused (a NaN context vector) keeps nothing: the recall stays
+    unconsumed, no signal, no weight, no log row."""
+    store = PostgresStore(pg_url)
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        _graph(store, "w1")
+        record = RecallRecord("r1", "w1", "u1", None, "s1", "q", time.time(), ["m0"])
+        store.save_recall(record)
+        bad = [_signal(record, m) for m in ("m0", "m1")]
+        for s in bad:
+            s.workspace = "w1"
+            s.context_embedding = np.full(HashEmbedder().dim, np.nan, dtype=np.float32)
+        with pytest.raises(Exception, match="edge update failed"):
+            store.adjust_edges("w1", [EdgeDelta("m0", "m1", "semantic", 0.2)], 0.05, 1.0, "r1", bad)
+        assert _count(store, "recalls", "id = 'r1' AND consumed_at IS NULL") == 1
+        assert _count(store, "reply_signals") == 0 and _count(store, "edge_changes") == 0
+        assert [e.weight for e in store.edges_from("w1", ["m0"]) if e.dst == "m1"] == [0.5]
+    finally:
+        store.close()
+
+
+class _WaitingEmbedder(HashEmbedder):
+    """Embeds like HashEmbedder once ``ready`` is set (at most 10 s), noting whether it was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready = threading.Event()
+        self.overlapped: list[bool] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.overlapped.append(self.ready.wait(10))
+        self.ready.clear()
+        return super().embed(texts)
+
+
+def test_add_session_reads_ahead_while_the_message_is_embedded(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The add session's first exchange travels on a worker while the message is embedded
+    (the embedder here waits for it to finish); the add still makes 2 + 1 exchanges and the
+    graph equals the one built when the worker fails and the read runs on the calling thread."""
+    embedder = _WaitingEmbedder()
+    original = PostgresStore._tx
+    seen: list[tuple[str, str]] = []
+
+    def counting(self: PostgresStore, what: str, *a: Any, **k: Any) -> Any:
+        try:
+            return original(self, what, *a, **k)
+        finally:
+            seen.append((what, threading.current_thread().name))
+            if what == "reading what an add links to":
+                embedder.ready.set()
+
+    mem = Memory(Config(store=pg_url, embed_cache_size=0), embedder=embedder)
+    try:
+        mem.add(TURNS[0], user_id="u1", session_id="s1")
+        monkeypatch.setattr(PostgresStore, "_tx", counting)
+
+        def graph(user: str) -> list[tuple[str, str, str, float]]:
+            ids = {}
+            for i, text in enumerate(TURNS):
+                if user == "fallback":  # no worker read to wait for
+                    embedder.ready.set()
+                ids[mem.add(text, user_id=user, session_id="s1")[0]] = i
+            store = mem.store
+            assert isinstance(store, PostgresStore)
+            edges = store.edges_from("default", list(ids))
+            return sorted(
+                (str(ids[e.src]), str(ids.get(e.dst, e.dst)), e.kind, round(e.weight, 9))
+                for e in edges
+            )
+
+        seen.clear()
+        embedder.overlapped.clear()
+        ahead = graph("ahead")
+        assert embedder.overlapped == [True] * len(TURNS)
+        first = [t for w, t in seen if w == "reading what an add links to"]
+        assert len(first) == len(TURNS) and all(t.startswith("engrammar-add-ahead") for t in first)
+        assert len(seen) == 3 * len(TURNS) + 1  # 2 + 1 exchanges an add, then the edges read
+
+        def failing(self: PostgresStore, snap: Any) -> None:
+            raise RuntimeError("worker lost")
+
+        monkeypatch.setattr(PostgresStore, "_read_first_ahead", failing)
+        seen.clear()
+        assert graph("fallback") == ahead and ahead
+        first = [t for w, t in seen if w == "reading what an add links to"]
+        assert len(first) == len(TURNS) and not any(t.startswith("engrammar-add") for t in first)
+    finally:
+        mem.close()
+
+
+def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new memory's write and feedback's one-statement edge update send BEGIN, their
+    statements and COMMIT with ONE Sync (one round trip; psycopg's transaction() and
+    executemany each add a Sync and wait for it); a write that fails there rolls back and
+    leaves the pooled connection idle for the next call."""
+    from psycopg._pipeline_base import BasePipeline
+
+    store = PostgresStore(pg_url, pool_size=1)
+    syncs: list[int] = []
+    original = BasePipeline._enqueue_sync
+
+    def counting(self: Any) -> None:
+        syncs.append(1)
+        original(self)
+
+    try:
+        store.check_embedder("hash", HashEmbedder().dim)
+        rows = _graph(store, "w0")
+        chunk = ChunkVector(1, 10, 20, HashEmbedder().embed(["lake"])[0])
+        new = dataclasses.replace(_row("A heron by the lake.", "k-heron"), chunks=(chunk,))
+        new = dataclasses.replace(new, workspace="w0")
+        monkeypatch.setattr(BasePipeline, "_enqueue_sync", counting)
+        store.add_memories([new], [NewEdge(new.id, rows[0].id, "semantic", 0.4)])
+        assert len(syncs) == 1
+        record = RecallRecord("r0", "w0", "u1", None, "s1", "q", time.time(), ["m0"])
+        store.save_recall(record)
+        syncs.clear()
+        signal = _signal(record, "m0")
+        signal.workspace = "w0"
+        assert store.adjust_edges(
+            "w0", [EdgeDelta("m0", "m1", "semantic", 0.1)], 0.05, 1.0, "r0", [signal]
+        )
+        assert len(syncs) == 1
+        again = dataclasses.replace(_row("A heron by the lake.", "k-heron"), workspace="w0")
+        assert store.add_memories([again]) == [(new.id, False)]  # the duplicate: run again
+        assert _count(store, "memories", "workspace = 'w0'") == 5
+        assert _count(store, "memory_chunks", "memory_id = %s", (new.id,)) == 1
+
+        def status(conn: Any) -> Any:
+            return conn.info.transaction_status
+
+        from psycopg.pq import TransactionStatus
+
+        assert store._tx("status", status, transaction=False) == TransactionStatus.IDLE
+    finally:
+        store.close()

@@ -61,11 +61,13 @@ def _add(engine: Engine, scope: Scope, messages: Sequence[Message], dedup: bool)
             tail = engine.store.latest_memories(scope, 1)
         return tail
 
-    if engine.config.recognise_preferences:
-        messages = recognise_preferences(engine, scope, messages, latest)
+    # Embedded first (a message's vector does not depend on its kind): a server store's
+    # reads of the session travel meanwhile, and the latest memory is there when asked.
     vectors, chunks = embed_memories(
         engine, [(m.content, speaker_of(m.metadata), m.role) for m in messages]
     )
+    if engine.config.recognise_preferences:
+        messages = recognise_preferences(engine, scope, messages, latest)
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope, latest)
         replies_to = context_sources([(speaker_of(m.metadata), m.role) for m in messages], before)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError
@@ -62,6 +63,7 @@ from .tables import (
 __all__ = ["PostgresStore", "redact_url"]
 
 T = TypeVar("T")
+IDLE = TransactionStatus.IDLE
 Conn = psycopg.Connection[Any]
 
 
@@ -81,6 +83,8 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         hnsw_ef_search: candidates visited per vector query (raised to the query's ``k``).
         connect_timeout: seconds to wait for the server.
     """
+
+    _insert_edges = staticmethod(PostgresSearch._write_edges)
 
     dialect = DIALECT
 
@@ -210,8 +214,11 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
     ) -> T:
         """Run ``fn`` on a pooled connection, in one transaction unless ``transaction`` is false
         (``fn`` then runs a single statement, atomic by itself, or only reads). ``pipeline``:
-        the transaction runs in pipeline mode, BEGIN included, so that statements ``fn`` sends
-        before it first reads a result, and the rest with COMMIT, travel together.
+        the transaction runs in pipeline mode with BEGIN and COMMIT sent as statements and one
+        Sync at the end, so that what ``fn`` sends before it first reads a result travels with
+        BEGIN, and the rest with COMMIT: one round trip if ``fn`` reads nothing before it
+        returns (psycopg's ``transaction()`` and ``executemany`` sync on their own, a round
+        trip each). A failure rolls the transaction back before the connection is returned.
 
         Retried: a transaction that lost a deadlock or a serialization conflict; and a call that
         met a connection the server had closed (restart, failover), when ``fn`` only reads or
@@ -226,9 +233,8 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                     if not transaction:
                         out = fn(conn)
                     elif pipeline:
-                        with conn.pipeline(), conn.transaction():
-                            began = True
-                            out = fn(conn)
+                        began = True
+                        out = _pipelined(conn, fn)
                     else:
                         with conn.transaction():
                             began = True
@@ -270,8 +276,7 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                 if not transaction:
                     return fn(conn)
                 if pipeline:
-                    with conn.pipeline(), conn.transaction():
-                        return fn(conn)
+                    return _pipelined(conn, fn)
                 with conn.transaction():
                     return fn(conn)
 
@@ -524,15 +529,15 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
             )
 
         def all_new(conn: Conn) -> list[tuple[str, bool]]:
-            with conn.cursor() as cur:
-                cur.executemany(
+            for p in params:  # queued one by one: executemany would sync (a round trip)
+                conn.execute(
                     "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                     "content, kind, status, created_at, updated_at, metadata, dedup_key, "
                     "embedding, terms, doc_len, valid_until, superseded_by) VALUES (%s,%s,%s,"
                     "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s::tsvector,%s,%s,%s)",
-                    params,
+                    p,
                 )
-            self._log_added(conn, rows, now)
+            self._log_added(conn, rows, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, {}, now)
             self._supersede(conn, workspace, edges, {})
@@ -572,62 +577,13 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                     raise pg_errors.SerializationFailure("dedup row vanished")
                 rename[row.id] = existing[0]
                 out.append((existing[0], False))
-            self._log_added(conn, created, now)
+            self._log_added(conn, created, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
             self._supersede(conn, workspace, edges, rename)
             return out
 
         return all_new if fresh else run
-
-    @staticmethod
-    def _log_added(conn: Conn, created: Sequence[NewMemory], now: float) -> None:
-        """The history entries and chunk vectors of newly inserted memories."""
-        if created:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, "
-                    "after, reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
-                    [(r.id, r.workspace, r.user_id, r.content, now) for r in created],
-                )
-            write_chunks(conn, [(r, r.chunks) for r in created if r.chunks])
-
-    @staticmethod
-    def _insert_edges(
-        conn: Conn,
-        workspace: str,
-        edges: Sequence[NewEdge],
-        rename: dict[str, str],
-        now: float,
-    ) -> None:
-        params = []
-        for edge in edges:
-            src = rename.get(edge.src, edge.src)
-            dst = rename.get(edge.dst, edge.dst)
-            if src != dst:
-                when = now if edge.updated_at is None else edge.updated_at
-                params.append((workspace, src, dst, edge.kind, edge.weight, when))
-        # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
-        params.sort(key=lambda p: (p[1], p[2], p[3]))
-        # One statement: an edge named twice goes in once, with the greater weight and the
-        # later time (what inserting them one after the other leaves).
-        merged: dict[tuple[str, str, str], tuple[float, float]] = {}
-        for _, src, dst, kind, weight, when in params:
-            before = merged.get((src, dst, kind))
-            merged[(src, dst, kind)] = (weight if before is None else max(before[0], weight), when)
-        if merged:
-            conn.execute(
-                "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
-                "SELECT %s, v.src, v.dst, v.kind, v.weight, v.at FROM unnest(%s::text[], "
-                "%s::text[], %s::text[], %s::float8[], %s::float8[]) WITH ORDINALITY "
-                "AS v(src, dst, kind, weight, at, n) ORDER BY v.n "
-                "ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
-                "SET weight = greatest(e.weight, excluded.weight), "
-                "updated_at = excluded.updated_at",
-                (workspace, [k[0] for k in merged], [k[1] for k in merged],
-                 [k[2] for k in merged], [float(w) for w, _ in merged.values()],
-                 [float(t) for _, t in merged.values()]),
-            )  # fmt: skip
 
     def update_memory(
         self,
@@ -786,3 +742,19 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         if existing is None:  # the conflicting row was deleted meanwhile
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
+
+
+def _pipelined(conn: Conn, fn: Callable[[Conn], T]) -> T:
+    """``fn`` in one transaction in pipeline mode: BEGIN and COMMIT sent as statements and one
+    Sync at the end (psycopg's ``transaction()`` syncs after BEGIN and before COMMIT, a round
+    trip each); rolled back if anything fails, so the connection goes back idle."""
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            out = fn(conn)
+            conn.execute("COMMIT")
+        return out
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != IDLE:
+            conn.execute("ROLLBACK")
+        raise

@@ -26,6 +26,10 @@ class _Consumed(Exception):
 class PostgresEdges:
     """The edge-update half of :class:`~.postgres.PostgresStore`."""
 
+    #: Distinct edges and one context vector: the write as one statement (off: the pipelined
+    #: transaction, as for repeated edges; the tests compare the two).
+    _edges_at_once = True
+
     def _tx(
         self,
         what: str,
@@ -119,10 +123,115 @@ class PostgresEdges:
                 )  # fmt: skip
             return changed
 
+        keys = [(d.src, d.dst, d.kind) for d in ordered]
+        shared = not reply_signals or all(
+            np.array_equal(r.context_embedding, reply_signals[0].context_embedding)
+            for r in reply_signals
+        )
+        if self._edges_at_once and len(set(keys)) == len(keys) and shared:
+            # Each edge named once (feedback's deltas are a dict) and one context vector: the
+            # whole write is one statement, BEGIN and COMMIT with it: one round trip.
+            return self._adjust_at_once(workspace, ordered, lo, hi, consume_recall, reply_signals)
         try:
             return self._tx("edge update", run, pipeline=True)
         except _Consumed:
             return None
+
+    def _adjust_at_once(
+        self,
+        workspace: str,
+        ordered: Sequence[EdgeDelta],
+        lo: float,
+        hi: float,
+        consume_recall: str | None,
+        reply_signals: Sequence[ReplySignal],
+    ) -> list[Edge] | None:
+        """:meth:`adjust_edges` as ONE statement (distinct edges, one context vector): the
+        recall's consumption gates everything else; the edges are locked in one global order
+        (ORDER BY under FOR UPDATE), the new weights clamped as the loop above clamps them
+        (IEEE doubles on both sides), changed edges written and every delta logged in order.
+        Data-modifying CTEs see one snapshot; a row another writer changed meanwhile is read
+        at its newest version by the lock and updated at it (READ COMMITTED re-check)."""
+        now = time.time()
+        gate = "EXISTS (SELECT 1 FROM c)" if consume_recall is not None else "TRUE"
+        params: dict[str, Any] = {
+            "ws": workspace,
+            "now": now,
+            "rid": consume_recall,
+            "lo": float(lo),
+            "hi": float(hi),
+            "src": [d.src for d in ordered],
+            "dst": [d.dst for d in ordered],
+            "kind": [d.kind for d in ordered],
+            "delta": [float(d.delta) for d in ordered],
+        }
+        signals = ""
+        if reply_signals:
+            params.update(_signal_columns(reply_signals))
+            signals = (
+                ", sig AS (INSERT INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                "recall_id, memory_id, value, alignment, context_embedding, created_at, source) "
+                "SELECT s.workspace, s.user_id, s.agent_id, s.session_id, s.recall_id, "
+                "s.memory_id, s.value, s.alignment, %(ctx)b, s.created_at, s.source "
+                "FROM unnest(%(s_ws)s::text[], %(s_user)s::text[], %(s_agent)s::text[], "
+                "%(s_session)s::text[], %(s_recall)s::text[], %(s_memory)s::text[], "
+                "%(s_value)s::float8[], %(s_align)s::float8[], %(s_at)s::float8[], "
+                "%(s_source)s::text[]) WITH ORDINALITY AS s(workspace, user_id, agent_id, "
+                "session_id, recall_id, memory_id, value, alignment, created_at, source, n) "
+                f"WHERE {gate} ORDER BY s.n ON CONFLICT DO NOTHING)"
+            )
+        consume = (
+            "c AS (UPDATE recalls SET consumed_at = %(now)s WHERE workspace = %(ws)s "
+            "AND id = %(rid)s AND consumed_at IS NULL RETURNING id), "
+            if consume_recall is not None
+            else ""
+        )
+        sql = (
+            f"WITH {consume}old AS (SELECT e.src, e.dst, e.kind, e.weight AS before, d.delta, d.n "
+            "FROM edges e JOIN unnest(%(src)s::text[], %(dst)s::text[], %(kind)s::text[], "
+            "%(delta)s::float8[]) WITH ORDINALITY AS d(src, dst, kind, delta, n) "
+            "ON e.workspace = %(ws)s AND e.src = d.src AND e.dst = d.dst AND e.kind = d.kind "
+            f"WHERE {gate} ORDER BY e.src, e.dst, e.kind FOR UPDATE OF e), "
+            "new AS (SELECT *, least(%(hi)s, greatest(%(lo)s, before + delta)) AS after "
+            "FROM old), "
+            "upd AS (UPDATE edges e SET weight = new.after, updated_at = %(now)s FROM new "
+            "WHERE e.workspace = %(ws)s AND e.src = new.src AND e.dst = new.dst "
+            "AND e.kind = new.kind AND new.after <> new.before "
+            "RETURNING e.src, e.dst, e.kind, e.weight), "
+            "log AS (INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+            "recall_id, at, before) SELECT %(ws)s, src, dst, kind, delta, after, %(rid)s, "
+            f"%(now)s, before FROM new ORDER BY n){signals} "
+            f"SELECT {gate}, NULL, NULL, NULL, NULL::float8 "
+            "UNION ALL SELECT TRUE, src, dst, kind, weight FROM upd"
+        )
+
+        def run(conn: Conn) -> Any:
+            cur = conn.cursor(binary=True)
+            cur.execute(sql, params)
+            return cur  # read after the pipeline's one sync (BEGIN, this, COMMIT)
+
+        rows = self._tx("edge update", run, pipeline=True).fetchall()
+        if not any(r[0] for r in rows if r[1] is None):  # the gate's row: consumed by another
+            return None
+        changed = sorted((r[1:] for r in rows if r[1] is not None), key=lambda r: r[:3])
+        return [Edge(r[0], r[1], r[2], float(r[3]), now) for r in changed]
+
+
+def _signal_columns(signals: Sequence[ReplySignal]) -> dict[str, Any]:
+    """The named parameters of reply signals sharing one context vector, column by column."""
+    return {
+        "ctx": Vector(signals[0].context_embedding),
+        "s_ws": [r.workspace for r in signals],
+        "s_user": [r.user_id for r in signals],
+        "s_agent": [r.agent_id for r in signals],
+        "s_session": [r.session_id for r in signals],
+        "s_recall": [r.recall_id for r in signals],
+        "s_memory": [r.memory_id for r in signals],
+        "s_value": [float(r.value) for r in signals],
+        "s_align": [float(r.alignment) for r in signals],
+        "s_at": [float(r.created_at) for r in signals],
+        "s_source": [r.source for r in signals],
+    }
 
 
 def _insert_signals(conn: Conn, signals: Sequence[ReplySignal]) -> None:

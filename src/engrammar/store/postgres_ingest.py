@@ -6,8 +6,10 @@ their records, and how many edges the memories it would link to have already. As
 one that is six round trips before the write; inside :meth:`PostgresIngest.adding` they take
 two exchanges:
 
-1. at the first question (before the message is embedded): the latest memory with its
-   vector, the scope's size and the postings of the batch's terms, pipelined;
+1. sent when the session opens, on a worker thread, so that it travels while the message
+   is embedded: the latest memory with its vector, the scope's size and the postings of the
+   batch's terms, pipelined; the first question waits for it (the read runs again on the
+   calling thread if the worker's failed);
 2. the vector searches, each returning its hits' records and edge counts, pipelined with
    the edge counts of the latest memory and of the postings' memories.
 
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +31,8 @@ import numpy as np
 import psycopg
 
 from ..models import MemoryRecord, Scope
+from .base import NewEdge, NewMemory
+from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .postgres_reads import M_COLUMNS
 from .tables import MEMORY_COLUMNS
 
@@ -38,6 +43,10 @@ _N_MEMORY = len(MEMORY_COLUMNS.split(","))
 # The term postings' statements (``PostgresSearch.term_postings``): the scope's size, then
 # per term its document count and newest ids.
 Postings = tuple[int, dict[str, tuple[int, list[str]]]]
+# The workers that send an add session's first exchange while its message is embedded (the
+# model's run releases the GIL). Shared by every store of the process: a task is one short
+# read on a pooled connection, and a caller never holds a connection while it waits for one.
+_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="engrammar-add-ahead")
 
 
 @dataclass
@@ -54,12 +63,16 @@ class AddSnapshot:
     postings: Postings | None = None
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    ahead: Future[None] | None = None
 
 
 class PostgresIngest:
     """The add-session half of :class:`~.postgres_search.PostgresSearch`."""
 
     _local: threading.local
+    #: Send exchange 1 on a worker when the session opens (off: at the first question, on
+    #: the calling thread; benches compare the two).
+    _read_ahead = True
 
     # provided by the store
     def _read(
@@ -98,14 +111,34 @@ class PostgresIngest:
         if getattr(self._local, "add", None) is not None:
             yield
             return
-        self._local.add = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
+        snap = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
+        if self._read_ahead:
+            snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
+        self._local.add = snap
         try:
             yield
         finally:
             self._local.add = None
+            if snap.ahead is not None:  # never asked: let it end before the session does
+                with suppress(Exception):
+                    snap.ahead.result()
+
+    def _read_first_ahead(self, snap: AddSnapshot) -> None:
+        """Exchange 1 on a worker; its answers land in a copy that :meth:`_add_snap` takes
+        over once the worker is done (the calling thread never sees a half-filled session)."""
+        work = AddSnapshot(snap.scope, snap.graph, snap.terms, snap.limit)
+        self._read_first(work)
+        snap.latest, snap.vecs, snap.records = work.latest, work.vecs, work.records
+        snap.postings, snap.read = work.postings, True
 
     def _add_snap(self) -> AddSnapshot | None:
         snap: AddSnapshot | None = getattr(self._local, "add", None)
+        if snap is not None and snap.ahead is not None:
+            ahead, snap.ahead = snap.ahead, None
+            try:
+                ahead.result()
+            except Exception:  # read again on this thread, raising what that raises
+                snap.read = False
         return snap
 
     def _queue_first(self, conn: Conn, snap: AddSnapshot) -> Callable[[], None]:
@@ -267,3 +300,60 @@ class PostgresIngest:
         if snap.postings is not None:
             ids += [i for _, found in snap.postings[1].values() for i in found]
         return sorted(set(ids))
+
+    # -- the write's statements (queued one by one: executemany would sync, a round trip) ----
+    @staticmethod
+    def _log_added(
+        conn: Conn, created: Sequence[NewMemory], now: float, vector: Callable[[np.ndarray], Any]
+    ) -> None:
+        """The history entries and chunk vectors (``vector`` makes their parameters) of newly
+        inserted memories (the store's ``_insert_edges`` is :meth:`_write_edges`)."""
+        for r in created:
+            conn.execute(
+                "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, "
+                "reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
+                (r.id, r.workspace, r.user_id, r.content, now),
+            )
+        marks = ",".join(["%s"] * (len(CHUNK_FIELDS) - 1) + ["%b"])
+        for r in created:
+            for p in chunk_params(r, r.chunks, vector):
+                conn.execute(
+                    f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) VALUES ({marks})", p
+                )
+
+    @staticmethod
+    def _write_edges(
+        conn: Conn,
+        workspace: str,
+        edges: Sequence[NewEdge],
+        rename: dict[str, str],
+        now: float,
+    ) -> None:
+        params = []
+        for edge in edges:
+            src = rename.get(edge.src, edge.src)
+            dst = rename.get(edge.dst, edge.dst)
+            if src != dst:
+                when = now if edge.updated_at is None else edge.updated_at
+                params.append((workspace, src, dst, edge.kind, edge.weight, when))
+        # Sorted: concurrent writers lock shared edges in the same order and cannot deadlock.
+        params.sort(key=lambda p: (p[1], p[2], p[3]))
+        # One statement: an edge named twice goes in once, with the greater weight and the
+        # later time (what inserting them one after the other leaves).
+        merged: dict[tuple[str, str, str], tuple[float, float]] = {}
+        for _, src, dst, kind, weight, when in params:
+            before = merged.get((src, dst, kind))
+            merged[(src, dst, kind)] = (weight if before is None else max(before[0], weight), when)
+        if merged:
+            conn.execute(
+                "INSERT INTO edges AS e (workspace, src, dst, kind, weight, updated_at) "
+                "SELECT %s, v.src, v.dst, v.kind, v.weight, v.at FROM unnest(%s::text[], "
+                "%s::text[], %s::text[], %s::float8[], %s::float8[]) WITH ORDINALITY "
+                "AS v(src, dst, kind, weight, at, n) ORDER BY v.n "
+                "ON CONFLICT (workspace, src, dst, kind) DO UPDATE "
+                "SET weight = greatest(e.weight, excluded.weight), "
+                "updated_at = excluded.updated_at",
+                (workspace, [k[0] for k in merged], [k[1] for k in merged],
+                 [k[2] for k in merged], [float(w) for w, _ in merged.values()],
+                 [float(t) for _, t in merged.values()]),
+            )  # fmt: skip
