@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from backends import open_memory
 from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import RecallResult
-
-from backends import open_memory
 
 CLIMB = "On weekends I go bouldering at the climbing gym."
 ROUTE = "My favourite route there is a purple overhang problem."
@@ -29,9 +28,7 @@ REPLY = (
 
 
 def _ranking(result: RecallResult) -> list[tuple[str, float, float]]:
-    return [
-        (m.content, round(m.score, 6), m.components.get("graph", 0.0)) for m in result.memories
-    ]
+    return [(m.content, round(m.score, 6), m.components.get("graph", 0.0)) for m in result.memories]
 
 
 def _add(mem: Memory) -> None:
