@@ -341,6 +341,14 @@ class Config:
         "falls to 0 when the memory is this much less close (a question on the rated one's "
         "topic but about something else is not lifted by it). 0 = off.",
     )
+    feedback_edge_context: bool = _opt(
+        True,
+        "What a reply's feedback added to (or took from) a graph edge counts for a recall in "
+        "proportion to how well its query matches the query of the recall the reply answered "
+        "(the feedback_reply_context_min / _full ramp); the edge's weight before feedback "
+        "counts everywhere. False: the changed weight counts for every query (MemWire's rule "
+        "as written).",
+    )
     feedback_source_window_s: float = _opt(
         60.0,
         "Within each window of this many seconds, one source's signals of one kind on one "

@@ -10,11 +10,12 @@ them rank alike.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..config import Config
-from ..models import MemoryRecord, RecallFilter, Scope
+from ..models import Edge, MemoryRecord, RecallFilter, Scope
 from ..recall.diversity import session_spread
 from ..recall.fusion import Candidate, fuse
 from ..recall.query import (
@@ -32,6 +33,7 @@ from .base import Engine, in_scope
 
 __all__ = [
     "REFINE_DEPTH",
+    "EdgesFrom",
     "Hits",
     "candidates",
     "complete_vector_hits",
@@ -50,6 +52,8 @@ NAME_LOOKUP = 20
 
 
 Hits = tuple[np.ndarray, list[tuple[str, float]], list[tuple[str, float]]]
+#: ``Store.edges_from(workspace, ids, min_weight, kind)`` or a reader standing in for it.
+EdgesFrom = Callable[[str, Sequence[str], float, str | None], list[Edge]]
 
 
 def search_hits(
@@ -120,15 +124,19 @@ def refined(
     *,
     links: bool = True,
     where: RecallFilter | None = None,
+    edges: EdgesFrom | None = None,
 ) -> list[Candidate]:
     """The fused and refined candidates of a search's ``hits``, best first (relative times
-    in ``query`` read against ``as_of``); neighbours join only if ``where`` matches them."""
+    in ``query`` read against ``as_of``); neighbours join only if ``where`` matches them.
+    ``edges`` reads the sequence edges instead of the store (``engine.edge_context``)."""
     qvec, vector_hits, keyword_hits = hits
     config = engine.config if links else _unlinked(engine.config)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
-    return refine_candidates(engine.store, config, scope, query, cands, qvec, as_of, where)
+    return refine_candidates(
+        engine.store, config, scope, query, cands, qvec, as_of, where, edges=edges
+    )
 
 
 def complete_vector_hits(
@@ -167,6 +175,8 @@ def refine_candidates(
     qvec: np.ndarray | None = None,
     as_of: float | None = None,
     where: RecallFilter | None = None,
+    *,
+    edges: EdgesFrom | None = None,
 ) -> list[Candidate]:
     """Speaker and time boosts (relative times resolved against ``as_of``), the question and
     assistant discounts, then support from conversation neighbours; best first.
@@ -185,7 +195,10 @@ def refine_candidates(
     second: dict[str, list[tuple[str, float]]] = {}
     if support:
         neighbours, second = _sequence_links(
-            store, scope, [c.id for c in head], config.second_neighbour_weight > 0
+            edges or store.edges_from,
+            scope,
+            [c.id for c in head],
+            config.second_neighbour_weight > 0,
         )
         if qvec is not None:
             head, tail, records = _join_neighbours(
@@ -312,12 +325,12 @@ def _join_neighbours(
 
 
 def _sequence_links(
-    store: Store, scope: Scope, ids: list[str], two_hops: bool
+    edges_from: EdgesFrom, scope: Scope, ids: list[str], two_hops: bool
 ) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[tuple[str, float]]]]:
     """Per id, its sequence neighbours ``(id, edge weight)`` and, with ``two_hops``, the
     memories two sequence edges away ``(id, weaker edge weight)``."""
     neighbours: dict[str, list[tuple[str, float]]] = {}
-    for edge in store.edges_from(scope.workspace, ids, kind="sequence"):
+    for edge in edges_from(scope.workspace, ids, 0.0, "sequence"):
         if edge.kind == "sequence":
             neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
     second: dict[str, list[tuple[str, float]]] = {}
@@ -325,7 +338,7 @@ def _sequence_links(
         return neighbours, second
     middle = sorted({dst for outs in neighbours.values() for dst, _ in outs})
     onward: dict[str, list[tuple[str, float]]] = {}
-    for edge in store.edges_from(scope.workspace, middle, kind="sequence"):
+    for edge in edges_from(scope.workspace, middle, 0.0, "sequence"):
         if edge.kind == "sequence":
             onward.setdefault(edge.src, []).append((edge.dst, edge.weight))
     for src, outs in neighbours.items():

@@ -51,6 +51,7 @@ from ..recall.tensions import detect_tension
 from ..store import LearningAhead, RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
+from .edge_context import edge_reader
 from .learned_terms import learned_term_signals
 from .validity import by_validity
 
@@ -364,15 +365,18 @@ def graph_rank(
     store, config = engine.store, engine.config
     hits = search_hits(engine, scope, query, where=where)
     qvec, vector_hits, keyword_hits = hits
-    cands = refined(engine, scope, query, hits, as_of, where=where)
+    # The weights feedback gave edges count near the recalls that earned them.
+    reader = edge_reader(engine, scope, qvec, _feedback_since(engine))
+    edges_from = store.edges_from if reader is None else reader.edges_from
+    cands = refined(engine, scope, query, hits, as_of, where=where, edges=edges_from)
     by_id: dict[str, Candidate] = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: config.graph_seeds]]
     walks: list[Walk] = []
     if config.graph_depth > 0 and seeds:
         frontier = [Walk([c.id], score=c.relevance) for c in cands[: config.graph_seeds]]
         for _ in range(config.graph_depth):
-            edges = store.edges_from(
-                scope.workspace, [w.nodes[-1] for w in frontier], config.graph_min_edge_weight
+            edges = edges_from(
+                scope.workspace, [w.nodes[-1] for w in frontier], config.graph_min_edge_weight, None
             )
             step = expand(frontier, edges, config.graph_fanout)
             if not step:

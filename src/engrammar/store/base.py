@@ -431,6 +431,13 @@ class Store(Protocol):
         ``src``, ``dst``, ``kind``, ``delta`` (as asked, before clamping), ``weight`` (after),
         ``recall_id``, ``at``."""
 
+    def learned_edge_parts(
+        self, workspace: str, src_ids: Sequence[str], kind: str | None = None
+    ) -> list[tuple[str, str, str, str | None, float]]:
+        """What feedback moved each edge leaving ``src_ids`` by (of ``kind`` only, if
+        given): ``(src, dst, kind, recall_id, applied)`` per logged change, ``applied`` the
+        change of the weight after clamping (see ``engine.edge_context``)."""
+
     def reply_signal_rows(
         self, scope: Scope, memory_id: str | None, limit: int
     ) -> list[dict[str, Any]]:

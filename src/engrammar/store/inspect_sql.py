@@ -153,6 +153,26 @@ class SQLInspect:
             del row["seq"]
         return ordered
 
+    def learned_edge_parts(
+        self, workspace: str, src_ids: Sequence[str], kind: str | None = None
+    ) -> list[tuple[str, str, str, str | None, float]]:
+        ids = list(dict.fromkeys(src_ids))
+        of_kind = "" if kind is None else " AND kind = ?"
+        out: list[tuple[str, str, str, str | None, float]] = []
+        for cond, chunk in self.dialect.in_list("src", ids):
+            # What each change moved the weight by (after clamping); a row from before the
+            # weight before a change was logged counts its asked delta.
+            out += [
+                (r[0], r[1], r[2], r[3], float(r[4]))
+                for r in self._fetch(
+                    "reading edge changes",
+                    "SELECT src, dst, kind, recall_id, COALESCE(weight - before, delta) "
+                    f"FROM edge_changes WHERE workspace = ? AND {cond}{of_kind}",
+                    [workspace, *chunk, *([] if kind is None else [kind])],
+                )
+            ]
+        return out
+
     def reply_signal_rows(
         self, scope: Scope, memory_id: str | None, limit: int
     ) -> list[dict[str, Any]]:
