@@ -43,7 +43,7 @@ def test_edges_a_reply_changed_count_for_its_question_not_for_another(
     location: str, minilm: MiniLMEmbedder
 ) -> None:
     # Neighbour support off: the other question's ranking then depends on the walk alone.
-    with open_memory(location, minilm, neighbour_weight=0.0) as mem:
+    with open_memory(location, minilm, neighbour_weight=0.0, feedback_edge_context=True) as mem:
         _add(mem)
         other_before = _ranking(mem.recall(OTHER, user_id="bob", limit=9))
         for _ in range(4):
@@ -65,7 +65,7 @@ def test_edges_a_reply_changed_count_for_its_question_not_for_another(
 
 @pytest.mark.every_store
 def test_undoing_the_reply_gives_back_the_ranking(location: str, minilm: MiniLMEmbedder) -> None:
-    with open_memory(location, minilm, neighbour_weight=0.0) as mem:
+    with open_memory(location, minilm, neighbour_weight=0.0, feedback_edge_context=True) as mem:
         _add(mem)
         mem.recall(ASKED, user_id="bob", limit=9)
         first = mem.feedback(response=REPLY, user_id="bob")

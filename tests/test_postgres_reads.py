@@ -150,11 +150,8 @@ def test_session_answers_equal_plain_reads(
                 assert fast_trips < slow_trips
                 # keyword search, the pipelined neighbourhood, the recall record; at most two
                 # reads the neighbourhood did not hold; with feedback records, one more: the
-                # learned ranking's reads (records and reply signals) in one exchange; with a
-                # fed-back recall in the scope two more for feedback_edge_context: the
-                # matching recalls and the logged changes of the walked edges
-                # (engine/edge_context.py)
-                assert fast_trips <= (8 if with_feedback else 5), (query, fast_trips)
+                # learned ranking's reads (records and reply signals) in one exchange
+                assert fast_trips <= (6 if with_feedback else 5), (query, fast_trips)
                 _same_search_and_explain(mem, query, limit, fast.memories[-1].id)
     finally:
         mem.close()
