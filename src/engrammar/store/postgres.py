@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import json
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError
@@ -211,6 +212,7 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         idempotent: bool = False,
         attempts: int = 4,
         pipeline: bool = False,
+        rerunnable: bool = False,
     ) -> T:
         """Run ``fn`` on a pooled connection, in one transaction unless ``transaction`` is false
         (``fn`` then runs a single statement, atomic by itself, or only reads). ``pipeline``:
@@ -221,8 +223,9 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         trip each). A failure rolls the transaction back before the connection is returned.
 
         Retried: a transaction that lost a deadlock or a serialization conflict; and a call that
-        met a connection the server had closed (restart, failover), when ``fn`` only reads or
-        the connection failed before the transaction began. Other failures raise StoreError.
+        met a connection the server had closed (restart, failover), when ``fn`` only reads, the
+        connection failed before the transaction began, or ``fn`` is ``rerunnable`` (safe to run
+        again after a COMMIT whose answer was lost). Other failures raise StoreError.
         """
         for attempt in range(attempts):
             held: list[Conn] = []
@@ -233,6 +236,10 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                     if not transaction:
                         out = fn(conn)
                     elif pipeline:
+                        if _closed_by_server(conn):
+                            # Nothing was sent: the next attempt takes a fresh connection.
+                            conn.close()
+                            raise psycopg.OperationalError("the server closed the connection")
                         began = True
                         out = _pipelined(conn, fn)
                     else:
@@ -250,7 +257,11 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
                 raise StoreError(f"{what} failed: no database connection ({exc})") from exc
             except psycopg.OperationalError as exc:
                 lost = bool(held) and held[0].closed
-                if lost and (idempotent or not began) and attempt < attempts - 1:
+                # ``rerunnable`` writes guard themselves against a second run (an add finds its
+                # rows by their unique keys and reports them as existing; an edge update that
+                # consumes a recall finds it consumed), so a COMMIT that did land before the
+                # connection went is not applied twice.
+                if lost and (idempotent or not began or rerunnable) and attempt < attempts - 1:
                     continue  # the pool drops the dead connection; the next one is fresh
                 raise StoreError(f"{what} failed: {exc}") from exc
             except psycopg.Error as exc:
@@ -457,14 +468,16 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         # A row whose content the scope holds already (or twice in the batch) makes it fail
         # on the unique key, and it runs again collapsing duplicates (answers read on the way).
         try:
-            return self._tx("add", self._adder(rows, edges, fresh=True), pipeline=True)
+            return self._tx(
+                "add", self._adder(rows, edges, fresh=True), pipeline=True, rerunnable=True
+            )
         except StoreError as exc:
             clash = exc.__cause__
             if not (
                 isinstance(clash, pg_errors.UniqueViolation) and clash.diag.table_name == "memories"
             ):
                 raise
-        return self._tx("add", self._adder(rows, edges), pipeline=True)
+        return self._tx("add", self._adder(rows, edges), pipeline=True, rerunnable=True)
 
     def import_bundle(
         self,
@@ -742,6 +755,26 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
         if existing is None:  # the conflicting row was deleted meanwhile
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
+
+
+def _closed_by_server(conn: Conn) -> bool:
+    """Whether the server closed an idle pooled connection (restart, failover, a terminated
+    backend), seen without a round trip: its last message or the end of the stream is waiting
+    on the socket. A pipelined transaction learns of a dead connection only after it has sent
+    everything, too late to tell whether COMMIT ran; this lets it take another one first."""
+    if conn.closed:
+        return True
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    if not ready:
+        return False
+    try:
+        conn.pgconn.consume_input()
+    except psycopg.OperationalError:
+        return True
+    return conn.pgconn.status != ConnStatus.OK
 
 
 def _pipelined(conn: Conn, fn: Callable[[Conn], T]) -> T:

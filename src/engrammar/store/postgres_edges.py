@@ -39,6 +39,7 @@ class PostgresEdges:
         idempotent: bool = False,
         attempts: int = 4,
         pipeline: bool = False,
+        rerunnable: bool = False,
     ) -> T:
         raise NotImplementedError
 
@@ -133,7 +134,9 @@ class PostgresEdges:
             # whole write is one statement, BEGIN and COMMIT with it: one round trip.
             return self._adjust_at_once(workspace, ordered, lo, hi, consume_recall, reply_signals)
         try:
-            return self._tx("edge update", run, pipeline=True)
+            return self._tx(
+                "edge update", run, pipeline=True, rerunnable=consume_recall is not None
+            )
         except _Consumed:
             return None
 
@@ -210,7 +213,9 @@ class PostgresEdges:
             cur.execute(sql, params)
             return cur  # read after the pipeline's one sync (BEGIN, this, COMMIT)
 
-        rows = self._tx("edge update", run, pipeline=True).fetchall()
+        rows = self._tx(
+            "edge update", run, pipeline=True, rerunnable=consume_recall is not None
+        ).fetchall()
         if not any(r[0] for r in rows if r[1] is None):  # the gate's row: consumed by another
             return None
         changed = sorted((r[1:] for r in rows if r[1] is not None), key=lambda r: r[:3])
