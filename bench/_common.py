@@ -50,6 +50,22 @@ def locomo_turns(conversations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def load_other_engrammar(src: str | Path) -> Any:
+    """Another checkout's package (``src`` holds its ``engrammar`` folder) importable beside
+    this one, as ``engrammar_other`` (the package imports itself relatively), for benches that
+    run two code versions in one process. The copy is removed when the process exits."""
+    import atexit
+    import importlib
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="engrammar-other-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    shutil.copytree(Path(src) / "engrammar", Path(tmp) / "engrammar_other")
+    sys.path.insert(0, tmp)
+    return importlib.import_module("engrammar_other")
+
+
 def machine() -> dict[str, Any]:
     cpu = "unknown"
     try:

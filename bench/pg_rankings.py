@@ -14,15 +14,14 @@ and searches list the same ids in the same order, and the largest score differen
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+from _common import load_other_engrammar  # noqa: E402
 
 
 def main() -> None:
@@ -34,10 +33,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--questions", type=int, default=100)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="engrammar-other-")
-    shutil.copytree(Path(args.other_src) / "engrammar", Path(tmp) / "engrammar_other")
-    sys.path.insert(0, tmp)
-    import engrammar_other  # type: ignore[import-not-found]
+    engrammar_other = load_other_engrammar(args.other_src)
 
     import engrammar
     from engrammar.embed.onnx import MiniLMEmbedder
@@ -80,7 +76,6 @@ def main() -> None:
             mem.close()
     finally:
         time.time = real
-        shutil.rmtree(tmp, ignore_errors=True)
     print("command: python " + " ".join(sys.argv))
     print(
         f"recall: {same['recall']} / {len(asked)} the same ids in the same order; "

@@ -35,6 +35,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+from _common import load_other_engrammar  # noqa: E402
 
 
 def main() -> None:
@@ -50,11 +51,8 @@ def main() -> None:
     ap.add_argument("--other-adds-url", default="", help="with --adds: an empty database")
     ap.add_argument("--this-adds-url", default="", help="with --adds: an empty database")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="engrammar-other-")
-    shutil.copytree(Path(args.other_src) / "engrammar", Path(tmp) / "engrammar_other")
-    sys.path.insert(0, tmp)
-    import engrammar_other  # type: ignore[import-not-found]
-    from engrammar_other.store.postgres import PostgresStore as OtherStore
+    engrammar_other = load_other_engrammar(args.other_src)
+    from engrammar_other.store.postgres import PostgresStore as OtherStore  # type: ignore[import-not-found]
 
     import engrammar
     from engrammar.embed.onnx import MiniLMEmbedder
@@ -184,7 +182,6 @@ def main() -> None:
         m.close()
     if args.adds:
         lines += adds(args, emb, engrammar, engrammar_other, count)
-    shutil.rmtree(tmp, ignore_errors=True)
     print("\n".join(lines))
 
 

@@ -8,11 +8,9 @@ from backends import open_memory
 from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import RecallResult
+from test_feedback import BAKE, CLIMB, REPLY, ROUTE, UNWIND
 
-CLIMB = "On weekends I go bouldering at the climbing gym."
-ROUTE = "My favourite route there is a purple overhang problem."
-BAKE = "On Sundays I bake sourdough bread for the neighbours."
-UNWIND = "Baking bread is how I unwind after a long week."
+# test_feedback's other memories less one: nine in all, the whole scope in a recall of 9.
 OTHERS = [
     "I work as a nurse on the night shift.",
     "My car needs new tyres before winter.",
@@ -22,9 +20,6 @@ OTHERS = [
 ]
 ASKED = "What do you like doing on weekends?"
 OTHER = "Why do I bake bread?"
-REPLY = (
-    "You love bouldering at the climbing gym on weekends, especially that purple overhang route."
-)
 
 
 def _ranking(result: RecallResult) -> list[tuple[str, float, float]]:
