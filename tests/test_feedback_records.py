@@ -277,6 +277,16 @@ def test_stats_count_feedback_records(mem: Memory) -> None:
     assert counts["feedback_event"] == 1
     assert counts["logged_event"] == 1
     assert counts["memory_rating"] == 0
+    assert counts["reply"] == 0
+
+
+def test_stats_count_reply_feedback_until_undone(mem: Memory) -> None:
+    mem.add(["I live in Berlin.", "I cycle to work."], user_id="u")
+    recall = mem.recall("Where do I live?", user_id="u")
+    mem.feedback("You live in Berlin.", user_id="u", recall_id=recall.recall_id)
+    assert mem.stats(user_id="u")["feedback_records"]["reply"] == 1
+    mem.undo(recall.recall_id, user_id="u")
+    assert mem.stats(user_id="u")["feedback_records"]["reply"] == 0
 
 
 def test_explain_shows_each_learned_component(mem: Memory) -> None:

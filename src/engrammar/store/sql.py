@@ -189,6 +189,12 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
                 )
                 w, p = scope_where(narrowed)
                 feedback[kind] = count(conn, f"SELECT count(*) FROM {table} WHERE {w}", p)
+            # A reply's feedback is no row of its own: the recall it consumed (undo frees it).
+            feedback["reply"] = count(
+                conn,
+                f"SELECT count(*) FROM recalls WHERE {where} AND consumed_at IS NOT NULL",
+                params,
+            )
             by_kind = q(f"SELECT kind, count(*) FROM memories WHERE {where} GROUP BY kind")
             return {
                 "memories": count(conn, f"SELECT count(*) FROM memories WHERE {where}", params),
