@@ -539,3 +539,74 @@ def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyP
         assert store._tx("status", status, transaction=False) == TransactionStatus.IDLE
     finally:
         store.close()
+
+
+def test_feedback_reads_in_two_exchanges_equal_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Feedback's reply reads (both searches, then the head's sequence edges two steps with
+    the records and vectors they reach) take two exchanges: with the recall read and the
+    edge update, four a call; on two copies of one store, what it learns equals what the
+    reads one by one teach (the same memories drawn on and left, the same edge weights and
+    reply signals)."""
+    import psycopg
+
+    long_turn = " ".join(TURNS) + " The counselor said the adoption papers look fine."
+    mem = _memory(pg_url)
+    for session in ("s1", "s2"):
+        for i, text in enumerate([*TURNS, long_turn]):
+            mem.add(text, user_id="u1", session_id=session, metadata={"name": ("Ann", "Bo")[i % 2]})
+    mem.close()
+    server, name = pg_url.rsplit("/", 1)
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}_copy TEMPLATE {name}")
+    exchanges: list[str] = []
+    original = PostgresStore._tx
+
+    def counting(self: PostgresStore, what: str, *a: Any, **k: Any) -> Any:
+        exchanges.append(what)
+        return original(self, what, *a, **k)
+
+    def learn(url: str, fast: bool) -> tuple[Any, ...]:
+        mem = _memory(url)
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        store._reply_reads = fast
+        outcomes: list[Any] = []
+        try:
+            for query, reply in (
+                ("What did the support group talk about?", "They talked about adoption agencies."),
+                ("Where do the kids go camping?", "The kids camp in the mountains in summer."),
+            ):
+                recall = mem.recall(query, user_id="u1")
+                exchanges.clear()
+                monkeypatch.setattr(PostgresStore, "_tx", counting)
+                try:
+                    out = mem.feedback(response=reply, user_id="u1", recall_id=recall.recall_id)
+                finally:
+                    monkeypatch.setattr(PostgresStore, "_tx", original)
+                out.pop("recall_id")  # a new id in each store
+                outcomes.append((out, len(exchanges)))
+
+            def learned(conn: Any) -> tuple[Any, ...]:
+                edges = conn.execute(
+                    "SELECT src, dst, kind, weight FROM edges ORDER BY src, dst, kind"
+                ).fetchall()
+                signals = conn.execute(
+                    "SELECT memory_id, value, alignment FROM reply_signals "
+                    "ORDER BY memory_id, value"
+                ).fetchall()
+                return edges, signals
+
+            return tuple(outcomes), store._tx("reading", learned, transaction=False)
+        finally:
+            mem.close()
+
+    fast, fast_learned = learn(pg_url, True)
+    plain, plain_learned = learn(f"{server}/{name}_copy", False)
+    assert [o for o, _ in fast] == [o for o, _ in plain]
+    assert fast_learned == plain_learned
+    assert fast[0][0]["drawn_on"] and fast[0][0]["left"]  # drew on some, left others
+    assert fast[0][0]["strengthened"] + fast[0][0]["weakened"] > 0
+    assert [n for _, n in fast] == [4, 4]
+    assert all(n > 4 for _, n in plain)

@@ -362,6 +362,18 @@ class Store(Protocol):
         """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
         neighbours of every new memory); one list per row."""
 
+    def searches(
+        self,
+        scope: Scope,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None = None,
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """``(keyword_search(scope, text, k, where), vector_search(scope, query, k, where))``
+        when the query's vector is known before its keyword hits (a reply's): a server store
+        sends both at once."""
+
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:

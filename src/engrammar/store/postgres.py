@@ -43,6 +43,7 @@ from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
 from .postgres_migrations import MIGRATIONS
 from .postgres_replicas import Replicas, lsn
+from .postgres_reply import PostgresReply
 from .postgres_search import (
     DIALECT,
     PostgresSearch,
@@ -73,7 +74,7 @@ _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
 
-class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
+class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
