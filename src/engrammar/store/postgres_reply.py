@@ -30,7 +30,6 @@ import psycopg
 from ..models import Edge, RecallFilter, Scope
 from .base import ChunkVector
 from .postgres_reads import M_COLUMNS
-from .tables import MEMORY_COLUMNS
 
 if TYPE_CHECKING:
     from .postgres_search import PostgresSearch
@@ -149,32 +148,39 @@ class PostgresReply(_Base):
         self, snap: Any, workspace: str, ids: list[str], known: dict[str, list[Edge]]
     ) -> None:
         """The sequence edges of ``ids`` and of where they lead (two steps), and the records
-        and vectors of all of them the session lacks, in one exchange."""
+        and vectors of all of them the session lacks, in one statement: a row per memory,
+        with the edges it is the source of (aggregated) and its row (if not read before)."""
         have = [i for i in snap.records if i in snap.vecs]
         args = {"ws": workspace, "ids": ids, "known": list(known), "have": have}
-        edges_sql = _STEPS + "SELECT * FROM e1 UNION ALL SELECT * FROM e2 ORDER BY src, dst, kind"
-        nodes_sql = (
-            _STEPS + f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE workspace = %(ws)s "
-            "AND id = ANY(ARRAY(SELECT unnest(%(ids)s::text[]) UNION SELECT dst FROM e1 "
-            "UNION SELECT dst FROM e2)) AND NOT id = ANY(%(have)s)"
+        sql = (
+            _STEPS + ", ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts, "
+            "array_agg(kind ORDER BY dst, kind) AS kinds, "
+            "array_agg(weight ORDER BY dst, kind) AS weights, "
+            "array_agg(updated_at ORDER BY dst, kind) AS ups "
+            "FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src), "
+            "nodes AS (SELECT unnest(%(ids)s::text[]) AS id UNION SELECT dst FROM e1 "
+            "UNION SELECT dst FROM e2), "
+            "mm AS (SELECT * FROM memories WHERE workspace = %(ws)s "
+            "AND id = ANY(ARRAY(SELECT id FROM nodes)) AND NOT id = ANY(%(have)s)) "
+            f"SELECT n.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {M_COLUMNS}, m.embedding "
+            "FROM nodes n LEFT JOIN ea ON ea.src = n.id LEFT JOIN mm m ON m.id = n.id"
         )
 
-        def run(conn: Conn) -> tuple[list[Any], list[Any]]:
-            edges, nodes = conn.cursor(), conn.cursor(binary=True)
-            with conn.pipeline():
-                edges.execute(edges_sql, args)
-                nodes.execute(nodes_sql, args)
-            return edges.fetchall(), nodes.fetchall()
+        def run(conn: Conn) -> list[Any]:
+            return conn.cursor(binary=True).execute(sql, args).fetchall()
 
-        rows, nodes = self._read("reading sequence edges", run)
+        rows = self._read("reading sequence edges", run)
+        out = {r[0]: r[1:5] for r in rows if r[1] is not None}
         asked = set(ids)
         # The sources step 2 read in full, selected as ``mid`` selects them.
-        onward = {r[1] for r in rows if r[0] in asked} - asked - set(known)
+        onward = {d for i in ids if i in out for d in out[i][0]} - asked - set(known)
         for src in [*ids, *onward]:
-            known[src] = []
-        for r in rows:
-            known[r[0]].append(Edge(*r))
-        self._keep_rows(snap, nodes, 0)
+            dsts, kinds, weights, ups = out.get(src, ((), (), (), ()))
+            known[src] = [
+                Edge(src, d, k, float(w), float(u))
+                for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)
+            ]
+        self._keep_rows(snap, [r[5:] for r in rows if r[5] is not None], 0)
 
 
 def _windows(
