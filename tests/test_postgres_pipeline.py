@@ -541,14 +541,13 @@ def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyP
         store.close()
 
 
-def test_feedback_reads_in_two_exchanges_equal_plain_reads(
+def test_feedback_in_three_exchanges_equals_plain_reads(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Feedback's reply reads (both searches, then the head's sequence edges two steps with
-    the records and vectors they reach) take two exchanges: with the recall read and the
-    edge update, four a call; on two copies of one store, what it learns equals what the
-    reads one by one teach (the same memories drawn on and left, the same edge weights and
-    reply signals)."""
+    """Feedback takes three exchanges: the recall's read with the reply's two searches, the
+    head's sequence edges two steps with the records and vectors they reach, the edge
+    update; on two copies of one store, what it learns equals what the reads one by one
+    teach (the same memories drawn on and left, the same edge weights and reply signals)."""
     import psycopg
 
     long_turn = " ".join(TURNS) + " The counselor said the adoption papers look fine."
@@ -574,11 +573,22 @@ def test_feedback_reads_in_two_exchanges_equal_plain_reads(
         store._reply_reads = fast
         outcomes: list[Any] = []
         try:
-            for query, reply in (
-                ("What did the support group talk about?", "They talked about adoption agencies."),
-                ("Where do the kids go camping?", "The kids camp in the mountains in summer."),
+            for query, reply, session in (
+                (
+                    "What did the support group talk about?",
+                    "They talked about adoption agencies.",
+                    None,
+                ),
+                (
+                    "Where do the kids go camping?",
+                    "The kids camp in the mountains in summer.",
+                    None,
+                ),
+                # A recall of one session: the reply is searched there, not in the feedback's
+                # scope, and the searches sent ahead go unused.
+                ("What is the adoption interview?", "The interview is next week.", "s2"),
             ):
-                recall = mem.recall(query, user_id="u1")
+                recall = mem.recall(query, user_id="u1", session_id=session)
                 exchanges.clear()
                 monkeypatch.setattr(PostgresStore, "_tx", counting)
                 try:
@@ -608,5 +618,5 @@ def test_feedback_reads_in_two_exchanges_equal_plain_reads(
     assert fast_learned == plain_learned
     assert fast[0][0]["drawn_on"] and fast[0][0]["left"]  # drew on some, left others
     assert fast[0][0]["strengthened"] + fast[0][0]["weakened"] > 0
-    assert [n for _, n in fast] == [4, 4]
-    assert all(n > 4 for _, n in plain)
+    assert [n for _, n in fast] == [3, 3, 5]  # the last: both searches again, one by one
+    assert all(p > f for (_, p), (_, f) in zip(plain, fast, strict=True))

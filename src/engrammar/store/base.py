@@ -374,6 +374,13 @@ class Store(Protocol):
         when the query's vector is known before its keyword hits (a reply's): a server store
         sends both at once."""
 
+    def reply_ahead(
+        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> None:
+        """Announce, in a read session, the :meth:`searches` that will follow the next
+        :meth:`get_recall` (feedback's reply): a server store sends them with the recall's
+        read. Nothing changes for a store that answers in process."""
+
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:

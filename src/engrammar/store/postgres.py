@@ -341,15 +341,17 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
             "unnest(ARRAY['a', 'b']) side))"
         )
 
-        def run(conn: Conn) -> tuple[Any, list[Any]]:
+        def run(conn: Conn) -> tuple[Any, list[Any], Callable[[], None]]:
             record, memories = conn.cursor(), conn.cursor(binary=True)
             with conn.pipeline():
                 record.execute(sql, params)
                 memories.execute(named, [*params, scope.workspace])
-            return record.fetchone(), memories.fetchall()
+                reply = self._queue_reply(conn, scope)  # the reply's searches, if announced
+            return record.fetchone(), memories.fetchall(), reply
 
-        row, rows = self._read("reading the recall", run)
+        row, rows, reply = self._read("reading the recall", run)
         self._keep_rows(snap, rows, 0)
+        reply()
         return self._recall_record(row)
 
     def close(self) -> None:

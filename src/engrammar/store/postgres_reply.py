@@ -1,27 +1,31 @@
-"""Feedback's reads of the PostgreSQL store: the reply's search and refinement in two exchanges.
+"""Feedback's reads of the PostgreSQL store: the recall, the reply's search and its refinement
+in two exchanges.
 
-``feedback`` looks for the memories a reply drew on (``engine.feedback.drawn_on``): keyword and
-vector search with the reply's vector, the chunk vectors of keyword hits the vector list
-missed, then the refinement of the head of the fused list: its sequence edges, two steps, and
-the records and vectors of the memories they reach and of the head itself. Asked one by one
-that is five or six round trips; in a read session without a graph walk
-(``reading(neighbourhood=False)``, feedback's) they take two:
+``feedback`` reads the recall, then looks for the memories the reply drew on
+(``engine.feedback.drawn_on``): keyword and vector search with the reply's vector, the chunk
+vectors of keyword hits the vector list missed, then the refinement of the head of the fused
+list: its sequence edges, two steps, and the records and vectors of the memories they reach
+and of the head itself. Asked one by one that is six or seven round trips; in a read session
+without a graph walk (``reading(neighbourhood=False)``, feedback's) they take two:
 
-1. :meth:`PostgresReply.searches`: the keyword statement, its hits coming with their
-   records, vectors and chunk vectors, pipelined with the vector statement;
-2. the first ``edges_from(..., kind="sequence")``: every sequence edge leaving the ids and
-   leaving the memories those reach, pipelined with the records and vectors of all of them
-   that the session has not read; the second step's ``edges_from`` is answered from it.
+1. the recall's read, with the reply's searches announced by :meth:`PostgresReply.reply_ahead`
+   (the keyword statement, its hits coming with their records, vectors and chunk vectors, and
+   the vector statement) in the same pipeline; :meth:`PostgresReply.searches` answers from
+   them when asked with the same arguments (the recall's scope is the feedback's), else sends
+   both statements together;
+2. the first ``edges_from(..., kind="sequence")``: one statement returning every sequence edge
+   leaving the ids and leaving the memories those reach, with the records and vectors of all
+   of them that the session lacks; the second step's ``edges_from`` is answered from it.
 
-Every answer is exactly what the plain call returns (the same statements, or the same rows
-selected a step ahead); a question outside what was read goes to the server as usual. What
-was read lives as long as the thread's read session.
+With the edge update, feedback is three exchanges. Every answer is exactly what the plain call
+returns (the same statements, or the same rows selected a step ahead); a question outside what
+was read goes to the server as usual. What was read lives as long as the thread's session.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,6 +81,30 @@ class PostgresReply(_Base):
             return None
         return snap
 
+    def reply_ahead(
+        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> None:
+        snap = self._reply_snap(scope.workspace)
+        if snap is not None and not snap.keyword_ids and k > 0:
+            snap.reply_ahead = (scope, text, query, k, where)
+
+    def _queue_reply(self, conn: Conn, scope: Scope) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn`` (the recall's read), the reply's searches
+        announced by :meth:`reply_ahead`; the returned function keeps their answers."""
+        snap = self._reply_snap(scope.workspace)
+        ahead = getattr(snap, "reply_ahead", None) if snap is not None else None
+        if ahead is None or snap.keyword_ids or snap.scope not in (None, ahead[0]):
+            return lambda: None
+        snap.reply_ahead = None
+        got = self._queue_searches(conn, snap, *ahead)
+        if got is None:
+            return lambda: None
+
+        def keep() -> None:
+            snap.reply_hits = (ahead, got())
+
+        return keep
+
     def searches(
         self,
         scope: Scope,
@@ -86,17 +114,46 @@ class PostgresReply(_Base):
         where: RecallFilter | None = None,
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         snap = self._reply_snap(scope.workspace)
+        done = getattr(snap, "reply_hits", None) if snap is not None else None
+        if done is not None:
+            (a_scope, a_text, a_query, a_k, a_where), got = done
+            hits: tuple[list[tuple[str, float]], list[tuple[str, float]]] = got
+            snap.reply_hits = None
+            if (a_scope, a_text, a_k, a_where) == (scope, text, k, where) and np.array_equal(
+                a_query, query
+            ):
+                return hits
+        if snap is not None and not snap.keyword_ids and snap.scope in (None, scope):
+
+            def run(conn: Conn) -> Callable[[], Any] | None:
+                with conn.pipeline():
+                    return self._queue_searches(conn, snap, scope, text, query, k, where)
+
+            got = self._read("searching the reply", run)
+            if got is not None:
+                found: tuple[list[tuple[str, float]], list[tuple[str, float]]] = got()
+                return found
+        return self.keyword_search(scope, text, k, where), self.vector_search(
+            scope, query, k, where
+        )
+
+    def _queue_searches(
+        self,
+        conn: Conn,
+        snap: Any,
+        scope: Scope,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None,
+    ) -> Callable[[], Any] | None:
+        """Queue the keyword statement (its hits with their records, vectors and chunk
+        vectors) and the vector statement in the open pipeline of ``conn``; the returned
+        function keeps the keyword hits' rows in the session and returns both lists of hits.
+        None (nothing queued) when the text has no keyword term."""
         keyword = self._keyword_query(scope, text, k, where)
-        if (
-            snap is None
-            or keyword is None
-            or snap.keyword_ids
-            or snap.scope not in (None, scope)
-            or k <= 0
-        ):
-            return self.keyword_search(scope, text, k, where), self.vector_search(
-                scope, query, k, where
-            )
+        if keyword is None or k <= 0:
+            return None
         snap.scope = scope
         kw_sql, kw_args = keyword
         kw_sql = (
@@ -105,27 +162,26 @@ class PostgresReply(_Base):
             f"AND m.id = t.id {_CHUNKS} ORDER BY t.score DESC, m.seq"
         )
         vec_sql, vec_args, ef = self._vector_query(scope, query, k, where)
+        kw, vec = conn.cursor(binary=True), conn.cursor(binary=True)
+        finish = self._queue_scope_reads(conn, snap, scope)
+        kw.execute(kw_sql, kw_args)
+        if ef is not None:
+            with conn.transaction():
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                vec.execute(vec_sql, vec_args)
+        else:
+            vec.execute(vec_sql, vec_args)
 
-        def run(conn: Conn) -> tuple[list[Any], list[Any]]:
-            kw, vec = conn.cursor(binary=True), conn.cursor(binary=True)
-            with conn.pipeline():
-                finish = self._queue_scope_reads(conn, snap, scope)
-                kw.execute(kw_sql, kw_args)
-                if ef is not None:
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        vec.execute(vec_sql, vec_args)
-                else:
-                    vec.execute(vec_sql, vec_args)
+        def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
             finish()
-            return kw.fetchall(), vec.fetchall()
+            kw_rows, vec_rows = kw.fetchall(), vec.fetchall()
+            self._keep_rows(snap, [r[6:] for r in kw_rows], 0)
+            for r in kw_rows:
+                snap.windows[r[0]] = _windows(r[2], r[3], r[4], r[5])
+            snap.keyword_ids = [r[0] for r in kw_rows]
+            return [(r[0], float(r[1])) for r in kw_rows], [(r[0], float(r[1])) for r in vec_rows]
 
-        kw_rows, vec_rows = self._read("searching the reply", run)
-        self._keep_rows(snap, [r[6:] for r in kw_rows], 0)
-        for r in kw_rows:
-            snap.windows[r[0]] = _windows(r[2], r[3], r[4], r[5])
-        snap.keyword_ids = [r[0] for r in kw_rows]
-        return [(r[0], float(r[1])) for r in kw_rows], [(r[0], float(r[1])) for r in vec_rows]
+        return answers
 
     def edges_from(
         self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None

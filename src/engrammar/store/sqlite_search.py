@@ -334,6 +334,11 @@ class SQLiteSearch(SQLStore):
             scope, query, k, where
         )
 
+    def reply_ahead(
+        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> None:
+        return None
+
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
