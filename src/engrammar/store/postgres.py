@@ -556,7 +556,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
             self._log_added(conn, rows, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, {}, now)
-            self._supersede(conn, workspace, edges, {})
+            self._supersede_queued(conn, workspace, edges, {})
             return [(r.id, True) for r in rows]
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
@@ -596,7 +596,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
             self._log_added(conn, created, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
-            self._supersede(conn, workspace, edges, rename)
+            self._supersede_queued(conn, workspace, edges, rename)
             return out
 
         return all_new if fresh else run
