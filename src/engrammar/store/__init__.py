@@ -13,6 +13,7 @@ from .base import (
     NewMemory,
     RecallRecord,
     ReplySignal,
+    StaleRead,
     Store,
 )
 
@@ -28,6 +29,7 @@ __all__ = [
     "NewMemory",
     "RecallRecord",
     "ReplySignal",
+    "StaleRead",
     "Store",
     "open_store",
 ]
