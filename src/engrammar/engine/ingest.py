@@ -28,7 +28,7 @@ from ..recall.graph import (
 )
 from ..recall.tensions import Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms
-from ..store import ChunkVector, NewEdge, NewMemory, StaleRead
+from ..store import ChunkVector, NewEdge, NewMemory
 from .base import Engine, dedup_key, embed_memories, speaker, statement, states_facts
 from .validate import Message
 
@@ -45,18 +45,10 @@ def add(
     ``dedup`` is off: then every message is a memory of its own)."""
     # The reads of the add announced, so that a server store answers them in few round trips.
     batch_terms = sorted({t for m in messages for t in terms(m.content)})
-    for attempt in range(3):
-        try:
-            with engine.store.adding(
-                scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory
-            ):
-                return _add(engine, scope, messages, dedup)
-        except StaleRead:
-            # The session's latest memory (taken from this process's last add there) changed
-            # meanwhile; nothing was written: again, reading it.
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    with engine.store.adding(
+        scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory
+    ):
+        return _add(engine, scope, messages, dedup)
 
 
 def _add(engine: Engine, scope: Scope, messages: Sequence[Message], dedup: bool) -> list[str]:

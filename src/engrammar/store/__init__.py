@@ -13,7 +13,6 @@ from .base import (
     NewMemory,
     RecallRecord,
     ReplySignal,
-    StaleRead,
     Store,
 )
 
@@ -29,7 +28,6 @@ __all__ = [
     "NewMemory",
     "RecallRecord",
     "ReplySignal",
-    "StaleRead",
     "Store",
     "open_store",
 ]

@@ -25,7 +25,6 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..errors import StoreError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import (
     DecisionReview,
@@ -91,11 +90,6 @@ class LearningAhead:
     limit: int
     context_min: float
     reply_limit: int
-
-
-class StaleRead(StoreError):
-    """A write found that what its call read beforehand changed meanwhile (another writer came
-    between); nothing was written, and the call may run again."""
 
 
 @dataclass

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import json
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ConnStatus, TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConflictError, NotFoundError, StoreError
@@ -54,7 +55,6 @@ from .postgres_search import (
     register_vector,
     write_chunks,
 )
-from .postgres_tx import closed_by_server, pipelined
 from .postgres_vectors import create_vector_indexes, drop_vector_indexes
 from .tables import (
     EDGE_CHANGE_KNOWN,
@@ -237,12 +237,12 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
                     if not transaction:
                         out = fn(conn)
                     elif pipeline:
-                        if closed_by_server(conn):
+                        if _closed_by_server(conn):
                             # Nothing was sent: the next attempt takes a fresh connection.
                             conn.close()
                             raise psycopg.OperationalError("the server closed the connection")
                         began = True
-                        out = pipelined(conn, fn)
+                        out = _pipelined(conn, fn)
                     else:
                         with conn.transaction():
                             began = True
@@ -288,7 +288,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
                 if not transaction:
                     return fn(conn)
                 if pipeline:
-                    return pipelined(conn, fn)
+                    return _pipelined(conn, fn)
                 with conn.transaction():
                     return fn(conn)
 
@@ -470,24 +470,17 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         # Every row new, the usual case: the whole transaction in one pipelined round trip.
         # A row whose content the scope holds already (or twice in the batch) makes it fail
         # on the unique key, and it runs again collapsing duplicates (answers read on the way).
-        now = time.time()
         try:
-            out = self._tx(
-                "add", self._adder(rows, edges, now, fresh=True), pipeline=True, rerunnable=True
+            return self._tx(
+                "add", self._adder(rows, edges, fresh=True), pipeline=True, rerunnable=True
             )
         except StoreError as exc:
-            clash = self._stale_tail(exc)  # raises StaleRead if the session's tail moved
+            clash = exc.__cause__
             if not (
                 isinstance(clash, pg_errors.UniqueViolation) and clash.diag.table_name == "memories"
             ):
                 raise
-            try:
-                out = self._tx("add", self._adder(rows, edges, now), pipeline=True, rerunnable=True)
-            except StoreError as again:
-                self._stale_tail(again)
-                raise
-        self._remember_tail(rows, out, now)
-        return out
+        return self._tx("add", self._adder(rows, edges), pipeline=True, rerunnable=True)
 
     def import_bundle(
         self,
@@ -495,7 +488,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         edges: Sequence[NewEdge],
         records: Sequence[tuple[str, dict[str, Any]]],
     ) -> list[tuple[str, bool]]:
-        add = self._adder(rows, edges, time.time())
+        add = self._adder(rows, edges)
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
             out = add(conn)
@@ -519,11 +512,12 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         return self._tx("import", run)
 
     def _adder(
-        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge], now: float, fresh: bool = False
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge], fresh: bool = False
     ) -> Callable[[Conn], list[tuple[str, bool]]]:
-        """The transaction body of :meth:`add_memories` (retried as a whole by ``_tx``), its
-        time ``now``; ``fresh``: every row is taken to be new (a duplicate fails on the unique
-        key) and no statement waits for another's answer."""
+        """The transaction body of :meth:`add_memories` (retried as a whole by ``_tx``);
+        ``fresh``: every row is taken to be new (a duplicate fails on the unique key) and no
+        statement waits for another's answer."""
+        now = time.time()
         params = []
         for row in rows:
             tsv, doc_len = analysed(row.content, row.metadata)
@@ -551,7 +545,6 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
             )
 
         def all_new(conn: Conn) -> list[tuple[str, bool]]:
-            self._tail_guard(conn, rows)
             for p in params:  # queued one by one: executemany would sync (a round trip)
                 conn.execute(
                     "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
@@ -570,7 +563,6 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
             out: list[tuple[str, bool]] = []
             rename: dict[str, str] = {}
             created: list[NewMemory] = []
-            self._tail_guard(conn, rows)
             with conn.cursor() as cur:
                 # One pipelined round trip for the whole batch; rows are inserted in order, so a
                 # duplicate later in the batch collapses onto the earlier one.
@@ -766,3 +758,39 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         if existing is None:  # the conflicting row was deleted meanwhile
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
+
+
+def _closed_by_server(conn: Conn) -> bool:
+    """Whether the server closed an idle pooled connection (restart, failover, a terminated
+    backend), seen without a round trip: its last message or the end of the stream is waiting
+    on the socket. A pipelined transaction learns of a dead connection only after it has sent
+    everything, too late to tell whether COMMIT ran; this lets it take another one first."""
+    if conn.closed:
+        return True
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    if not ready:
+        return False
+    try:
+        conn.pgconn.consume_input()
+    except psycopg.OperationalError:
+        return True
+    return conn.pgconn.status != ConnStatus.OK
+
+
+def _pipelined(conn: Conn, fn: Callable[[Conn], T]) -> T:
+    """``fn`` in one transaction in pipeline mode: BEGIN and COMMIT sent as statements and one
+    Sync at the end (psycopg's ``transaction()`` syncs after BEGIN and before COMMIT, a round
+    trip each); rolled back if anything fails, so the connection goes back idle."""
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            out = fn(conn)
+            conn.execute("COMMIT")
+        return out
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != IDLE:
+            conn.execute("ROLLBACK")
+        raise

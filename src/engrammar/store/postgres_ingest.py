@@ -31,11 +31,9 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import errors as pg_errors
 
-from ..errors import StoreError
 from ..models import MemoryRecord, Scope
-from .base import NewEdge, NewMemory, StaleRead
+from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .postgres_reads import M_COLUMNS
 from .tables import MEMORY_COLUMNS
@@ -50,8 +48,6 @@ Postings = tuple[int, dict[str, tuple[int, list[str]]]]
 # The workers that send an add session's first exchange while its message is embedded (the
 # model's run releases the GIL). Shared by every store of the process: a task is one short
 # read on a pooled connection, and a caller never holds a connection while it waits for one.
-# Sessions whose last added memory a store keeps (the oldest are dropped past this).
-_MAX_TAILS = 4096
 _AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="engrammar-add-ahead")
 
 
@@ -70,16 +66,12 @@ class AddSnapshot:
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     ahead: Future[None] | None = None
-    #: the session's latest memory taken from what this process last wrote there (id,
-    #: updated_at): not read, but checked by the write (``_tail_guard``)
-    assumed: tuple[str, float] | None = None
 
 
 class PostgresIngest:
     """The add-session half of :class:`~.postgres_search.PostgresSearch`."""
 
     _local: threading.local
-    _session_tails: dict[Scope, tuple[MemoryRecord, np.ndarray]]
     #: Send exchange 1 on a worker when the session opens (off: at the first question, on
     #: the calling thread; benches compare the two).
     _read_ahead = True
@@ -122,12 +114,7 @@ class PostgresIngest:
             yield
             return
         snap = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
-        tail = self._tails().get(scope) if scope.session_id is not None else None
-        if tail is not None:
-            record, vector = tail
-            snap.latest, snap.assumed = [record], (record.id, record.updated_at)
-            snap.records[record.id], snap.vecs[record.id] = record, vector
-        elif self._read_ahead:
+        if self._read_ahead:
             snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
         self._local.add = snap
         try:
@@ -162,7 +149,7 @@ class PostgresIngest:
         latest = conn.cursor(binary=True)
         total = conn.cursor(binary=True)
         postings = conn.cursor(binary=True)
-        with_latest = snap.scope.session_id is not None and snap.assumed is None
+        with_latest = snap.scope.session_id is not None
         if with_latest:
             sql, params = self._latest_query(snap.scope)
             latest.execute(sql.replace(f"SELECT {MEMORY_COLUMNS} ", f"SELECT {MEMORY_COLUMNS}, "
@@ -206,15 +193,14 @@ class PostgresIngest:
         snap = self._add_snap()
         if snap is None or scope != snap.scope or limit != 1 or scope.session_id is None:
             return None
-        if snap.assumed is None:
-            self._read_first(snap)
+        self._read_first(snap)
         return list(snap.latest)
 
     def _added_vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray] | None:
         snap = self._add_snap()
-        if snap is None or workspace != snap.scope.workspace:
+        if snap is None or workspace != snap.scope.workspace or not snap.read:
             return None
-        if not (snap.read or snap.assumed) or not all(i in snap.vecs for i in ids):
+        if not all(i in snap.vecs for i in ids):
             return None
         return {i: snap.vecs[i] for i in ids}
 
@@ -288,15 +274,9 @@ class PostgresIngest:
                         "AND src = ANY(%s) GROUP BY src",
                         (ws, extra),
                     )
-                elif snap.assumed is not None:
-                    # The latest memory is known: the postings' ids are selected in the
-                    # server (the postings statement again) for their edge counts.
-                    extra_sql, extra_args = self._extra_counts_query(snap)
-                    counts.execute(extra_sql, extra_args)
-            counted = counts.fetchall() if snap.read or snap.assumed is not None else []
-            return [c.fetchall() for c in cursors], counted, first
+            return [c.fetchall() for c in cursors], (counts.fetchall() if snap.read else []), first
 
-        had_read = snap.read or snap.assumed is not None
+        had_read = snap.read
         rows_per_query, counted, first = self._read("search", run)
         first()
         out: list[list[tuple[str, float]]] = []
@@ -314,95 +294,6 @@ class PostgresIngest:
             snap.counts.update(dict.fromkeys(extra, 0))
             snap.counts.update({src: int(n) for src, n in counted})
         return out
-
-    def _extra_counts_query(self, snap: AddSnapshot) -> tuple[str, list[Any]]:
-        """Edge counts of the latest memory and of every id the postings statement returns
-        (what ``_extra_ids`` lists once the postings are read), in one statement."""
-        assert snap.assumed is not None
-        ids = "SELECT %s::text"
-        args: list[Any] = [snap.scope.workspace, snap.assumed[0]]
-        if snap.terms:
-            _, (terms_sql, terms_args) = self._postings_queries(snap.graph, snap.terms, snap.limit)
-            ids += f" UNION SELECT unnest(p.ids) FROM ({terms_sql}) p(term, df, ids)"
-            args += terms_args
-        return (
-            "SELECT src, count(*) FROM edges WHERE workspace = %s "
-            f"AND src = ANY(ARRAY({ids})) GROUP BY src",
-            args,
-        )
-
-    # -- the session's latest memory, as this process wrote it ---------------------------------
-    def _tails(self) -> dict[Scope, tuple[MemoryRecord, np.ndarray]]:
-        """The last memory this store added in each session (record and vector): the next add
-        there takes it as the session's latest memory instead of reading it."""
-        tails: dict[Scope, tuple[MemoryRecord, np.ndarray]] | None = getattr(
-            self, "_session_tails", None
-        )
-        if tails is None:
-            tails = {}
-            self._session_tails = tails
-        return tails
-
-    def _tail_guard(self, conn: Conn, rows: Sequence[NewMemory]) -> None:
-        """Queue, first in the write, a statement that fails (division by zero) unless the
-        session's latest memory is still the one the add took it to be, or one of ``rows``
-        (a first run whose COMMIT landed before the connection was lost): else another
-        writer or an update came between, and the add runs again reading it (``StaleRead``)."""
-        snap: AddSnapshot | None = getattr(self._local, "add", None)
-        if snap is None or snap.assumed is None:
-            return
-        sql, args = self._latest_query(snap.scope)
-        conn.execute(
-            f"SELECT 1 / (SELECT count(*) FROM ({sql}) l WHERE (l.id = %s "
-            "AND l.updated_at = %s) OR l.id = ANY(%s))::int",
-            [*args, *snap.assumed, [r.id for r in rows]],
-        )
-
-    def _stale_tail(self, exc: StoreError) -> BaseException | None:
-        """Raise ``StaleRead`` (and forget the session's tail) if ``exc`` is the tail guard's
-        failure; else return its cause."""
-        snap: AddSnapshot | None = getattr(self._local, "add", None)
-        stale = isinstance(exc.__cause__, pg_errors.DivisionByZero)
-        if stale and snap is not None and snap.assumed is not None:
-            self._tails().pop(snap.scope, None)
-            raise StaleRead("the session's latest memory changed while adding; add again") from exc
-        return exc.__cause__
-
-    def _remember_tail(
-        self, rows: Sequence[NewMemory], out: Sequence[tuple[str, bool]], now: float
-    ) -> None:
-        """After a write: the session's latest memory is the batch's last row, if it is new
-        (a duplicate collapsed onto an older row says nothing about the order)."""
-        snap: AddSnapshot | None = getattr(self._local, "add", None)
-        if snap is None or not rows or snap.scope.session_id is None:
-            return
-        tails = self._tails()
-        last, (memory_id, created) = rows[-1], out[-1]
-        same = (last.workspace, last.user_id, last.agent_id, last.session_id) == (
-            snap.scope.workspace, snap.scope.user_id, snap.scope.agent_id, snap.scope.session_id
-        )  # fmt: skip
-        if not created or memory_id != last.id or not same:
-            tails.pop(snap.scope, None)
-            return
-        if len(tails) >= _MAX_TAILS:
-            tails.clear()
-        record = MemoryRecord(
-            id=last.id,
-            content=last.content,
-            role=last.role,
-            kind=last.kind,
-            workspace=last.workspace,
-            user_id=last.user_id,
-            agent_id=last.agent_id,
-            session_id=last.session_id,
-            created_at=last.created_at,
-            updated_at=last.updated_at if last.updated_at is not None else now,
-            status=last.status,
-            metadata=dict(last.metadata),
-            valid_until=last.valid_until,
-            superseded_by=last.superseded_by,
-        )
-        tails[snap.scope] = (record, np.asarray(last.embedding, dtype=np.float32))
 
     @staticmethod
     def _extra_ids(snap: AddSnapshot) -> list[str]:
