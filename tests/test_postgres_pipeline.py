@@ -539,3 +539,146 @@ def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyP
         assert store._tx("status", status, transaction=False) == TransactionStatus.IDLE
     finally:
         store.close()
+
+
+def test_feedback_in_three_exchanges_equals_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Feedback takes three exchanges: the recall's read with the reply's two searches, the
+    head's sequence edges two steps with the records and vectors they reach, the edge
+    update; on two copies of one store, what it learns equals what the reads one by one
+    teach (the same memories drawn on and left, the same edge weights and reply signals)."""
+    import psycopg
+
+    long_turn = " ".join(TURNS) + " The counselor said the adoption papers look fine."
+    mem = _memory(pg_url)
+    for session in ("s1", "s2"):
+        for i, text in enumerate([*TURNS, long_turn]):
+            mem.add(text, user_id="u1", session_id=session, metadata={"name": ("Ann", "Bo")[i % 2]})
+    mem.close()
+    server, name = pg_url.rsplit("/", 1)
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}_copy TEMPLATE {name}")
+    exchanges: list[str] = []
+    original = PostgresStore._tx
+
+    def counting(self: PostgresStore, what: str, *a: Any, **k: Any) -> Any:
+        exchanges.append(what)
+        return original(self, what, *a, **k)
+
+    def learn(url: str, fast: bool) -> tuple[Any, ...]:
+        mem = _memory(url)
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        store._reply_reads = fast
+        outcomes: list[Any] = []
+        try:
+            for query, reply, session in (
+                (
+                    "What did the support group talk about?",
+                    "They talked about adoption agencies.",
+                    None,
+                ),
+                (
+                    "Where do the kids go camping?",
+                    "The kids camp in the mountains in summer.",
+                    None,
+                ),
+                # A recall of one session: the reply is searched there, not in the feedback's
+                # scope, and the searches sent ahead go unused.
+                ("What is the adoption interview?", "The interview is next week.", "s2"),
+            ):
+                recall = mem.recall(query, user_id="u1", session_id=session)
+                exchanges.clear()
+                monkeypatch.setattr(PostgresStore, "_tx", counting)
+                try:
+                    out = mem.feedback(response=reply, user_id="u1", recall_id=recall.recall_id)
+                finally:
+                    monkeypatch.setattr(PostgresStore, "_tx", original)
+                out.pop("recall_id")  # a new id in each store
+                outcomes.append((out, len(exchanges)))
+
+            def learned(conn: Any) -> tuple[Any, ...]:
+                edges = conn.execute(
+                    "SELECT src, dst, kind, weight FROM edges ORDER BY src, dst, kind"
+                ).fetchall()
+                signals = conn.execute(
+                    "SELECT memory_id, value, alignment FROM reply_signals "
+                    "ORDER BY memory_id, value"
+                ).fetchall()
+                return edges, signals
+
+            return tuple(outcomes), store._tx("reading", learned, transaction=False)
+        finally:
+            mem.close()
+
+    fast, fast_learned = learn(pg_url, True)
+    plain, plain_learned = learn(f"{server}/{name}_copy", False)
+    assert [o for o, _ in fast] == [o for o, _ in plain]
+    assert fast_learned == plain_learned
+    assert fast[0][0]["drawn_on"] and fast[0][0]["left"]  # drew on some, left others
+    assert fast[0][0]["strengthened"] + fast[0][0]["weakened"] > 0
+    assert [n for _, n in fast] == [3, 3, 5]  # the last: both searches again, one by one
+    assert all(p > f for (_, p), (_, f) in zip(plain, fast, strict=True))
+
+
+def test_superseding_add_waits_once_and_equals_sqlite(
+    pg_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An add whose edges supersede older memories is still one round trip (the reads of the
+    superseded memory no longer wait in the pipeline), and it leaves what SQLite leaves: the
+    earliest replacement kept when a memory is replaced twice, one history entry per change
+    with the same text (a whole-second time written as Python writes it)."""
+    from psycopg._pipeline_base import BasePipeline
+
+    from engrammar.store.sqlite import SQLiteStore
+
+    waits: list[bool] = []  # fetches from the server: after the Sync, or a mid-pipeline read
+    original = BasePipeline._fetch_gen
+
+    def counting(self: Any, *, flush: bool) -> Any:
+        waits.append(flush)
+        return original(self, flush=flush)
+
+    def run(store: Any) -> tuple[Any, ...]:
+        store.check_embedder("hash", HashEmbedder().dim)
+        old = [
+            dataclasses.replace(_row(TURNS[i], f"old{i}"), id=f"o{i}", created_at=1000.0 + i)
+            for i in range(3)
+        ]
+        old[2] = dataclasses.replace(old[2], valid_until=1000.5)  # replaced before: kept
+        store.add_memories(old)
+        new = [
+            dataclasses.replace(_row(f"Update {i}", f"new{i}"), id=f"n{i}", created_at=t)
+            for i, t in enumerate([2000.0, 1500.25, 3000.0])
+        ]
+        edges = [
+            NewEdge("n0", "o0", "supersedes", 0.5),
+            NewEdge("n1", "o0", "supersedes", 0.5),  # earlier than n0: replaces it
+            NewEdge("n2", "o0", "supersedes", 0.5),  # later: o0 keeps n1
+            NewEdge("n0", "o1", "supersedes", 0.5),
+            NewEdge("n2", "o2", "supersedes", 0.5),  # o2 was no longer current before
+        ]
+        waits.clear()
+        store.add_memories(new, edges)
+        got = store.get_memories("default", ["o0", "o1", "o2"])
+        return (
+            {i: (r.valid_until, r.superseded_by) for i, r in sorted(got.items())},
+            {i: [(h["op"], h["after"]) for h in store.history("default", i)] for i in sorted(got)},
+        )
+
+    monkeypatch.setattr(BasePipeline, "_fetch_gen", counting)
+    pg = PostgresStore(pg_url)
+    try:
+        on_pg = run(pg)
+        assert waits.count(True) == 1
+    finally:
+        pg.close()
+    lite = SQLiteStore(str(tmp_path / "lite"))
+    try:
+        on_sqlite = run(lite)
+    finally:
+        lite.close()
+    assert on_pg == on_sqlite
+    assert on_pg[0]["o0"] == (1500.25, "n1") and on_pg[0]["o2"] == (1000.5, None)
+    assert on_pg[1]["o1"][-1] == ("supersede", '{"superseded_by": "n0", "valid_until": 2000.0}')

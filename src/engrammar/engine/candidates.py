@@ -74,6 +74,13 @@ def search_hits(
     """
     store, config = engine.store, engine.config
     pool = config.candidate_pool
+    if qvec is not None:  # both searches known at once (a server store sends them together)
+        keyword_hits, vector_hits = store.searches(scope, query, qvec, pool, where)
+        return (
+            qvec,
+            complete_vector_hits(store, scope, qvec, vector_hits, keyword_hits),
+            keyword_hits,
+        )
     keyword_hits = store.keyword_search(scope, query, pool, where)
     if qvec is None:
         text = query

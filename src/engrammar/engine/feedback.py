@@ -41,6 +41,11 @@ def _apply(
     engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None
 ) -> dict[str, Any]:
     store, config = engine.store, engine.config
+    # Embedded first: the reply's searches (``drawn_on``, in the recall's scope, usually this
+    # one) can then travel with the recall's read on a server store.
+    reply_vec = engine.embed_one(reply)
+    if config.feedback_reply_weight != 0 and config.feedback_reply_top > 0:
+        store.reply_ahead(scope, reply, reply_vec, config.candidate_pool)
     record = store.get_recall(scope, recall_id)
     if record is None:
         if recall_id is not None:
@@ -48,7 +53,6 @@ def _apply(
         return _nothing(None, "no unconsumed recall in this scope; nothing changed")
     if record.consumed_at is not None:
         return _nothing(record.recall_id, "this recall already received feedback; nothing changed")
-    reply_vec = engine.embed_one(reply)
     tensions = record.tensions
     nodes = {n for p in record.paths for n in p["nodes"]}
     nodes |= {t["a"] for t in tensions} | {t["b"] for t in tensions}

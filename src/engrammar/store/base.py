@@ -362,6 +362,25 @@ class Store(Protocol):
         """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
         neighbours of every new memory); one list per row."""
 
+    def searches(
+        self,
+        scope: Scope,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None = None,
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """``(keyword_search(scope, text, k, where), vector_search(scope, query, k, where))``
+        when the query's vector is known before its keyword hits (a reply's): a server store
+        sends both at once."""
+
+    def reply_ahead(
+        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> None:
+        """Announce, in a read session, the :meth:`searches` that will follow the next
+        :meth:`get_recall` (feedback's reply): a server store sends them with the recall's
+        read. Nothing changes for a store that answers in process."""
+
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:

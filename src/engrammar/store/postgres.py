@@ -43,6 +43,7 @@ from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
 from .postgres_migrations import MIGRATIONS
 from .postgres_replicas import Replicas, lsn
+from .postgres_reply import PostgresReply
 from .postgres_search import (
     DIALECT,
     PostgresSearch,
@@ -73,7 +74,7 @@ _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
 
-class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
+class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
@@ -340,15 +341,17 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
             "unnest(ARRAY['a', 'b']) side))"
         )
 
-        def run(conn: Conn) -> tuple[Any, list[Any]]:
+        def run(conn: Conn) -> tuple[Any, list[Any], Callable[[], None]]:
             record, memories = conn.cursor(), conn.cursor(binary=True)
             with conn.pipeline():
                 record.execute(sql, params)
                 memories.execute(named, [*params, scope.workspace])
-            return record.fetchone(), memories.fetchall()
+                reply = self._queue_reply(conn, scope)  # the reply's searches, if announced
+            return record.fetchone(), memories.fetchall(), reply
 
-        row, rows = self._read("reading the recall", run)
+        row, rows, reply = self._read("reading the recall", run)
         self._keep_rows(snap, rows, 0)
+        reply()
         return self._recall_record(row)
 
     def close(self) -> None:
@@ -553,7 +556,7 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
             self._log_added(conn, rows, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, {}, now)
-            self._supersede(conn, workspace, edges, {})
+            self._supersede_queued(conn, workspace, edges, {})
             return [(r.id, True) for r in rows]
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
@@ -593,7 +596,7 @@ class PostgresStore(PostgresSearch, PostgresCopy, PostgresEdges):
             self._log_added(conn, created, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
-            self._supersede(conn, workspace, edges, rename)
+            self._supersede_queued(conn, workspace, edges, rename)
             return out
 
         return all_new if fresh else run

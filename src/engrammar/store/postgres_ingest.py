@@ -20,7 +20,9 @@ one ``with`` block of one thread.
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -357,3 +359,42 @@ class PostgresIngest:
                  [k[2] for k in merged], [float(w) for w, _ in merged.values()],
                  [float(t) for _, t in merged.values()]),
             )  # fmt: skip
+
+    @staticmethod
+    def _supersede_queued(
+        conn: Conn, workspace: str, edges: Sequence[NewEdge], rename: dict[str, str]
+    ) -> None:
+        """``SQLStore._supersede`` with no answer awaited: a statement per ``supersedes``
+        edge (in order: each sees what the one before changed) that reads both memories,
+        moves the older one's ``valid_until`` and ``superseded_by`` and logs the change with
+        the same text; there a read would cost a round trip in the pipeline."""
+        first = True
+        for edge in edges:
+            if edge.kind != "supersedes":
+                continue
+            new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
+            if new == old:
+                continue
+            if first:  # the history's numbers as Python writes them (shortest round trip)
+                conn.execute("SELECT set_config('extra_float_digits', '1', true)")
+                first = False
+            args = {"ws": workspace, "new": new, "old": old, "new_json": json.dumps(new)}
+            conn.execute(_SUPERSEDE, {**args, "now": time.time()})
+
+
+# One ``supersedes`` edge: what ``SQLStore._supersede`` does for it, as one statement. The
+# history's text is ``json.dumps({"superseded_by": new, "valid_until": at})``: Python writes a
+# whole float with ".0".
+_SUPERSEDE = (
+    "WITH f AS (SELECT created_at FROM memories WHERE workspace = %(ws)s AND id = %(new)s), "
+    "o AS (SELECT user_id, valid_until FROM memories WHERE workspace = %(ws)s AND id = %(old)s), "
+    "u AS (UPDATE memories m SET valid_until = f.created_at, superseded_by = %(new)s "
+    "FROM f, o WHERE m.workspace = %(ws)s AND m.id = %(old)s "
+    "AND (o.valid_until IS NULL OR o.valid_until > f.created_at) "
+    "RETURNING f.created_at AS at, o.user_id) "
+    "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, reason, "
+    "created_at) SELECT %(old)s, %(ws)s, u.user_id, 'supersede', NULL, "
+    "'{\"superseded_by\": ' || %(new_json)s || ', \"valid_until\": ' || "
+    "CASE WHEN u.at = trunc(u.at) AND abs(u.at) < 1e16 THEN trunc(u.at)::numeric::text || '.0' "
+    "ELSE u.at::text END || '}', '', %(now)s FROM u"
+)

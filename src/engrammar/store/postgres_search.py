@@ -350,12 +350,14 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         # The HNSW index answers one vector per query: a batch is a loop of them.
         return [self.vector_search(scope, q, k) for q in queries]
 
-    def keyword_search(
+    def _keyword_query(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
-    ) -> list[tuple[str, float]]:
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) and its
+        parameters; None when the text has no term or ``k`` is 0."""
         query_terms = terms(text)
         if not query_terms or k <= 0:
-            return []
+            return None
         counts = Counter(query_terms)
         words = list(counts)
         tsquery = " | ".join(_quote_lexeme(w) for w in words)
@@ -418,6 +420,15 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             params["budget"] = max(_RARE_BUDGET, 20 * k)
             rare = [f.replace("c.", "m.") for f in filters if f != "c.kept"]
             sql = rare_first(exact, rare + ([narrowed.removeprefix(" AND ")] if narrowed else []))
+        return sql, params
+
+    def keyword_search(
+        self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
+        query = self._keyword_query(scope, text, k, where)
+        if query is None:
+            return []
+        sql, params = query
         snap = self._snap()
         if snap is not None and not snap.keyword_ids and snap.scope in (None, scope):
             # A session: the hits come with their records and vectors (what recall reads next).

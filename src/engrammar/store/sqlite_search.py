@@ -322,6 +322,23 @@ class SQLiteSearch(SQLStore):
         """An add session (see :meth:`~.base.Store.adding`): none needed here either."""
         yield
 
+    def searches(
+        self,
+        scope: Scope,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None = None,
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        return self.keyword_search(scope, text, k, where), self.vector_search(
+            scope, query, k, where
+        )
+
+    def reply_ahead(
+        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+    ) -> None:
+        return None
+
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
