@@ -551,7 +551,9 @@ def _written(
     for ws in sorted(n for n in names if isinstance(n, str)):
         stats = engine.store.stats(Scope(ws))
         edges += int(stats["edges"])
-        count += int(stats["recalls"]) + sum(int(n) for n in stats["feedback_records"].values())
+        # "reply" counts consumed recalls, rows already in "recalls".
+        rows = {k: n for k, n in stats["feedback_records"].items() if k != "reply"}
+        count += int(stats["recalls"]) + sum(int(n) for n in rows.values())
     # Two record tables have no count in stats: count their rows when the import has some.
     for table in sorted({t for t, _ in records} & _UNCOUNTED):
         after: Any = None
