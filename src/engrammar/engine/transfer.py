@@ -552,8 +552,8 @@ def _written(
         stats = engine.store.stats(Scope(ws))
         edges += int(stats["edges"])
         # "reply" counts consumed recalls, rows already in "recalls".
-        rows = {k: n for k, n in stats["feedback_records"].items() if k != "reply"}
-        count += int(stats["recalls"]) + sum(int(n) for n in rows.values())
+        kinds = stats["feedback_records"]
+        count += int(stats["recalls"]) + sum(int(n) for k, n in kinds.items() if k != "reply")
     # Two record tables have no count in stats: count their rows when the import has some.
     for table in sorted({t for t, _ in records} & _UNCOUNTED):
         after: Any = None
