@@ -300,6 +300,13 @@ class Config:
         "later message merely on the same subject above the fact asked about. 0 = likeness "
         "only.",
     )
+    recency_new_amount: bool = _opt(
+        True,
+        "A later memory that gives a new amount for what an earlier one counted (a sentence of "
+        'each holding a number and a question term they share: "20 videos so far" / "30 '
+        "videos so far\") restates it even when it repeats fewer of the question's terms "
+        "(recency_term_share).",
+    )
     recency_min_ratio: float = _opt(
         0.5,
         "Least share of the earlier memory's score a later one needs to move above it (see "
