@@ -141,6 +141,23 @@ def answer_turn(gold: list[dict[str, Any]], answer: Any) -> dict[str, Any]:
     return ordered[-1]
 
 
+def _by_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The answer's turn first, apart for the questions asking for the present value (there it
+    is the most recent gold turn) and for those asking for an earlier one."""
+    out = {}
+    for name, earlier in (
+        ("asking for the present value", False),
+        ("asking for an earlier value", True),
+    ):
+        sel = [r for r in rows if r["asks_earlier"] == earlier]
+        out[name] = {
+            "questions": len(sel),
+            "engrammar": round(sum(r["engrammar_answer_first"] for r in sel) / max(1, len(sel)), 3),
+            "bm25": round(sum(r["bm25_answer_first"] for r in sel) / max(1, len(sel)), 3),
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="lme_dev.py output (knowledge-update questions)")
@@ -255,6 +272,7 @@ def main() -> None:
             if k not in ("questions", "questions asking for an earlier value")
         },
         "asking_earlier": counts["questions asking for an earlier value"],
+        "by_kind": _by_kind(rows),
         "halves": halves,
         "rows": rows,
     }
@@ -284,6 +302,16 @@ def main() -> None:
         f"{doc['asking_earlier']} of the {n} questions ask for an earlier value (the dataset's "
         "answer is held only by an earlier gold turn); the last column counts the answer's turn "
         "first for them, the most recent for the rest.",
+        "",
+        "The same by what the question asks for: the most recent gold turn first where it "
+        "asks for the present value, the earlier value's turn first where it asks for that",
+        "",
+        "| questions | n | engrammar | BM25 |",
+        "|---|---|---|---|",
+        *[
+            f"| {k} | {v['questions']} | {v['engrammar']} | {v['bm25']} |"
+            for k, v in doc["by_kind"].items()
+        ],
         "",
         "By half of the question ids (sorted): most recent gold turn above every earlier one, "
         "and the answer's turn above the others",
