@@ -79,6 +79,39 @@ def test_what_is_not_a_new_figure() -> None:
     assert not new_amount(older, "My sister has 5 medals.", asked)
     assert not new_amount("I love marathons.", "I've run 4 marathons.", asked)
     assert not new_amount(older, "I've run 4 marathons.", set())
+    # Sharing only the unit, or a word or two of a longer statement, is another count.
+    ago = topic_terms("How many months ago did I book the Airbnb in San Francisco?")
+    assert not new_amount(
+        "I booked an Airbnb in San Francisco 3 months ago.",
+        "I've been to SF before, exactly two months ago.",
+        ago,
+    )
+    market = topic_terms("How much did I earn at the Downtown Farmers Market on my last visit?")
+    assert not new_amount(
+        "I earned $420 at the Downtown Farmers Market on my last visit.",
+        "I did well at the Spring Fling Market, $230 in all.",
+        market,
+    )
+    # A sentence naming another thing of the kind the question names counts that one.
+    festival = "How many films did I watch at the Seattle International Film Festival?"
+    older_festival = "I went to the Seattle International Film Festival and watched 8 films."
+    assert not new_amount(
+        older_festival,
+        "I attended the Austin Film Festival, where I watched 12 films.",
+        topic_terms(festival),
+        festival,
+    )
+    assert new_amount(
+        older_festival,
+        "I went back to the Film Festival, so I've watched 12 films.",
+        topic_terms(festival),
+        festival,
+    )
+    # The same time written two ways is the same figure.
+    emails = topic_terms("What time do I stop checking work emails?")
+    assert not new_amount(
+        "I stop checking work emails at 7 pm.", "I stop checking work emails at 7:00 pm.", emails
+    )
     # "one" alone is no amount ("the Anker one"); before a unit it is.
     hours = topic_terms("How long do I practise piano?")
     assert not new_amount("I practise piano 2 hours a day.", "I'll take the Yamaha one.", hours)

@@ -156,7 +156,7 @@ def _newer_first(
         return held[memory_id]
 
     def updates_amount(older: str, newer: str) -> bool:
-        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked)
+        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query)
 
     ids = [x[0].id for x in out]
     vectors = engine.store.vectors(scope.workspace, ids)

@@ -233,6 +233,31 @@ _AMOUNT = re.compile(
 # Words between an amount and what it counts: "20 more videos", "3 new bikes".
 _BETWEEN = frozenset("more new extra other additional different of whole full total".split())
 _SCORE = re.compile(r"^\d+-\d+$")
+_ZERO_MINUTES = re.compile(r":00$")
+# Of the question's words the earlier sentence holds (what it counted), the share the later
+# one must repeat: lower than ``recency_term_share``, since a new figure for the same unit
+# already says it is the same count.
+_AMOUNT_TERM_SHARE = 0.5
+# A name of two or more capitalised words: "Seattle International Film Festival".
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+")
+
+
+@lru_cache(maxsize=4096)
+def _names(text: str) -> frozenset[tuple[str, ...]]:
+    """The names of two or more words in ``text``, as stemmed words ("I" alone is none)."""
+    out = set()
+    for m in _NAME.finditer(text):
+        words = tuple(_stem(w.lower()) for w in m.group().split() if w != "I")
+        if len(words) >= 2:
+            out.add(words)
+    return frozenset(out)
+
+
+def _names_another(sentence: str, asked: frozenset[tuple[str, ...]]) -> bool:
+    """Whether ``sentence`` names another thing of the kind the question names: "the Austin
+    Film Festival" when the question asks about "the Seattle International Film Festival"
+    (the same last word, other words); "the Film Festival" is a short form of it."""
+    return any(n[-1] == q[-1] and not set(n) <= set(q) for n in _names(sentence) for q in asked)
 
 
 def _amount(m: re.Match[str]) -> tuple[str, str]:
@@ -240,6 +265,7 @@ def _amount(m: re.Match[str]) -> tuple[str, str]:
     "score"), "$50" -> ("50", "$"), "a month" -> ("1", "month")."""
     num = m["num"].lower()
     value = _CARDINALS.get(num, "1" if num in ("a", "an", "one") else num.replace(",", ""))
+    value = _ZERO_MINUTES.sub("", value)  # "7:00 pm" is "7 pm"
     if m["cur"] or m["pct"]:
         return value, m["cur"] or "%"
     if _SCORE.match(num):
@@ -250,37 +276,50 @@ def _amount(m: re.Match[str]) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=4096)
-def _counted(text: str) -> tuple[tuple[frozenset[str], frozenset[tuple[str, str]]], ...]:
+def _counted(text: str) -> tuple[tuple[frozenset[str], frozenset[tuple[str, str]], str], ...]:
     """The sentences of ``text`` that count something: (their terms, their (value, unit)
-    amounts); questions left out."""
+    amounts, the sentence); questions left out."""
     out = []
     for sentence in _SENTENCE_END.split(text):
         if sentence.rstrip().endswith("?"):
             continue
         found = frozenset(a for a in map(_amount, _AMOUNT.finditer(sentence)) if a[1])
         if found:
-            out.append((frozenset(terms(sentence)), found))
+            out.append((frozenset(terms(sentence)), found, sentence))
     return tuple(out)
 
 
-def new_amount(older: str, newer: str, asked: set[str]) -> bool:
+def new_amount(older: str, newer: str, asked: set[str], question: str = "") -> bool:
     """Whether ``newer`` gives a new figure for something ``older`` counted: a sentence of each
-    shares a question term (``asked``, stemmed), and the newer one counts the same unit with a
-    value the older one does not have ("I've worn my new black Converse sneakers four times
+    counts the same unit, the newer one with a value the older one does not have, and the newer
+    sentence repeats at least half of the question's words (``asked``, stemmed; the units
+    aside) that the older sentence holds ("I've worn my new black Converse sneakers four times
     already" / "I just wore my new black Converse ..., so that's six times now"; "it's been a
     month now" in my apartment in Harajuku / "I've been living in Harajuku for 3 months";
     "we're 3-2 so far" / "a 5-2 record"). A later statement on the same subject without such a
-    figure ("any tips for my tank?"), or counting something else ("I've run 3 marathons" / "I
-    bought 2 running shoes"), is not an update."""
+    figure ("any tips for my tank?"), counting something else ("I've run 3 marathons" / "I
+    bought 2 running shoes"), or sharing only the unit or a word or two of a longer statement
+    ("I earned $420 at the Downtown Farmers Market on my most recent visit" / "I recently did
+    well at the Spring Fling Market, $230"), is not an update; nor is one naming another
+    thing of the kind the ``question`` names ("How many months ago did I attend the Seattle
+    International Film Festival?": "I attended the Austin Film Festival, where I watched 12
+    films" does not update "I attended SIFF for a week, watched 8 films")."""
     if not asked:
         return False
-    before = [(t & asked, n) for t, n in _counted(older) if t & asked]
+    before = []
+    for held, counts, _ in _counted(older):
+        topic = held & asked - {u for _, u in counts}
+        if topic:
+            before.append((topic, counts))
     if not before:
         return False
-    for held, found in _counted(newer):
-        shared = held & asked
-        for t, counts in before:
-            if not shared & t:
+    named = _names(question)
+    for held, found, sentence in _counted(newer):
+        if named and _names_another(sentence, named):
+            continue
+        shared = held & asked - {u for _, u in found}
+        for topic, counts in before:
+            if len(shared & topic) < max(1.0, _AMOUNT_TERM_SHARE * len(topic)):
                 continue
             units = {u for _, u in counts}
             if any(u in units and (v, u) not in counts for v, u in found):
