@@ -3,9 +3,15 @@ same conversation (there a later message on the matter is mostly a follow-up).""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
-from engrammar.recall.supersession import Version, newer_first
+import numpy as np
+import pytest
+
+from engrammar import Config, Memory
+from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.recall.supersession import Version, new_amount, newer_first
+from engrammar.recall.text import topic_terms
 
 
 def _order(session_a: str | None, session_b: str | None) -> list[str]:
@@ -31,3 +37,152 @@ def test_without_sessions_time_decides() -> None:
     # One add call without a session (the README's "I live in Paris" / "I moved to Berlin").
     assert _order(None, None) == ["new", "old"]
     assert _order("monday", None) == ["new", "old"]
+
+
+def test_a_new_figure_for_the_same_count_is_an_update() -> None:
+    asked = topic_terms("How many videos of Corey Schafer's Python series have I completed?")
+    older = (
+        "Can you recommend NLP libraries in Python? By the way, I've been watching Corey "
+        "Schafer's Python programming series on YouTube, and I've completed 20 videos so far."
+    )
+    assert new_amount(older, "I've completed 30 videos so far for Corey's series.", asked)
+    # Number words, "a" before a unit, and scores count too.
+    wore = topic_terms("How many times have I worn my black Converse sneakers?")
+    assert new_amount(
+        "I've worn my new black Converse sneakers four times already.",
+        "I just wore my new black Converse yesterday, so that's six times now that I've worn them.",
+        wore,
+    )
+    home = topic_terms("How long have I been living in my apartment in Harajuku?")
+    assert new_amount(
+        "I love my new studio apartment in Harajuku - it's been a month now.",
+        "By the way, I've been living in Harajuku for 3 months now.",
+        home,
+    )
+    league = topic_terms("What is my record in the volleyball league?")
+    assert new_amount(
+        "I've been doing well in the volleyball league, we're 3-2 so far!",
+        "Our volleyball team is doing well with a 5-2 record.",
+        league,
+    )
+
+
+def test_what_is_not_a_new_figure() -> None:
+    asked = topic_terms("How many marathons have I run?")
+    older = "I've run 3 marathons."
+    # The same figure again, a figure for something else, no figure, a figure in a question,
+    # a figure in a sentence sharing none of the question's words.
+    assert not new_amount(older, "Since I've run 3 marathons, I'm ready for more.", asked)
+    assert not new_amount(older, "I bought 2 new running shoes.", asked)
+    assert not new_amount(older, "Any tips for my next marathon?", asked)
+    assert not new_amount(older, "Can you suggest 4 marathons I could run?", asked)
+    assert not new_amount(older, "My sister has 5 medals.", asked)
+    assert not new_amount("I love marathons.", "I've run 4 marathons.", asked)
+    assert not new_amount(older, "I've run 4 marathons.", set())
+    # Sharing only the unit, or a word or two of a longer statement, is another count.
+    ago = topic_terms("How many months ago did I book the Airbnb in San Francisco?")
+    assert not new_amount(
+        "I booked an Airbnb in San Francisco 3 months ago.",
+        "I've been to SF before, exactly two months ago.",
+        ago,
+    )
+    market = topic_terms("How much did I earn at the Downtown Farmers Market on my last visit?")
+    assert not new_amount(
+        "I earned $420 at the Downtown Farmers Market on my last visit.",
+        "I did well at the Spring Fling Market, $230 in all.",
+        market,
+    )
+    # A sentence naming another thing of the kind the question names counts that one.
+    festival = "How many films did I watch at the Seattle International Film Festival?"
+    older_festival = "I went to the Seattle International Film Festival and watched 8 films."
+    assert not new_amount(
+        older_festival,
+        "I attended the Austin Film Festival, where I watched 12 films.",
+        topic_terms(festival),
+        festival,
+    )
+    assert new_amount(
+        older_festival,
+        "I went back to the Film Festival, so I've watched 12 films.",
+        topic_terms(festival),
+        festival,
+    )
+    # The same time written two ways is the same figure.
+    emails = topic_terms("What time do I stop checking work emails?")
+    assert not new_amount(
+        "I stop checking work emails at 7 pm.", "I stop checking work emails at 7:00 pm.", emails
+    )
+    # "one" alone is no amount ("the Anker one"); before a unit it is.
+    hours = topic_terms("How long do I practise piano?")
+    assert not new_amount("I practise piano 2 hours a day.", "I'll take the Yamaha one.", hours)
+    assert new_amount("I practise piano 2 hours a day.", "I practise piano one hour now.", hours)
+
+
+def test_a_new_figure_passes_the_term_gate() -> None:
+    """A later message repeating fewer of the question's words moves up when it gives a new
+    figure for the count the earlier one made; without the figure the gate holds it."""
+    v = np.ones(4, np.float32) / 2.0
+    versions = {
+        "old": Version("old", 100.0, session="a"),
+        "new": Version("new", 200.0, session="b"),
+    }
+    scores = {"old": 1.0, "new": 0.8}
+    held = {"old": {"corey", "schafer", "python", "video"}, "new": {"corey", "video"}}
+
+    def order(updates: bool) -> list[str]:
+        return newer_first(
+            ["old", "new"],
+            scores,
+            versions,
+            {"old": v, "new": v},
+            0.4,
+            0.5,
+            held.__getitem__,
+            0.75,
+            (lambda a, b: updates),
+        )
+
+    assert order(False) == ["old", "new"]
+    assert order(True) == ["new", "old"]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("new_amount_on", [True, False])
+def test_the_newer_count_ranks_first_end_to_end(
+    store_path: Path, minilm: MiniLMEmbedder, new_amount_on: bool
+) -> None:
+    """Two conversations, three days apart: the later one gives the new count in fewer of the
+    question's words. It ranks first with ``recency_new_amount``; without it the term gate
+    keeps the earlier count on top."""
+    config = Config(path=str(store_path), recency_new_amount=new_amount_on)
+    with Memory(config, embedder=minilm) as mem:
+        (old,) = mem.add(
+            [
+                "I've been brushing up by watching Corey Schafer's Python programming series on "
+                "YouTube, and I've completed 20 videos so far."
+            ],
+            user_id="u",
+            session_id="monday",
+            timestamp=1_700_000_000,
+        )
+        (new,) = mem.add(
+            [
+                "I've completed 30 videos so far for Corey's series, and I'll start the DataCamp "
+                "course next."
+            ],
+            user_id="u",
+            session_id="thursday",
+            timestamp=1_700_259_200,
+        )
+        ranked = [
+            m.id
+            for m in mem.recall(
+                "How many videos of Corey Schafer's Python programming series have I completed "
+                "so far?",
+                user_id="u",
+            ).memories
+        ]
+    if new_amount_on:
+        assert ranked.index(new) < ranked.index(old)
+    else:
+        assert ranked.index(old) < ranked.index(new)

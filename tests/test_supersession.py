@@ -162,3 +162,17 @@ def test_a_later_message_restates_only_what_it_shares_of_the_question() -> None:
         newer_first(ranked, scores, versions, vectors, 0.7, 0.5, bare.__getitem__, 0.75)[-1]
         == "old"
     )
+
+
+def test_questions_about_what_a_change_led_to() -> None:
+    # The state a change led to asks for the latest value though it is in the past tense.
+    assert asks_about_own_facts("Did I switch to more water per tablespoon of coffee, or less?")
+    assert asks_about_own_facts("What did I upgrade to?")
+    # The present held against the past is not read so (see _CHANGED_TO).
+    assert not asks_about_own_facts("Do I go to the gym more frequently than I did previously?")
+    # What a change started from, or the first one, is still about the past.
+    assert not asks_about_own_facts("Where did I move to before Berlin?")
+    assert not asks_about_own_facts("What did I switch to at first?")
+    assert not asks_about_own_facts("Where did I move from?")
+    # Someone else's change is not the speaker's fact.
+    assert not asks_about_own_facts("Where did Rachel move to?")

@@ -300,6 +300,14 @@ class Config:
         "later message merely on the same subject above the fact asked about. 0 = likeness "
         "only.",
     )
+    recency_new_amount: bool = _opt(
+        True,
+        "A later memory that gives a new figure for what an earlier one counted restates it "
+        "even when it repeats fewer of the question's terms (recency_term_share): a sentence of "
+        'each holds an amount of the same unit ("20 videos so far" / "30 videos so far"), '
+        "the later value is new, and the later sentence repeats half of the question's terms "
+        "the earlier sentence holds (bench/results/lme_notes.md, session 11).",
+    )
     recency_min_ratio: float = _opt(
         0.5,
         "Least share of the earlier memory's score a later one needs to move above it (see "

@@ -19,6 +19,7 @@ from ..recall.supersession import (
     Version,
     asks_about_own_facts,
     names_upcoming_time,
+    new_amount,
     newer_first,
     rank_by_validity,
 )
@@ -154,6 +155,9 @@ def _newer_first(
             held[memory_id] = set(terms(contents.get(memory_id, ""))) & asked
         return held[memory_id]
 
+    def updates_amount(older: str, newer: str) -> bool:
+        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query)
+
     ids = [x[0].id for x in out]
     vectors = engine.store.vectors(scope.workspace, ids)
     versions = {x[0].id: _version(x[0]) for x in out}
@@ -171,6 +175,7 @@ def _newer_first(
         config.recency_min_ratio,
         query_terms,
         config.recency_term_share,
+        updates_amount if config.recency_new_amount else None,
     )
     if order == ids:
         return out
