@@ -24,12 +24,10 @@ one thread; nothing is cached across calls.
 from __future__ import annotations
 
 import json
-import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -37,13 +35,22 @@ import psycopg
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector, LearningAhead
+from .postgres_snapshot import (
+    PARTS_OF,
+    Ahead,
+    Lazy,
+    Snapshot,
+    change_rows,
+    keep_parts,
+    wants_parts,
+    windows,
+)
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
 Conn = psycopg.Connection[Any]
-V = TypeVar("V")
 _N_MEMORY = len(MEMORY_COLUMNS.split(","))
 M_COLUMNS = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
 # The same as undecoded as they travel (metadata as JSON text, the vector in pgvector's binary
@@ -57,97 +64,6 @@ _SEED_GUESS = 20
 # nodes it has visited): the nodes they reach come with their records and vectors.
 _WALK_GUESS = 5
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
-
-
-class Lazy(Generic[V]):
-    """A dict whose values may be kept undecoded (``put_raw``) until first read."""
-
-    __slots__ = ("_decode", "_done", "_raw")
-
-    def __init__(self, decode: Callable[[Any], V]) -> None:
-        self._decode = decode
-        self._done: dict[str, V] = {}
-        self._raw: dict[str, Any] = {}
-
-    def put_raw(self, key: str, raw: Any) -> None:
-        self._done.pop(key, None)
-        self._raw[key] = raw
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._done or key in self._raw
-
-    def __getitem__(self, key: str) -> V:
-        if key in self._raw:
-            self._done[key] = self._decode(self._raw.pop(key))
-        return self._done[key]
-
-    def __setitem__(self, key: str, value: V) -> None:
-        self._raw.pop(key, None)
-        self._done[key] = value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([*self._done, *self._raw])
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
-def _vector(data: Any) -> np.ndarray:
-    """A vector from pgvector's binary format (``vector_send``)."""
-    dim = struct.unpack_from(">H", data)[0]
-    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
-
-
-def _edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
-    src, dsts, kinds, weights, ups = raw
-    return [Edge(src, d, k, w, u) for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)]
-
-
-@dataclass
-class Snapshot:
-    """What one read session of one thread has read so far."""
-
-    feedback_since: float | None
-    scope: Scope | None = None
-    records: Lazy[MemoryRecord] = field(default_factory=lambda: Lazy(_no_decoder))
-    vecs: Lazy[np.ndarray] = field(default_factory=lambda: Lazy(_vector))
-    #: src -> every edge leaving it (only for the sources read in full)
-    out_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(_edges))
-    keyword_ids: list[str] = field(default_factory=list)
-    prefetched: bool = False
-    #: what the caller said it will read of the scope (see Store.reading), and the answers
-    preferences: int = 0
-    knowledge: bool = False
-    scope_read: bool = False
-    kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
-    chunks: list[Any] | None = None
-    #: memory id -> its chunk vectors (``memory_chunks``; empty: none), for the ids read
-    windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
-    #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
-    no_feedback: bool = False
-    #: the probe found reply signals of the scope's user at or after ``feedback_since``
-    signals: bool = False
-    #: the probe found events, preference pairs, ratings at or after ``feedback_since``
-    found: tuple[bool, bool, bool] = (True, True, True)
-    #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
-    neighbourhood: bool = True
-    #: what the learned ranking will ask, and what was read of it with the neighbourhood
-    ahead: LearningAhead | None = None
-    learned: Ahead | None = None
-
-
-@dataclass
-class Ahead:
-    """The learned ranking's records read with the neighbourhood (``feedback_since`` as the
-    horizon): what was sent, and the answers."""
-
-    sent: tuple[bool, bool, bool]  # events, pairs, reply signals matched by the query
-    events: list[EventFacts]
-    pairs: list[PairFacts]
-    replies: list[Any]  # rows of ``_replies_statement`` (no witnesses)
 
 
 class PostgresReads:
@@ -387,25 +303,51 @@ class PostgresReads:
         """Every edge leaving ``missing``, with the records and vectors of where they lead
         (the next question of a graph walk), in one round trip."""
 
-        def joined(conn: Conn) -> tuple[list[Any], list[Any]]:
-            cur = conn.cursor(binary=True)
-            rows = cur.execute(
-                "WITH e AS (SELECT src, dst, kind, weight, updated_at FROM edges "
-                "WHERE workspace = %s AND src = ANY(%s)) "
-                "SELECT e.src, e.dst, e.kind, e.weight, e.updated_at, "
-                f"{M_COLUMNS}, m.embedding FROM e LEFT JOIN memories m "
-                "ON m.workspace = %s AND m.id = e.dst AND NOT (m.id = ANY(%s)) "
-                "ORDER BY e.src, e.dst, e.kind",
-                (workspace, missing, workspace, list(snap.records)),
-            ).fetchall()
-            return [r[:5] for r in rows], [r[5:] for r in rows if r[5] is not None]
+        with_parts = wants_parts(snap)
 
-        edges, rows = self._read("reading edges", joined)
+        def joined(conn: Conn) -> tuple[list[Any], list[Any], list[Any]]:
+            cur = conn.cursor(binary=True)
+            changes = conn.cursor(binary=True)
+            with conn.pipeline():
+                cur.execute(
+                    "WITH e AS (SELECT src, dst, kind, weight, updated_at FROM edges "
+                    "WHERE workspace = %s AND src = ANY(%s)) "
+                    "SELECT e.src, e.dst, e.kind, e.weight, e.updated_at, "
+                    f"{M_COLUMNS}, m.embedding FROM e LEFT JOIN memories m "
+                    "ON m.workspace = %s AND m.id = e.dst AND NOT (m.id = ANY(%s)) "
+                    "ORDER BY e.src, e.dst, e.kind",
+                    (workspace, missing, workspace, list(snap.records)),
+                )
+                if with_parts:  # what feedback moved them by (the edge context), alongside
+                    changes.execute(
+                        PARTS_OF.format(ws="%s", sources="%s::text[]"), (workspace, missing)
+                    )
+            rows = cur.fetchall()
+            found = changes.fetchall() if with_parts else []
+            return [r[:5] for r in rows], [r[5:] for r in rows if r[5] is not None], found
+
+        edges, rows, changed = self._read("reading edges", joined)
         for src in missing:
             snap.out_edges[src] = []
         for e in edges:
             snap.out_edges[e[0]].append(Edge(*e))
+        if with_parts:
+            keep_parts(snap, missing, changed)
         self._keep_rows(snap, rows, 0)
+
+    def _cached_parts(
+        self, workspace: str, ids: Sequence[str], kind: str | None
+    ) -> list[tuple[str, str, str, str | None, float]] | None:
+        """``learned_edge_parts`` from the session: the sources whose out-edges it read come
+        with their logged changes; the others are read with their out-edges (one exchange)."""
+        snap = self._snap(workspace)
+        if snap is None or snap.scope is None or not wants_parts(snap):
+            return None
+        wanted = list(dict.fromkeys(ids))
+        missing = [i for i in wanted if i not in snap.edge_parts]
+        if missing:
+            self._fill_edges(snap, workspace, missing)
+        return [p for i in wanted for p in snap.edge_parts[i] if kind is None or p[2] == kind]
 
     # -- the prefetch --------------------------------------------------------------------------
     def _prefetch(
@@ -426,6 +368,14 @@ class PostgresReads:
         own_filter, chunk_filter, filter_args = narrowed
         ef = min(1000, max(self._ef_search, k))
         kw = list(snap.keyword_ids)
+        # With the edge context, each full node's logged edge changes (learned_edge_parts).
+        with_parts = wants_parts(snap)
+        parts_cte = parts_cols = parts_join = ""
+        if with_parts:
+            sources = "ARRAY(SELECT id FROM nodes WHERE full_node)"
+            parts_cte = f",\n            pa AS ({PARTS_OF.format(ws='%(ws)s', sources=sources)})"
+            parts_cols = ", pa.dsts, pa.kinds, pa.recalls, pa.applied"
+            parts_join = "\n            LEFT JOIN pa ON n.full_node AND pa.src = n.id"
         # hits: exactly vector_search's (a memory scores its best of its own vector and its
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
@@ -494,12 +444,12 @@ class PostgresReads:
                    GROUP BY memory_id),
             -- The rows of the likely nodes, by one index scan (an array of keys).
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
-                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely)))
+                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely))){parts_cte}
             SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
-                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}
+                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
             LEFT JOIN ea ON n.full_node AND ea.src = n.id
-            LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id
+            LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id{parts_join}
         """
         args = {
             "q": query,
@@ -547,7 +497,9 @@ class PostgresReads:
             if r[2]:
                 snap.out_edges.put_raw(memory_id, (memory_id, r[3] or [], r[4] or [],
                                                    r[5] or [], r[6] or []))  # fmt: skip
-                snap.windows[memory_id] = _windows(r[7], r[8], r[9], r[10])
+                snap.windows[memory_id] = windows(r[7], r[8], r[9], r[10])
+                if with_parts:
+                    snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
@@ -600,7 +552,7 @@ class PostgresReads:
                 # The signals' memories may join the ranking (and its head's reads, the
                 # tensions among the results): their rows and out-edges come along, once each.
                 sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
-                args = [*args, scope.workspace, scope.workspace]
+                args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
 
         def collect() -> Ahead:
@@ -616,6 +568,8 @@ class PostgresReads:
                 if memory_id not in snap.out_edges:
                     snap.out_edges.put_raw(memory_id, (memory_id, r[10] or [], r[11] or [],
                                                        r[12] or [], r[13] or []))  # fmt: skip
+                    if wants_parts(snap):
+                        snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
             return Ahead((events, pairs, signals), found_events, found_pairs, rows)
 
         return collect
@@ -662,6 +616,41 @@ class PostgresReads:
             replies if snap.signals else [],
         )
 
+    def _replies_ahead(
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+    ) -> list[Any] | None:
+        """``reply_facts`` without witnesses (the edge context's read) from the session, as
+        rows, or ``None`` when the session cannot answer it: the probe found no reply signal
+        of the user (none), or the signals were read ahead with the same arguments."""
+        snap = self._snap(scope.workspace)
+        if (
+            snap is None
+            or snap.scope != scope
+            or not snap.prefetched
+            or snap.feedback_since is None
+            or since < snap.feedback_since
+        ):
+            return None
+        if not snap.signals:
+            return []  # no signal of the user since an older horizon: no recall matches
+        got, ahead = snap.learned, snap.ahead
+        if (
+            got is None
+            or ahead is None
+            or not got.sent[2]
+            or (context_min, limit) != (ahead.context_min, ahead.reply_limit)
+        ):
+            return None
+        if got.replies and got.replies[0][8] >= limit:
+            return None  # the matching recalls were cut: their order may change
+        context()  # the plain read asks for the query's vector too (signals found)
+        return [r[:6] for r in got.replies if r[7] is not None and r[7] >= since and r[3] >= since]
+
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:
         """Whether the session's probe showed no feedback record of ``scope`` since
         ``since`` (the caller's horizon, no older than the probe's)."""
@@ -696,7 +685,8 @@ def _in_horizon(event: EventFacts, since: float) -> bool:
 
 
 # The rows of ``_replies_statement`` ({signals}), the first of each memory with the memory's
-# row (``_M_RAW``, from column 14) and its out-edges (columns 10-13) after a marker column 9.
+# row (``_M_RAW``, from column 14), its out-edges (columns 10-13) after a marker column 9 and
+# their logged changes (the last four columns, ``PARTS_OF``).
 _SIGNAL_MEMORIES = f"""
     WITH s AS MATERIALIZED (
         SELECT t.*, row_number() OVER (PARTITION BY t.memory_id) AS rn FROM ({{signals}}) t),
@@ -707,11 +697,14 @@ _SIGNAL_MEMORIES = f"""
                   array_agg(updated_at ORDER BY dst, kind) AS ups
            FROM edges WHERE workspace = %s AND src = ANY(ARRAY(SELECT id FROM u))
            GROUP BY src),
-    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u)))
+    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u))),
+    pa AS ({PARTS_OF.format(ws="%s", sources="ARRAY(SELECT id FROM u)")})
     SELECT s.memory_id, s.recall_id, s.value, s.created_at, s.context_embedding, s.source,
-           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW}
+           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW},
+           pa.dsts, pa.kinds, pa.recalls, pa.applied
     FROM s LEFT JOIN mm m ON s.rn = 1 AND m.id = s.memory_id
     LEFT JOIN ea ON s.rn = 1 AND ea.src = s.memory_id
+    LEFT JOIN pa ON s.rn = 1 AND pa.src = s.memory_id
 """
 
 
@@ -721,28 +714,6 @@ def _hint_key(scope: Scope) -> tuple[Any, ...]:
 
 # Scopes whose kinds of feedback record are remembered (then forgotten all at once).
 _HINTS = 10_000
-
-
-def _no_decoder(raw: Any) -> Any:
-    raise AssertionError("records are kept raw only by a session that decodes them")
-
-
-def _windows(
-    positions: list[int] | None, starts: list[int] | None, ends: list[int] | None, vecs: Any
-) -> list[ChunkVector]:
-    """Chunk vectors from the prefetch's aggregates (``vecs``: pgvector's binary format of
-    each, one after another)."""
-    if not positions or starts is None or ends is None or vecs is None:
-        return []
-    data = bytes(vecs)
-    out = []
-    offset = 0
-    for position, start, end in zip(positions, starts, ends, strict=True):
-        dim = struct.unpack_from(">H", data, offset)[0]
-        vector = np.frombuffer(data, dtype=">f4", count=dim, offset=offset + 4)
-        out.append(ChunkVector(int(position), int(start), int(end), vector.astype(np.float32)))
-        offset += 4 + 4 * dim
-    return out
 
 
 # Does any feedback record of the scope count for a recall (a superset of what the reads of
