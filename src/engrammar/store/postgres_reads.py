@@ -11,8 +11,12 @@ that a few wide statements fill:
    returns the complete out-edge lists of every candidate (keyword and vector hits), of their
    sequence neighbours and of the nodes one hop from the likely graph seeds, the records and
    vectors of those a recall is likely to read (not of a seed's neighbour beyond the strongest
-   edges the walk follows) and of second sequence neighbours, and a probe of whether any
-   feedback record of the scope is recent enough to count;
+   edges the walk follows), of second sequence neighbours and of the nodes two hops out along
+   the strongest edges (where a walk of depth 2 ends); with ``LearningAhead.edge_parts``
+   (``feedback_edge_context``) every full node's logged edge changes; a probe of whether any
+   feedback record of the scope is recent enough to count, and the learned ranking's records
+   of the kinds the scope had last time (their reply signals also answer the edge context's
+   ``reply_facts``);
 3. the recall record is written (outside this module).
 
 Every answer is exactly what the plain call would return: a question the snapshot cannot
@@ -63,6 +67,10 @@ _SEED_GUESS = 20
 # Edges of a likely seed the walk may follow (graph_fanout 3, plus up to graph_depth 2 to
 # nodes it has visited): the nodes they reach come with their records and vectors.
 _WALK_GUESS = 5
+# Edges followed from each node a seed's strongest edges reach (graph_fanout 3): where they
+# lead (two hops from the seeds, where a walk of graph_depth 2 ends) comes with its record and
+# vector, not its edges.
+_HOP2_GUESS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
 
 
@@ -424,10 +432,24 @@ class PostgresReads:
                 SELECT dst AS id FROM e2 WHERE kind = 'sequence'
                 AND src IN (SELECT id FROM n1 WHERE by_sequence)),
             n2 AS (SELECT id FROM sec EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
+            -- n3: two hops out, along the strongest edges of the nodes a seed's strongest
+            -- edges reach (a walk's second hop); not read in full.
+            hop1 AS MATERIALIZED (SELECT DISTINCT id FROM reach1 WHERE likely AND NOT by_sequence),
+            reach2 AS (
+                SELECT dst AS id, row_number() OVER (
+                           PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(hop2)s AS top
+                FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
+                WHERE src IN (SELECT id FROM hop1) GROUP BY src, dst),
+            hop2 AS MATERIALIZED (SELECT DISTINCT id FROM reach2 WHERE top),
+            n3 AS (SELECT id FROM hop2
+                   EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1 UNION SELECT id FROM sec)),
             nodes AS MATERIALIZED (
                 SELECT id, distance, true AS full_node, true AS likely FROM cand
-                UNION ALL SELECT id, NULL, true, likely OR id IN (SELECT id FROM sec) FROM n1
-                UNION ALL SELECT id, NULL, false, true FROM n2),
+                UNION ALL SELECT id, NULL, true,
+                                 likely OR id IN (SELECT id FROM sec UNION SELECT id FROM hop2)
+                          FROM n1
+                UNION ALL SELECT id, NULL, false, true FROM n2
+                UNION ALL SELECT id, NULL, false, true FROM n3),
             -- A full node's out-edges (the four aggregates share one sort).
             ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
                           array_agg(kind ORDER BY dst, kind) AS kinds,
@@ -458,6 +480,7 @@ class PostgresReads:
             "kw_seeds": kw[:_SEED_GUESS],
             "seeds": _SEED_GUESS,
             "walk": _WALK_GUESS,
+            "hop2": _HOP2_GUESS,
             "ws": ws,
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,
