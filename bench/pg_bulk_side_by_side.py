@@ -15,6 +15,7 @@ a throwaway one started like pg_scope's (synchronous_commit off, shared_buffers 
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,13 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT / "../shared/data/locomo10.json"))
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--recalls", type=int, default=200)
+    ap.add_argument(
+        "--fill",
+        choices=("add", "bulk"),
+        default="add",
+        help="add: SQLite through Memory.add, PostgreSQL by importing its export; bulk: both "
+        "through Store.add_memories (see bulk_rows: sequence and semantic edges only)",
+    )
     ap.add_argument(
         "--rankings",
         type=int,
@@ -56,7 +64,14 @@ def main() -> None:
     filled, export = work / f"sqlite_{args.n}", work / f"export_{args.n}.jsonl"
     rows, qs, table, gold = texts_and_vectors(Path(args.data), args.n)
     embedder = Precomputed(MiniLMEmbedder(), table)
-    if not export.exists():
+    bulk = bulk_rows(rows, table) if args.fill == "bulk" else None
+    if bulk is not None:
+        filled = work / f"sqlite_{args.n}_bulk"
+        shutil.rmtree(filled, ignore_errors=True)
+        mem = Memory(Config(path=str(filled), embed_cache_size=0), embedder=embedder)
+        print(f"sqlite: {bulk_add(mem, *bulk):.0f} s for the bulk fill", flush=True)
+        mem.close()
+    elif not export.exists():
         shutil.rmtree(filled, ignore_errors=True)
         mem = Memory(Config(path=str(filled), embed_cache_size=0), embedder=embedder)
         took = fill(mem, rows)
@@ -75,12 +90,15 @@ def main() -> None:
             conn.execute("CREATE DATABASE filled")
         mem = Memory(Config(store=url, embed_cache_size=0), embedder=embedder)
         t = time.perf_counter()
-        out = mem.import_(str(export))
-        print(
-            f"postgres: imported {out['memories']} memories, {out['edges']} edges in "
-            f"{time.perf_counter() - t:.0f} s",
-            flush=True,
-        )
+        if bulk is not None:
+            print(f"postgres: {bulk_add(mem, *bulk):.0f} s for the bulk fill", flush=True)
+        else:
+            out = mem.import_(str(export))
+            print(
+                f"postgres: imported {out['memories']} memories, {out['edges']} edges in "
+                f"{time.perf_counter() - t:.0f} s",
+                flush=True,
+            )
         mem.close()
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("ANALYZE")
@@ -116,6 +134,71 @@ def main() -> None:
         )
     finally:
         server.stop()
+
+
+def bulk_rows(rows: list[Any], table: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """pg_scope's rows as stored memories of user ``u`` (one session each as pg_scope's fill
+    groups them, an hour apart, 10 s between messages) with the edges ``add`` builds from
+    vectors and order: ``semantic`` edges to each memory's nearest (cosine at least
+    graph_semantic_threshold, at most graph_max_edges_per_memory, both ways, the cosine as
+    the weight) and ``sequence`` edges between consecutive messages of a session. Not built:
+    salient-term and tension edges, chunk vectors of long texts, context blending."""
+    import uuid
+
+    import numpy as np
+
+    from engrammar import Config
+    from engrammar.store.base import NewEdge, NewMemory
+
+    config = Config()
+    sessions: dict[str, list[int]] = {}
+    for i, (_, session, _, _) in enumerate(rows):
+        sessions.setdefault(session + rows[i][0], []).append(i)
+    start = time.time() - 3600.0 * (len(sessions) + 1)
+    memories: list[Any] = []
+    edges: list[Any] = []
+    for n, idx in enumerate(sessions.values()):
+        ids = [uuid.uuid4().hex for _ in idx]
+        for k, (i, memory_id) in enumerate(zip(idx, ids, strict=True)):
+            memories.append(
+                NewMemory(
+                    id=memory_id, workspace=config.workspace, user_id="u", agent_id=None,
+                    session_id=rows[idx[0]][1], role="user", content=rows[i][3],
+                    kind=rows[i][2], created_at=start + 3600.0 * n + 10.0 * k, metadata={},
+                    dedup_key=uuid.uuid4().hex, embedding=np.asarray(table[rows[i][3]]),
+                )
+            )  # fmt: skip
+        for a, b in itertools.pairwise(ids):
+            edges += [NewEdge(a, b, "sequence", config.graph_sequence_weight),
+                      NewEdge(b, a, "sequence", config.graph_sequence_weight)]  # fmt: skip
+    vecs = np.stack([m.embedding for m in memories]).astype(np.float32)
+    cap, threshold = config.graph_max_edges_per_memory, config.graph_semantic_threshold
+    pairs: dict[tuple[str, str], float] = {}
+    for first in range(0, len(memories), 1000):
+        sims = vecs[first : first + 1000] @ vecs.T
+        for row, i in enumerate(range(first, min(first + 1000, len(memories)))):
+            sims[row, i] = -1.0
+            for j in np.argsort(-sims[row])[:cap]:
+                cos = float(sims[row, j])
+                if cos >= threshold:
+                    w = min(max(cos, config.edge_weight_min), config.edge_weight_max)
+                    pairs[(memories[i].id, memories[j].id)] = w
+                    pairs[(memories[j].id, memories[i].id)] = w
+    edges += [NewEdge(a, b, "semantic", w) for (a, b), w in pairs.items()]
+    return memories, edges
+
+
+def bulk_add(mem: Any, memories: list[Any], edges: list[Any]) -> float:
+    """Store ``bulk_rows``' memories and edges through the store's bulk path (batches of
+    1,000 memories, each edge with the batch of its later end); seconds taken."""
+    t = time.perf_counter()
+    where = {m.id: i // 1000 for i, m in enumerate(memories)}
+    by_batch: dict[int, list[Any]] = {}
+    for e in edges:
+        by_batch.setdefault(max(where[e.src], where[e.dst]), []).append(e)
+    for b in range(0, len(memories), 1000):
+        mem.store.add_memories(memories[b : b + 1000], by_batch.get(b // 1000, []))
+    return time.perf_counter() - t
 
 
 def rankings(args: Any, server: Any, url: str, embedder: Any, qs: list[str], gold: Any) -> None:

@@ -501,7 +501,7 @@ class PostgresReads:
                     cur.execute(sql, args)
                 if since is not None:
                     probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
-                    learned = self._queue_learning(conn, snap, scope, since)
+                    learned = self._queue_learning(conn, snap, scope, since, query.array)
             finish()
             if since is not None:
                 snap.learned = learned()
@@ -546,13 +546,15 @@ class PostgresReads:
         return hints
 
     def _queue_learning(
-        self, conn: Conn, snap: Snapshot, scope: Scope, since: float
+        self, conn: Conn, snap: Snapshot, scope: Scope, since: float, searched: np.ndarray
     ) -> Callable[[], Ahead | None]:
         """Queue, in the open pipeline of ``conn``, the learned ranking's reads of the kinds
         of record the scope had last time (the events, the preference pairs, the reply
         signals whose recall's query matches the session's query), in one read-only
         transaction; the returned function collects their answers. Ratings are read by
-        memory id (known after the walk), so they are not read ahead."""
+        memory id (known after the walk), so they are not read ahead. With the edge context,
+        the reply signals matched by ``searched`` too (the vector search's query vector,
+        which the edge context's ``reply_facts`` matches with) when it differs."""
         ahead = snap.ahead
         if ahead is None:
             return lambda: None
@@ -561,6 +563,10 @@ class PostgresReads:
             return lambda: None
         reader = None
         replies = conn.cursor(binary=True)
+        by_search = conn.cursor(binary=True)
+        edge_vec = None
+        if signals and ahead.edge_parts and not np.array_equal(searched, ahead.context()):
+            edge_vec = searched
         with conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             if events or pairs:
@@ -577,6 +583,12 @@ class PostgresReads:
                 sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
                 args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
+            if edge_vec is not None:
+                sql, args = self._replies_statement(
+                    scope, since, edge_vec, ahead.context_min, ahead.reply_limit,
+                    "%s::text[]", [[]],
+                )  # fmt: skip
+                by_search.execute(sql, args)
 
         def collect() -> Ahead:
             found_events, found_pairs, _ = reader() if reader is not None else ([], [], [])
@@ -593,7 +605,10 @@ class PostgresReads:
                                                        r[12] or [], r[13] or []))  # fmt: skip
                     if wants_parts(snap):
                         snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
-            return Ahead((events, pairs, signals), found_events, found_pairs, rows)
+            searched_rows = by_search.fetchall() if edge_vec is not None else []
+            return Ahead(
+                (events, pairs, signals), found_events, found_pairs, rows, edge_vec, searched_rows
+            )
 
         return collect
 
@@ -649,7 +664,8 @@ class PostgresReads:
     ) -> list[Any] | None:
         """``reply_facts`` without witnesses (the edge context's read) from the session, as
         rows, or ``None`` when the session cannot answer it: the probe found no reply signal
-        of the user (none), or the signals were read ahead with the same arguments."""
+        of the user (none), or the signals were read ahead with the same arguments and the
+        same vector."""
         snap = self._snap(scope.workspace)
         if (
             snap is None
@@ -669,10 +685,18 @@ class PostgresReads:
             or (context_min, limit) != (ahead.context_min, ahead.reply_limit)
         ):
             return None
-        if got.replies and got.replies[0][8] >= limit:
+        # The plain read asks for the query's vector too (signals found): the rows matched
+        # with that vector (the session's query's, or the vector search's), if read.
+        vec = context()
+        if np.array_equal(vec, ahead.context()):
+            rows = got.replies
+        elif got.searched is not None and np.array_equal(vec, got.searched):
+            rows = got.searched_replies
+        else:
+            return None
+        if rows and rows[0][8] >= limit:
             return None  # the matching recalls were cut: their order may change
-        context()  # the plain read asks for the query's vector too (signals found)
-        return [r[:6] for r in got.replies if r[7] is not None and r[7] >= since and r[3] >= since]
+        return [r[:6] for r in rows if r[7] is not None and r[7] >= since and r[3] >= since]
 
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:
         """Whether the session's probe showed no feedback record of ``scope`` since

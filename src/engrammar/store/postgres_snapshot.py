@@ -126,6 +126,10 @@ class Ahead:
     events: list[EventFacts]
     pairs: list[PairFacts]
     replies: list[Any]  # rows of ``_replies_statement`` (no witnesses)
+    #: the vector search's query vector when it differs from the session's query's (the
+    #: edge context matches with it), and the rows of ``_replies_statement`` matched with it
+    searched: np.ndarray | None = None
+    searched_replies: list[Any] = field(default_factory=list)
 
 
 def no_decoder(raw: Any) -> Any:
