@@ -1,6 +1,6 @@
 """Do two versions of engrammar's code rank the same on PostgreSQL? Recall and search (limit
 10) of pg_scope's questions, question by question, with the clock frozen at one instant for
-both (learned weights decay with time).
+both (learned weights decay with time). ``--set KEY=JSON``: a Config setting for both.
 
     python bench/pg_rankings.py --other-src ../main/src --other-url URL --this-url URL \\
         [--n 3000] [--questions 100]
@@ -14,6 +14,7 @@ and searches list the same ids in the same order, and the largest score differen
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,15 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT / "../shared/data/locomo10.json"))
     ap.add_argument("--n", type=int, default=3000)
     ap.add_argument("--questions", type=int, default=100)
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a Config setting for both versions, e.g. feedback_edge_context=true",
+    )
     args = ap.parse_args()
+    settings = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
     engrammar_other = load_other_engrammar(args.other_src)
 
     import engrammar
@@ -49,11 +58,11 @@ def main() -> None:
     try:
         mems: dict[str, Any] = {
             "other": engrammar_other.Memory(
-                engrammar_other.Config(store=args.other_url, embed_cache_size=0),
+                engrammar_other.Config(store=args.other_url, embed_cache_size=0, **settings),
                 embedder=Precomputed(emb, table),
             ),
             "this": engrammar.Memory(
-                engrammar.Config(store=args.this_url, embed_cache_size=0),
+                engrammar.Config(store=args.this_url, embed_cache_size=0, **settings),
                 embedder=Precomputed(emb, table),
             ),
         }

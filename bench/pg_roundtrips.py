@@ -14,6 +14,7 @@ whether keyword search returns the same top 10 with the same scores as the exact
 ``--feedback``: each recall is followed (outside the counted span) by ``feedback`` with the
 question's gold answer as the reply, and the questions are asked twice: the second pass counts
 recalls of a store holding feedback records (reply signals), reported on their own.
+``--set KEY=JSON``: a Config setting (e.g. ``feedback_edge_context=false``).
 ``--src DIR``: run another checkout's ``src`` (e.g. main's, for the "before" figures).
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
 import statistics
 import sys
@@ -74,6 +76,13 @@ def main() -> None:
     )
     ap.add_argument("--feedback", action="store_true", help="feedback after each recall, 2 passes")
     ap.add_argument("--src", default="", help="another checkout's src folder to run")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a Config setting for the PostgreSQL store, e.g. feedback_edge_context=true",
+    )
     args = ap.parse_args()
     if args.src:
         sys.path.insert(0, str(Path(args.src).resolve()))
@@ -119,7 +128,8 @@ def main() -> None:
         url = server.new_database()
         data = ev.load(args.data)[: args.conversations]
         tmp = Path(tempfile.mkdtemp(prefix="engrammar-rt-"))
-        mem = Memory(Config(path=str(tmp / "pg"), store=url))
+        settings = {k: json.loads(v) for k, v in (s.split("=", 1) for s in args.set)}
+        mem = Memory(Config(path=str(tmp / "pg"), store=url, **settings))
         lite = Memory(Config(path=str(tmp / "lite")))
         for sample in data:
             ev.ingest(mem, sample)
@@ -172,6 +182,8 @@ def main() -> None:
             "command": "python bench/pg_roundtrips.py " + " ".join(sys.argv[1:]),
             "engrammar": str(Path(sys.modules["engrammar"].__file__ or "").parent),
             "read_sessions": not args.plain,
+            "settings": settings,
+            "load": os.getloadavg(),
             "recalls": len(trips),
             "statements_per_recall": {
                 "mean": statistics.mean(statements),

@@ -170,3 +170,77 @@ def test_records_between_the_two_horizons_are_read_as_the_later_horizon_reads_th
             assert ("reading feedback" in names.names) != used, (limit, names.names)
     finally:
         mem.close()
+
+
+def test_edge_context_reads_come_with_the_neighbourhood(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """feedback_edge_context (on by default) weighs each walked edge's logged changes by the
+    query's match with the recalls that made them: the changes come with the out-edges they
+    belong to (the prefetch, or the read of edges it did not hold) and the matching recalls
+    with the learned read-ahead, so a recall in a scope with reply feedback has no exchange of
+    its own for them; its answers equal the plain reads'."""
+    assert Config().feedback_edge_context
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        _records(mem)
+        for query in QUERIES[3:]:
+            first = mem.recall(query, user_id="u1", limit=3)
+            mem.feedback(response=first.memories[-1].content, user_id="u1")
+        store = mem.store
+        ids = [m.id for m in mem.list(user_id="u1", limit=100)]
+        assert store.edge_changes(mem.config.workspace, ids, 100)  # the replies moved edges
+        names = _Names(monkeypatch)
+        for query in QUERIES:
+            mem.recall(query, user_id="u1")  # the store learns which records the scope has
+            for limit in (3, 10):
+                trips = _compare(mem, names, query, limit)
+                assert "reading edge changes" not in trips, (query, trips)
+                assert not set(trips) & set(LEARNED_READS), (query, trips)
+                assert len(trips) <= 5, (query, trips)
+        # The setting changed what the walk read: the edges as the replies left them (off)
+        # differ from the edges weighed by each query's match (on) for some query.
+        off = Memory(Config(store=pg_url, feedback_edge_context=False), embedder=HashEmbedder())
+        try:
+            assert any(
+                _recall_view(mem.recall(q, user_id="u1"))
+                != _recall_view(off.recall(q, user_id="u1"))
+                for q in QUERIES
+            )
+        finally:
+            off.close()
+    finally:
+        mem.close()
+
+
+def test_edge_context_reads_on_their_own_equal_the_session_reads(pg_url: str) -> None:
+    """The parts of edges the session did not read in full (a node it never saw) are read with
+    those edges, and equal the plain read, of one kind or all."""
+    from engrammar.models import Scope
+    from engrammar.store import LearningAhead
+
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        first = mem.recall(QUERIES[0], user_id="u1", limit=5)
+        mem.feedback(response=first.memories[0].content, user_id="u1")
+        store = mem.store
+        ws = mem.config.workspace
+        ids = [m.id for m in mem.list(user_id="u1", limit=100)]
+        qvec = mem._engine.embed_one(QUERIES[0])
+        ahead = LearningAhead(lambda: qvec, 10, 0.5, 10, edge_parts=True)
+        for kind in (None, "sequence"):
+            plain = sorted(store.learned_edge_parts(ws, ids, kind))
+            assert plain or kind is not None
+            with store.reading(0.0, learning=ahead):
+                store.keyword_search(Scope(ws, "u1"), QUERIES[0], 10)
+                store.vector_search(Scope(ws, "u1"), qvec, 10)
+                read = sorted(store.learned_edge_parts(ws, ids, kind))
+                assert sorted(store.learned_edge_parts(ws, ids[:3], kind)) == sorted(
+                    p for p in plain if p[0] in ids[:3]
+                )
+            assert [p[:4] for p in read] == [p[:4] for p in plain]
+            assert all(abs(a[4] - b[4]) < 1e-12 for a, b in zip(read, plain, strict=True))
+    finally:
+        mem.close()

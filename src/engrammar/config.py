@@ -350,13 +350,12 @@ class Config:
         "topic but about something else is not lifted by it). 0 = off.",
     )
     feedback_edge_context: bool = _opt(
-        False,
-        "True: what a reply's feedback added to (or took from) a graph edge counts for a recall "
-        "in proportion to how well its query matches the query of the recall the reply answered "
-        "(the feedback_reply_context_min / _full ramp); the edge's weight before feedback "
-        "counts everywhere. False (default): the changed weight counts for every query "
-        "(MemWire's rule as written). Off by default until PostgreSQL reads it within the "
-        "recall's prefetch (today it costs a PostgreSQL recall up to four more round trips).",
+        True,
+        "True (default): what a reply's feedback added to (or took from) a graph edge counts for "
+        "a recall in proportion to how well its query matches the query of the recall the reply "
+        "answered (the feedback_reply_context_min / _full ramp); the edge's weight before "
+        "feedback counts everywhere. False: the changed weight counts for every query "
+        "(MemWire's rule as written).",
     )
     feedback_source_window_s: float = _opt(
         60.0,

@@ -26,7 +26,7 @@ from ..learn.rates import context_match
 from ..models import Edge, Scope
 from .base import Engine
 
-__all__ = ["EdgeReader", "edge_reader"]
+__all__ = ["EdgeReader", "edge_reader", "reads_edge_parts"]
 
 # The matching recalls read to weigh the changes (as many as the learned ranking reads).
 _RECALLS = 200
@@ -86,7 +86,7 @@ def edge_reader(engine: Engine, scope: Scope, qvec: np.ndarray, since: float) ->
     are) when the setting is off or the scope has no recall with feedback: then no edge of
     the scope was changed by a reply, and no more is read."""
     config = engine.config
-    if not config.feedback_edge_context or (config.graph_depth == 0 and not _links(engine)):
+    if not reads_edge_parts(engine):
         return None
     asked = []
 
@@ -108,6 +108,14 @@ def edge_reader(engine: Engine, scope: Scope, qvec: np.ndarray, since: float) ->
                 config.feedback_reply_context_full,
             )
     return EdgeReader(engine, scope.workspace, matches)
+
+
+def reads_edge_parts(engine: Engine) -> bool:
+    """Whether a recall reads what feedback moved its edges by (the setting is on and the
+    recall reads edges: it walks the graph or links neighbours), so that the store can read
+    it ahead (``LearningAhead.edge_parts``)."""
+    config = engine.config
+    return config.feedback_edge_context and (config.graph_depth > 0 or _links(engine))
 
 
 def _links(engine: Engine) -> bool:

@@ -51,7 +51,7 @@ from ..recall.tensions import detect_tension
 from ..store import LearningAhead, RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
-from .edge_context import edge_reader
+from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity
 
@@ -528,6 +528,7 @@ def _ahead(engine: Engine, context: QueryVector) -> LearningAhead:
         cfg.feedback_records_limit,
         cfg.feedback_reply_context_min,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
+        edge_parts=reads_edge_parts(engine),
     )
 
 

@@ -90,6 +90,10 @@ class LearningAhead:
     limit: int
     context_min: float
     reply_limit: int
+    #: the walk weighs what feedback moved its edges by (``learned_edge_parts`` of the
+    #: sources whose edges it reads, and ``reply_facts`` without witnesses with ``context``,
+    #: ``context_min`` and ``reply_limit``: ``Config.feedback_edge_context``)
+    edge_parts: bool = False
 
 
 @dataclass

@@ -11,8 +11,12 @@ that a few wide statements fill:
    returns the complete out-edge lists of every candidate (keyword and vector hits), of their
    sequence neighbours and of the nodes one hop from the likely graph seeds, the records and
    vectors of those a recall is likely to read (not of a seed's neighbour beyond the strongest
-   edges the walk follows) and of second sequence neighbours, and a probe of whether any
-   feedback record of the scope is recent enough to count;
+   edges the walk follows), of second sequence neighbours and of the nodes two hops out along
+   the strongest edges (where a walk of depth 2 ends); with ``LearningAhead.edge_parts``
+   (``feedback_edge_context``) every full node's logged edge changes; a probe of whether any
+   feedback record of the scope is recent enough to count, and the learned ranking's records
+   of the kinds the scope had last time (their reply signals also answer the edge context's
+   ``reply_facts``);
 3. the recall record is written (outside this module).
 
 Every answer is exactly what the plain call would return: a question the snapshot cannot
@@ -24,12 +28,10 @@ one thread; nothing is cached across calls.
 from __future__ import annotations
 
 import json
-import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -37,13 +39,22 @@ import psycopg
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector, LearningAhead
+from .postgres_snapshot import (
+    PARTS_OF,
+    Ahead,
+    Lazy,
+    Snapshot,
+    change_rows,
+    keep_parts,
+    wants_parts,
+    windows,
+)
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
 Conn = psycopg.Connection[Any]
-V = TypeVar("V")
 _N_MEMORY = len(MEMORY_COLUMNS.split(","))
 M_COLUMNS = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
 # The same as undecoded as they travel (metadata as JSON text, the vector in pgvector's binary
@@ -56,98 +67,11 @@ _SEED_GUESS = 20
 # Edges of a likely seed the walk may follow (graph_fanout 3, plus up to graph_depth 2 to
 # nodes it has visited): the nodes they reach come with their records and vectors.
 _WALK_GUESS = 5
+# Edges followed from each node a seed's strongest edges reach (graph_fanout 3): where they
+# lead (two hops from the seeds, where a walk of graph_depth 2 ends) comes with its record and
+# vector, not its edges.
+_HOP2_GUESS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
-
-
-class Lazy(Generic[V]):
-    """A dict whose values may be kept undecoded (``put_raw``) until first read."""
-
-    __slots__ = ("_decode", "_done", "_raw")
-
-    def __init__(self, decode: Callable[[Any], V]) -> None:
-        self._decode = decode
-        self._done: dict[str, V] = {}
-        self._raw: dict[str, Any] = {}
-
-    def put_raw(self, key: str, raw: Any) -> None:
-        self._done.pop(key, None)
-        self._raw[key] = raw
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._done or key in self._raw
-
-    def __getitem__(self, key: str) -> V:
-        if key in self._raw:
-            self._done[key] = self._decode(self._raw.pop(key))
-        return self._done[key]
-
-    def __setitem__(self, key: str, value: V) -> None:
-        self._raw.pop(key, None)
-        self._done[key] = value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([*self._done, *self._raw])
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
-def _vector(data: Any) -> np.ndarray:
-    """A vector from pgvector's binary format (``vector_send``)."""
-    dim = struct.unpack_from(">H", data)[0]
-    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
-
-
-def _edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
-    src, dsts, kinds, weights, ups = raw
-    return [Edge(src, d, k, w, u) for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)]
-
-
-@dataclass
-class Snapshot:
-    """What one read session of one thread has read so far."""
-
-    feedback_since: float | None
-    scope: Scope | None = None
-    records: Lazy[MemoryRecord] = field(default_factory=lambda: Lazy(_no_decoder))
-    vecs: Lazy[np.ndarray] = field(default_factory=lambda: Lazy(_vector))
-    #: src -> every edge leaving it (only for the sources read in full)
-    out_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(_edges))
-    keyword_ids: list[str] = field(default_factory=list)
-    prefetched: bool = False
-    #: what the caller said it will read of the scope (see Store.reading), and the answers
-    preferences: int = 0
-    knowledge: bool = False
-    scope_read: bool = False
-    kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
-    chunks: list[Any] | None = None
-    #: memory id -> its chunk vectors (``memory_chunks``; empty: none), for the ids read
-    windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
-    #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)
-    no_feedback: bool = False
-    #: the probe found reply signals of the scope's user at or after ``feedback_since``
-    signals: bool = False
-    #: the probe found events, preference pairs, ratings at or after ``feedback_since``
-    found: tuple[bool, bool, bool] = (True, True, True)
-    #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
-    neighbourhood: bool = True
-    #: what the learned ranking will ask, and what was read of it with the neighbourhood
-    ahead: LearningAhead | None = None
-    learned: Ahead | None = None
-
-
-@dataclass
-class Ahead:
-    """The learned ranking's records read with the neighbourhood (``feedback_since`` as the
-    horizon): what was sent, and the answers."""
-
-    sent: tuple[bool, bool, bool]  # events, pairs, reply signals matched by the query
-    events: list[EventFacts]
-    pairs: list[PairFacts]
-    replies: list[Any]  # rows of ``_replies_statement`` (no witnesses)
 
 
 class PostgresReads:
@@ -387,25 +311,51 @@ class PostgresReads:
         """Every edge leaving ``missing``, with the records and vectors of where they lead
         (the next question of a graph walk), in one round trip."""
 
-        def joined(conn: Conn) -> tuple[list[Any], list[Any]]:
-            cur = conn.cursor(binary=True)
-            rows = cur.execute(
-                "WITH e AS (SELECT src, dst, kind, weight, updated_at FROM edges "
-                "WHERE workspace = %s AND src = ANY(%s)) "
-                "SELECT e.src, e.dst, e.kind, e.weight, e.updated_at, "
-                f"{M_COLUMNS}, m.embedding FROM e LEFT JOIN memories m "
-                "ON m.workspace = %s AND m.id = e.dst AND NOT (m.id = ANY(%s)) "
-                "ORDER BY e.src, e.dst, e.kind",
-                (workspace, missing, workspace, list(snap.records)),
-            ).fetchall()
-            return [r[:5] for r in rows], [r[5:] for r in rows if r[5] is not None]
+        with_parts = wants_parts(snap)
 
-        edges, rows = self._read("reading edges", joined)
+        def joined(conn: Conn) -> tuple[list[Any], list[Any], list[Any]]:
+            cur = conn.cursor(binary=True)
+            changes = conn.cursor(binary=True)
+            with conn.pipeline():
+                cur.execute(
+                    "WITH e AS (SELECT src, dst, kind, weight, updated_at FROM edges "
+                    "WHERE workspace = %s AND src = ANY(%s)) "
+                    "SELECT e.src, e.dst, e.kind, e.weight, e.updated_at, "
+                    f"{M_COLUMNS}, m.embedding FROM e LEFT JOIN memories m "
+                    "ON m.workspace = %s AND m.id = e.dst AND NOT (m.id = ANY(%s)) "
+                    "ORDER BY e.src, e.dst, e.kind",
+                    (workspace, missing, workspace, list(snap.records)),
+                )
+                if with_parts:  # what feedback moved them by (the edge context), alongside
+                    changes.execute(
+                        PARTS_OF.format(ws="%s", sources="%s::text[]"), (workspace, missing)
+                    )
+            rows = cur.fetchall()
+            found = changes.fetchall() if with_parts else []
+            return [r[:5] for r in rows], [r[5:] for r in rows if r[5] is not None], found
+
+        edges, rows, changed = self._read("reading edges", joined)
         for src in missing:
             snap.out_edges[src] = []
         for e in edges:
             snap.out_edges[e[0]].append(Edge(*e))
+        if with_parts:
+            keep_parts(snap, missing, changed)
         self._keep_rows(snap, rows, 0)
+
+    def _cached_parts(
+        self, workspace: str, ids: Sequence[str], kind: str | None
+    ) -> list[tuple[str, str, str, str | None, float]] | None:
+        """``learned_edge_parts`` from the session: the sources whose out-edges it read come
+        with their logged changes; the others are read with their out-edges (one exchange)."""
+        snap = self._snap(workspace)
+        if snap is None or snap.scope is None or not wants_parts(snap):
+            return None
+        wanted = list(dict.fromkeys(ids))
+        missing = [i for i in wanted if i not in snap.edge_parts]
+        if missing:
+            self._fill_edges(snap, workspace, missing)
+        return [p for i in wanted for p in snap.edge_parts[i] if kind is None or p[2] == kind]
 
     # -- the prefetch --------------------------------------------------------------------------
     def _prefetch(
@@ -426,6 +376,14 @@ class PostgresReads:
         own_filter, chunk_filter, filter_args = narrowed
         ef = min(1000, max(self._ef_search, k))
         kw = list(snap.keyword_ids)
+        # With the edge context, each full node's logged edge changes (learned_edge_parts).
+        with_parts = wants_parts(snap)
+        parts_cte = parts_cols = parts_join = ""
+        if with_parts:
+            sources = "ARRAY(SELECT id FROM nodes WHERE full_node)"
+            parts_cte = f",\n            pa AS ({PARTS_OF.format(ws='%(ws)s', sources=sources)})"
+            parts_cols = ", pa.dsts, pa.kinds, pa.recalls, pa.applied"
+            parts_join = "\n            LEFT JOIN pa ON n.full_node AND pa.src = n.id"
         # hits: exactly vector_search's (a memory scores its best of its own vector and its
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
@@ -474,10 +432,24 @@ class PostgresReads:
                 SELECT dst AS id FROM e2 WHERE kind = 'sequence'
                 AND src IN (SELECT id FROM n1 WHERE by_sequence)),
             n2 AS (SELECT id FROM sec EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
+            -- n3: two hops out, along the strongest edges of the nodes a seed's strongest
+            -- edges reach (a walk's second hop); not read in full.
+            hop1 AS MATERIALIZED (SELECT DISTINCT id FROM reach1 WHERE likely AND NOT by_sequence),
+            reach2 AS (
+                SELECT dst AS id, row_number() OVER (
+                           PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(hop2)s AS top
+                FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
+                WHERE src IN (SELECT id FROM hop1) GROUP BY src, dst),
+            hop2 AS MATERIALIZED (SELECT DISTINCT id FROM reach2 WHERE top),
+            n3 AS (SELECT id FROM hop2
+                   EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1 UNION SELECT id FROM sec)),
             nodes AS MATERIALIZED (
                 SELECT id, distance, true AS full_node, true AS likely FROM cand
-                UNION ALL SELECT id, NULL, true, likely OR id IN (SELECT id FROM sec) FROM n1
-                UNION ALL SELECT id, NULL, false, true FROM n2),
+                UNION ALL SELECT id, NULL, true,
+                                 likely OR id IN (SELECT id FROM sec UNION SELECT id FROM hop2)
+                          FROM n1
+                UNION ALL SELECT id, NULL, false, true FROM n2
+                UNION ALL SELECT id, NULL, false, true FROM n3),
             -- A full node's out-edges (the four aggregates share one sort).
             ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
                           array_agg(kind ORDER BY dst, kind) AS kinds,
@@ -494,12 +466,12 @@ class PostgresReads:
                    GROUP BY memory_id),
             -- The rows of the likely nodes, by one index scan (an array of keys).
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
-                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely)))
+                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely))){parts_cte}
             SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
-                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}
+                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
             LEFT JOIN ea ON n.full_node AND ea.src = n.id
-            LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id
+            LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id{parts_join}
         """
         args = {
             "q": query,
@@ -508,6 +480,7 @@ class PostgresReads:
             "kw_seeds": kw[:_SEED_GUESS],
             "seeds": _SEED_GUESS,
             "walk": _WALK_GUESS,
+            "hop2": _HOP2_GUESS,
             "ws": ws,
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,
@@ -528,7 +501,7 @@ class PostgresReads:
                     cur.execute(sql, args)
                 if since is not None:
                     probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
-                    learned = self._queue_learning(conn, snap, scope, since)
+                    learned = self._queue_learning(conn, snap, scope, since, query.array)
             finish()
             if since is not None:
                 snap.learned = learned()
@@ -547,7 +520,9 @@ class PostgresReads:
             if r[2]:
                 snap.out_edges.put_raw(memory_id, (memory_id, r[3] or [], r[4] or [],
                                                    r[5] or [], r[6] or []))  # fmt: skip
-                snap.windows[memory_id] = _windows(r[7], r[8], r[9], r[10])
+                snap.windows[memory_id] = windows(r[7], r[8], r[9], r[10])
+                if with_parts:
+                    snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         snap.prefetched = True
         snap.no_feedback = found is not None and not any(found)
@@ -571,13 +546,15 @@ class PostgresReads:
         return hints
 
     def _queue_learning(
-        self, conn: Conn, snap: Snapshot, scope: Scope, since: float
+        self, conn: Conn, snap: Snapshot, scope: Scope, since: float, searched: np.ndarray
     ) -> Callable[[], Ahead | None]:
         """Queue, in the open pipeline of ``conn``, the learned ranking's reads of the kinds
         of record the scope had last time (the events, the preference pairs, the reply
         signals whose recall's query matches the session's query), in one read-only
         transaction; the returned function collects their answers. Ratings are read by
-        memory id (known after the walk), so they are not read ahead."""
+        memory id (known after the walk), so they are not read ahead. With the edge context,
+        the reply signals matched by ``searched`` too (the vector search's query vector,
+        which the edge context's ``reply_facts`` matches with) when it differs."""
         ahead = snap.ahead
         if ahead is None:
             return lambda: None
@@ -586,6 +563,10 @@ class PostgresReads:
             return lambda: None
         reader = None
         replies = conn.cursor(binary=True)
+        by_search = conn.cursor(binary=True)
+        edge_vec = None
+        if signals and ahead.edge_parts and not np.array_equal(searched, ahead.context()):
+            edge_vec = searched
         with conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             if events or pairs:
@@ -600,8 +581,14 @@ class PostgresReads:
                 # The signals' memories may join the ranking (and its head's reads, the
                 # tensions among the results): their rows and out-edges come along, once each.
                 sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
-                args = [*args, scope.workspace, scope.workspace]
+                args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
+            if edge_vec is not None:
+                sql, args = self._replies_statement(
+                    scope, since, edge_vec, ahead.context_min, ahead.reply_limit,
+                    "%s::text[]", [[]],
+                )  # fmt: skip
+                by_search.execute(sql, args)
 
         def collect() -> Ahead:
             found_events, found_pairs, _ = reader() if reader is not None else ([], [], [])
@@ -616,7 +603,12 @@ class PostgresReads:
                 if memory_id not in snap.out_edges:
                     snap.out_edges.put_raw(memory_id, (memory_id, r[10] or [], r[11] or [],
                                                        r[12] or [], r[13] or []))  # fmt: skip
-            return Ahead((events, pairs, signals), found_events, found_pairs, rows)
+                    if wants_parts(snap):
+                        snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
+            searched_rows = by_search.fetchall() if edge_vec is not None else []
+            return Ahead(
+                (events, pairs, signals), found_events, found_pairs, rows, edge_vec, searched_rows
+            )
 
         return collect
 
@@ -662,6 +654,50 @@ class PostgresReads:
             replies if snap.signals else [],
         )
 
+    def _replies_ahead(
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+    ) -> list[Any] | None:
+        """``reply_facts`` without witnesses (the edge context's read) from the session, as
+        rows, or ``None`` when the session cannot answer it: the probe found no reply signal
+        of the user (none), or the signals were read ahead with the same arguments and the
+        same vector."""
+        snap = self._snap(scope.workspace)
+        if (
+            snap is None
+            or snap.scope != scope
+            or not snap.prefetched
+            or snap.feedback_since is None
+            or since < snap.feedback_since
+        ):
+            return None
+        if not snap.signals:
+            return []  # no signal of the user since an older horizon: no recall matches
+        got, ahead = snap.learned, snap.ahead
+        if (
+            got is None
+            or ahead is None
+            or not got.sent[2]
+            or (context_min, limit) != (ahead.context_min, ahead.reply_limit)
+        ):
+            return None
+        # The plain read asks for the query's vector too (signals found): the rows matched
+        # with that vector (the session's query's, or the vector search's), if read.
+        vec = context()
+        if np.array_equal(vec, ahead.context()):
+            rows = got.replies
+        elif got.searched is not None and np.array_equal(vec, got.searched):
+            rows = got.searched_replies
+        else:
+            return None
+        if rows and rows[0][8] >= limit:
+            return None  # the matching recalls were cut: their order may change
+        return [r[:6] for r in rows if r[7] is not None and r[7] >= since and r[3] >= since]
+
     def _no_feedback(self, scope: Scope, since: float | None) -> bool:
         """Whether the session's probe showed no feedback record of ``scope`` since
         ``since`` (the caller's horizon, no older than the probe's)."""
@@ -696,7 +732,8 @@ def _in_horizon(event: EventFacts, since: float) -> bool:
 
 
 # The rows of ``_replies_statement`` ({signals}), the first of each memory with the memory's
-# row (``_M_RAW``, from column 14) and its out-edges (columns 10-13) after a marker column 9.
+# row (``_M_RAW``, from column 14), its out-edges (columns 10-13) after a marker column 9 and
+# their logged changes (the last four columns, ``PARTS_OF``).
 _SIGNAL_MEMORIES = f"""
     WITH s AS MATERIALIZED (
         SELECT t.*, row_number() OVER (PARTITION BY t.memory_id) AS rn FROM ({{signals}}) t),
@@ -707,11 +744,14 @@ _SIGNAL_MEMORIES = f"""
                   array_agg(updated_at ORDER BY dst, kind) AS ups
            FROM edges WHERE workspace = %s AND src = ANY(ARRAY(SELECT id FROM u))
            GROUP BY src),
-    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u)))
+    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u))),
+    pa AS ({PARTS_OF.format(ws="%s", sources="ARRAY(SELECT id FROM u)")})
     SELECT s.memory_id, s.recall_id, s.value, s.created_at, s.context_embedding, s.source,
-           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW}
+           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW},
+           pa.dsts, pa.kinds, pa.recalls, pa.applied
     FROM s LEFT JOIN mm m ON s.rn = 1 AND m.id = s.memory_id
     LEFT JOIN ea ON s.rn = 1 AND ea.src = s.memory_id
+    LEFT JOIN pa ON s.rn = 1 AND pa.src = s.memory_id
 """
 
 
@@ -721,28 +761,6 @@ def _hint_key(scope: Scope) -> tuple[Any, ...]:
 
 # Scopes whose kinds of feedback record are remembered (then forgotten all at once).
 _HINTS = 10_000
-
-
-def _no_decoder(raw: Any) -> Any:
-    raise AssertionError("records are kept raw only by a session that decodes them")
-
-
-def _windows(
-    positions: list[int] | None, starts: list[int] | None, ends: list[int] | None, vecs: Any
-) -> list[ChunkVector]:
-    """Chunk vectors from the prefetch's aggregates (``vecs``: pgvector's binary format of
-    each, one after another)."""
-    if not positions or starts is None or ends is None or vecs is None:
-        return []
-    data = bytes(vecs)
-    out = []
-    offset = 0
-    for position, start, end in zip(positions, starts, ends, strict=True):
-        dim = struct.unpack_from(">H", data, offset)[0]
-        vector = np.frombuffer(data, dtype=">f4", count=dim, offset=offset + 4)
-        out.append(ChunkVector(int(position), int(start), int(end), vector.astype(np.float32)))
-        offset += 4 + 4 * dim
-    return out
 
 
 # Does any feedback record of the scope count for a recall (a superset of what the reads of

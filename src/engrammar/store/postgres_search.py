@@ -470,6 +470,14 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             return cached
         return super().edges_from(workspace, ids, min_weight, kind)
 
+    def learned_edge_parts(
+        self, workspace: str, src_ids: Sequence[str], kind: str | None = None
+    ) -> list[tuple[str, str, str, str | None, float]]:
+        cached = self._cached_parts(workspace, src_ids, kind)
+        return (
+            cached if cached is not None else super().learned_edge_parts(workspace, src_ids, kind)
+        )
+
     def learning_facts(
         self,
         scope: Scope,
@@ -569,6 +577,10 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         empty = self._empty_replies(scope, since)
         if empty is not None:
             return empty
+        if not witnesses:  # the edge context's read: maybe read with the neighbourhood
+            ahead = self._replies_ahead(scope, context, context_min, since, limit)
+            if ahead is not None:
+                return _reply_facts(ahead)
         where, params = pg_scope_where(scope, "m")
         user_clause = ""
         user_params: list[Any] = []
