@@ -615,6 +615,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         rating_context_full=cfg.feedback_rating_context_full,
         rating_memory_margin=cfg.feedback_rating_memory_margin,
         source_window_s=cfg.feedback_source_window_s,
+        rating_anchor=cfg.feedback_rating_anchor,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])
     kept = [(i.id, i.score) for i in items if i.id in vecs]
