@@ -719,7 +719,9 @@ def _explain_learned(out: dict[str, Any], ranked: Sequence[Learned]) -> dict[str
     out["score"] = round(entry.score, 6)
     out["components"] = {**out["components"], **entry.components, "rank": position + 1}
     out["learned"] = {
-        k: v for k, v in entry.components.items() if k.startswith("learned") or k == "context_match"
+        k: v
+        for k, v in entry.components.items()
+        if k.startswith("learned") or k in ("context_match", "accepted_level")
     }
     out["note"] = entry.note
     out["records"], out["sources"] = learned_records(entry.adjustment)
