@@ -242,3 +242,42 @@ def test_without_records_the_ranking_is_unchanged() -> None:
         out = learned_ranking(cands, Q, vecs, [], [], [], params, NOW)
         assert [(s.id, s.score) for s in out] == cands
         assert all(s.adjustment.value == 0 and not s.injected for s in out)
+
+
+def test_a_memory_accepted_for_the_same_question_is_placed_among_its_best() -> None:
+    from dataclasses import replace
+
+    from engrammar.learn.scoring import ReplyFacts
+
+    levels = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]  # reply_top 5: the 5th level is 0.5
+    cands = [(f"m{i}", r) for i, r in enumerate(levels)]
+    vecs = {i: FAR for i, _ in cands}
+
+    def place(ratings: list[RatingFacts], params: LearnParams = PARAMS, **records: list) -> int:
+        out = learned_ranking(
+            cands, Q, vecs, [], [], ratings, params, NOW, replies=records.get("replies", [])
+        )
+        return [s.id for s in out].index("m6") + 1
+
+    accepted = RatingFacts("r", "m6", "accepted", 1.0, NOW, Q, "rec")
+    # Rated for this question: at least at the 5th candidate's level, then lifted by its
+    # signal above it. Its bounded adjustment alone (+12.5 % for one rating) leaves it last.
+    assert place([accepted]) == 5
+    out = learned_ranking(cands, Q, vecs, [], [], [accepted], PARAMS, NOW)
+    lifted = next(s for s in out if s.id == "m6")
+    assert lifted.components["accepted_level"] == pytest.approx(0.5)
+    assert lifted.score == pytest.approx(0.5 * (1 + lifted.adjustment.value))
+    assert place([accepted], replace(PARAMS, rating_anchor=False)) == 7
+    # Accepted for a related question only (cosine 0.71: the reply ramp starts at 0.85): its
+    # adjustment carries, the level does not.
+    assert place([replace(accepted, context_vec=unit(1, 1))]) == 7
+    # The reply of the same recall left it: a disputed acceptance places nothing.
+    left = [ReplyFacts("m6", "rec", -1.0, NOW, Q)]
+    assert place([accepted], replies=left) == 7
+    # Rejected more than accepted for this question: no gain to place.
+    rejected = [
+        RatingFacts(f"x{i}", "m6", "rejected", 1.0, NOW - 600 * i, Q, f"rec{i}") for i in (1, 2)
+    ]
+    assert place([accepted, *rejected]) == 7
+    # A rating without a question says nothing about this one in particular.
+    assert place([replace(accepted, context_vec=None)]) == 7

@@ -56,6 +56,11 @@ def _give(mem: Memory, kind: str, ids: list[str]) -> str:
     """Give one feedback record of ``kind``; returns its id."""
     if kind == "rating":
         return mem.rate_memory(ids[1], "accepted", context="alpha beta", user_id="u").id
+    if kind == "rating_on_recall":
+        # Accepted for this very question: placed among its best (feedback_rating_anchor).
+        recall = mem.recall("beta theta", user_id="u", limit=20)
+        last = recall.memories[-1]
+        return mem.rate_memory(last.id, "accepted", recall_id=recall.recall_id, user_id="u").id
     if kind == "rating_correction":
         return mem.rate_memory(
             ids[0], "corrected", "alpha beta gamma notes moved to the wiki", user_id="u"
@@ -83,7 +88,16 @@ def _give(mem: Memory, kind: str, ids: list[str]) -> str:
     raise AssertionError(kind)
 
 
-KINDS = ["rating", "rating_correction", "implicit", "pair", "event", "logged", "reply"]
+KINDS = [
+    "rating",
+    "rating_on_recall",
+    "rating_correction",
+    "implicit",
+    "pair",
+    "event",
+    "logged",
+    "reply",
+]
 
 
 @pytest.mark.every_store

@@ -349,6 +349,14 @@ class Config:
         "falls to 0 when the memory is this much less close (a question on the rated one's "
         "topic but about something else is not lifted by it). 0 = off.",
     )
+    feedback_rating_anchor: bool = _opt(
+        True,
+        "True: a candidate accepted for nearly the same question (the feedback_reply_context_min "
+        "/ _full ramp), not contradicted by the reply of that recall, is placed at least at the "
+        "level of the query's feedback_reply_top-th candidate while its learned adjustment is "
+        "positive, as a memory a reply drew on is. False: an acceptance moves the score only "
+        "within feedback_max_adjustment.",
+    )
     feedback_edge_context: bool = _opt(
         True,
         "True (default): what a reply's feedback added to (or took from) a graph edge counts for "

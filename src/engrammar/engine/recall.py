@@ -616,6 +616,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         rating_context_full=cfg.feedback_rating_context_full,
         rating_memory_margin=cfg.feedback_rating_memory_margin,
         source_window_s=cfg.feedback_source_window_s,
+        rating_anchor=cfg.feedback_rating_anchor,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])
     kept = [(i.id, i.score) for i in items if i.id in vecs]
@@ -719,7 +720,9 @@ def _explain_learned(out: dict[str, Any], ranked: Sequence[Learned]) -> dict[str
     out["score"] = round(entry.score, 6)
     out["components"] = {**out["components"], **entry.components, "rank": position + 1}
     out["learned"] = {
-        k: v for k, v in entry.components.items() if k.startswith("learned") or k == "context_match"
+        k: v
+        for k, v in entry.components.items()
+        if k.startswith("learned") or k in ("context_match", "accepted_level")
     }
     out["note"] = entry.note
     out["records"], out["sources"] = learned_records(entry.adjustment)

@@ -148,6 +148,7 @@ class LearnParams:
     rating_context_full: float = 0.85
     rating_memory_margin: float = 0.1
     source_window_s: float = 60.0
+    rating_anchor: bool = True
 
 
 @dataclass
@@ -231,6 +232,36 @@ def memory_match(query_cos: float, rated_cos: float, margin: float) -> float:
     if gap >= margin:
         return 0.0
     return 1.0 - gap / margin
+
+
+def _accepted_levels(
+    ratings: Sequence[RatingFacts],
+    query_vec: np.ndarray,
+    params: LearnParams,
+    said: Mapping[tuple[str | None, str], ReplyFacts],
+    anchor: float,
+) -> dict[str, float]:
+    """The level each candidate accepted for nearly this question is placed at: the query's
+    ``reply_top``-th relevance times the match of the rated question (the reply ramp,
+    ``reply_context_min`` to ``reply_context_full``), as for a memory a reply drew on. An
+    acceptance the reply of its own recall contradicts, or without a question, places none."""
+    out: dict[str, float] = {}
+    if not params.rating_anchor:
+        return out
+    for rating in ratings:
+        if rating.verdict != "accepted" or rating.context_vec is None:
+            continue
+        witness = said.get((rating.recall_id, rating.memory_id))
+        if witness is not None and witness.value < 0:
+            continue
+        m = context_match(
+            _cos(query_vec, rating.context_vec),
+            params.reply_context_min,
+            params.reply_context_full,
+        )
+        if m > 0:
+            out[rating.memory_id] = max(out.get(rating.memory_id, 0.0), m * anchor)
+    return out
 
 
 def _normal(text: str) -> str:
@@ -434,6 +465,9 @@ def learned_ranking(
     # and surfaced if search missed it: the reply used it as one of its best ``reply_top``.
     levels = sorted(relevance.values(), reverse=True)
     anchor = levels[min(params.reply_top, len(levels)) - 1] if levels else 1.0
+    # So is a memory the user accepted for nearly the same question (the reply ramp), unless
+    # the reply of that recall left it, and only while what it learned in all is a gain.
+    accepted = _accepted_levels(ratings, query_vec, params, said, anchor)
     for reply in replies:
         m = replied_to(reply)
         if m > 0:
@@ -472,6 +506,9 @@ def learned_ranking(
             max_adjustment=params.max_adjustment,
             source_window_s=params.source_window_s,
         )
+        lifted = accepted.get(memory_id, 0.0) if adj.value > 0 else 0.0
+        if lifted > rel:
+            rel = lifted
         score = rel * (1.0 + adj.value)
         prior = memory_id in decision_notes and adj.value >= 0
         comps = {"learned": round(adj.value, 6), "learned_evidence": round(adj.evidence, 6)}
@@ -479,6 +516,8 @@ def learned_ranking(
             comps[f"learned_{source}"] = round(share, 6)
         if memory_id in injected:
             comps["context_match"] = round(injected[memory_id], 6)
+        if lifted and lifted == rel:
+            comps["accepted_level"] = round(lifted, 6)
         out.append(
             LearnedScore(
                 id=memory_id,
