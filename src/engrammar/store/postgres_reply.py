@@ -24,7 +24,6 @@ was read goes to the server as usual. What was read lives as long as the thread'
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +31,8 @@ import numpy as np
 import psycopg
 
 from ..models import Edge, RecallFilter, Scope
-from .base import ChunkVector
 from .postgres_reads import M_COLUMNS
+from .postgres_snapshot import windows
 
 if TYPE_CHECKING:
     from .postgres_search import PostgresSearch
@@ -177,7 +176,7 @@ class PostgresReply(_Base):
             kw_rows, vec_rows = kw.fetchall(), vec.fetchall()
             self._keep_rows(snap, [r[6:] for r in kw_rows], 0)
             for r in kw_rows:
-                snap.windows[r[0]] = _windows(r[2], r[3], r[4], r[5])
+                snap.windows[r[0]] = windows(r[2], r[3], r[4], r[5])
             snap.keyword_ids = [r[0] for r in kw_rows]
             return [(r[0], float(r[1])) for r in kw_rows], [(r[0], float(r[1])) for r in vec_rows]
 
@@ -237,21 +236,3 @@ class PostgresReply(_Base):
                 for d, k, w, u in zip(dsts, kinds, weights, ups, strict=True)
             ]
         self._keep_rows(snap, [r[5:] for r in rows if r[5] is not None], 0)
-
-
-def _windows(
-    positions: list[int] | None, starts: list[int] | None, ends: list[int] | None, vecs: Any
-) -> list[ChunkVector]:
-    """A memory's chunk vectors from their aggregates (``vecs``: pgvector's binary format of
-    each, one after another)."""
-    if not positions or starts is None or ends is None or vecs is None:
-        return []
-    data = bytes(vecs)
-    out = []
-    offset = 0
-    for position, start, end in zip(positions, starts, ends, strict=True):
-        dim = struct.unpack_from(">H", data, offset)[0]
-        vector = np.frombuffer(data, dtype=">f4", count=dim, offset=offset + 4)
-        out.append(ChunkVector(int(position), int(start), int(end), vector.astype(np.float32)))
-        offset += 4 + 4 * dim
-    return out
