@@ -108,7 +108,7 @@ def test_m013_builds_the_buckets_of_a_store_with_vectors(pg_url: str) -> None:
         conn.execute("DELETE FROM migrations WHERE name = 'm013_vector_buckets'")
     store = PostgresStore(pg_url, pool_size=2)  # default m / ef_construction: the old ones win
     try:
-        assert store.applied_migrations()[-1] == "m013_vector_buckets"
+        assert "m013_vector_buckets" in store.applied_migrations()
         with psycopg.connect(pg_url) as conn:
             defs = [
                 r[0]

@@ -512,6 +512,20 @@ def m013_vector_buckets(conn: Conn) -> None:
         create_vector_indexes(conn, *hnsw_options(conn, 16, 64))
 
 
+def m014_keyword_index_current(conn: Conn) -> None:
+    """Keyword search's GIN index kept current on every write (``fastupdate`` off), its pending
+    list flushed now. With the pending list (PostgreSQL's default) new rows' terms wait in an
+    unsorted list, up to ``gin_pending_list_limit`` (4 MB: ~17,000 memories) of the whole
+    table, until a vacuum or the write that overflows it merges them; every keyword search
+    reads that whole list, for any user, and plans against its cost: at 10,000 memories in
+    the list a search took 8-10 ms longer (bench/results/pg_scale.md, session 11)."""
+    _run(
+        conn,
+        "ALTER INDEX memories_terms SET (fastupdate = off)",
+        "SELECT gin_clean_pending_list('memories_terms'::regclass)",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -526,4 +540,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m011_memory_chunks,
     m012_keyword_terms,
     m013_vector_buckets,
+    m014_keyword_index_current,
 ]

@@ -464,9 +464,11 @@ class PostgresReads:
                    FROM memory_chunks c WHERE c.workspace = %(ws)s
                    AND c.memory_id = ANY(ARRAY(SELECT id FROM nodes WHERE full_node))
                    GROUP BY memory_id),
-            -- The rows of the likely nodes, by one index scan (an array of keys).
+            -- The rows of the likely nodes, by one index scan (an array of keys), but the
+            -- keyword hits' (their search brought them: the session holds them).
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
-                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely))){parts_cte}
+                   AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely
+                                      AND id <> ALL(%(kw)s::text[])))){parts_cte}
             SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
                    ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
