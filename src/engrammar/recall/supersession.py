@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .text import STOP_WORDS, _stem, terms
+from .text import NUMBER_WORDS, STOP_WORDS, _stem, terms
 
 __all__ = [
     "Replacement",
@@ -216,12 +216,7 @@ def _restates_terms(
 # A sentence ends at ".", "!" or "?" before a space; a question states no amount.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # "one" counts only before a unit: "pick one up", "the Anker one" count nothing.
-_CARDINALS = {
-    w: str(n)
-    for n, w in enumerate(
-        "two three four five six seven eight nine ten eleven twelve".split(), start=2
-    )
-} | {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "dozen": "12"}
+_CARDINALS = {w: str(n) for w, n in NUMBER_WORDS.items() if w != "one"}
 _UNITS = r"(?:minute|hour|day|night|week|weekend|month|year|time|season|game|match|session)"
 # An amount and the word after it: a number ("20 videos", "$1,500", "4.5 hours", "3-2"), a
 # number word ("six times"), or "a" / "an" / "one" before a unit ("a month": one month).

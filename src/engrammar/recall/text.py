@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = [
+    "NUMBER_WORDS",
     "QUESTION_WORDS",
     "STOP_WORDS",
     "context_sources",
@@ -16,6 +17,21 @@ __all__ = [
     "terms",
     "topic_terms",
 ]
+
+# Numbers said in words, for the readers of amounts ("six times", "two weeks ago").
+NUMBER_WORDS = {
+    **{
+        w: n
+        for n, w in enumerate(
+            "one two three four five six seven eight nine ten eleven twelve".split(), start=1
+        )
+    },
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "dozen": 12,
+}
 
 # Function words carry no topic; left in, they dominate BM25 on conversational text and turn
 # into hubs of the memory graph.

@@ -12,23 +12,15 @@ import calendar
 import re
 from datetime import UTC, datetime, timedelta
 
+from .text import NUMBER_WORDS
+
 __all__ = ["relative_time_range"]
 
+# "twenty" and above are in NUMBER_WORDS too; _COUNT below never reads them.
 _NUMBER = {
     "a": 1,
     "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
+    **NUMBER_WORDS,
     "a couple of": 2,
     "a few": 3,
     "few": 3,

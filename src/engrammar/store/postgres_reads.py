@@ -41,6 +41,7 @@ from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector, LearningAhead
 from .postgres_snapshot import (
     PARTS_OF,
+    WINDOW_AGGREGATES,
     Ahead,
     Lazy,
     Snapshot,
@@ -456,11 +457,7 @@ class PostgresReads:
                           array_agg(weight ORDER BY dst, kind) AS weights,
                           array_agg(updated_at ORDER BY dst, kind) AS ups
                    FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src),
-            ca AS (SELECT memory_id, array_agg(c.position ORDER BY c.position) AS pos,
-                          array_agg(c.start_char ORDER BY c.position) AS starts,
-                          array_agg(c.end_char ORDER BY c.position) AS ends,
-                          string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.position)
-                              AS vecs
+            ca AS (SELECT memory_id, {WINDOW_AGGREGATES}
                    FROM memory_chunks c WHERE c.workspace = %(ws)s
                    AND c.memory_id = ANY(ARRAY(SELECT id FROM nodes WHERE full_node))
                    GROUP BY memory_id),

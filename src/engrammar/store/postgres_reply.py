@@ -32,7 +32,7 @@ import psycopg
 
 from ..models import Edge, RecallFilter, Scope
 from .postgres_reads import M_COLUMNS
-from .postgres_snapshot import windows
+from .postgres_snapshot import WINDOW_AGGREGATES, windows
 
 if TYPE_CHECKING:
     from .postgres_search import PostgresSearch
@@ -47,10 +47,7 @@ Conn = psycopg.Connection[Any]
 
 # A keyword hit's chunk vectors (``memory_chunks`` by position), aggregated on its row.
 _CHUNKS = (
-    "LEFT JOIN LATERAL (SELECT array_agg(c.position ORDER BY c.position) AS pos, "
-    "array_agg(c.start_char ORDER BY c.position) AS starts, "
-    "array_agg(c.end_char ORDER BY c.position) AS ends, "
-    "string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.position) AS vecs "
+    f"LEFT JOIN LATERAL (SELECT {WINDOW_AGGREGATES} "
     "FROM memory_chunks c WHERE c.workspace = %(ws)s AND c.memory_id = t.id) ca ON true"
 )
 

@@ -16,6 +16,7 @@ from .base import ChunkVector, LearningAhead
 
 __all__ = [
     "PARTS_OF",
+    "WINDOW_AGGREGATES",
     "Ahead",
     "Lazy",
     "Part",
@@ -134,6 +135,16 @@ class Ahead:
 
 def no_decoder(raw: Any) -> Any:
     raise AssertionError("records are kept raw only by a session that decodes them")
+
+
+# A memory's chunk vectors (``memory_chunks`` rows ``c``) as the four columns :func:`windows`
+# decodes: positions, starts, ends, and the vectors in pgvector's binary format, end to end.
+WINDOW_AGGREGATES = (
+    "array_agg(c.position ORDER BY c.position) AS pos, "
+    "array_agg(c.start_char ORDER BY c.position) AS starts, "
+    "array_agg(c.end_char ORDER BY c.position) AS ends, "
+    "string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.position) AS vecs"
+)
 
 
 def windows(
