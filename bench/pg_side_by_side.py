@@ -145,10 +145,11 @@ def main() -> None:
         f"start {start_load}, at end {os.getloadavg()}",
     ]
     half = len(asked) // 2
-    for name, part in (
+    parts = (
         ("first half (no feedback records at the start)", slice(0, half)),
         ("second half (the same questions again)", slice(half, None)),
-    ):
+    )
+    for name, part in parts if asked else ():
         lines.append(name)
         for k in mems:
             a, f = lat[k][part], fb[k][part]

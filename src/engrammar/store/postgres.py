@@ -56,7 +56,7 @@ from .postgres_search import (
     register_vector,
     write_chunks,
 )
-from .postgres_vectors import create_vector_indexes, drop_vector_indexes
+from .postgres_vectors import VECTOR_STORAGE, create_vector_indexes, drop_vector_indexes
 from .tables import (
     EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
@@ -440,8 +440,11 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         self._set_dimension(conn, dim)
 
     def _set_dimension(self, conn: Conn, dim: int) -> None:
-        # Fixing the column's dimension is what lets pgvector build an HNSW index on it.
+        # Fixing the column's dimension is what lets pgvector build an HNSW index on it. A
+        # new type brings its default storage (``vector``'s: out of line): inline again, as
+        # m013 set it (an exact scan reads no TOAST).
         conn.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        conn.execute(f"ALTER TABLE memories ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}")
         self._create_hnsw(conn)
 
     def _create_hnsw(self, conn: Conn) -> None:
