@@ -15,9 +15,10 @@ two versions far more steadily than two pg_scope runs one after the other. The f
 the recalls runs on stores without feedback records; the second asks the same questions again.
 Exchanges are ``PostgresStore._tx`` calls (one statement or one pipelined batch each).
 
-``--adds N`` (with ``--other-adds-url``, ``--this-adds-url``: empty databases) then adds N
-LoCoMo messages one at a time with the real model (embedding cache off) to fresh stores of
-both versions and SQLite, alternating with the raw embedding of the same text, the order
+``--adds N`` (with ``--other-adds-url``, ``--this-adds-url``: empty databases, or copies of
+filled ones with ``--add-user u``) then adds N LoCoMo messages one at a time with the real
+model (embedding cache off) to both versions and SQLite (a fresh one, or a copy of
+``--add-sqlite-path``), alternating with the raw embedding of the same text, the order
 rotating: add p50 over the raw embedding's p50, and exchanges per add.
 """
 
@@ -50,6 +51,10 @@ def main() -> None:
     ap.add_argument("--adds", type=int, default=0, help="then this many adds (real model)")
     ap.add_argument("--other-adds-url", default="", help="with --adds: an empty database")
     ap.add_argument("--this-adds-url", default="", help="with --adds: an empty database")
+    ap.add_argument("--add-sqlite-path", default="", help="with --adds: a store to copy")
+    ap.add_argument(
+        "--add-user", default="adder", help="the adds' user (u: the filled stores' own scope)"
+    )
     args = ap.parse_args()
     engrammar_other = load_other_engrammar(args.other_src)
     from engrammar_other.store.postgres import PostgresStore as OtherStore  # type: ignore[import-not-found]
@@ -145,10 +150,11 @@ def main() -> None:
         f"start {start_load}, at end {os.getloadavg()}",
     ]
     half = len(asked) // 2
-    for name, part in (
+    parts = (
         ("first half (no feedback records at the start)", slice(0, half)),
         ("second half (the same questions again)", slice(half, None)),
-    ):
+    )
+    for name, part in parts if asked else ():
         lines.append(name)
         for k in mems:
             a, f = lat[k][part], fb[k][part]
@@ -192,6 +198,9 @@ def adds(args: Any, emb: Any, this: Any, other: Any, count: dict[str, list[Any]]
 
     rows, _ = locomo_rows(Path(args.data), args.adds)
     folder = tempfile.mkdtemp(prefix="engrammar-adds-")
+    if args.add_sqlite_path:
+        shutil.rmtree(folder)
+        shutil.copytree(args.add_sqlite_path, folder)
     mems = {
         "other": other.Memory(
             other.Config(store=args.other_adds_url, embed_cache_size=0), embedder=MiniLMEmbedder()
@@ -218,7 +227,7 @@ def adds(args: Any, emb: Any, this: Any, other: Any, count: dict[str, list[Any]]
             if kind == "raw":
                 emb.embed([text])
             else:
-                mems[kind].add(text, user_id="adder", session_id="s1", dedup=False)
+                mems[kind].add(text, user_id=args.add_user, session_id="s1", dedup=False)
             took[kind].append(time.perf_counter() - t)
             if kind in count:
                 ex[kind].append(count[kind][0])

@@ -71,7 +71,7 @@ def test_m014_flushes_the_pending_list_of_a_store(pg_url: str) -> None:
         conn.execute("DELETE FROM migrations WHERE name = 'm014_keyword_index_current'")
     store = PostgresStore(pg_url, pool_size=2)
     try:
-        assert store.applied_migrations()[-1] == "m014_keyword_index_current"
+        assert "m014_keyword_index_current" in store.applied_migrations()
         assert _index(pg_url) == (["fastupdate=off"], 0)
         after = store.keyword_search(Scope("default", "u"), "harbour orchard talk", 20)
         assert after == before and len(after) == 20

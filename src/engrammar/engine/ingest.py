@@ -90,6 +90,8 @@ def _add(engine: Engine, scope: Scope, messages: Sequence[Message], dedup: bool)
         )
         for i, m in enumerate(messages)
     ]
+    # A server store may start writing the rows while their edges are built.
+    engine.store.add_ahead(rows)
     edges = build_edges(engine, scope, rows, latest=latest)
     return [memory_id for memory_id, _ in engine.store.add_memories(rows, edges)]
 

@@ -274,6 +274,12 @@ class Store(Protocol):
         ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
         records of the hits, and ``edge_counts`` of the memories those return."""
 
+    def add_ahead(self, rows: Sequence[NewMemory]) -> None:
+        """Announce, in an add session, the rows its :meth:`add_memories` will write (with
+        the edges still to be built): a server store may begin their transaction meanwhile,
+        committed with the write or rolled back when the session ends without it. Nothing
+        changes for a store that writes in process."""
+
     # -- memories ------------------------------------------------------------------------------
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()

@@ -41,6 +41,7 @@ from ..models import MemoryRecord, Scope
 from .base import ChunkVector, NewEdge, NewMemory, RecallRecord
 from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
+from .postgres_ingest import INSERT_MEMORY
 from .postgres_migrations import MIGRATIONS
 from .postgres_replicas import Replicas, lsn
 from .postgres_reply import PostgresReply
@@ -55,7 +56,7 @@ from .postgres_search import (
     register_vector,
     write_chunks,
 )
-from .postgres_vectors import create_vector_indexes, drop_vector_indexes
+from .postgres_vectors import VECTOR_STORAGE, create_vector_indexes, drop_vector_indexes
 from .tables import (
     EDGE_CHANGE_KNOWN,
     MEMORY_COLUMNS,
@@ -439,8 +440,11 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         self._set_dimension(conn, dim)
 
     def _set_dimension(self, conn: Conn, dim: int) -> None:
-        # Fixing the column's dimension is what lets pgvector build an HNSW index on it.
+        # Fixing the column's dimension is what lets pgvector build an HNSW index on it. A
+        # new type brings its default storage (``vector``'s: out of line): inline again, as
+        # m013 set it (an exact scan reads no TOAST).
         conn.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        conn.execute(f"ALTER TABLE memories ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}")
         self._create_hnsw(conn)
 
     def _create_hnsw(self, conn: Conn) -> None:
@@ -467,13 +471,18 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
     ) -> list[tuple[str, bool]]:
-        # Every row new, the usual case: the whole transaction in one pipelined round trip.
-        # A row whose content the scope holds already (or twice in the batch) makes it fail
-        # on the unique key, and it runs again collapsing duplicates (answers read on the way).
+        # Every row new, the usual case: the whole transaction in one pipelined round trip
+        # (in an add session, begun when the searches answered: see ``add_ahead``). A row
+        # whose content the scope holds already (or twice in the batch) makes it fail on the
+        # unique key, and it runs again collapsing duplicates (answers read on the way).
+        ahead = self._finish_write(rows, edges)
+        if not isinstance(ahead, bool):
+            return ahead
         try:
-            return self._tx(
-                "add", self._adder(rows, edges, fresh=True), pipeline=True, rerunnable=True
-            )
+            if ahead:  # (False: the write begun ahead met a duplicate)
+                return self._tx(
+                    "add", self._adder(rows, edges, fresh=True), pipeline=True, rerunnable=True
+                )
         except StoreError as exc:
             clash = exc.__cause__
             if not (
@@ -518,42 +527,10 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         ``fresh``: every row is taken to be new (a duplicate fails on the unique key) and no
         statement waits for another's answer."""
         now = time.time()
-        params = []
-        for row in rows:
-            tsv, doc_len = analysed(row.content, row.metadata)
-            params.append(
-                (
-                    row.id,
-                    row.workspace,
-                    row.user_id,
-                    row.agent_id,
-                    row.session_id,
-                    row.role,
-                    row.content,
-                    row.kind,
-                    row.status,
-                    row.created_at,
-                    now if row.updated_at is None else row.updated_at,
-                    jsonb(row.metadata),
-                    row.dedup_key,
-                    Vector(row.embedding),
-                    tsv,
-                    doc_len,
-                    row.valid_until,
-                    row.superseded_by,
-                )
-            )
+        params = _memory_params(rows, now)
 
         def all_new(conn: Conn) -> list[tuple[str, bool]]:
-            for p in params:  # queued one by one: executemany would sync (a round trip)
-                conn.execute(
-                    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
-                    "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                    "embedding, terms, doc_len, valid_until, superseded_by) VALUES (%s,%s,%s,"
-                    "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s::tsvector,%s,%s,%s)",
-                    p,
-                )
-            self._log_added(conn, rows, now, Vector)
+            self._queue_new(conn, rows, now, params)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, {}, now)
             self._supersede_queued(conn, workspace, edges, {})
@@ -567,12 +544,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
                 # One pipelined round trip for the whole batch; rows are inserted in order, so a
                 # duplicate later in the batch collapses onto the earlier one.
                 cur.executemany(
-                    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
-                    "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                    "embedding, terms, doc_len, valid_until, superseded_by) VALUES (%s,%s,%s,"
-                    "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,%s::tsvector,%s,%s,%s) "
-                    "ON CONFLICT (workspace, dedup_key) DO NOTHING "
-                    "RETURNING id",
+                    INSERT_MEMORY + " ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
                     params,
                     returning=True,
                 )
@@ -600,6 +572,15 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
             return out
 
         return all_new if fresh else run
+
+    def _queue_new(
+        self, conn: Conn, rows: Sequence[NewMemory], now: float, params: Any = None
+    ) -> None:
+        """Queue the INSERTs of new rows with their history and chunk rows, one by one
+        (``executemany`` would sync: a round trip)."""
+        for p in params if params is not None else _memory_params(rows, now):
+            conn.execute(INSERT_MEMORY, p)
+        self._log_added(conn, rows, now, Vector)
 
     def update_memory(
         self,
@@ -758,6 +739,18 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         if existing is None:  # the conflicting row was deleted meanwhile
             raise pg_errors.SerializationFailure("linked memory vanished")
         return str(existing[0])
+
+
+def _memory_params(rows: Sequence[NewMemory], now: float) -> list[tuple[Any, ...]]:
+    """The parameters of :data:`INSERT_MEMORY` for each row."""
+    out = []
+    for r in rows:
+        tsv, doc_len = analysed(r.content, r.metadata)
+        updated = now if r.updated_at is None else r.updated_at
+        out.append((r.id, r.workspace, r.user_id, r.agent_id, r.session_id, r.role, r.content,
+                    r.kind, r.status, r.created_at, updated, jsonb(r.metadata), r.dedup_key,
+                    Vector(r.embedding), tsv, doc_len, r.valid_until, r.superseded_by))  # fmt: skip
+    return out
 
 
 def _closed_by_server(conn: Conn) -> bool:

@@ -13,6 +13,13 @@ two exchanges:
 2. the vector searches, each returning its hits' records and edge counts, pipelined with
    the edge counts of the latest memory and of the postings' memories.
 
+The write starts ahead too: when the add announced its rows (:meth:`PostgresIngest.add_ahead`),
+the transaction begins as soon as the searches have answered: BEGIN and the rows' INSERTs (with
+their history and chunk rows) are sent without waiting, so the server inserts (the HNSW, GIN and
+keyword-statistics work) while the caller builds the edges; ``add_memories`` then sends the
+edges and COMMIT and waits once. Anything else (a duplicate, a lost connection, a deadlock, an
+add that ends without writing) rolls that transaction back, and the write runs as usual.
+
 Every answer is exactly what the plain call would return; a question the session was not
 told of, or cannot answer completely, goes to the server as usual. The session lives for
 one ``with`` block of one thread.
@@ -23,7 +30,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -31,11 +38,14 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 
 from ..models import MemoryRecord, Scope
 from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .postgres_reads import M_COLUMNS
+from .postgres_replicas import Replicas
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["PostgresIngest"]
@@ -49,6 +59,15 @@ Postings = tuple[int, dict[str, tuple[int, list[str]]]]
 # model's run releases the GIL). Shared by every store of the process: a task is one short
 # read on a pooled connection, and a caller never holds a connection while it waits for one.
 _AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="engrammar-add-ahead")
+# A new memory's row (every row new: a duplicate fails on the unique key).
+INSERT_MEMORY = (
+    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, kind, "
+    "status, created_at, updated_at, metadata, dedup_key, embedding, terms, doc_len, "
+    "valid_until, superseded_by) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,"
+    "%s::tsvector,%s,%s,%s)"
+)
+# The write started ahead: resumed with the edges it commits with (None: roll back).
+EarlyWrite = Generator[None, Sequence[NewEdge] | None, None]
 
 
 @dataclass
@@ -66,6 +85,18 @@ class AddSnapshot:
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     ahead: Future[None] | None = None
+    rows: list[NewMemory] | None = None
+    write: tuple[EarlyWrite, list[NewMemory]] | None = None
+    clash: bool = False  # the write begun ahead met a stored memory's unique key
+
+
+def _duplicate(exc: BaseException) -> bool:
+    """Whether a write failed on a memory's unique key (a row the scope holds already)."""
+    return isinstance(exc, pg_errors.UniqueViolation) and exc.diag.table_name == "memories"
+
+
+class _Abandoned(Exception):
+    """The add ended without its write: the transaction started ahead rolls back."""
 
 
 class PostgresIngest:
@@ -75,8 +106,20 @@ class PostgresIngest:
     #: Send exchange 1 on a worker when the session opens (off: at the first question, on
     #: the calling thread; benches compare the two).
     _read_ahead = True
+    #: Start the write when the searches answer (see :meth:`add_ahead`; off: all of it at
+    #: ``add_memories``; benches compare the two).
+    _write_ahead = True
+    _replicas: Replicas
 
     # provided by the store
+    @contextmanager
+    def _conn(self) -> Iterator[Conn]:
+        raise NotImplementedError
+        yield
+
+    def _queue_new(self, conn: Conn, rows: Sequence[NewMemory], now: float) -> None:
+        raise NotImplementedError
+
     def _read(
         self,
         what: str,
@@ -124,6 +167,81 @@ class PostgresIngest:
             if snap.ahead is not None:  # never asked: let it end before the session does
                 with suppress(Exception):
                     snap.ahead.result()
+            if snap.write is not None:  # started, never finished: roll it back
+                with suppress(Exception):
+                    snap.write[0].close()
+
+    def add_ahead(self, rows: Sequence[NewMemory]) -> None:
+        """The rows this add session's ``add_memories`` will write (see the module
+        docstring): their transaction starts when the vector searches have answered."""
+        snap: AddSnapshot | None = getattr(self._local, "add", None)
+        if snap is not None and rows and self._write_ahead and not self._replicas:
+            snap.rows = list(rows)
+
+    def _begin_write(self, snap: AddSnapshot) -> None:
+        """Start the announced rows' transaction: BEGIN and their INSERTs sent, not awaited."""
+        rows, snap.rows = snap.rows, None
+        if not rows:
+            return
+        write = self._early_write(rows)
+        try:
+            next(write)
+        except Exception as exc:  # rolled back (or nothing sent): the add writes as usual
+            snap.clash = _duplicate(exc)
+            return
+        snap.write = (write, rows)
+
+    def _early_write(self, rows: list[NewMemory]) -> EarlyWrite:
+        now = time.time()
+        with self._conn() as conn:
+            # Unprepared: psycopg may take a statement it prepares in a pipeline that fails
+            # part way (a duplicate) for one the server has.
+            threshold, conn.prepare_threshold = conn.prepare_threshold, None
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    # Sent as queued (psycopg flushes a pipeline's commands as they come).
+                    self._queue_new(conn, rows, now)
+                    edges = yield
+                    if edges is None:
+                        raise _Abandoned
+                    workspace = rows[0].workspace
+                    self._write_edges(conn, workspace, edges, {}, now)
+                    self._supersede_queued(conn, workspace, edges, {})
+                    conn.execute("COMMIT")
+            except BaseException:
+                if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.prepare_threshold = threshold
+
+    def _finish_write(
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge]
+    ) -> list[tuple[str, bool]] | bool:
+        """``add_memories`` on the transaction started ahead: the ids (every row new); False
+        when a row clashed with a stored one's unique key, True when there was no such
+        transaction or it failed otherwise (both rolled back: write as usual)."""
+        snap: AddSnapshot | None = getattr(self._local, "add", None)
+        if snap is None or snap.write is None:
+            clash = snap is not None and snap.clash
+            if snap is not None:
+                snap.clash = False
+            return not clash
+        (write, announced), snap.write = snap.write, None
+        if [id(r) for r in announced] != [id(r) for r in rows]:
+            with suppress(Exception):
+                write.close()
+            return True
+        try:
+            write.send(list(edges))
+        except StopIteration:
+            return [(r.id, True) for r in rows]
+        except Exception as exc:
+            return not _duplicate(exc)
+        with suppress(Exception):  # it never yields twice
+            write.close()
+        return True
 
     def _read_first_ahead(self, snap: AddSnapshot) -> None:
         """Exchange 1 on a worker; its answers land in a copy that :meth:`_add_snap` takes
@@ -278,6 +396,7 @@ class PostgresIngest:
 
         had_read = snap.read
         rows_per_query, counted, first = self._read("search", run)
+        self._begin_write(snap)
         first()
         out: list[list[tuple[str, float]]] = []
         for rows in rows_per_query:

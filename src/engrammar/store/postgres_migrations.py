@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from .postgres_vectors import create_vector_indexes, hnsw_options
+from .postgres_vectors import VECTOR_STORAGE, create_vector_indexes, hnsw_options
 from .tables import SOURCED_TABLES
 
 Conn = psycopg.Connection[Any]
@@ -505,7 +505,7 @@ def m013_vector_buckets(conn: Conn) -> None:
     once per bucket), else with the global index when the store learns its dimension."""
     _run(
         conn,
-        "ALTER TABLE memories ALTER COLUMN embedding SET STORAGE MAIN",
+        f"ALTER TABLE memories ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}",
         "ALTER TABLE memory_chunks ALTER COLUMN embedding SET STORAGE MAIN",
     )
     if conn.execute("SELECT to_regclass('memories_embedding_hnsw')").fetchone() != (None,):
@@ -526,6 +526,16 @@ def m014_keyword_index_current(conn: Conn) -> None:
     )
 
 
+def m016_vectors_inline_again(conn: Conn) -> None:
+    """Vectors stored in the row again (m013's intent): a store that learned its embedder's
+    dimension after m013 had ``ALTER COLUMN embedding TYPE vector(n)`` reset the column to
+    ``vector``'s default storage (EXTERNAL), which moves the vector of most rows to TOAST, so
+    an exact scan (a user below ``EXACT_MAX`` memories: an add's neighbours, a recall's vector
+    search) read TOAST for every row: 3-4x slower at 1,800 memories. Rows written from now on
+    keep theirs inline; ``VACUUM FULL memories`` moves the older ones."""
+    _run(conn, f"ALTER TABLE memories ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}")
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -541,4 +551,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m012_keyword_terms,
     m013_vector_buckets,
     m014_keyword_index_current,
+    m016_vectors_inline_again,
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "BUCKETS",
     "BUCKET_OF_ROW",
     "EXACT_MAX",
+    "VECTOR_STORAGE",
     "chunk_scope",
     "create_vector_indexes",
     "drop_vector_indexes",
@@ -46,6 +47,10 @@ BUCKETS = 32
 BUCKET_OF_ROW = f"(hashtext(workspace || '/' || coalesce(user_id, '')) & {BUCKETS - 1})"
 #: users with at most this many active memories are scanned exactly (no graph walk).
 EXACT_MAX = 2000
+#: how ``memories.embedding`` is stored: in the row (``vector``'s own default, EXTERNAL,
+#: moves a row's vector to TOAST once the row passes ~2 kB: most 384-d rows), so that an
+#: exact scan reads no TOAST. Changing the column's type resets it: set it again after.
+VECTOR_STORAGE = "MAIN"
 
 _GLOBAL = "memories_embedding_hnsw"
 

@@ -24,7 +24,7 @@ from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, terms
-from .base import ChunkVector, LearningAhead
+from .base import ChunkVector, LearningAhead, NewMemory
 from .chunk_rows import chunk_vector
 from .dialect import scope_where
 from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
@@ -321,6 +321,9 @@ class SQLiteSearch(SQLStore):
     ) -> Iterator[None]:
         """An add session (see :meth:`~.base.Store.adding`): none needed here either."""
         yield
+
+    def add_ahead(self, rows: Sequence[NewMemory]) -> None:
+        return None
 
     def searches(
         self,

@@ -1,0 +1,243 @@
+"""An add's write begun ahead on PostgreSQL (``PostgresIngest.add_ahead``): its rows are
+inserted while the edges are built, in the transaction that commits them; the result equals
+the write made at the end, and an add that fails or meets a duplicate on the way leaves
+nothing of that transaction."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.engine import ingest
+from engrammar.errors import StoreError
+from engrammar.store.postgres import PostgresStore
+
+pytestmark = pytest.mark.postgres
+
+TURNS = [
+    "I went to a support group yesterday and it helped a lot.",
+    "That sounds wonderful, what did you talk about at the group?",
+    "We talked about adoption agencies and counseling.",
+    "I have been painting sunsets by the lake lately, the lake is calm.",
+    "My kids love camping in the mountains every summer.",
+    "The adoption interview is next week, I am nervous.",
+    # Contradicting an earlier message: a ``supersedes`` edge written with the rows.
+    "My kids hate camping in the mountains every summer.",
+    "A long message about the lake. " * 12,  # chunk vectors
+]
+
+
+def _count(store: PostgresStore, sql: str, args: tuple[Any, ...] = ()) -> int:
+    def run(conn: Any) -> int:
+        return int(conn.execute(sql, args).fetchone()[0])
+
+    return store._tx("count", run, transaction=False)
+
+
+def _open_early(store: PostgresStore) -> int:
+    """Other sessions of this database with a write in an open transaction (a write begun
+    ahead: in pipeline mode the backend shows as active until the Sync)."""
+    return _count(
+        store,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL",
+    )
+
+
+def _state(store: PostgresStore, user: str) -> tuple[Any, ...]:
+    """What one user's adds left, ids replaced by their position in TURNS."""
+
+    def run(conn: Any) -> tuple[Any, ...]:
+        rows = conn.execute(
+            "SELECT id, content, valid_until IS NOT NULL, superseded_by FROM memories "
+            "WHERE user_id = %s ORDER BY seq",
+            (user,),
+        ).fetchall()
+        pos = {r[0]: i for i, r in enumerate(rows)}
+        edges = sorted(
+            (pos[s], pos[d], k, round(w, 9))
+            for s, d, k, w in conn.execute(
+                "SELECT src, dst, kind, weight FROM edges WHERE src = ANY(%s)", (list(pos),)
+            )
+        )
+        history = sorted(
+            (pos[m], op, after if op == "add" else None)
+            for m, op, after in conn.execute(
+                "SELECT memory_id, op, after FROM memory_changes WHERE memory_id = ANY(%s)",
+                (list(pos),),
+            )
+        )
+        chunks = conn.execute(
+            "SELECT count(*) FROM memory_chunks WHERE memory_id = ANY(%s)", (list(pos),)
+        ).fetchone()[0]
+        stats = conn.execute(
+            "SELECT n, total_len FROM keyword_stats WHERE user_key = %s", (user,)
+        ).fetchone()
+        superseded = [(r[1], r[2], pos.get(r[3])) for r in rows]
+        return superseded, edges, history, chunks, stats
+
+    return store._tx("state", run, transaction=False)
+
+
+def test_write_begun_ahead_equals_the_write_at_the_end(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same conversation added with the write begun ahead and without: the same rows,
+    graph (semantic, sequence, term, contradiction and ``supersedes`` edges), history, chunk
+    vectors and keyword statistics; the write ahead is open while the edges are built."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    seen: list[int] = []
+    original = PostgresStore.add_memories
+
+    def watching(self: PostgresStore, *a: Any, **k: Any) -> Any:
+        # The rows were sent, not awaited: the server gets to them (an xid) on its own.
+        for _ in range(200):
+            if _open_early(self) or not self._local.add.write:
+                break
+            time.sleep(0.01)
+        seen.append(_open_early(self))
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(PostgresStore, "add_memories", watching)
+    try:
+        for text in TURNS:
+            mem.add(text, user_id="ahead", session_id="s1")
+        assert seen == [1] * len(TURNS)  # begun before add_memories was called
+        seen.clear()
+        monkeypatch.setattr(PostgresStore, "_write_ahead", False)
+        for text in TURNS:
+            mem.add(text, user_id="end", session_id="s1")
+        assert seen == [0] * len(TURNS)
+        ahead = _state(store, "ahead")
+        assert ahead == _state(store, "end")
+        assert any(k == "supersedes" for _, _, k, _ in ahead[1]) and ahead[3] > 0
+        assert _open_early(store) == 0
+    finally:
+        mem.close()
+
+
+def test_write_begun_ahead_meets_a_duplicate(pg_url: str) -> None:
+    """A message the scope holds already: the INSERT sent ahead fails on the unique key, that
+    transaction rolls back, and the add collapses onto the stored memory as usual."""
+    mem = Memory(Config(store=pg_url, pool_size=1), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    try:
+        first = mem.add(TURNS[:3], user_id="u1", session_id="s1")
+        before = _state(store, "u1")
+        again = mem.add(TURNS[1], user_id="u1", session_id="s1")
+        assert again == [first[1]]
+        assert _state(store, "u1") == before
+        # A batch with one new message and one stored: the new one lands, once.
+        out = mem.add([TURNS[3], TURNS[2]], user_id="u1", session_id="s1")
+        assert out[1] == first[2] and out[0] not in first
+        assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == 4
+        assert _count(store, "SELECT count(*) FROM memory_changes WHERE memory_id = %s", (out[0],))
+        assert _open_early(store) == 0
+    finally:
+        mem.close()
+
+
+def test_add_failing_after_its_write_began_leaves_nothing(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine fails between the searches and the write: the rows inserted ahead roll
+    back (no memory, history, chunk vector or keyword statistics left), and the pooled
+    connection serves the next add."""
+    mem = Memory(Config(store=pg_url, pool_size=1), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    try:
+        mem.add(TURNS[:2], user_id="u1", session_id="s1")
+        before = _state(store, "u1")
+        began: list[int] = []
+
+        def failing(*a: Any, **k: Any) -> Any:
+            began.append(1 if store._local.add.write is not None else 0)
+            raise RuntimeError("the tension rules broke")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(ingest, "_tension_edges", failing)
+            with pytest.raises(RuntimeError, match="tension rules"):
+                mem.add(TURNS[7], user_id="u1", session_id="s1")
+        assert began == [1]
+        assert _state(store, "u1") == before
+        assert _open_early(store) == 0
+        assert len(mem.add(TURNS[2], user_id="u1", session_id="s1")) == 1
+        assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == 3
+    finally:
+        mem.close()
+
+
+def test_write_begun_ahead_that_fails_at_commit_writes_once(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transaction begun ahead fails when its edges are sent (a statement the server
+    refuses): it rolls back and the write runs again as usual, landing once."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    calls: list[int] = []
+    original = PostgresStore._write_edges
+
+    def refusing(conn: Any, *a: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            conn.execute("SELECT 1 / 0")
+        original(conn, *a)
+
+    monkeypatch.setattr(PostgresStore, "_write_edges", staticmethod(refusing))
+    monkeypatch.setattr(PostgresStore, "_insert_edges", staticmethod(refusing))
+    try:
+        ids = mem.add(TURNS[:3], user_id="u1", session_id="s1")
+        assert len(calls) == 2  # the write ahead refused, the usual write
+        assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == 3
+        assert _count(store, "SELECT count(*) FROM memory_changes WHERE op = 'add'") == 3
+        assert store.edges_from("default", ids)
+        assert _open_early(store) == 0
+    finally:
+        mem.close()
+
+
+def test_concurrent_adds_with_writes_begun_ahead(pg_url: str) -> None:
+    """Four threads adding to one user at once (each holding its keyword statistics' row
+    while it builds its edges): every message lands once, the statistics stay exact."""
+    mem = Memory(Config(store=pg_url, pool_size=4), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i, text in enumerate(TURNS):
+                mem.add(f"{text} ({t}.{i})", user_id="u1", session_id=f"s{t}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        n = 4 * len(TURNS)
+        assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == n
+        assert _count(store, "SELECT n FROM keyword_stats WHERE user_key = 'u1'") == n
+        assert _open_early(store) == 0
+    finally:
+        mem.close()
+
+
+def test_store_error_names_the_add(pg_url: str) -> None:
+    """A closed store refuses an add before anything is begun."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    mem.store.close()
+    with pytest.raises(StoreError, match="closed"):
+        mem.add(TURNS[0], user_id="u1", session_id="s1")
