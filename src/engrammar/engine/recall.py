@@ -49,6 +49,7 @@ from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
+from ..recall.text import speaker_of
 from ..store import LearningAhead, RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
@@ -248,7 +249,7 @@ _Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
 def _by_events(query: str, items: list[_Item]) -> list[_Item]:
     """``items`` with each event a question names represented early (``event_cover``); a
     memory moved up this way carries the component ``event`` = 1."""
-    events = event_terms(query)
+    events = event_terms(query, {s for x in items if (s := speaker_of(x[0].metadata))})
     if not events:
         return items
     by_id = {x[0].id: x for x in items}

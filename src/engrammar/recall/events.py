@@ -14,7 +14,7 @@ would otherwise repeat an event already covered (pure functions).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from .text import terms, topic_terms
 
@@ -75,15 +75,17 @@ def _parts(question: str) -> list[str]:
     return []
 
 
-def event_terms(question: str) -> list[frozenset[str]]:
+def event_terms(question: str, speakers: Iterable[str] = ()) -> list[frozenset[str]]:
     """The events ``question`` names, each as the index terms that name it and no other
     event (the question's frame left out), or ``[]`` when it names fewer than two.
 
     Read: "between A and B", "among A, B and C", a list after a colon, "..., A or B?",
     "how long / many ... when B", "how many days before A did I B", "how long ... before B"
-    and "A and B combined".
+    and "A and B combined". The names of the conversation's ``speakers`` name no event
+    ("between Sam's first and second appointment": the speaker boost reads names).
     """
-    named = [topic_terms(p) - _FRAME for p in _parts(question)]
+    people = frozenset(terms(" ".join(speakers)))
+    named = [topic_terms(p) - _FRAME - people for p in _parts(question)]
     named = [t for t in named if any(not w.isdigit() and w not in _DATE_WORDS for w in t)]
     own = [
         frozenset(t - set().union(*(o for j, o in enumerate(named) if j != i)))
@@ -104,8 +106,9 @@ def cover_events(
     up to where the list would otherwise go on with a memory that names no event not named
     above it. A memory names an event when it holds as many of the event's terms as the best
     memory of the head does, and at least ``share`` of them; an event's best memory is the
-    first such (an event no memory of the head names in full has none). The order is
-    otherwise kept, and so is everything past ``depth``.
+    first such (an event no memory of the head names in full has none). The first memory,
+    the best match for the whole question, keeps its place; the order is otherwise kept, and
+    so is everything past ``depth``.
     """
     head, tail = list(ids[:depth]), list(ids[depth:])
     if not events or len(head) < 2:
@@ -132,7 +135,7 @@ def cover_events(
         if memory_id in placed:
             continue
         mine = names(memory_id)
-        if not mine - covered:
+        if out and not mine - covered:
             missing = {first[k] for k in first if k not in covered and first[k] not in placed}
             for lifted in sorted(missing, key=head.index):
                 out.append(lifted)
