@@ -99,8 +99,8 @@ def test_cover_events_lifts_the_missing_event_to_the_first_repeat() -> None:
     assert cover_events(ids, TEXTS, EVENTS, depth=4) == ids
     assert cover_events(ids[:1], TEXTS, EVENTS, depth=20) == ids[:1]
     assert cover_events(ids, TEXTS, [], depth=20) == ids
-    # A memory naming no event is a repeat too: every event's best goes above it.
-    assert cover_events(["x", "b1", "a1"], TEXTS, EVENTS, depth=20) == ["b1", "a1", "x"]
+    # The first memory keeps its place; after it, a memory naming no event is a repeat too.
+    assert cover_events(["x", "y", "b1", "a1"], TEXTS, EVENTS, depth=20) == ["x", "b1", "a1", "y"]
 
 
 def test_cover_events_keeps_a_list_that_covers_every_event() -> None:
