@@ -71,6 +71,8 @@ def test_event_terms_reads_each_event_by_its_own_words(question: str, events: li
         "Considering all this, what advice would you give for a move or a new job?",
         # dates, not events: the time boost reads them
         "Where was John between August 11 and August 15, 2023?",
+        # a pasted text is no question about events (and is not tried "and" by "and")
+        "Between you and me, " + "this and that and " * 2000 + "the rest combined?",
         # the second part names nothing the first does not
         "How long had I been bird watching when I attended the bird watching class?",
         "",

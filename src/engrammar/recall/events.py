@@ -27,6 +27,8 @@ _FRAME = frozenset(
         "first second third last earliest latest order happened happen"
     )
 )
+# Longest question read for events (LoCoMo's and LongMemEval's are under 300 characters).
+_MAX_CHARS = 400
 _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+")
 # "between A and B"
 _BETWEEN = re.compile(r"\bbetween\s+(.+?)\s+and\s+(.+)$")
@@ -47,6 +49,7 @@ _BEFORE_DID = re.compile(
 # "How long did I use A before B?"
 _BEFORE = re.compile(r"^(how (?:long|many)\b.+?)\s+(?:before|after)\s+(.+)$")
 # "How long did it take to finish A and B combined?"
+_TOTAL = ("combined", "in total", "altogether")
 _COMBINED = re.compile(r"^(.+?)\s+and\s+(.+?)\s+(?:combined|in total|altogether)$")
 # A part that names only a date ("between August 11 and August 15") is no event: the time
 # boost reads dates.
@@ -61,6 +64,9 @@ _DATE_WORDS = frozenset(
 def _parts(question: str) -> list[str]:
     # The question itself: "... in 2023? Answer yes or no." asks up to its question mark.
     text = re.sub(r"\s+", " ", question.lower()).split("?", 1)[0].strip().rstrip(".! ")
+    if len(text) > _MAX_CHARS:
+        return []  # a pasted text, not a question about a few events (and the patterns
+        # below would try every "and" against every other on it)
     if m := _BETWEEN.search(text):
         return [m.group(1), m.group(2)]
     if m := _AMONG.search(text):
@@ -69,9 +75,11 @@ def _parts(question: str) -> list[str]:
         return _LIST.split(m.group(1))
     if (m := _CHOICE.search(text)) and not _ASKS.search(m.group(1)):
         return [m.group(1), m.group(2)]
-    for pattern in (_WHEN, _BEFORE_DID, _BEFORE, _COMBINED):
+    for pattern in (_WHEN, _BEFORE_DID, _BEFORE):
         if m := pattern.search(text):
             return [m.group(1), m.group(2)]
+    if text.endswith(_TOTAL) and (m := _COMBINED.search(text)):
+        return [m.group(1), m.group(2)]
     return []
 
 
