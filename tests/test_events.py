@@ -6,11 +6,11 @@ Pure functions (``recall.events``), plus recall through the public API with the 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from engrammar import Config, Memory
+from backends import open_memory
+from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.recall.events import cover_events, event_terms
 from engrammar.recall.text import terms
 
@@ -121,8 +121,11 @@ def _ts(*args: int) -> float:
     return datetime(*args, tzinfo=UTC).timestamp()
 
 
+@pytest.mark.every_store
 @pytest.mark.parametrize("on", [True, False])
-def test_recall_puts_both_events_of_a_question_first(tmp_path: Path, on: bool) -> None:
+def test_recall_puts_both_events_of_a_question_first(
+    location: str, minilm: MiniLMEmbedder, on: bool
+) -> None:
     # Three short messages about the coffee maker match the question better than the long
     # one that tells of the mixer: by likeness alone the first two places go to the former.
     question = (
@@ -137,7 +140,7 @@ def test_recall_puts_both_events_of_a_question_first(tmp_path: Path, on: bool) -
         "scraps, the kids fighting, and my stand mixer breaking down halfway through the "
         "bread dough, so I kneaded it by hand for twenty minutes.",
     ]
-    with Memory(Config(path=str(tmp_path / "m"), event_cover=on)) as mem:
+    with open_memory(location, minilm, event_cover=on) as mem:
         for day, text in enumerate(texts, start=1):
             mem.add([{"role": "user", "content": text}], user_id="u", timestamp=_ts(2023, 5, day))
         top = mem.recall(question, user_id="u", limit=2).memories
