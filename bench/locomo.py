@@ -72,6 +72,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
 # Settings probed around the default (run with --variants NAME,...).
 PROBES: dict[str, tuple[dict[str, Any], str]] = {
     "default - newer first": ({"recency_similarity": 1.0}, "default"),
+    "default - event cover": ({"event_cover": False}, "default"),
     "default with neighbour_weight 0.6": ({"neighbour_weight": 0.6}, "default"),
     "default with neighbour_weight 1.0": ({"neighbour_weight": 1.0}, "default"),
     "default - graph with neighbour_weight 1.0": (

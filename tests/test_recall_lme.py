@@ -45,6 +45,9 @@ ASKED = _ts(2023, 2, 7, 12)
         ("What did I watch last month?", "2023-01-01", "2023-01-31"),
         ("Which concert did I attend in May?", "2022-05-01", "2022-05-31"),
         ("What did I start in January?", "2023-01-01", "2023-01-31"),
+        # several months: from the first to the last
+        ("Which airline did I fly most in December and January?", "2022-12-01", "2023-01-31"),
+        ("Where did I travel between June and August?", "2022-06-01", "2022-08-31"),
         ("What happened a couple of months ago?", "2022-11-22", "2022-12-22"),
         # "the last month" is the month up to now; "last month" the calendar month before
         ("How many plants did I buy in the last month?", "2023-01-07", "2023-02-07"),

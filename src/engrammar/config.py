@@ -225,6 +225,13 @@ class Config:
     time_boost: float = _opt(
         1.0, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
     )
+    event_cover: bool = _opt(
+        True,
+        'A question naming several events ("which came first, A or B?", "how many days '
+        'between A and B?", "how long had I ... when B?") gets each event\'s best memory '
+        "among the first 20 moved up to where the list would otherwise repeat an event already "
+        "covered (recall/events.py; bench/results/lme_notes.md, session 12).",
+    )
     neighbour_weight: float = _opt(
         0.3,
         "Share of the best conversation neighbour's relevance (less half the memory's own: "

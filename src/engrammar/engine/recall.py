@@ -43,11 +43,13 @@ from ..models import (
     Tension,
 )
 from ..recall.chunks import best_excerpt, excerpt, marked, widened
+from ..recall.events import cover_events, event_terms
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
+from ..recall.text import speaker_of
 from ..store import LearningAhead, RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import candidates, refined, search_hits
@@ -230,10 +232,38 @@ def _current(
         limit,
         where,
     )
+    if engine.config.event_cover:
+        items = _by_events(query, items)
     return [
         ScoredMemory(record, score, comps, via=via, note=note)
         for record, score, comps, note, via in items[:limit]
     ]
+
+
+# How far down a question's events are looked for (recall/events.py).
+_EVENT_DEPTH = 20
+# (record, score, components, note, via) of one ranked memory, as by_validity gives them.
+_Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
+
+
+def _by_events(query: str, items: list[_Item]) -> list[_Item]:
+    """``items`` with each event a question names represented early (``event_cover``); a
+    memory moved up this way carries the component ``event`` = 1."""
+    events = event_terms(query, {s for x in items if (s := speaker_of(x[0].metadata))})
+    if not events:
+        return items
+    by_id = {x[0].id: x for x in items}
+    before = [x[0].id for x in items]
+    order = cover_events(before, lambda i: by_id[i][0].content, events, _EVENT_DEPTH)
+    if order == before:
+        return items
+    out = []
+    for position, memory_id in enumerate(order):
+        record, score, comps, note, via = by_id[memory_id]
+        if position < before.index(memory_id):
+            comps = {**comps, "event": 1.0}
+        out.append((record, score, comps, note, via))
+    return out
 
 
 # -- recall ---------------------------------------------------------------------------------

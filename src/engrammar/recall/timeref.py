@@ -59,10 +59,17 @@ _AHEAD = re.compile(
     r"gonna|will (?:i|we)|upcoming|excited|thinking (?:about|of))\b"
 )
 _LOOKS_BACK = re.compile(r"\b(?:did|have (?:i|we)|has|had)\b|\bhow (?:much|many)\b")
-_IN_MONTH = re.compile(
-    r"\b(?:in|during|of|since|early|late|mid)\s+(january|february|march|april|may|june|july|"
-    r"august|september|october|november|december)\b(?!\s*,?\s*(?:19|20)\d\d)"
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
 )
+# "in May", "during March and April", "between June and August": months named without a
+# year (a list or a range of them spans from the first to the last).
+_IN_MONTH = re.compile(
+    rf"\b(?:in|during|of|since|early|late|mid|between|from)\s+{_MONTH}"
+    rf"(?:\s*(?:,|and|or|to|through|until|-)\s*(?:early |late |mid )?{_MONTH})*\b"
+    r"(?!\s*,?\s*(?:19|20)\d\d)"
+)
+_MONTH_NAME = re.compile(_MONTH)
 
 
 def _day(dt: datetime) -> tuple[datetime, datetime]:
@@ -159,9 +166,10 @@ def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
         out.append(_day(now - timedelta(days=back)))
     for m in _IN_MONTH.finditer(text):
         # A month without a year: the latest such month up to now.
-        month = _MONTHS[m.group(1)]
-        year = now.year if month <= now.month else now.year - 1
-        out.append(_month_span(year, month))
+        for name in _MONTH_NAME.findall(m.group(0)):
+            month = _MONTHS[name]
+            year = now.year if month <= now.month else now.year - 1
+            out.append(_month_span(year, month))
     return out
 
 
@@ -172,7 +180,8 @@ def relative_time_range(query: str, as_of: float) -> tuple[float, float] | None:
     of", "a few"), "last / previous week, weekend, month, year, night" (the calendar one
     before), "the last / past week, month, year" and "the past three months" (a window ending
     at ``as_of``), "this week, weekend, month, year", "last Saturday", "yesterday", "today"
-    and a month named without a year ("in May": the latest May up to ``as_of``). A request or
+    and months named without a year ("in May": the latest May up to ``as_of``; "in March and
+    April", "between June and August": from the first to the last). A request or
     plan for the time ahead ("Can you recommend a film for tonight?") names no span with
     "this week(end)", "today", "tonight" or "on <weekday>". Several give the span from the
     earliest to the latest. Absolute dates are :func:`~engrammar.recall.query.query_time_range`'s.
