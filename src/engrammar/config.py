@@ -199,6 +199,20 @@ class Config:
         "other sessions' best turns can pass a session's second-best. Chats between people "
         "are left alone (a topic is talked through within a session there). 0 = off.",
     )
+    session_spread_requests: bool = _opt(
+        False,
+        "Whether session_spread also applies to a request for suggestions ('Can you recommend "
+        "...?', 'Any tips for ...?'): what the user said on its topic is mostly in one "
+        "conversation, whose second and third messages are as wanted as its first.",
+    )
+    request_keywords: bool = _opt(
+        True,
+        "In a request for suggestions ('Can you recommend ...?', 'Any tips for ...?'), the "
+        "words that frame it (recommend, tips, ideas, this weekend, upcoming, I'm thinking of "
+        "/ planning / looking for ...) are none of its terms: keyword search and the term test "
+        "of recency_term_share leave them out. In a chat with an assistant nearly every "
+        "message asks for something in those words.",
+    )
     context_weight: float = _opt(
         0.5,
         "With embed_context, a reply's vector is its own plus this share of the vector of the "
