@@ -7,7 +7,7 @@ import uuid
 import pytest
 from tests.backends import open_memory
 
-from engrammar import Config, HashEmbedder, Memory
+from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.engine.candidates import keyword_text
 from engrammar.recall.requests import asks_for_suggestions, without_request_frame
 
@@ -127,3 +127,24 @@ def test_a_request_is_not_spread_over_sessions(tmp_path) -> None:  # type: ignor
     fact = "Which Lisbon trip did I book?"
     assert _sessions(tmp_path, fact, session_spread=0.6)[:3] == ["one", "one", "two"]
     assert _sessions(tmp_path, fact, session_spread=0.0)[:3] == ["one", "one", "one"]
+
+
+def _relevances(tmp_path, query: str, weight: float) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    cfg = Config(path=str(tmp_path / uuid.uuid4().hex), request_keyword_weight=weight)
+    with Memory(cfg, embedder=HashEmbedder()) as mem:
+        _add_chat(mem)
+        mem.add(["My pottery wheel is in the garage."], user_id="u", session_id="garage")
+        found = mem.search(query, user_id="u", limit=10)
+        return {m.memory.content: m.components["relevance"] for m in found}
+
+
+def test_a_request_weighs_keywords_by_its_own_setting(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    request = "Can you recommend a pottery class?"
+    assert _relevances(tmp_path, request, 0.0) != _relevances(tmp_path, request, 0.9)
+    question = "Where is my pottery wheel?"
+    assert _relevances(tmp_path, question, 0.0) == _relevances(tmp_path, question, 0.9)
+
+
+def test_the_request_keyword_weight_is_checked() -> None:
+    with pytest.raises(ValidationError, match="request_keyword_weight"):
+        Config(request_keyword_weight=1.5)

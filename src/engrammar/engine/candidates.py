@@ -134,6 +134,15 @@ def _unlinked(config: Config) -> Config:
     return config.replace(neighbour_weight=0.0, second_neighbour_weight=0.0)
 
 
+@functools.lru_cache(maxsize=8)
+def _for_requests(config: Config) -> Config:
+    """``config`` for a request for suggestions: keyword evidence weighs
+    ``request_keyword_weight`` (one copy per configuration)."""
+    if config.request_keyword_weight == config.keyword_weight:
+        return config
+    return config.replace(keyword_weight=config.request_keyword_weight)
+
+
 def refined(
     engine: Engine,
     scope: Scope,
@@ -150,6 +159,8 @@ def refined(
     ``edges`` reads the sequence edges instead of the store (``engine.edge_context``)."""
     qvec, vector_hits, keyword_hits = hits
     config = engine.config if links else _unlinked(engine.config)
+    if asks_for_suggestions(query):
+        config = _for_requests(config)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
