@@ -95,8 +95,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default - neighbours": {"neighbour_weight": 0.0},
     "default - second neighbours": {"second_neighbour_weight": 0.0},
     "default - graph": {"graph_depth": 0},
+    "default - request rules": {
+        "request_keywords": False,
+        "session_spread_requests": True,
+        "request_keyword_weight": 0.45,
+    },
 }
 PROBES: dict[str, dict[str, Any]] = {
+    "default - request frame words": {"request_keywords": False},
+    "default - requests not spread": {"session_spread_requests": True},
+    "default - request keyword weight": {"request_keyword_weight": 0.45},
     "default with recency_similarity 0.5": {"recency_similarity": 0.5},
     "default with recency_similarity 0.6": {"recency_similarity": 0.6},
     "default with recency_similarity 0.7": {"recency_similarity": 0.7},

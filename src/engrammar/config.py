@@ -199,6 +199,26 @@ class Config:
         "other sessions' best turns can pass a session's second-best. Chats between people "
         "are left alone (a topic is talked through within a session there). 0 = off.",
     )
+    session_spread_requests: bool = _opt(
+        False,
+        "Whether session_spread also applies to a request for suggestions ('Can you recommend "
+        "...?', 'Any tips for ...?'): what the user said on its topic is mostly in one "
+        "conversation, whose second and third messages are as wanted as its first.",
+    )
+    request_keywords: bool = _opt(
+        True,
+        "In a request for suggestions ('Can you recommend ...?', 'Any tips for ...?'), the "
+        "words that frame it (recommend, tips, ideas, this weekend, upcoming, I'm thinking of "
+        "/ planning / looking for ...) are none of its terms: keyword search and the term test "
+        "of recency_term_share leave them out. In a chat with an assistant nearly every "
+        "message asks for something in those words.",
+    )
+    request_keyword_weight: float = _opt(
+        0.3,
+        "keyword_weight for a request for suggestions ('Can you recommend ...?'): what is left "
+        "of its words after its frame names the topic in words every request on the topic "
+        "shares, while the user's own statement on it is found by its meaning.",
+    )
     context_weight: float = _opt(
         0.5,
         "With embed_context, a reply's vector is its own plus this share of the vector of the "
@@ -464,6 +484,7 @@ class Config:
             "bm25_k1",
             "bm25_b",
             "keyword_weight",
+            "request_keyword_weight",
             "speaker_boost",
             "context_weight",
             "time_boost",
@@ -581,8 +602,9 @@ class Config:
                 "must be below feedback_context_full "
                 f"({self.feedback_context_min} >= {self.feedback_context_full})",
             )
-        if self.keyword_weight > 1:
-            raise ValidationError("keyword_weight", f"must be in [0, 1], got {self.keyword_weight}")
+        for name in ("keyword_weight", "request_keyword_weight"):
+            if getattr(self, name) > 1:
+                raise ValidationError(name, f"must be in [0, 1], got {getattr(self, name)}")
         if not 0 <= self.knowledge_min_score <= 1:
             raise ValidationError(
                 "knowledge_min_score", f"must be in [0, 1], got {self.knowledge_min_score}"

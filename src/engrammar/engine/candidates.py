@@ -26,6 +26,7 @@ from ..recall.query import (
     sequence_support,
     topic_text,
 )
+from ..recall.requests import asks_for_suggestions, without_request_frame
 from ..recall.roles import role_discount
 from ..recall.text import speaker_of
 from ..store import Store
@@ -37,6 +38,7 @@ __all__ = [
     "Hits",
     "candidates",
     "complete_vector_hits",
+    "keyword_text",
     "refine_candidates",
     "refined",
     "search_hits",
@@ -75,13 +77,15 @@ def search_hits(
     store, config = engine.store, engine.config
     pool = config.candidate_pool
     if qvec is not None:  # both searches known at once (a server store sends them together)
-        keyword_hits, vector_hits = store.searches(scope, query, qvec, pool, where)
+        keyword_hits, vector_hits = store.searches(
+            scope, keyword_text(config, query), qvec, pool, where
+        )
         return (
             qvec,
             complete_vector_hits(store, scope, qvec, vector_hits, keyword_hits),
             keyword_hits,
         )
-    keyword_hits = store.keyword_search(scope, query, pool, where)
+    keyword_hits = store.keyword_search(scope, keyword_text(config, query), pool, where)
     if qvec is None:
         text = query
         if config.query_without_speakers and keyword_hits:
@@ -93,6 +97,14 @@ def search_hits(
         store, scope, qvec, store.vector_search(scope, qvec, pool, where), keyword_hits
     )
     return qvec, vector_hits, keyword_hits
+
+
+def keyword_text(config: Config, query: str) -> str:
+    """What keyword search looks for: ``query``, without the words that frame a request for
+    suggestions when it is one and ``request_keywords`` is on (``recall.requests``)."""
+    if config.request_keywords and asks_for_suggestions(query):
+        return without_request_frame(query)
+    return query
 
 
 def candidates(
@@ -122,6 +134,15 @@ def _unlinked(config: Config) -> Config:
     return config.replace(neighbour_weight=0.0, second_neighbour_weight=0.0)
 
 
+@functools.lru_cache(maxsize=8)
+def _for_requests(config: Config) -> Config:
+    """``config`` for a request for suggestions: keyword evidence weighs
+    ``request_keyword_weight`` (one copy per configuration)."""
+    if config.request_keyword_weight == config.keyword_weight:
+        return config
+    return config.replace(keyword_weight=config.request_keyword_weight)
+
+
 def refined(
     engine: Engine,
     scope: Scope,
@@ -138,6 +159,8 @@ def refined(
     ``edges`` reads the sequence edges instead of the store (``engine.edge_context``)."""
     qvec, vector_hits, keyword_hits = hits
     config = engine.config if links else _unlinked(engine.config)
+    if asks_for_suggestions(query):
+        config = _for_requests(config)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )
@@ -263,7 +286,11 @@ def refine_candidates(
         # request, and a question about the user's life gathers what several sessions said
         # (LongMemEval). Between people (LoCoMo) a topic is talked through within a session,
         # and spreading cost recall@10 0.024 at 0.1 (bench/results/locomo_session_spread.md).
-        if any(r.role == "assistant" for r in records.values()):
+        # A request for suggestions draws on what the user said on its topic, mostly in one
+        # conversation (recall.requests).
+        if any(r.role == "assistant" for r in records.values()) and (
+            config.session_spread_requests or not asks_for_suggestions(query)
+        ):
             head = session_spread(
                 sorted(head, key=lambda c: -c.relevance),
                 {i: r.session_id for i, r in records.items()},

@@ -26,6 +26,7 @@ from ..recall.supersession import (
 from ..recall.text import terms, topic_terms
 from ..recall.timeref import relative_time_range
 from .base import Engine, in_scope, states_facts
+from .candidates import keyword_text
 
 __all__ = ["Scored", "by_validity"]
 
@@ -144,7 +145,8 @@ def _newer_first(
     out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
     config = engine.config
-    asked = topic_terms(query)
+    # A request's framing words ("recommend", "tips", "this weekend") are none of its terms.
+    asked = topic_terms(keyword_text(config, query))
     contents = {x[0].id: x[0].content for x in out}
     held: dict[str, set[str]] = {}
 
