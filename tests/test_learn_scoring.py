@@ -260,14 +260,24 @@ def test_a_memory_accepted_for_the_same_question_is_placed_among_its_best() -> N
         return [s.id for s in out].index("m6") + 1
 
     accepted = RatingFacts("r", "m6", "accepted", 1.0, NOW, Q, "rec")
+    whole = replace(PARAMS, anchor_bound=False)
     # Rated for this question: at least at the 5th candidate's level, then lifted by its
     # signal above it. Its bounded adjustment alone (+12.5 % for one rating) leaves it last.
-    assert place([accepted]) == 5
-    out = learned_ranking(cands, Q, vecs, [], [], [accepted], PARAMS, NOW)
+    assert place([accepted], whole) == 5
+    out = learned_ranking(cands, Q, vecs, [], [], [accepted], whole, NOW)
     lifted = next(s for s in out if s.id == "m6")
     assert lifted.components["accepted_level"] == pytest.approx(0.5)
     assert lifted.score == pytest.approx(0.5 * (1 + lifted.adjustment.value))
     assert place([accepted], replace(PARAMS, rating_anchor=False)) == 7
+    # Within the source's bound (the default): the placement and the rating's adjustment
+    # together move the score by exactly max_adjustment, no further: 0.3 -> 0.45.
+    assert place([accepted]) == 6
+    out = learned_ranking(cands, Q, vecs, [], [], [accepted], PARAMS, NOW)
+    bounded = next(s for s in out if s.id == "m6")
+    assert bounded.score == pytest.approx(0.3 * (1 + PARAMS.max_adjustment))
+    assert bounded.relevance == pytest.approx(0.3 * 1.5 / 1.125)
+    assert bounded.adjustment.placed_by == {None: pytest.approx(1.5 / 1.125 - 1)}
+    assert bounded.components["learned_placement"] == pytest.approx(1.5 / 1.125 - 1)
     # Accepted for a related question only (cosine 0.71: the reply ramp starts at 0.85): its
     # adjustment carries, the level does not.
     assert place([replace(accepted, context_vec=unit(1, 1))]) == 7

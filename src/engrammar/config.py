@@ -357,6 +357,14 @@ class Config:
         "positive, as a memory a reply drew on is. False: an acceptance moves the score only "
         "within feedback_max_adjustment.",
     )
+    feedback_anchor_bound: bool = _opt(
+        True,
+        "True: a placement (a memory an acceptance or a reply placed among a question's best, "
+        "see feedback_rating_anchor) counts inside its source's bound: what one source does to "
+        "a memory, its share of the learned adjustment and its placement together, moves the "
+        "score by at most feedback_max_adjustment of the score before feedback. False: the "
+        "placement is taken whole (one rating or reply may move a memory further).",
+    )
     feedback_edge_context: bool = _opt(
         True,
         "True (default): what a reply's feedback added to (or took from) a graph edge counts for "
