@@ -296,8 +296,9 @@ def _placed(
         if params.anchor_bound:
             share = max(0.0, adjustment.by_origin.get(origin, 0.0))
             level = min(level, start * (1.0 + params.max_adjustment) / (1.0 + share))
-        if level > base and start > 0:
-            lifts[origin] = level / start - 1.0
+        if level > base:
+            # (Taken whole, a memory of no relevance of its own has no factor to show.)
+            lifts[origin] = level / start - 1.0 if start > 0 else 0.0
             rel = max(rel, level)
     return rel, lifts
 
