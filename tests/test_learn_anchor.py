@@ -26,7 +26,9 @@ def _position(mem: Memory, memory_id: str, query: str = QUESTION) -> int:
 @pytest.mark.parametrize("anchor", ["bounded", "whole", "off"])
 def test_an_accepted_memory_rises_into_the_top_of_its_question(location: str, anchor: str) -> None:
     mem = open_memory(
-        location, feedback_rating_anchor=anchor != "off", feedback_anchor_bound=anchor != "whole"
+        location,
+        feedback_rating_anchor=anchor != "off",
+        feedback_anchor_bound="off" if anchor == "whole" else "ratings",
     )
     try:
         mem.add(FACTS, user_id="u")

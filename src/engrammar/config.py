@@ -357,13 +357,13 @@ class Config:
         "positive, as a memory a reply drew on is. False: an acceptance moves the score only "
         "within feedback_max_adjustment.",
     )
-    feedback_anchor_bound: bool = _opt(
-        True,
-        "True: a placement (a memory an acceptance or a reply placed among a question's best, "
-        "see feedback_rating_anchor) counts inside its source's bound: what one source does to "
-        "a memory, its share of the learned adjustment and its placement together, moves the "
-        "score by at most feedback_max_adjustment of the score before feedback. False: the "
-        "placement is taken whole (one rating or reply may move a memory further).",
+    feedback_anchor_bound: str = _opt(
+        "ratings",
+        "Which placements (a memory put at the level of a question's feedback_reply_top-th "
+        "candidate) count inside their source's bound, so that one source, its share of the "
+        "learned adjustment and its placement together, moves a memory's score by at most "
+        "feedback_max_adjustment: 'ratings' (default) an acceptance's (feedback_rating_anchor), "
+        "'all' a reply's too, 'off' none (taken whole).",
     )
     feedback_edge_context: bool = _opt(
         True,
@@ -649,6 +649,11 @@ class Config:
             raise ValidationError("scope_cache_bytes", "must be >= 0")
         if self.embed_cache_size < 0:
             raise ValidationError("embed_cache_size", "must be >= 0")
+        if self.feedback_anchor_bound not in ("ratings", "all", "off"):
+            raise ValidationError(
+                "feedback_anchor_bound",
+                f"must be 'ratings', 'all' or 'off', got {self.feedback_anchor_bound!r}",
+            )
         if self.fusion not in ("score", "rrf"):
             raise ValidationError("fusion", f"must be 'score' or 'rrf', got {self.fusion!r}")
         if not self.workspace.strip():

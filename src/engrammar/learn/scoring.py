@@ -34,8 +34,9 @@ How each record acts on a recall whose query matches its context (``match`` in [
 
 All signals of a memory are aggregated by :func:`~engrammar.learn.rates.aggregate` (decay,
 shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``. A placement (the
-``reply_top`` level an acceptance or a reply puts a memory at) counts inside its source's bound
-(``anchor_bound``, :func:`_placed`): one source moves a memory's score by at most
+``reply_top`` level an acceptance or a reply puts a memory at) may count inside its source's
+bound (``anchor_bound``: ``ratings``, the default, an acceptance's; ``all``, a reply's too;
+``off``, none; :func:`_placed`): one source then moves a memory's score by at most
 ``max_adjustment`` of it, its share of the adjustment and its placement together.
 """
 
@@ -152,7 +153,7 @@ class LearnParams:
     rating_memory_margin: float = 0.1
     source_window_s: float = 60.0
     rating_anchor: bool = True
-    anchor_bound: bool = True
+    anchor_bound: str = "ratings"  # which placements count inside their source's bound
 
 
 @dataclass
@@ -276,29 +277,30 @@ def _raise(levels: dict[str | None, float], origin: str | None, level: float) ->
 def _placed(
     base: float,
     floor: float,
-    placing: Mapping[str | None, float],
+    placing: Sequence[tuple[str | None, float, bool]],
     adjustment: Adjustment,
-    params: LearnParams,
+    max_adjustment: float,
 ) -> tuple[float, dict[str | None, float]]:
-    """A memory's relevance after its placements (``placing``: the level each source's
-    acceptance or reply places it at) and how far each source lifted it (the factor above 1).
+    """A memory's relevance after its placements (``placing``: each source's level and whether
+    it counts inside the source's bound) and how far each source lifted it (the factor above 1).
 
-    With ``anchor_bound`` a placement counts inside its source's bound: what one source does to
-    a memory (its share of the learned adjustment, then its placement) moves the score by at
-    most ``max_adjustment`` of the score before feedback, so the level is at most ``start ×
+    A bounded placement counts inside its source's bound: what one source does to a memory (its
+    share of the learned adjustment, then its placement) moves the score by at most
+    ``max_adjustment`` of the score before feedback, so the level is at most ``start ×
     (1 + max_adjustment) / (1 + share)``, ``start`` being the relevance before any placement
-    (``floor``, the last candidate's, for a memory search missed). Without it the level is
-    taken whole (one source may then move a memory beyond the bound)."""
+    (``floor``, the last candidate's, for a memory search missed). An unbounded one is taken
+    whole (one source may then move a memory beyond the bound)."""
     start = base if base > 0 else floor
     rel = base
     lifts: dict[str | None, float] = {}
-    for origin, level in placing.items():
-        if params.anchor_bound:
+    for origin, level, bounded in placing:
+        if bounded:
             share = max(0.0, adjustment.by_origin.get(origin, 0.0))
-            level = min(level, start * (1.0 + params.max_adjustment) / (1.0 + share))
+            level = min(level, start * (1.0 + max_adjustment) / (1.0 + share))
         if level > base:
             # (Taken whole, a memory of no relevance of its own has no factor to show.)
-            lifts[origin] = level / start - 1.0 if start > 0 else 0.0
+            lift = level / start - 1.0 if start > 0 else 0.0
+            lifts[origin] = max(lifts.get(origin, 0.0), lift)
             rel = max(rel, level)
     return rel, lifts
 
@@ -547,21 +549,17 @@ def learned_ranking(
         )
         # Placed by a reply that drew on it; by an acceptance only while what it learned in
         # all is a gain.
-        placing = dict(drawn.get(memory_id, {}))
-        if adj.value > 0:
-            for origin, level in accepted.get(memory_id, {}).items():
-                _raise(placing, origin, level)
-        rel, adj.placed_by = _placed(base, floor, placing, adj, params)
+        bound = params.anchor_bound
+        placing = [(o, level, bound == "all") for o, level in drawn.get(memory_id, {}).items()]
+        rated = accepted.get(memory_id, {}) if adj.value > 0 else {}
+        placing += [(o, level, bound != "off") for o, level in rated.items()]
+        rel, adj.placed_by = _placed(base, floor, placing, adj, params.max_adjustment)
         if was_injected and rel <= 0:
             continue
-        lifted = max(
-            (
-                min(level, rel)
-                for origin, level in accepted.get(memory_id, {}).items()
-                if origin in adj.placed_by and adj.value > 0
-            ),
-            default=0.0,
-        )
+        lifted = 0.0
+        if rated:  # the level shown is the acceptance's when it placed the memory
+            by_rating, _ = _placed(base, floor, placing[-len(rated) :], adj, params.max_adjustment)
+            lifted = rel if by_rating == rel > base else 0.0
         score = rel * (1.0 + adj.value)
         prior = memory_id in decision_notes and adj.value >= 0
         comps = {"learned": round(adj.value, 6), "learned_evidence": round(adj.evidence, 6)}
