@@ -339,6 +339,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "feedback_conflict_weight",
                 "feedback_source_window_s",
                 "feedback_term_weight",
+                "feedback_rating_anchor",
+                "feedback_anchor_bound",
+                "feedback_edge_context",
             )
         },
         "conditions": {},

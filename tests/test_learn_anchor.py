@@ -23,25 +23,43 @@ def _position(mem: Memory, memory_id: str, query: str = QUESTION) -> int:
 
 
 @pytest.mark.every_store
-@pytest.mark.parametrize("anchor", [True, False])
-def test_an_accepted_memory_rises_into_the_top_of_its_question(location: str, anchor: bool) -> None:
-    mem = open_memory(location, feedback_rating_anchor=anchor)
+@pytest.mark.parametrize("anchor", ["bounded", "whole", "off"])
+def test_an_accepted_memory_rises_into_the_top_of_its_question(location: str, anchor: str) -> None:
+    mem = open_memory(
+        location,
+        feedback_rating_anchor=anchor != "off",
+        feedback_anchor_bound="off" if anchor == "whole" else "ratings",
+    )
     try:
         mem.add(FACTS, user_id="u")
         recall = mem.recall(QUESTION, user_id="u", limit=20)
         target = recall.memories[-1].id
+        score_before = recall.memories[-1].score
         assert len(recall.memories) > 5
         before = _position(mem, target)
         assert before > 5
         rating = mem.rate_memory(target, "accepted", recall_id=recall.recall_id, user_id="u")
         after = _position(mem, target)
-        if anchor:
+        why = mem.explain(QUESTION, target, user_id="u")
+        if anchor == "whole":
+            # Placed at the 5th candidate's level, beyond what the bound allows one source.
             assert after <= 5
-            why = mem.explain(QUESTION, target, user_id="u")
             assert why["learned"]["accepted_level"] > 0
+            assert why["score"] > score_before * 1.5
+        elif anchor == "bounded":
+            # The placement counts inside the source's bound: the score rises by exactly
+            # feedback_max_adjustment (0.5), the rating's share and the placement together.
+            assert why["score"] == pytest.approx(score_before * 1.5, rel=1e-4)
+            assert why["learned"]["learned_placement"] > 0
+            (source,) = why["sources"]
+            assert source["source"] is None and source["placement"] > 0
+            assert (1 + source["placement"]) * (1 + source["contribution"]) == pytest.approx(
+                1.5, rel=1e-4
+            )
         else:
             # One rating alone moves the score by at most a quarter of the bound.
             assert after > 5
+            assert "placement" not in why["sources"][0]
         mem.undo(rating.id)
         assert _position(mem, target) == before
     finally:

@@ -260,14 +260,24 @@ def test_a_memory_accepted_for_the_same_question_is_placed_among_its_best() -> N
         return [s.id for s in out].index("m6") + 1
 
     accepted = RatingFacts("r", "m6", "accepted", 1.0, NOW, Q, "rec")
+    whole = replace(PARAMS, anchor_bound="off")
     # Rated for this question: at least at the 5th candidate's level, then lifted by its
     # signal above it. Its bounded adjustment alone (+12.5 % for one rating) leaves it last.
-    assert place([accepted]) == 5
-    out = learned_ranking(cands, Q, vecs, [], [], [accepted], PARAMS, NOW)
+    assert place([accepted], whole) == 5
+    out = learned_ranking(cands, Q, vecs, [], [], [accepted], whole, NOW)
     lifted = next(s for s in out if s.id == "m6")
     assert lifted.components["accepted_level"] == pytest.approx(0.5)
     assert lifted.score == pytest.approx(0.5 * (1 + lifted.adjustment.value))
     assert place([accepted], replace(PARAMS, rating_anchor=False)) == 7
+    # Within the source's bound (the default): the placement and the rating's adjustment
+    # together move the score by exactly max_adjustment, no further: 0.3 -> 0.45.
+    assert place([accepted]) == 6
+    out = learned_ranking(cands, Q, vecs, [], [], [accepted], PARAMS, NOW)
+    bounded = next(s for s in out if s.id == "m6")
+    assert bounded.score == pytest.approx(0.3 * (1 + PARAMS.max_adjustment))
+    assert bounded.relevance == pytest.approx(0.3 * 1.5 / 1.125)
+    assert bounded.adjustment.placed_by == {None: pytest.approx(1.5 / 1.125 - 1)}
+    assert bounded.components["learned_placement"] == pytest.approx(1.5 / 1.125 - 1)
     # Accepted for a related question only (cosine 0.71: the reply ramp starts at 0.85): its
     # adjustment carries, the level does not.
     assert place([replace(accepted, context_vec=unit(1, 1))]) == 7
@@ -281,3 +291,54 @@ def test_a_memory_accepted_for_the_same_question_is_placed_among_its_best() -> N
     assert place([accepted, *rejected]) == 7
     # A rating without a question says nothing about this one in particular.
     assert place([replace(accepted, context_vec=None)]) == 7
+
+
+def test_one_source_moves_a_memory_at_most_by_the_bound_two_sources_each_within_theirs() -> None:
+    """feedback_anchor_bound: what one source's acceptances (and with ``all`` its replies) do to
+    a memory, its share of the adjustment and its placement together, stays within
+    max_adjustment of the score before feedback, however many records it sends; a second source
+    places within its own bound (the two do not add up their placements)."""
+    from dataclasses import replace
+
+    from engrammar.learn.scoring import LearnedScore, ReplyFacts
+
+    levels = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.2]
+    cands = [(f"m{i}", r) for i, r in enumerate(levels)]
+    vecs = {i: FAR for i, _ in cands}
+    every = replace(PARAMS, anchor_bound="all")
+
+    def target(
+        ratings: list[RatingFacts], replies: list[ReplyFacts], params: LearnParams = PARAMS
+    ) -> LearnedScore:
+        out = learned_ranking(cands, Q, vecs, [], [], ratings, params, NOW, replies=replies)
+        return next(s for s in out if s.id == "m6")
+
+    flood = [
+        RatingFacts(f"f{i}", "m6", "accepted", 1.0, NOW - i, Q, f"rf{i}", "flood")
+        for i in range(1000)
+    ]
+    drew = [ReplyFacts("m6", f"rf{i}", 1.0, NOW - i, Q, "flood") for i in range(50)]
+    for ratings, replies, params in ((flood, [], PARAMS), (flood, drew, every)):
+        flooded = target(ratings, replies, params)
+        assert flooded.score == pytest.approx(0.2 * (1 + PARAMS.max_adjustment))
+        assert set(flooded.adjustment.placed_by) == {"flood"}
+    # Taken whole, the same records place it among the best five (the 5th level is 0.5); so
+    # do the replies under the default (``ratings``: only an acceptance's placement is bounded).
+    assert target(flood, [], replace(PARAMS, anchor_bound="off")).score > 0.5
+    assert target(flood, drew).score > 0.5
+    # A second source: its placement is bounded by its own share, not added to the first's.
+    user = RatingFacts("u", "m6", "accepted", 1.0, NOW - 7200, Q, "ru", "user")
+    both = target([*flood, user], [])
+    assert set(both.adjustment.placed_by) == {"flood", "user"}
+    for origin, lift in both.adjustment.placed_by.items():
+        share = max(0.0, both.adjustment.by_origin[origin])
+        assert (1 + lift) * (1 + share) <= 1 + PARAMS.max_adjustment + 1e-9
+    assert both.relevance == pytest.approx(0.2 * (1 + max(both.adjustment.placed_by.values())))
+    # A memory search missed, drawn on by a reply: with ``all`` placed from the last
+    # candidate's level, within the bound; by default at the 5th candidate's level.
+    missing = [ReplyFacts("gone", "rr", 1.0, NOW, Q, "user")]
+    for params, most in ((every, 0.2 * (1 + PARAMS.max_adjustment)), (PARAMS, 0.5 * 1.5)):
+        out = learned_ranking(cands, Q, vecs, [], [], [], params, NOW, replies=missing)
+        gone = next(s for s in out if s.id == "gone")
+        assert gone.injected and gone.adjustment.placed_by["user"] > 0
+        assert gone.score <= most + 1e-9

@@ -384,6 +384,14 @@ class Config:
         "positive, as a memory a reply drew on is. False: an acceptance moves the score only "
         "within feedback_max_adjustment.",
     )
+    feedback_anchor_bound: str = _opt(
+        "ratings",
+        "Which placements (a memory put at the level of a question's feedback_reply_top-th "
+        "candidate) count inside their source's bound, so that one source, its share of the "
+        "learned adjustment and its placement together, moves a memory's score by at most "
+        "feedback_max_adjustment: 'ratings' (default) an acceptance's (feedback_rating_anchor), "
+        "'all' a reply's too, 'off' none (taken whole).",
+    )
     feedback_edge_context: bool = _opt(
         True,
         "True (default): what a reply's feedback added to (or took from) a graph edge counts for "
@@ -670,6 +678,11 @@ class Config:
             raise ValidationError("scope_cache_bytes", "must be >= 0")
         if self.embed_cache_size < 0:
             raise ValidationError("embed_cache_size", "must be >= 0")
+        if self.feedback_anchor_bound not in ("ratings", "all", "off"):
+            raise ValidationError(
+                "feedback_anchor_bound",
+                f"must be 'ratings', 'all' or 'off', got {self.feedback_anchor_bound!r}",
+            )
         if self.fusion not in ("score", "rrf"):
             raise ValidationError("fusion", f"must be 'score' or 'rrf', got {self.fusion!r}")
         if not self.workspace.strip():

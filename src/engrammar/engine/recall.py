@@ -647,6 +647,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
         rating_memory_margin=cfg.feedback_rating_memory_margin,
         source_window_s=cfg.feedback_source_window_s,
         rating_anchor=cfg.feedback_rating_anchor,
+        anchor_bound=cfg.feedback_anchor_bound,
     )
     vecs = store.vectors(scope.workspace, [i.id for i in items])
     kept = [(i.id, i.score) for i in items if i.id in vecs]

@@ -62,6 +62,9 @@ class Adjustment:
     by_record: dict[str, float] = field(default_factory=dict)  # share of ``value`` per record
     by_origin: dict[str | None, float] = field(default_factory=dict)  # share per origin
     record_info: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # kind, origin
+    # How far each origin's placement (an accepted rating's or a reply's anchor, see
+    # ``learn.scoring``) lifted the memory's relevance: the factor above 1 (0.3 = +30 %).
+    placed_by: dict[str | None, float] = field(default_factory=dict)
 
 
 def decay(age_seconds: float, half_life_days: float) -> float:
@@ -147,7 +150,8 @@ def learned_records(
 ) -> tuple[list[dict[str, float | str | None]], list[dict[str, float | str | None]]]:
     """The records that moved a memory and the sources they came from, each with its share
     of the adjustment now (after decay), largest first (``explain``'s ``records`` and
-    ``sources``)."""
+    ``sources``); a source whose acceptance or reply placed the memory among a question's
+    best also has its ``placement`` (how far it lifted the relevance: 0.3 = +30 %)."""
     if adjustment is None:
         return [], []
     records: list[dict[str, float | str | None]] = [
@@ -159,8 +163,12 @@ def learned_records(
         }
         for record, share in sorted(adjustment.by_record.items(), key=lambda kv: -abs(kv[1]))
     ]
-    sources: list[dict[str, float | str | None]] = [
-        {"source": origin, "contribution": round(share, 6)}
-        for origin, share in sorted(adjustment.by_origin.items(), key=lambda kv: -abs(kv[1]))
-    ]
+    sources: list[dict[str, float | str | None]] = []
+    placed = adjustment.placed_by
+    by_origin = sorted(adjustment.by_origin.items(), key=lambda kv: -abs(kv[1]))
+    for origin, share in [*by_origin, *((o, 0.0) for o in placed if o not in adjustment.by_origin)]:
+        row: dict[str, float | str | None] = {"source": origin, "contribution": round(share, 6)}
+        if placed.get(origin):
+            row["placement"] = round(placed[origin], 6)
+        sources.append(row)
     return records, sources

@@ -33,7 +33,11 @@ How each record acts on a recall whose query matches its context (``match`` in [
   matching question is placed at least at the level of the ``reply_top``-th candidate.
 
 All signals of a memory are aggregated by :func:`~engrammar.learn.rates.aggregate` (decay,
-shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``.
+shrinkage, bound); the score becomes ``relevance × (1 + adjustment)``. A placement (the
+``reply_top`` level an acceptance or a reply puts a memory at) may count inside its source's
+bound (``anchor_bound``: ``ratings``, the default, an acceptance's; ``all``, a reply's too;
+``off``, none; :func:`_placed`): one source then moves a memory's score by at most
+``max_adjustment`` of it, its share of the adjustment and its placement together.
 """
 
 from __future__ import annotations
@@ -149,6 +153,7 @@ class LearnParams:
     rating_memory_margin: float = 0.1
     source_window_s: float = 60.0
     rating_anchor: bool = True
+    anchor_bound: str = "ratings"  # which placements count inside their source's bound
 
 
 @dataclass
@@ -240,12 +245,13 @@ def _accepted_levels(
     params: LearnParams,
     said: Mapping[tuple[str | None, str], ReplyFacts],
     anchor: float,
-) -> dict[str, float]:
-    """The level each candidate accepted for nearly this question is placed at: the query's
-    ``reply_top``-th relevance times the match of the rated question (the reply ramp,
-    ``reply_context_min`` to ``reply_context_full``), as for a memory a reply drew on. An
-    acceptance the reply of its own recall contradicts, or without a question, places none."""
-    out: dict[str, float] = {}
+) -> dict[str, dict[str | None, float]]:
+    """The level each candidate accepted for nearly this question is placed at, per source of
+    the acceptance: the query's ``reply_top``-th relevance times the match of the rated question
+    (the reply ramp, ``reply_context_min`` to ``reply_context_full``), as for a memory a reply
+    drew on. An acceptance the reply of its own recall contradicts, or without a question,
+    places none."""
+    out: dict[str, dict[str | None, float]] = {}
     if not params.rating_anchor:
         return out
     for rating in ratings:
@@ -260,8 +266,43 @@ def _accepted_levels(
             params.reply_context_full,
         )
         if m > 0:
-            out[rating.memory_id] = max(out.get(rating.memory_id, 0.0), m * anchor)
+            _raise(out.setdefault(rating.memory_id, {}), rating.source, m * anchor)
     return out
+
+
+def _raise(levels: dict[str | None, float], origin: str | None, level: float) -> None:
+    levels[origin] = max(levels.get(origin, 0.0), level)
+
+
+def _placed(
+    base: float,
+    floor: float,
+    placing: Sequence[tuple[str | None, float, bool]],
+    adjustment: Adjustment,
+    max_adjustment: float,
+) -> tuple[float, dict[str | None, float]]:
+    """A memory's relevance after its placements (``placing``: each source's level and whether
+    it counts inside the source's bound) and how far each source lifted it (the factor above 1).
+
+    A bounded placement counts inside its source's bound: what one source does to a memory (its
+    share of the learned adjustment, then its placement) moves the score by at most
+    ``max_adjustment`` of the score before feedback, so the level is at most ``start ×
+    (1 + max_adjustment) / (1 + share)``, ``start`` being the relevance before any placement
+    (``floor``, the last candidate's, for a memory search missed). An unbounded one is taken
+    whole (one source may then move a memory beyond the bound)."""
+    start = base if base > 0 else floor
+    rel = base
+    lifts: dict[str | None, float] = {}
+    for origin, level, bounded in placing:
+        if bounded:
+            share = max(0.0, adjustment.by_origin.get(origin, 0.0))
+            level = min(level, start * (1.0 + max_adjustment) / (1.0 + share))
+        if level > base:
+            # (Taken whole, a memory of no relevance of its own has no factor to show.)
+            lift = level / start - 1.0 if start > 0 else 0.0
+            lifts[origin] = max(lifts.get(origin, 0.0), lift)
+            rel = max(rel, level)
+    return rel, lifts
 
 
 def _normal(text: str) -> str:
@@ -427,7 +468,7 @@ def learned_ranking(
             )
         return m
 
-    drawn: dict[str, float] = {}
+    drawn: dict[str, dict[str | None, float]] = {}
     disputed: set[tuple[str | None, str]] = set()
     agreed: set[tuple[str | None, str]] = set()
     said: dict[tuple[str | None, str], ReplyFacts] = {
@@ -486,18 +527,18 @@ def learned_ranking(
                 reply.source,
             )
             if reply.value > 0 and key not in disputed:
-                drawn[reply.memory_id] = max(drawn.get(reply.memory_id, 0.0), m * anchor)
+                _raise(drawn.setdefault(reply.memory_id, {}), reply.source, m * anchor)
 
     for memory_id, found in (extra or {}).items():
         if memory_id in relevance:
             signals.setdefault(memory_id, []).extend(found)
 
     out: list[LearnedScore] = []
+    floor = levels[-1] if levels else 0.0
     for memory_id in dict.fromkeys([*ids, *injected, *drawn]):
-        rel = relevance.get(memory_id)
-        was_injected = rel is None
-        if rel is None or memory_id in injected or memory_id in drawn:
-            rel = max(rel or 0.0, injected.get(memory_id, 0.0), drawn.get(memory_id, 0.0))
+        base = relevance.get(memory_id)
+        was_injected = base is None
+        base = max(base or 0.0, injected.get(memory_id, 0.0))
         adj = aggregate(
             signals.get(memory_id, ()),
             now=now,
@@ -506,9 +547,19 @@ def learned_ranking(
             max_adjustment=params.max_adjustment,
             source_window_s=params.source_window_s,
         )
-        lifted = accepted.get(memory_id, 0.0) if adj.value > 0 else 0.0
-        if lifted > rel:
-            rel = lifted
+        # Placed by a reply that drew on it; by an acceptance only while what it learned in
+        # all is a gain.
+        bound = params.anchor_bound
+        placing = [(o, level, bound == "all") for o, level in drawn.get(memory_id, {}).items()]
+        rated = accepted.get(memory_id, {}) if adj.value > 0 else {}
+        placing += [(o, level, bound != "off") for o, level in rated.items()]
+        rel, adj.placed_by = _placed(base, floor, placing, adj, params.max_adjustment)
+        if was_injected and rel <= 0:
+            continue
+        lifted = 0.0
+        if rated:  # the level shown is the acceptance's when it placed the memory
+            by_rating, _ = _placed(base, floor, placing[-len(rated) :], adj, params.max_adjustment)
+            lifted = rel if by_rating == rel > base else 0.0
         score = rel * (1.0 + adj.value)
         prior = memory_id in decision_notes and adj.value >= 0
         comps = {"learned": round(adj.value, 6), "learned_evidence": round(adj.evidence, 6)}
@@ -518,6 +569,8 @@ def learned_ranking(
             comps["context_match"] = round(injected[memory_id], 6)
         if lifted and lifted == rel:
             comps["accepted_level"] = round(lifted, 6)
+        if adj.placed_by:
+            comps["learned_placement"] = round(max(adj.placed_by.values()), 6)
         out.append(
             LearnedScore(
                 id=memory_id,
