@@ -40,6 +40,7 @@ from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector, LearningAhead
 from .postgres_snapshot import (
+    NARROW_KINDS,
     PARTS_OF,
     WINDOW_AGGREGATES,
     Ahead,
@@ -73,6 +74,7 @@ _WALK_GUESS = 5
 # vector, not its edges.
 _HOP2_GUESS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
+_NARROW = "(" + ", ".join(f"'{k}'" for k in NARROW_KINDS) + ")"
 
 
 class PostgresReads:
@@ -296,14 +298,21 @@ class PostgresReads:
         if snap is None or snap.scope is None or not snap.neighbourhood:
             return None  # without a walk the plain read is the lighter one
         wanted = list(dict.fromkeys(ids))
-        missing = [i for i in wanted if i not in snap.out_edges]
+        # A source read for its edges of the narrow kinds answers for those kinds.
+        partial = snap.narrow_edges if kind in NARROW_KINDS else None
+        missing = [
+            i for i in wanted if i not in snap.out_edges and (partial is None or i not in partial)
+        ]
         if missing:
             self._fill_edges(snap, workspace, missing)
         out: list[Edge] = []
         for src in sorted(wanted):
+            found = snap.out_edges.get(src)
+            if found is None and partial is not None:
+                found = partial.get(src, ())
             out += [
                 e
-                for e in snap.out_edges.get(src, ())
+                for e in found or ()
                 if e.weight >= min_weight and (kind is None or e.kind == kind)
             ]
         return out
@@ -425,17 +434,23 @@ class PostgresReads:
             n1 AS MATERIALIZED (
                 SELECT id, bool_or(by_sequence) AS by_sequence, bool_or(likely) AS likely
                 FROM reach1 WHERE id NOT IN (SELECT id FROM cand) GROUP BY id),
+            -- hop1: where a seed's strongest edges lead (a walk's first hop). The walk reads
+            -- every out-edge of the seeds and of hop1 (``walkers``); the other full nodes are
+            -- read for their edges of the narrow kinds (refinement's sequence neighbours, one
+            -- and two steps; the tensions among the results).
+            hop1 AS MATERIALIZED (SELECT DISTINCT id FROM reach1 WHERE likely AND NOT by_sequence),
+            walkers AS MATERIALIZED (SELECT id FROM seeds UNION SELECT id FROM hop1),
             e2 AS MATERIALIZED (
                 SELECT src, dst, kind, weight, updated_at FROM edges
-                WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))),
+                WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))
+                AND (kind IN {_NARROW} OR src = ANY(ARRAY(SELECT id FROM hop1)))),
             -- Second sequence neighbours of the candidates; n2: those not read in full.
             sec AS MATERIALIZED (
                 SELECT dst AS id FROM e2 WHERE kind = 'sequence'
                 AND src IN (SELECT id FROM n1 WHERE by_sequence)),
             n2 AS (SELECT id FROM sec EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
-            -- n3: two hops out, along the strongest edges of the nodes a seed's strongest
-            -- edges reach (a walk's second hop); not read in full.
-            hop1 AS MATERIALIZED (SELECT DISTINCT id FROM reach1 WHERE likely AND NOT by_sequence),
+            -- n3: two hops out, along the strongest edges of hop1 (a walk's second hop); not
+            -- read in full.
             reach2 AS (
                 SELECT dst AS id, row_number() OVER (
                            PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(hop2)s AS top
@@ -451,12 +466,14 @@ class PostgresReads:
                           FROM n1
                 UNION ALL SELECT id, NULL, false, true FROM n2
                 UNION ALL SELECT id, NULL, false, true FROM n3),
-            -- A full node's out-edges (the four aggregates share one sort).
+            -- A full node's out-edges, a walker's all, the others' of the narrow kinds (the four
+            -- aggregates share one sort).
             ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
                           array_agg(kind ORDER BY dst, kind) AS kinds,
                           array_agg(weight ORDER BY dst, kind) AS weights,
                           array_agg(updated_at ORDER BY dst, kind) AS ups
-                   FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src),
+                   FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
+                   WHERE kind IN {_NARROW} OR src IN (SELECT id FROM walkers) GROUP BY src),
             ca AS (SELECT memory_id, {WINDOW_AGGREGATES}
                    FROM memory_chunks c WHERE c.workspace = %(ws)s
                    AND c.memory_id = ANY(ARRAY(SELECT id FROM nodes WHERE full_node))
@@ -466,7 +483,8 @@ class PostgresReads:
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
                    AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely
                                       AND id <> ALL(%(kw)s::text[])))){parts_cte}
-            SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
+            SELECT n.id, n.distance, n.full_node, n.id IN (SELECT id FROM walkers),
+                   ea.dsts, ea.kinds, ea.weights, ea.ups,
                    ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
             LEFT JOIN ea ON n.full_node AND ea.src = n.id
@@ -508,7 +526,7 @@ class PostgresReads:
 
         rows, found = self._read("vector search and neighbourhood", run)
         hits: list[tuple[str, float]] = []
-        at = 11
+        at = 12
         for r in rows:
             memory_id = r[0]
             if r[at] is not None:  # the likely nodes' records and vectors
@@ -517,9 +535,10 @@ class PostgresReads:
             if r[1] is not None:
                 hits.append((memory_id, 1 - float(r[1])))
             if r[2]:
-                snap.out_edges.put_raw(memory_id, (memory_id, r[3] or [], r[4] or [],
-                                                   r[5] or [], r[6] or []))  # fmt: skip
-                snap.windows[memory_id] = windows(r[7], r[8], r[9], r[10])
+                lists = snap.out_edges if r[3] else snap.narrow_edges
+                lists.put_raw(memory_id, (memory_id, r[4] or [], r[5] or [], r[6] or [],
+                                          r[7] or []))  # fmt: skip
+                snap.windows[memory_id] = windows(r[8], r[9], r[10], r[11])
                 if with_parts:
                     snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
