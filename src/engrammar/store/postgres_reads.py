@@ -443,7 +443,7 @@ class PostgresReads:
             e2 AS MATERIALIZED (
                 SELECT src, dst, kind, weight, updated_at FROM edges
                 WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))
-                AND (kind IN {_NARROW} OR src = ANY(ARRAY(SELECT id FROM hop1)))),
+                AND (kind IN {_NARROW} OR src IN (SELECT id FROM hop1))),
             -- Second sequence neighbours of the candidates; n2: those not read in full.
             sec AS MATERIALIZED (
                 SELECT dst AS id FROM e2 WHERE kind = 'sequence'
@@ -482,7 +482,7 @@ class PostgresReads:
             -- keyword hits' (their search brought them: the session holds them).
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
                    AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely
-                                      AND id <> ALL(%(kw)s::text[])))){parts_cte}
+                                      AND id NOT IN (SELECT unnest(%(kw)s::text[]))))){parts_cte}
             SELECT n.id, n.distance, n.full_node, n.id IN (SELECT id FROM walkers),
                    ea.dsts, ea.kinds, ea.weights, ea.ups,
                    ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
