@@ -38,7 +38,7 @@ import psycopg
 
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector, LearningAhead
+from .base import ChunkVector, LearningAhead, RefineAhead
 from .postgres_snapshot import (
     NARROW_KINDS,
     PARTS_OF,
@@ -65,7 +65,7 @@ _M_RAW = M_COLUMNS.replace("m.metadata", "m.metadata::text") + ", vector_send(m.
 _METADATA = 11
 # Candidates whose one-hop graph neighbours are read ahead (the walk starts from the best few
 # refined candidates, which come from the head of either list).
-_SEED_GUESS = 20
+_SEED_GUESS = 12
 # Edges of a likely seed the walk may follow (graph_fanout 3, plus up to graph_depth 2 to
 # nodes it has visited): the nodes they reach come with their records and vectors.
 _WALK_GUESS = 5
@@ -74,6 +74,25 @@ _WALK_GUESS = 5
 # vector, not its edges.
 _HOP2_GUESS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
+# Candidates past the refinement depth whose neighbours are read ahead too (the keyword hits'
+# cosine is guessed from their own vector: a chunk's may lift them).
+_HEAD_MARGIN = 15
+# The head of the fused candidates (recall.fusion.fuse, ``score`` mode), guessed: ``cos`` a
+# vector hit's similarity, else the memory's own vector's; each part over its list's best.
+_HEAD_GUESS = """
+            fused AS MATERIALIZED (
+                SELECT c.id, greatest(coalesce(1 - c.distance, (
+                           SELECT 1 - (m.embedding <=> %(q)s) FROM memories m
+                           WHERE m.workspace = %(ws)s AND m.id = c.id)), 0) AS v,
+                       coalesce(k.score, 0) AS s
+                FROM cand c LEFT JOIN unnest(%(kw)s::text[], %(kw_scores)s::float8[]) AS k(id, score)
+                ON k.id = c.id),
+            head AS MATERIALIZED (
+                SELECT id, row_number() OVER (ORDER BY
+                    (1 - %(kw_weight)s) * v / coalesce(nullif((SELECT max(v) FROM fused), 0), 1)
+                    + %(kw_weight)s * s / coalesce(nullif((SELECT max(s) FROM fused), 0), 1) DESC,
+                    id) AS rk
+                FROM fused ORDER BY rk LIMIT %(head)s),"""
 _NARROW = "(" + ", ".join(f"'{k}'" for k in NARROW_KINDS) + ")"
 
 
@@ -136,6 +155,7 @@ class PostgresReads:
         knowledge: bool = False,
         neighbourhood: bool = True,
         learning: LearningAhead | None = None,
+        refine: RefineAhead | None = None,
     ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~.base.Store.reading` for the arguments)."""
@@ -148,6 +168,7 @@ class PostgresReads:
             knowledge=knowledge,
             neighbourhood=neighbourhood,
             ahead=learning,
+            refine=refine,
         )
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap
@@ -394,6 +415,15 @@ class PostgresReads:
             parts_cte = f",\n            pa AS ({PARTS_OF.format(ws='%(ws)s', sources=sources)})"
             parts_cols = ", pa.dsts, pa.kinds, pa.recalls, pa.applied"
             parts_join = "\n            LEFT JOIN pa ON n.full_node AND pa.src = n.id"
+        # Refinement reads the conversation neighbours of the head of the fused candidates:
+        # of the best ``depth`` (and a margin) by the fused score, the keyword hits' cosine
+        # from their own vector (a chunk's may be higher), when the session knows the fusion.
+        refine = snap.refine
+        head_cte = (
+            _HEAD_GUESS
+            if refine is not None
+            else "\n            head AS (SELECT id, NULL::bigint AS rk FROM cand),"
+        )
         # hits: exactly vector_search's (a memory scores its best of its own vector and its
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
@@ -416,8 +446,10 @@ class PostgresReads:
                 SELECT id, min(distance) AS distance FROM (
                     SELECT id, distance FROM hits
                     UNION ALL SELECT unnest(%(kw)s::text[]), NULL) b GROUP BY id),
+{head_cte}
             seeds AS ((SELECT id FROM hits ORDER BY distance, id LIMIT %(seeds)s)
-                      UNION SELECT unnest(%(kw_seeds)s::text[])),
+                      UNION SELECT unnest(%(kw_seeds)s::text[])
+                      UNION SELECT id FROM head WHERE rk <= %(seeds)s),
             -- Every edge leaving a candidate, then leaving n1 (one index scan each, by array).
             e1 AS MATERIALIZED (
                 SELECT src, dst, kind, weight, updated_at FROM edges
@@ -430,7 +462,8 @@ class PostgresReads:
                            PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(walk)s AS likely
                 FROM e1 WHERE src IN (SELECT id FROM seeds) GROUP BY src, dst
                 UNION ALL
-                SELECT dst, true, true FROM e1 WHERE kind = 'sequence'),
+                SELECT dst, true, true FROM e1 WHERE kind = 'sequence'
+                AND src IN (SELECT id FROM head)),
             n1 AS MATERIALIZED (
                 SELECT id, bool_or(by_sequence) AS by_sequence, bool_or(likely) AS likely
                 FROM reach1 WHERE id NOT IN (SELECT id FROM cand) GROUP BY id),
@@ -444,10 +477,13 @@ class PostgresReads:
                 SELECT src, dst, kind, weight, updated_at FROM edges
                 WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))
                 AND (kind IN {_NARROW} OR src IN (SELECT id FROM hop1))),
-            -- Second sequence neighbours of the candidates; n2: those not read in full.
+            -- Second sequence neighbours of the head (through a candidate or not); n2:
+            -- those not read in full.
             sec AS MATERIALIZED (
-                SELECT dst AS id FROM e2 WHERE kind = 'sequence'
-                AND src IN (SELECT id FROM n1 WHERE by_sequence)),
+                SELECT dst AS id FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
+                WHERE kind = 'sequence' AND src IN (
+                    SELECT dst FROM e1 WHERE kind = 'sequence'
+                    AND src IN (SELECT id FROM head))),
             n2 AS (SELECT id FROM sec EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
             -- n3: two hops out, along the strongest edges of hop1 (a walk's second hop); not
             -- read in full.
@@ -498,6 +534,9 @@ class PostgresReads:
             "seeds": _SEED_GUESS,
             "walk": _WALK_GUESS,
             "hop2": _HOP2_GUESS,
+            "kw_scores": list(snap.keyword_scores),
+            "kw_weight": (refine.keyword_weight if kw else 0.0) if refine is not None else 0.0,
+            "head": (refine.depth if refine is not None else 0) + _HEAD_MARGIN,
             "ws": ws,
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,

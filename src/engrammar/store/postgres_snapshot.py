@@ -12,7 +12,7 @@ import numpy as np
 
 from ..learn.scoring import EventFacts, PairFacts
 from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector, LearningAhead
+from .base import ChunkVector, LearningAhead, RefineAhead
 
 __all__ = [
     "NARROW_KINDS",
@@ -99,6 +99,9 @@ class Snapshot:
     #: src -> its edges of the ``NARROW_KINDS`` (sources a walk is unlikely to leave)
     narrow_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(edges))
     keyword_ids: list[str] = field(default_factory=list)
+    keyword_scores: list[float] = field(default_factory=list)
+    #: how the candidates will be fused and refined (their head's neighbours are read ahead)
+    refine: RefineAhead | None = None
     prefetched: bool = False
     #: what the caller said it will read of the scope (see Store.reading), and the answers
     preferences: int = 0
