@@ -77,22 +77,22 @@ _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
 # Candidates past the refinement depth whose neighbours are read ahead too (the keyword hits'
 # cosine is guessed from their own vector: a chunk's may lift them).
 _HEAD_MARGIN = 15
-# The head of the fused candidates (recall.fusion.fuse, ``score`` mode), guessed: ``cos`` a
-# vector hit's similarity, else the memory's own vector's; each part over its list's best.
+# The head of the fused candidates (recall.fusion.fuse, ``score`` mode), guessed: ``v`` a
+# vector hit's similarity, else the keyword hit's own vector's (``kw_cos``, computed by the
+# client from the vectors its search brought); each part over its list's best.
 _HEAD_GUESS = """
             fused AS MATERIALIZED (
-                SELECT c.id, greatest(coalesce(1 - c.distance, (
-                           SELECT 1 - (m.embedding <=> %(q)s) FROM memories m
-                           WHERE m.workspace = %(ws)s AND m.id = c.id)), 0) AS v,
+                SELECT c.id, greatest(coalesce(1 - c.distance, k.cos, 0), 0) AS v,
                        coalesce(k.score, 0) AS s
-                FROM cand c LEFT JOIN unnest(%(kw)s::text[], %(kw_scores)s::float8[]) AS k(id, score)
+                FROM cand c LEFT JOIN unnest(%(kw)s::text[], %(kw_scores)s::float8[],
+                                             %(kw_cos)s::float8[]) AS k(id, score, cos)
                 ON k.id = c.id),
             head AS MATERIALIZED (
-                SELECT id, row_number() OVER (ORDER BY
-                    (1 - %(kw_weight)s) * v / coalesce(nullif((SELECT max(v) FROM fused), 0), 1)
-                    + %(kw_weight)s * s / coalesce(nullif((SELECT max(s) FROM fused), 0), 1) DESC,
-                    id) AS rk
-                FROM fused ORDER BY rk LIMIT %(head)s),"""
+                SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rk FROM (
+                    SELECT id, (1 - %(kw_weight)s) * v / coalesce(nullif(max(v) OVER (), 0), 1)
+                               + %(kw_weight)s * s / coalesce(nullif(max(s) OVER (), 0), 1)
+                               AS score FROM fused) f
+                ORDER BY rk LIMIT %(head)s),"""
 _NARROW = "(" + ", ".join(f"'{k}'" for k in NARROW_KINDS) + ")"
 
 
@@ -535,6 +535,7 @@ class PostgresReads:
             "walk": _WALK_GUESS,
             "hop2": _HOP2_GUESS,
             "kw_scores": list(snap.keyword_scores),
+            "kw_cos": _cosines(snap, kw, query.array) if refine is not None else [],
             "kw_weight": (refine.keyword_weight if kw else 0.0) if refine is not None else 0.0,
             "head": (refine.depth if refine is not None else 0) + _HEAD_MARGIN,
             "ws": ws,
@@ -781,6 +782,11 @@ class PostgresReads:
         ``reply_facts`` matches against the query's vector)."""
         snap = self._snap(scope.workspace)
         return snap is not None and snap.signals and snap.scope == scope
+
+
+def _cosines(snap: Snapshot, ids: Sequence[str], query: np.ndarray) -> list[float | None]:
+    """The cosine of each of ``ids``' vector (those the session holds) with ``query``."""
+    return [float(snap.vecs[i] @ query) if i in snap.vecs else None for i in ids]
 
 
 def _in_horizon(event: EventFacts, since: float) -> bool:
