@@ -545,7 +545,9 @@ def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> 
         preferences=_PREFERENCES_READ if whole and config.preferences_limit else 0,
         knowledge=whole and config.knowledge_recall_limit > 0,
         learning=_ahead(engine, context) if context is not None else None,
-        refine=RefineAhead(config.keyword_weight, REFINE_DEPTH) if config.fusion == "score" else None,
+        refine=RefineAhead(config.keyword_weight, REFINE_DEPTH)
+        if config.fusion == "score"
+        else None,
     ):
         if outer is not None or context is None:
             yield  # a nested session: the outer one's reads and vector go on

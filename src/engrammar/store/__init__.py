@@ -10,9 +10,9 @@ from .base import (
     EdgeDelta,
     LearningAhead,
     NewEdge,
-    RefineAhead,
     NewMemory,
     RecallRecord,
+    RefineAhead,
     ReplySignal,
     Store,
 )

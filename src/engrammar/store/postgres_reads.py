@@ -51,17 +51,22 @@ from .postgres_snapshot import (
     wants_parts,
     windows,
 )
+from .postgres_statements import (
+    HEAD_GUESS,
+    HEAD_MARGIN,
+    M_COLUMNS,
+    M_RAW,
+    N_MEMORY,
+    NARROW,
+    PROBE,
+    SIGNAL_MEMORIES,
+)
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
 Conn = psycopg.Connection[Any]
-_N_MEMORY = len(MEMORY_COLUMNS.split(","))
-M_COLUMNS = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
-# The same as undecoded as they travel (metadata as JSON text, the vector in pgvector's binary
-# format), for the neighbourhood's rows: most are never asked for, so they are decoded on use.
-_M_RAW = M_COLUMNS.replace("m.metadata", "m.metadata::text") + ", vector_send(m.embedding)"
 _METADATA = 11
 # Candidates whose one-hop graph neighbours are read ahead (the walk starts from the best few
 # refined candidates, which come from the head of either list).
@@ -74,26 +79,6 @@ _WALK_GUESS = 5
 # vector, not its edges.
 _HOP2_GUESS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
-# Candidates past the refinement depth whose neighbours are read ahead too (the keyword hits'
-# cosine is guessed from their own vector: a chunk's may lift them).
-_HEAD_MARGIN = 15
-# The head of the fused candidates (recall.fusion.fuse, ``score`` mode), guessed: ``v`` a
-# vector hit's similarity, else the keyword hit's own vector's (``kw_cos``, computed by the
-# client from the vectors its search brought); each part over its list's best.
-_HEAD_GUESS = """
-            fused AS MATERIALIZED (
-                SELECT c.id, greatest(coalesce(1 - c.distance, k.cos, 0), 0) AS v,
-                       coalesce(k.score, 0) AS s
-                FROM cand c LEFT JOIN unnest(%(kw)s::text[], %(kw_scores)s::float8[],
-                                             %(kw_cos)s::float8[]) AS k(id, score, cos)
-                ON k.id = c.id),
-            head AS MATERIALIZED (
-                SELECT id, row_number() OVER (ORDER BY score DESC, id) AS rk FROM (
-                    SELECT id, (1 - %(kw_weight)s) * v / coalesce(nullif(max(v) OVER (), 0), 1)
-                               + %(kw_weight)s * s / coalesce(nullif(max(s) OVER (), 0), 1)
-                               AS score FROM fused) f
-                ORDER BY rk LIMIT %(head)s),"""
-_NARROW = "(" + ", ".join(f"'{k}'" for k in NARROW_KINDS) + ")"
 
 
 class PostgresReads:
@@ -185,7 +170,7 @@ class PostgresReads:
         return snap if snap.scope.workspace == workspace else None
 
     def _raw_record(self, row: Sequence[Any]) -> MemoryRecord:
-        """A record from a row of ``_M_RAW`` without its vector (metadata as JSON text)."""
+        """A record from a row of ``M_RAW`` without its vector (metadata as JSON text)."""
         fields = list(row)
         fields[_METADATA] = json.loads(fields[_METADATA])
         return self._record(fields)
@@ -193,9 +178,9 @@ class PostgresReads:
     def _keep_rows(self, snap: Snapshot, rows: Sequence[Sequence[Any]], at: int) -> None:
         """Cache records (``MEMORY_COLUMNS`` from column ``at``) and the vector after them."""
         for r in rows:
-            rec = self._record(r[at : at + _N_MEMORY])
+            rec = self._record(r[at : at + N_MEMORY])
             snap.records[rec.id] = rec
-            vec = r[at + _N_MEMORY]
+            vec = r[at + N_MEMORY]
             if vec is not None:
                 snap.vecs[rec.id] = vec
 
@@ -420,7 +405,7 @@ class PostgresReads:
         # from their own vector (a chunk's may be higher), when the session knows the fusion.
         refine = snap.refine
         head_cte = (
-            _HEAD_GUESS
+            HEAD_GUESS
             if refine is not None
             else "\n            head AS (SELECT id, NULL::bigint AS rk FROM cand),"
         )
@@ -476,7 +461,7 @@ class PostgresReads:
             e2 AS MATERIALIZED (
                 SELECT src, dst, kind, weight, updated_at FROM edges
                 WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))
-                AND (kind IN {_NARROW} OR src IN (SELECT id FROM hop1))),
+                AND (kind IN {NARROW} OR src IN (SELECT id FROM hop1))),
             -- Second sequence neighbours of the head (through a candidate or not); n2:
             -- those not read in full.
             sec AS MATERIALIZED (
@@ -509,7 +494,7 @@ class PostgresReads:
                           array_agg(weight ORDER BY dst, kind) AS weights,
                           array_agg(updated_at ORDER BY dst, kind) AS ups
                    FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
-                   WHERE kind IN {_NARROW} OR src IN (SELECT id FROM walkers) GROUP BY src),
+                   WHERE kind IN {NARROW} OR src IN (SELECT id FROM walkers) GROUP BY src),
             ca AS (SELECT memory_id, {WINDOW_AGGREGATES}
                    FROM memory_chunks c WHERE c.workspace = %(ws)s
                    AND c.memory_id = ANY(ARRAY(SELECT id FROM nodes WHERE full_node))
@@ -521,7 +506,7 @@ class PostgresReads:
                                       AND id NOT IN (SELECT unnest(%(kw)s::text[]))))){parts_cte}
             SELECT n.id, n.distance, n.full_node, n.id IN (SELECT id FROM walkers),
                    ea.dsts, ea.kinds, ea.weights, ea.ups,
-                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
+                   ca.pos, ca.starts, ca.ends, ca.vecs, {M_RAW}{parts_cols}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
             LEFT JOIN ea ON n.full_node AND ea.src = n.id
             LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id{parts_join}
@@ -537,7 +522,7 @@ class PostgresReads:
             "kw_scores": list(snap.keyword_scores),
             "kw_cos": _cosines(snap, kw, query.array) if refine is not None else [],
             "kw_weight": (refine.keyword_weight if kw else 0.0) if refine is not None else 0.0,
-            "head": (refine.depth if refine is not None else 0) + _HEAD_MARGIN,
+            "head": (refine.depth if refine is not None else 0) + HEAD_MARGIN,
             "ws": ws,
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,
@@ -557,7 +542,7 @@ class PostgresReads:
                 else:
                     cur.execute(sql, args)
                 if since is not None:
-                    probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
+                    probe.execute(PROBE, {"ws": ws, "user": user, "since": since})
                     learned = self._queue_learning(conn, snap, scope, since, query.array)
             finish()
             if since is not None:
@@ -570,8 +555,8 @@ class PostgresReads:
         for r in rows:
             memory_id = r[0]
             if r[at] is not None:  # the likely nodes' records and vectors
-                snap.records.put_raw(memory_id, r[at : at + _N_MEMORY])
-                snap.vecs.put_raw(memory_id, r[at + _N_MEMORY])
+                snap.records.put_raw(memory_id, r[at : at + N_MEMORY])
+                snap.vecs.put_raw(memory_id, r[at + N_MEMORY])
             if r[1] is not None:
                 hits.append((memory_id, 1 - float(r[1])))
             if r[2]:
@@ -638,7 +623,7 @@ class PostgresReads:
                 )  # fmt: skip
                 # The signals' memories may join the ranking (and its head's reads, the
                 # tensions among the results): their rows and out-edges come along, once each.
-                sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
+                sql = SIGNAL_MEMORIES.replace("{signals}", sql)
                 args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
             if edge_vec is not None:
@@ -656,8 +641,8 @@ class PostgresReads:
                     continue  # not the first row of its memory
                 memory_id = r[0]
                 if memory_id not in snap.records:
-                    snap.records.put_raw(memory_id, r[14 : 14 + _N_MEMORY])
-                    snap.vecs.put_raw(memory_id, r[14 + _N_MEMORY])
+                    snap.records.put_raw(memory_id, r[14 : 14 + N_MEMORY])
+                    snap.vecs.put_raw(memory_id, r[14 + N_MEMORY])
                 if memory_id not in snap.out_edges:
                     snap.out_edges.put_raw(memory_id, (memory_id, r[10] or [], r[11] or [],
                                                        r[12] or [], r[13] or []))  # fmt: skip
@@ -794,53 +779,9 @@ def _in_horizon(event: EventFacts, since: float) -> bool:
     return event.created_at >= since or any(r.created_at >= since for r in event.reviews)
 
 
-# The rows of ``_replies_statement`` ({signals}), the first of each memory with the memory's
-# row (``_M_RAW``, from column 14), its out-edges (columns 10-13) after a marker column 9 and
-# their logged changes (the last four columns, ``PARTS_OF``).
-_SIGNAL_MEMORIES = f"""
-    WITH s AS MATERIALIZED (
-        SELECT t.*, row_number() OVER (PARTITION BY t.memory_id) AS rn FROM ({{signals}}) t),
-    u AS (SELECT DISTINCT memory_id AS id FROM s),
-    ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
-                  array_agg(kind ORDER BY dst, kind) AS kinds,
-                  array_agg(weight ORDER BY dst, kind) AS weights,
-                  array_agg(updated_at ORDER BY dst, kind) AS ups
-           FROM edges WHERE workspace = %s AND src = ANY(ARRAY(SELECT id FROM u))
-           GROUP BY src),
-    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u))),
-    pa AS ({PARTS_OF.format(ws="%s", sources="ARRAY(SELECT id FROM u)")})
-    SELECT s.memory_id, s.recall_id, s.value, s.created_at, s.context_embedding, s.source,
-           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW},
-           pa.dsts, pa.kinds, pa.recalls, pa.applied
-    FROM s LEFT JOIN mm m ON s.rn = 1 AND m.id = s.memory_id
-    LEFT JOIN ea ON s.rn = 1 AND ea.src = s.memory_id
-    LEFT JOIN pa ON s.rn = 1 AND pa.src = s.memory_id
-"""
-
-
 def _hint_key(scope: Scope) -> tuple[Any, ...]:
     return (scope.workspace, scope.user_id, scope.agent_id, scope.session_id)
 
 
 # Scopes whose kinds of feedback record are remembered (then forgotten all at once).
 _HINTS = 10_000
-
-
-# Does any feedback record of the scope count for a recall (a superset of what the reads of
-# learning_facts and reply_facts select)? One row of booleans.
-_PROBE = """
-    SELECT
-      EXISTS (SELECT 1 FROM feedback_events e WHERE e.workspace = %(ws)s
-              AND (%(user)s::text IS NULL OR e.user_id = %(user)s OR e.user_id IS NULL)
-              AND (e.created_at >= %(since)s OR EXISTS (SELECT 1 FROM decision_reviews r
-                   WHERE r.workspace = e.workspace AND r.event_id = e.id
-                   AND r.created_at >= %(since)s))),
-      EXISTS (SELECT 1 FROM preference_pairs WHERE workspace = %(ws)s
-              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
-              AND created_at >= %(since)s),
-      EXISTS (SELECT 1 FROM memory_ratings WHERE workspace = %(ws)s
-              AND created_at >= %(since)s),
-      EXISTS (SELECT 1 FROM reply_signals WHERE workspace = %(ws)s
-              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
-              AND created_at >= %(since)s)
-"""
