@@ -151,6 +151,7 @@ def bulk_rows(rows: list[Any], table: dict[str, Any]) -> tuple[list[Any], list[A
     from engrammar.store.base import NewEdge, NewMemory
 
     config = Config()
+    rng = np.random.default_rng(7)
     sessions: dict[str, list[int]] = {}
     for i, (_, session, _, _) in enumerate(rows):
         sessions.setdefault(session + rows[i][0], []).append(i)
@@ -165,7 +166,7 @@ def bulk_rows(rows: list[Any], table: dict[str, Any]) -> tuple[list[Any], list[A
                     id=memory_id, workspace=config.workspace, user_id="u", agent_id=None,
                     session_id=rows[idx[0]][1], role="user", content=rows[i][3],
                     kind=rows[i][2], created_at=start + 3600.0 * n + 10.0 * k, metadata={},
-                    dedup_key=uuid.uuid4().hex, embedding=np.asarray(table[rows[i][3]]),
+                    dedup_key=uuid.uuid4().hex, embedding=_vector(table[rows[i][3]], rows[i][0], rng),
                 )
             )  # fmt: skip
         for a, b in itertools.pairwise(ids):
@@ -174,11 +175,12 @@ def bulk_rows(rows: list[Any], table: dict[str, Any]) -> tuple[list[Any], list[A
     vecs = np.stack([m.embedding for m in memories]).astype(np.float32)
     cap, threshold = config.graph_max_edges_per_memory, config.graph_semantic_threshold
     pairs: dict[tuple[str, str], float] = {}
-    for first in range(0, len(memories), 1000):
-        sims = vecs[first : first + 1000] @ vecs.T
-        for row, i in enumerate(range(first, min(first + 1000, len(memories)))):
+    for first in range(0, len(memories), 250):
+        sims = vecs[first : first + 250] @ vecs.T
+        for row, i in enumerate(range(first, min(first + 250, len(memories)))):
             sims[row, i] = -1.0
-            for j in np.argsort(-sims[row])[:cap]:
+            top = np.argpartition(-sims[row], cap)[:cap]
+            for j in top[np.lexsort((top, -sims[row][top]))]:
                 cos = float(sims[row, j])
                 if cos >= threshold:
                     w = min(max(cos, config.edge_weight_min), config.edge_weight_max)
@@ -186,6 +188,19 @@ def bulk_rows(rows: list[Any], table: dict[str, Any]) -> tuple[list[Any], list[A
                     pairs[(memories[j].id, memories[i].id)] = w
     edges += [NewEdge(a, b, "semantic", w) for (a, b), w in pairs.items()]
     return memories, edges
+
+
+def _vector(vec: Any, user: str, rng: Any) -> Any:
+    """A row's vector: its text's, or for a copy beyond LoCoMo's 10,000 rows (``-copyN``
+    users, see pg_scope.texts_and_vectors) the text's moved at random (cosine ~0.85), so that
+    copies are near their original but not equal."""
+    import numpy as np
+
+    v = np.asarray(vec, dtype=np.float32)
+    if "-copy" not in user:
+        return v
+    moved = v + rng.normal(0.0, 0.03, v.shape).astype(np.float32)
+    return moved / np.linalg.norm(moved)
 
 
 def bulk_add(mem: Any, memories: list[Any], edges: list[Any]) -> float:

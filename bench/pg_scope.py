@@ -97,11 +97,15 @@ def texts_and_vectors(
 ) -> tuple[list[Any], list[str], dict[str, Any], dict[str, str]]:
     """The first ``n`` LoCoMo rows, the distinct questions, every text's vector (cached) and
     each question's gold answer: what pg_scope and pg_side_by_side ask with."""
-    rows, questions = locomo_rows(data, 10_000)
+    rows, questions = locomo_rows(data, max(n, 10_000))
     rows = rows[:n]
     qs = list(dict.fromkeys(q for _, q in questions))
-    vecs, qv = embed_cached(MiniLMEmbedder(), [r[3] for r in rows], qs)
-    table = {r[3]: vecs[i] for i, r in enumerate(rows)}
+    # Beyond 10,000 the rows are copies of LoCoMo's turns (users "<id>-copyN"): their texts
+    # are among the first 10,000 rows', embedded once (bulk_rows gives copies nearby vectors).
+    first = rows[:10_000]
+    vecs, qv = embed_cached(MiniLMEmbedder(), [r[3] for r in first], qs)
+    table = {r[3]: vecs[i] for i, r in enumerate(first)}
+    assert all(r[3] in table for r in rows[10_000:])
     table.update({q: qv[i] for i, q in enumerate(qs)})
     return rows, qs, table, answers(data)
 

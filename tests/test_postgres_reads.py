@@ -263,7 +263,8 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
                 snap = store._snap()
                 assert snap is not None and snap.prefetched
                 # some nodes came with their edges only
-                assert any(i not in snap.records for i in snap.out_edges), query
+                full = [*snap.out_edges, *snap.narrow_edges]
+                assert any(i not in snap.records for i in full), query
             count.n = 0
             fast = mem.recall(query, user_id="u1", limit=5)
             fast_trips = count.n
@@ -398,5 +399,54 @@ def test_keyword_rare_terms_first_equals_the_exact_ranking(
                 assert [h[0] for h in fast] == [h[0] for h in exact_user[:k]] or [
                     round(h[1], 9) for h in fast
                 ] == [round(h[1], 9) for h in exact_user[:k]], (query, k, where)
+    finally:
+        mem.close()
+
+
+def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prefetch reads every out-edge only of the nodes a walk is likely to leave (the
+    guessed seeds and where their strongest edges lead); the other full nodes come with their
+    sequence / supersedes / contradicts edges, and the conversation neighbours are read ahead
+    for the guessed head of the fused candidates only. Guesses cut to the bone (one seed, no
+    margin) make misses: each is read on demand and every answer equals the plain reads'."""
+    from engrammar.engine.recall import session
+    from engrammar.store import postgres_reads
+
+    monkeypatch.setattr(postgres_reads, "_SEED_GUESS", 1)
+    monkeypatch.setattr(postgres_reads, "HEAD_MARGIN", -8)  # head guess: refine depth - 8
+    mem = Memory(Config(store=pg_url, candidate_pool=12), embedder=HashEmbedder())
+    try:
+        _fill(mem)
+        # a contradiction between two memories (a tensions read of the results' edges)
+        mem.add("I love painting.", user_id="u1", session_id="s9")
+        mem.add("I hate painting.", user_id="u1", session_id="s9")
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        ws = mem.config.workspace
+        narrow_seen = False
+        for query in [*QUERIES, "painting"]:
+            fast = mem.recall(query, user_id="u1", limit=5)
+            with _plain():
+                slow = mem.recall(query, user_id="u1", limit=5)
+            assert _recall_view(fast) == _recall_view(slow), query
+            _same_search_and_explain(mem, query, 5, fast.memories[-1].id)
+            # a session as recall opens it: some full nodes hold their narrow kinds only
+            with session(mem._engine, query):
+                mem.recall(query, user_id="u1", limit=5)
+                snap = store._snap()
+                assert snap is not None and snap.refine is not None
+                narrow = [i for i in snap.narrow_edges if i not in snap.out_edges]
+                if narrow:
+                    narrow_seen = True
+                    some = narrow[:3]
+                    got_seq = store.edges_from(ws, some, kind="sequence")
+                    got_all = store.edges_from(ws, some)  # read on demand
+            if narrow:
+                with _plain():
+                    assert got_seq == store.edges_from(ws, some, kind="sequence")
+                    assert got_all == store.edges_from(ws, some)
+        assert narrow_seen
     finally:
         mem.close()

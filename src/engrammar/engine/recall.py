@@ -50,9 +50,9 @@ from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
 from ..recall.text import speaker_of
-from ..store import LearningAhead, RecallRecord
+from ..store import LearningAhead, RecallRecord, RefineAhead
 from .base import Engine, in_scope, statement, states_facts
-from .candidates import candidates, refined, search_hits
+from .candidates import REFINE_DEPTH, candidates, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity
@@ -575,6 +575,9 @@ def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> 
         preferences=_PREFERENCES_READ if whole and config.preferences_limit else 0,
         knowledge=whole and config.knowledge_recall_limit > 0,
         learning=_ahead(engine, context) if context is not None else None,
+        refine=RefineAhead(config.keyword_weight, REFINE_DEPTH)
+        if config.fusion == "score"
+        else None,
     ):
         if outer is not None or context is None:
             yield  # a nested session: the outer one's reads and vector go on

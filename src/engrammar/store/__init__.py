@@ -12,6 +12,7 @@ from .base import (
     NewEdge,
     NewMemory,
     RecallRecord,
+    RefineAhead,
     ReplySignal,
     Store,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "NewEdge",
     "NewMemory",
     "RecallRecord",
+    "RefineAhead",
     "ReplySignal",
     "Store",
     "open_store",

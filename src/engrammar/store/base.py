@@ -80,6 +80,17 @@ class ChunkVector(NamedTuple):
 
 
 @dataclass(frozen=True)
+class RefineAhead:
+    """How a read session will fuse its search's candidates (``score`` fusion with
+    ``keyword_weight``) and of how many of the best it reads the conversation neighbours
+    (``depth``), so that a server store reads ahead the neighbours of those, not of every
+    candidate."""
+
+    keyword_weight: float
+    depth: int
+
+
+@dataclass(frozen=True)
 class LearningAhead:
     """What a read session's learned ranking will ask (``Store.learning_reads``' arguments
     other than the memory ids and the horizon), so that a server store can read it ahead:
@@ -252,6 +263,7 @@ class Store(Protocol):
         knowledge: bool = False,
         neighbourhood: bool = True,
         learning: LearningAhead | None = None,
+        refine: RefineAhead | None = None,
     ) -> AbstractContextManager[None]:
         """A read session of the calling thread: until the block ends the store may answer
         reads from what it read ahead (a server store answers a recall's dozen questions in
@@ -262,7 +274,8 @@ class Store(Protocol):
         (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
         ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
         their neighbourhood is not read ahead); ``learning``, what the learned ranking will
-        ask ``learning_reads`` (with ``since`` no older than ``feedback_since``)."""
+        ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
+        how the search's candidates are fused and refined."""
 
     def adding(
         self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int

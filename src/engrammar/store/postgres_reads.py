@@ -8,11 +8,16 @@ that a few wide statements fill:
 
 1. keyword search returns its hits' records and vectors with them;
 2. vector search runs, in one pipelined exchange, a statement that finds the vector hits and
-   returns the complete out-edge lists of every candidate (keyword and vector hits), of their
-   sequence neighbours and of the nodes one hop from the likely graph seeds, the records and
-   vectors of those a recall is likely to read (not of a seed's neighbour beyond the strongest
-   edges the walk follows), of second sequence neighbours and of the nodes two hops out along
-   the strongest edges (where a walk of depth 2 ends); with ``LearningAhead.edge_parts``
+   returns the out-edge lists of every candidate (keyword and vector hits), of the sequence
+   neighbours of the head of the fused candidates (guessed in the statement from both hits'
+   scores when the session knows the fusion, ``RefineAhead``) and of the nodes one hop from
+   the likely graph seeds: complete for the likely seeds and where their strongest edges lead
+   (the walk leaves those by any kind), the ``NARROW_KINDS`` only for the others (refinement
+   reads their sequence edges, the tensions their contradicts / supersedes edges); the
+   records and vectors of those a recall is likely to read (not of a seed's neighbour beyond
+   the strongest edges the walk follows), of the head's second sequence neighbours and of the
+   nodes two hops out along the strongest edges (where a walk of depth 2 ends); with
+   ``LearningAhead.edge_parts``
    (``feedback_edge_context``) every full node's logged edge changes; a probe of whether any
    feedback record of the scope is recent enough to count, and the learned ranking's records
    of the kinds the scope had last time (their reply signals also answer the edge context's
@@ -20,8 +25,8 @@ that a few wide statements fill:
 3. the recall record is written (outside this module).
 
 Every answer is exactly what the plain call would return: a question the snapshot cannot
-answer completely (an id it never read, an edge list it holds only in part) goes to the
-server, and what comes back joins the snapshot. The snapshot lives for one ``with`` block of
+answer completely (an id it never read, an edge list it holds only in part, every kind of a
+node read for its narrow kinds) goes to the server, and what comes back joins the snapshot. The snapshot lives for one ``with`` block of
 one thread; nothing is cached across calls.
 """
 
@@ -38,8 +43,9 @@ import psycopg
 
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector, LearningAhead
+from .base import ChunkVector, LearningAhead, RefineAhead
 from .postgres_snapshot import (
+    NARROW_KINDS,
     PARTS_OF,
     WINDOW_AGGREGATES,
     Ahead,
@@ -50,21 +56,27 @@ from .postgres_snapshot import (
     wants_parts,
     windows,
 )
+from .postgres_statements import (
+    HEAD_GUESS,
+    HEAD_MARGIN,
+    M_COLUMNS,
+    M_RAW,
+    N_MEMORY,
+    NARROW,
+    PROBE,
+    SIGNAL_MEMORIES,
+)
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
 Conn = psycopg.Connection[Any]
-_N_MEMORY = len(MEMORY_COLUMNS.split(","))
-M_COLUMNS = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
-# The same as undecoded as they travel (metadata as JSON text, the vector in pgvector's binary
-# format), for the neighbourhood's rows: most are never asked for, so they are decoded on use.
-_M_RAW = M_COLUMNS.replace("m.metadata", "m.metadata::text") + ", vector_send(m.embedding)"
 _METADATA = 11
-# Candidates whose one-hop graph neighbours are read ahead (the walk starts from the best few
-# refined candidates, which come from the head of either list).
-_SEED_GUESS = 20
+# Candidates whose one-hop graph neighbours are read ahead: the head of either list and of the
+# guessed fused list (the walk starts from the best few refined candidates; on LoCoMo at 10k
+# the top 12 of the lists held them in 87 of 100 recalls, the top 20 in 94).
+_SEED_GUESS = 12
 # Edges of a likely seed the walk may follow (graph_fanout 3, plus up to graph_depth 2 to
 # nodes it has visited): the nodes they reach come with their records and vectors.
 _WALK_GUESS = 5
@@ -134,6 +146,7 @@ class PostgresReads:
         knowledge: bool = False,
         neighbourhood: bool = True,
         learning: LearningAhead | None = None,
+        refine: RefineAhead | None = None,
     ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~.base.Store.reading` for the arguments)."""
@@ -146,6 +159,7 @@ class PostgresReads:
             knowledge=knowledge,
             neighbourhood=neighbourhood,
             ahead=learning,
+            refine=refine,
         )
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap
@@ -162,7 +176,7 @@ class PostgresReads:
         return snap if snap.scope.workspace == workspace else None
 
     def _raw_record(self, row: Sequence[Any]) -> MemoryRecord:
-        """A record from a row of ``_M_RAW`` without its vector (metadata as JSON text)."""
+        """A record from a row of ``M_RAW`` without its vector (metadata as JSON text)."""
         fields = list(row)
         fields[_METADATA] = json.loads(fields[_METADATA])
         return self._record(fields)
@@ -170,9 +184,9 @@ class PostgresReads:
     def _keep_rows(self, snap: Snapshot, rows: Sequence[Sequence[Any]], at: int) -> None:
         """Cache records (``MEMORY_COLUMNS`` from column ``at``) and the vector after them."""
         for r in rows:
-            rec = self._record(r[at : at + _N_MEMORY])
+            rec = self._record(r[at : at + N_MEMORY])
             snap.records[rec.id] = rec
-            vec = r[at + _N_MEMORY]
+            vec = r[at + N_MEMORY]
             if vec is not None:
                 snap.vecs[rec.id] = vec
 
@@ -296,14 +310,21 @@ class PostgresReads:
         if snap is None or snap.scope is None or not snap.neighbourhood:
             return None  # without a walk the plain read is the lighter one
         wanted = list(dict.fromkeys(ids))
-        missing = [i for i in wanted if i not in snap.out_edges]
+        # A source read for its edges of the narrow kinds answers for those kinds.
+        partial = snap.narrow_edges if kind in NARROW_KINDS else None
+        missing = [
+            i for i in wanted if i not in snap.out_edges and (partial is None or i not in partial)
+        ]
         if missing:
             self._fill_edges(snap, workspace, missing)
         out: list[Edge] = []
         for src in sorted(wanted):
+            found = snap.out_edges.get(src)
+            if found is None and partial is not None:
+                found = partial.get(src, ())
             out += [
                 e
-                for e in snap.out_edges.get(src, ())
+                for e in found or ()
                 if e.weight >= min_weight and (kind is None or e.kind == kind)
             ]
         return out
@@ -385,6 +406,15 @@ class PostgresReads:
             parts_cte = f",\n            pa AS ({PARTS_OF.format(ws='%(ws)s', sources=sources)})"
             parts_cols = ", pa.dsts, pa.kinds, pa.recalls, pa.applied"
             parts_join = "\n            LEFT JOIN pa ON n.full_node AND pa.src = n.id"
+        # Refinement reads the conversation neighbours of the head of the fused candidates:
+        # of the best ``depth`` (and a margin) by the fused score, the keyword hits' cosine
+        # from their own vector (a chunk's may be higher), when the session knows the fusion.
+        refine = snap.refine
+        head_cte = (
+            HEAD_GUESS
+            if refine is not None
+            else "\n            head AS (SELECT id, NULL::bigint AS rk FROM cand),"
+        )
         # hits: exactly vector_search's (a memory scores its best of its own vector and its
         # chunk vectors); then the candidates' neighbourhood, with every full node's chunks.
         sql = f"""
@@ -407,8 +437,10 @@ class PostgresReads:
                 SELECT id, min(distance) AS distance FROM (
                     SELECT id, distance FROM hits
                     UNION ALL SELECT unnest(%(kw)s::text[]), NULL) b GROUP BY id),
+{head_cte}
             seeds AS ((SELECT id FROM hits ORDER BY distance, id LIMIT %(seeds)s)
-                      UNION SELECT unnest(%(kw_seeds)s::text[])),
+                      UNION SELECT unnest(%(kw_seeds)s::text[])
+                      UNION SELECT id FROM head WHERE rk <= %(seeds)s),
             -- Every edge leaving a candidate, then leaving n1 (one index scan each, by array).
             e1 AS MATERIALIZED (
                 SELECT src, dst, kind, weight, updated_at FROM edges
@@ -421,21 +453,31 @@ class PostgresReads:
                            PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(walk)s AS likely
                 FROM e1 WHERE src IN (SELECT id FROM seeds) GROUP BY src, dst
                 UNION ALL
-                SELECT dst, true, true FROM e1 WHERE kind = 'sequence'),
+                SELECT dst, true, true FROM e1 WHERE kind = 'sequence'
+                AND src IN (SELECT id FROM head)),
             n1 AS MATERIALIZED (
                 SELECT id, bool_or(by_sequence) AS by_sequence, bool_or(likely) AS likely
                 FROM reach1 WHERE id NOT IN (SELECT id FROM cand) GROUP BY id),
+            -- hop1: where a seed's strongest edges lead (a walk's first hop). The walk reads
+            -- every out-edge of the seeds and of hop1 (``walkers``); the other full nodes are
+            -- read for their edges of the narrow kinds (refinement's sequence neighbours, one
+            -- and two steps; the tensions among the results).
+            hop1 AS MATERIALIZED (SELECT DISTINCT id FROM reach1 WHERE likely AND NOT by_sequence),
+            walkers AS MATERIALIZED (SELECT id FROM seeds UNION SELECT id FROM hop1),
             e2 AS MATERIALIZED (
                 SELECT src, dst, kind, weight, updated_at FROM edges
-                WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))),
-            -- Second sequence neighbours of the candidates; n2: those not read in full.
+                WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM n1))
+                AND (kind IN {NARROW} OR src IN (SELECT id FROM hop1))),
+            -- Second sequence neighbours of the head (through a candidate or not); n2:
+            -- those not read in full.
             sec AS MATERIALIZED (
-                SELECT dst AS id FROM e2 WHERE kind = 'sequence'
-                AND src IN (SELECT id FROM n1 WHERE by_sequence)),
+                SELECT dst AS id FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
+                WHERE kind = 'sequence' AND src IN (
+                    SELECT dst FROM e1 WHERE kind = 'sequence'
+                    AND src IN (SELECT id FROM head))),
             n2 AS (SELECT id FROM sec EXCEPT (SELECT id FROM cand UNION SELECT id FROM n1)),
-            -- n3: two hops out, along the strongest edges of the nodes a seed's strongest
-            -- edges reach (a walk's second hop); not read in full.
-            hop1 AS MATERIALIZED (SELECT DISTINCT id FROM reach1 WHERE likely AND NOT by_sequence),
+            -- n3: two hops out, along the strongest edges of hop1 (a walk's second hop); not
+            -- read in full.
             reach2 AS (
                 SELECT dst AS id, row_number() OVER (
                            PARTITION BY src ORDER BY max(weight) DESC, dst) <= %(hop2)s AS top
@@ -451,12 +493,14 @@ class PostgresReads:
                           FROM n1
                 UNION ALL SELECT id, NULL, false, true FROM n2
                 UNION ALL SELECT id, NULL, false, true FROM n3),
-            -- A full node's out-edges (the four aggregates share one sort).
+            -- A full node's out-edges, a walker's all, the others' of the narrow kinds (the four
+            -- aggregates share one sort).
             ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
                           array_agg(kind ORDER BY dst, kind) AS kinds,
                           array_agg(weight ORDER BY dst, kind) AS weights,
                           array_agg(updated_at ORDER BY dst, kind) AS ups
-                   FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src),
+                   FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e
+                   WHERE kind IN {NARROW} OR src IN (SELECT id FROM walkers) GROUP BY src),
             ca AS (SELECT memory_id, {WINDOW_AGGREGATES}
                    FROM memory_chunks c WHERE c.workspace = %(ws)s
                    AND c.memory_id = ANY(ARRAY(SELECT id FROM nodes WHERE full_node))
@@ -465,9 +509,10 @@ class PostgresReads:
             -- keyword hits' (their search brought them: the session holds them).
             mm AS (SELECT * FROM memories WHERE workspace = %(ws)s
                    AND id = ANY(ARRAY(SELECT id FROM nodes WHERE likely
-                                      AND id <> ALL(%(kw)s::text[])))){parts_cte}
-            SELECT n.id, n.distance, n.full_node, ea.dsts, ea.kinds, ea.weights, ea.ups,
-                   ca.pos, ca.starts, ca.ends, ca.vecs, {_M_RAW}{parts_cols}
+                                      AND id NOT IN (SELECT unnest(%(kw)s::text[]))))){parts_cte}
+            SELECT n.id, n.distance, n.full_node, n.id IN (SELECT id FROM walkers),
+                   ea.dsts, ea.kinds, ea.weights, ea.ups,
+                   ca.pos, ca.starts, ca.ends, ca.vecs, {M_RAW}{parts_cols}
             FROM nodes n LEFT JOIN mm m ON m.id = n.id
             LEFT JOIN ea ON n.full_node AND ea.src = n.id
             LEFT JOIN ca ON n.full_node AND ca.memory_id = n.id{parts_join}
@@ -480,6 +525,10 @@ class PostgresReads:
             "seeds": _SEED_GUESS,
             "walk": _WALK_GUESS,
             "hop2": _HOP2_GUESS,
+            "kw_scores": list(snap.keyword_scores),
+            "kw_cos": _cosines(snap, kw, query.array) if refine is not None else [],
+            "kw_weight": (refine.keyword_weight if kw else 0.0) if refine is not None else 0.0,
+            "head": (refine.depth if refine is not None else 0) + HEAD_MARGIN,
             "ws": ws,
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,
@@ -499,7 +548,7 @@ class PostgresReads:
                 else:
                     cur.execute(sql, args)
                 if since is not None:
-                    probe.execute(_PROBE, {"ws": ws, "user": user, "since": since})
+                    probe.execute(PROBE, {"ws": ws, "user": user, "since": since})
                     learned = self._queue_learning(conn, snap, scope, since, query.array)
             finish()
             if since is not None:
@@ -508,18 +557,19 @@ class PostgresReads:
 
         rows, found = self._read("vector search and neighbourhood", run)
         hits: list[tuple[str, float]] = []
-        at = 11
+        at = 12
         for r in rows:
             memory_id = r[0]
             if r[at] is not None:  # the likely nodes' records and vectors
-                snap.records.put_raw(memory_id, r[at : at + _N_MEMORY])
-                snap.vecs.put_raw(memory_id, r[at + _N_MEMORY])
+                snap.records.put_raw(memory_id, r[at : at + N_MEMORY])
+                snap.vecs.put_raw(memory_id, r[at + N_MEMORY])
             if r[1] is not None:
                 hits.append((memory_id, 1 - float(r[1])))
             if r[2]:
-                snap.out_edges.put_raw(memory_id, (memory_id, r[3] or [], r[4] or [],
-                                                   r[5] or [], r[6] or []))  # fmt: skip
-                snap.windows[memory_id] = windows(r[7], r[8], r[9], r[10])
+                lists = snap.out_edges if r[3] else snap.narrow_edges
+                lists.put_raw(memory_id, (memory_id, r[4] or [], r[5] or [], r[6] or [],
+                                          r[7] or []))  # fmt: skip
+                snap.windows[memory_id] = windows(r[8], r[9], r[10], r[11])
                 if with_parts:
                     snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
@@ -579,7 +629,7 @@ class PostgresReads:
                 )  # fmt: skip
                 # The signals' memories may join the ranking (and its head's reads, the
                 # tensions among the results): their rows and out-edges come along, once each.
-                sql = _SIGNAL_MEMORIES.replace("{signals}", sql)
+                sql = SIGNAL_MEMORIES.replace("{signals}", sql)
                 args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
             if edge_vec is not None:
@@ -597,8 +647,8 @@ class PostgresReads:
                     continue  # not the first row of its memory
                 memory_id = r[0]
                 if memory_id not in snap.records:
-                    snap.records.put_raw(memory_id, r[14 : 14 + _N_MEMORY])
-                    snap.vecs.put_raw(memory_id, r[14 + _N_MEMORY])
+                    snap.records.put_raw(memory_id, r[14 : 14 + N_MEMORY])
+                    snap.vecs.put_raw(memory_id, r[14 + N_MEMORY])
                 if memory_id not in snap.out_edges:
                     snap.out_edges.put_raw(memory_id, (memory_id, r[10] or [], r[11] or [],
                                                        r[12] or [], r[13] or []))  # fmt: skip
@@ -725,33 +775,14 @@ class PostgresReads:
         return snap is not None and snap.signals and snap.scope == scope
 
 
+def _cosines(snap: Snapshot, ids: Sequence[str], query: np.ndarray) -> list[float | None]:
+    """The cosine of each of ``ids``' vector (those the session holds) with ``query``."""
+    return [float(snap.vecs[i] @ query) if i in snap.vecs else None for i in ids]
+
+
 def _in_horizon(event: EventFacts, since: float) -> bool:
     """Whether the event counts with the horizon ``since`` (made or reviewed since)."""
     return event.created_at >= since or any(r.created_at >= since for r in event.reviews)
-
-
-# The rows of ``_replies_statement`` ({signals}), the first of each memory with the memory's
-# row (``_M_RAW``, from column 14), its out-edges (columns 10-13) after a marker column 9 and
-# their logged changes (the last four columns, ``PARTS_OF``).
-_SIGNAL_MEMORIES = f"""
-    WITH s AS MATERIALIZED (
-        SELECT t.*, row_number() OVER (PARTITION BY t.memory_id) AS rn FROM ({{signals}}) t),
-    u AS (SELECT DISTINCT memory_id AS id FROM s),
-    ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
-                  array_agg(kind ORDER BY dst, kind) AS kinds,
-                  array_agg(weight ORDER BY dst, kind) AS weights,
-                  array_agg(updated_at ORDER BY dst, kind) AS ups
-           FROM edges WHERE workspace = %s AND src = ANY(ARRAY(SELECT id FROM u))
-           GROUP BY src),
-    mm AS (SELECT * FROM memories WHERE workspace = %s AND id = ANY(ARRAY(SELECT id FROM u))),
-    pa AS ({PARTS_OF.format(ws="%s", sources="ARRAY(SELECT id FROM u)")})
-    SELECT s.memory_id, s.recall_id, s.value, s.created_at, s.context_embedding, s.source,
-           s.matched, s.newest, s.n, m.id, ea.dsts, ea.kinds, ea.weights, ea.ups, {_M_RAW},
-           pa.dsts, pa.kinds, pa.recalls, pa.applied
-    FROM s LEFT JOIN mm m ON s.rn = 1 AND m.id = s.memory_id
-    LEFT JOIN ea ON s.rn = 1 AND ea.src = s.memory_id
-    LEFT JOIN pa ON s.rn = 1 AND pa.src = s.memory_id
-"""
 
 
 def _hint_key(scope: Scope) -> tuple[Any, ...]:
@@ -760,23 +791,3 @@ def _hint_key(scope: Scope) -> tuple[Any, ...]:
 
 # Scopes whose kinds of feedback record are remembered (then forgotten all at once).
 _HINTS = 10_000
-
-
-# Does any feedback record of the scope count for a recall (a superset of what the reads of
-# learning_facts and reply_facts select)? One row of booleans.
-_PROBE = """
-    SELECT
-      EXISTS (SELECT 1 FROM feedback_events e WHERE e.workspace = %(ws)s
-              AND (%(user)s::text IS NULL OR e.user_id = %(user)s OR e.user_id IS NULL)
-              AND (e.created_at >= %(since)s OR EXISTS (SELECT 1 FROM decision_reviews r
-                   WHERE r.workspace = e.workspace AND r.event_id = e.id
-                   AND r.created_at >= %(since)s))),
-      EXISTS (SELECT 1 FROM preference_pairs WHERE workspace = %(ws)s
-              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
-              AND created_at >= %(since)s),
-      EXISTS (SELECT 1 FROM memory_ratings WHERE workspace = %(ws)s
-              AND created_at >= %(since)s),
-      EXISTS (SELECT 1 FROM reply_signals WHERE workspace = %(ws)s
-              AND (%(user)s::text IS NULL OR user_id = %(user)s OR user_id IS NULL)
-              AND created_at >= %(since)s)
-"""

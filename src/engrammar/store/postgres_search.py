@@ -450,6 +450,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             rows = self._read("keyword search", run)
             self._keep_rows(snap, rows, 2)
             snap.keyword_ids = [r[0] for r in rows]
+            snap.keyword_scores = [float(r[1]) for r in rows]
         else:
             rows = self._read("search", lambda c: c.execute(sql, params).fetchall())
         return [(r[0], float(r[1])) for r in rows]

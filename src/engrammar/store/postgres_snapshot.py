@@ -12,9 +12,10 @@ import numpy as np
 
 from ..learn.scoring import EventFacts, PairFacts
 from ..models import Edge, MemoryRecord, Scope
-from .base import ChunkVector, LearningAhead
+from .base import ChunkVector, LearningAhead, RefineAhead
 
 __all__ = [
+    "NARROW_KINDS",
     "PARTS_OF",
     "WINDOW_AGGREGATES",
     "Ahead",
@@ -31,6 +32,9 @@ __all__ = [
 ]
 
 V = TypeVar("V")
+#: The kinds of edge the prefetch reads of every full node; the many ``semantic`` and
+#: ``entity`` edges it reads only of the nodes a graph walk is likely to leave.
+NARROW_KINDS = ("sequence", "supersedes", "contradicts")
 #: One logged change of an edge: ``(src, dst, kind, recall_id, applied)`` (``learned_edge_parts``)
 Part = tuple[str, str, str, str | None, float]
 
@@ -92,7 +96,12 @@ class Snapshot:
     vecs: Lazy[np.ndarray] = field(default_factory=lambda: Lazy(vector))
     #: src -> every edge leaving it (only for the sources read in full)
     out_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(edges))
+    #: src -> its edges of the ``NARROW_KINDS`` (sources a walk is unlikely to leave)
+    narrow_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(edges))
     keyword_ids: list[str] = field(default_factory=list)
+    keyword_scores: list[float] = field(default_factory=list)
+    #: how the candidates will be fused and refined (their head's neighbours are read ahead)
+    refine: RefineAhead | None = None
     prefetched: bool = False
     #: what the caller said it will read of the scope (see Store.reading), and the answers
     preferences: int = 0

@@ -24,7 +24,7 @@ from ..errors import StoreError
 from ..learn.scoring import ReplyFacts
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, terms
-from .base import ChunkVector, LearningAhead, NewMemory
+from .base import ChunkVector, LearningAhead, NewMemory, RefineAhead
 from .chunk_rows import chunk_vector
 from .dialect import scope_where
 from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
@@ -310,6 +310,7 @@ class SQLiteSearch(SQLStore):
         knowledge: bool = False,
         neighbourhood: bool = True,
         learning: LearningAhead | None = None,
+        refine: RefineAhead | None = None,
     ) -> Iterator[None]:
         """A read session (see :meth:`~.base.Store.reading`); a store whose reads are
         function calls needs none."""
