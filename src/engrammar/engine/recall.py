@@ -55,7 +55,7 @@ from .base import Engine, in_scope, statement, states_facts
 from .candidates import REFINE_DEPTH, candidates, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
-from .validity import by_validity
+from .validity import by_validity, reordered
 
 __all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
 
@@ -252,18 +252,9 @@ def _by_events(query: str, items: list[_Item]) -> list[_Item]:
     events = event_terms(query, {s for x in items if (s := speaker_of(x[0].metadata))})
     if not events:
         return items
-    by_id = {x[0].id: x for x in items}
-    before = [x[0].id for x in items]
-    order = cover_events(before, lambda i: by_id[i][0].content, events, _EVENT_DEPTH)
-    if order == before:
-        return items
-    out = []
-    for position, memory_id in enumerate(order):
-        record, score, comps, note, via = by_id[memory_id]
-        if position < before.index(memory_id):
-            comps = {**comps, "event": 1.0}
-        out.append((record, score, comps, note, via))
-    return out
+    contents = {x[0].id: x[0].content for x in items}
+    order = cover_events([x[0].id for x in items], contents.__getitem__, events, _EVENT_DEPTH)
+    return reordered(items, order, "event")
 
 
 # -- recall ---------------------------------------------------------------------------------

@@ -179,13 +179,24 @@ def _newer_first(
         config.recency_term_share,
         updates_amount if config.recency_new_amount else None,
     )
-    if order == ids:
+    return reordered(out, order, "newer")
+
+
+def reordered(
+    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+    order: list[str],
+    component: str,
+) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+    """``out`` in the order of the ids ``order`` (a permutation of theirs); a memory placed
+    above where it stood carries ``component`` = 1, so ``explain`` shows why it moved."""
+    before = {x[0].id: k for k, x in enumerate(out)}
+    if order == list(before):
         return out
     by_id = {x[0].id: x for x in out}
     result = []
     for position, memory_id in enumerate(order):
         record, score, comps, note, via = by_id[memory_id]
-        if position < ids.index(memory_id):
-            comps = {**comps, "newer": 1.0}
+        if position < before[memory_id]:
+            comps = {**comps, component: 1.0}
         result.append((record, score, comps, note, via))
     return result
