@@ -1,6 +1,6 @@
 """Vectors stay in the row on PostgreSQL (m013's ``STORAGE MAIN``): fixing the column's
 dimension when a store learns its embedder must not reset it to ``vector``'s default
-(EXTERNAL: a 384-d row's vector in TOAST, read back on every exact scan); m016 sets it again
+(EXTERNAL: a 384-d row's vector in TOAST, read back on every exact scan); m015 sets it again
 on a store where that happened."""
 
 from __future__ import annotations
@@ -87,17 +87,17 @@ def test_vectors_stay_in_the_row_once_the_dimension_is_set(pg_url: str) -> None:
         store.close()
 
 
-def test_m016_keeps_new_vectors_in_the_row_of_a_reset_store(pg_url: str) -> None:
+def test_m015_keeps_new_vectors_in_the_row_of_a_reset_store(pg_url: str) -> None:
     """A store whose column went back to EXTERNAL (as the dimension set it before this
-    fix): its rows' vectors in TOAST; after m016 new rows keep theirs inline, and
+    fix): its rows' vectors in TOAST; after m015 new rows keep theirs inline, and
     ``VACUUM FULL`` brings the older ones back; searches answer the same throughout."""
     store = PostgresStore(pg_url)
     store.check_embedder("synthetic", DIM)
     store.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("ALTER TABLE memories ALTER COLUMN embedding SET STORAGE EXTERNAL")
-        conn.execute("DELETE FROM migrations WHERE name = 'm016_vectors_inline_again'")
-    store = PostgresStore(pg_url)  # m016 runs again
+        conn.execute("DELETE FROM migrations WHERE name = 'm015_vectors_inline_again'")
+    store = PostgresStore(pg_url)  # m015 runs again
     try:
         assert _storage(pg_url) == "m"
     finally:
@@ -112,7 +112,7 @@ def test_m016_keeps_new_vectors_in_the_row_of_a_reset_store(pg_url: str) -> None
         q = _rows(1, 9)[0].embedding
         before = _nearest(store, q)
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute("DELETE FROM migrations WHERE name = 'm016_vectors_inline_again'")
+            conn.execute("DELETE FROM migrations WHERE name = 'm015_vectors_inline_again'")
     finally:
         store.close()
     store = PostgresStore(pg_url)

@@ -526,7 +526,7 @@ def m014_keyword_index_current(conn: Conn) -> None:
     )
 
 
-def m016_vectors_inline_again(conn: Conn) -> None:
+def m015_vectors_inline_again(conn: Conn) -> None:
     """Vectors stored in the row again (m013's intent): a store that learned its embedder's
     dimension after m013 had ``ALTER COLUMN embedding TYPE vector(n)`` reset the column to
     ``vector``'s default storage (EXTERNAL), which moves the vector of most rows to TOAST, so
@@ -551,5 +551,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m012_keyword_terms,
     m013_vector_buckets,
     m014_keyword_index_current,
-    m016_vectors_inline_again,
+    m015_vectors_inline_again,
 ]
