@@ -112,11 +112,11 @@ def main() -> None:
         print(i, f"recall {res['recall'][-1] * 1000:.0f} ms, loads {res['loads'][-1]}", flush=True)
     res["load_end"] = os.getloadavg()
     mem.close()
-    fb = f", feedback p50 {statistics.median(res['feedback']) * 1000:.1f} ms" * bool(
-        res["feedback"]
-    )
+    fb = ""
+    if res["feedback"]:
+        fb = f", feedback p50 {statistics.median(res['feedback']) * 1000:.1f} ms"
     print(
-        f"n {args.n}: recall p50 {statistics.median(res['recall']) * 1000:.1f} ms{fb}, "
+        f"n {args.n}: first recall {res['first_recall']:.2f} s, recall p50 {statistics.median(res['recall']) * 1000:.1f} ms{fb}, "
         f"partition loads {sum(res['loads'])} in {args.rounds} rounds, "
         f"load {res['load_start'][0]:.1f} -> {res['load_end'][0]:.1f}"
     )

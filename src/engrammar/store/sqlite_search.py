@@ -207,6 +207,7 @@ class SQLiteSearch(SQLStore):
                     (workspace, user),
                 )
             )
+            index.reserve(len(rows))
             for row in rows:
                 index.upsert(self._index_row(row, chunks.get(row[0])))
         finally:
