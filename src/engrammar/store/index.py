@@ -206,15 +206,21 @@ class ScopeIndex:
             self.remove(row.id)
         self._append(row, terms(row.content))
 
-    def _append(self, row: IndexRow, doc_terms: list[str]) -> None:
-        slot = len(self._ids)
-        if slot >= len(self._vectors):
-            grow = max(8, len(self._vectors))
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` slots in all, allocated at once (a partition's load knows its
+        size: no doubling copies of 100k vectors)."""
+        grow = rows - len(self._vectors)
+        if grow > 0:
             self._vectors = np.vstack([self._vectors, np.zeros((grow, self.dim), np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, dtype=bool)])
             self._created = np.concatenate([self._created, np.zeros(grow, dtype=np.float64)])
             self._kind_codes = np.concatenate([self._kind_codes, np.zeros(grow, np.int16)])
             self._role_codes = np.concatenate([self._role_codes, np.zeros(grow, np.int16)])
+
+    def _append(self, row: IndexRow, doc_terms: list[str]) -> None:
+        slot = len(self._ids)
+        if slot >= len(self._vectors):
+            self.reserve(len(self._vectors) + max(8, len(self._vectors)))
         self._vectors[slot] = row.embedding
         self._alive[slot] = True
         self._created[slot] = _time(row.created_at)
@@ -267,6 +273,7 @@ class ScopeIndex:
 
     def _compact(self) -> None:
         fresh = ScopeIndex(self.dim, self._bm25.k1, self._bm25.b, self._ann_threshold)
+        fresh.reserve(len(self._slot))
         names = {code: name for name, code in self._codes.items()}
         for s in range(len(self._ids)):
             if self._alive[s]:

@@ -143,7 +143,11 @@ class SQLiteStore(SQLiteSearch):
         self._conns_lock = threading.Lock()
         self._closed = False
         self._dim: int | None = None
-        self._indexes: ByteLRU[ScopeIndex | ContextIndex] = ByteLRU(scope_cache_bytes)
+        # Scope indexes and feedback-context indexes in separate caches, each bounded by
+        # scope_cache_bytes: in one, a scope over the budget (100k memories) and its user's
+        # small context index evicted each other on every recall, and the scope was reloaded.
+        self._indexes: ByteLRU[ScopeIndex] = ByteLRU(scope_cache_bytes)
+        self._contexts: ByteLRU[ContextIndex] = ByteLRU(scope_cache_bytes)
         self._rows: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
         self._rows_lock = threading.Lock()
         self._rows_rev = 0

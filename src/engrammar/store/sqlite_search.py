@@ -77,7 +77,8 @@ class SQLiteSearch(SQLStore):
     _ann_threshold: int
     _index_lock: threading.Lock
     _sync_conn: sqlite3.Connection
-    _indexes: ByteLRU[ScopeIndex | ContextIndex]
+    _indexes: ByteLRU[ScopeIndex]
+    _contexts: ByteLRU[ContextIndex]
     _rows: OrderedDict[str, tuple[Any, ...]]
     _rows_lock: threading.Lock
     _rows_rev: int
@@ -163,7 +164,7 @@ class SQLiteSearch(SQLStore):
             for user in users:
                 key = ("scope", scope.workspace, user)
                 index = self._indexes.get(key)
-                if not isinstance(index, ScopeIndex):
+                if index is None:
                     index = self._load_partition(scope.workspace, user)
                     index.data_version = data_version
                 elif index.data_version != data_version:
@@ -206,6 +207,7 @@ class SQLiteSearch(SQLStore):
                     (workspace, user),
                 )
             )
+            index.reserve(len(rows))
             for row in rows:
                 index.upsert(self._index_row(row, chunks.get(row[0])))
         finally:
@@ -390,7 +392,6 @@ class SQLiteSearch(SQLStore):
             index
             for (kind, index_workspace, _), index in self._indexes.items()
             if kind == "scope"
-            and isinstance(index, ScopeIndex)
             and index_workspace == workspace
             and index.data_version == data_version
         ]
@@ -518,17 +519,17 @@ class SQLiteSearch(SQLStore):
             indexes = []
             for user in users:
                 key = ("context", scope.workspace, user)
-                index = self._indexes.get(key)
-                if not isinstance(index, ContextIndex):
+                index = self._contexts.get(key)
+                if index is None:
                     index = ContextIndex(self._dimension())
                 if index.data_version != data_version:
                     self._catch_up(index, scope.workspace, user)
                     index.data_version = data_version
                     index.prune(since)
                 if len(index):
-                    self._indexes.put(key, index)
+                    self._contexts.put(key, index)
                 else:
-                    self._indexes.pop(key)
+                    self._contexts.pop(key)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []
