@@ -143,6 +143,12 @@ def _for_requests(config: Config) -> Config:
     return config.replace(keyword_weight=config.request_keyword_weight)
 
 
+def fusion_config(config: Config, query: str) -> Config:
+    """``config`` as the fusion of ``query``'s hits uses it (a request for suggestions weighs
+    keyword evidence ``request_keyword_weight``)."""
+    return _for_requests(config) if asks_for_suggestions(query) else config
+
+
 def refined(
     engine: Engine,
     scope: Scope,
@@ -158,9 +164,7 @@ def refined(
     in ``query`` read against ``as_of``); neighbours join only if ``where`` matches them.
     ``edges`` reads the sequence edges instead of the store (``engine.edge_context``)."""
     qvec, vector_hits, keyword_hits = hits
-    config = engine.config if links else _unlinked(engine.config)
-    if asks_for_suggestions(query):
-        config = _for_requests(config)
+    config = fusion_config(engine.config if links else _unlinked(engine.config), query)
     cands = fuse(
         vector_hits, keyword_hits, keyword_weight=config.keyword_weight, mode=config.fusion
     )

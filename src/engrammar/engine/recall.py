@@ -52,7 +52,7 @@ from ..recall.tensions import detect_tension
 from ..recall.text import speaker_of
 from ..store import LearningAhead, RecallRecord, RefineAhead
 from .base import Engine, in_scope, statement, states_facts
-from .candidates import REFINE_DEPTH, candidates, refined, search_hits
+from .candidates import REFINE_DEPTH, candidates, fusion_config, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity, reordered
@@ -560,13 +560,15 @@ def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> 
     With ``query``, the learned ranking's reads may be read ahead with the rest."""
     config = engine.config
     context = QueryVector(engine, query) if query is not None else None
+    # The keyword weight its fusion will use, for a server store's guess of the fused head.
+    fused = fusion_config(config, query) if query is not None else config
     outer = getattr(_SESSION, "context", None)
     with engine.store.reading(
         _feedback_since(engine),
         preferences=_PREFERENCES_READ if whole and config.preferences_limit else 0,
         knowledge=whole and config.knowledge_recall_limit > 0,
         learning=_ahead(engine, context) if context is not None else None,
-        refine=RefineAhead(config.keyword_weight, REFINE_DEPTH)
+        refine=RefineAhead(fused.keyword_weight, REFINE_DEPTH)
         if config.fusion == "score"
         else None,
     ):
