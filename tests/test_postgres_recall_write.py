@@ -156,3 +156,57 @@ def test_a_named_recall_not_found_is_looked_for_once_more(pg_url: str) -> None:
     assert store.get_recall(Scope(workspace="default", user_id="u1"), "missing") is None
     assert time.perf_counter() - t >= postgres_recall_write.LATE
     store.close()
+
+
+def test_second_hop_guess_skips_the_edge_back_to_the_seed(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first-hop node's strongest edge leads back to its seed (semantic edges go both ways):
+    the walk skips it and takes the next three; the prefetch reads those three's records, so
+    the recall reads no record of its own (store/postgres_reads.py, ``reach2``; main's guess
+    counted the edge back and read the third one's record in an exchange of its own)."""
+    import uuid
+
+    from engrammar.store.base import NewEdge, NewMemory
+
+    embedder = HashEmbedder()
+    mem = Memory(Config(store=pg_url, candidate_pool=2), embedder=embedder)
+    texts = {
+        "s": "garden plans for the spring",
+        "f": "garden plans for the summer",
+        "h": "harbour boats at dawn",
+        "a": "kitchen knives sharpened",
+        "b": "studio lights repaired",
+        "c": "violin strings replaced",
+    }
+    ids = {k: uuid.uuid4().hex for k in texts}
+    rows = [
+        NewMemory(
+            id=ids[k], workspace="default", user_id="u1", agent_id=None, session_id=f"x{k}",
+            role="user", content=t, kind="fact", created_at=1_700_000_000.0 + n, metadata={},
+            dedup_key=uuid.uuid4().hex, embedding=embedder.embed([t])[0],
+        )
+        for n, (k, t) in enumerate(texts.items())
+    ]  # fmt: skip
+    edges = [
+        NewEdge(ids["s"], ids["h"], "semantic", 0.9),
+        NewEdge(ids["h"], ids["s"], "semantic", 0.95),
+        NewEdge(ids["h"], ids["a"], "semantic", 0.8),
+        NewEdge(ids["h"], ids["b"], "semantic", 0.7),
+        NewEdge(ids["h"], ids["c"], "semantic", 0.6),
+    ]
+    mem.store.add_memories(rows, edges)
+    calls: list[str] = []
+    original = PostgresStore._tx
+
+    def counting(self: Any, what: str, *a: Any, **kw: Any) -> Any:
+        calls.append(what)
+        return original(self, what, *a, **kw)
+
+    monkeypatch.setattr(PostgresStore, "_tx", counting)
+    result = mem.recall("garden plans", user_id="u1", limit=6)
+    reached = {n for p in result.paths for n in p.nodes}
+    assert {ids["a"], ids["b"], ids["c"]} <= reached  # the walk went on past the seed's edge
+    # (their edges are read afterwards: the tensions among the results ask for them)
+    assert "get" not in calls, calls
+    mem.close()
