@@ -234,6 +234,7 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
     from engrammar.store import postgres_reads
 
     monkeypatch.setattr(postgres_reads, "_WALK_GUESS", 1)  # fewer likely nodes: more misses
+    monkeypatch.setattr(postgres_reads, "_HOP2_GUESS", 1)
     # A small pool: most memories are no candidate, and reach the recall through the graph.
     mem = Memory(Config(store=pg_url, candidate_pool=4), embedder=HashEmbedder())
     try:

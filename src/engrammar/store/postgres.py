@@ -43,6 +43,7 @@ from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
 from .postgres_ingest import INSERT_MEMORY
 from .postgres_migrations import MIGRATIONS
+from .postgres_recall_write import LATE, RecallWrites
 from .postgres_replicas import Replicas, lsn
 from .postgres_reply import PostgresReply
 from .postgres_search import (
@@ -75,7 +76,7 @@ _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
 
-class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
+class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
     """The PostgreSQL + pgvector store (see the module docstring and :class:`~.base.Store`).
 
     Args:
@@ -202,6 +203,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
     def _conn(self) -> Iterator[Conn]:
         if self._closed:
             raise StoreError("the store is closed")
+        self._recall_writes_done()  # this process reads the recall records it sent
         with self._pool.connection() as conn:
             yield conn
 
@@ -321,9 +323,16 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
         # Feedback acts on a recall another process may have made a moment ago: read it where
         # it was written.
         with self._on_primary():
-            if self._snap(scope.workspace) is None:
-                return super().get_recall(scope, recall_id)
-            return self._session_recall(scope, recall_id)
+            found = self._recall(scope, recall_id)
+            if found is None and recall_id is not None:  # sent a moment ago by another process?
+                time.sleep(LATE)
+                found = self._recall(scope, recall_id)
+            return found
+
+    def _recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
+        if self._snap(scope.workspace) is None:
+            return super().get_recall(scope, recall_id)
+        return self._session_recall(scope, recall_id)
 
     def _session_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
         """``get_recall`` in a read session: the records and vectors of the memories the recall
@@ -357,6 +366,7 @@ class PostgresStore(PostgresReply, PostgresSearch, PostgresCopy, PostgresEdges):
 
     def close(self) -> None:
         if not self._closed:
+            self._close_recall_writes()
             self._closed = True
             self._replicas.close()
             self._pool.close()
