@@ -70,7 +70,7 @@ def fill(url: str, data: Path, n: int) -> None:
 
 
 def compare(exact: list[Any], other: list[Any]) -> str:
-    """"same" (ids in order), "ties" (ids differ only among equal exact scores) or "differ"."""
+    """Returns "same" (ids in order), "ties" (ids differ only among equal exact scores) or "differ"."""
     if [r[0] for r in exact] == [r[0] for r in other]:
         return "same"
     if len(exact) != len(other):
@@ -115,7 +115,9 @@ def run(url: str, data: Path, k: int, limit: int) -> str:
 
     config = Config()
     _, questions = locomo_rows(data, 10)
-    asked = [(u, q) for u, q in questions] + [("u", q) for q in dict.fromkeys(q for _, q in questions)]
+    asked = [(u, q) for u, q in questions] + [
+        ("u", q) for q in dict.fromkeys(q for _, q in questions)
+    ]
     if limit:
         asked = asked[:limit] + [a for a in asked if a[0] == "u"][:limit]
     conn = psycopg.connect(url, autocommit=True)
