@@ -121,21 +121,29 @@ _POSTINGS = "keyword_postings p ON p.workspace = %(ws)s AND p.user_key = %(user_
 
 def postings_first() -> str:
     """Keyword search of one (workspace, user) partition over ``keyword_postings`` (one row per
-    active memory and term: seq, tf, length, id; read by index-only scans), reading the
-    postings of common terms only for the rows that can reach the top ``k`` (max-score
-    pruning, exact).
+    active memory and term: seq, tf, length, id; read by index-only scans) that reads the
+    postings of common terms only where they can change the top ``k`` (max-score pruning in
+    two passes, exact).
 
-    Document frequencies come from ``keyword_terms``. The rarest terms whose frequencies add
-    up to at most ``budget`` postings (at least the rarest one) are *rare*: all their
-    postings are read and summed per memory (a partial score, a lower bound of its score).
-    The others are *common*; one common term adds at most ``qtf x idf x (k1 + 1)``, all of
-    them at most ``ub``. Let ``theta`` be the ``k``-th best partial score: a memory whose
-    partial score plus ``ub`` is below ``theta`` cannot reach the top ``k``; each of the
-    others gets its common terms' parts by index lookups of its (term, seq) postings, so its
-    score is complete. A memory holding no rare term scores at most ``ub``: when the
-    ``k``-th best complete score beats it (or no term is common) these are the exact top
-    ``k``; otherwise every posting of every query term is summed instead (PostgreSQL decides
-    once and runs only the chosen branch).
+    Document frequencies come from ``keyword_terms``; one term adds at most its bound
+    ``qtf x idf x (k1 + 1)`` to a memory's score. The rarest terms whose frequencies add up
+    to at most ``budget`` postings (at least the rarest one) are *rare*, the others *common*.
+
+    1. Every posting of the rare terms is read and summed per memory (a partial score, a
+       lower bound). With ``theta0`` the ``k``-th best partial score, a memory whose partial
+       score plus all common bounds is below ``theta0`` cannot reach the top ``k``; the
+       others get their common terms' parts by index lookups of their (term, seq) postings.
+       The ``k``-th best of these complete scores, ``theta``, is a lower bound of the true
+       ``k``-th best score (-1 when fewer than ``k`` memories hold a rare term).
+    2. A memory holding no rare term scores only common terms' parts. The common terms of
+       the smallest bounds whose bounds add up to less than ``theta`` are *non-essential*: a
+       memory holding only those scores below ``theta`` and is left out. The postings of the
+       other (*essential*) common terms are read for the memories of no rare term, their
+       non-essential parts looked up where they can still reach ``theta``.
+
+    The top ``k`` of both passes' complete scores is the exact top ``k``. When the first
+    pass's top beats every common bound no essential term is left and pass 2 reads nothing;
+    at worst (``theta`` -1) every posting of every common term is read once.
     """
     return f"""
         WITH st AS MATERIALIZED (
@@ -149,42 +157,55 @@ def postings_first() -> str:
                  AND d.term = t.term AND d.df > 0
             CROSS JOIN st),
         ranked AS MATERIALIZED (
-            SELECT term, w, sum(df) OVER (ORDER BY df, term) <= %(budget)s
+            SELECT term, w, w * (%(k1)s + 1.0) AS ub,
+                   sum(df) OVER (ORDER BY df, term) <= %(budget)s
                    OR row_number() OVER (ORDER BY df, term) = 1 AS rare
             FROM q),
-        common AS MATERIALIZED (SELECT term, w FROM ranked WHERE NOT rare),
-        bound AS MATERIALIZED (
-            SELECT coalesce(sum(w * (%(k1)s + 1.0)), 0) AS ub FROM common),
+        common AS MATERIALIZED (SELECT term, w, ub FROM ranked WHERE NOT rare),
         part AS MATERIALIZED (
             SELECT p.seq, p.id, sum({_PART}) AS score
             FROM ranked r JOIN {_POSTINGS} AND p.term = r.term CROSS JOIN st
             WHERE r.rare
             GROUP BY p.seq, p.id),
-        cut AS MATERIALIZED (
-            SELECT coalesce((SELECT score FROM part ORDER BY score DESC
-                             OFFSET (%(k)s - 1) LIMIT 1), -1) AS theta),
-        scored AS MATERIALIZED (
-            SELECT s.id, s.score + coalesce((
-                SELECT sum({_PART}) FROM common c JOIN {_POSTINGS}
-                    AND p.term = c.term AND p.seq = s.seq CROSS JOIN st), 0) AS score, s.seq
-            FROM part s
-            WHERE s.score + (SELECT ub FROM bound) >= (SELECT theta FROM cut)
+        short AS MATERIALIZED (
+            SELECT * FROM part
+            WHERE score + (SELECT coalesce(sum(ub), 0) FROM common) >= coalesce(
+                (SELECT score FROM part ORDER BY score DESC OFFSET (%(k)s - 1) LIMIT 1), -1)),
+        pass1 AS MATERIALIZED (
+            SELECT s.id, s.score + coalesce(c.score, 0) AS score, s.seq FROM short s
+            LEFT JOIN (
+                SELECT p.seq, sum({_PART}) AS score
+                FROM common c JOIN {_POSTINGS} AND p.term = c.term
+                     AND p.seq = ANY((SELECT array_agg(seq) FROM short)::bigint[])
+                CROSS JOIN st GROUP BY p.seq) c ON c.seq = s.seq
             ORDER BY score DESC, s.seq
             LIMIT %(k)s),
-        decided AS MATERIALIZED (
-            SELECT (SELECT ub FROM bound) = 0
-                   OR (count(*) = %(k)s AND min(score) > (SELECT ub FROM bound)) AS ok
-            FROM scored)
-        SELECT id, score, seq FROM scored WHERE (SELECT ok FROM decided)
-        UNION ALL
-        SELECT * FROM (
-            SELECT p.id, sum({_PART}) AS score, p.seq
-            FROM q JOIN {_POSTINGS} AND p.term = q.term CROSS JOIN st
-            WHERE NOT (SELECT ok FROM decided)
-            GROUP BY p.seq, p.id
-            ORDER BY score DESC, p.seq
-            LIMIT %(k)s) e
+        cut AS MATERIALIZED (
+            SELECT CASE WHEN count(*) = %(k)s THEN min(score) ELSE -1 END AS theta FROM pass1),
+        essential AS MATERIALIZED (
+            SELECT term, w, sum(ub) OVER (ORDER BY ub, term) >= (SELECT theta FROM cut) AS ess
+            FROM common),
+        part2 AS MATERIALIZED (
+            SELECT p.seq, p.id, sum({_PART}) AS score
+            FROM essential e JOIN {_POSTINGS} AND p.term = e.term CROSS JOIN st
+            WHERE e.ess AND NOT EXISTS (SELECT 1 FROM part x WHERE x.seq = p.seq)
+            GROUP BY p.seq, p.id),
+        short2 AS MATERIALIZED (
+            SELECT * FROM part2
+            WHERE score + (SELECT coalesce(sum(c.ub), 0) FROM common c JOIN essential e
+                           ON e.term = c.term AND NOT e.ess) >= (SELECT theta FROM cut)),
+        pass2 AS MATERIALIZED (
+            SELECT s.id, s.score + coalesce(c.score, 0) AS score, s.seq FROM short2 s
+            LEFT JOIN (
+                SELECT p.seq, sum({_PART}) AS score
+                FROM essential e JOIN {_POSTINGS} AND p.term = e.term
+                     AND p.seq = ANY((SELECT array_agg(seq) FROM short2)::bigint[])
+                CROSS JOIN st WHERE NOT e.ess GROUP BY p.seq) c ON c.seq = s.seq
+            ORDER BY score DESC, s.seq
+            LIMIT %(k)s)
+        SELECT id, score, seq FROM (SELECT * FROM pass1 UNION ALL SELECT * FROM pass2) x
         ORDER BY score DESC, seq
+        LIMIT %(k)s
     """
 
 
