@@ -98,7 +98,7 @@ def branch(conn: Any, sql: str, params: dict[str, Any]) -> bool | None:
     for final, probe in (
         ("SELECT id, score, seq FROM scored WHERE", "SELECT ok FROM decided"),
         (
-            "SELECT id, score, seq FROM (SELECT * FROM pass1",
+            "SELECT m.id, x.score, x.seq FROM summed x",
             "SELECT NOT bool_or(ess) FROM essential",
         ),
     ):

@@ -121,9 +121,9 @@ _POSTINGS = "keyword_postings p ON p.workspace = %(ws)s AND p.user_key = %(user_
 
 def postings_first() -> str:
     """Keyword search of one (workspace, user) partition over ``keyword_postings`` (one row per
-    active memory and term: seq, tf, length, id; read by index-only scans) that reads the
-    postings of common terms only where they can change the top ``k`` (max-score pruning in
-    two passes, exact).
+    active memory and term: seq, tf, length; read by index-only scans; the top ``k``'s ids
+    come from ``memories`` by ``seq``) that reads the postings of common terms only where
+    they can change the top ``k`` (max-score pruning in two passes, exact).
 
     Document frequencies come from ``keyword_terms``; one term adds at most its bound
     ``qtf x idf x (k1 + 1)`` to a memory's score. The rarest terms whose frequencies add up
@@ -141,9 +141,13 @@ def postings_first() -> str:
        other (*essential*) common terms are read for the memories of no rare term, their
        non-essential parts looked up where they can still reach ``theta``.
 
-    The top ``k`` of both passes' complete scores is the exact top ``k``. When the first
+    The top ``k`` of both passes' complete scores is the exact top ``k``. Each pass sums a
+    memory's parts in its own order, so the scores of the head (within 1e-9 of the ``k``-th)
+    are summed again, every memory's parts in term order: memories of equal BM25 scores get
+    equal floats and are ordered by ``seq``, as the exact statement orders them. When the first
     pass's top beats every common bound no essential term is left and pass 2 reads nothing;
-    at worst (``theta`` -1) every posting of every common term is read once.
+    at worst (``theta`` -1) every posting of every common term is read once. ``theta0`` and
+    ``theta`` are lowered by 1e-9 so that a float sum's last bit never leaves out a tie.
     """
     return f"""
         WITH st AS MATERIALIZED (
@@ -163,49 +167,58 @@ def postings_first() -> str:
             FROM q),
         common AS MATERIALIZED (SELECT term, w, ub FROM ranked WHERE NOT rare),
         part AS MATERIALIZED (
-            SELECT p.seq, p.id, sum({_PART}) AS score
+            SELECT p.seq, sum({_PART}) AS score
             FROM ranked r JOIN {_POSTINGS} AND p.term = r.term CROSS JOIN st
             WHERE r.rare
-            GROUP BY p.seq, p.id),
+            GROUP BY p.seq),
         short AS MATERIALIZED (
             SELECT * FROM part
             WHERE score + (SELECT coalesce(sum(ub), 0) FROM common) >= coalesce(
-                (SELECT score FROM part ORDER BY score DESC OFFSET (%(k)s - 1) LIMIT 1), -1)),
+                (SELECT score FROM part ORDER BY score DESC OFFSET (%(k)s - 1) LIMIT 1), -1)
+                - 1e-9),
         pass1 AS MATERIALIZED (
-            SELECT s.id, s.score + coalesce(c.score, 0) AS score, s.seq FROM short s
+            SELECT s.seq, s.score + coalesce(c.score, 0) AS score FROM short s
             LEFT JOIN (
                 SELECT p.seq, sum({_PART}) AS score
                 FROM common c JOIN {_POSTINGS} AND p.term = c.term
                      AND p.seq = ANY((SELECT array_agg(seq) FROM short)::bigint[])
-                CROSS JOIN st GROUP BY p.seq) c ON c.seq = s.seq
-            ORDER BY score DESC, s.seq
-            LIMIT %(k)s),
+                CROSS JOIN st GROUP BY p.seq) c ON c.seq = s.seq),
         cut AS MATERIALIZED (
-            SELECT CASE WHEN count(*) = %(k)s THEN min(score) ELSE -1 END AS theta FROM pass1),
+            SELECT coalesce((SELECT score FROM pass1 ORDER BY score DESC
+                             OFFSET (%(k)s - 1) LIMIT 1), -1) - 1e-9 AS theta),
         essential AS MATERIALIZED (
             SELECT term, w, sum(ub) OVER (ORDER BY ub, term) >= (SELECT theta FROM cut) AS ess
             FROM common),
         part2 AS MATERIALIZED (
-            SELECT p.seq, p.id, sum({_PART}) AS score
+            SELECT p.seq, sum({_PART}) AS score
             FROM essential e JOIN {_POSTINGS} AND p.term = e.term CROSS JOIN st
             WHERE e.ess AND NOT EXISTS (SELECT 1 FROM part x WHERE x.seq = p.seq)
-            GROUP BY p.seq, p.id),
+            GROUP BY p.seq),
         short2 AS MATERIALIZED (
             SELECT * FROM part2
             WHERE score + (SELECT coalesce(sum(c.ub), 0) FROM common c JOIN essential e
                            ON e.term = c.term AND NOT e.ess) >= (SELECT theta FROM cut)),
         pass2 AS MATERIALIZED (
-            SELECT s.id, s.score + coalesce(c.score, 0) AS score, s.seq FROM short2 s
+            SELECT s.seq, s.score + coalesce(c.score, 0) AS score FROM short2 s
             LEFT JOIN (
                 SELECT p.seq, sum({_PART}) AS score
                 FROM essential e JOIN {_POSTINGS} AND p.term = e.term
                      AND p.seq = ANY((SELECT array_agg(seq) FROM short2)::bigint[])
-                CROSS JOIN st WHERE NOT e.ess GROUP BY p.seq) c ON c.seq = s.seq
-            ORDER BY score DESC, s.seq
-            LIMIT %(k)s)
-        SELECT id, score, seq FROM (SELECT * FROM pass1 UNION ALL SELECT * FROM pass2) x
-        ORDER BY score DESC, seq
-        LIMIT %(k)s
+                CROSS JOIN st WHERE NOT e.ess GROUP BY p.seq) c ON c.seq = s.seq),
+        found AS MATERIALIZED (SELECT * FROM pass1 UNION ALL SELECT * FROM pass2),
+        head AS MATERIALIZED (
+            SELECT seq FROM found WHERE score >= coalesce((
+                SELECT score FROM found ORDER BY score DESC OFFSET (%(k)s - 1) LIMIT 1), -1)
+                - 1e-9),
+        summed AS MATERIALIZED (
+            SELECT p.seq, sum({_PART} ORDER BY p.term) AS score
+            FROM q JOIN {_POSTINGS} AND p.term = q.term
+                 AND p.seq = ANY((SELECT array_agg(seq) FROM head)::bigint[])
+            CROSS JOIN st GROUP BY p.seq
+            ORDER BY score DESC, p.seq LIMIT %(k)s)
+        SELECT m.id, x.score, x.seq FROM summed x
+        JOIN memories m ON m.workspace = %(ws)s AND m.seq = x.seq
+        ORDER BY x.score DESC, x.seq
     """
 
 

@@ -538,8 +538,8 @@ def m015_vectors_inline_again(conn: Conn) -> None:
 
 def m016_keyword_postings(conn: Conn) -> None:
     """Keyword search's own postings: per (workspace, user) partition and term, one narrow row
-    per active memory holding the term (its ``seq``, term frequency, length and id), kept
-    exact by a trigger like ``keyword_terms``. Keyword search scores these rows by an
+    per active memory holding the term (its ``seq``, term frequency and length), kept exact by
+    a trigger like ``keyword_terms``. Keyword search scores these rows by an
     index-only scan instead of reading each matching memory and unnesting all its terms
     (see :mod:`.postgres_keyword`): at 10,000 memories in one scope that was most of the
     search's time (bench/results/pg_scale.md, session 13)."""
@@ -553,8 +553,7 @@ def m016_keyword_postings(conn: Conn) -> None:
             seq BIGINT NOT NULL,
             tf INTEGER NOT NULL,
             doc_len INTEGER NOT NULL,
-            id TEXT NOT NULL,
-            PRIMARY KEY (workspace, user_key, term, seq) INCLUDE (tf, doc_len, id)
+            PRIMARY KEY (workspace, user_key, term, seq) INCLUDE (tf, doc_len)
         )
         """,
         """
@@ -566,9 +565,9 @@ def m016_keyword_postings(conn: Conn) -> None:
                   AND term IN (SELECT lexeme FROM unnest(OLD.terms)) AND seq = OLD.seq;
             END IF;
             IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.status = 'active' THEN
-                INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len, id)
+                INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len)
                 SELECT NEW.workspace, coalesce(NEW.user_id, ''), lexeme, NEW.seq,
-                       cardinality(positions), NEW.doc_len, NEW.id
+                       cardinality(positions), NEW.doc_len
                 FROM unnest(NEW.terms) ORDER BY lexeme;
             END IF;
             RETURN NULL;
@@ -577,13 +576,13 @@ def m016_keyword_postings(conn: Conn) -> None:
         """,
         """
         CREATE TRIGGER memories_keyword_postings
-        AFTER INSERT OR DELETE OR UPDATE OF status, terms, doc_len, user_id, workspace, id, seq
+        AFTER INSERT OR DELETE OR UPDATE OF status, terms, doc_len, user_id, workspace, seq
         ON memories FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_postings()
         """,
         """
-        INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len, id)
+        INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len)
         SELECT m.workspace, coalesce(m.user_id, ''), u.lexeme, m.seq, cardinality(u.positions),
-               m.doc_len, m.id
+               m.doc_len
         FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
         WHERE m.status = 'active'
         """,
