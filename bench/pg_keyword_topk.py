@@ -179,7 +179,7 @@ def run(url: str, data: Path, k: int, limit: int) -> str:
                 ).fetchone()[0]
             )
         n = len(times["exact"])
-        if not n:
+        if not n or not any(rows_read):  # no such scope in this store
             continue
         out.append(f"\n{label}: {n} questions, k = {k}; postings of the query terms p50 "
                    f"{statistics.median(rows_read):.0f} (every matching row's)\n")  # fmt: skip
