@@ -363,10 +363,10 @@ def test_keyword_rare_terms_first_equals_the_exact_ranking(
     whether it prunes the common terms or falls back."""
     from engrammar.engine.filters import parse_filters
     from engrammar.models import Scope
-    from engrammar.store import postgres_search
+    from engrammar.store import postgres_keyword
 
     # A small budget (20 x k rows): at k = 1 or 2 "melani" (in every memory) is a common term.
-    monkeypatch.setattr(postgres_search, "_RARE_BUDGET", 0)
+    monkeypatch.setattr(postgres_keyword, "RARE_BUDGET", 0)
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     try:
         ids = mem.add(

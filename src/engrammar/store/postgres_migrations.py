@@ -536,6 +536,61 @@ def m015_vectors_inline_again(conn: Conn) -> None:
     _run(conn, f"ALTER TABLE memories ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}")
 
 
+def m016_keyword_postings(conn: Conn) -> None:
+    """Keyword search's own postings: per (workspace, user) partition and term, one narrow row
+    per active memory holding the term (its ``seq``, term frequency and length), kept exact by
+    a trigger like ``keyword_terms``. Keyword search scores these rows by an
+    index-only scan instead of reading each matching memory and unnesting all its terms
+    (see :mod:`.postgres_keyword`): at 10,000 memories in one scope that was most of the
+    search's time (bench/results/pg_scale.md, session 13)."""
+    _run(
+        conn,
+        """
+        CREATE TABLE keyword_postings (
+            workspace TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            term TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            tf INTEGER NOT NULL,
+            doc_len INTEGER NOT NULL,
+            PRIMARY KEY (workspace, user_key, term, seq) INCLUDE (tf, doc_len)
+        )
+        """,
+        """
+        CREATE FUNCTION engrammar_keyword_postings() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.status = 'active' THEN
+                DELETE FROM keyword_postings
+                WHERE workspace = OLD.workspace AND user_key = coalesce(OLD.user_id, '')
+                  AND term IN (SELECT lexeme FROM unnest(OLD.terms)) AND seq = OLD.seq;
+            END IF;
+            IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.status = 'active' THEN
+                INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len)
+                SELECT NEW.workspace, coalesce(NEW.user_id, ''), lexeme, NEW.seq,
+                       cardinality(positions), NEW.doc_len
+                FROM unnest(NEW.terms) ORDER BY lexeme;
+            END IF;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER memories_keyword_postings
+        AFTER INSERT OR DELETE OR UPDATE OF status, terms, doc_len, user_id, workspace, seq
+        ON memories FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_postings()
+        """,
+        """
+        INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len)
+        SELECT m.workspace, coalesce(m.user_id, ''), u.lexeme, m.seq, cardinality(u.positions),
+               m.doc_len
+        FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
+        WHERE m.status = 'active'
+        """,
+        # Planned from the first search on (not after autovacuum's first visit).
+        "ANALYZE keyword_postings",
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -552,4 +607,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m013_vector_buckets,
     m014_keyword_index_current,
     m015_vectors_inline_again,
+    m016_keyword_postings,
 ]

@@ -8,7 +8,6 @@ with positions, so that BM25 over them gives the same scores (see :mod:`.postgre
 from __future__ import annotations
 
 import struct
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -29,7 +28,7 @@ from .base import ChunkVector
 from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_ingest import PostgresIngest
-from .postgres_keyword import rare_first
+from .postgres_keyword import keyword_query, quote_lexeme
 from .postgres_reads import M_COLUMNS, PostgresReads
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
@@ -97,10 +96,6 @@ def register_vector(conn: Conn) -> None:
     conn.adapters.register_loader(vector_oid, VectorTextLoader)
 
 
-def _quote_lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 def analysed(content: str, metadata: dict[str, Any]) -> tuple[str, int]:
     """The keyword terms of a memory, exactly as the embedded store indexes them (its speaker
     in front of its content), as a tsvector literal and a length."""
@@ -113,7 +108,7 @@ def _tsvector(doc_terms: list[str]) -> str:
     positions: dict[str, list[str]] = {}
     for pos, term in enumerate(doc_terms, start=1):
         positions.setdefault(term, []).append(str(min(pos, _MAX_POSITION)))
-    return " ".join(f"{_quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
+    return " ".join(f"{quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
 
 
 def pg_scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
@@ -205,11 +200,6 @@ def write_chunks(
             cur.executemany(
                 f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) VALUES ({marks})", params
             )
-
-
-# Rows of its rarest terms keyword search scores before it decides whether the common terms
-# can matter (at least 20 x k; see postgres_keyword.rare_first).
-_RARE_BUDGET = 2000
 
 
 class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
@@ -354,73 +344,12 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> tuple[str, dict[str, Any]] | None:
         """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) and its
-        parameters; None when the text has no term or ``k`` is 0."""
-        query_terms = terms(text)
-        if not query_terms or k <= 0:
-            return None
-        counts = Counter(query_terms)
-        words = list(counts)
-        tsquery = " | ".join(_quote_lexeme(w) for w in words)
-        part_where = ["m.workspace = %(ws)s", "m.status = 'active'"]
-        filters = []
-        params: dict[str, Any] = {
-            "ws": scope.workspace,
-            "words": words,
-            "qtf": [counts[w] for w in words],
-            "tsq": tsquery,
-            "k1": self._k1,
-            "b": self._b,
-            "k": k,
-        }
+        parameters; None when the text has no term or ``k`` is 0 (see :mod:`.postgres_keyword`)."""
         narrowed, narrow_params = pg_filter_where(where, "m", "filter")
-        params.update(named("filter", narrow_params))
-        if scope.user_id is not None:
-            part_where.append("m.user_id = %(user_id)s")
-            params["user_id"] = scope.user_id
-        for key in ("agent_id", "session_id"):
-            if getattr(scope, key) is not None:
-                filters.append(f"c.{key} = %({key})s")
-                params[key] = getattr(scope, key)
-        if narrowed:
-            filters.append("c.kept")
-        # BM25 exactly as recall.keyword.BM25Index computes it: idf and the average length per
-        # (workspace, user) partition, agent/session keys and recall's filters applied after df
-        # is counted. One
-        # pass over the matching rows' matching lexemes (the GIN index finds the rows).
-        exact = f"""
-            WITH hits AS (
-                SELECT m.seq, m.id, m.user_id, m.agent_id, m.session_id, m.doc_len,
-                       u.lexeme AS term, cardinality(u.positions) AS tf,
-                       (TRUE{narrowed}) AS kept
-                FROM memories m CROSS JOIN LATERAL unnest(m.terms) AS u
-                WHERE {" AND ".join(part_where)} AND m.terms @@ %(tsq)s::tsquery
-                  AND u.lexeme = ANY(%(words)s::text[])
-            ),
-            df AS (SELECT user_id, term, count(*) AS df FROM hits GROUP BY user_id, term),
-            q AS (SELECT * FROM unnest(%(words)s::text[], %(qtf)s::int[]) AS q(term, qtf))
-            SELECT c.id, sum(
-                q.qtf
-                * ln(1.0 + (p.n - df.df + 0.5) / (df.df + 0.5))
-                * c.tf * (%(k1)s + 1.0)
-                / (c.tf + %(k1)s * (1.0 - %(b)s + %(b)s * c.doc_len
-                    / greatest(p.total_len::float8 / greatest(p.n, 1), 1e-9)))
-            ) AS score, c.seq
-            FROM hits c
-            JOIN q ON q.term = c.term
-            JOIN df ON df.user_id IS NOT DISTINCT FROM c.user_id AND df.term = c.term
-            JOIN keyword_stats p ON p.workspace = %(ws)s AND p.user_key = coalesce(c.user_id, '')
-            {"WHERE " + " AND ".join(filters) if filters else ""}
-            GROUP BY c.seq, c.id
-            ORDER BY score DESC, c.seq
-            LIMIT %(k)s
-        """
-        sql = exact
-        if scope.user_id is not None:
-            params["lits"] = [_quote_lexeme(w) for w in words]
-            params["budget"] = max(_RARE_BUDGET, 20 * k)
-            rare = [f.replace("c.", "m.") for f in filters if f != "c.kept"]
-            sql = rare_first(exact, rare + ([narrowed.removeprefix(" AND ")] if narrowed else []))
-        return sql, params
+        return keyword_query(
+            scope, text, k, k1=self._k1, b=self._b, narrowed=narrowed,
+            narrow_params=named("filter", narrow_params),
+        )  # fmt: skip
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
@@ -546,7 +475,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
                 "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "
                 "FROM unnest(%s::text[], %s::tsquery[]) AS t(term, q) JOIN memories m "
                 f"ON m.terms @@ t.q WHERE {where} AND m.status = 'active' GROUP BY t.term",
-                [limit, wanted, [_quote_lexeme(t) for t in wanted], *params],
+                [limit, wanted, [quote_lexeme(t) for t in wanted], *params],
             ),
         )
 

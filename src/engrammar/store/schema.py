@@ -146,7 +146,7 @@ BACKEND_TABLES: dict[str, frozenset[str]] = {
             "sqlite_sequence",
         }
     ),
-    "postgresql": frozenset({"keyword_stats", "keyword_terms"}),
+    "postgresql": frozenset({"keyword_postings", "keyword_stats", "keyword_terms"}),
 }
 
 
