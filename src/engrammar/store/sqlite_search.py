@@ -27,7 +27,7 @@ from ..recall.text import index_text, terms
 from .base import ChunkVector, LearningAhead, NewMemory, RefineAhead
 from .chunk_rows import chunk_vector
 from .dialect import scope_where
-from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
+from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
 from .sql import SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -207,13 +207,48 @@ class SQLiteSearch(SQLStore):
                     (workspace, user),
                 )
             )
-            index.reserve(len(rows))
-            for row in rows:
-                index.upsert(self._index_row(row, chunks.get(row[0])))
+            columns = self._index_columns(rows, chunks, index.dim)
+            if columns is not None:
+                index.extend(columns)
+            else:  # vectors of another dimension: upsert raises as it always did
+                for row in rows:
+                    index.upsert(self._index_row(row, chunks.get(row[0])))
         finally:
             conn.execute("COMMIT")
         index.rev = rev
         return index
+
+    @staticmethod
+    def _index_columns(
+        rows: list[tuple[Any, ...]], chunks: dict[str, list[ChunkVector]], dim: int
+    ) -> IndexColumns | None:
+        """:meth:`_index_row` of every row, as columns (the vectors one matrix); None when
+        not every vector has ``dim`` components."""
+        if not rows:
+            return None
+        ids, agents, sessions, created, contents, blobs, metas, kinds, roles = zip(
+            *rows, strict=True
+        )
+        if any(len(b) != dim * 4 for b in blobs):
+            return None
+        vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
+        decoded = [json.loads(m) if m and m != "{}" else None for m in metas]
+        return IndexColumns(
+            ids=ids,
+            agent_ids=agents,
+            session_ids=sessions,
+            created_at=created,
+            contents=[
+                index_text(c, _speaker(m)) if m is not None else c
+                for c, m in zip(contents, decoded, strict=True)
+            ],
+            vectors=vectors,
+            kinds=kinds,
+            roles=roles,
+            metadata=[m if isinstance(m, dict) and m else None for m in decoded],
+            metadata_bytes=[len(t) if m else 0 for t, m in zip(metas, decoded, strict=True)],
+            chunks=chunks,
+        )
 
     @staticmethod
     def _index_row(row: tuple[Any, ...], chunks: list[ChunkVector] | None = None) -> IndexRow:
