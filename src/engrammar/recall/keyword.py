@@ -126,13 +126,15 @@ class BM25Index:
         while len(self._lengths) <= slot:
             self._lengths.append(0)
             self._alive.append(False)
-        counts = Counter(doc_terms)
-        for term, tf in counts.items():
-            posting = self._posting(term)
+        postings, packed, arrays = self._postings, self._packed, self._arrays
+        for term, tf in Counter(doc_terms).items():
+            posting = postings.get(term)
             if posting is None:
-                posting = self._postings[term] = {}
+                posting = self._posting(term) if term in packed else None
+                if posting is None:
+                    posting = postings[term] = {}
             posting[slot] = tf
-            self._arrays.pop(term, None)
+            arrays.pop(term, None)
         self._lengths[slot] = len(doc_terms)
         self._lengths_array = None
         self._alive[slot] = True

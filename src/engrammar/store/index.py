@@ -272,9 +272,10 @@ class ScopeIndex:
         self._terms = [None] * n
         self._bm25.add_many(0, self._packed_terms)
         self._slot = slots
-        for memory_id, chunks in (rows.chunks or {}).items():
-            if chunks and memory_id in slots:
-                self._add_chunks(slots[memory_id], chunks)
+        # In slot order, as upsert one row at a time would add them.
+        owned = [(slots[m], c) for m, c in (rows.chunks or {}).items() if c and m in slots]
+        for slot, chunks in sorted(owned, key=lambda sc: sc[0]):
+            self._add_chunks(slot, chunks)
 
     @staticmethod
     def _row(rows: IndexColumns, i: int) -> IndexRow:
