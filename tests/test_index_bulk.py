@@ -1,4 +1,4 @@
-"""A partition's bulk load (``ScopeIndex.extend``, ``BM25Index.add_many``, ``analyse_many``)
+"""A partition's bulk load (``ScopeIndex.extend``, ``BM25Index.add_many``, ``pack_terms``)
 builds the same index as adding its rows one at a time: same terms, postings, lengths, and
 the same ids, order and scores from every search, on a real SQLite file."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.recall.keyword import BM25Index, analyse_many
+from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import terms
 from engrammar.store.index import ScopeIndex
 from engrammar.store.sqlite_search import SQLiteSearch
@@ -29,10 +29,10 @@ AWKWARD = [
 ]
 
 
-def test_analyse_many_equals_terms_one_text_at_a_time() -> None:
+def test_packed_terms_unpack_to_the_same_lists() -> None:
     texts = AWKWARD * 3 + [f"note {i} on the garden, dog {i % 7}" for i in range(50)]
-    for batch in (texts, [t for t in texts if "\x00" not in t], texts[:1], []):
-        packed = analyse_many(batch, terms)
+    for batch in (texts, texts[:1], [""], []):
+        packed = pack_terms([terms(t) for t in batch])
         assert len(packed) == len(batch)
         assert [packed[i] for i in range(len(batch))] == [terms(t) for t in batch]
 
@@ -50,7 +50,7 @@ def test_bm25_add_many_equals_add() -> None:
     one, many = BM25Index(1.2, 0.1), BM25Index(1.2, 0.1)
     for i, d in enumerate(docs):
         one.add(i, d)
-    many.add_many(0, analyse_many([" ".join(d) for d in docs], lambda w: [w]))
+    many.add_many(0, pack_terms(docs))
     queries = [terms("garden dog 3"), terms("cats sitting"), terms("shed shed 2 nothing")]
     _same_bm25(one, many, len(docs), queries)
     # Changes after the bulk add: removals, re-adds and a second bulk add.
@@ -61,7 +61,7 @@ def test_bm25_add_many_equals_add() -> None:
     more = [terms("dog dog garden"), terms("cats")]
     for i, d in enumerate(more):
         one.add(len(docs) + 1 + i, d)
-    many.add_many(len(docs) + 1, analyse_many([" ".join(d) for d in more], lambda w: [w]))
+    many.add_many(len(docs) + 1, pack_terms(more))
     _same_bm25(one, many, len(docs) + 3, queries)
 
 
