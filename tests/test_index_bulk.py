@@ -65,6 +65,19 @@ def test_bm25_add_many_equals_add() -> None:
     _same_bm25(one, many, len(docs) + 3, queries)
 
 
+def test_bm25_add_many_of_documents_without_terms() -> None:
+    one, many = BM25Index(1.2, 0.1), BM25Index(1.2, 0.1)
+    docs = [terms("the and of"), [], terms("is it")]
+    for i, d in enumerate(docs):
+        one.add(i, d)
+    many.add_many(0, pack_terms(docs))
+    assert len(many) == 3 and many._total_len == 0
+    _same_bm25(one, many, 3, [terms("anything")])
+    for index in (one, many):
+        index.add(3, terms("garden"))
+    _same_bm25(one, many, 4, [terms("garden")])
+
+
 def _rows(store: Any, user: str) -> list[tuple[Any, ...]]:
     return store._sync_conn.execute(
         "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, role "

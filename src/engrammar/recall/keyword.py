@@ -122,8 +122,8 @@ class BM25Index:
         slots = pairs % n + first
         tf32 = tfs.astype(np.float32)
         cuts = np.flatnonzero(np.diff(term_of)) + 1
-        los = np.concatenate(([0], cuts)).tolist()
-        bounds = zip(los, np.append(cuts, len(pairs)).tolist(), strict=True)
+        los = np.concatenate(([0], cuts)).tolist() if len(pairs) else []
+        bounds = zip(los, np.append(cuts, len(pairs)).tolist()[: len(los)], strict=True)
         vocab = docs.vocab
         for lo, hi in bounds:
             term = vocab[int(term_of[lo])]
