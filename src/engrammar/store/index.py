@@ -251,9 +251,13 @@ class ScopeIndex:
             for i in range(n):
                 self.upsert(self._row(rows, i))
             return
-        self.reserve(n)
-        self._vectors[:n] = rows.vectors
-        self._alive[:n] = True
+        # Allocated at their size (the index is empty): the vectors copied once, not into
+        # zeros that reserve() would copy first.
+        self._vectors = np.array(rows.vectors, dtype=np.float32)
+        self._alive = np.ones(n, dtype=bool)
+        self._created = np.zeros(n, dtype=np.float64)
+        self._kind_codes = np.zeros(n, dtype=np.int16)
+        self._role_codes = np.zeros(n, dtype=np.int16)
         try:
             self._created[:n] = np.asarray(rows.created_at, dtype=np.float64)
         except (TypeError, ValueError):
