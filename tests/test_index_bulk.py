@@ -4,6 +4,8 @@ the same ids, order and scores from every search, on a real SQLite file."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,11 @@ import numpy as np
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.recall.keyword import BM25Index, pack_terms
-from engrammar.recall.text import terms
+from engrammar.recall.text import index_text, terms
 from engrammar.store.index import ScopeIndex
+from engrammar.store.index_terms import read_terms, stored_terms
+from engrammar.store.migrations import MIGRATIONS
+from engrammar.store.sqlite import SQLiteStore
 from engrammar.store.sqlite_search import SQLiteSearch
 
 AWKWARD = [
@@ -176,3 +181,91 @@ def test_bulk_loaded_partition_equals_one_by_one(tmp_path: Path) -> None:
         _same_index(bulk, ref, queries)
     finally:
         memory.close()
+
+
+def _stored(store: Any) -> dict[str, tuple[str, str | None]]:
+    """Each memory's index text and stored terms."""
+    out = {}
+    for memory_id, content, metadata, stored in store._sync_conn.execute(
+        "SELECT id, content, metadata, index_terms FROM memories"
+    ):
+        speaker = json.loads(metadata).get("speaker")
+        out[memory_id] = (index_text(content, speaker), stored)
+    return out
+
+
+def test_stored_terms_are_current_or_not_used(tmp_path: Path) -> None:
+    memory = Memory(Config(path=str(tmp_path / "store")), embedder=HashEmbedder())
+    try:
+        ids = memory.add(
+            [
+                {"role": "user", "name": "Caroline", "content": "I adopted two cats."},
+                {"role": "user", "content": "The lake at sunrise, the the and."},
+                {"role": "user", "content": "Running to the shed."},
+            ],
+            user_id="u",
+        )
+        store: Any = memory.store
+        for text, stored in _stored(store).values():
+            assert stored is not None and stored == stored_terms(text)
+            assert read_terms(text, stored) == terms(text)
+        # Changed text and speaker: the stored terms follow.
+        memory.update(ids[0], metadata={"speaker": "Melanie"})
+        memory.update(ids[2], "Walking to the garden.")
+        for text, stored in _stored(store).values():
+            assert stored == stored_terms(text)
+        assert "melani" in read_terms(*_stored(store)[ids[0]])
+        # Terms written by an older release (none), or not matching the text: not used.
+        with store._write() as conn:
+            conn.execute("UPDATE memories SET index_terms = NULL WHERE id = ?", (ids[0],))
+            conn.execute(
+                "UPDATE memories SET index_terms = ? WHERE id = ?",
+                (stored_terms("something else entirely"), ids[1]),
+            )
+        text, stored = _stored(store)[ids[1]]
+        assert read_terms(text, stored) == terms(text)
+        current = stored_terms(text)
+        assert current is not None and read_terms(text, current[:9] + "x") == ["x"]
+        with store._index_lock:
+            bulk = store._load_partition("default", "u")
+        _same_index(bulk, _one_by_one(store, "u"), ["cats", "lake sunrise", "garden melanie"])
+    finally:
+        memory.close()
+
+
+def test_migration_fills_the_terms_of_stored_memories(tmp_path: Path) -> None:
+    file = tmp_path / "old.db"
+    older = [m for m in MIGRATIONS if m.__name__ < "m013"]
+    conn = sqlite3.connect(file, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    for migration in older:
+        migration(conn)
+        conn.execute("INSERT INTO migrations VALUES (?, 0)", (migration.__name__,))
+    rows = [
+        ("a", "I adopted two cats.", '{"speaker": "Caroline"}'),
+        ("b", "the and of", "{}"),
+        ("c", "Running to the lake.", '{"speaker": 3}'),
+    ]
+    for memory_id, content, metadata in rows:
+        conn.execute(
+            "INSERT INTO memories (id, workspace, user_id, role, content, kind, status, "
+            "created_at, updated_at, metadata, dedup_key, embedding) "
+            "VALUES (?, 'default', 'u', 'user', ?, 'message', 'active', 0, 0, ?, ?, ?)",
+            (memory_id, content, metadata, memory_id, np.zeros(8, np.float32).tobytes()),
+        )
+    conn.execute("COMMIT")
+    conn.close()
+    store = SQLiteStore(file)
+    try:
+        found = {
+            r[0]: r[1] for r in store._sync_conn.execute("SELECT id, index_terms FROM memories")
+        }
+        assert found == {
+            "a": stored_terms("Caroline: I adopted two cats."),
+            "b": stored_terms("the and of"),
+            "c": stored_terms("Running to the lake."),
+        }
+        assert read_terms("the and of", found["b"]) == []
+    finally:
+        store.close()

@@ -71,7 +71,8 @@ class IndexRow:
 @dataclass
 class IndexColumns:
     """Many :class:`IndexRow` as columns (a partition's load): ``vectors`` one matrix,
-    ``chunks`` by id for the memories that have any."""
+    ``chunks`` by id for the memories that have any, ``terms`` each content's
+    :func:`~engrammar.recall.text.terms` if known (else computed)."""
 
     ids: Sequence[str]
     agent_ids: Sequence[str | None]
@@ -84,6 +85,7 @@ class IndexColumns:
     metadata: Sequence[dict[str, Any] | None]
     metadata_bytes: Sequence[int]
     chunks: dict[str, list[ChunkVector]] | None = None
+    terms: Sequence[list[str]] | None = None
 
 
 class ContextIndex:
@@ -272,7 +274,8 @@ class ScopeIndex:
         self._sessions = list(rows.session_ids)
         self._metadata = list(rows.metadata)
         self._metadata_bytes = 4 * sum(rows.metadata_bytes)
-        self._packed_terms = pack_terms([terms(text) for text in rows.contents])
+        known = rows.terms if rows.terms is not None else [terms(t) for t in rows.contents]
+        self._packed_terms = pack_terms(known)
         self._terms = [None] * n
         self._bm25.add_many(0, self._packed_terms)
         self._slot = slots

@@ -28,6 +28,7 @@ from .base import ChunkVector, LearningAhead, NewMemory, RefineAhead
 from .chunk_rows import chunk_vector
 from .dialect import scope_where
 from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
+from .index_terms import read_terms
 from .sql import SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -194,8 +195,8 @@ class SQLiteSearch(SQLStore):
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             cursor = conn.execute(
-                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, role "
-                "FROM memories "
+                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, "
+                "role, index_terms FROM memories "
                 "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
                 (workspace, user),
             )
@@ -226,28 +227,30 @@ class SQLiteSearch(SQLStore):
         not every vector has ``dim`` components."""
         if not rows:
             return None
-        ids, agents, sessions, created, contents, blobs, metas, kinds, roles = zip(
+        ids, agents, sessions, created, contents, blobs, metas, kinds, roles, stored = zip(
             *rows, strict=True
         )
         if any(len(b) != dim * 4 for b in blobs):
             return None
         vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
         decoded = [json.loads(m) if m and m != "{}" else None for m in metas]
+        texts = [
+            index_text(c, _speaker(m)) if m is not None else c
+            for c, m in zip(contents, decoded, strict=True)
+        ]
         return IndexColumns(
             ids=ids,
             agent_ids=agents,
             session_ids=sessions,
             created_at=created,
-            contents=[
-                index_text(c, _speaker(m)) if m is not None else c
-                for c, m in zip(contents, decoded, strict=True)
-            ],
+            contents=texts,
             vectors=vectors,
             kinds=kinds,
             roles=roles,
             metadata=[m if isinstance(m, dict) and m else None for m in decoded],
             metadata_bytes=[len(t) if m else 0 for t, m in zip(metas, decoded, strict=True)],
             chunks=chunks,
+            terms=list(map(read_terms, texts, stored)),
         )
 
     @staticmethod
