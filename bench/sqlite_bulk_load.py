@@ -5,7 +5,8 @@ bulk path: ``ScopeIndex.extend``) and the row-by-row load it replaced (``reserve
 ``upsert`` per row, as main loaded until then), alternating ``--repeat`` times, wall and CPU
 time of each; then the two indexes compared: ids and slots, every slot's terms, the BM25
 postings and scores, keyword search (top 50: ids, order, scores) and vector search (top 20)
-for every LoCoMo question (``--data``), and term postings.
+for every LoCoMo question (``--data``; or LongMemEval dev's, given its ``.json.gz``), and term
+postings.
 
     python bench/sqlite_bulk_load.py STORE_DIR_OR_FILE [--users u,v] [--repeat 3] [--data F]
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import json
 import os
 import statistics
@@ -125,8 +127,13 @@ def main() -> None:
             )
         ]
     )
-    data = json.loads(Path(args.data).read_text())
-    questions = [q["question"] for sample in data for q in sample["qa"]][: args.questions]
+    if args.data.endswith(".gz"):  # LongMemEval dev (../shared/data/lme_dev/lme_dev.json.gz)
+        with gzip.open(args.data) as f:
+            questions = [q["question"] for q in json.load(f)["questions"]]
+    else:
+        data = json.loads(Path(args.data).read_text())
+        questions = [q["question"] for sample in data for q in sample["qa"]]
+    questions = questions[: args.questions]
     print(f"{path}: {len(users)} partitions, load {os.getloadavg()[0]:.1f}", flush=True)
     print(
         "| user | rows | bulk wall s | bulk CPU s | row by row wall s | row by row CPU s | same |"
