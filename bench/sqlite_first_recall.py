@@ -76,9 +76,13 @@ def main() -> None:
                 user=args.user,
             )
             load = os.getloadavg()[0]
-            line = subprocess.run(
-                [sys.executable, "-c", code], check=True, capture_output=True, text=True
-            ).stdout.strip().splitlines()[-1]
+            line = (
+                subprocess.run(
+                    [sys.executable, "-c", code], check=True, capture_output=True, text=True
+                )
+                .stdout.strip()
+                .splitlines()[-1]
+            )
             out = json.loads(line)
             ids[i] = out.pop("ids")
             got[i].append(out)

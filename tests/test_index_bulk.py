@@ -202,33 +202,33 @@ def test_stored_terms_are_current_or_not_used(tmp_path: Path) -> None:
                 {"role": "user", "name": "Caroline", "content": "I adopted two cats."},
                 {"role": "user", "content": "The lake at sunrise, the the and."},
                 {"role": "user", "content": "Running to the shed."},
+                {"role": "user", "content": "Painting by the lake."},
             ],
             user_id="u",
         )
         store: Any = memory.store
         for text, stored in _stored(store).values():
             assert stored is not None and stored == stored_terms(text)
-            assert read_terms(text, stored) == terms(text)
+            assert read_terms([text], [stored]) == [terms(text)]
         # Changed text and speaker: the stored terms follow.
         memory.update(ids[0], metadata={"speaker": "Melanie"})
         memory.update(ids[2], "Walking to the garden.")
         for text, stored in _stored(store).values():
             assert stored == stored_terms(text)
-        assert "melani" in read_terms(*_stored(store)[ids[0]])
-        # Terms written by an older release (none), or not matching the text: not used.
+        assert "melani" in read_terms(*zip(_stored(store)[ids[0]], strict=True))[0]
+        # An update that leaves the terms as they were (an older release's) empties them.
         with store._write() as conn:
-            conn.execute("UPDATE memories SET index_terms = NULL WHERE id = ?", (ids[0],))
-            conn.execute(
-                "UPDATE memories SET index_terms = ? WHERE id = ?",
-                (stored_terms("something else entirely"), ids[1]),
-            )
-        text, stored = _stored(store)[ids[1]]
-        assert read_terms(text, stored) == terms(text)
-        current = stored_terms(text)
-        assert current is not None and read_terms(text, current[:9] + "x") == ["x"]
+            conn.execute("UPDATE memories SET content = 'Swimming' WHERE id = ?", (ids[1],))
+            conn.execute("UPDATE memories SET metadata = '{}' WHERE id = ?", (ids[0],))
+        found = _stored(store)
+        assert found[ids[0]][1] is None and found[ids[1]][1] is None
+        assert found[ids[3]][1] == stored_terms("Painting by the lake.")
+        # Terms of another analyser are not read.
+        text = "Painting by the lake."
+        assert read_terms([text], ["00000000 paint"]) == [terms(text)] != [["paint"]]
         with store._index_lock:
             bulk = store._load_partition("default", "u")
-        _same_index(bulk, _one_by_one(store, "u"), ["cats", "lake sunrise", "garden melanie"])
+        _same_index(bulk, _one_by_one(store, "u"), ["cats", "lake sunrise", "garden swimming"])
     finally:
         memory.close()
 
@@ -266,6 +266,6 @@ def test_migration_fills_the_terms_of_stored_memories(tmp_path: Path) -> None:
             "b": stored_terms("the and of"),
             "c": stored_terms("Running to the lake."),
         }
-        assert read_terms("the and of", found["b"]) == []
+        assert read_terms(["the and of"], [found["b"]]) == [[]]
     finally:
         store.close()

@@ -1,17 +1,23 @@
 """A memory's keyword terms stored beside it (SQLite ``memories.index_terms``).
 
 Loading a 100k-memory partition into the in-process index analysed every text again
-(:func:`~engrammar.recall.text.terms`: ~1 s of CPU of the ~2.5 s load). The embedded store
-writes the terms of each memory's index text with the row, and a load takes them as they are
-when they are current: the stored value starts with a checksum of the index text and of the
-analyser (its stop words and what it makes of a probe text), so a row written by an older
-release (NULL), a content or speaker changed by a path that did not rewrite the column, or a
-changed analyser all fall back to analysing the text, never to stale terms.
+(:func:`~engrammar.recall.text.terms`: ~1 s of CPU of a ~3 s load). The embedded store writes
+the terms of each memory's index text with the row, and a load takes them as they are when
+they are current:
+
+- the stored value starts with a mark of the analyser (its stop words and what it makes of a
+  probe text): terms of another analyser are never read;
+- a row written by a release before the column holds NULL;
+- a trigger (``m013_index_terms``) empties the value of a row whose content or metadata (its
+  speaker) changed without it, so an older release's update leaves no stale terms.
+
+A value not current is ignored and the text analysed, as before.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -28,13 +34,9 @@ _PROBE = (
 
 
 @lru_cache(maxsize=1)
-def _seed() -> int:
+def _mark() -> str:
     analyser = "\n".join([*sorted(STOP_WORDS), "", *terms(_PROBE)])
-    return zlib.crc32(analyser.encode())
-
-
-def _check(text: str) -> str:
-    return f"{zlib.crc32(text.encode('utf-8', 'surrogatepass'), _seed()):08x}"
+    return f"{zlib.crc32(analyser.encode()):08x} "
 
 
 def stored_terms(text: str) -> str | None:
@@ -44,17 +46,20 @@ def stored_terms(text: str) -> str | None:
     joined = " ".join(found)
     if joined.split() != found:
         return None
-    return f"{_check(text)} {joined}"
-
-
-def read_terms(text: str, stored: str | None) -> list[str]:
-    """``terms(text)``, from ``stored`` when it is current for ``text``."""
-    if stored is not None and stored[:8] == _check(text):
-        return stored[9:].split()
-    return terms(text)
+    return _mark() + joined
 
 
 def memory_terms(content: str, metadata: Any) -> str | None:
     """:func:`stored_terms` of a memory's index text (its speaker's name and its content)."""
     speaker = speaker_of(metadata) if isinstance(metadata, dict) else None
     return stored_terms(index_text(content, speaker))
+
+
+def read_terms(texts: Sequence[str], stored: Sequence[str | None]) -> list[list[str]]:
+    """``terms(text)`` of each text, from its stored value where that is current."""
+    mark = _mark()
+    skip = len(mark)
+    return [
+        value[skip:].split() if value is not None and value.startswith(mark) else terms(text)
+        for text, value in zip(texts, stored, strict=True)
+    ]

@@ -495,8 +495,18 @@ def m012_memory_chunks(conn: sqlite3.Connection) -> None:
 def m013_index_terms(conn: sqlite3.Connection) -> None:
     """Each memory's keyword terms beside it (:mod:`.index_terms`): a partition's load into
     the in-process index reads them instead of analysing every text again. Filled here for
-    the memories already stored."""
-    _run(conn, "ALTER TABLE memories ADD COLUMN index_terms TEXT")
+    the memories already stored; emptied by a trigger when a memory's content or metadata
+    changes without them (an older release's update), so they are never stale."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN index_terms TEXT",
+        """
+        CREATE TRIGGER memories_index_terms_stale AFTER UPDATE OF content, metadata ON memories
+            WHEN new.index_terms IS old.index_terms BEGIN
+                UPDATE memories SET index_terms = NULL WHERE seq = new.seq;
+            END
+        """,
+    )
     rows = conn.execute("SELECT seq, content, metadata FROM memories").fetchall()
     for start in range(0, len(rows), 10_000):
         values = []

@@ -250,7 +250,7 @@ class SQLiteSearch(SQLStore):
             metadata=[m if isinstance(m, dict) and m else None for m in decoded],
             metadata_bytes=[len(t) if m else 0 for t, m in zip(metas, decoded, strict=True)],
             chunks=chunks,
-            terms=list(map(read_terms, texts, stored)),
+            terms=read_terms(texts, stored),
         )
 
     @staticmethod
