@@ -253,9 +253,10 @@ class ScopeIndex:
             for i in range(n):
                 self.upsert(self._row(rows, i))
             return
-        # Allocated at their size (the index is empty): the vectors copied once, not into
-        # zeros that reserve() would copy first.
-        self._vectors = np.array(rows.vectors, dtype=np.float32)
+        # Allocated at their size (the index is empty). The vectors are taken as given, not
+        # copied (154 MB at 100k): the next _append outgrows them and reserve() copies them
+        # into a matrix of its own; read-only ones (a database's bytes) stay read-only.
+        self._vectors = np.asarray(rows.vectors, dtype=np.float32)
         self._alive = np.ones(n, dtype=bool)
         self._created = np.zeros(n, dtype=np.float64)
         self._kind_codes = np.zeros(n, dtype=np.int16)

@@ -230,7 +230,7 @@ class SQLiteSearch(SQLStore):
         ids, agents, sessions, created, contents, blobs, metas, kinds, roles, stored = zip(
             *rows, strict=True
         )
-        if any(len(b) != dim * 4 for b in blobs):
+        if set(map(len, blobs)) != {dim * 4}:
             return None
         vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
         decoded = [json.loads(m) if m and m != "{}" else None for m in metas]
