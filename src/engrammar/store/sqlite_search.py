@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -196,11 +197,15 @@ class SQLiteSearch(SQLStore):
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             cursor = conn.execute(
                 "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, "
-                "role, index_terms FROM memories "
-                "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
+                "role, index_terms, seq FROM memories "
+                "WHERE workspace = ? AND user_id IS ? AND status = 'active'",
                 (workspace, user),
             )
+            # In insertion order, sorted here: ORDER BY made SQLite sort every row, vectors
+            # and all, in a temporary B-tree (half the read's time at 100k). The rows come in
+            # runs already in order (by kind, from the index it searches): a cheap sort.
             rows = cursor.fetchall()
+            rows.sort(key=itemgetter(10))
             chunks = _chunk_lists(
                 conn.execute(
                     f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
@@ -227,7 +232,7 @@ class SQLiteSearch(SQLStore):
         not every vector has ``dim`` components."""
         if not rows:
             return None
-        ids, agents, sessions, created, contents, blobs, metas, kinds, roles, stored = zip(
+        ids, agents, sessions, created, contents, blobs, metas, kinds, roles, stored, _ = zip(
             *rows, strict=True
         )
         if set(map(len, blobs)) != {dim * 4}:
