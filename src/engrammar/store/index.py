@@ -243,10 +243,10 @@ class ScopeIndex:
             self._role_codes = np.concatenate([self._role_codes, np.zeros(grow, np.int16)])
 
     def extend(self, rows: IndexColumns) -> None:
-        """:meth:`upsert` of every row, at once: vectors copied as one matrix, BM25 postings
-        built per term with numpy (:meth:`BM25Index.add_many`), terms kept packed. Row by row,
-        a 100k-memory partition's load spent seconds in per-row Python. An index that already holds
-        rows, or ids given twice, take the row-by-row path."""
+        """:meth:`upsert` of every row, at once: the vectors as one matrix, BM25 postings built
+        per term with numpy (:meth:`BM25Index.add_many`), terms kept packed. Row by row, a
+        100k-memory partition's load spent seconds in per-row Python. An index that already
+        holds rows, or ids given twice, take the row-by-row path."""
         n = len(rows.ids)
         slots = dict(zip(rows.ids, range(n), strict=True))
         if self._ids or len(slots) < n or rows.vectors.shape != (n, self.dim):
