@@ -4,10 +4,44 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
-__all__ = ["BM25Index"]
+__all__ = ["BM25Index", "TermLists", "pack_terms"]
+
+
+class TermLists:
+    """The term lists of many documents, packed: document ``i`` holds
+    ``[vocab[t] for t in term_ids[offsets[i]:offsets[i + 1]]]`` in order."""
+
+    def __init__(self, vocab: list[str], term_ids: np.ndarray, offsets: np.ndarray) -> None:
+        self.vocab = vocab
+        self.term_ids = term_ids
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, doc: int) -> list[str]:
+        vocab = self.vocab
+        return [vocab[t] for t in self.term_ids[self.offsets[doc] : self.offsets[doc + 1]]]
+
+    @property
+    def nbytes(self) -> int:
+        return self.term_ids.nbytes + self.offsets.nbytes + 60 * len(self.vocab)
+
+
+def pack_terms(docs: Sequence[list[str]]) -> TermLists:
+    """The term lists of many documents, packed (:class:`TermLists`): what
+    :meth:`BM25Index.add_many` reads. The per-term work is C (a chain, a dict look-up)."""
+    flat = list(chain.from_iterable(docs))
+    vocab = {term: i for i, term in enumerate(dict.fromkeys(flat))}
+    term_ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat))
+    offsets = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, docs), dtype=np.int64, count=len(docs)), out=offsets[1:])
+    return TermLists(list(vocab), term_ids, offsets)
 
 
 class BM25Index:
@@ -15,12 +49,18 @@ class BM25Index:
 
     ``k1`` saturates term frequency; ``b`` weighs length normalisation (0 = none). Removing a
     document only marks its slot dead; the owner compacts by rebuilding.
+
+    A term's posting is a dict (slot -> term frequency) once a single document was added to
+    or removed from it; :meth:`add_many` keeps postings packed as arrays (slots ascending,
+    frequencies) until then, which is the form :meth:`scores` reads anyway.
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.1) -> None:
         self.k1 = k1
         self.b = b
         self._postings: dict[str, dict[int, int]] = {}
+        # Packed postings of terms not in _postings, and the cached arrays of those in it.
+        self._packed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._lengths: list[int] = []
         self._lengths_array: np.ndarray | None = None  # _lengths as floats, rebuilt on change
@@ -31,25 +71,89 @@ class BM25Index:
     def __len__(self) -> int:
         return self._n_alive
 
+    def _posting(self, term: str) -> dict[int, int] | None:
+        """``term``'s posting as a dict (unpacked on first need), or None."""
+        posting = self._postings.get(term)
+        if posting is None:
+            packed = self._packed.pop(term, None)
+            if packed is None:
+                return None
+            slots, tfs = packed
+            posting = self._postings[term] = dict(
+                zip(slots.tolist(), tfs.astype(np.int64).tolist(), strict=True)
+            )
+        return posting
+
     def add(self, slot: int, doc_terms: list[str]) -> None:
         while len(self._lengths) <= slot:
             self._lengths.append(0)
             self._alive.append(False)
-        counts = Counter(doc_terms)
-        for term, tf in counts.items():
-            self._postings.setdefault(term, {})[slot] = tf
-            self._arrays.pop(term, None)
+        postings, packed, arrays = self._postings, self._packed, self._arrays
+        for term, tf in Counter(doc_terms).items():
+            posting = postings.get(term)
+            if posting is None:
+                posting = self._posting(term) if term in packed else None
+                if posting is None:
+                    posting = postings[term] = {}
+            posting[slot] = tf
+            arrays.pop(term, None)
         self._lengths[slot] = len(doc_terms)
         self._lengths_array = None
         self._alive[slot] = True
         self._total_len += len(doc_terms)
         self._n_alive += 1
 
+    def add_many(self, first: int, docs: TermLists) -> None:
+        """Add document ``i`` of ``docs`` at slot ``first + i``, for every ``i`` at once: the
+        same index as :meth:`add` of each in turn. The slots must be new (``first`` at least
+        every slot added before)."""
+        n = len(docs)
+        if n <= 0:
+            return
+        if first < len(self._lengths):
+            for i in range(n):
+                self.add(first + i, docs[i])
+            return
+        lengths = np.diff(docs.offsets)
+        doc_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        # Each (term, document) pair once, with its count, sorted by term then document.
+        pairs, tfs = np.unique(docs.term_ids.astype(np.int64) * n + doc_of, return_counts=True)
+        term_of = pairs // n
+        slots = pairs % n + first
+        tf32 = tfs.astype(np.float32)
+        cuts = np.flatnonzero(np.diff(term_of)) + 1
+        los = np.concatenate(([0], cuts)).tolist() if len(pairs) else []
+        bounds = zip(los, np.append(cuts, len(pairs)).tolist()[: len(los)], strict=True)
+        vocab = docs.vocab
+        for lo, hi in bounds:
+            term = vocab[int(term_of[lo])]
+            these = (slots[lo:hi], tf32[lo:hi])
+            if term in self._postings:
+                self._postings[term].update(
+                    zip(these[0].tolist(), tfs[lo:hi].tolist(), strict=True)
+                )
+                self._arrays.pop(term, None)
+            elif term in self._packed:
+                old = self._packed[term]
+                self._packed[term] = (
+                    np.concatenate([old[0], these[0]]),
+                    np.concatenate([old[1], these[1]]),
+                )
+            else:
+                self._packed[term] = these
+        self._lengths.extend([0] * (first - len(self._lengths)))
+        self._alive.extend([False] * (first - len(self._alive)))
+        self._lengths.extend(lengths.tolist())
+        self._alive.extend([True] * n)
+        self._lengths_array = None
+        self._total_len += int(lengths.sum())
+        self._n_alive += n
+
     def remove(self, slot: int, doc_terms: list[str]) -> None:
         if slot >= len(self._alive) or not self._alive[slot]:
             return
         for term in set(doc_terms):
-            posting = self._postings.get(term)
+            posting = self._posting(term)
             if posting is not None:
                 posting.pop(slot, None)
                 self._arrays.pop(term, None)
@@ -62,6 +166,8 @@ class BM25Index:
     def _array(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         cached = self._arrays.get(term)
         if cached is None:
+            cached = self._packed.get(term)
+        if cached is None:
             posting = self._postings.get(term)
             if not posting:
                 return None
@@ -70,12 +176,21 @@ class BM25Index:
             cached = self._arrays[term] = (slots, tfs)
         return cached
 
+    def slots(self, term: str) -> np.ndarray:
+        """The slots of the live documents holding ``term`` (do not modify)."""
+        found = self._array(term)
+        return found[0] if found is not None else np.zeros(0, dtype=np.int64)
+
     def postings(self, term: str) -> dict[int, int]:
         """Slot -> term frequency of the live documents holding ``term`` (do not modify)."""
-        return self._postings.get(term, {})
+        return self._posting(term) or {}
+
+    def df(self, term: str) -> int:
+        packed = self._packed.get(term)
+        return len(packed[0]) if packed is not None else len(self._postings.get(term, ()))
 
     def idf(self, term: str) -> float:
-        df = len(self._postings.get(term, ()))
+        df = self.df(term)
         n = max(self._n_alive, 1)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 

@@ -6,9 +6,11 @@ A migration is a function named ``mNNN_what_it_does``; the store records its nam
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
+from .index_terms import memory_terms
 from .tables import SOURCED_TABLES
 
 
@@ -490,6 +492,30 @@ def m012_memory_chunks(conn: sqlite3.Connection) -> None:
     )
 
 
+def m013_index_terms(conn: sqlite3.Connection) -> None:
+    """Each memory's keyword terms beside it (:mod:`.index_terms`): a partition's load into
+    the in-process index reads them instead of analysing every text again. Filled here for
+    the memories already stored; emptied by a trigger when a memory's content or metadata
+    changes without them (an older release's update), so they are never stale."""
+    _run(
+        conn,
+        "ALTER TABLE memories ADD COLUMN index_terms TEXT",
+        """
+        CREATE TRIGGER memories_index_terms_stale AFTER UPDATE OF content, metadata ON memories
+            WHEN new.index_terms IS old.index_terms BEGIN
+                UPDATE memories SET index_terms = NULL WHERE seq = new.seq;
+            END
+        """,
+    )
+    rows = conn.execute("SELECT seq, content, metadata FROM memories").fetchall()
+    for start in range(0, len(rows), 10_000):
+        values = []
+        for seq, content, metadata in rows[start : start + 10_000]:
+            decoded = json.loads(metadata) if metadata and metadata != "{}" else None
+            values.append((memory_terms(content, decoded), seq))
+        conn.executemany("UPDATE memories SET index_terms = ? WHERE seq = ?", values)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -503,4 +529,5 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m010_memories_by_kind,
     m011_feedback_sources,
     m012_memory_chunks,
+    m013_index_terms,
 ]

@@ -45,7 +45,8 @@ TABLES: dict[str, Table] = {
         key=("workspace", "id"),
         unique=(("workspace", "dedup_key"),),
         order="seq",
-        only={"postgresql": ("terms", "doc_len")},  # the keyword index (SQLite: memories_fts)
+        # The keyword index (SQLite: memories_fts, and each memory's terms for its in-process index).
+        only={"postgresql": ("terms", "doc_len"), "sqlite": ("index_terms",)},
     ),
     "memory_changes": Table(
         ("rev", "memory_id", "workspace", "user_id", "op", "before", "after", "reason",

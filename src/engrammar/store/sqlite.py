@@ -30,6 +30,7 @@ from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
 from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .index import ByteLRU, ContextIndex, ScopeIndex
+from .index_terms import memory_terms
 from .migrations import MIGRATIONS
 from .sql import Dialect, scope_where
 from .sqlite_backup import backup_file, restore_file
@@ -322,7 +323,8 @@ class SQLiteStore(SQLiteSearch):
             conn.execute(
                 "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
                 "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                "embedding, valid_until, superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "embedding, valid_until, superseded_by, index_terms) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     row.id,
                     row.workspace,
@@ -340,6 +342,7 @@ class SQLiteStore(SQLiteSearch):
                     np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
                     row.valid_until,
                     row.superseded_by,
+                    memory_terms(row.content, row.metadata),
                 ),
             )
             if row.chunks:
@@ -462,6 +465,12 @@ class SQLiteStore(SQLiteSearch):
                 if status is not None:
                     sets.append("status = ?")
                     params.append(status)
+                if "content = ?" in sets or metadata is not None:
+                    text = content if "content = ?" in sets and content else old.content
+                    sets.append("index_terms = ?")  # the text or its speaker changes
+                    params.append(
+                        memory_terms(text, old.metadata if metadata is None else metadata)
+                    )
                 conn.execute(
                     f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", [*params, memory_id]
                 )
@@ -705,8 +714,8 @@ class SQLiteStore(SQLiteSearch):
             return str(existing[0])
         conn.execute(
             "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
-            "kind, status, created_at, updated_at, metadata, dedup_key, embedding) "
-            "VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?)",
+            "kind, status, created_at, updated_at, metadata, dedup_key, embedding, index_terms) "
+            "VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?,?)",
             (
                 row.id,
                 row.workspace,
@@ -721,6 +730,7 @@ class SQLiteStore(SQLiteSearch):
                 json.dumps(row.metadata, ensure_ascii=False),
                 row.dedup_key,
                 _blob(row.embedding),
+                memory_terms(row.content, row.metadata),
             ),
         )
         self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)

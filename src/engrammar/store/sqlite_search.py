@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,8 @@ from ..recall.text import index_text, terms
 from .base import ChunkVector, LearningAhead, NewMemory, RefineAhead
 from .chunk_rows import chunk_vector
 from .dialect import scope_where
-from .index import ByteLRU, ContextIndex, IndexRow, ScopeIndex
+from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
+from .index_terms import read_terms
 from .sql import SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -194,12 +196,16 @@ class SQLiteSearch(SQLStore):
         try:
             rev = conn.execute("SELECT coalesce(max(rev), 0) FROM memory_changes").fetchone()[0]
             cursor = conn.execute(
-                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, role "
-                "FROM memories "
-                "WHERE workspace = ? AND user_id IS ? AND status = 'active' ORDER BY seq",
+                "SELECT id, agent_id, session_id, created_at, content, embedding, metadata, kind, "
+                "role, index_terms, seq FROM memories "
+                "WHERE workspace = ? AND user_id IS ? AND status = 'active'",
                 (workspace, user),
             )
+            # In insertion order, sorted here: ORDER BY made SQLite sort every row, vectors
+            # and all, in a temporary B-tree (half the read's time at 100k). The rows come in
+            # runs already in order (by kind, from the index it searches): a cheap sort.
             rows = cursor.fetchall()
+            rows.sort(key=itemgetter(10))
             chunks = _chunk_lists(
                 conn.execute(
                     f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
@@ -207,13 +213,50 @@ class SQLiteSearch(SQLStore):
                     (workspace, user),
                 )
             )
-            index.reserve(len(rows))
-            for row in rows:
-                index.upsert(self._index_row(row, chunks.get(row[0])))
+            columns = self._index_columns(rows, chunks, index.dim)
+            if columns is not None:
+                index.extend(columns)
+            else:  # vectors of another dimension: upsert raises as it always did
+                for row in rows:
+                    index.upsert(self._index_row(row, chunks.get(row[0])))
         finally:
             conn.execute("COMMIT")
         index.rev = rev
         return index
+
+    @staticmethod
+    def _index_columns(
+        rows: list[tuple[Any, ...]], chunks: dict[str, list[ChunkVector]], dim: int
+    ) -> IndexColumns | None:
+        """:meth:`_index_row` of every row, as columns (the vectors one matrix); None when
+        not every vector has ``dim`` components."""
+        if not rows:
+            return None
+        ids, agents, sessions, created, contents, blobs, metas, kinds, roles, stored, _ = zip(
+            *rows, strict=True
+        )
+        if set(map(len, blobs)) != {dim * 4}:
+            return None
+        vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dim)
+        decoded = [json.loads(m) if m and m != "{}" else None for m in metas]
+        texts = [
+            index_text(c, _speaker(m)) if m is not None else c
+            for c, m in zip(contents, decoded, strict=True)
+        ]
+        return IndexColumns(
+            ids=ids,
+            agent_ids=agents,
+            session_ids=sessions,
+            created_at=created,
+            contents=texts,
+            vectors=vectors,
+            kinds=kinds,
+            roles=roles,
+            metadata=[m if isinstance(m, dict) and m else None for m in decoded],
+            metadata_bytes=[len(t) if m else 0 for t, m in zip(metas, decoded, strict=True)],
+            chunks=chunks,
+            terms=read_terms(texts, stored),
+        )
 
     @staticmethod
     def _index_row(row: tuple[Any, ...], chunks: list[ChunkVector] | None = None) -> IndexRow:
