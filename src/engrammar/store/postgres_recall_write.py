@@ -33,17 +33,16 @@ from psycopg_pool import ConnectionPool
 
 from .base import RecallRecord
 from .postgres_replicas import Replicas
+from .sql import RECALL_COLUMNS, recall_values
 
 __all__ = ["LATE", "RecallWrites"]
 
 Conn = psycopg.Connection[Any]
 T = TypeVar("T")
 
-_INSERT = (
-    b"INSERT INTO recalls (id, workspace, user_id, agent_id, session_id, query, created_at, "
-    b"memory_ids, paths, tensions, consumed_at) VALUES ($1, $2, $3, $4, $5, $6, $7::float8, "
-    b"$8::jsonb, $9::jsonb, $10::jsonb, $11::float8)"
-)
+# Text-format parameters: the casts say what the float and JSON texts are.
+_PLACES = "$1, $2, $3, $4, $5, $6, $7::float8, $8::jsonb, $9::jsonb, $10::jsonb, $11::float8"
+_INSERT = f"INSERT INTO recalls ({RECALL_COLUMNS}) VALUES ({_PLACES})".encode()
 # Set on the worker thread while it writes a record again.
 _WORKER = threading.local()
 # Seconds ``get_recall`` of a named recall waits before looking again when it is not found.
@@ -52,20 +51,12 @@ LATE = 0.05
 
 def _params(record: RecallRecord) -> list[bytes | None]:
     """The INSERT's parameters in PostgreSQL's text format (a float as ``repr``: exact)."""
-    values: list[str | None] = [
-        record.recall_id,
-        record.workspace,
-        record.user_id,
-        record.agent_id,
-        record.session_id,
-        record.query,
-        repr(float(record.created_at)),
-        json.dumps(record.memory_ids),
-        json.dumps(record.paths),
-        json.dumps(record.tensions),
-        None if record.consumed_at is None else repr(float(record.consumed_at)),
-    ]
-    return [None if v is None else v.encode() for v in values]
+    out: list[bytes | None] = []
+    for value in recall_values(record, json.dumps):
+        if isinstance(value, (int, float)):
+            value = repr(float(value))
+        out.append(None if value is None else value.encode())
+    return out
 
 
 def _send(conn: Conn, record: RecallRecord) -> None:
@@ -157,9 +148,7 @@ class RecallWrites:
                 _WORKER.active = False
 
     def _write_recall(self, record: RecallRecord) -> None:
-        sql = _INSERT.decode()
-        for n in range(11, 0, -1):
-            sql = sql.replace(f"${n}", "%s")
+        sql = f"INSERT INTO recalls ({RECALL_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})"
         params = [None if p is None else p.decode() for p in _params(record)]
         self._tx(
             "saving the recall",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ..errors import ConflictError, EmbedderError, NotFoundError
@@ -23,12 +23,39 @@ from .sql_knowledge import SQLKnowledge
 from .sql_undo import SQLUndo
 from .tables import FEEDBACK_TABLES, MEMORY_COLUMNS
 
-__all__ = ["KEY_COLUMNS", "Dialect", "SQLStore", "memory_record", "scope_where"]
+__all__ = [
+    "KEY_COLUMNS",
+    "RECALL_COLUMNS",
+    "Dialect",
+    "SQLStore",
+    "memory_record",
+    "recall_values",
+    "scope_where",
+]
 
-_RECALL_COLUMNS = (
+RECALL_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, query, created_at, memory_ids, paths, "
     "tensions, consumed_at"
 )
+
+
+def recall_values(record: RecallRecord, json: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """A recall record's row in ``RECALL_COLUMNS`` order, its lists written by ``json``."""
+    return (
+        record.recall_id,
+        record.workspace,
+        record.user_id,
+        record.agent_id,
+        record.session_id,
+        record.query,
+        record.created_at,
+        json(record.memory_ids),
+        json(record.paths),
+        json(record.tensions),
+        record.consumed_at,
+    )
+
+
 KEY_COLUMNS = "key_id, key_hash, workspace, user_id, name, created_at, revoked_at"
 
 
@@ -340,21 +367,8 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
 
     # -- recalls -------------------------------------------------------------------------------
     def save_recall(self, record: RecallRecord) -> None:
-        j = self.dialect.json
-        sql = self._q(f"INSERT INTO recalls ({_RECALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
-        args = (
-            record.recall_id,
-            record.workspace,
-            record.user_id,
-            record.agent_id,
-            record.session_id,
-            record.query,
-            record.created_at,
-            j(record.memory_ids),
-            j(record.paths),
-            j(record.tensions),
-            record.consumed_at,
-        )
+        sql = self._q(f"INSERT INTO recalls ({RECALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+        args = recall_values(record, self.dialect.json)
         self._run("saving the recall", lambda c: c.execute(sql, args), single=True)
 
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
@@ -365,14 +379,14 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         return self._recall_record(row)
 
     def _recall_query(self, scope: Scope, recall_id: str | None) -> tuple[str, list[Any]]:
-        """The statement of ``get_recall`` (one row of ``_RECALL_COLUMNS`` or none)."""
+        """The statement of ``get_recall`` (one row of ``RECALL_COLUMNS`` or none)."""
         where, params = scope_where(scope)
         if recall_id is not None:
-            sql = f"SELECT {_RECALL_COLUMNS} FROM recalls WHERE {where} AND id = ?"
+            sql = f"SELECT {RECALL_COLUMNS} FROM recalls WHERE {where} AND id = ?"
             params = [*params, recall_id]
         else:
             sql = (
-                f"SELECT {_RECALL_COLUMNS} FROM recalls WHERE {where} AND consumed_at IS NULL "
+                f"SELECT {RECALL_COLUMNS} FROM recalls WHERE {where} AND consumed_at IS NULL "
                 f"ORDER BY created_at DESC, {self.dialect.recall_order} DESC LIMIT 1"
             )
         return self._q(sql), params
