@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import tomllib
 import types
 import typing
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config_checks import validate
 from .errors import ValidationError
 
 __all__ = ["Config"]
@@ -480,7 +480,7 @@ class Config:
             else:
                 value = _coerce(f.name, hints[f.name], value)
             object.__setattr__(self, f.name, value)
-        self._validate()
+        validate(self)
 
     @classmethod
     def describe(cls) -> dict[str, tuple[Any, str]]:
@@ -495,236 +495,12 @@ class Config:
     def is_sqlite(self) -> bool:
         return self.store == "sqlite" or self.store.startswith("sqlite:")
 
-    def _validate(self) -> None:
-        for name in (
-            "feedback_strengthen_rate",
-            "feedback_weaken_rate",
-            "edge_weight_min",
-            "edge_weight_max",
-            "bm25_k1",
-            "bm25_b",
-            "keyword_weight",
-            "request_keyword_weight",
-            "speaker_boost",
-            "context_weight",
-            "time_boost",
-            "neighbour_weight",
-            "second_neighbour_weight",
-            "graph_sequence_weight",
-            "graph_min_edge_weight",
-            "graph_weight",
-            "rate_limit_per_s",
-            "feedback_rate_limit_per_s",
-            "feedback_source_window_s",
-            "feedback_reply_top",
-            "feedback_reply_weight",
-            "feedback_term_weight",
-            "feedback_rating_memory_margin",
-            "superseded_factor",
-            "recency_min_ratio",
-            "preferences_limit",
-            "sentence_vectors",
-            "time_window_hits",
-        ):
-            if getattr(self, name) < 0:
-                raise ValidationError(name, f"must be >= 0, got {getattr(self, name)!r}")
-        for name in (
-            "feedback_align_strengthen",
-            "feedback_align_weaken",
-            "graph_semantic_threshold",
-            "tension_min_similarity",
-            "recency_similarity",
-            "preferences_min_similarity",
-        ):
-            v = getattr(self, name)
-            if not -1.0 <= v <= 1.0:
-                raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
-        if not 0.0 <= self.assistant_penalty <= 1.0:
-            raise ValidationError(
-                "assistant_penalty", f"must be in [0, 1], got {self.assistant_penalty!r}"
-            )
-        if not 0.0 <= self.question_penalty <= 1.0:
-            raise ValidationError(
-                "question_penalty", f"must be in [0, 1], got {self.question_penalty!r}"
-            )
-        if not 0.0 <= self.recency_term_share <= 1.0:
-            raise ValidationError(
-                "recency_term_share", f"must be in [0, 1], got {self.recency_term_share!r}"
-            )
-        for origin in self.cors_origins:
-            if not _ORIGIN.fullmatch(origin):
-                raise ValidationError(
-                    "cors_origins",
-                    f"{origin!r} is not an origin: give scheme://host[:port], no path, no '*'",
-                )
-        if self.edge_weight_min > self.edge_weight_max:
-            raise ValidationError(
-                "edge_weight_min",
-                f"must not exceed edge_weight_max ({self.edge_weight_min} > {self.edge_weight_max})",
-            )
-        if self.feedback_align_weaken > self.feedback_align_strengthen:
-            raise ValidationError(
-                "feedback_align_weaken",
-                "must not exceed feedback_align_strengthen "
-                f"({self.feedback_align_weaken} > {self.feedback_align_strengthen})",
-            )
-        if self.feedback_half_life_days <= 0:
-            raise ValidationError(
-                "feedback_half_life_days", f"must be > 0, got {self.feedback_half_life_days!r}"
-            )
-        if self.feedback_min_samples < 0:
-            raise ValidationError(
-                "feedback_min_samples", f"must be >= 0, got {self.feedback_min_samples!r}"
-            )
-        if not 0 <= self.feedback_max_adjustment < 1:
-            raise ValidationError(
-                "feedback_max_adjustment",
-                f"must be in [0, 1) so a score never turns negative, got {self.feedback_max_adjustment!r}",
-            )
-        for name in (
-            "feedback_context_min",
-            "feedback_context_full",
-            "feedback_rating_context_min",
-            "feedback_rating_context_full",
-            "feedback_same_output",
-            "feedback_reply_context_min",
-            "feedback_reply_context_full",
-        ):
-            value = getattr(self, name)
-            if not -1.0 <= value <= 1.0:
-                raise ValidationError(name, f"must be a cosine in [-1, 1], got {value!r}")
-        if not 0 <= self.session_spread < 1:
-            raise ValidationError(
-                "session_spread", f"must be in [0, 1), got {self.session_spread!r}"
-            )
-        if not 0 <= self.feedback_conflict_weight <= 1:
-            raise ValidationError(
-                "feedback_conflict_weight",
-                f"must be in [0, 1], got {self.feedback_conflict_weight!r}",
-            )
-        if self.feedback_records_limit < 1:
-            raise ValidationError(
-                "feedback_records_limit", f"must be >= 1, got {self.feedback_records_limit!r}"
-            )
-        if self.feedback_reply_context_min >= self.feedback_reply_context_full:
-            raise ValidationError(
-                "feedback_reply_context_min",
-                "must be below feedback_reply_context_full "
-                f"({self.feedback_reply_context_min} >= {self.feedback_reply_context_full})",
-            )
-        if self.feedback_rating_context_min >= self.feedback_rating_context_full:
-            raise ValidationError(
-                "feedback_rating_context_min",
-                "must be below feedback_rating_context_full "
-                f"({self.feedback_rating_context_min} >= {self.feedback_rating_context_full})",
-            )
-        if self.feedback_context_min >= self.feedback_context_full:
-            raise ValidationError(
-                "feedback_context_min",
-                "must be below feedback_context_full "
-                f"({self.feedback_context_min} >= {self.feedback_context_full})",
-            )
-        for name in ("keyword_weight", "request_keyword_weight"):
-            if getattr(self, name) > 1:
-                raise ValidationError(name, f"must be in [0, 1], got {getattr(self, name)}")
-        if not 0 <= self.knowledge_min_score <= 1:
-            raise ValidationError(
-                "knowledge_min_score", f"must be in [0, 1], got {self.knowledge_min_score}"
-            )
-        if self.knowledge_recall_limit < 0:
-            raise ValidationError(
-                "knowledge_recall_limit", f"must be >= 0, got {self.knowledge_recall_limit}"
-            )
-        if self.chunk_chars < 0 or 0 < self.chunk_chars < 100:
-            raise ValidationError(
-                "chunk_chars", f"must be 0 (off) or >= 100, got {self.chunk_chars!r}"
-            )
-        if self.bm25_b > 1:
-            raise ValidationError("bm25_b", f"must be in [0, 1], got {self.bm25_b}")
-        for name in (
-            "busy_timeout_ms",
-            "ann_threshold",
-            "embed_batch_size",
-            "max_content_chars",
-            "max_messages_per_add",
-            "recall_limit",
-            "candidate_pool",
-            "formatted_max_chars",
-            "excerpt_chars",
-            "graph_max_edges_per_memory",
-            "graph_fanout",
-            "graph_seeds",
-            "graph_max_paths",
-            "pool_size",
-            "hnsw_ef_search",
-            "max_request_bytes",
-            "rate_limit_burst",
-            "feedback_rate_limit_burst",
-            "server_threads",
-            "max_pending_connections",
-        ):
-            if getattr(self, name) < 1:
-                raise ValidationError(name, f"must be >= 1, got {getattr(self, name)!r}")
-        if not 0 <= self.graph_depth <= 4:
-            raise ValidationError("graph_depth", f"must be in [0, 4], got {self.graph_depth}")
-        if not 0 < self.graph_term_max_df <= 1:
-            raise ValidationError(
-                "graph_term_max_df", f"must be in (0, 1], got {self.graph_term_max_df}"
-            )
-        for name in ("graph_sequence_weight", "graph_min_edge_weight"):
-            if getattr(self, name) > self.edge_weight_max:
-                raise ValidationError(
-                    name, f"must not exceed edge_weight_max ({self.edge_weight_max})"
-                )
-        if not 2 <= self.hnsw_m <= 100:
-            raise ValidationError("hnsw_m", f"must be in [2, 100], got {self.hnsw_m}")
-        if not 2 * self.hnsw_m <= self.hnsw_ef_construction <= 1000:
-            raise ValidationError(
-                "hnsw_ef_construction",
-                f"must be in [2 * hnsw_m, 1000], got {self.hnsw_ef_construction}",
-            )
-        if self.hnsw_ef_search > 1000:
-            raise ValidationError("hnsw_ef_search", f"must be <= 1000, got {self.hnsw_ef_search}")
-        for name in ("header_timeout_s", "body_timeout_s"):
-            if getattr(self, name) <= 0:
-                raise ValidationError(name, f"must be > 0, got {getattr(self, name)!r}")
-        if self.scope_cache_bytes < 0:
-            raise ValidationError("scope_cache_bytes", "must be >= 0")
-        if self.embed_cache_size < 0:
-            raise ValidationError("embed_cache_size", "must be >= 0")
-        if self.feedback_anchor_bound not in ("ratings", "all", "off"):
-            raise ValidationError(
-                "feedback_anchor_bound",
-                f"must be 'ratings', 'all' or 'off', got {self.feedback_anchor_bound!r}",
-            )
-        if self.fusion not in ("score", "rrf"):
-            raise ValidationError("fusion", f"must be 'score' or 'rrf', got {self.fusion!r}")
-        if not self.workspace.strip():
-            raise ValidationError("workspace", "must be a non-empty string")
-        if not (self.is_sqlite or self.store.startswith(("postgresql://", "postgres://"))):
-            raise ValidationError(
-                "store", f"must be 'sqlite' or a postgresql:// URL, got {self.store!r}"
-            )
-        for url in self.replica_urls:
-            if not url.startswith(("postgresql://", "postgres://")):
-                raise ValidationError("replica_urls", "each must be a postgresql:// URL")
-        if self.replica_urls and self.is_sqlite:
-            raise ValidationError("replica_urls", "read replicas need a PostgreSQL `store`")
-        if self.replica_wait_ms < 0:
-            raise ValidationError("replica_wait_ms", "must be >= 0")
-
     @property
     def sqlite_file(self) -> Path:
         """The SQLite database file of the embedded store."""
         if self.store.startswith("sqlite:///"):
             return Path(self.store[len("sqlite:///") :])
         return Path(self.path) / "engrammar.db"
-
-
-#: An origin as browsers send it: scheme, host and optional port, nothing else.
-_ORIGIN = re.compile(
-    r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
-)
 
 
 def _did_you_mean(name: str, known: set[str]) -> str:
