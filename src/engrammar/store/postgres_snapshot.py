@@ -25,6 +25,7 @@ __all__ = [
     "change_rows",
     "edges",
     "keep_parts",
+    "keep_raw",
     "no_decoder",
     "vector",
     "wants_parts",
@@ -79,6 +80,15 @@ def vector(data: Any) -> np.ndarray:
     """A vector from pgvector's binary format (``vector_send``)."""
     dim = struct.unpack_from(">H", data)[0]
     return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+
+def keep_raw(snap: Snapshot, rows: Sequence[Sequence[Any]], at: int, width: int) -> None:
+    """Keep rows of ``M_RAW`` (``width`` record columns from column ``at``, then the vector)
+    in ``snap`` undecoded: a record or vector is decoded when first read."""
+    for r in rows:
+        snap.records.put_raw(r[at], r[at : at + width])
+        if r[at + width] is not None:
+            snap.vecs.put_raw(r[at], r[at + width])
 
 
 def edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
