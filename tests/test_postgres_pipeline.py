@@ -549,23 +549,14 @@ def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyP
         store.close()
 
 
-@pytest.mark.parametrize("head_margin", [None, -55])
-def test_feedback_in_two_exchanges_equals_plain_reads(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, head_margin: int | None
+def test_feedback_in_three_exchanges_equals_plain_reads(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Feedback takes two exchanges: the recall's read with the reply's two searches and the
-    sequence edges, two steps, of the guessed head of their fused candidates with the
-    records and vectors they reach (one statement), then the edge update; on two copies of
-    one store, what it learns equals what the reads one by one teach (the same memories
-    drawn on and left, the same edge weights and reply signals). With a guess that misses
-    (``head_margin`` -55: a head of 5 guessed where refinement reads 60), the rest of the
-    head is read the usual way and what is learned is still the same."""
+    """Feedback takes three exchanges: the recall's read with the reply's two searches, the
+    head's sequence edges two steps with the records and vectors they reach, the edge
+    update; on two copies of one store, what it learns equals what the reads one by one
+    teach (the same memories drawn on and left, the same edge weights and reply signals)."""
     import psycopg
-
-    from engrammar.store import postgres_reply
-
-    if head_margin is not None:
-        monkeypatch.setattr(postgres_reply, "HEAD_MARGIN", head_margin)
 
     long_turn = " ".join(TURNS) + " The counselor said the adoption papers look fine."
     mem = _memory(pg_url)
@@ -635,11 +626,7 @@ def test_feedback_in_two_exchanges_equals_plain_reads(
     assert fast_learned == plain_learned
     assert fast[0][0]["drawn_on"] and fast[0][0]["left"]  # drew on some, left others
     assert fast[0][0]["strengthened"] + fast[0][0]["weakened"] > 0
-    if head_margin is None:
-        # The last: the searches (and the steps) again, in an exchange of their own.
-        assert [n for _, n in fast] == [2, 2, 4]
-    else:  # the head's rest read by its own statement
-        assert [n for _, n in fast] == [3, 3, 5]
+    assert [n for _, n in fast] == [3, 3, 5]  # the last: both searches again, one by one
     assert all(p > f for (_, p), (_, f) in zip(plain, fast, strict=True))
 
 

@@ -20,9 +20,9 @@ from ..errors import NotFoundError
 from ..learn.alignment import alignment_deltas, tension_deltas
 from ..models import Scope
 from ..recall.tensions import agreed_side
-from ..store import EdgeDelta, RecallRecord, RefineAhead, ReplySignal
+from ..store import EdgeDelta, RecallRecord, ReplySignal
 from .base import Engine
-from .candidates import REFINE_DEPTH, candidates, fusion_config
+from .candidates import candidates
 
 __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
 
@@ -32,13 +32,8 @@ def apply_feedback(
 ) -> dict[str, Any]:
     """The MemWire rule on the scope's last unconsumed recall (or ``recall_id``), once; and
     the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
-    # One read session (without a graph walk): what two steps both read is read once. The
-    # reply's fusion, so that a server store reads its refinement's edges with its searches.
-    config = engine.config
-    refine = None
-    if config.fusion == "score" and (config.neighbour_weight or config.second_neighbour_weight):
-        refine = RefineAhead(fusion_config(config, reply).keyword_weight, REFINE_DEPTH)
-    with engine.store.reading(neighbourhood=False, refine=refine):
+    # One read session (without a graph walk): what two steps both read is read once.
+    with engine.store.reading(neighbourhood=False):
         return _apply(engine, scope, reply, recall_id, source)
 
 

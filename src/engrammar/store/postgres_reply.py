@@ -33,7 +33,7 @@ import psycopg
 from ..models import Edge, RecallFilter, Scope
 from .postgres_reads import M_COLUMNS
 from .postgres_snapshot import WINDOW_AGGREGATES, keep_raw, windows
-from .postgres_statements import HEAD_MARGIN, M_RAW, N_MEMORY
+from .postgres_statements import M_RAW, N_MEMORY
 
 if TYPE_CHECKING:
     from .postgres_search import PostgresSearch
@@ -62,76 +62,6 @@ _STEPS = (
     "e2 AS MATERIALIZED (SELECT src, dst, kind, weight, updated_at FROM edges "
     "WHERE workspace = %(ws)s AND src = ANY(ARRAY(SELECT id FROM mid)) AND kind = 'sequence') "
 )
-
-
-def _search_steps(kw_sql: str, vec_sql: str) -> str:
-    """The reply's keyword statement ``kw_sql`` and vector statement ``vec_sql`` in one, with
-    the sequence edges of the guessed head of their fused candidates (``_STEPS`` with the
-    head as ``ids``, nothing known) and the rows of the memories reached. The head: the
-    ``%(head)s`` best by ``recall.fusion.fuse``'s score (a keyword hit the vector list missed
-    scored by its own vector's cosine; each part over its list's best). Rows: ``part`` (0 a
-    keyword hit with its chunk aggregates, 1 a vector hit, 2 a node of the steps), ``ord``
-    (the hit's place in its list), id, score, ``src_read`` (its sequence edges are all in
-    ``ea``), the chunk aggregates, ``ea``'s four arrays, ``M_COLUMNS`` and the vector (for
-    keyword hits and nodes but the keyword hits)."""
-    return f"""
-    WITH kwt AS MATERIALIZED ({kw_sql}),
-    vh AS MATERIALIZED ({vec_sql}),
-    kc AS MATERIALIZED (
-        SELECT t.id, t.score, 1 - (m.embedding <=> %(q)s) AS cos FROM kwt t
-        JOIN memories m ON m.workspace = %(ws)s AND m.id = t.id),
-    fused AS (
-        SELECT coalesce(v.id, k.id) AS id, greatest(coalesce(v.similarity, k.cos, 0), 0) AS v,
-               coalesce(k.score, 0) AS s
-        FROM vh v FULL JOIN kc k ON k.id = v.id),
-    head AS MATERIALIZED (
-        SELECT id FROM (
-            SELECT id, (1 - %(kw_weight)s) * v / coalesce(nullif(max(v) OVER (), 0), 1)
-                       + %(kw_weight)s * s / coalesce(nullif(max(s) OVER (), 0), 1) AS score
-            FROM fused) f
-        ORDER BY score DESC, id LIMIT %(head)s),
-    e1 AS MATERIALIZED (
-        SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %(ws)s
-        AND src = ANY(ARRAY(SELECT id FROM head)) AND kind = 'sequence'),
-    mid AS MATERIALIZED (
-        SELECT DISTINCT dst AS id FROM e1 WHERE dst NOT IN (SELECT id FROM head)),
-    e2 AS MATERIALIZED (
-        SELECT src, dst, kind, weight, updated_at FROM edges WHERE workspace = %(ws)s
-        AND src = ANY(ARRAY(SELECT id FROM mid)) AND kind = 'sequence'),
-    ea AS (SELECT src, array_agg(dst ORDER BY dst, kind) AS dsts,
-                  array_agg(kind ORDER BY dst, kind) AS kinds,
-                  array_agg(weight ORDER BY dst, kind) AS weights,
-                  array_agg(updated_at ORDER BY dst, kind) AS ups
-           FROM (SELECT * FROM e1 UNION ALL SELECT * FROM e2) e GROUP BY src),
-    nodes AS (
-        SELECT id, bool_or(src_read) AS src_read FROM (
-            SELECT id, true AS src_read FROM head UNION ALL SELECT id, true FROM mid
-            UNION ALL SELECT dst, false FROM e2) n GROUP BY id),
-    r AS (
-        SELECT 0 AS part, row_number() OVER (ORDER BY score DESC, seq) AS ord, id,
-               score::float8 AS score, false AS src_read FROM kwt
-        UNION ALL SELECT 1, row_number() OVER (ORDER BY distance, id), id,
-                         similarity::float8, false FROM vh
-        UNION ALL SELECT 2, 0, id, NULL::float8, src_read FROM nodes)
-    SELECT r.part, r.ord, r.id, r.score, r.src_read, ca.pos, ca.starts, ca.ends, ca.vecs,
-           ea.dsts, ea.kinds, ea.weights, ea.ups, {M_RAW}
-    FROM r
-    LEFT JOIN memories m ON m.workspace = %(ws)s AND m.id = r.id
-        AND (r.part = 0 OR r.part = 2 AND r.id NOT IN (SELECT id FROM kwt))
-    LEFT JOIN LATERAL (SELECT {WINDOW_AGGREGATES} FROM memory_chunks c
-        WHERE r.part = 0 AND c.workspace = %(ws)s AND c.memory_id = r.id) ca ON true
-    LEFT JOIN ea ON r.part = 2 AND ea.src = r.id
-    """
-
-
-def _execute(conn: Conn, cur: Any, sql: str, args: dict[str, Any], ef: int | None) -> None:
-    """``cur.execute``, with ``hnsw.ef_search`` set to ``ef`` for it alone when not None."""
-    if ef is not None:
-        with conn.transaction():
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            cur.execute(sql, args)
-    else:
-        cur.execute(sql, args)
 
 
 class PostgresReply(_Base):
@@ -217,98 +147,38 @@ class PostgresReply(_Base):
         """Queue the keyword statement (its hits with their records, vectors and chunk
         vectors) and the vector statement in the open pipeline of ``conn``; the returned
         function keeps the keyword hits' rows in the session and returns both lists of hits.
-        None (nothing queued) when the text has no keyword term. When the session knows the
-        fusion (``RefineAhead``), both searches and the refinement's sequence edges of the
-        guessed head are one statement (:meth:`_queue_steps_ahead`)."""
+        None (nothing queued) when the text has no keyword term."""
         keyword = self._keyword_query(scope, text, k, where)
         if keyword is None or k <= 0:
             return None
         snap.scope = scope
         kw_sql, kw_args = keyword
-        vec_sql, vec_args, ef = self._vector_query(scope, query, k, where)
-        finish = self._queue_scope_reads(conn, snap, scope)
-        shared = set(kw_args) & set(vec_args)
-        if snap.refine is not None and all(kw_args[n] == vec_args[n] for n in shared):
-            return self._queue_steps_ahead(conn, snap, finish, (kw_sql, kw_args), vec_sql,
-                                           vec_args, ef)  # fmt: skip
         kw_sql = (
-            f"SELECT t.id, t.score, ca.pos, ca.starts, ca.ends, ca.vecs, {M_COLUMNS}, "
-            f"m.embedding FROM ({kw_sql}) t JOIN memories m ON m.workspace = %(ws)s "
+            f"SELECT t.id, t.score, ca.pos, ca.starts, ca.ends, ca.vecs, {M_RAW} "
+            f"FROM ({kw_sql}) t JOIN memories m ON m.workspace = %(ws)s "
             f"AND m.id = t.id {_CHUNKS} ORDER BY t.score DESC, m.seq"
         )
+        vec_sql, vec_args, ef = self._vector_query(scope, query, k, where)
         kw, vec = conn.cursor(binary=True), conn.cursor(binary=True)
+        finish = self._queue_scope_reads(conn, snap, scope)
         kw.execute(kw_sql, kw_args)
-        _execute(conn, vec, vec_sql, vec_args, ef)
+        if ef is not None:
+            with conn.transaction():
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                vec.execute(vec_sql, vec_args)
+        else:
+            vec.execute(vec_sql, vec_args)
 
         def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
             finish()
             kw_rows, vec_rows = kw.fetchall(), vec.fetchall()
-            self._keep_rows(snap, [r[6:] for r in kw_rows], 0)
+            keep_raw(snap, kw_rows, 6, N_MEMORY)  # decoded when read
             for r in kw_rows:
                 snap.windows[r[0]] = windows(r[2], r[3], r[4], r[5])
             snap.keyword_ids = [r[0] for r in kw_rows]
             return [(r[0], float(r[1])) for r in kw_rows], [(r[0], float(r[1])) for r in vec_rows]
 
         return answers
-
-    def _queue_steps_ahead(
-        self,
-        conn: Conn,
-        snap: Any,
-        finish: Callable[[], None],
-        keyword: tuple[str, dict[str, Any]],
-        vec_sql: str,
-        vec_args: dict[str, Any],
-        ef: int | None,
-    ) -> Callable[[], Any]:
-        """Queue :func:`_search_steps`: the same keyword and vector statements, and the
-        sequence edges (two steps, as :meth:`_read_steps` reads them) of the head of the
-        fused candidates as guessed in the statement, with the records and vectors of the
-        memories they reach; the returned function keeps all of it in the session and
-        returns both lists of hits. A head the guess missed is read by :meth:`_read_steps`."""
-        kw_sql, kw_args = keyword
-        refine = snap.refine
-        args = {
-            **kw_args,
-            **vec_args,
-            "kw_weight": float(refine.keyword_weight),
-            "head": refine.depth + HEAD_MARGIN,
-        }
-        cur = conn.cursor(binary=True)
-        _execute(conn, cur, _search_steps(kw_sql, vec_sql), args, ef)
-
-        def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-            finish()
-            rows = cur.fetchall()
-            kw_rows = sorted((r for r in rows if r[0] == 0), key=lambda r: r[1])
-            vec_rows = sorted((r for r in rows if r[0] == 1), key=lambda r: r[1])
-            keep_raw(snap, [r for r in rows if r[13] is not None], 13, N_MEMORY)
-            for r in kw_rows:
-                snap.windows[r[2]] = windows(r[5], r[6], r[7], r[8])
-            snap.keyword_ids = [r[2] for r in kw_rows]
-            known = self._sequence_known(snap)
-            for r in rows:
-                if r[0] == 2 and r[4] and r[2] not in known:
-                    known[r[2]] = [
-                        Edge(r[2], d, kind, float(w), float(u))
-                        for d, kind, w, u in zip(r[9] or (), r[10] or (), r[11] or (),
-                                                 r[12] or (), strict=True)
-                    ]  # fmt: skip
-            return (
-                [(r[2], float(r[3])) for r in kw_rows],
-                [(r[2], float(r[3])) for r in vec_rows],
-            )
-
-        return answers
-
-    @staticmethod
-    def _sequence_known(snap: Any) -> dict[str, list[Edge]]:
-        """The session's complete sequence-edge lists by source (kept on the session)."""
-        known: dict[str, list[Edge]] | None = getattr(snap, "sequence_edges", None)
-        if known is None:
-            known = {}
-            snap.sequence_edges = known
-        return known
 
     def edges_from(
         self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
@@ -317,7 +187,10 @@ class PostgresReply(_Base):
         if snap is None or snap.scope is None or kind != "sequence":
             return super().edges_from(workspace, ids, min_weight, kind)
         # Kept on the session (a plain object): gone when the session ends.
-        known = self._sequence_known(snap)
+        known: dict[str, list[Edge]] | None = getattr(snap, "sequence_edges", None)
+        if known is None:
+            known = {}
+            snap.sequence_edges = known
         wanted = list(dict.fromkeys(ids))
         missing = [i for i in wanted if i not in known]
         if missing:
