@@ -43,23 +43,31 @@ Part = tuple[str, str, str, str | None, float]
 class Lazy(Generic[V]):
     """A dict whose values may be kept undecoded (``put_raw``) until first read."""
 
-    __slots__ = ("_decode", "_done", "_raw")
+    __slots__ = ("_decode", "_done", "_raw", "fallback")
 
     def __init__(self, decode: Callable[[Any], V]) -> None:
         self._decode = decode
         self._done: dict[str, V] = {}
         self._raw: dict[str, Any] = {}
+        #: raw values of keys the dict was not given (None: no value), e.g. a scope's graph
+        self.fallback: Callable[[str], Any] | None = None
 
     def put_raw(self, key: str, raw: Any) -> None:
         self._done.pop(key, None)
         self._raw[key] = raw
 
     def __contains__(self, key: object) -> bool:
-        return key in self._done or key in self._raw
+        if key in self._done or key in self._raw:
+            return True
+        return self.fallback is not None and self.fallback(key) is not None  # type: ignore[arg-type]
 
     def __getitem__(self, key: str) -> V:
         if key in self._raw:
             self._done[key] = self._decode(self._raw.pop(key))
+        elif key not in self._done and self.fallback is not None:
+            raw = self.fallback(key)
+            if raw is not None:
+                self._done[key] = self._decode(raw)
         return self._done[key]
 
     def __setitem__(self, key: str, value: V) -> None:
