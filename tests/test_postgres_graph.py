@@ -164,3 +164,24 @@ def test_a_scope_above_the_limit_is_prefetched(
     finally:
         mem.close()
         plain.close()
+
+
+def test_graphs_past_the_total_go_least_recently_used_first(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past GRAPH_TOTAL memories in all graphs of a store, the least recently used go; a
+    scope whose graph went is read whole again by its next recall, with the same answers."""
+    mem = _memory(pg_url)
+    try:
+        _fill(mem)
+        mem.add("I keep bees on the roof.", user_id="u2")
+        monkeypatch.setattr(postgres_graph, "GRAPH_TOTAL", 2)
+        first = mem.recall(QUERIES[0], user_id="u1")
+        mem.recall("bees", user_id="u2")
+        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
+        assert [k[1] for k in graphs] == ["u2"]
+        again = mem.recall(QUERIES[0], user_id="u1")
+        assert [k[1] for k in graphs] == ["u1"]
+        assert _recall_view(again)["memories"] == _recall_view(first)["memories"]
+    finally:
+        mem.close()

@@ -36,11 +36,13 @@ from ..models import Scope
 from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
 from .postgres_statements import M_RAW, N_MEMORY, PROBE
 
-__all__ = ["GRAPH_MAX", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
+__all__ = ["GRAPH_MAX", "GRAPH_TOTAL", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
 
 Conn = psycopg.Connection[Any]
 #: Scopes of at most this many memories are kept in process (~2 kB a memory with its vector).
 GRAPH_MAX = 20_000
+#: Memories held in all of a store's graphs: past it the least recently used graphs go.
+GRAPH_TOTAL = 60_000
 #: A copy not refreshed for this long is read again whole (``change_log`` keeps an hour).
 STALE_S = 1800.0
 # How long a scope found too large is not looked at again.
@@ -116,6 +118,7 @@ class ScopeGraph:
     wins: dict[str, tuple[Any, ...]]
     parts: dict[str, tuple[Any, ...]]
     at: float = field(default_factory=time.monotonic)
+    used: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, memory_id: str) -> Any:
@@ -223,6 +226,7 @@ class PostgresGraph:
         graphs = self._graphs()
         found = graphs.get(key)
         if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+            found.used = time.monotonic()
             return found
         if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
             return None
@@ -255,6 +259,12 @@ class PostgresGraph:
 
             graph: ScopeGraph | None = self._read("reading the scope's graph", load)
             graphs[key] = graph if graph is not None else time.monotonic()
+            held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
+            total = sum(len(graphs[k].rows) for _, k in held)
+            for _, k in held[:-1]:  # the least recently used first, never the newest
+                if total <= GRAPH_TOTAL:
+                    break
+                total -= len(graphs.pop(k).rows)
             return graph
 
     def _graph_prefetch(
