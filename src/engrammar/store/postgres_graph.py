@@ -267,66 +267,86 @@ class PostgresGraph:
                 total -= len(graphs.pop(k).rows)
             return graph
 
+    @staticmethod
+    def _graph_scope(scope: Scope) -> bool:
+        """Whether ``scope`` is one a graph is kept for: a user's, without agent or session."""
+        return scope.user_id is not None and scope.agent_id is None and scope.session_id is None
+
+    def _held_graph(self, scope: Scope) -> ScopeGraph | None:
+        """The scope's graph if this process holds a fresh one (none is read for it)."""
+        if not self._graph_cache or not self._graph_scope(scope):
+            return None
+        found = self._graphs().get((scope.workspace, scope.user_id or ""))
+        if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+            return found
+        return None
+
+    def _queue_refresh(self, conn: Conn, graph: ScopeGraph, scope: Scope) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn``, the reads of what changed since the
+        graph's watermark; the returned function applies them once the pipeline delivered."""
+        since = graph.wm
+        args = {"ws": scope.workspace, "user": scope.user_id, "wm": str(since)}
+        curs = [conn.cursor(binary=True) for _ in range(5)]
+        for cur, sql in zip(
+            curs, (_MARK, _NEW_ROWS, _NEW_EDGES, _NEW_WINDOWS, _NEW_PARTS), strict=True
+        ):
+            cur.execute(sql, args if sql is not _MARK else None)
+
+        def apply() -> None:
+            mark, rows, edges, wins, parts = (c.fetchall() for c in curs)
+            graph.apply(int(mark[0][0]), since, rows, edges, wins, parts)
+
+        return apply
+
+    @staticmethod
+    def _fall_back(snap: Snapshot, graph: ScopeGraph) -> None:
+        """Let the session answer from ``graph`` what it was not given."""
+        snap.records.fallback = graph.record
+        snap.vecs.fallback = graph.vector
+        snap.out_edges.fallback = graph.edges
+        snap.windows = GraphWindows(graph)
+        snap.edge_parts = GraphParts(graph)
+        snap.graph = graph
+
     def _graph_prefetch(
         self, snap: Snapshot, scope: Scope, query: Any, k: int, filtered: bool
     ) -> list[tuple[str, float]] | None:
         """The prefetch's answer from the scope's graph: the vector hits and what changed
         since the graph's last look in one exchange (with the probe and the learned
         ranking's reads, as the prefetch sends them); None where the graph is not used."""
-        if (
-            not self._graph_cache
-            or filtered
-            or scope.user_id is None
-            or scope.agent_id is not None
-            or scope.session_id is not None
-        ):
+        if not self._graph_cache or filtered or not self._graph_scope(scope):
             return None
         graph = self._graph_of(scope)
         if graph is None:
             return None
-        since = graph.wm
-        args = {"ws": scope.workspace, "user": scope.user_id, "wm": str(since)}
         vec_sql, vec_args, ef = self._vector_query(scope, query.array, k)
         feedback_since = snap.feedback_since
         user = scope.user_id
 
         def run(conn: Conn) -> tuple[Any, ...]:
-            curs = [conn.cursor(binary=True) for _ in range(6)]
+            hits = conn.cursor(binary=True)
             probe = conn.cursor()
             with conn.pipeline():
                 finish = self._queue_scope_reads(conn, snap, scope)
-                curs[0].execute(_MARK)
-                curs[1].execute(_NEW_ROWS, args)
-                curs[2].execute(_NEW_EDGES, args)
-                curs[3].execute(_NEW_WINDOWS, args)
-                curs[4].execute(_NEW_PARTS, args)
+                refreshed = self._queue_refresh(conn, graph, scope)
                 if ef is not None:  # transaction-local: the connection goes back as it was
                     with conn.transaction():
                         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        curs[5].execute(vec_sql, vec_args)
+                        hits.execute(vec_sql, vec_args)
                 else:
-                    curs[5].execute(vec_sql, vec_args)
+                    hits.execute(vec_sql, vec_args)
                 if feedback_since is not None:
                     probe.execute(PROBE, {"ws": scope.workspace, "user": user,
                                           "since": feedback_since})  # fmt: skip
                     learned = self._queue_learning(conn, snap, scope, feedback_since, query.array)
             finish()
+            refreshed()
             if feedback_since is not None:
                 snap.learned = learned()
-            return (
-                *(c.fetchall() for c in curs),
-                probe.fetchone() if feedback_since is not None else None,
-            )
+            return hits.fetchall(), probe.fetchone() if feedback_since is not None else None
 
-        mark, rows, edges, wins, parts, hits_rows, found = self._read(
-            "vector search and neighbourhood", run
-        )
-        graph.apply(int(mark[0][0]), since, rows, edges, wins, parts)
-        snap.records.fallback = graph.record
-        snap.vecs.fallback = graph.vector
-        snap.out_edges.fallback = graph.edges
-        snap.windows = GraphWindows(graph)
-        snap.edge_parts = GraphParts(graph)
+        hits_rows, found = self._read("vector search and neighbourhood", run)
+        self._fall_back(snap, graph)
         hits = [(r[0], 1 - float(r[2])) for r in hits_rows]
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         self._prefetched(snap, scope, found)

@@ -125,6 +125,8 @@ class Snapshot:
     preferences: int = 0
     knowledge: bool = False
     scope_read: bool = False
+    #: the scope's graph the session falls back on (``.postgres_graph``), if any
+    graph: Any = None
     kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
     chunks: list[Any] | None = None
     #: memory id -> its chunk vectors (``memory_chunks``; empty: none), for the ids read
