@@ -45,6 +45,7 @@ GRAPH_MAX = 20_000
 GRAPH_TOTAL = 60_000
 #: A copy not refreshed for this long is read again whole (``change_log`` keeps an hour).
 STALE_S = 1800.0
+_FIRST = threading.Lock()
 # How long a scope found too large is not looked at again.
 _TOO_LARGE_S = 600.0
 
@@ -213,9 +214,12 @@ class PostgresGraph:
     def _graphs(self) -> dict[tuple[str, str], Any]:
         graphs: dict[tuple[str, str], Any] | None = getattr(self, "_scope_graphs", None)
         if graphs is None:
-            graphs = {}
-            self._scope_graphs = graphs
-            self._graphs_lock = threading.Lock()
+            with _FIRST:  # two threads' first recalls make one dict and one lock
+                graphs = getattr(self, "_scope_graphs", None)
+                if graphs is None:
+                    self._graphs_lock = threading.Lock()
+                    graphs = {}
+                    self._scope_graphs = graphs
         return graphs
 
     def _graph_of(self, scope: Scope) -> ScopeGraph | None:
@@ -304,8 +308,11 @@ class PostgresGraph:
         snap.records.fallback = graph.record
         snap.vecs.fallback = graph.vector
         snap.out_edges.fallback = graph.edges
+        read = snap.windows, snap.edge_parts  # what the session was given stays
         snap.windows = GraphWindows(graph)
+        snap.windows.update(read[0])
         snap.edge_parts = GraphParts(graph)
+        snap.edge_parts.update(read[1])
         snap.graph = graph
 
     def _graph_prefetch(
