@@ -235,6 +235,8 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
 
     monkeypatch.setattr(postgres_reads, "_WALK_GUESS", 1)  # fewer likely nodes: more misses
     monkeypatch.setattr(postgres_reads, "_HOP2_GUESS", 1)
+    # The prefetch's guesses, not the scope's graph held in process (test_postgres_graph.py).
+    monkeypatch.setattr(PostgresStore, "_graph_cache", False)
     # A small pool: most memories are no candidate, and reach the recall through the graph.
     mem = Memory(Config(store=pg_url, candidate_pool=4), embedder=HashEmbedder())
     try:
@@ -417,6 +419,7 @@ def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
 
     monkeypatch.setattr(postgres_reads, "_SEED_GUESS", 1)
     monkeypatch.setattr(postgres_reads, "HEAD_MARGIN", -8)  # head guess: refine depth - 8
+    monkeypatch.setattr(PostgresStore, "_graph_cache", False)  # the prefetch's guesses
     mem = Memory(Config(store=pg_url, candidate_pool=12), embedder=HashEmbedder())
     try:
         _fill(mem)

@@ -591,6 +591,62 @@ def m016_keyword_postings(conn: Conn) -> None:
     )
 
 
+def m017_change_log(conn: Conn) -> None:
+    """``change_log``: which memories, edge sources (of edges and of their logged changes) and
+    chunked memories each write statement
+    changed, with the writing transaction's id (``xid8``), so that a process holding a copy of
+    a scope's graph (:mod:`.postgres_graph`) reads again only what changed since its last
+    look. Statement-level triggers with transition tables: one row per statement and
+    workspace. Rows older than an hour are pruned now and then by the writers themselves."""
+    _run(
+        conn,
+        """
+        CREATE TABLE change_log (
+            workspace TEXT NOT NULL,
+            xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+            tbl TEXT NOT NULL,
+            ids TEXT[] NOT NULL,
+            at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+        )
+        """,
+        "CREATE INDEX change_log_since ON change_log (workspace, xid)",
+        "CREATE INDEX change_log_at ON change_log (at)",
+    )
+    for table, key, tag in (("memories", "id", "m"), ("edges", "src", "e"),
+                            ("memory_chunks", "memory_id", "c"),
+                            ("edge_changes", "src", "p")):  # fmt: skip
+        _run(
+            conn,
+            f"""
+            CREATE FUNCTION engrammar_log_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP = 'DELETE' THEN
+                    INSERT INTO change_log (workspace, tbl, ids)
+                    SELECT workspace, '{tag}', array_agg(DISTINCT {key}) FROM old_rows
+                    GROUP BY workspace;
+                ELSE
+                    INSERT INTO change_log (workspace, tbl, ids)
+                    SELECT workspace, '{tag}', array_agg(DISTINCT {key}) FROM new_rows
+                    GROUP BY workspace;
+                END IF;
+                IF random() < 0.01 THEN
+                    DELETE FROM change_log WHERE ctid = ANY(ARRAY(
+                        SELECT ctid FROM change_log WHERE at < clock_timestamp() - interval '1 hour'
+                        LIMIT 1000 FOR UPDATE SKIP LOCKED));
+                END IF;
+                RETURN NULL;
+            END
+            $$
+            """,
+            f"CREATE TRIGGER {table}_log_insert AFTER INSERT ON {table} REFERENCING NEW TABLE "
+            f"AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION engrammar_log_{table}()",
+            f"CREATE TRIGGER {table}_log_update AFTER UPDATE ON {table} REFERENCING NEW TABLE "
+            f"AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION engrammar_log_{table}()",
+            f"CREATE TRIGGER {table}_log_delete AFTER DELETE ON {table} REFERENCING OLD TABLE "
+            f"AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION engrammar_log_{table}()",
+        )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -608,4 +664,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m014_keyword_index_current,
     m015_vectors_inline_again,
     m016_keyword_postings,
+    m017_change_log,
 ]

@@ -27,7 +27,8 @@ that a few wide statements fill:
 Every answer is exactly what the plain call would return: a question the snapshot cannot
 answer completely (an id it never read, an edge list it holds only in part, every kind of a
 node read for its narrow kinds) goes to the server, and what comes back joins the snapshot. The snapshot lives for one ``with`` block of
-one thread; nothing is cached across calls.
+one thread. Across calls only a small user scope's graph is kept (:mod:`.postgres_graph`: then
+step 2 is the vector hits and what changed since, the snapshot falling back on the graph).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import psycopg
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, MemoryRecord, Scope
 from .base import ChunkVector, LearningAhead, RefineAhead
+from .postgres_graph import PostgresGraph, hint_key
 from .postgres_snapshot import (
     NARROW_KINDS,
     PARTS_OF,
@@ -90,12 +92,11 @@ _HOP2_GUESS = 3
 _SCOPE_KEYS = ("user_id", "agent_id", "session_id")
 
 
-class PostgresReads:
+class PostgresReads(PostgresGraph):
     """The read-session half of :class:`~.postgres_search.PostgresSearch`."""
 
     _ef_search: int
     _local: threading.local
-    _learn_hints: dict[tuple[Any, ...], tuple[bool, bool, bool, bool]]
 
     # provided by the store
     def _read(
@@ -395,6 +396,9 @@ class PostgresReads:
         question of the recall is about, in one exchange (see the module docstring).
         ``narrowed``: the filter's conditions on ``memories`` unaliased and aliased ``m``
         (``%(name)s`` placeholders), and their parameters."""
+        graph_hits = self._graph_prefetch(snap, scope, query, k, bool(narrowed[0] or narrowed[1]))
+        if graph_hits is not None:  # the scope's graph is held in process (.postgres_graph)
+            return graph_hits
         ws = scope.workspace
         keys = scope_keys(scope)
         chunk_where = chunk_scope(keys)
@@ -577,27 +581,10 @@ class PostgresReads:
                 if with_parts:
                     snap.edge_parts[memory_id] = change_rows(memory_id, *r[-4:])
         hits.sort(key=lambda h: (1 - h[1], h[0]))
-        snap.prefetched = True
-        snap.no_feedback = found is not None and not any(found)
-        snap.signals = found is not None and bool(found[3])
-        if found is not None:
-            snap.found = (bool(found[0]), bool(found[1]), bool(found[2]))
-            self._hints()[_hint_key(scope)] = (*snap.found, snap.signals)
+        self._prefetched(snap, scope, found)
         return hits
 
     # -- the learned ranking's reads, ahead ----------------------------------------------------
-    def _hints(self) -> dict[tuple[Any, ...], tuple[bool, bool, bool, bool]]:
-        """Scope -> which kinds of feedback record its last probe found (events, pairs,
-        ratings, reply signals): what the next session of the scope reads ahead. A guess
-        only: the probe of the same exchange decides whether what was read is used."""
-        hints: dict[tuple[Any, ...], tuple[bool, bool, bool, bool]] | None = getattr(
-            self, "_learn_hints", None
-        )
-        if hints is None or len(hints) > _HINTS:
-            hints = {}
-            self._learn_hints = hints
-        return hints
-
     def _queue_learning(
         self, conn: Conn, snap: Snapshot, scope: Scope, since: float, searched: np.ndarray
     ) -> Callable[[], Ahead | None]:
@@ -611,7 +598,7 @@ class PostgresReads:
         ahead = snap.ahead
         if ahead is None:
             return lambda: None
-        events, pairs, _, signals = self._hints().get(_hint_key(scope), (True, True, False, False))
+        events, pairs, _, signals = self._hints().get(hint_key(scope), (True, True, False, False))
         if not (events or pairs or signals):
             return lambda: None
         reader = None
@@ -787,11 +774,3 @@ def _cosines(snap: Snapshot, ids: Sequence[str], query: np.ndarray) -> list[floa
 def _in_horizon(event: EventFacts, since: float) -> bool:
     """Whether the event counts with the horizon ``since`` (made or reviewed since)."""
     return event.created_at >= since or any(r.created_at >= since for r in event.reviews)
-
-
-def _hint_key(scope: Scope) -> tuple[Any, ...]:
-    return (scope.workspace, scope.user_id, scope.agent_id, scope.session_id)
-
-
-# Scopes whose kinds of feedback record are remembered (then forgotten all at once).
-_HINTS = 10_000

@@ -32,7 +32,8 @@ import psycopg
 
 from ..models import Edge, RecallFilter, Scope
 from .postgres_reads import M_COLUMNS
-from .postgres_snapshot import WINDOW_AGGREGATES, windows
+from .postgres_snapshot import WINDOW_AGGREGATES, keep_raw, windows
+from .postgres_statements import M_RAW, N_MEMORY
 
 if TYPE_CHECKING:
     from .postgres_search import PostgresSearch
@@ -86,7 +87,24 @@ class PostgresReply(_Base):
 
     def _queue_reply(self, conn: Conn, scope: Scope) -> Callable[[], None]:
         """Queue, in the open pipeline of ``conn`` (the recall's read), the reply's searches
-        announced by :meth:`reply_ahead`; the returned function keeps their answers."""
+        announced by :meth:`reply_ahead`, and what changed in the scope's graph if this
+        process holds it (:mod:`.postgres_graph`: the refinement's sequence edges and rows
+        then come from it); the returned function keeps their answers."""
+        snap = self._reply_snap(scope.workspace)
+        graph = self._held_graph(scope) if snap is not None else None
+        if graph is None:
+            return self._queue_searches_ahead(conn, scope)
+        refreshed = self._queue_refresh(conn, graph, scope)
+        searched = self._queue_searches_ahead(conn, scope)
+
+        def keep() -> None:
+            refreshed()
+            self._fall_back(snap, graph)
+            searched()
+
+        return keep
+
+    def _queue_searches_ahead(self, conn: Conn, scope: Scope) -> Callable[[], None]:
         snap = self._reply_snap(scope.workspace)
         ahead = getattr(snap, "reply_ahead", None) if snap is not None else None
         if ahead is None or snap.keyword_ids or snap.scope not in (None, ahead[0]):
@@ -153,8 +171,8 @@ class PostgresReply(_Base):
         snap.scope = scope
         kw_sql, kw_args = keyword
         kw_sql = (
-            f"SELECT t.id, t.score, ca.pos, ca.starts, ca.ends, ca.vecs, {M_COLUMNS}, "
-            f"m.embedding FROM ({kw_sql}) t JOIN memories m ON m.workspace = %(ws)s "
+            f"SELECT t.id, t.score, ca.pos, ca.starts, ca.ends, ca.vecs, {M_RAW} "
+            f"FROM ({kw_sql}) t JOIN memories m ON m.workspace = %(ws)s "
             f"AND m.id = t.id {_CHUNKS} ORDER BY t.score DESC, m.seq"
         )
         vec_sql, vec_args, ef = self._vector_query(scope, query, k, where)
@@ -171,7 +189,7 @@ class PostgresReply(_Base):
         def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
             finish()
             kw_rows, vec_rows = kw.fetchall(), vec.fetchall()
-            self._keep_rows(snap, [r[6:] for r in kw_rows], 0)
+            keep_raw(snap, kw_rows, 6, N_MEMORY)  # decoded when read
             for r in kw_rows:
                 snap.windows[r[0]] = windows(r[2], r[3], r[4], r[5])
             snap.keyword_ids = [r[0] for r in kw_rows]
@@ -192,6 +210,17 @@ class PostgresReply(_Base):
             snap.sequence_edges = known
         wanted = list(dict.fromkeys(ids))
         missing = [i for i in wanted if i not in known]
+        graph = snap.graph
+        if graph is not None:  # the scope's graph (refreshed with the recall's read)
+            for src in missing:
+                found = graph.edges(src)
+                if found is not None:
+                    known[src] = [
+                        Edge(src, d, k, float(w), float(u))
+                        for d, k, w, u in zip(*found[1:], strict=True)
+                        if k == "sequence"
+                    ]
+            missing = [i for i in missing if i not in known]
         if missing:
             self._read_steps(snap, workspace, missing, known)
         return [e for src in sorted(wanted) for e in known[src] if e.weight >= min_weight]

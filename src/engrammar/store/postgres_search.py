@@ -29,7 +29,9 @@ from .chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from .dialect import scope_where
 from .postgres_ingest import PostgresIngest
 from .postgres_keyword import keyword_query, quote_lexeme
-from .postgres_reads import M_COLUMNS, PostgresReads
+from .postgres_reads import PostgresReads
+from .postgres_snapshot import keep_raw
+from .postgres_statements import M_RAW, N_MEMORY
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
@@ -363,7 +365,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             # A session: the hits come with their records and vectors (what recall reads next).
             snap.scope = scope
             sql = (
-                f"SELECT t.id, t.score, {M_COLUMNS}, m.embedding FROM ({sql}) t "
+                f"SELECT t.id, t.score, {M_RAW} FROM ({sql}) t "
                 "JOIN memories m ON m.workspace = %(ws)s AND m.id = t.id "
                 "ORDER BY t.score DESC, m.seq"
             )
@@ -377,7 +379,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
                 return cur.fetchall()
 
             rows = self._read("keyword search", run)
-            self._keep_rows(snap, rows, 2)
+            keep_raw(snap, rows, 2, N_MEMORY)  # decoded when read
             snap.keyword_ids = [r[0] for r in rows]
             snap.keyword_scores = [float(r[1]) for r in rows]
         else:

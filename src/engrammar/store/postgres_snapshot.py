@@ -25,6 +25,7 @@ __all__ = [
     "change_rows",
     "edges",
     "keep_parts",
+    "keep_raw",
     "no_decoder",
     "vector",
     "wants_parts",
@@ -42,23 +43,31 @@ Part = tuple[str, str, str, str | None, float]
 class Lazy(Generic[V]):
     """A dict whose values may be kept undecoded (``put_raw``) until first read."""
 
-    __slots__ = ("_decode", "_done", "_raw")
+    __slots__ = ("_decode", "_done", "_raw", "fallback")
 
     def __init__(self, decode: Callable[[Any], V]) -> None:
         self._decode = decode
         self._done: dict[str, V] = {}
         self._raw: dict[str, Any] = {}
+        #: raw values of keys the dict was not given (None: no value), e.g. a scope's graph
+        self.fallback: Callable[[str], Any] | None = None
 
     def put_raw(self, key: str, raw: Any) -> None:
         self._done.pop(key, None)
         self._raw[key] = raw
 
     def __contains__(self, key: object) -> bool:
-        return key in self._done or key in self._raw
+        if key in self._done or key in self._raw:
+            return True
+        return self.fallback is not None and self.fallback(key) is not None  # type: ignore[arg-type]
 
     def __getitem__(self, key: str) -> V:
         if key in self._raw:
             self._done[key] = self._decode(self._raw.pop(key))
+        elif key not in self._done and self.fallback is not None:
+            raw = self.fallback(key)
+            if raw is not None:
+                self._done[key] = self._decode(raw)
         return self._done[key]
 
     def __setitem__(self, key: str, value: V) -> None:
@@ -79,6 +88,15 @@ def vector(data: Any) -> np.ndarray:
     """A vector from pgvector's binary format (``vector_send``)."""
     dim = struct.unpack_from(">H", data)[0]
     return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+
+def keep_raw(snap: Snapshot, rows: Sequence[Sequence[Any]], at: int, width: int) -> None:
+    """Keep rows of ``M_RAW`` (``width`` record columns from column ``at``, then the vector)
+    in ``snap`` undecoded: a record or vector is decoded when first read."""
+    for r in rows:
+        snap.records.put_raw(r[at], r[at : at + width])
+        if r[at + width] is not None:
+            snap.vecs.put_raw(r[at], r[at + width])
 
 
 def edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> list[Edge]:
@@ -107,6 +125,8 @@ class Snapshot:
     preferences: int = 0
     knowledge: bool = False
     scope_read: bool = False
+    #: the scope's graph the session falls back on (``.postgres_graph``), if any
+    graph: Any = None
     kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
     chunks: list[Any] | None = None
     #: memory id -> its chunk vectors (``memory_chunks``; empty: none), for the ids read

@@ -1,0 +1,398 @@
+"""A process's copy of a user scope's graph, for PostgreSQL recall (issue 20).
+
+The recall prefetch (:meth:`.postgres_reads.PostgresReads._prefetch`) spends most of its time
+in the server guessing which neighbours, edges and rows a recall will read (at 10,000
+memories in one scope ~22 of ~24 ms, against ~2 ms for the vector hits alone). The embedded
+store answers those questions in process; this module does the same for PostgreSQL: the first
+recall of a (workspace, user) scope of at most :data:`GRAPH_MAX` memories reads the scope's
+memory rows (with their vectors), every edge leaving them and their chunk vectors in one
+repeatable-read transaction, and keeps them with that snapshot's ``xmin`` as its watermark.
+Every later recall of the scope sends, in the one exchange that finds its vector hits, what
+``change_log`` (migration m017, kept by triggers on ``memories``, ``edges`` and
+``memory_chunks``) names as changed by transactions at or after the watermark: those rows,
+edge lists and chunk vectors are read again, and the watermark moves to the new snapshot's
+``xmin``. A transaction the snapshot did not see has an id at or above its ``xmin``, so no
+committed change is missed, whichever process made it; a change seen twice is read twice.
+
+The session then answers reads of the scope's memories from the copy (the snapshot's lazy
+dicts fall back on it); anything else (another scope's memory, a memory added after the
+copy's last look) is read from the server as before. Not used with a recall filter, agent or
+session keys, or a scope above
+:data:`GRAPH_MAX` (the plain prefetch runs); a copy older than :data:`STALE_S` is read again
+whole (the change log keeps an hour).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from ..models import Scope
+from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
+from .postgres_statements import M_RAW, N_MEMORY, PROBE
+
+__all__ = ["GRAPH_MAX", "GRAPH_TOTAL", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
+
+Conn = psycopg.Connection[Any]
+#: Scopes of at most this many memories are kept in process (~2 kB a memory with its vector).
+GRAPH_MAX = 20_000
+#: Memories held in all of a store's graphs: past it the least recently used graphs go.
+GRAPH_TOTAL = 60_000
+#: A copy not refreshed for this long is read again whole (``change_log`` keeps an hour).
+STALE_S = 1800.0
+_FIRST = threading.Lock()
+# How long a scope found too large is not looked at again.
+_TOO_LARGE_S = 600.0
+
+_SCOPE = "workspace = %(ws)s AND user_id = %(user)s"
+_ROWS = f"SELECT {M_RAW} FROM memories m WHERE m.{_SCOPE}"
+_EDGES = (
+    "SELECT src, array_agg(dst ORDER BY dst, kind), array_agg(kind ORDER BY dst, kind), "
+    "array_agg(weight ORDER BY dst, kind), array_agg(updated_at ORDER BY dst, kind) "
+    "FROM edges WHERE workspace = %(ws)s AND src IN (SELECT id FROM memories WHERE "
+    f"{_SCOPE}) GROUP BY src"
+)
+_WINDOWS = (
+    f"SELECT c.memory_id, {WINDOW_AGGREGATES} FROM memory_chunks c WHERE c.workspace = %(ws)s "
+    f"AND c.memory_id IN (SELECT id FROM memories WHERE {_SCOPE}) GROUP BY c.memory_id"
+)
+# Scopes whose kinds of feedback record are remembered (then forgotten all at once).
+_HINTS = 10_000
+_PARTS = PARTS_OF.format(ws="%(ws)s", sources=f"ARRAY(SELECT id FROM memories WHERE {_SCOPE})")
+_MARK = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
+
+
+def _changed(tag: str) -> str:
+    return (
+        "SELECT DISTINCT unnest(ids) AS id FROM change_log WHERE workspace = %(ws)s "
+        f"AND xid >= %(wm)s::xid8 AND tbl = '{tag}'"
+    )
+
+
+# The rows, edge lists and chunk vectors of what changed since the watermark (an id whose
+# row is gone, or not of the scope, comes with NULLs / false).
+_NEW_ROWS = (
+    f"WITH ch AS ({_changed('m')}) SELECT ch.id, coalesce(m.user_id = %(user)s, false), "
+    f"{M_RAW} FROM ch LEFT JOIN memories m ON m.workspace = %(ws)s AND m.id = ch.id"
+)
+_NEW_EDGES = (
+    f"WITH ch AS ({_changed('e')}) SELECT e.src, array_agg(dst ORDER BY dst, kind), "
+    "array_agg(kind ORDER BY dst, kind), array_agg(weight ORDER BY dst, kind), "
+    "array_agg(updated_at ORDER BY dst, kind) FROM ch JOIN edges e "
+    "ON e.workspace = %(ws)s AND e.src = ch.id GROUP BY e.src "
+    "UNION ALL SELECT ch.id, NULL, NULL, NULL, NULL FROM ch WHERE NOT EXISTS ("
+    "SELECT 1 FROM edges e WHERE e.workspace = %(ws)s AND e.src = ch.id)"
+)
+_NEW_WINDOWS = (
+    f"WITH ch AS ({_changed('c')}) SELECT ch.id, {WINDOW_AGGREGATES} FROM ch "
+    "LEFT JOIN memory_chunks c ON c.workspace = %(ws)s AND c.memory_id = ch.id GROUP BY ch.id"
+)
+
+
+def hint_key(scope: Scope) -> tuple[Any, ...]:
+    return (scope.workspace, scope.user_id, scope.agent_id, scope.session_id)
+
+
+_NEW_PARTS = (
+    f"WITH ch AS ({_changed('p')}), pa AS ("
+    + PARTS_OF.format(ws="%(ws)s", sources="ARRAY(SELECT id FROM ch)")
+    + ") SELECT ch.id, pa.dsts, pa.kinds, pa.recalls, pa.applied FROM ch "
+    "LEFT JOIN pa ON pa.src = ch.id"
+)
+
+
+@dataclass
+class ScopeGraph:
+    """One scope's memory rows (``M_RAW``: the record's columns, then the vector), complete
+    out-edge lists (``(src, dsts, kinds, weights, ups)``; a memory without one has none) and
+    chunk aggregates (``windows``' four columns) and logged edge changes by source
+    (``PARTS_OF``'s four arrays), as of watermark ``wm`` (an ``xid8``)."""
+
+    wm: int
+    rows: dict[str, tuple[Any, ...]]
+    out: dict[str, tuple[Any, ...]]
+    wins: dict[str, tuple[Any, ...]]
+    parts: dict[str, tuple[Any, ...]]
+    at: float = field(default_factory=time.monotonic)
+    used: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, memory_id: str) -> Any:
+        row = self.rows.get(memory_id)
+        return row[:N_MEMORY] if row is not None else None
+
+    def vector(self, memory_id: str) -> Any:
+        row = self.rows.get(memory_id)
+        return row[N_MEMORY] if row is not None else None
+
+    def edges(self, src: str) -> Any:
+        if src not in self.rows:
+            return None
+        return self.out.get(src) or (src, [], [], [], [])
+
+    def apply(self, wm: int, since: int, rows: Sequence[Any], edges: Sequence[Any],
+              wins: Sequence[Any], parts: Sequence[Any]) -> None:  # fmt: skip
+        """What changed between ``since`` and ``wm``; ignored if another thread moved the
+        copy on meanwhile (its look was as new as this one's or newer)."""
+        with self.lock:
+            if self.wm != since:
+                return
+            for r in rows:
+                if r[1]:
+                    self.rows[r[0]] = tuple(r[2:])
+                else:
+                    self.rows.pop(r[0], None)
+            for e in edges:
+                if e[1] is None:
+                    self.out.pop(e[0], None)
+                else:
+                    self.out[e[0]] = tuple(e)
+            for w in wins:
+                if w[1]:
+                    self.wins[w[0]] = tuple(w[1:])
+                else:
+                    self.wins.pop(w[0], None)
+            for p in parts:
+                if p[1]:
+                    self.parts[p[0]] = tuple(p[1:])
+                else:
+                    self.parts.pop(p[0], None)
+            self.wm = wm
+            self.at = time.monotonic()
+
+
+class GraphWindows(dict[str, Any]):
+    """A session's chunk vectors by memory id, falling back on a scope's graph."""
+
+    def __init__(self, graph: ScopeGraph) -> None:
+        super().__init__()
+        self._graph = graph
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._graph.rows
+
+    def __missing__(self, key: str) -> Any:
+        if key not in self._graph.rows:
+            raise KeyError(key)
+        found = self._graph.wins.get(key)
+        value = windows(*found) if found is not None else []
+        self[key] = value
+        return value
+
+
+class GraphParts(dict[str, Any]):
+    """A session's logged edge changes by source, falling back on a scope's graph."""
+
+    def __init__(self, graph: ScopeGraph) -> None:
+        super().__init__()
+        self._graph = graph
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._graph.rows
+
+    def __missing__(self, key: str) -> Any:
+        if key not in self._graph.rows:
+            raise KeyError(key)
+        found = self._graph.parts.get(key)
+        value = change_rows(key, *found) if found is not None else []
+        self[key] = value
+        return value
+
+
+class PostgresGraph:
+    """The scope graphs of one store (see the module docstring); a base of
+    :class:`~.postgres_reads.PostgresReads`."""
+
+    #: Keep small scopes' graphs in process (off: every recall prefetches; tests compare).
+    _graph_cache = True
+
+    def _graphs(self) -> dict[tuple[str, str], Any]:
+        graphs: dict[tuple[str, str], Any] | None = getattr(self, "_scope_graphs", None)
+        if graphs is None:
+            with _FIRST:  # two threads' first recalls make one dict and one lock
+                graphs = getattr(self, "_scope_graphs", None)
+                if graphs is None:
+                    self._graphs_lock = threading.Lock()
+                    graphs = {}
+                    self._scope_graphs = graphs
+        return graphs
+
+    def _graph_of(self, scope: Scope) -> ScopeGraph | None:
+        """The scope's graph, read whole if this process has none (or an old one); None for
+        a scope too large to keep."""
+        assert scope.user_id is not None
+        key = (scope.workspace, scope.user_id)
+        graphs = self._graphs()
+        found = graphs.get(key)
+        if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+            found.used = time.monotonic()
+            return found
+        if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
+            return None
+        with self._graphs_lock:
+            found = graphs.get(key)
+            if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+                return found
+            args = {"ws": scope.workspace, "user": scope.user_id}
+
+            def load(conn: Conn) -> ScopeGraph | None:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    wm = conn.execute(_MARK).fetchone()
+                    size = conn.execute(f"SELECT count(*) FROM memories WHERE {_SCOPE}", args)
+                    if int(size.fetchone()[0]) > GRAPH_MAX:  # type: ignore[index]
+                        return None
+                    cur = conn.cursor(binary=True)
+                    rows = cur.execute(_ROWS, args).fetchall()
+                    out = cur.execute(_EDGES, args).fetchall()
+                    wins = cur.execute(_WINDOWS, args).fetchall()
+                    parts = cur.execute(_PARTS, args).fetchall()
+                assert wm is not None
+                return ScopeGraph(
+                    int(wm[0]),
+                    {r[0]: tuple(r) for r in rows},
+                    {e[0]: tuple(e) for e in out},
+                    {w[0]: tuple(w[1:]) for w in wins},
+                    {p[0]: tuple(p[1:]) for p in parts},
+                )
+
+            graph: ScopeGraph | None = self._read("reading the scope's graph", load)
+            graphs[key] = graph if graph is not None else time.monotonic()
+            held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
+            total = sum(len(graphs[k].rows) for _, k in held)
+            for _, k in held[:-1]:  # the least recently used first, never the newest
+                if total <= GRAPH_TOTAL:
+                    break
+                total -= len(graphs.pop(k).rows)
+            return graph
+
+    @staticmethod
+    def _graph_scope(scope: Scope) -> bool:
+        """Whether ``scope`` is one a graph is kept for: a user's, without agent or session."""
+        return scope.user_id is not None and scope.agent_id is None and scope.session_id is None
+
+    def _held_graph(self, scope: Scope) -> ScopeGraph | None:
+        """The scope's graph if this process holds a fresh one (none is read for it)."""
+        if not self._graph_cache or not self._graph_scope(scope):
+            return None
+        found = self._graphs().get((scope.workspace, scope.user_id or ""))
+        if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+            return found
+        return None
+
+    def _queue_refresh(self, conn: Conn, graph: ScopeGraph, scope: Scope) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn``, the reads of what changed since the
+        graph's watermark; the returned function applies them once the pipeline delivered."""
+        since = graph.wm
+        args = {"ws": scope.workspace, "user": scope.user_id, "wm": str(since)}
+        curs = [conn.cursor(binary=True) for _ in range(5)]
+        for cur, sql in zip(
+            curs, (_MARK, _NEW_ROWS, _NEW_EDGES, _NEW_WINDOWS, _NEW_PARTS), strict=True
+        ):
+            cur.execute(sql, args if sql is not _MARK else None)
+
+        def apply() -> None:
+            mark, rows, edges, wins, parts = (c.fetchall() for c in curs)
+            graph.apply(int(mark[0][0]), since, rows, edges, wins, parts)
+
+        return apply
+
+    @staticmethod
+    def _fall_back(snap: Snapshot, graph: ScopeGraph) -> None:
+        """Let the session answer from ``graph`` what it was not given."""
+        snap.records.fallback = graph.record
+        snap.vecs.fallback = graph.vector
+        snap.out_edges.fallback = graph.edges
+        read = snap.windows, snap.edge_parts  # what the session was given stays
+        snap.windows = GraphWindows(graph)
+        snap.windows.update(read[0])
+        snap.edge_parts = GraphParts(graph)
+        snap.edge_parts.update(read[1])
+        snap.graph = graph
+
+    def _graph_prefetch(
+        self, snap: Snapshot, scope: Scope, query: Any, k: int, filtered: bool
+    ) -> list[tuple[str, float]] | None:
+        """The prefetch's answer from the scope's graph: the vector hits and what changed
+        since the graph's last look in one exchange (with the probe and the learned
+        ranking's reads, as the prefetch sends them); None where the graph is not used."""
+        if not self._graph_cache or filtered or not self._graph_scope(scope):
+            return None
+        graph = self._graph_of(scope)
+        if graph is None:
+            return None
+        vec_sql, vec_args, ef = self._vector_query(scope, query.array, k)
+        feedback_since = snap.feedback_since
+        user = scope.user_id
+
+        def run(conn: Conn) -> tuple[Any, ...]:
+            hits = conn.cursor(binary=True)
+            probe = conn.cursor()
+            with conn.pipeline():
+                finish = self._queue_scope_reads(conn, snap, scope)
+                refreshed = self._queue_refresh(conn, graph, scope)
+                if ef is not None:  # transaction-local: the connection goes back as it was
+                    with conn.transaction():
+                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                        hits.execute(vec_sql, vec_args)
+                else:
+                    hits.execute(vec_sql, vec_args)
+                if feedback_since is not None:
+                    probe.execute(PROBE, {"ws": scope.workspace, "user": user,
+                                          "since": feedback_since})  # fmt: skip
+                    learned = self._queue_learning(conn, snap, scope, feedback_since, query.array)
+            finish()
+            refreshed()
+            if feedback_since is not None:
+                snap.learned = learned()
+            return hits.fetchall(), probe.fetchone() if feedback_since is not None else None
+
+        hits_rows, found = self._read("vector search and neighbourhood", run)
+        self._fall_back(snap, graph)
+        hits = [(r[0], 1 - float(r[2])) for r in hits_rows]
+        hits.sort(key=lambda h: (1 - h[1], h[0]))
+        self._prefetched(snap, scope, found)
+        return hits
+
+    def _prefetched(self, snap: Snapshot, scope: Scope, found: Any) -> None:
+        """The session has its neighbourhood; ``found``: the probe's row (or None)."""
+        snap.prefetched = True
+        snap.no_feedback = found is not None and not any(found)
+        snap.signals = found is not None and bool(found[3])
+        if found is not None:
+            snap.found = (bool(found[0]), bool(found[1]), bool(found[2]))
+            self._hints()[hint_key(scope)] = (*snap.found, snap.signals)
+
+    def _hints(self) -> dict[tuple[Any, ...], tuple[bool, bool, bool, bool]]:
+        """Scope -> which kinds of feedback record its last probe found (events, pairs,
+        ratings, reply signals): what the next session of the scope reads ahead. A guess
+        only: the probe of the same exchange decides whether what was read is used."""
+        hints: dict[tuple[Any, ...], tuple[bool, bool, bool, bool]] | None = getattr(
+            self, "_learn_hints", None
+        )
+        if hints is None or len(hints) > _HINTS:
+            hints = {}
+            self._learn_hints = hints
+        return hints
+
+    # provided by PostgresReads and the store
+    def _read(self, what: str, fn: Callable[[Conn], Any]) -> Any:
+        raise NotImplementedError
+
+    def _vector_query(
+        self, scope: Scope, query: Any, k: int
+    ) -> tuple[str, dict[str, Any], int | None]:
+        raise NotImplementedError
+
+    def _queue_scope_reads(self, conn: Conn, snap: Snapshot, scope: Scope) -> Callable[[], None]:
+        raise NotImplementedError
+
+    def _queue_learning(
+        self, conn: Conn, snap: Snapshot, scope: Scope, since: float, query: Any
+    ) -> Callable[[], Any]:
+        raise NotImplementedError

@@ -1,0 +1,187 @@
+"""A process's copy of a user scope's graph (store/postgres_graph.py, migration m017's change
+log): recalls answered from it equal the plain prefetch's, and writes of another process (or
+another store object) are seen by the next recall."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.test_postgres_reads import QUERIES, _fill, _recall_view
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.store import postgres_graph
+from engrammar.store.postgres import PostgresStore
+
+pytestmark = pytest.mark.postgres
+
+
+def _memory(url: str, graph: bool = True) -> Memory:
+    mem = Memory(Config(store=url), embedder=HashEmbedder())
+    assert isinstance(mem.store, PostgresStore)
+    mem.store._graph_cache = graph
+    return mem
+
+
+class _Exchanges:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.names: list[str] = []
+        original = PostgresStore._tx
+
+        def counting(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
+            self.names.append(what)
+            return original(store, what, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", counting)
+
+
+def test_recalls_from_the_graph_equal_the_prefetch_with_feedback_between(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two store objects on one database, one holding the scope's graph, one prefetching
+    every time: recall after recall with feedback (which moves edge weights and logs edge
+    changes) in between, both answer the same; the graph is read once, then refreshed in
+    the exchange of the vector search."""
+    filler = _memory(pg_url)
+    _fill(filler)
+    filler.close()
+    cached, plain = _memory(pg_url), _memory(pg_url, graph=False)
+    count = _Exchanges(monkeypatch)
+    try:
+        loads = 0
+        for query in QUERIES * 2:
+            count.names.clear()
+            fast = cached.recall(query, user_id="u1", limit=5)
+            loads += count.names.count("reading the scope's graph")
+            # the vector hits with what changed in one exchange; the graph answers the rest
+            assert count.names.count("vector search and neighbourhood") == 1, count.names
+            assert not {"get", "reading edges", "reading chunk vectors"} & set(count.names)
+            slow = plain.recall(query, user_id="u1", limit=5)
+            assert _recall_view(fast) == _recall_view(slow), query
+            # Feedback on one recall (the other's stays unconsumed), edges move for both.
+            cached.feedback(response=fast.memories[0].content, user_id="u1",
+                            recall_id=fast.recall_id)  # fmt: skip
+        assert loads == 1
+        graphs = cached.store._scope_graphs  # type: ignore[attr-defined]
+        assert len(graphs) == 1
+        assert isinstance(next(iter(graphs.values())), postgres_graph.ScopeGraph)
+    finally:
+        cached.close()
+        plain.close()
+
+
+def test_another_stores_writes_are_seen_by_the_next_recall(pg_url: str) -> None:
+    """A store holding the graph; another store object on the database adds a memory, forgets
+    one the first recall returned and gives feedback: the holder's next recall equals a
+    fresh store's and the plain prefetch's, with the new memory and without the forgotten."""
+    mem = _memory(pg_url)
+    _fill(mem)
+    other = _memory(pg_url)
+    try:
+        query = "What does Melanie like to do with her kids?"
+        first = mem.recall(query, user_id="u1", limit=5)
+        gone = first.memories[0].id
+        other.forget(memory_id=gone, user_id="u1")
+        added = other.add(
+            [{"role": "user", "name": "Melanie", "content": "My kids like to fish at the lake."}],
+            user_id="u1",
+            session_id="s9",
+        )
+        again = other.recall(query, user_id="u1", limit=5)
+        other.feedback(response=again.memories[0].content, user_id="u1")
+        after = mem.recall(query, user_id="u1", limit=5)
+        fresh, plain = _memory(pg_url), _memory(pg_url, graph=False)
+        try:
+            assert _recall_view(after) == _recall_view(fresh.recall(query, user_id="u1", limit=5))
+            assert _recall_view(after) == _recall_view(plain.recall(query, user_id="u1", limit=5))
+        finally:
+            fresh.close()
+            plain.close()
+        ids = [m.id for m in after.memories]
+        assert gone not in ids
+        assert any(a in ids for a in added)
+    finally:
+        mem.close()
+        other.close()
+
+
+def test_change_log_names_what_each_write_changed(pg_url: str) -> None:
+    """Every write to memories, edges, memory_chunks and edge_changes logs the ids it changed
+    with its transaction's id, at or above a snapshot's xmin taken before it."""
+    mem = _memory(pg_url)
+    try:
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+
+        def mark(conn: Any) -> int:
+            return int(conn.execute(postgres_graph._MARK).fetchone()[0])
+
+        before = store._tx("mark", mark, transaction=False)
+        _fill(mem)
+        rec = mem.recall(QUERIES[0], user_id="u1")
+        mem.feedback(response=rec.memories[0].content, user_id="u1")
+
+        def logged(conn: Any) -> dict[str, set[str]]:
+            out: dict[str, set[str]] = {}
+            for tbl, ids in conn.execute(
+                "SELECT tbl, ids FROM change_log WHERE xid >= %s::text::xid8", (str(before),)
+            ):
+                out.setdefault(tbl, set()).update(ids)
+            return out
+
+        found = store._tx("log", logged, transaction=False)
+
+        def ids(conn: Any, sql: str) -> set[str]:
+            return {r[0] for r in conn.execute(sql)}
+
+        memories = store._tx("m", lambda c: ids(c, "SELECT id FROM memories"), transaction=False)
+        sources = store._tx("e", lambda c: ids(c, "SELECT src FROM edges"), transaction=False)
+        changed = store._tx(
+            "p", lambda c: ids(c, "SELECT src FROM edge_changes"), transaction=False
+        )
+        assert memories and found["m"] >= memories
+        assert sources and found["e"] >= sources
+        assert changed and found["p"] >= changed
+    finally:
+        mem.close()
+
+
+def test_a_scope_above_the_limit_is_prefetched(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scope larger than GRAPH_MAX is not kept: every recall prefetches, as before."""
+    monkeypatch.setattr(postgres_graph, "GRAPH_MAX", 3)
+    mem = _memory(pg_url)
+    plain = _memory(pg_url, graph=False)
+    try:
+        _fill(mem)
+        for query in QUERIES[:2]:
+            assert _recall_view(mem.recall(query, user_id="u1")) == _recall_view(
+                plain.recall(query, user_id="u1")
+            )
+        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
+        assert all(isinstance(v, float) for v in graphs.values())
+    finally:
+        mem.close()
+        plain.close()
+
+
+def test_graphs_past_the_total_go_least_recently_used_first(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past GRAPH_TOTAL memories in all graphs of a store, the least recently used go; a
+    scope whose graph went is read whole again by its next recall, with the same answers."""
+    mem = _memory(pg_url)
+    try:
+        _fill(mem)
+        mem.add("I keep bees on the roof.", user_id="u2")
+        monkeypatch.setattr(postgres_graph, "GRAPH_TOTAL", 2)
+        first = mem.recall(QUERIES[0], user_id="u1")
+        mem.recall("bees", user_id="u2")
+        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
+        assert [k[1] for k in graphs] == ["u2"]
+        again = mem.recall(QUERIES[0], user_id="u1")
+        assert [k[1] for k in graphs] == ["u1"]
+        assert _recall_view(again)["memories"] == _recall_view(first)["memories"]
+    finally:
+        mem.close()
