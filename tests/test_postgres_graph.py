@@ -185,3 +185,25 @@ def test_graphs_past_the_total_go_least_recently_used_first(
         assert _recall_view(again)["memories"] == _recall_view(first)["memories"]
     finally:
         mem.close()
+
+
+def test_another_users_writes_are_not_shipped_into_the_graph(pg_url: str) -> None:
+    """The change log is kept per workspace; a refresh reads only the changes of the scope's
+    own user: another user's adds in the same workspace leave the copy as it was, and the
+    user's own add after them is in it."""
+    mem = _memory(pg_url)
+    _fill(mem)
+    other = _memory(pg_url)
+    try:
+        mem.recall(QUERIES[0], user_id="u1", limit=5)
+        graph = mem.store._scope_graphs[("default", "u1")]  # type: ignore[attr-defined]
+        before = (set(graph.rows), set(graph.out), set(graph.wins))
+        other.add(["Someone else's note about the garden.", "And another one."], user_id="u9")
+        mem.recall(QUERIES[1], user_id="u1", limit=5)
+        assert (set(graph.rows), set(graph.out), set(graph.wins)) == before
+        [mine] = other.add(["The garden gate is painted green."], user_id="u1")
+        found = mem.recall("What colour is the garden gate?", user_id="u1", limit=5)
+        assert mine in graph.rows and mine in [m.memory.id for m in found.memories]
+    finally:
+        mem.close()
+        other.close()

@@ -67,18 +67,28 @@ _PARTS = PARTS_OF.format(ws="%(ws)s", sources=f"ARRAY(SELECT id FROM memories WH
 _MARK = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
 
 
-def _changed(tag: str) -> str:
-    return (
+def _changed(tag: str, mine: bool = True) -> str:
+    """The ids ``change_log`` lists under ``tag`` since the watermark; with ``mine``, only
+    those of the scope's user's memories (the log is kept per workspace: other users' changes
+    are not shipped)."""
+    logged = (
         "SELECT DISTINCT unnest(ids) AS id FROM change_log WHERE workspace = %(ws)s "
         f"AND xid >= %(wm)s::xid8 AND tbl = '{tag}'"
     )
+    if not mine:
+        return logged
+    return (
+        f"SELECT l.id FROM ({logged}) l JOIN memories o ON o.workspace = %(ws)s "
+        "AND o.id = l.id AND o.user_id = %(user)s"
+    )
 
 
-# The rows, edge lists and chunk vectors of what changed since the watermark (an id whose
-# row is gone, or not of the scope, comes with NULLs / false).
+# The rows, edge lists and chunk vectors of what changed since the watermark: the user's
+# (an id whose row is gone, or another user's, comes with NULLs / false).
 _NEW_ROWS = (
-    f"WITH ch AS ({_changed('m')}) SELECT ch.id, coalesce(m.user_id = %(user)s, false), "
-    f"{M_RAW} FROM ch LEFT JOIN memories m ON m.workspace = %(ws)s AND m.id = ch.id"
+    f"WITH ch AS ({_changed('m', mine=False)}) SELECT ch.id, m.id IS NOT NULL, "
+    f"{M_RAW} FROM ch LEFT JOIN memories m ON m.workspace = %(ws)s AND m.id = ch.id "
+    "AND m.user_id = %(user)s"
 )
 _NEW_EDGES = (
     f"WITH ch AS ({_changed('e')}) SELECT e.src, array_agg(dst ORDER BY dst, kind), "
