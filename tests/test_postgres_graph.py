@@ -169,14 +169,17 @@ def test_a_scope_above_the_limit_is_prefetched(
 def test_graphs_past_the_total_go_least_recently_used_first(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past GRAPH_TOTAL memories in all graphs of a store, the least recently used go; a
-    scope whose graph went is read whole again by its next recall, with the same answers."""
+    """Past ``scope_cache_bytes`` in all graphs of a store (MEMORY_BYTES a memory), the least
+    recently used go; a scope whose graph went is read whole again by its next recall, with
+    the same answers."""
     mem = _memory(pg_url)
     try:
         _fill(mem)
         mem.add("I keep bees on the roof.", user_id="u2")
-        monkeypatch.setattr(postgres_graph, "GRAPH_TOTAL", 2)
         first = mem.recall(QUERIES[0], user_id="u1")
+        held = len(mem.store._scope_graphs[("default", "u1")].rows)  # type: ignore[attr-defined]
+        # Room for u1's graph alone: u2's pushes it out, and u1's next recall pushes u2 out.
+        mem.store._graph_bytes = held * postgres_graph.MEMORY_BYTES  # type: ignore[attr-defined]
         mem.recall("bees", user_id="u2")
         graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
         assert [k[1] for k in graphs] == ["u2"]
@@ -207,3 +210,19 @@ def test_another_users_writes_are_not_shipped_into_the_graph(pg_url: str) -> Non
     finally:
         mem.close()
         other.close()
+
+
+def test_scope_cache_bytes_bounds_the_graphs(pg_url: str) -> None:
+    """``Config.scope_cache_bytes`` bounds the graphs as it bounds the embedded store's scope
+    indexes: a scope whose graph would not fit is prefetched every time instead."""
+    filler = _memory(pg_url)
+    _fill(filler)
+    filler.close()
+    small = Memory(Config(store=pg_url, scope_cache_bytes=3 * postgres_graph.MEMORY_BYTES),
+                   embedder=HashEmbedder())  # fmt: skip
+    try:
+        small.recall(QUERIES[0], user_id="u1")
+        graphs = small.store._scope_graphs  # type: ignore[attr-defined]
+        assert all(isinstance(v, float) for v in graphs.values())
+    finally:
+        small.close()

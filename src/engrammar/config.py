@@ -132,8 +132,9 @@ class Config:
     )
     scope_cache_bytes: int = _opt(
         64 * 1024 * 1024,
-        "Bytes of in-memory scope indexes (vectors of recent recalls per workspace and user) a "
-        "process keeps; the least recently used scopes are dropped past it and rebuilt on use.",
+        "Bytes of in-memory scope indexes (vectors of recent recalls per workspace and user; "
+        "PostgreSQL: scope graphs, ~4 kB a memory) a process keeps; the least recently used "
+        "scopes are dropped past it and rebuilt on use.",
     )
 
     # -- recall ------------------------------------------------------------------------------

@@ -67,4 +67,5 @@ def open_store(config: Config) -> Store:
         hnsw_ef_search=config.hnsw_ef_search,
         replica_urls=config.replica_urls,
         replica_wait_ms=config.replica_wait_ms,
+        scope_cache_bytes=config.scope_cache_bytes,
     )

@@ -58,11 +58,7 @@ from .postgres_search import (
     write_chunks,
 )
 from .postgres_vectors import VECTOR_STORAGE, create_vector_indexes, drop_vector_indexes
-from .tables import (
-    EDGE_CHANGE_KNOWN,
-    MEMORY_COLUMNS,
-    write_records,
-)
+from .tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
 
 __all__ = ["PostgresStore", "redact_url"]
 
@@ -86,6 +82,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         hnsw_m, hnsw_ef_construction: HNSW build parameters, used when the index is created.
         hnsw_ef_search: candidates visited per vector query (raised to the query's ``k``).
         connect_timeout: seconds to wait for the server.
+        scope_cache_bytes: bytes of scope graphs this process keeps (``.postgres_graph``).
     """
 
     _insert_edges = staticmethod(PostgresSearch._write_edges)
@@ -105,8 +102,10 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         connect_timeout: float = 10.0,
         replica_urls: Sequence[str] = (),
         replica_wait_ms: int = 200,
+        scope_cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.url = url
+        self._graph_bytes = scope_cache_bytes  # bound of the scope graphs (.postgres_graph)
         self._k1 = bm25_k1
         self._b = bm25_b
         self._hnsw_m = hnsw_m

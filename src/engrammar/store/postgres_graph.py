@@ -36,13 +36,16 @@ from ..models import Scope
 from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
 from .postgres_statements import M_RAW, N_MEMORY, PROBE
 
-__all__ = ["GRAPH_MAX", "GRAPH_TOTAL", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
+__all__ = ["GRAPH_MAX", "MEMORY_BYTES", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
 
 Conn = psycopg.Connection[Any]
-#: Scopes of at most this many memories are kept in process (~2 kB a memory with its vector).
+#: Scopes of at most this many memories are kept in process (and only as many as
+#: ``scope_cache_bytes`` holds at :data:`MEMORY_BYTES` each).
 GRAPH_MAX = 20_000
-#: Memories held in all of a store's graphs: past it the least recently used graphs go.
-GRAPH_TOTAL = 60_000
+#: What a memory costs in a graph: its row and vector (~2 kB) and its edge lists (measured:
+#: ~42 MB for 10,000 LoCoMo memories with 128,722 edges). All of a store's graphs together
+#: stay within ``scope_cache_bytes`` at this rate; past it the least recently used go.
+MEMORY_BYTES = 4096
 #: A copy not refreshed for this long is read again whole (``change_log`` keeps an hour).
 STALE_S = 1800.0
 _FIRST = threading.Lock()
@@ -249,13 +252,15 @@ class PostgresGraph:
             if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
                 return found
             args = {"ws": scope.workspace, "user": scope.user_id}
+            budget = getattr(self, "_graph_bytes", 64 * 1024 * 1024) // MEMORY_BYTES
+            limit = min(GRAPH_MAX, budget)
 
             def load(conn: Conn) -> ScopeGraph | None:
                 with conn.transaction():
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                     wm = conn.execute(_MARK).fetchone()
                     size = conn.execute(f"SELECT count(*) FROM memories WHERE {_SCOPE}", args)
-                    if int(size.fetchone()[0]) > GRAPH_MAX:  # type: ignore[index]
+                    if int(size.fetchone()[0]) > limit:  # type: ignore[index]
                         return None
                     cur = conn.cursor(binary=True)
                     rows = cur.execute(_ROWS, args).fetchall()
@@ -276,7 +281,7 @@ class PostgresGraph:
             held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
             total = sum(len(graphs[k].rows) for _, k in held)
             for _, k in held[:-1]:  # the least recently used first, never the newest
-                if total <= GRAPH_TOTAL:
+                if total <= budget:
                     break
                 total -= len(graphs.pop(k).rows)
             return graph
