@@ -60,6 +60,13 @@ def validate(cfg: Config) -> None:
         "tension_min_similarity",
         "recency_similarity",
         "preferences_min_similarity",
+        "feedback_context_min",
+        "feedback_context_full",
+        "feedback_rating_context_min",
+        "feedback_rating_context_full",
+        "feedback_same_output",
+        "feedback_reply_context_min",
+        "feedback_reply_context_full",
     ):
         v = getattr(cfg, name)
         if not -1.0 <= v <= 1.0:
@@ -106,18 +113,6 @@ def validate(cfg: Config) -> None:
             "feedback_max_adjustment",
             f"must be in [0, 1) so a score never turns negative, got {cfg.feedback_max_adjustment!r}",
         )
-    for name in (
-        "feedback_context_min",
-        "feedback_context_full",
-        "feedback_rating_context_min",
-        "feedback_rating_context_full",
-        "feedback_same_output",
-        "feedback_reply_context_min",
-        "feedback_reply_context_full",
-    ):
-        value = getattr(cfg, name)
-        if not -1.0 <= value <= 1.0:
-            raise ValidationError(name, f"must be a cosine in [-1, 1], got {value!r}")
     if not 0 <= cfg.session_spread < 1:
         raise ValidationError("session_spread", f"must be in [0, 1), got {cfg.session_spread!r}")
     if not 0 <= cfg.feedback_conflict_weight <= 1:

@@ -179,12 +179,19 @@ class ScopeGraph:
             self.at = time.monotonic()
 
 
-class GraphWindows(dict[str, Any]):
-    """A session's chunk vectors by memory id, falling back on a scope's graph."""
+class GraphBacked(dict[str, Any]):
+    """A session's reads of one kind by memory id (chunk vectors, logged edge changes),
+    falling back on that part of a scope's graph: ``build(id, found)`` makes the value of a
+    memory the part holds; a memory of the scope it does not hold has none (``[]``)."""
 
-    def __init__(self, graph: ScopeGraph) -> None:
+    def __init__(
+        self,
+        graph: ScopeGraph,
+        part: dict[str, tuple[Any, ...]],
+        build: Callable[[str, tuple[Any, ...]], Any],
+    ) -> None:
         super().__init__()
-        self._graph = graph
+        self._graph, self._part, self._build = graph, part, build
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in self._graph.rows
@@ -192,27 +199,8 @@ class GraphWindows(dict[str, Any]):
     def __missing__(self, key: str) -> Any:
         if key not in self._graph.rows:
             raise KeyError(key)
-        found = self._graph.wins.get(key)
-        value = windows(*found) if found is not None else []
-        self[key] = value
-        return value
-
-
-class GraphParts(dict[str, Any]):
-    """A session's logged edge changes by source, falling back on a scope's graph."""
-
-    def __init__(self, graph: ScopeGraph) -> None:
-        super().__init__()
-        self._graph = graph
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or key in self._graph.rows
-
-    def __missing__(self, key: str) -> Any:
-        if key not in self._graph.rows:
-            raise KeyError(key)
-        found = self._graph.parts.get(key)
-        value = change_rows(key, *found) if found is not None else []
+        found = self._part.get(key)
+        value = self._build(key, found) if found is not None else []
         self[key] = value
         return value
 
@@ -324,9 +312,11 @@ class PostgresGraph:
         snap.vecs.fallback = graph.vector
         snap.out_edges.fallback = graph.edges
         read = snap.windows, snap.edge_parts  # what the session was given stays
-        snap.windows = GraphWindows(graph)
+        snap.windows = GraphBacked(graph, graph.wins, lambda _, found: windows(*found))
         snap.windows.update(read[0])
-        snap.edge_parts = GraphParts(graph)
+        snap.edge_parts = GraphBacked(
+            graph, graph.parts, lambda key, found: change_rows(key, *found)
+        )
         snap.edge_parts.update(read[1])
         snap.graph = graph
 
