@@ -135,7 +135,8 @@ TABLES: dict[str, Table] = {
 }  # fmt: skip
 
 #: Tables only one backend has: its keyword index's own (FTS5's shadow tables and SQLite's
-#: AUTOINCREMENT counters; PostgreSQL's per-partition BM25 statistics).
+#: AUTOINCREMENT counters; PostgreSQL's per-partition BM25 statistics and postings) and
+#: PostgreSQL's change log of recent writes (what a process's scope graphs refresh from).
 BACKEND_TABLES: dict[str, frozenset[str]] = {
     "sqlite": frozenset(
         {
@@ -147,7 +148,7 @@ BACKEND_TABLES: dict[str, frozenset[str]] = {
             "sqlite_sequence",
         }
     ),
-    "postgresql": frozenset({"keyword_postings", "keyword_stats", "keyword_terms"}),
+    "postgresql": frozenset({"change_log", "keyword_postings", "keyword_stats", "keyword_terms"}),
 }
 
 
