@@ -111,7 +111,6 @@ PROBES: dict[str, dict[str, Any]] = {
     "before session 6: session_spread 0 + bm25_b 0.1": {"session_spread": 0.0, "bm25_b": 0.1},
     "default - newer first": {"recency_similarity": 1.0},
     "default - event cover": {"event_cover": False},
-    **{f"default with time_window_hits {n}": {"time_window_hits": n} for n in (10, 20, 40)},
     "newer first by likeness only (session 8)": {
         "recency_similarity": 0.4,
         "recency_term_share": 0.0,

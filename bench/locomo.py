@@ -73,10 +73,6 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
 PROBES: dict[str, tuple[dict[str, Any], str]] = {
     "default - newer first": ({"recency_similarity": 1.0}, "default"),
     "default - event cover": ({"event_cover": False}, "default"),
-    **{
-        f"default with time_window_hits {n}": ({"time_window_hits": n}, "default")
-        for n in (10, 20, 40)
-    },
     "default with neighbour_weight 0.6": ({"neighbour_weight": 0.6}, "default"),
     "default with neighbour_weight 1.0": ({"neighbour_weight": 1.0}, "default"),
     "default - graph with neighbour_weight 1.0": (
@@ -109,7 +105,6 @@ INGEST_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "bm25 - speaker names": ({"keyword_weight": 1.0, **OFF, **GRAPH_OFF}, "no-names"),
     "vector - speaker names": ({"keyword_weight": 0.0, **OFF, **GRAPH_OFF}, "no-names"),
     "default with chunk_chars 250": ({}, "chunks-250"),
-    "default with sentence vectors": ({}, "sentences"),
 }
 # Ingest-time differences: Config changes and whether speakers are given as names.
 STORES = {
@@ -117,7 +112,6 @@ STORES = {
     "no-context": ({"embed_context": False}, True),
     "no-names": ({}, False),
     "chunks-250": ({"chunk_chars": 250}, True),
-    "sentences": ({"sentence_vectors": 1000}, True),
 }
 KS = (1, 3, 5, 10, 20, 50)
 

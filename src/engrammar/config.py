@@ -168,13 +168,6 @@ class Config:
         "45% of the texts add embedded, the longest ones; such a message is still found by "
         "its opening's vector and by full-text search over its whole text.",
     )
-    sentence_vectors: int = _opt(
-        0,
-        "A message of at most this many characters holding two or more sentences gets a "
-        "vector per sentence too (assistant messages only with chunk_assistant); vector "
-        "search scores it by its best sentence or window, so a fact said in passing beside "
-        "a request is matched by its own sentence (0 = off).",
-    )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.5, "BM25 length normalisation (0 = none, 1 = full).")
     keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
@@ -252,11 +245,6 @@ class Config:
     )
     time_boost: float = _opt(
         1.0, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
-    )
-    time_window_hits: int = _opt(
-        0,
-        "For a question naming a time, this many memories of that time (nearest the query "
-        "vector) join the vector hits, so the time boost can lift a fact said in passing.",
     )
     event_cover: bool = _opt(
         True,

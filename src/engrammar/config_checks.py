@@ -48,8 +48,6 @@ def validate(cfg: Config) -> None:
         "superseded_factor",
         "recency_min_ratio",
         "preferences_limit",
-        "sentence_vectors",
-        "time_window_hits",
     ):
         if getattr(cfg, name) < 0:
             raise ValidationError(name, f"must be >= 0, got {getattr(cfg, name)!r}")

@@ -14,7 +14,7 @@ from ..config import Config
 from ..embed import Embedder
 from ..errors import EmbedderError
 from ..models import MemoryRecord, RecallFilter, Scope
-from ..recall.chunks import message_windows, sentence_spans
+from ..recall.chunks import message_windows
 from ..recall.tensions import Statement
 from ..recall.text import embedding_text
 from ..store import ChunkVector, Store
@@ -52,14 +52,11 @@ def embed_memories(
 ) -> tuple[np.ndarray, list[tuple[ChunkVector, ...]]]:
     """The vector of each ``(content, speaker, role)`` and, for a text longer than
     ``Config.chunk_chars``, the vectors of its windows past the first (the model reads only
-    a text's start), and of its sentences when it is at most ``Config.sentence_vectors``
-    characters long, all in one call to the embedder. An assistant's message gets windows
-    and sentences only with ``Config.chunk_assistant``."""
+    a text's start), all in one call to the embedder. An assistant's message gets windows
+    only with ``Config.chunk_assistant``."""
     size = engine.config.chunk_chars
-    most = engine.config.sentence_vectors
     spans = [
         message_windows(content, size)
-        + (sentence_spans(content, most=size or 250) if len(content) <= most else [])
         if role != "assistant" or engine.config.chunk_assistant
         else []
         for content, _, role in items

@@ -9,7 +9,6 @@ them rank alike.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
@@ -21,7 +20,6 @@ from ..recall.diversity import session_spread
 from ..recall.fusion import Candidate, fuse
 from ..recall.query import (
     named_speakers,
-    query_time_range,
     question_discount,
     question_share,
     rescore,
@@ -31,7 +29,6 @@ from ..recall.query import (
 from ..recall.requests import asks_for_suggestions, without_request_frame
 from ..recall.roles import role_discount
 from ..recall.text import speaker_of
-from ..recall.timeref import relative_time_range
 from ..store import Store
 from .base import Engine, in_scope
 
@@ -45,7 +42,6 @@ __all__ = [
     "refine_candidates",
     "refined",
     "search_hits",
-    "with_window_hits",
 ]
 
 # Only the head can reach the results: a bounded boost never lifts a candidate from far down
@@ -103,48 +99,6 @@ def search_hits(
     return qvec, vector_hits, keyword_hits
 
 
-# Days either side of the time a question names whose memories join the vector hits (those
-# the time boost counts in full, recall.query.time_match).
-_WINDOW_MARGIN_S = 4 * 86400.0
-
-
-def with_window_hits(
-    engine: Engine,
-    scope: Scope,
-    query: str,
-    hits: Hits,
-    as_of: float | None,
-    where: RecallFilter | None = None,
-) -> Hits:
-    """``hits`` with, for a question naming a time ("two weeks ago", "in May"; relative times
-    read against ``as_of``), the ``time_window_hits`` memories of that time nearest the query
-    vector added to the vector hits (their own cosine: the scale is unchanged). A fact said in
-    passing on the day asked about may be far down the scope's whole vector list, and the time
-    boost can only lift what is a candidate."""
-    n = engine.config.time_window_hits
-    if n <= 0 or engine.config.time_boost <= 0:
-        return hits
-    span = query_time_range(query)
-    if span is None and as_of is not None:
-        span = relative_time_range(query, as_of)
-    if span is None:
-        return hits
-    qvec, vector_hits, keyword_hits = hits
-    lo, hi = span[0] - _WINDOW_MARGIN_S, span[1] + _WINDOW_MARGIN_S
-    base = where or RecallFilter()
-    window = dataclasses.replace(
-        base,
-        since=lo if base.since is None else max(base.since, lo),
-        until=hi if base.until is None else min(base.until, hi),
-    )
-    known = {m for m, _ in vector_hits}
-    extra = [h for h in engine.store.vector_search(scope, qvec, n, window) if h[0] not in known]
-    if not extra:
-        return hits
-    merged = sorted([*vector_hits, *extra], key=lambda h: -h[1])
-    return qvec, merged, keyword_hits
-
-
 def keyword_text(config: Config, query: str) -> str:
     """What keyword search looks for: ``query``, without the words that frame a request for
     suggestions when it is one and ``request_keywords`` is on (``recall.requests``)."""
@@ -170,9 +124,7 @@ def candidates(
     ``links=False`` (plain search) leaves out the support of conversation neighbours, which
     follows sequence edges of the graph.
     """
-    hits = with_window_hits(
-        engine, scope, query, search_hits(engine, scope, query, qvec, where), as_of, where
-    )
+    hits = search_hits(engine, scope, query, qvec, where)
     return refined(engine, scope, query, hits, as_of, links=links, where=where)
 
 

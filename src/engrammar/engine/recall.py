@@ -52,14 +52,7 @@ from ..recall.tensions import detect_tension
 from ..recall.text import speaker_of
 from ..store import LearningAhead, RecallRecord, RefineAhead
 from .base import Engine, in_scope, statement, states_facts
-from .candidates import (
-    REFINE_DEPTH,
-    candidates,
-    fusion_config,
-    refined,
-    search_hits,
-    with_window_hits,
-)
+from .candidates import REFINE_DEPTH, candidates, fusion_config, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity, reordered
@@ -391,9 +384,7 @@ def graph_rank(
     matches are searched, and a walk through one it does not match is left out.
     """
     store, config = engine.store, engine.config
-    hits = with_window_hits(
-        engine, scope, query, search_hits(engine, scope, query, where=where), as_of, where
-    )
+    hits = search_hits(engine, scope, query, where=where)
     qvec, vector_hits, keyword_hits = hits
     # The weights feedback gave edges count near the recalls that earned them.
     reader = edge_reader(engine, scope, qvec, _feedback_since(engine))

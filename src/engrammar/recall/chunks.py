@@ -79,43 +79,6 @@ def message_windows(text: str, size: int) -> list[tuple[int, int]]:
     return chunk_spans(text, size, size // 5)[1:]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-
-
-def sentence_spans(text: str, least: int = 20, most: int = 250) -> list[tuple[int, int]]:
-    """``(start, end)`` of the sentences of ``text`` that get vectors of their own: split
-    after ".", "!" or "?" followed by a space, and at line breaks; a piece shorter than
-    ``least`` characters ("Hi!", "Thanks.") joins the next one. Empty when the text holds
-    fewer than two such sentences (its own vector reads it whole); a sentence longer than
-    ``most`` is left out (windows cover long ones)."""
-    pieces: list[tuple[int, int]] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        pieces.append((start, m.start() if text[m.start()] == "\n" else m.end()))
-        start = m.end()
-    pieces.append((start, len(text)))
-    spans: list[tuple[int, int]] = []
-    open_at: int | None = None
-    for a, b in pieces:
-        seg = text[a:b].strip()
-        if not seg:
-            continue
-        a = a + (len(text[a:b]) - len(text[a:b].lstrip()))
-        b = a + len(seg)
-        if open_at is not None:
-            a = open_at
-        if b - a < least:
-            open_at = a
-            continue
-        open_at = None
-        spans.append((a, b))
-    if open_at is not None and spans:  # a short tail joins the sentence before it
-        spans[-1] = (spans[-1][0], len(text.rstrip()))
-    if len(spans) < 2:
-        return []
-    return [(a, b) for a, b in spans if b - a <= most]
-
-
 def widened(text: str, start: int, end: int, size: int) -> tuple[int, int]:
     """``(start, end)`` grown evenly on both sides to about ``size`` characters of ``text``
     (less where the text ends), each side cut at a space; as it is when already that wide."""
@@ -147,7 +110,6 @@ __all__ = [
     "excerpt",
     "marked",
     "message_windows",
-    "sentence_spans",
     "split_document",
     "widened",
 ]
