@@ -21,36 +21,38 @@ _ORIGIN = re.compile(
 
 def validate(cfg: Config) -> None:
     """Raise :class:`ValidationError` for the first invalid setting of ``cfg``."""
-    for name in (
-        "feedback_strengthen_rate",
-        "feedback_weaken_rate",
-        "edge_weight_min",
-        "edge_weight_max",
-        "bm25_k1",
-        "bm25_b",
-        "keyword_weight",
-        "request_keyword_weight",
-        "speaker_boost",
-        "context_weight",
-        "time_boost",
-        "neighbour_weight",
-        "second_neighbour_weight",
-        "graph_sequence_weight",
-        "graph_min_edge_weight",
-        "graph_weight",
-        "rate_limit_per_s",
-        "feedback_rate_limit_per_s",
-        "feedback_source_window_s",
-        "feedback_reply_top",
-        "feedback_reply_weight",
-        "feedback_term_weight",
-        "feedback_rating_memory_margin",
-        "superseded_factor",
-        "recency_min_ratio",
-        "preferences_limit",
-    ):
-        if getattr(cfg, name) < 0:
-            raise ValidationError(name, f"must be >= 0, got {getattr(cfg, name)!r}")
+    _at_least(
+        cfg,
+        0,
+        (
+            "feedback_strengthen_rate",
+            "feedback_weaken_rate",
+            "edge_weight_min",
+            "edge_weight_max",
+            "bm25_k1",
+            "bm25_b",
+            "keyword_weight",
+            "request_keyword_weight",
+            "speaker_boost",
+            "context_weight",
+            "time_boost",
+            "neighbour_weight",
+            "second_neighbour_weight",
+            "graph_sequence_weight",
+            "graph_min_edge_weight",
+            "graph_weight",
+            "rate_limit_per_s",
+            "feedback_rate_limit_per_s",
+            "feedback_source_window_s",
+            "feedback_reply_top",
+            "feedback_reply_weight",
+            "feedback_term_weight",
+            "feedback_rating_memory_margin",
+            "superseded_factor",
+            "recency_min_ratio",
+            "preferences_limit",
+        ),
+    )
     for name in (
         "feedback_align_strengthen",
         "feedback_align_weaken",
@@ -155,30 +157,32 @@ def validate(cfg: Config) -> None:
         raise ValidationError("chunk_chars", f"must be 0 (off) or >= 100, got {cfg.chunk_chars!r}")
     if cfg.bm25_b > 1:
         raise ValidationError("bm25_b", f"must be in [0, 1], got {cfg.bm25_b}")
-    for name in (
-        "busy_timeout_ms",
-        "ann_threshold",
-        "embed_batch_size",
-        "max_content_chars",
-        "max_messages_per_add",
-        "recall_limit",
-        "candidate_pool",
-        "formatted_max_chars",
-        "excerpt_chars",
-        "graph_max_edges_per_memory",
-        "graph_fanout",
-        "graph_seeds",
-        "graph_max_paths",
-        "pool_size",
-        "hnsw_ef_search",
-        "max_request_bytes",
-        "rate_limit_burst",
-        "feedback_rate_limit_burst",
-        "server_threads",
-        "max_pending_connections",
-    ):
-        if getattr(cfg, name) < 1:
-            raise ValidationError(name, f"must be >= 1, got {getattr(cfg, name)!r}")
+    _at_least(
+        cfg,
+        1,
+        (
+            "busy_timeout_ms",
+            "ann_threshold",
+            "embed_batch_size",
+            "max_content_chars",
+            "max_messages_per_add",
+            "recall_limit",
+            "candidate_pool",
+            "formatted_max_chars",
+            "excerpt_chars",
+            "graph_max_edges_per_memory",
+            "graph_fanout",
+            "graph_seeds",
+            "graph_max_paths",
+            "pool_size",
+            "hnsw_ef_search",
+            "max_request_bytes",
+            "rate_limit_burst",
+            "feedback_rate_limit_burst",
+            "server_threads",
+            "max_pending_connections",
+        ),
+    )
     if not 0 <= cfg.graph_depth <= 4:
         raise ValidationError("graph_depth", f"must be in [0, 4], got {cfg.graph_depth}")
     if not 0 < cfg.graph_term_max_df <= 1:
@@ -224,3 +228,9 @@ def validate(cfg: Config) -> None:
         raise ValidationError("replica_urls", "read replicas need a PostgreSQL `store`")
     if cfg.replica_wait_ms < 0:
         raise ValidationError("replica_wait_ms", "must be >= 0")
+
+
+def _at_least(cfg: Config, least: int, names: tuple[str, ...]) -> None:
+    for name in names:
+        if getattr(cfg, name) < least:
+            raise ValidationError(name, f"must be >= {least}, got {getattr(cfg, name)!r}")
