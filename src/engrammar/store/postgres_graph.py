@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import psycopg
 
@@ -165,18 +165,20 @@ class ScopeGraph:
                     self.out.pop(e[0], None)
                 else:
                     self.out[e[0]] = tuple(e)
-            for w in wins:
-                if w[1]:
-                    self.wins[w[0]] = tuple(w[1:])
-                else:
-                    self.wins.pop(w[0], None)
-            for p in parts:
-                if p[1]:
-                    self.parts[p[0]] = tuple(p[1:])
-                else:
-                    self.parts.pop(p[0], None)
+            for held, changed in ((self.wins, wins), (self.parts, parts)):
+                for c in changed:  # (id, aggregates...): NULL aggregates when it has none
+                    if c[1]:
+                        held[c[0]] = tuple(c[1:])
+                    else:
+                        held.pop(c[0], None)
             self.wm = wm
             self.at = time.monotonic()
+
+
+def _fresh(found: Any) -> TypeGuard[ScopeGraph]:
+    """Whether a store's entry for a scope (a graph, or when it was found too large) is a
+    graph looked at within :data:`STALE_S`."""
+    return isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S
 
 
 class GraphBacked(dict[str, Any]):
@@ -230,14 +232,14 @@ class PostgresGraph:
         key = (scope.workspace, scope.user_id)
         graphs = self._graphs()
         found = graphs.get(key)
-        if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+        if _fresh(found):
             found.used = time.monotonic()
             return found
         if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
             return None
         with self._graphs_lock:
             found = graphs.get(key)
-            if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+            if _fresh(found):
                 return found
             args = {"ws": scope.workspace, "user": scope.user_id}
             budget = getattr(self, "_graph_bytes", 64 * 1024 * 1024) // MEMORY_BYTES
@@ -284,7 +286,7 @@ class PostgresGraph:
         if not self._graph_cache or not self._graph_scope(scope):
             return None
         found = self._graphs().get((scope.workspace, scope.user_id or ""))
-        if isinstance(found, ScopeGraph) and time.monotonic() - found.at < STALE_S:
+        if _fresh(found):
             return found
         return None
 
@@ -332,37 +334,57 @@ class PostgresGraph:
         if graph is None:
             return None
         vec_sql, vec_args, ef = self._vector_query(scope, query.array, k)
-        feedback_since = snap.feedback_since
-        user = scope.user_id
-
-        def run(conn: Conn) -> tuple[Any, ...]:
-            hits = conn.cursor(binary=True)
-            probe = conn.cursor()
-            with conn.pipeline():
-                finish = self._queue_scope_reads(conn, snap, scope)
-                refreshed = self._queue_refresh(conn, graph, scope)
-                if ef is not None:  # transaction-local: the connection goes back as it was
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        hits.execute(vec_sql, vec_args)
-                else:
-                    hits.execute(vec_sql, vec_args)
-                if feedback_since is not None:
-                    probe.execute(PROBE, {"ws": scope.workspace, "user": user,
-                                          "since": feedback_since})  # fmt: skip
-                    learned = self._queue_learning(conn, snap, scope, feedback_since, query.array)
-            finish()
-            refreshed()
-            if feedback_since is not None:
-                snap.learned = learned()
-            return hits.fetchall(), probe.fetchone() if feedback_since is not None else None
-
-        hits_rows, found = self._read("vector search and neighbourhood", run)
+        hits_rows, found = self._vector_exchange(
+            snap, scope, query, (vec_sql, vec_args, ef),
+            lambda conn: self._queue_refresh(conn, graph, scope),
+        )  # fmt: skip
         self._fall_back(snap, graph)
         hits = [(r[0], 1 - float(r[2])) for r in hits_rows]
         hits.sort(key=lambda h: (1 - h[1], h[0]))
         self._prefetched(snap, scope, found)
         return hits
+
+    def _vector_exchange(
+        self,
+        snap: Snapshot,
+        scope: Scope,
+        query: Any,
+        statement: tuple[str, dict[str, Any], int | None],
+        also: Callable[[Conn], Callable[[], None]] | None = None,
+    ) -> tuple[list[Any], Any]:
+        """The exchange that finds a recall's vector hits (the plain prefetch's or the
+        graph's): in one pipeline the scope's reads, ``also``'s statements, ``statement``
+        (sql, parameters, the ``hnsw.ef_search`` it needs set first or None) and, with
+        feedback records possibly there, the probe and the learned ranking's reads. Returns
+        the statement's rows and the probe's row (None without the probe)."""
+        sql, args, ef = statement
+        since = snap.feedback_since
+
+        def run(conn: Conn) -> tuple[list[Any], Any]:
+            cur = conn.cursor(binary=True)
+            probe = conn.cursor()
+            with conn.pipeline():
+                finish = self._queue_scope_reads(conn, snap, scope)
+                extra = also(conn) if also is not None else None
+                if ef is not None:  # transaction-local: the connection goes back as it was
+                    with conn.transaction():
+                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                        cur.execute(sql, args)
+                else:
+                    cur.execute(sql, args)
+                if since is not None:
+                    probe.execute(PROBE, {"ws": scope.workspace, "user": scope.user_id,
+                                          "since": since})  # fmt: skip
+                    learned = self._queue_learning(conn, snap, scope, since, query.array)
+            finish()
+            if extra is not None:
+                extra()
+            if since is not None:
+                snap.learned = learned()
+            return cur.fetchall(), (probe.fetchone() if since is not None else None)
+
+        result: tuple[list[Any], Any] = self._read("vector search and neighbourhood", run)
+        return result
 
     def _prefetched(self, snap: Snapshot, scope: Scope, found: Any) -> None:
         """The session has its neighbourhood; ``found``: the probe's row (or None)."""
@@ -385,19 +407,18 @@ class PostgresGraph:
             self._learn_hints = hints
         return hints
 
-    # provided by PostgresReads and the store
-    def _read(self, what: str, fn: Callable[[Conn], Any]) -> Any:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by PostgresReads and the store
 
-    def _vector_query(
-        self, scope: Scope, query: Any, k: int
-    ) -> tuple[str, dict[str, Any], int | None]:
-        raise NotImplementedError
+        def _read(self, what: str, fn: Callable[[Conn], Any]) -> Any: ...
 
-    def _queue_scope_reads(self, conn: Conn, snap: Snapshot, scope: Scope) -> Callable[[], None]:
-        raise NotImplementedError
+        def _vector_query(
+            self, scope: Scope, query: Any, k: int
+        ) -> tuple[str, dict[str, Any], int | None]: ...
 
-    def _queue_learning(
-        self, conn: Conn, snap: Snapshot, scope: Scope, since: float, query: Any
-    ) -> Callable[[], Any]:
-        raise NotImplementedError
+        def _queue_scope_reads(
+            self, conn: Conn, snap: Snapshot, scope: Scope
+        ) -> Callable[[], None]: ...
+
+        def _queue_learning(
+            self, conn: Conn, snap: Snapshot, scope: Scope, since: float, query: Any
+        ) -> Callable[[], Any]: ...

@@ -65,7 +65,6 @@ from .postgres_statements import (
     M_RAW,
     N_MEMORY,
     NARROW,
-    PROBE,
     SIGNAL_MEMORIES,
 )
 from .postgres_vectors import chunk_scope, own_hits, scope_keys
@@ -541,29 +540,9 @@ class PostgresReads(PostgresGraph):
             **{key: getattr(scope, key) for key in _SCOPE_KEYS},
             **filter_args,
         }
-        since = snap.feedback_since
-        user = scope.user_id
-
-        def run(conn: Conn) -> tuple[list[Any], Any]:
-            cur = conn.cursor(binary=True)
-            probe = conn.cursor()
-            with conn.pipeline():
-                finish = self._queue_scope_reads(conn, snap, scope)
-                if ef != self._ef_search:  # transaction-local: the connection goes back as it was
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        cur.execute(sql, args)
-                else:
-                    cur.execute(sql, args)
-                if since is not None:
-                    probe.execute(PROBE, {"ws": ws, "user": user, "since": since})
-                    learned = self._queue_learning(conn, snap, scope, since, query.array)
-            finish()
-            if since is not None:
-                snap.learned = learned()
-            return cur.fetchall(), (probe.fetchone() if since is not None else None)
-
-        rows, found = self._read("vector search and neighbourhood", run)
+        rows, found = self._vector_exchange(
+            snap, scope, query, (sql, args, ef if ef != self._ef_search else None)
+        )
         hits: list[tuple[str, float]] = []
         at = 12
         for r in rows:

@@ -32,7 +32,7 @@ import psycopg
 
 from ..models import Edge, RecallFilter, Scope
 from .postgres_reads import M_COLUMNS
-from .postgres_snapshot import WINDOW_AGGREGATES, keep_raw, windows
+from .postgres_snapshot import WINDOW_AGGREGATES, edges, keep_raw, windows
 from .postgres_statements import M_RAW, N_MEMORY
 
 if TYPE_CHECKING:
@@ -93,9 +93,9 @@ class PostgresReply(_Base):
         snap = self._reply_snap(scope.workspace)
         graph = self._held_graph(scope) if snap is not None else None
         if graph is None:
-            return self._queue_searches_ahead(conn, scope)
+            return self._queue_searches_ahead(conn, scope, snap)
         refreshed = self._queue_refresh(conn, graph, scope)
-        searched = self._queue_searches_ahead(conn, scope)
+        searched = self._queue_searches_ahead(conn, scope, snap)
 
         def keep() -> None:
             refreshed()
@@ -104,8 +104,7 @@ class PostgresReply(_Base):
 
         return keep
 
-    def _queue_searches_ahead(self, conn: Conn, scope: Scope) -> Callable[[], None]:
-        snap = self._reply_snap(scope.workspace)
+    def _queue_searches_ahead(self, conn: Conn, scope: Scope, snap: Any) -> Callable[[], None]:
         ahead = getattr(snap, "reply_ahead", None) if snap is not None else None
         if ahead is None or snap.keyword_ids or snap.scope not in (None, ahead[0]):
             return lambda: None
@@ -215,11 +214,7 @@ class PostgresReply(_Base):
             for src in missing:
                 found = graph.edges(src)
                 if found is not None:
-                    known[src] = [
-                        Edge(src, d, k, float(w), float(u))
-                        for d, k, w, u in zip(*found[1:], strict=True)
-                        if k == "sequence"
-                    ]
+                    known[src] = [e for e in edges(found) if e.kind == "sequence"]
             missing = [i for i in missing if i not in known]
         if missing:
             self._read_steps(snap, workspace, missing, known)
