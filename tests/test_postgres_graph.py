@@ -146,12 +146,13 @@ def test_change_log_names_what_each_write_changed(pg_url: str) -> None:
         mem.close()
 
 
-def test_a_scope_above_the_limit_is_prefetched(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A scope larger than GRAPH_MAX is not kept: every recall prefetches, as before."""
-    monkeypatch.setattr(postgres_graph, "GRAPH_MAX", 3)
-    mem = _memory(pg_url)
+def test_a_scope_above_the_limits_is_prefetched(pg_url: str) -> None:
+    """A scope larger than both ``scope_cache_bytes`` and ``scope_graph_max`` is not kept:
+    every recall prefetches, as before."""
+    mem = Memory(
+        Config(store=pg_url, scope_cache_bytes=3 * postgres_graph.MEMORY_BYTES, scope_graph_max=3),
+        embedder=HashEmbedder(),
+    )
     plain = _memory(pg_url, graph=False)
     try:
         _fill(mem)
@@ -161,6 +162,40 @@ def test_a_scope_above_the_limit_is_prefetched(
             )
         graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
         assert all(isinstance(v, float) for v in graphs.values())
+    finally:
+        mem.close()
+        plain.close()
+
+
+def test_the_newest_scope_is_kept_past_the_budget_and_large_ones_do_not_thrash(
+    pg_url: str,
+) -> None:
+    """Past ``scope_cache_bytes`` the most recently used scope's graph is still kept (up to
+    ``scope_graph_max`` memories), as the embedded store keeps its newest scope index. A
+    second such scope pushes it out, and the first is then prefetched, not read again at its
+    next recall (two large scopes in turn would read each other out every time); the answers
+    stay the plain reads'."""
+    mem = Memory(
+        Config(store=pg_url, scope_cache_bytes=3 * postgres_graph.MEMORY_BYTES),
+        embedder=HashEmbedder(),
+    )
+    plain = _memory(pg_url, graph=False)
+    try:
+        _fill(mem)
+        mem.add(["I keep bees on the roof.", "The bees swarmed in May.", "Honey again."] * 2,
+                user_id="u2")  # fmt: skip
+        mem.recall(QUERIES[0], user_id="u1")
+        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
+        assert isinstance(graphs[("default", "u1")], postgres_graph.ScopeGraph)
+        mem.recall("bees", user_id="u2")
+        assert isinstance(graphs[("default", "u2")], postgres_graph.ScopeGraph)
+        assert isinstance(graphs[("default", "u1")], float)  # pushed out, not read again soon
+        for query in QUERIES[:2]:
+            assert _recall_view(mem.recall(query, user_id="u1")) == _recall_view(
+                plain.recall(query, user_id="u1")
+            )
+        assert isinstance(graphs[("default", "u1")], float)
+        assert isinstance(graphs[("default", "u2")], postgres_graph.ScopeGraph)
     finally:
         mem.close()
         plain.close()
@@ -213,13 +248,15 @@ def test_another_users_writes_are_not_shipped_into_the_graph(pg_url: str) -> Non
 
 
 def test_scope_cache_bytes_bounds_the_graphs(pg_url: str) -> None:
-    """``Config.scope_cache_bytes`` bounds the graphs as it bounds the embedded store's scope
-    indexes: a scope whose graph would not fit is prefetched every time instead."""
+    """``Config.scope_cache_bytes`` bounds the graphs; with ``scope_graph_max`` 0 not even the
+    newest may exceed it: a scope whose graph would not fit is prefetched every time."""
     filler = _memory(pg_url)
     _fill(filler)
     filler.close()
-    small = Memory(Config(store=pg_url, scope_cache_bytes=3 * postgres_graph.MEMORY_BYTES),
-                   embedder=HashEmbedder())  # fmt: skip
+    small = Memory(
+        Config(store=pg_url, scope_cache_bytes=3 * postgres_graph.MEMORY_BYTES, scope_graph_max=0),
+        embedder=HashEmbedder(),
+    )
     try:
         small.recall(QUERIES[0], user_id="u1")
         graphs = small.store._scope_graphs  # type: ignore[attr-defined]

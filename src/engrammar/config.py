@@ -136,6 +136,13 @@ class Config:
         "PostgreSQL: scope graphs, ~4 kB a memory) a process keeps; the least recently used "
         "scopes are dropped past it and rebuilt on use.",
     )
+    scope_graph_max: int = _opt(
+        100_000,
+        "PostgreSQL: a user scope of at most this many memories keeps its graph in process "
+        "past scope_cache_bytes while it is the most recently used (as the embedded store "
+        "keeps its newest scope index); ~5 kB a memory, read in ~5 s at 100,000. 0: only "
+        "scopes that fit scope_cache_bytes.",
+    )
 
     # -- recall ------------------------------------------------------------------------------
     recall_limit: int = _opt(10, "Memories returned by recall/search when no limit is given.")

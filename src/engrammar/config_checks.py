@@ -206,6 +206,8 @@ def validate(cfg: Config) -> None:
             raise ValidationError(name, f"must be > 0, got {getattr(cfg, name)!r}")
     if cfg.scope_cache_bytes < 0:
         raise ValidationError("scope_cache_bytes", "must be >= 0")
+    if cfg.scope_graph_max < 0:
+        raise ValidationError("scope_graph_max", "must be >= 0")
     if cfg.embed_cache_size < 0:
         raise ValidationError("embed_cache_size", "must be >= 0")
     if cfg.feedback_anchor_bound not in ("ratings", "all", "off"):

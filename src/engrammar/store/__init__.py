@@ -68,4 +68,5 @@ def open_store(config: Config) -> Store:
         replica_urls=config.replica_urls,
         replica_wait_ms=config.replica_wait_ms,
         scope_cache_bytes=config.scope_cache_bytes,
+        scope_graph_max=config.scope_graph_max,
     )

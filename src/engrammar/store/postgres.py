@@ -3,11 +3,10 @@
 * **Connections.** A psycopg 3 pool per process (``Config.pool_size``); every call borrows one
   connection and runs in one transaction, committed when the call returns and rolled back
   when it raises. A transaction that loses a deadlock or a serialization conflict is retried.
-* **Vectors.** A ``vector(dim)`` column (stored inline) with HNSW indexes (cosine), created
-  when the store first learns its embedder's dimension: a global one, and partial ones per
-  bucket of users that a user's query walks instead (small users are scanned exactly; see
-  :mod:`.postgres_vectors`). ``hnsw.ef_search`` is raised to the query's ``k`` and iterative
-  index scans keep filtered queries from coming back short.
+* **Vectors.** A ``vector(dim)`` column (inline) with HNSW indexes (cosine), made when the
+  store learns its embedder's dimension: a global one, and partial ones per bucket of users
+  that a user's query walks instead (:mod:`.postgres_vectors`). ``hnsw.ef_search`` is raised
+  to the query's ``k``; iterative index scans keep filtered queries from coming back short.
 * **Keywords.** The same analysis as the embedded store (:func:`engrammar.recall.text.terms`:
   stop words, Snowball stems) stored as a ``tsvector`` with positions (a GIN index finds the
   candidates), ranked with the same BM25 formula and parameters as the in-process index, per
@@ -41,6 +40,7 @@ from ..models import MemoryRecord, Scope
 from .base import ChunkVector, NewEdge, NewMemory, RecallRecord
 from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
+from .postgres_graph import GRAPH_MAX
 from .postgres_ingest import INSERT_MEMORY
 from .postgres_migrations import MIGRATIONS
 from .postgres_recall_write import LATE, RecallWrites
@@ -66,7 +66,6 @@ T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
 Conn = psycopg.Connection[Any]
 
-
 # Any constant works; it only has to be the same in every process that migrates this schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
@@ -82,7 +81,8 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         hnsw_m, hnsw_ef_construction: HNSW build parameters, used when the index is created.
         hnsw_ef_search: candidates visited per vector query (raised to the query's ``k``).
         connect_timeout: seconds to wait for the server.
-        scope_cache_bytes: bytes of scope graphs this process keeps (``.postgres_graph``).
+        scope_cache_bytes, scope_graph_max: the scope graphs this process keeps (see
+            ``Config`` and ``.postgres_graph``).
     """
 
     _insert_edges = staticmethod(PostgresSearch._write_edges)
@@ -103,9 +103,11 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         replica_urls: Sequence[str] = (),
         replica_wait_ms: int = 200,
         scope_cache_bytes: int = 64 * 1024 * 1024,
+        scope_graph_max: int = GRAPH_MAX,
     ) -> None:
         self.url = url
         self._graph_bytes = scope_cache_bytes  # bound of the scope graphs (.postgres_graph)
+        self._graph_max = scope_graph_max
         self._k1 = bm25_k1
         self._b = bm25_b
         self._hnsw_m = hnsw_m

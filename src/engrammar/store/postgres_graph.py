@@ -24,8 +24,10 @@ whole (the change log keeps an hour).
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -39,9 +41,10 @@ from .postgres_statements import M_RAW, N_MEMORY, PROBE
 __all__ = ["GRAPH_MAX", "MEMORY_BYTES", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
 
 Conn = psycopg.Connection[Any]
-#: Scopes of at most this many memories are kept in process (and only as many as
-#: ``scope_cache_bytes`` holds at :data:`MEMORY_BYTES` each).
-GRAPH_MAX = 20_000
+#: The default of ``Config.scope_graph_max``: a scope of at most this many memories is kept
+#: in process past ``scope_cache_bytes`` while it is the most recently used (scopes that fit
+#: the budget, at :data:`MEMORY_BYTES` each, are kept in any case).
+GRAPH_MAX = 100_000
 #: What a memory costs in a graph: its row and vector (~2 kB) and its edge lists (measured:
 #: ~42 MB for 10,000 LoCoMo memories with 128,722 edges). All of a store's graphs together
 #: stay within ``scope_cache_bytes`` at this rate; past it the least recently used go.
@@ -52,6 +55,9 @@ _FIRST = threading.Lock()
 # How long a scope found too large is not looked at again.
 _TOO_LARGE_S = 600.0
 
+# The columns of ``M_RAW`` many rows of a scope share: id (a destination of edges too),
+# workspace, user, agent, session, role; kind, status.
+_SHARED = frozenset({0, 1, 2, 3, 4, 5, 7, 8})
 _SCOPE = "workspace = %(ws)s AND user_id = %(user)s"
 _ROWS = f"SELECT {M_RAW} FROM memories m WHERE m.{_SCOPE}"
 _EDGES = (
@@ -157,14 +163,15 @@ class ScopeGraph:
                 return
             for r in rows:
                 if r[1]:
-                    self.rows[r[0]] = tuple(r[2:])
+                    row = compact_row(r[2:])
+                    self.rows[row[0]] = row
                 else:
                     self.rows.pop(r[0], None)
             for e in edges:
                 if e[1] is None:
                     self.out.pop(e[0], None)
                 else:
-                    self.out[e[0]] = tuple(e)
+                    self.out[sys.intern(e[0])] = compact_edges(e)
             for held, changed in ((self.wins, wins), (self.parts, parts)):
                 for c in changed:  # (id, aggregates...): NULL aggregates when it has none
                     if c[1]:
@@ -173,6 +180,29 @@ class ScopeGraph:
                         held.pop(c[0], None)
             self.wm = wm
             self.at = time.monotonic()
+
+
+def compact_row(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row of ``M_RAW`` as the graph keeps it: the id, scope keys, role, kind and status
+    shared with every other row that has them (``sys.intern``), so that a scope's many rows
+    do not each carry a copy."""
+    return tuple(
+        sys.intern(v) if i in _SHARED and isinstance(v, str) else v for i, v in enumerate(row)
+    )
+
+
+def compact_edges(found: Sequence[Any]) -> tuple[Any, ...]:
+    """An out-edge list ``(src, dsts, kinds, weights, ups)`` as the graph keeps it: ids and
+    kinds shared (``sys.intern``; a destination is some row's id), weights and times packed
+    as doubles. About a third of the lists' size at 10-13 edges a memory."""
+    src, dsts, kinds, weights, ups = found
+    return (
+        sys.intern(src),
+        tuple(map(sys.intern, dsts)),
+        tuple(map(sys.intern, kinds)),
+        array("d", weights),
+        array("d", ups),
+    )
 
 
 def _fresh(found: Any) -> TypeGuard[ScopeGraph]:
@@ -243,7 +273,8 @@ class PostgresGraph:
                 return found
             args = {"ws": scope.workspace, "user": scope.user_id}
             budget = getattr(self, "_graph_bytes", 64 * 1024 * 1024) // MEMORY_BYTES
-            limit = min(GRAPH_MAX, budget)
+            # Past the budget only as the newest (as the embedded store keeps its scope index).
+            limit = max(budget, getattr(self, "_graph_max", GRAPH_MAX))
 
             def load(conn: Conn) -> ScopeGraph | None:
                 with conn.transaction():
@@ -260,20 +291,29 @@ class PostgresGraph:
                 assert wm is not None
                 return ScopeGraph(
                     int(wm[0]),
-                    {r[0]: tuple(r) for r in rows},
-                    {e[0]: tuple(e) for e in out},
+                    {row[0]: row for row in map(compact_row, rows)},
+                    {sys.intern(e[0]): compact_edges(e) for e in out},
                     {w[0]: tuple(w[1:]) for w in wins},
                     {p[0]: tuple(p[1:]) for p in parts},
                 )
 
             graph: ScopeGraph | None = self._read("reading the scope's graph", load)
-            graphs[key] = graph if graph is not None else time.monotonic()
+            now = time.monotonic()
+            graphs[key] = graph if graph is not None else now
             held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
             total = sum(len(graphs[k].rows) for _, k in held)
+            large = graph is not None and len(graph.rows) > budget
             for _, k in held[:-1]:  # the least recently used first, never the newest
                 if total <= budget:
                     break
-                total -= len(graphs.pop(k).rows)
+                gone = len(graphs[k].rows)
+                total -= gone
+                # A graph past the budget, or pushed out by one, is not read again for a while
+                # (its recalls prefetch): two large scopes in turn would read each other out.
+                if large or gone > budget:
+                    graphs[k] = now
+                else:
+                    del graphs[k]
             return graph
 
     @staticmethod
