@@ -4,7 +4,8 @@ The recall prefetch (:meth:`.postgres_reads.PostgresReads._prefetch`) spends mos
 in the server guessing which neighbours, edges and rows a recall will read (at 10,000
 memories in one scope ~22 of ~24 ms, against ~2 ms for the vector hits alone). The embedded
 store answers those questions in process; this module does the same for PostgreSQL: the first
-recall of a (workspace, user) scope of at most :data:`GRAPH_MAX` memories reads the scope's
+recall of a (workspace, user) scope that fits ``Config.scope_cache_bytes`` (or, as the most
+recently used, has at most ``Config.scope_graph_max`` memories) reads the scope's
 memory rows (with their vectors), every edge leaving them and their chunk vectors in one
 repeatable-read transaction, and keeps them with that snapshot's ``xmin`` as its watermark.
 Every later recall of the scope sends, in the one exchange that finds its vector hits, what
@@ -17,13 +18,13 @@ committed change is missed, whichever process made it; a change seen twice is re
 The session then answers reads of the scope's memories from the copy (the snapshot's lazy
 dicts fall back on it); anything else (another scope's memory, a memory added after the
 copy's last look) is read from the server as before. Not used with a recall filter, agent or
-session keys, or a scope above
-:data:`GRAPH_MAX` (the plain prefetch runs); a copy older than :data:`STALE_S` is read again
-whole (the change log keeps an hour).
+session keys, or a larger scope (the plain prefetch runs); a copy older than :data:`STALE_S`
+is read again whole (the change log keeps an hour).
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -297,7 +298,15 @@ class PostgresGraph:
                     {p[0]: tuple(p[1:]) for p in parts},
                 )
 
-            graph: ScopeGraph | None = self._read("reading the scope's graph", load)
+            # Hundreds of thousands of new tuples: the cyclic collector would walk the growing
+            # graph again and again while it is built (none of it is garbage).
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                graph: ScopeGraph | None = self._read("reading the scope's graph", load)
+            finally:
+                if collecting:
+                    gc.enable()
             now = time.monotonic()
             graphs[key] = graph if graph is not None else now
             held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
