@@ -4,6 +4,7 @@ another store object) are seen by the next recall."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -263,3 +264,40 @@ def test_scope_cache_bytes_bounds_the_graphs(pg_url: str) -> None:
         assert all(isinstance(v, float) for v in graphs.values())
     finally:
         small.close()
+
+
+def test_reading_one_scopes_graph_does_not_hold_up_another_scopes_recall(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scope's graph is read under its own lock: while u1's (slow) read goes on, u2's first
+    recall reads u2's graph and answers; u1's recall then gets its graph too."""
+    mem = _memory(pg_url)
+    try:
+        _fill(mem)
+        mem.add(["I keep bees on the roof.", "The bees swarmed in May."], user_id="u2")
+        started, release = threading.Event(), threading.Event()
+        original = PostgresStore._read_graph
+
+        def slow(store: PostgresStore, scope: Any, limit: int) -> Any:
+            if scope.user_id == "u1":
+                started.set()
+                release.wait(30)
+            return original(store, scope, limit)
+
+        monkeypatch.setattr(PostgresStore, "_read_graph", slow)
+        first = threading.Thread(target=lambda: mem.recall(QUERIES[0], user_id="u1"))
+        first.start()
+        assert started.wait(30)
+        other = threading.Thread(target=lambda: mem.recall("bees", user_id="u2"))
+        other.start()
+        other.join(20)
+        done = not other.is_alive()
+        release.set()
+        first.join(30)
+        other.join(30)
+        assert done, "u2's recall waited for u1's graph"
+        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
+        assert isinstance(graphs[("default", "u1")], postgres_graph.ScopeGraph)
+        assert isinstance(graphs[("default", "u2")], postgres_graph.ScopeGraph)
+    finally:
+        mem.close()

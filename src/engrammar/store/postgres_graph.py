@@ -252,13 +252,15 @@ class PostgresGraph:
                 graphs = getattr(self, "_scope_graphs", None)
                 if graphs is None:
                     self._graphs_lock = threading.Lock()
+                    self._graph_reads: dict[tuple[str, str], threading.Lock] = {}
                     graphs = {}
                     self._scope_graphs = graphs
         return graphs
 
     def _graph_of(self, scope: Scope) -> ScopeGraph | None:
         """The scope's graph, read whole if this process has none (or an old one); None for
-        a scope too large to keep."""
+        a scope too large to keep. While one scope is read, the others' recalls go on: a
+        scope's first recalls wait only for its own graph."""
         assert scope.user_id is not None
         key = (scope.workspace, scope.user_id)
         graphs = self._graphs()
@@ -269,61 +271,77 @@ class PostgresGraph:
         if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
             return None
         with self._graphs_lock:
+            reading = self._graph_reads.setdefault(key, threading.Lock())
+        with reading:
             found = graphs.get(key)
             if _fresh(found):
-                return found
-            args = {"ws": scope.workspace, "user": scope.user_id}
+                return found  # read by the thread this one waited for
+            if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
+                return None
             budget = getattr(self, "_graph_bytes", 64 * 1024 * 1024) // MEMORY_BYTES
             # Past the budget only as the newest (as the embedded store keeps its scope index).
-            limit = max(budget, getattr(self, "_graph_max", GRAPH_MAX))
-
-            def load(conn: Conn) -> ScopeGraph | None:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                    wm = conn.execute(_MARK).fetchone()
-                    size = conn.execute(f"SELECT count(*) FROM memories WHERE {_SCOPE}", args)
-                    if int(size.fetchone()[0]) > limit:  # type: ignore[index]
-                        return None
-                    cur = conn.cursor(binary=True)
-                    rows = cur.execute(_ROWS, args).fetchall()
-                    out = cur.execute(_EDGES, args).fetchall()
-                    wins = cur.execute(_WINDOWS, args).fetchall()
-                    parts = cur.execute(_PARTS, args).fetchall()
-                assert wm is not None
-                return ScopeGraph(
-                    int(wm[0]),
-                    {row[0]: row for row in map(compact_row, rows)},
-                    {sys.intern(e[0]): compact_edges(e) for e in out},
-                    {w[0]: tuple(w[1:]) for w in wins},
-                    {p[0]: tuple(p[1:]) for p in parts},
-                )
-
-            # Hundreds of thousands of new tuples: the cyclic collector would walk the growing
-            # graph again and again while it is built (none of it is garbage).
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                graph: ScopeGraph | None = self._read("reading the scope's graph", load)
-            finally:
-                if collecting:
-                    gc.enable()
-            now = time.monotonic()
-            graphs[key] = graph if graph is not None else now
-            held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
-            total = sum(len(graphs[k].rows) for _, k in held)
-            large = graph is not None and len(graph.rows) > budget
-            for _, k in held[:-1]:  # the least recently used first, never the newest
-                if total <= budget:
-                    break
-                gone = len(graphs[k].rows)
-                total -= gone
-                # A graph past the budget, or pushed out by one, is not read again for a while
-                # (its recalls prefetch): two large scopes in turn would read each other out.
-                if large or gone > budget:
-                    graphs[k] = now
-                else:
-                    del graphs[k]
+            graph = self._read_graph(scope, max(budget, getattr(self, "_graph_max", GRAPH_MAX)))
+            with self._graphs_lock:
+                self._keep_graph(key, graph, budget)
+                self._graph_reads.pop(key, None)
             return graph
+
+    def _read_graph(self, scope: Scope, limit: int) -> ScopeGraph | None:
+        """The scope's graph as of one snapshot; None if it has more than ``limit`` memories."""
+        args = {"ws": scope.workspace, "user": scope.user_id}
+
+        def load(conn: Conn) -> ScopeGraph | None:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                wm = conn.execute(_MARK).fetchone()
+                size = conn.execute(f"SELECT count(*) FROM memories WHERE {_SCOPE}", args)
+                if int(size.fetchone()[0]) > limit:  # type: ignore[index]
+                    return None
+                cur = conn.cursor(binary=True)
+                rows = cur.execute(_ROWS, args).fetchall()
+                out = cur.execute(_EDGES, args).fetchall()
+                wins = cur.execute(_WINDOWS, args).fetchall()
+                parts = cur.execute(_PARTS, args).fetchall()
+            assert wm is not None
+            return ScopeGraph(
+                int(wm[0]),
+                {row[0]: row for row in map(compact_row, rows)},
+                {sys.intern(e[0]): compact_edges(e) for e in out},
+                {w[0]: tuple(w[1:]) for w in wins},
+                {p[0]: tuple(p[1:]) for p in parts},
+            )
+
+        # Hundreds of thousands of new tuples: the cyclic collector would walk the growing
+        # graph again and again while it is built (none of it is garbage).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            graph: ScopeGraph | None = self._read("reading the scope's graph", load)
+        finally:
+            if collecting:
+                gc.enable()
+        return graph
+
+    def _keep_graph(self, key: tuple[str, str], graph: ScopeGraph | None, budget: int) -> None:
+        """Hold ``graph`` (None: mark the scope too large for a while), then drop the least
+        recently used others until the graphs fit ``budget`` memories (never the newest)."""
+        graphs = self._graphs()
+        now = time.monotonic()
+        graphs[key] = graph if graph is not None else now
+        held = sorted((g.used, k) for k, g in graphs.items() if isinstance(g, ScopeGraph))
+        total = sum(len(graphs[k].rows) for _, k in held)
+        large = graph is not None and len(graph.rows) > budget
+        for _, k in held[:-1]:  # the least recently used first, never the newest
+            if total <= budget:
+                break
+            gone = len(graphs[k].rows)
+            total -= gone
+            # A graph past the budget, or pushed out by one, is not read again for a while
+            # (its recalls prefetch): two large scopes in turn would read each other out.
+            if large or gone > budget:
+                graphs[k] = now
+            else:
+                del graphs[k]
 
     @staticmethod
     def _graph_scope(scope: Scope) -> bool:
