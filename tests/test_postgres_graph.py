@@ -5,6 +5,7 @@ another store object) are seen by the next recall."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -168,14 +169,25 @@ def test_a_scope_above_the_limits_is_prefetched(pg_url: str) -> None:
         plain.close()
 
 
+def _held(mem: Memory, user: str) -> Any:
+    """The scope's graph once its read behind the recalls is done (or what is there then)."""
+    graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
+    behind = mem.store._graphs_behind  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while ("default", user) in behind and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return graphs.get(("default", user))
+
+
 def test_the_newest_scope_is_kept_past_the_budget_and_large_ones_do_not_thrash(
     pg_url: str,
 ) -> None:
     """Past ``scope_cache_bytes`` the most recently used scope's graph is still kept (up to
-    ``scope_graph_max`` memories), as the embedded store keeps its newest scope index. A
-    second such scope pushes it out, and the first is then prefetched, not read again at its
-    next recall (two large scopes in turn would read each other out every time); the answers
-    stay the plain reads'."""
+    ``scope_graph_max`` memories), as the embedded store keeps its newest scope index: read
+    behind the recalls (the first prefetches, with the same answers). A second such scope
+    pushes it out, and the first is then prefetched, not read again at its next recall (two
+    large scopes in turn would read each other out every time); the answers stay the plain
+    reads'."""
     mem = Memory(
         Config(store=pg_url, scope_cache_bytes=3 * postgres_graph.MEMORY_BYTES),
         embedder=HashEmbedder(),
@@ -185,11 +197,14 @@ def test_the_newest_scope_is_kept_past_the_budget_and_large_ones_do_not_thrash(
         _fill(mem)
         mem.add(["I keep bees on the roof.", "The bees swarmed in May.", "Honey again."] * 2,
                 user_id="u2")  # fmt: skip
-        mem.recall(QUERIES[0], user_id="u1")
-        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
-        assert isinstance(graphs[("default", "u1")], postgres_graph.ScopeGraph)
+        first = mem.recall(QUERIES[0], user_id="u1")
+        assert _recall_view(first) == _recall_view(plain.recall(QUERIES[0], user_id="u1"))
+        assert isinstance(_held(mem, "u1"), postgres_graph.ScopeGraph)
+        again = mem.recall(QUERIES[0], user_id="u1")  # from the graph
+        assert _recall_view(again) == _recall_view(first)
         mem.recall("bees", user_id="u2")
-        assert isinstance(graphs[("default", "u2")], postgres_graph.ScopeGraph)
+        assert isinstance(_held(mem, "u2"), postgres_graph.ScopeGraph)
+        graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
         assert isinstance(graphs[("default", "u1")], float)  # pushed out, not read again soon
         for query in QUERIES[:2]:
             assert _recall_view(mem.recall(query, user_id="u1")) == _recall_view(
@@ -278,11 +293,11 @@ def test_reading_one_scopes_graph_does_not_hold_up_another_scopes_recall(
         started, release = threading.Event(), threading.Event()
         original = PostgresStore._read_graph
 
-        def slow(store: PostgresStore, scope: Any, limit: int) -> Any:
+        def slow(store: PostgresStore, scope: Any, limit: int, budget: int | None = None) -> Any:
             if scope.user_id == "u1":
                 started.set()
                 release.wait(30)
-            return original(store, scope, limit)
+            return original(store, scope, limit, budget)
 
         monkeypatch.setattr(PostgresStore, "_read_graph", slow)
         first = threading.Thread(target=lambda: mem.recall(QUERIES[0], user_id="u1"))

@@ -66,7 +66,7 @@ T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
 Conn = psycopg.Connection[Any]
 
-# Any constant works; it only has to be the same in every process that migrates this schema.
+# Any constant works; it only has to be the same in every process that migrates the schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 
@@ -282,8 +282,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         pipeline: bool = False,
     ) -> T:
         """A read: on a replica when one is up and has replayed this process's writes, else
-        on the primary (see :mod:`.postgres_replicas`). ``transaction``, ``pipeline``: as
-        for :meth:`_tx`."""
+        on the primary (:mod:`.postgres_replicas`). ``transaction``, ``pipeline``: see _tx."""
         if self._replicas and not getattr(self._local, "primary", False):
             if self._closed:
                 raise StoreError("the store is closed")
@@ -368,6 +367,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
     def close(self) -> None:
         if not self._closed:
             self._close_recall_writes()
+            self._close_graphs()
             self._closed = True
             self._replicas.close()
             self._pool.close()

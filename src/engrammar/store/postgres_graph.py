@@ -30,11 +30,14 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import psycopg
 
+from ..errors import StoreError
 from ..models import Scope
 from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
 from .postgres_statements import M_RAW, N_MEMORY, PROBE
@@ -53,6 +56,8 @@ MEMORY_BYTES = 4096
 #: A copy not refreshed for this long is read again whole (``change_log`` keeps an hour).
 STALE_S = 1800.0
 _FIRST = threading.Lock()
+# What a graph read answers for a scope past the budget (read again behind the recalls).
+_PAST_BUDGET = object()
 # How long a scope found too large is not looked at again.
 _TOO_LARGE_S = 600.0
 
@@ -253,14 +258,16 @@ class PostgresGraph:
                 if graphs is None:
                     self._graphs_lock = threading.Lock()
                     self._graph_reads: dict[tuple[str, str], threading.Lock] = {}
+                    self._graphs_behind: set[tuple[str, str]] = set()
                     graphs = {}
                     self._scope_graphs = graphs
         return graphs
 
     def _graph_of(self, scope: Scope) -> ScopeGraph | None:
         """The scope's graph, read whole if this process has none (or an old one); None for
-        a scope too large to keep. While one scope is read, the others' recalls go on: a
-        scope's first recalls wait only for its own graph."""
+        a scope too large to keep, or one past the budget whose graph is being read behind
+        the recalls (they prefetch meanwhile). While one scope is read, the others' recalls go
+        on: a scope's first recalls wait only for its own graph, and only if it fits."""
         assert scope.user_id is not None
         key = (scope.workspace, scope.user_id)
         graphs = self._graphs()
@@ -270,6 +277,8 @@ class PostgresGraph:
             return found
         if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
             return None
+        if key in self._graphs_behind:
+            return None
         with self._graphs_lock:
             reading = self._graph_reads.setdefault(key, threading.Lock())
         with reading:
@@ -278,25 +287,66 @@ class PostgresGraph:
                 return found  # read by the thread this one waited for
             if isinstance(found, float) and time.monotonic() - found < _TOO_LARGE_S:
                 return None
+            if key in self._graphs_behind:
+                return None
             budget = getattr(self, "_graph_bytes", 64 * 1024 * 1024) // MEMORY_BYTES
             # Past the budget only as the newest (as the embedded store keeps its scope index).
-            graph = self._read_graph(scope, max(budget, getattr(self, "_graph_max", GRAPH_MAX)))
+            limit = max(budget, getattr(self, "_graph_max", GRAPH_MAX))
+            read = self._read_graph(scope, limit, budget)
             with self._graphs_lock:
-                self._keep_graph(key, graph, budget)
                 self._graph_reads.pop(key, None)
+                if read is _PAST_BUDGET:  # seconds to read: not while a recall waits
+                    with suppress(RuntimeError):  # the store is closing: no read
+                        self._graph_worker().submit(self._read_behind, scope, limit, budget)
+                        self._graphs_behind.add(key)
+                    return None
+                graph = read if isinstance(read, ScopeGraph) else None
+                self._keep_graph(key, graph, budget)
             return graph
 
-    def _read_graph(self, scope: Scope, limit: int) -> ScopeGraph | None:
-        """The scope's graph as of one snapshot; None if it has more than ``limit`` memories."""
+    def _read_behind(self, scope: Scope, limit: int, budget: int) -> None:
+        """Read a scope's graph past the budget on the store's worker thread and keep it; if
+        the read fails, the scope prefetches for a while before trying again."""
+        key = (scope.workspace, scope.user_id or "")
+        graph = None
+        try:
+            graph = self._read_graph(scope, limit)
+        except StoreError:
+            pass  # the store closed, the server went: the recalls go on prefetching
+        finally:
+            with self._graphs_lock:
+                self._keep_graph(key, graph if isinstance(graph, ScopeGraph) else None, budget)
+                self._graphs_behind.discard(key)
+
+    def _graph_worker(self) -> ThreadPoolExecutor:
+        """The store's thread for graph reads behind the recalls (call under _graphs_lock)."""
+        worker: ThreadPoolExecutor | None = getattr(self, "_graphs_worker", None)
+        if worker is None:
+            worker = ThreadPoolExecutor(1, thread_name_prefix="engrammar-scope-graph")
+            self._graphs_worker = worker
+        return worker
+
+    def _close_graphs(self) -> None:
+        """Stop reading graphs behind the recalls (a read under way ends on its own)."""
+        worker: ThreadPoolExecutor | None = getattr(self, "_graphs_worker", None)
+        if worker is not None:
+            worker.shutdown(wait=False, cancel_futures=True)
+
+    def _read_graph(self, scope: Scope, limit: int, budget: int | None = None) -> Any:
+        """The scope's graph as of one snapshot; None if it has more than ``limit`` memories,
+        :data:`_PAST_BUDGET` (nothing read) if it has more than ``budget``."""
         args = {"ws": scope.workspace, "user": scope.user_id}
 
-        def load(conn: Conn) -> ScopeGraph | None:
+        def load(conn: Conn) -> Any:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 wm = conn.execute(_MARK).fetchone()
                 size = conn.execute(f"SELECT count(*) FROM memories WHERE {_SCOPE}", args)
-                if int(size.fetchone()[0]) > limit:  # type: ignore[index]
+                count = int(size.fetchone()[0])  # type: ignore[index]
+                if count > limit:
                     return None
+                if budget is not None and count > budget:
+                    return _PAST_BUDGET
                 cur = conn.cursor(binary=True)
                 rows = cur.execute(_ROWS, args).fetchall()
                 out = cur.execute(_EDGES, args).fetchall()
@@ -316,11 +366,10 @@ class PostgresGraph:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            graph: ScopeGraph | None = self._read("reading the scope's graph", load)
+            return self._read("reading the scope's graph", load)
         finally:
             if collecting:
                 gc.enable()
-        return graph
 
     def _keep_graph(self, key: tuple[str, str], graph: ScopeGraph | None, budget: int) -> None:
         """Hold ``graph`` (None: mark the scope too large for a while), then drop the least
