@@ -140,8 +140,8 @@ class Config:
         100_000,
         "PostgreSQL: a user scope of at most this many memories keeps its graph in process "
         "past scope_cache_bytes while it is the most recently used (as the embedded store "
-        "keeps its newest scope index); ~5 kB a memory, read on a worker thread (~4.4 s at 100,000) while its recalls prefetch. 0: only "
-        "scopes that fit scope_cache_bytes.",
+        "keeps its newest scope index); ~5 kB a memory, read on a worker thread (~4.4 s at "
+        "100,000) while its recalls prefetch. 0: only scopes that fit scope_cache_bytes.",
     )
 
     # -- recall ------------------------------------------------------------------------------
