@@ -316,3 +316,63 @@ def test_reading_one_scopes_graph_does_not_hold_up_another_scopes_recall(
         assert isinstance(graphs[("default", "u2")], postgres_graph.ScopeGraph)
     finally:
         mem.close()
+
+
+def test_feedback_in_another_process_reads_the_graph_once_then_takes_two_exchanges(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Feedback in a process that never recalled the scope (another store object here) reads
+    the scope's graph as a recall would, then takes two exchanges; what it learns equals
+    what a process without graphs learns (compared on a copy of the store)."""
+    import psycopg
+
+    asker = _memory(pg_url)
+    _fill(asker)
+    asker.close()
+    server, name = pg_url.rsplit("/", 1)
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}_fb TEMPLATE {name}")
+    exchanges: list[str] = []
+    original = PostgresStore._tx
+
+    def counting(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
+        exchanges.append(what)
+        return original(store, what, *args, **kw)
+
+    def rounds(url: str, graph: bool) -> tuple[list[Any], list[list[str]], Any]:
+        recaller, learner = _memory(url, graph=False), _memory(url, graph=graph)
+        outs, seen = [], []
+        try:
+            for query in QUERIES[:3]:
+                found = recaller.recall(query, user_id="u1")
+                exchanges.clear()
+                monkeypatch.setattr(PostgresStore, "_tx", counting)
+                try:
+                    out = learner.feedback(
+                        response=found.memories[0].memory.content,
+                        user_id="u1",
+                        recall_id=found.recall_id,
+                    )
+                finally:
+                    monkeypatch.setattr(PostgresStore, "_tx", original)
+                out.pop("recall_id")
+                outs.append(out)
+                seen.append(list(exchanges))
+            edges = learner.store._tx(  # type: ignore[attr-defined]
+                "reading",
+                lambda c: c.execute(
+                    "SELECT src, dst, kind, weight FROM edges ORDER BY src, dst, kind"
+                ).fetchall(),
+                transaction=False,
+            )
+            return outs, seen, edges
+        finally:
+            recaller.close()
+            learner.close()
+
+    outs, seen, edges = rounds(pg_url, True)
+    plain_outs, _, plain_edges = rounds(f"{server}/{name}_fb", False)
+    assert outs == plain_outs and edges == plain_edges
+    assert seen[0].count("reading the scope's graph") == 1
+    assert all("reading the scope's graph" not in s for s in seen[1:])
+    assert [len(s) for s in seen[1:]] == [2, 2]

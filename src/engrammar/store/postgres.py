@@ -334,36 +334,6 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
             return super().get_recall(scope, recall_id)
         return self._session_recall(scope, recall_id)
 
-    def _session_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
-        """``get_recall`` in a read session: the records and vectors of the memories the recall
-        names (shown, on its paths, in its tensions: what feedback reads next) come in the
-        same exchange, selected in the server from the recall row."""
-        snap = self._snap(scope.workspace)
-        assert snap is not None
-        sql, params = self._recall_query(scope, recall_id)
-        named = (
-            f"WITH r AS ({sql}) SELECT {MEMORY_COLUMNS}, embedding FROM memories "
-            "WHERE workspace = %s AND id = ANY(ARRAY("
-            "SELECT jsonb_array_elements_text(memory_ids) FROM r "
-            "UNION SELECT jsonb_array_elements_text(p -> 'nodes') "
-            "FROM r, jsonb_array_elements(r.paths) p "
-            "UNION SELECT t ->> side FROM r, jsonb_array_elements(r.tensions) t, "
-            "unnest(ARRAY['a', 'b']) side))"
-        )
-
-        def run(conn: Conn) -> tuple[Any, list[Any], Callable[[], None]]:
-            record, memories = conn.cursor(), conn.cursor(binary=True)
-            with conn.pipeline():
-                record.execute(sql, params)
-                memories.execute(named, [*params, scope.workspace])
-                reply = self._queue_reply(conn, scope)  # the reply's searches, if announced
-            return record.fetchone(), memories.fetchall(), reply
-
-        row, rows, reply = self._read("reading the recall", run)
-        self._keep_rows(snap, rows, 0)
-        reply()
-        return self._recall_record(row)
-
     def close(self) -> None:
         if not self._closed:
             self._close_recall_writes()

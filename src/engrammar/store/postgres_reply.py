@@ -31,9 +31,11 @@ import numpy as np
 import psycopg
 
 from ..models import Edge, RecallFilter, Scope
+from .base import RecallRecord
 from .postgres_reads import M_COLUMNS
 from .postgres_snapshot import WINDOW_AGGREGATES, edges, keep_raw, windows
 from .postgres_statements import M_RAW, N_MEMORY
+from .tables import MEMORY_COLUMNS
 
 if TYPE_CHECKING:
     from .postgres_search import PostgresSearch
@@ -70,6 +72,39 @@ class PostgresReply(_Base):
 
     #: Answer feedback's reads in two exchanges (off: one by one; tests compare the two).
     _reply_reads = True
+
+    def _session_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
+        """``get_recall`` in a read session: the records and vectors of the memories the recall
+        names (shown, on its paths, in its tensions: what feedback reads next) come in the
+        same exchange, selected in the server from the recall row."""
+        snap = self._snap(scope.workspace)
+        assert snap is not None
+        feedback = self._reply_snap(scope.workspace) is not None
+        if feedback and self._graph_cache and self._graph_scope(scope):
+            self._graph_of(scope)  # feedback reads from the scope's graph as recall does
+        sql, params = self._recall_query(scope, recall_id)
+        named = (
+            f"WITH r AS ({sql}) SELECT {MEMORY_COLUMNS}, embedding FROM memories "
+            "WHERE workspace = %s AND id = ANY(ARRAY("
+            "SELECT jsonb_array_elements_text(memory_ids) FROM r "
+            "UNION SELECT jsonb_array_elements_text(p -> 'nodes') "
+            "FROM r, jsonb_array_elements(r.paths) p "
+            "UNION SELECT t ->> side FROM r, jsonb_array_elements(r.tensions) t, "
+            "unnest(ARRAY['a', 'b']) side))"
+        )
+
+        def run(conn: Conn) -> tuple[Any, list[Any], Callable[[], None]]:
+            record, memories = conn.cursor(), conn.cursor(binary=True)
+            with conn.pipeline():
+                record.execute(sql, params)
+                memories.execute(named, [*params, scope.workspace])
+                reply = self._queue_reply(conn, scope)  # the reply's searches, if announced
+            return record.fetchone(), memories.fetchall(), reply
+
+        row, rows, reply = self._read("reading the recall", run)
+        self._keep_rows(snap, rows, 0)
+        reply()
+        return self._recall_record(row)
 
     def _reply_snap(self, workspace: str) -> Any:
         """This thread's read session if it is one without a graph walk (feedback's)."""
