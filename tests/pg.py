@@ -225,3 +225,14 @@ class PgServer:
                 self._run("pg_ctl", "-D", str(self.data), "-w", "-m", "immediate", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def copy_database(url: str, suffix: str) -> str:
+    """A copy of the database at ``url`` (``CREATE DATABASE ... TEMPLATE``; no one may be
+    connected to it), named with ``suffix``; returns the copy's URL."""
+    import psycopg
+
+    server, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}{suffix} TEMPLATE {name}")
+    return f"{server}/{name}{suffix}"

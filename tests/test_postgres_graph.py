@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from tests.pg import copy_database
 from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 
 from engrammar import Config, HashEmbedder, Memory
@@ -324,20 +325,11 @@ def test_feedback_in_another_process_reads_the_graph_once_then_takes_two_exchang
     """Feedback in a process that never recalled the scope (another store object here) reads
     the scope's graph as a recall would, then takes two exchanges; what it learns equals
     what a process without graphs learns (compared on a copy of the store)."""
-    import psycopg
-
     asker = _memory(pg_url)
     _fill(asker)
     asker.close()
-    server, name = pg_url.rsplit("/", 1)
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}_fb TEMPLATE {name}")
-    exchanges: list[str] = []
-    original = PostgresStore._tx
-
-    def counting(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
-        exchanges.append(what)
-        return original(store, what, *args, **kw)
+    copy = copy_database(pg_url, "_fb")
+    count = _Exchanges(monkeypatch)
 
     def rounds(url: str, graph: bool) -> tuple[list[Any], list[list[str]], Any]:
         recaller, learner = _memory(url, graph=False), _memory(url, graph=graph)
@@ -345,19 +337,12 @@ def test_feedback_in_another_process_reads_the_graph_once_then_takes_two_exchang
         try:
             for query in QUERIES[:3]:
                 found = recaller.recall(query, user_id="u1")
-                exchanges.clear()
-                monkeypatch.setattr(PostgresStore, "_tx", counting)
-                try:
-                    out = learner.feedback(
-                        response=found.memories[0].memory.content,
-                        user_id="u1",
-                        recall_id=found.recall_id,
-                    )
-                finally:
-                    monkeypatch.setattr(PostgresStore, "_tx", original)
+                del count.names[:]
+                top = found.memories[0].memory.content
+                out = learner.feedback(response=top, user_id="u1", recall_id=found.recall_id)
+                seen.append(list(count.names))
                 out.pop("recall_id")
                 outs.append(out)
-                seen.append(list(exchanges))
             edges = learner.store._tx(  # type: ignore[attr-defined]
                 "reading",
                 lambda c: c.execute(
@@ -371,7 +356,7 @@ def test_feedback_in_another_process_reads_the_graph_once_then_takes_two_exchang
             learner.close()
 
     outs, seen, edges = rounds(pg_url, True)
-    plain_outs, _, plain_edges = rounds(f"{server}/{name}_fb", False)
+    plain_outs, _, plain_edges = rounds(copy, False)
     assert outs == plain_outs and edges == plain_edges
     assert seen[0].count("reading the scope's graph") == 1
     assert all("reading the scope's graph" not in s for s in seen[1:])

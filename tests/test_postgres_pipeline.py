@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.pg import copy_database
 
 from engrammar import Config, HashEmbedder, Memory, Scope
 from engrammar.engine.ingest import graph_scope
@@ -560,17 +561,13 @@ def test_feedback_in_three_exchanges_equals_plain_reads(
     With the scope's graph held in process (``graph``, read by the recall before), the
     recall's read also brings what changed in it and the sequence edges come from it: two
     exchanges."""
-    import psycopg
-
     long_turn = " ".join(TURNS) + " The counselor said the adoption papers look fine."
     mem = _memory(pg_url)
     for session in ("s1", "s2"):
         for i, text in enumerate([*TURNS, long_turn]):
             mem.add(text, user_id="u1", session_id=session, metadata={"name": ("Ann", "Bo")[i % 2]})
     mem.close()
-    server, name = pg_url.rsplit("/", 1)
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}_copy TEMPLATE {name}")
+    copy = copy_database(pg_url, "_copy")
     exchanges: list[str] = []
     original = PostgresStore._tx
 
@@ -626,7 +623,7 @@ def test_feedback_in_three_exchanges_equals_plain_reads(
             mem.close()
 
     fast, fast_learned = learn(pg_url, True)
-    plain, plain_learned = learn(f"{server}/{name}_copy", False)
+    plain, plain_learned = learn(copy, False)
     assert [o for o, _ in fast] == [o for o, _ in plain]
     assert fast_learned == plain_learned
     assert fast[0][0]["drawn_on"] and fast[0][0]["left"]  # drew on some, left others
