@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 # Read at import: the autouse fixture of conftest clears ENGRAMMAR_* before each test.
 REQUIRE_PG = os.environ.get("ENGRAMMAR_REQUIRE_PG", "") == "1"
@@ -236,3 +237,20 @@ def copy_database(url: str, suffix: str) -> str:
     with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}{suffix} TEMPLATE {name}")
     return f"{server}/{name}{suffix}"
+
+
+class Exchanges:
+    """What each of a PostgreSQL store's calls to the server was for (``_tx``'s ``what``: one
+    statement or one pipelined batch each), in order, from now until the test ends."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        from engrammar.store.postgres import PostgresStore
+
+        self.names: list[str] = []
+        original = PostgresStore._tx
+
+        def naming(store: Any, what: str, *args: Any, **kw: Any) -> Any:
+            self.names.append(what)
+            return original(store, what, *args, **kw)
+
+        monkeypatch.setattr(PostgresStore, "_tx", naming)

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from tests.pg import copy_database
+from tests.pg import Exchanges, copy_database
 from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 
 from engrammar import Config, HashEmbedder, Memory
@@ -26,18 +26,6 @@ def _memory(url: str, graph: bool = True) -> Memory:
     return mem
 
 
-class _Exchanges:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.names: list[str] = []
-        original = PostgresStore._tx
-
-        def counting(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
-            self.names.append(what)
-            return original(store, what, *args, **kw)
-
-        monkeypatch.setattr(PostgresStore, "_tx", counting)
-
-
 def test_recalls_from_the_graph_equal_the_prefetch_with_feedback_between(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -49,7 +37,7 @@ def test_recalls_from_the_graph_equal_the_prefetch_with_feedback_between(
     _fill(filler)
     filler.close()
     cached, plain = _memory(pg_url), _memory(pg_url, graph=False)
-    count = _Exchanges(monkeypatch)
+    count = Exchanges(monkeypatch)
     try:
         loads = 0
         for query in QUERIES * 2:
@@ -329,7 +317,7 @@ def test_feedback_in_another_process_reads_the_graph_once_then_takes_two_exchang
     _fill(asker)
     asker.close()
     copy = copy_database(pg_url, "_fb")
-    count = _Exchanges(monkeypatch)
+    count = Exchanges(monkeypatch)
 
     def rounds(url: str, graph: bool) -> tuple[list[Any], list[list[str]], Any]:
         recaller, learner = _memory(url, graph=False), _memory(url, graph=graph)

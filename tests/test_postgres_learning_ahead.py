@@ -4,31 +4,15 @@ with feedback records needs no exchange of its own for them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.postgres import PostgresStore
+from pg import Exchanges
 from test_postgres_reads import QUERIES, _fill, _plain, _recall_view, _rounded
 
 pytestmark = pytest.mark.postgres
 
 LEARNED_READS = ("reading feedback", "reading reply signals")
-
-
-class _Names:
-    """The store's calls to the server, by what each was for."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.names: list[str] = []
-        original = PostgresStore._tx
-
-        def naming(store: PostgresStore, what: str, *args: Any, **kw: Any) -> Any:
-            self.names.append(what)
-            return original(store, what, *args, **kw)
-
-        monkeypatch.setattr(PostgresStore, "_tx", naming)
 
 
 def _records(mem: Memory) -> None:
@@ -49,7 +33,7 @@ def _records(mem: Memory) -> None:
         mem.feedback(response=first.memories[0].content, user_id="u1", recall_id=first.recall_id)
 
 
-def _compare(mem: Memory, names: _Names, query: str, limit: int) -> list[str]:
+def _compare(mem: Memory, names: Exchanges, query: str, limit: int) -> list[str]:
     """The session's recall and search equal the plain ones'; the session recall's exchanges."""
     names.names.clear()
     fast = mem.recall(query, user_id="u1", limit=limit)
@@ -73,7 +57,7 @@ def test_learned_reads_come_with_the_neighbourhood(
     try:
         _fill(mem)
         _records(mem)
-        names = _Names(monkeypatch)
+        names = Exchanges(monkeypatch)
         learned_any = False
         for query in QUERIES:
             mem.recall(query, user_id="u1")  # the store learns which records the scope has
@@ -100,7 +84,7 @@ def test_a_rating_or_a_new_scope_reads_the_learned_records_on_their_own(
     try:
         _fill(mem)
         _records(mem)
-        names = _Names(monkeypatch)
+        names = Exchanges(monkeypatch)
         fresh = Memory(Config(store=pg_url), embedder=HashEmbedder())  # a store without hints
         try:
             names.names.clear()
@@ -147,7 +131,7 @@ def test_records_between_the_two_horizons_are_read_as_the_later_horizon_reads_th
         scope = Scope(mem.config.workspace, "u1")
         qvec = mem._engine.embed_one(QUERIES[0])
         ids = [m.id for m in mem.list(user_id="u1")]
-        names = _Names(monkeypatch)
+        names = Exchanges(monkeypatch)
 
         def context() -> np.ndarray:
             return qvec
@@ -191,7 +175,7 @@ def test_edge_context_reads_come_with_the_neighbourhood(
         store = mem.store
         ids = [m.id for m in mem.list(user_id="u1", limit=100)]
         assert store.edge_changes(mem.config.workspace, ids, 100)  # the replies moved edges
-        names = _Names(monkeypatch)
+        names = Exchanges(monkeypatch)
         for query in QUERIES:
             mem.recall(query, user_id="u1")  # the store learns which records the scope has
             for limit in (3, 10):
