@@ -89,6 +89,16 @@ def test_small_user_exact_large_user_through_its_bucket(pg_url: str) -> None:
         with store.reading():
             hits = store.vector_search(Scope("default", "big"), big[5], 10)
         assert hits[0][0] == "big-5"
+        # An add session searches its whole batch in one statement: the same hits, in the
+        # same order with the same similarities, as one search per vector.
+        for user, vecs in (("big", big), ("small", small)):
+            scope = Scope("default", user)
+            queries = np.stack([vecs[i * 7] + 0.2 * vecs[i * 7 + 3] for i in range(40)])
+            queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+            one_by_one = [store.vector_search(scope, q, 12) for q in queries]
+            with store.adding(scope, scope, [], 12):
+                batched = store.vector_searches(scope, queries, 12)
+            assert batched == one_by_one and all(len(h) == 12 for h in batched)
     finally:
         store.close()
 

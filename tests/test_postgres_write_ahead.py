@@ -15,6 +15,7 @@ from engrammar import Config, HashEmbedder, Memory
 from engrammar.engine import ingest
 from engrammar.errors import StoreError
 from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres_ingest import Renames
 
 pytestmark = pytest.mark.postgres
 
@@ -142,6 +143,54 @@ def test_write_begun_ahead_meets_a_duplicate(pg_url: str) -> None:
         assert _open_early(store) == 0
     finally:
         mem.close()
+
+
+def test_batch_repeating_a_message_is_written_once_in_one_go(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that says the same thing twice ("Take care!" at the end of two sessions): the
+    repeat takes its first occurrence's id without a failed write (neither the write begun
+    ahead nor the one-round-trip write falls back to the collapsing write), and leaves what
+    that collapsing write leaves."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    batch = [TURNS[0], TURNS[4], TURNS[0], TURNS[6], TURNS[4], TURNS[0]]
+    calls: list[bool] = []
+    original = PostgresStore._adder
+
+    def adder(self: PostgresStore, rows: Any, edges: Any, fresh: bool = False) -> Any:
+        calls.append(fresh)
+        return original(self, rows, edges, fresh)
+
+    monkeypatch.setattr(PostgresStore, "_adder", adder)
+    try:
+        ids = mem.add(batch, user_id="ahead", session_id="s1")
+        assert ids[2] == ids[5] == ids[0] and ids[4] == ids[1] and len(set(ids)) == 3
+        assert calls == []  # the write begun ahead took the batch
+        monkeypatch.setattr(PostgresStore, "_write_ahead", False)
+        again = mem.add(batch, user_id="one trip", session_id="s1")
+        assert again[2] == again[0] and again[4] == again[1] and len(set(again)) == 3
+        assert calls == [True]  # and no collapsing write after it
+        # The collapsing write, as a batch without the early check takes it.
+        monkeypatch.setattr(
+            "engrammar.store.postgres.collapse_repeats", lambda rows: (list(rows), Renames())
+        )
+        monkeypatch.setattr(PostgresStore, "_early_write", _no_early_write)
+        mem.add(batch, user_id="collapsing", session_id="s1")
+        assert calls[1:] == [True, False]
+        expected = _state(store, "collapsing")
+        assert _state(store, "ahead") == expected
+        assert _state(store, "one trip") == expected
+        assert len(expected[0]) == 3 and any(k == "supersedes" for _, _, k, _ in expected[1])
+        assert _open_early(store) == 0
+    finally:
+        mem.close()
+
+
+def _no_early_write(self: PostgresStore, rows: Any) -> Any:
+    raise RuntimeError("no write ahead")
+    yield  # a generator, as the method it stands for
 
 
 def test_add_failing_after_its_write_began_leaves_nothing(

@@ -41,7 +41,7 @@ from .base import ChunkVector, NewEdge, NewMemory, RecallRecord
 from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
 from .postgres_graph import GRAPH_MAX
-from .postgres_ingest import INSERT_MEMORY
+from .postgres_ingest import INSERT_MEMORY, collapse_repeats
 from .postgres_migrations import MIGRATIONS
 from .postgres_recall_write import LATE, RecallWrites
 from .postgres_replicas import Replicas, lsn
@@ -509,13 +509,14 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         statement waits for another's answer."""
         now = time.time()
         params = _memory_params(rows, now)
+        unique, rename = collapse_repeats(rows)
 
         def all_new(conn: Conn) -> list[tuple[str, bool]]:
-            self._queue_new(conn, rows, now, params)
+            self._queue_new(conn, unique, now, params if not rename else None)
             workspace = rows[0].workspace if rows else ""
-            self._insert_edges(conn, workspace, edges, {}, now)
-            self._supersede_queued(conn, workspace, edges, {})
-            return [(r.id, True) for r in rows]
+            self._insert_edges(conn, workspace, edges, rename, now)
+            self._supersede_queued(conn, workspace, edges, rename)
+            return rename.ids(rows)
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
             out: list[tuple[str, bool]] = []

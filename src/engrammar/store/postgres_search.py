@@ -7,20 +7,14 @@ with positions, so that BM25 over them gives the same scores (see :mod:`.postgre
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
-from psycopg.abc import Buffer
-from psycopg.adapt import Dumper, Loader
-from psycopg.pq import Format
-from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
-from ..errors import StoreError
 from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ..recall.text import index_text, speaker_of, terms
@@ -32,7 +26,7 @@ from .postgres_keyword import keyword_query, quote_lexeme
 from .postgres_reads import PostgresReads
 from .postgres_snapshot import keep_raw
 from .postgres_statements import M_RAW, N_MEMORY
-from .postgres_vectors import chunk_scope, own_hits, scope_keys
+from .postgres_vectors import Vector, chunk_scope, own_hits, register_vector, scope_keys
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
 
@@ -53,49 +47,6 @@ T = TypeVar("T")
 Conn = psycopg.Connection[Any]
 
 _MAX_POSITION = 16383  # tsvector positions saturate here; term counts above are approximate
-
-
-class Vector:
-    """A float32 vector on its way to a ``vector`` parameter (binary wire format)."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array = np.ascontiguousarray(array, dtype=np.float32)
-
-
-def register_vector(conn: Conn) -> None:
-    """Teach the connection pgvector's binary format, both ways, with no extra dependency."""
-    info = TypeInfo.fetch(conn, "vector")
-    if info is None:
-        raise StoreError("the pgvector extension is not installed in this database")
-    vector_oid = info.oid
-
-    class VectorDumper(Dumper):
-        format = Format.BINARY
-        oid = vector_oid
-
-        def dump(self, obj: Vector) -> Buffer:
-            a = obj.array
-            return struct.pack(">HH", len(a), 0) + a.astype(">f4").tobytes()
-
-    class VectorBinaryLoader(Loader):
-        format = Format.BINARY
-
-        def load(self, data: Buffer) -> np.ndarray:
-            dim = struct.unpack_from(">H", data)[0]
-            return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
-
-    class VectorTextLoader(Loader):
-        format = Format.TEXT
-
-        def load(self, data: Buffer) -> np.ndarray:
-            text = bytes(data).decode()
-            return np.array(text[1:-1].split(","), dtype=np.float32)
-
-    conn.adapters.register_dumper(Vector, VectorDumper)
-    conn.adapters.register_loader(vector_oid, VectorBinaryLoader)
-    conn.adapters.register_loader(vector_oid, VectorTextLoader)
 
 
 def analysed(content: str, metadata: dict[str, Any]) -> tuple[str, int]:

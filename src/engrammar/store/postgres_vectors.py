@@ -18,25 +18,80 @@ lookup: an exact scan costs a third of what it did with the vectors out of line.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
+import numpy as np
 import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+
+from ..errors import StoreError
 
 __all__ = [
     "BUCKETS",
     "BUCKET_OF_ROW",
     "EXACT_MAX",
     "VECTOR_STORAGE",
+    "Vector",
     "chunk_scope",
     "create_vector_indexes",
     "drop_vector_indexes",
     "hnsw_options",
     "own_hits",
+    "register_vector",
     "scope_keys",
     "vector_index_names",
 ]
 
 Conn = psycopg.Connection[Any]
+
+
+class Vector:
+    """A float32 vector on its way to a ``vector`` parameter (binary wire format)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = np.ascontiguousarray(array, dtype=np.float32)
+
+
+def register_vector(conn: Conn) -> None:
+    """Teach the connection pgvector's binary format, both ways, with no extra dependency."""
+    info = TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise StoreError("the pgvector extension is not installed in this database")
+    vector_oid = info.oid
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj: Vector) -> Buffer:
+            a = obj.array
+            return struct.pack(">HH", len(a), 0) + a.astype(">f4").tobytes()
+
+    class VectorBinaryLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Buffer) -> np.ndarray:
+            dim = struct.unpack_from(">H", data)[0]
+            return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+
+    class VectorTextLoader(Loader):
+        format = Format.TEXT
+
+        def load(self, data: Buffer) -> np.ndarray:
+            text = bytes(data).decode()
+            return np.array(text[1:-1].split(","), dtype=np.float32)
+
+    conn.adapters.register_dumper(Vector, VectorDumper)
+    conn.adapters.register_loader(vector_oid, VectorBinaryLoader)
+    conn.adapters.register_loader(vector_oid, VectorTextLoader)
+    info.register(conn)  # lists of Vector go as vector[] (a batch of queries in one statement)
+
 
 #: partial HNSW indexes per store. Every statement on ``memories`` plans against every index
 #: (about 3 us each), so more buckets cost every query a little; 32 keeps a store of 100 users
