@@ -173,29 +173,30 @@ def split_words(text: str) -> tuple[list[str], set[str]]:
     words: list[str] = []
     caps: set[str] = set()
     for i, m in enumerate(TOKEN.finditer(text.replace("\u2019", "'"))):
-        raw = m.group(0)
-        low = raw.lower()
-        if ((i > 0 and raw[0].isupper()) or any(c.isupper() for c in raw[1:])) and low not in (
-            "i",
-            "i'm",
-            "i've",
-            "i'd",
-            "i'll",
-        ):
+        low, first_upper, later_upper, expanded = _token(m.group(0))
+        if (later_upper or (i > 0 and first_upper)) and low not in _SELF_WORDS:
             caps.add(low.split("'")[0])
-        if low in IRREGULAR_NOT or low in CHAT_SPELLINGS:
-            words += IRREGULAR_NOT.get(low) or CHAT_SPELLINGS[low]
-            continue
-        for suffix, repl in CONTRACTIONS.items():
-            if low.endswith(suffix) and len(low) > len(suffix):
-                words += [low[: -len(suffix)], *repl]
-                break
-        else:
-            if low.endswith("'s"):
-                words += [low[:-2], "'s"]
-            else:
-                words.append(low)
+        words += expanded
     return words, caps
+
+
+_SELF_WORDS = frozenset(("i", "i'm", "i've", "i'd", "i'll"))
+
+
+@lru_cache(maxsize=65536)
+def _token(raw: str) -> tuple[str, bool, bool, tuple[str, ...]]:
+    """A token's lower case, whether its first letter / a later one is upper case, and the
+    words it stands for ("can't" -> can not, "she's" -> she 's)."""
+    low = raw.lower()
+    first_upper, later_upper = raw[0].isupper(), any(c.isupper() for c in raw[1:])
+    if low in IRREGULAR_NOT or low in CHAT_SPELLINGS:
+        return low, first_upper, later_upper, tuple(IRREGULAR_NOT.get(low) or CHAT_SPELLINGS[low])
+    for suffix, repl in CONTRACTIONS.items():
+        if low.endswith(suffix) and len(low) > len(suffix):
+            return low, first_upper, later_upper, (low[: -len(suffix)], *repl)
+    if low.endswith("'s"):
+        return low, first_upper, later_upper, (low[:-2], "'s")
+    return low, first_upper, later_upper, (low,)
 
 
 # Every change phrase at every word start, the longest first where two start together.
@@ -502,15 +503,21 @@ def adjunct_of(words: list[str], content: set[str]) -> set[str]:
 
 def is_value(words: Sequence[str], caps: set[str]) -> bool:
     return bool(words) and all(
+        w in caps or _value_word(w) for w in words if w not in ("a", "an", "the")
+    )
+
+
+@lru_cache(maxsize=65536)
+def _value_word(w: str) -> bool:
+    """Whether a word is a value whatever its case: a number, a month or weekday, a date,
+    an email."""
+    return (
         w.isdigit()
         or w in NUMBER_WORDS
         or w in MONTHS
         or (w[-1:] == "s" and w[:-1] in MONTHS)  # "on Mondays"
-        or w in caps
         or any(c.isdigit() for c in w)
         or "@" in w
-        for w in words
-        if w not in ("a", "an", "the")
     )
 
 

@@ -41,7 +41,7 @@ from .base import ChunkVector, NewEdge, NewMemory, RecallRecord
 from .postgres_copy import PostgresCopy
 from .postgres_edges import PostgresEdges
 from .postgres_graph import GRAPH_MAX
-from .postgres_ingest import INSERT_MEMORY, collapse_repeats
+from .postgres_ingest import INSERT_MEMORIES, INSERT_MEMORY, collapse_repeats
 from .postgres_migrations import MIGRATIONS
 from .postgres_recall_write import LATE, RecallWrites
 from .postgres_replicas import Replicas, lsn
@@ -558,10 +558,10 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
     def _queue_new(
         self, conn: Conn, rows: Sequence[NewMemory], now: float, params: Any = None
     ) -> None:
-        """Queue the INSERTs of new rows with their history and chunk rows, one by one
-        (``executemany`` would sync: a round trip)."""
-        for p in params if params is not None else _memory_params(rows, now):
-            conn.execute(INSERT_MEMORY, p)
+        """Queue the INSERT of new rows (one statement) with their history and chunk rows."""
+        params = params if params is not None else _memory_params(rows, now)
+        if params:
+            conn.execute(INSERT_MEMORIES, [list(c) for c in zip(*params, strict=True)])
         self._log_added(conn, rows, now, Vector)
 
     def update_memory(

@@ -67,6 +67,21 @@ INSERT_MEMORY = (
     "valid_until, superseded_by) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%b,"
     "%s::tsvector,%s,%s,%s)"
 )
+# New memories' rows in one statement, a column array per parameter (the parameters of
+# INSERT_MEMORY transposed): one plan and one change-log entry for the whole batch, where a
+# statement per row cost ~3 ms of server time each against ~1 ms (triggers, the indexes' plans).
+INSERT_MEMORIES = (
+    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, kind, "
+    "status, created_at, updated_at, metadata, dedup_key, embedding, terms, doc_len, "
+    "valid_until, superseded_by) SELECT id, workspace, user_id, agent_id, session_id, role, "
+    "content, kind, status, created_at, updated_at, metadata, dedup_key, embedding, "
+    "terms::tsvector, doc_len, valid_until, superseded_by FROM unnest(%s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::float8[], %s::float8[], %s::jsonb[], %s::text[], %b::vector[], %s::text[], "
+    "%s::int[], %s::float8[], %s::text[]) WITH ORDINALITY AS r(id, workspace, user_id, "
+    "agent_id, session_id, role, content, kind, status, created_at, updated_at, metadata, "
+    "dedup_key, embedding, terms, doc_len, valid_until, superseded_by, ord) ORDER BY ord"
+)
 # The write started ahead: resumed with the edges it commits with (None: roll back).
 EarlyWrite = Generator[None, Sequence[NewEdge] | None, None]
 
@@ -459,19 +474,33 @@ class PostgresIngest:
         conn: Conn, created: Sequence[NewMemory], now: float, vector: Callable[[np.ndarray], Any]
     ) -> None:
         """The history entries and chunk vectors (``vector`` makes their parameters) of newly
-        inserted memories (the store's ``_insert_edges`` is :meth:`_write_edges`)."""
-        for r in created:
+        inserted memories, a statement each (the store's ``_insert_edges`` is
+        :meth:`_write_edges`)."""
+        if not created:
+            return
+        conn.execute(
+            "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, "
+            "reason, created_at) SELECT memory_id, workspace, user_id, 'add', NULL, after, '', "
+            "%s FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+            "AS r(memory_id, workspace, user_id, after, ord) ORDER BY ord",
+            (
+                now,
+                [r.id for r in created],
+                [r.workspace for r in created],
+                [r.user_id for r in created],
+                [r.content for r in created],
+            ),
+        )
+        chunks = [p for r in created for p in chunk_params(r, r.chunks, vector)]
+        if chunks:
+            fields = ", ".join(CHUNK_FIELDS)
+            columns = list(zip(*chunks, strict=True))
             conn.execute(
-                "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, "
-                "reason, created_at) VALUES (%s,%s,%s,'add',NULL,%s,'',%s)",
-                (r.id, r.workspace, r.user_id, r.content, now),
+                f"INSERT INTO memory_chunks ({fields}) SELECT {fields} FROM unnest(%s::text[], "
+                "%s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::int[], "
+                f"%s::int[], %b::vector[]) WITH ORDINALITY AS c({fields}, ord) ORDER BY ord",
+                [list(c) for c in columns],
             )
-        marks = ",".join(["%s"] * (len(CHUNK_FIELDS) - 1) + ["%b"])
-        for r in created:
-            for p in chunk_params(r, r.chunks, vector):
-                conn.execute(
-                    f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) VALUES ({marks})", p
-                )
 
     @staticmethod
     def _write_edges(
