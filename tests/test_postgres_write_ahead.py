@@ -188,7 +188,58 @@ def test_batch_repeating_a_message_is_written_once_in_one_go(
         mem.close()
 
 
-def _no_early_write(self: PostgresStore, rows: Any) -> Any:
+def test_batch_repeating_stored_messages_is_written_in_one_go(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages the scope holds already ("ok", "thanks"): the add's first exchange reads which
+    of its rows' dedup keys are stored, so the write begun ahead takes those as duplicates (no
+    failed write, no rerun) and leaves what the collapsing write leaves. A stored duplicate
+    deleted before the write commits makes it roll back, and the add write as usual."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    calls: list[bool] = []
+    original = PostgresStore._adder
+
+    def adder(self: PostgresStore, rows: Any, edges: Any, fresh: bool = False) -> Any:
+        calls.append(fresh)
+        return original(self, rows, edges, fresh)
+
+    monkeypatch.setattr(PostgresStore, "_adder", adder)
+    batch = [TURNS[5], TURNS[0], TURNS[6], TURNS[2]]
+    try:
+        for user in ("ahead", "collapsing"):
+            first = mem.add(TURNS[:3], user_id=user, session_id="s1")
+            calls.clear()
+            if user == "collapsing":
+                monkeypatch.setattr(PostgresStore, "_early_write", _no_early_write)
+            out = mem.add(batch, user_id=user, session_id="s1")
+            assert out[1] == first[0] and out[3] == first[2]
+            assert out[0] not in first and out[2] not in first
+            assert calls == ([] if user == "ahead" else [True, False])
+        assert _state(store, "ahead") == _state(store, "collapsing")
+        monkeypatch.undo()
+        # Deleted between the first exchange and the write's commit: written anew.
+        monkeypatch.setattr(PostgresStore, "_adder", adder)
+        first = mem.add(TURNS[:2], user_id="gone", session_id="s1")
+        begin = PostgresStore._begin_write
+
+        def forgetting(self: PostgresStore, snap: Any) -> None:
+            assert snap.stored == {r.dedup_key: first[1] for r in snap.rows[1:]}
+            mem.forget(first[1])
+            begin(self, snap)
+
+        monkeypatch.setattr(PostgresStore, "_begin_write", forgetting)
+        calls.clear()
+        out = mem.add([TURNS[4], TURNS[1]], user_id="gone", session_id="s1")
+        assert out[1] != first[1] and mem.get(out[1]).content == TURNS[1]
+        assert calls == [True]
+        assert _open_early(store) == 0
+    finally:
+        mem.close()
+
+
+def _no_early_write(self: PostgresStore, *args: Any) -> Any:
     raise RuntimeError("no write ahead")
     yield  # a generator, as the method it stands for
 

@@ -45,8 +45,9 @@ def add(
     ``dedup`` is off: then every message is a memory of its own)."""
     # The reads of the add announced, so that a server store answers them in few round trips.
     batch_terms = sorted({t for m in messages for t in terms(m.content)})
+    keys = [dedup_key(scope, m.role, m.content) for m in messages] if dedup else []
     with engine.store.adding(
-        scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory
+        scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory, keys
     ):
         return _add(engine, scope, messages, dedup)
 

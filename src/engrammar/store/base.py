@@ -278,14 +278,21 @@ class Store(Protocol):
         how the search's candidates are fused and refined."""
 
     def adding(
-        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+        self,
+        scope: Scope,
+        graph: Scope,
+        terms: Sequence[str],
+        limit: int,
+        keys: Sequence[str] = (),
     ) -> AbstractContextManager[None]:
         """An add session of the calling thread: until the block ends the store may answer
         the reads of one add in ``scope`` from what it read ahead (a server store, in two
         round trips). Every answer equals the plain call's. What the caller will ask:
         ``latest_memories(scope, 1)`` and the vectors of what it returns,
         ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
-        records of the hits, and ``edge_counts`` of the memories those return."""
+        records of the hits, and ``edge_counts`` of the memories those return. ``keys``:
+        the dedup keys of the rows the add will write (a server store learns which the
+        scope holds already, and writes those as duplicates without a failed try)."""
 
     def add_ahead(self, rows: Sequence[NewMemory]) -> None:
         """Announce, in an add session, the rows its :meth:`add_memories` will write (with

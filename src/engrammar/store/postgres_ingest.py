@@ -8,17 +8,22 @@ two exchanges:
 
 1. sent when the session opens, on a worker thread, so that it travels while the message
    is embedded: the latest memory with its vector, the scope's size and the postings of the
-   batch's terms, pipelined; the first question waits for it (the read runs again on the
-   calling thread if the worker's failed);
-2. the vector searches, each returning its hits' records and edge counts, pipelined with
+   batch's terms, and which of the rows' dedup keys the workspace holds already, pipelined;
+   the first question waits for it (the read runs again on the calling thread if the
+   worker's failed);
+2. the vector searches, one statement for the whole batch (a small user's rows read once
+   for all of them), each query's hits with their records and edge counts, pipelined with
    the edge counts of the latest memory and of the postings' memories.
 
 The write starts ahead too: when the add announced its rows (:meth:`PostgresIngest.add_ahead`),
 the transaction begins as soon as the searches have answered: BEGIN and the rows' INSERTs (with
 their history and chunk rows) are sent without waiting, so the server inserts (the HNSW, GIN and
 keyword-statistics work) while the caller builds the edges; ``add_memories`` then sends the
-edges and COMMIT and waits once. Anything else (a duplicate, a lost connection, a deadlock, an
-add that ends without writing) rolls that transaction back, and the write runs as usual.
+edges and COMMIT and waits once. A row repeating an earlier row of the batch, or a memory the
+first exchange found stored (kept from deletion until COMMIT), is not inserted: it takes that
+memory's id, as the plain write's ``ON CONFLICT`` would give it. Anything else (a duplicate
+stored meanwhile, a lost connection, a deadlock, an add that ends without writing) rolls that
+transaction back, and the write runs as usual.
 
 Every answer is exactly what the plain call would return; a question the session was not
 told of, or cannot answer completely, goes to the server as usual. The session lives for
@@ -46,7 +51,7 @@ from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .postgres_reads import M_COLUMNS
 from .postgres_replicas import Replicas
-from .postgres_vectors import Vector
+from .postgres_vectors import Vector, exact_rows, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["PostgresIngest"]
@@ -102,8 +107,10 @@ class AddSnapshot:
     counts: dict[str, int] = field(default_factory=dict)
     ahead: Future[None] | None = None
     rows: list[NewMemory] | None = None
-    write: tuple[EarlyWrite, list[NewMemory]] | None = None
+    write: tuple[EarlyWrite, list[NewMemory], Renames] | None = None
     clash: bool = False  # the write begun ahead met a stored memory's unique key
+    keys: list[str] = field(default_factory=list)  # the rows' dedup keys
+    stored: dict[str, str] = field(default_factory=dict)  # those the scope holds: their ids
 
 
 def _duplicate(exc: BaseException) -> bool:
@@ -123,12 +130,19 @@ class Renames(dict[str, str]):
         return [(self.get(r.id, r.id), r.id not in self) for r in rows]
 
 
-def collapse_repeats(rows: Sequence[NewMemory]) -> tuple[list[NewMemory], Renames]:
-    """The rows without those repeating an earlier row's content (the same dedup key), and
-    the repeats' ids renamed to the first occurrence: what the plain write's ``ON CONFLICT``
-    would make of them, known without asking the server (a repeat would make a write that
-    takes every row as new fail, and run again)."""
-    first: dict[tuple[str, str], str] = {}
+def collapse_repeats(
+    rows: Sequence[NewMemory], stored: dict[str, str] | None = None
+) -> tuple[list[NewMemory], Renames]:
+    """The rows without those repeating an earlier row's content (the same dedup key) or a
+    stored memory's (``stored``: dedup key -> id, of the rows' workspace), and the repeats'
+    ids renamed to the first occurrence: what the plain write's ``ON CONFLICT`` would make
+    of them, known without asking the server (a repeat would make a write that takes every
+    row as new fail, and run again)."""
+    first: dict[tuple[str, str], str] = {
+        (r.workspace, r.dedup_key): stored[r.dedup_key]
+        for r in rows
+        if stored and r.dedup_key in stored
+    }
     kept: list[NewMemory] = []
     rename = Renames()
     for r in rows:
@@ -184,14 +198,19 @@ class PostgresIngest:
         raise NotImplementedError
 
     def _vector_query(
-        self, scope: Scope, query: np.ndarray, k: int
+        self, scope: Scope, query: np.ndarray, k: int, *, rows: str | None = None
     ) -> tuple[str, dict[str, Any], int | None]:
         raise NotImplementedError
 
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
     def adding(
-        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+        self,
+        scope: Scope,
+        graph: Scope,
+        terms: Sequence[str],
+        limit: int,
+        keys: Sequence[str] = (),
     ) -> Iterator[None]:
         """Answer this thread's reads of one add from few exchanges until the block ends (see
         the module docstring and :meth:`~.base.Store.adding`)."""
@@ -199,6 +218,7 @@ class PostgresIngest:
             yield
             return
         snap = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
+        snap.keys = list(dict.fromkeys(keys))
         if self._read_ahead:
             snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
         self._local.add = snap
@@ -225,17 +245,21 @@ class PostgresIngest:
         rows, snap.rows = snap.rows, None
         if not rows:
             return
-        write = self._early_write(rows)
+        unique, rename = collapse_repeats(rows, snap.stored)
+        write = self._early_write(rows[0].workspace, unique, rename)
         try:
             next(write)
         except Exception as exc:  # rolled back (or nothing sent): the add writes as usual
             snap.clash = _duplicate(exc)
             return
-        snap.write = (write, rows)
+        snap.write = (write, rows, rename)
 
-    def _early_write(self, rows: list[NewMemory]) -> EarlyWrite:
+    def _early_write(self, workspace: str, rows: list[NewMemory], rename: Renames) -> EarlyWrite:
+        """The transaction of new ``rows``; ``rename``: the batch's repeats, of each other or
+        of stored memories, which it keeps from being deleted until it commits (one deleted
+        since it was read makes it roll back, and the add write as usual)."""
         now = time.time()
-        rows, rename = collapse_repeats(rows)
+        kept = sorted(set(rename.values()) - {r.id for r in rows})
         with self._conn() as conn:
             # Unprepared: psycopg may take a statement it prepares in a pipeline that fails
             # part way (a duplicate) for one the server has.
@@ -243,12 +267,20 @@ class PostgresIngest:
             try:
                 with conn.pipeline():
                     conn.execute("BEGIN")
+                    held = conn.cursor()
+                    if kept:
+                        held.execute(
+                            "SELECT id FROM memories WHERE workspace = %s AND id = ANY(%s) "
+                            "FOR KEY SHARE",
+                            (workspace, kept),
+                        )
                     # Sent as queued (psycopg flushes a pipeline's commands as they come).
                     self._queue_new(conn, rows, now)
                     edges = yield
                     if edges is None:
                         raise _Abandoned
-                    workspace = rows[0].workspace
+                    if kept and len(held.fetchall()) != len(kept):
+                        raise _Abandoned  # a stored duplicate was deleted meanwhile
                     self._write_edges(conn, workspace, edges, rename, now)
                     self._supersede_queued(conn, workspace, edges, rename)
                     conn.execute("COMMIT")
@@ -271,7 +303,7 @@ class PostgresIngest:
             if snap is not None:
                 snap.clash = False
             return not clash
-        (write, announced), snap.write = snap.write, None
+        (write, announced, rename), snap.write = snap.write, None
         if [id(r) for r in announced] != [id(r) for r in rows]:
             with suppress(Exception):
                 write.close()
@@ -279,7 +311,7 @@ class PostgresIngest:
         try:
             write.send(list(edges))
         except StopIteration:
-            return collapse_repeats(rows)[1].ids(rows)
+            return rename.ids(rows)
         except Exception as exc:
             return not _duplicate(exc)
         with suppress(Exception):  # it never yields twice
@@ -289,10 +321,10 @@ class PostgresIngest:
     def _read_first_ahead(self, snap: AddSnapshot) -> None:
         """Exchange 1 on a worker; its answers land in a copy that :meth:`_add_snap` takes
         over once the worker is done (the calling thread never sees a half-filled session)."""
-        work = AddSnapshot(snap.scope, snap.graph, snap.terms, snap.limit)
+        work = AddSnapshot(snap.scope, snap.graph, snap.terms, snap.limit, keys=snap.keys)
         self._read_first(work)
         snap.latest, snap.vecs, snap.records = work.latest, work.vecs, work.records
-        snap.postings, snap.read = work.postings, True
+        snap.postings, snap.stored, snap.read = work.postings, work.stored, True
 
     def _add_snap(self) -> AddSnapshot | None:
         snap: AddSnapshot | None = getattr(self._local, "add", None)
@@ -321,6 +353,12 @@ class PostgresIngest:
         total.execute(count_sql, count_params)
         if snap.terms:
             postings.execute(terms_sql, terms_params)
+        stored = conn.cursor()
+        if snap.keys:
+            stored.execute(
+                "SELECT dedup_key, id FROM memories WHERE workspace = %s AND dedup_key = ANY(%s)",
+                (snap.scope.workspace, snap.keys),
+            )
 
         def finish() -> None:
             if with_latest:
@@ -335,6 +373,8 @@ class PostgresIngest:
                 for term, df, ids in postings.fetchall():
                     out[term] = (int(df), [i for i in ids if i is not None])
             snap.postings = (int(found[0]) if found else 0, out)
+            if snap.keys:
+                snap.stored = dict(stored.fetchall())
             snap.read = True
 
         return finish
@@ -403,13 +443,17 @@ class PostgresIngest:
         if snap is None or scope != snap.graph or k <= 0 or len(queries) == 0:
             return None
         ws = scope.workspace
-        sql, args, ef = self._vector_query(scope, queries[0], k)
         # One statement for every query (planned once: planning the search took ~1.5 ms a
-        # message, its execution a tenth of that): each vector of the batch searched in turn.
+        # message, its execution a tenth of that): each vector of the batch searched in turn,
+        # a small user's rows read once for all of them.
+        keys = scope_keys(scope)
+        own = "user_id" in keys and len(queries) > 1
+        sql, args, ef = self._vector_query(scope, queries[0], k, rows="own" if own else None)
         args = {key: value for key, value in args.items() if key != "q"}
         args["qs"] = [Vector(q) for q in queries]
         batched = (
-            f"SELECT x.i, s.id, s.similarity, {M_COLUMNS}, m.embedding, "
+            (f"WITH own AS MATERIALIZED ({exact_rows(keys, '')}) " if own else "")
+            + f"SELECT x.i, s.id, s.similarity, {M_COLUMNS}, m.embedding, "
             "(SELECT count(*) FROM edges e WHERE e.workspace = %(ws)s AND e.src = s.id) "
             "FROM unnest(%(qs)b::vector[]) WITH ORDINALITY AS x(q, i) "
             f"CROSS JOIN LATERAL ({sql.replace('%(q)s', 'x.q')}) s "
@@ -442,8 +486,8 @@ class PostgresIngest:
 
         had_read = snap.read
         rows_per_query, counted, first = self._read("search", run)
+        first()  # (the stored duplicates known before the write begins)
         self._begin_write(snap)
-        first()
         out: list[list[tuple[str, float]]] = []
         for rows in rows_per_query:
             hits = []

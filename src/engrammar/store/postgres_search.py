@@ -228,10 +228,16 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         return self._read("search", run, transaction=ef is not None)
 
     def _vector_query(
-        self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
+        self,
+        scope: Scope,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None = None,
+        rows: str | None = None,
     ) -> tuple[str, dict[str, Any], int | None]:
         """The statement of ``vector_search`` (rows ``id, similarity, distance``, best first),
-        its parameters, and the ``hnsw.ef_search`` it needs set first (None: the default)."""
+        its parameters, and the ``hnsw.ef_search`` it needs set first (None: the default);
+        ``rows``: see :func:`~.postgres_vectors.own_hits`."""
         keys = scope_keys(scope)
         narrowed, narrow_params = pg_filter_where(where, "", "vf")
         chunk_scoped = chunk_scope(keys)
@@ -251,7 +257,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         # exactly (only texts longer than chunk_chars have them: about one LoCoMo message in
         # nine at the default 250) and merged in.
         sql = (
-            f"WITH hits AS MATERIALIZED ({own_hits(keys, narrowed)}), "
+            f"WITH hits AS MATERIALIZED ({own_hits(keys, narrowed, rows)}), "
             # The chunk vectors nearest first, each memory checked by key (no scan of the
             # workspace's memories).
             "chunk_hits AS MATERIALIZED (SELECT d.id, d.distance FROM ("

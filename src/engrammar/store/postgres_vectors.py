@@ -39,6 +39,7 @@ __all__ = [
     "chunk_scope",
     "create_vector_indexes",
     "drop_vector_indexes",
+    "exact_rows",
     "hnsw_options",
     "own_hits",
     "register_vector",
@@ -147,20 +148,44 @@ def chunk_scope(keys: list[str]) -> str:
     return " AND ".join(["c.workspace = %(ws)s"] + [f"c.{key} = %({key})s" for key in keys])
 
 
-def own_hits(keys: list[str], narrowed: str) -> str:
+_SIZE = (
+    "(SELECT coalesce(max(n), 0) FROM keyword_stats "
+    "WHERE workspace = %(ws)s::text AND user_key = %(user_id)s::text)"
+)
+
+
+def exact_rows(keys: list[str], narrowed: str) -> str:
+    """The ``(id, embedding)`` of a small user's scope (none for a large one): what the exact
+    branch of :func:`own_hits` scans, read once for a batch of queries (a CTE named as
+    ``own_hits``'s ``rows`` says). Only for scopes with a user."""
+    rest = "".join(f" AND {key} = %({key})s" for key in keys if key != "user_id")
+    return (
+        "SELECT id, embedding FROM memories WHERE workspace = %(ws)s AND user_id = %(user_id)s"
+        f"{rest} AND status = 'active'{narrowed} AND {_SIZE} <= {EXACT_MAX}"
+    )
+
+
+def own_hits(keys: list[str], narrowed: str, rows: str | None = None) -> str:
     """The nearest ``%(k)s`` active memories of a scope to ``%(q)s`` as ``(id, distance)``
     rows: a query to put in a CTE. ``keys``: the scope's keys besides the workspace
     (``user_id``, ``agent_id``, ``session_id``; parameters ``%(ws)s``, ``%(user_id)s`` ...);
     ``narrowed``: a recall filter's condition on ``memories`` (empty, or starting with
-    `` AND``)."""
+    `` AND``); ``rows``: the name of a CTE of :func:`exact_rows` for the same scope, which
+    the exact branch then scans instead of the table (a batch of queries reads the scope's
+    rows once: ~0.65 ms a query against ~1.9 ms at 2,000 memories)."""
     rest = "".join(f" AND {key} = %({key})s" for key in keys if key != "user_id")
     tail = f"{rest} AND status = 'active'{narrowed}"
     if "user_id" not in keys:
         return f"SELECT id, embedding <=> %(q)s AS distance FROM memories " \
                f"WHERE workspace = %(ws)s{tail} ORDER BY embedding <=> %(q)s LIMIT %(k)s"  # fmt: skip
-    size = (
-        "(SELECT coalesce(max(n), 0) FROM keyword_stats "
-        "WHERE workspace = %(ws)s::text AND user_key = %(user_id)s::text)"
+    size = _SIZE
+    exact = (
+        f"SELECT id, embedding <=> %(q)s AS distance FROM {rows}"
+        if rows is not None
+        else f"""SELECT id, distance FROM (
+             SELECT id, embedding <=> %(q)s AS distance FROM memories
+             WHERE workspace = %(ws)s AND user_id = %(user_id)s{tail} OFFSET 0
+         ) exact WHERE {size} <= {EXACT_MAX}"""
     )
     bucket = f"(hashtext(%(ws)s::text || '/' || %(user_id)s::text) & {BUCKETS - 1})"
     # Exact: the subquery (OFFSET 0 keeps it whole) reads the scope's rows through its btree
@@ -170,10 +195,7 @@ def own_hits(keys: list[str], narrowed: str) -> str:
     # matched through coalesce() so that no btree serves it: the planner, which misjudges
     # how few rows the bucket's condition leaves, would otherwise sort the user's rows.
     return f"""
-        (SELECT id, distance FROM (
-             SELECT id, embedding <=> %(q)s AS distance FROM memories
-             WHERE workspace = %(ws)s AND user_id = %(user_id)s{tail} OFFSET 0
-         ) exact WHERE {size} <= {EXACT_MAX} ORDER BY distance LIMIT %(k)s)
+        ({exact} ORDER BY distance LIMIT %(k)s)
         UNION ALL
         (SELECT id, embedding <=> %(q)s FROM memories
          WHERE {BUCKET_OF_ROW} = {bucket} AND workspace = %(ws)s

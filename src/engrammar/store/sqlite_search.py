@@ -363,7 +363,12 @@ class SQLiteSearch(SQLStore):
 
     @contextmanager
     def adding(
-        self, scope: Scope, graph: Scope, terms: Sequence[str], limit: int
+        self,
+        scope: Scope,
+        graph: Scope,
+        terms: Sequence[str],
+        limit: int,
+        keys: Sequence[str] = (),
     ) -> Iterator[None]:
         """An add session (see :meth:`~.base.Store.adding`): none needed here either."""
         yield
