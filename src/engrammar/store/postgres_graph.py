@@ -41,6 +41,7 @@ from ..errors import StoreError
 from ..models import Scope
 from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
 from .postgres_statements import M_RAW, N_MEMORY, PROBE
+from .postgres_vectors import execute_searching
 
 __all__ = ["GRAPH_MAX", "MEMORY_BYTES", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
 
@@ -482,12 +483,7 @@ class PostgresGraph:
             with conn.pipeline():
                 finish = self._queue_scope_reads(conn, snap, scope)
                 extra = also(conn) if also is not None else None
-                if ef is not None:  # transaction-local: the connection goes back as it was
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        cur.execute(sql, args)
-                else:
-                    cur.execute(sql, args)
+                execute_searching(cur, sql, args, ef)
                 if since is not None:
                     probe.execute(PROBE, {"ws": scope.workspace, "user": scope.user_id,
                                           "since": since})  # fmt: skip

@@ -51,7 +51,7 @@ from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
 from .postgres_reads import M_COLUMNS
 from .postgres_replicas import Replicas
-from .postgres_vectors import Vector, exact_rows, scope_keys
+from .postgres_vectors import Vector, exact_rows, execute_searching, scope_keys
 from .tables import MEMORY_COLUMNS
 
 __all__ = ["PostgresIngest"]
@@ -466,12 +466,7 @@ class PostgresIngest:
             counts = conn.cursor()
             with conn.pipeline():
                 first = (lambda: None) if snap.read else self._queue_first(conn, snap)
-                if ef is not None:
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        cur.execute(batched, args)
-                else:
-                    cur.execute(batched, args)
+                execute_searching(cur, batched, args, ef)
                 if snap.read:
                     extra = self._extra_ids(snap)
                     counts.execute(

@@ -35,6 +35,7 @@ from .base import RecallRecord
 from .postgres_reads import M_COLUMNS
 from .postgres_snapshot import WINDOW_AGGREGATES, edges, keep_raw, windows
 from .postgres_statements import M_RAW, N_MEMORY
+from .postgres_vectors import execute_searching
 from .tables import MEMORY_COLUMNS
 
 if TYPE_CHECKING:
@@ -213,12 +214,7 @@ class PostgresReply(_Base):
         kw, vec = conn.cursor(binary=True), conn.cursor(binary=True)
         finish = self._queue_scope_reads(conn, snap, scope)
         kw.execute(kw_sql, kw_args)
-        if ef is not None:
-            with conn.transaction():
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                vec.execute(vec_sql, vec_args)
-        else:
-            vec.execute(vec_sql, vec_args)
+        execute_searching(vec, vec_sql, vec_args, ef)
 
         def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
             finish()

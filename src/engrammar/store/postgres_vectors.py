@@ -40,6 +40,7 @@ __all__ = [
     "create_vector_indexes",
     "drop_vector_indexes",
     "exact_rows",
+    "execute_searching",
     "hnsw_options",
     "own_hits",
     "register_vector",
@@ -136,6 +137,19 @@ def create_vector_indexes(conn: Conn, m: int, ef_construction: int) -> None:
 
 def drop_vector_indexes(conn: Conn) -> None:
     conn.execute(f"DROP INDEX IF EXISTS {', '.join(vector_index_names())}")
+
+
+def execute_searching(cur: Any, sql: str, args: Any, ef: int | None) -> None:
+    """Queue a vector search on ``cur`` (of a connection in pipeline mode) with the
+    ``hnsw.ef_search`` it needs (None: the connection's), set for its own transaction only so
+    that the pooled connection goes back unchanged."""
+    if ef is None:
+        cur.execute(sql, args)
+        return
+    conn = cur.connection
+    with conn.transaction():
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        cur.execute(sql, args)
 
 
 def scope_keys(scope: Any) -> list[str]:
