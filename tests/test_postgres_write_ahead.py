@@ -145,6 +145,20 @@ def test_write_begun_ahead_meets_a_duplicate(pg_url: str) -> None:
         mem.close()
 
 
+def _watch_writes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The writes an add makes besides the one begun ahead: per ``_adder`` call, whether it
+    took every row as new (``fresh``) or collapsed duplicates on the server."""
+    calls: list[bool] = []
+    original = PostgresStore._adder
+
+    def adder(self: PostgresStore, rows: Any, edges: Any, fresh: bool = False) -> Any:
+        calls.append(fresh)
+        return original(self, rows, edges, fresh)
+
+    monkeypatch.setattr(PostgresStore, "_adder", adder)
+    return calls
+
+
 def test_batch_repeating_a_message_is_written_once_in_one_go(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,14 +170,7 @@ def test_batch_repeating_a_message_is_written_once_in_one_go(
     store = mem.store
     assert isinstance(store, PostgresStore)
     batch = [TURNS[0], TURNS[4], TURNS[0], TURNS[6], TURNS[4], TURNS[0]]
-    calls: list[bool] = []
-    original = PostgresStore._adder
-
-    def adder(self: PostgresStore, rows: Any, edges: Any, fresh: bool = False) -> Any:
-        calls.append(fresh)
-        return original(self, rows, edges, fresh)
-
-    monkeypatch.setattr(PostgresStore, "_adder", adder)
+    calls = _watch_writes(monkeypatch)
     try:
         ids = mem.add(batch, user_id="ahead", session_id="s1")
         assert ids[2] == ids[5] == ids[0] and ids[4] == ids[1] and len(set(ids)) == 3
@@ -198,14 +205,7 @@ def test_batch_repeating_stored_messages_is_written_in_one_go(
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     store = mem.store
     assert isinstance(store, PostgresStore)
-    calls: list[bool] = []
-    original = PostgresStore._adder
-
-    def adder(self: PostgresStore, rows: Any, edges: Any, fresh: bool = False) -> Any:
-        calls.append(fresh)
-        return original(self, rows, edges, fresh)
-
-    monkeypatch.setattr(PostgresStore, "_adder", adder)
+    calls = _watch_writes(monkeypatch)
     batch = [TURNS[5], TURNS[0], TURNS[6], TURNS[2]]
     try:
         for user in ("ahead", "collapsing"):
@@ -220,7 +220,7 @@ def test_batch_repeating_stored_messages_is_written_in_one_go(
         assert _state(store, "ahead") == _state(store, "collapsing")
         monkeypatch.undo()
         # Deleted between the first exchange and the write's commit: written anew.
-        monkeypatch.setattr(PostgresStore, "_adder", adder)
+        calls = _watch_writes(monkeypatch)
         first = mem.add(TURNS[:2], user_id="gone", session_id="s1")
         begin = PostgresStore._begin_write
 
