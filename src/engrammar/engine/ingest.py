@@ -49,10 +49,13 @@ def add(
     with engine.store.adding(
         scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory, keys
     ):
-        return _add(engine, scope, messages, dedup)
+        return _add(engine, scope, messages, keys)
 
 
-def _add(engine: Engine, scope: Scope, messages: Sequence[Message], dedup: bool) -> list[str]:
+def _add(
+    engine: Engine, scope: Scope, messages: Sequence[Message], keys: Sequence[str]
+) -> list[str]:
+    """``keys``: the messages' dedup keys (none: every message a memory of its own)."""
     # The session's latest memory, read once for the three steps that look at it.
     tail: list[MemoryRecord] | None = None
 
@@ -85,7 +88,7 @@ def _add(engine: Engine, scope: Scope, messages: Sequence[Message], dedup: bool)
             kind=m.kind,
             created_at=m.created_at,
             metadata=m.metadata,
-            dedup_key=dedup_key(scope, m.role, m.content) if dedup else uuid.uuid4().hex,
+            dedup_key=keys[i] if keys else uuid.uuid4().hex,
             embedding=vectors[i],
             chunks=chunks[i],
         )

@@ -512,7 +512,8 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         unique, rename = collapse_repeats(rows)
 
         def all_new(conn: Conn) -> list[tuple[str, bool]]:
-            self._queue_new(conn, unique, now, params if not rename else None)
+            kept = [p for r, p in zip(rows, params, strict=True) if r.id not in rename]
+            self._queue_new(conn, unique, now, kept)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
             self._supersede_queued(conn, workspace, edges, rename)
