@@ -1,5 +1,6 @@
 """PostgreSQL keyword search over ``keyword_postings`` (migration m016, store/postgres_keyword.py):
-the postings kept exact through every write path, and the pruned statement's top k equal to
+the keyword tables kept exact through every write path (inserts by one statement trigger,
+migration m018), and the pruned statement's top k equal to
 the exact BM25 statement's, ids and scores, whether it prunes the common terms or falls back."""
 
 from __future__ import annotations
@@ -23,33 +24,44 @@ WORDS = ["garden", "violin", "harbour", "pottery", "marathon", "lantern", "orcha
 
 
 def _postings(url: str) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
-    """keyword_postings as the trigger keeps it, and recomputed from the active rows."""
+    """The keyword tables (postings, terms' document counts, partitions' sizes) as the
+    triggers keep them, and recomputed from the active rows (a row each, tagged by table)."""
     with psycopg.connect(url, autocommit=True) as conn:
         kept = set(
             conn.execute(
-                "SELECT workspace, user_key, term, seq, tf, doc_len FROM keyword_postings"
+                "SELECT 'p', workspace, user_key, term, seq, tf, doc_len FROM keyword_postings "
+                "UNION ALL SELECT 't', workspace, user_key, term, df, 0, 0 FROM keyword_terms "
+                "WHERE df > 0 UNION ALL SELECT 's', workspace, user_key, '', n, total_len, 0 "
+                "FROM keyword_stats WHERE n > 0"
             ).fetchall()
         )
         counted = set(
             conn.execute(
-                "SELECT m.workspace, coalesce(m.user_id, ''), u.lexeme, m.seq, "
-                "cardinality(u.positions), m.doc_len FROM memories m "
-                "CROSS JOIN LATERAL unnest(m.terms) AS u WHERE m.status = 'active'"
+                "WITH a AS (SELECT * FROM memories WHERE status = 'active') "
+                "SELECT 'p', m.workspace, coalesce(m.user_id, ''), u.lexeme, m.seq, "
+                "cardinality(u.positions), m.doc_len FROM a m "
+                "CROSS JOIN LATERAL unnest(m.terms) AS u "
+                "UNION ALL SELECT 't', m.workspace, coalesce(m.user_id, ''), u.lexeme, count(*), "
+                "0, 0 FROM a m CROSS JOIN LATERAL unnest(m.terms) AS u GROUP BY 2, 3, 4 "
+                "UNION ALL SELECT 's', workspace, coalesce(user_id, ''), '', count(*), "
+                "sum(doc_len), 0 FROM a GROUP BY 2, 3"
             ).fetchall()
         )
     return kept, counted
 
 
 def test_postings_stay_exact_through_every_write_path(pg_url: str, tmp_path: Any) -> None:
-    """add (one and many), update of content and of metadata, a status change, supersede,
-    forget of ids and of a whole user, a feedback correction and its undo, import."""
+    """add (one and many, a batch with repeated words and a repeated message), update of
+    content and of metadata, a status change, supersede, forget of ids and of a whole user,
+    a feedback correction and its undo, import."""
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     try:
         ids = mem.add(
             [{"role": "user", "content": f"{WORDS[i % 8]} and {WORDS[(i * 3) % 8]} talk {i}"}
-             for i in range(30)],
+             for i in [*range(30), 0]],
             user_id="u1",
         )  # fmt: skip
+        assert ids[30] == ids[0] and len(set(ids)) == 30
         mem.add("The comet over the orchard was bright.", user_id="u2")
         mem.add("A lantern in the harbour.", agent_id="a1")  # no user
         steps = [
@@ -92,10 +104,10 @@ def test_postings_stay_exact_through_every_write_path(pg_url: str, tmp_path: Any
         mem.export(str(export), user_id="u1")
         assert mem.forget(user_id="u1") > 0
         kept, counted = _postings(pg_url)
-        assert kept == counted and all(k[1] != "u1" for k in kept)
+        assert kept == counted and all(k[2] != "u1" for k in kept)
         mem.import_(str(export))
         kept, counted = _postings(pg_url)
-        assert kept == counted and any(k[1] == "u1" for k in kept)
+        assert kept == counted and any(k[2] == "u1" for k in kept)
     finally:
         mem.close()
 
@@ -166,3 +178,49 @@ def test_postings_first_returns_the_exact_top_k(
         assert (False, True) in branches and (True, True) in branches
     finally:
         store.close()
+
+
+def _postings_from_memories(url: str, user: str, terms: list[str], limit: int) -> Any:
+    """``term_postings`` as the general statement reads it: every active memory of the
+    user's scope that holds each term (``@@``), newest first."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT t.term, count(*), (array_agg(m.id ORDER BY m.seq DESC))[1:%s] "
+            "FROM unnest(%s::text[]) AS t(term) JOIN memories m "
+            "ON m.terms @@ (quote_literal(t.term))::tsquery WHERE m.workspace = 'default' "
+            "AND m.user_id = %s AND m.status = 'active' GROUP BY t.term",
+            (limit, terms, user),
+        ).fetchall()
+    return {term: (df, list(ids)) for term, df, ids in rows}
+
+
+def test_term_postings_of_a_user_scope_come_from_the_keyword_tables(pg_url: str) -> None:
+    """A user's scope reads ``term_postings`` from ``keyword_terms`` and ``keyword_postings``:
+    the same document counts and newest ids as reading the memories, after adds (a term in
+    every memory, rare ones, one absent), forgets and an update, with another user's and an
+    agent's memories beside them; a scope with an agent key reads the memories."""
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    try:
+        ids = mem.add(
+            [{"role": "user", "content": f"Melanie said {WORDS[i % 8]} {WORDS[(i * 5) % 7]} {i}"}
+             for i in range(40)],
+            user_id="u1",
+        )  # fmt: skip
+        mem.add([f"Melanie and the {w}" for w in WORDS], user_id="u2")
+        mem.add("Melanie's garden lantern.", user_id="u1", agent_id="a1")
+        mem.forget([ids[3], ids[11]])
+        mem.update(ids[5], content="Nothing about her any more, only a comet.")
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        words = sorted({"melani", "garden", "comet", "lantern", "absent", "3", "39", *WORDS})
+        for limit in (1, 8, 100):
+            n, found = store.term_postings(Scope("default", "u1"), words, limit)
+            assert n == 39  # 41 memories of u1, two forgotten
+            expected = _postings_from_memories(pg_url, "u1", words, limit)
+            assert {t: v for t, v in found.items() if v[0]} == expected
+            assert found["absent"] == (0, [])
+            assert found["melani"][0] == 38 and len(found["melani"][1]) == min(limit, 38)
+        n, found = store.term_postings(Scope("default", "u1", "a1"), ["lantern"], 8)
+        assert n == 1 and found["lantern"][0] == 1
+    finally:
+        mem.close()

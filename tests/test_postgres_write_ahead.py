@@ -263,7 +263,7 @@ def test_add_failing_after_its_write_began_leaves_nothing(
             raise RuntimeError("the tension rules broke")
 
         with monkeypatch.context() as patch:
-            patch.setattr(ingest, "_tension_edges", failing)
+            patch.setattr(ingest, "_stored_pairs", failing)
             with pytest.raises(RuntimeError, match="tension rules"):
                 mem.add(TURNS[7], user_id="u1", session_id="s1")
         assert began == [1]

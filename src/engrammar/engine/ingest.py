@@ -225,7 +225,13 @@ def build_edges(
     vectors = np.stack([np.asarray(r.embedding, dtype=np.float32) for r in rows])
     look = min(config.graph_semantic_threshold, config.tension_min_similarity)
     own = set(ids)
-    found = store.vector_searches(gscope, vectors, cap + (len(own) if replacing else 0))
+    k = cap + (len(own) if replacing else 0)
+    # A server store sends the searches now; the batch's own contradictions need no hits and
+    # are judged while they travel (the proposals keep their order: stored pairs first).
+    store.search_ahead(gscope, vectors, k)
+    statements = _statements(rows)
+    within = _tension_proposals(engine, _batch_pairs(engine, statements, rows, vectors))
+    found = store.vector_searches(gscope, vectors, k)
     hits = [
         [(mid, cos) for mid, cos in row if cos >= look and mid not in own][:cap] for row in found
     ]
@@ -249,7 +255,8 @@ def build_edges(
     proposals += salient_term_edges(
         ids, texts, n_stored, postings, config.graph_term_max_df, lo, hi, cap
     )
-    proposals += _tension_edges(engine, rows, vectors, hits)
+    proposals += _tension_proposals(engine, _stored_pairs(engine, statements, rows, hits))
+    proposals += within
     if replacing:
         # The stored memories still carry their old text in the term postings.
         proposals = [p for p in proposals if p.src != p.dst]
@@ -259,31 +266,37 @@ def build_edges(
     return [NewEdge(p.src, p.dst, p.kind, p.weight) for p in kept]
 
 
-def _tension_edges(
+_Pair = tuple[Statement, Statement, float]
+
+
+def _statements(rows: Sequence[NewMemory]) -> list[Statement | None]:
+    """The new memories as the tension rules read them (None: one that states no fact).
+    Messages of one batch share a timestamp; their order says which came later, and a stored
+    memory of the same time came before them (``Statement.seq``)."""
+    return [
+        Statement(r.id, r.content, r.created_at, speaker(r.metadata, r.role), seq=i + 1)
+        if states_facts(r.role, r.kind)
+        else None
+        for i, r in enumerate(rows)
+    ]
+
+
+def _stored_pairs(
     engine: Engine,
+    new: list[Statement | None],
     rows: Sequence[NewMemory],
-    vectors: np.ndarray,
     hits: list[list[tuple[str, float]]],
-) -> list[EdgeProposal]:
-    """``contradicts`` edges (both ways) and ``supersedes`` edges (newer to older) for the
-    contradictions of the new memories with their stored neighbours and with each other."""
-    config = engine.config
-    lo, hi = config.edge_weight_min, config.edge_weight_max
-    weight = min(hi, max(lo, _TENSION_EDGE_WEIGHT))
-    tmin = config.tension_min_similarity
+) -> list[_Pair]:
+    """The new memories with their stored neighbours (older first) that the tension rules
+    judge: those at least ``tension_min_similarity`` alike, both stating facts."""
+    tmin = engine.config.tension_min_similarity
     stored = engine.store.get_memories(
         rows[0].workspace, sorted({m for row in hits for m, _ in row})
     )
-    # Messages of one batch share a timestamp; their order says which came later, and a
-    # stored memory of the same time came before them (Statement.seq).
-    new = [
-        Statement(r.id, r.content, r.created_at, speaker(r.metadata, r.role), seq=i + 1)
-        for i, r in enumerate(rows)
-    ]
-    telling = [states_facts(r.role, r.kind) for r in rows]
-    pairs: list[tuple[Statement, Statement, float]] = []
+    pairs: list[_Pair] = []
     for i, row in enumerate(hits):
-        if not telling[i]:
+        statement_i = new[i]
+        if statement_i is None:
             continue
         for other, cos in row:
             rec = stored.get(other)
@@ -293,8 +306,18 @@ def _tension_edges(
                 and other != rows[i].id
                 and states_facts(rec.role, rec.kind)
             ):
-                pairs.append((statement(rec), new[i], cos))
-    cap = config.graph_max_edges_per_memory
+                pairs.append((statement(rec), statement_i, cos))
+    return pairs
+
+
+def _batch_pairs(
+    engine: Engine, new: list[Statement | None], rows: Sequence[NewMemory], vectors: np.ndarray
+) -> list[_Pair]:
+    """The pairs of new memories of one batch that the tension rules judge: each one's
+    nearest others (as many as it may have edges), at least ``tension_min_similarity`` alike."""
+    tmin = engine.config.tension_min_similarity
+    cap = engine.config.graph_max_edges_per_memory
+    pairs: list[_Pair] = []
     for start in range(0, len(rows), 512):
         block = vectors[start : start + 512] @ vectors.T
         for r in range(block.shape[0]):
@@ -302,8 +325,19 @@ def _tension_edges(
             row = block[r]
             order = np.argpartition(-row, cap)[: cap + 1] if len(row) > cap + 1 else range(len(row))
             for j in map(int, order):
-                if j > i and row[j] >= tmin and telling[i] and telling[j]:
-                    pairs.append((new[i], new[j], float(row[j])))
+                a, b = new[i], new[j]
+                if j > i and row[j] >= tmin and a is not None and b is not None:
+                    pairs.append((a, b, float(row[j])))
+    return pairs
+
+
+def _tension_proposals(engine: Engine, pairs: list[_Pair]) -> list[EdgeProposal]:
+    """``contradicts`` edges (both ways) and ``supersedes`` edges (newer to older) for the
+    pairs (older, newer, cosine) that contradict each other."""
+    config = engine.config
+    lo, hi = config.edge_weight_min, config.edge_weight_max
+    weight = min(hi, max(lo, _TENSION_EDGE_WEIGHT))
+    tmin = config.tension_min_similarity
     out: list[EdgeProposal] = []
     for older, newer, cos in pairs:
         found = detect_tension(older, newer, cos, tmin)

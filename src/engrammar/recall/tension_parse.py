@@ -229,13 +229,16 @@ def values_of(words: list[str], caps: set[str], classed: list[str]) -> dict[str,
             w,
         )
         for i, w in enumerate(words)
-        if w not in ("a", "an", "the") and is_value([w], caps) and not _pronoun_one(words, i)
+        if w not in ("a", "an", "the")
+        and (w in caps or _value_word(w))  # is_value([w], caps)
+        and not _pronoun_one(words, i)
     }
     # "an hour" is one ("My commute takes an hour" / "... is 20 minutes now").
     for i, w in enumerate(words[:-1]):
-        per = i and (words[i - 1] in UNITS_BEFORE or is_value([words[i - 1]], caps))
-        if w in ("a", "an") and words[i + 1] in UNITS and not per:
-            out.setdefault(w, ("number", w))
+        if w in ("a", "an") and words[i + 1] in UNITS:
+            per = i and (words[i - 1] in UNITS_BEFORE or is_value([words[i - 1]], caps))
+            if not per:
+                out.setdefault(w, ("number", w))
     for c in classed:
         out[" ".join(_stem(x) for x in c.split())] = (CLASS_OF[c], c)
     # "07700 900123": the digits after a phone number's first part are the number too.

@@ -392,6 +392,12 @@ class Store(Protocol):
         """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
         neighbours of every new memory); one list per row."""
 
+    def search_ahead(self, scope: Scope, queries: np.ndarray, k: int) -> None:
+        """Announce, in an add session, the :meth:`vector_searches` the caller will ask next
+        with these arguments: a server store sends them now, so that they travel while the
+        caller does work that needs no hits. Nothing changes for a store that searches in
+        process."""
+
     def searches(
         self,
         scope: Scope,

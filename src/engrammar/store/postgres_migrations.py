@@ -647,6 +647,63 @@ def m017_change_log(conn: Conn) -> None:
         )
 
 
+def m018_keyword_insert_per_statement(conn: Conn) -> None:
+    """The keyword tables (``keyword_stats``, ``keyword_terms``, ``keyword_postings``) kept for
+    new memories by one statement-level trigger (a transition table of the inserted rows)
+    instead of three row triggers: a batch of 1,000 memories paid ~0.5 s of server time
+    running three trigger calls per row. Each table is written once per insert, in key order
+    (two writers of one partition lock its rows alike). Updates and deletes keep the row
+    triggers (their functions are unchanged)."""
+    _run(
+        conn,
+        "DROP TRIGGER memories_keyword_stats ON memories",
+        "DROP TRIGGER memories_keyword_terms ON memories",
+        "DROP TRIGGER memories_keyword_postings ON memories",
+        """
+        CREATE TRIGGER memories_keyword_stats
+        AFTER DELETE OR UPDATE OF status, doc_len, user_id, workspace ON memories
+        FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_stats()
+        """,
+        """
+        CREATE TRIGGER memories_keyword_terms
+        AFTER DELETE OR UPDATE OF status, terms, user_id, workspace ON memories
+        FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_terms()
+        """,
+        """
+        CREATE TRIGGER memories_keyword_postings
+        AFTER DELETE OR UPDATE OF status, terms, doc_len, user_id, workspace, seq
+        ON memories FOR EACH ROW EXECUTE FUNCTION engrammar_keyword_postings()
+        """,
+        """
+        CREATE FUNCTION engrammar_keyword_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO keyword_stats AS s (workspace, user_key, n, total_len)
+            SELECT workspace, coalesce(user_id, ''), count(*), sum(doc_len) FROM new_rows
+            WHERE status = 'active' GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (workspace, user_key)
+            DO UPDATE SET n = s.n + excluded.n, total_len = s.total_len + excluded.total_len;
+            INSERT INTO keyword_terms AS k (workspace, user_key, term, df)
+            SELECT r.workspace, coalesce(r.user_id, ''), u.lexeme, count(*)
+            FROM new_rows r CROSS JOIN LATERAL unnest(r.terms) AS u
+            WHERE r.status = 'active' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (workspace, user_key, term) DO UPDATE SET df = k.df + excluded.df;
+            INSERT INTO keyword_postings (workspace, user_key, term, seq, tf, doc_len)
+            SELECT r.workspace, coalesce(r.user_id, ''), u.lexeme, r.seq,
+                   cardinality(u.positions), r.doc_len
+            FROM new_rows r CROSS JOIN LATERAL unnest(r.terms) AS u
+            WHERE r.status = 'active' ORDER BY 1, 2, 3, 4;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER memories_keyword_insert AFTER INSERT ON memories
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+        EXECUTE FUNCTION engrammar_keyword_insert()
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_create_tables,
     m002_feedback_records,
@@ -665,4 +722,5 @@ MIGRATIONS: list[Callable[[Conn], None]] = [
     m015_vectors_inline_again,
     m016_keyword_postings,
     m017_change_log,
+    m018_keyword_insert_per_statement,
 ]

@@ -427,8 +427,25 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         and newest ids (rows ``term, df, ids``)."""
         where, params = pg_scope_where(scope, "m")
         wanted = list(dict.fromkeys(terms))
+        count = (f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params)
+        if scope.user_id is not None and scope.agent_id is None and scope.session_id is None:
+            # A user's scope is a keyword partition: its document counts are kept in
+            # keyword_terms, its postings in keyword_postings by seq (an index-only scan
+            # backwards for the newest). Reading each memory that holds a term instead cost
+            # seconds per batch in a scope of a few thousand memories (a speaker's name is in
+            # every one of them).
+            part = [scope.workspace, scope.user_id]
+            return count, (
+                "SELECT t.term, k.df, ARRAY(SELECT m.id FROM keyword_postings p "
+                "JOIN memories m ON m.workspace = p.workspace AND m.seq = p.seq "
+                "WHERE p.workspace = %s AND p.user_key = %s AND p.term = t.term "
+                "ORDER BY p.seq DESC LIMIT %s) FROM unnest(%s::text[]) AS t(term) "
+                "JOIN keyword_terms k ON k.workspace = %s AND k.user_key = %s "
+                "AND k.term = t.term WHERE k.df > 0",
+                [*part, limit, wanted, *part],
+            )
         return (
-            (f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params),
+            count,
             (
                 "SELECT t.term, count(m.seq), "
                 "coalesce((array_agg(m.id ORDER BY m.seq DESC))[1:%s], '{}') "

@@ -376,6 +376,9 @@ class SQLiteSearch(SQLStore):
     def add_ahead(self, rows: Sequence[NewMemory]) -> None:
         return None
 
+    def search_ahead(self, scope: Scope, queries: np.ndarray, k: int) -> None:
+        return None
+
     def searches(
         self,
         scope: Scope,
