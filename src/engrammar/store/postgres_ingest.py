@@ -16,13 +16,15 @@ two exchanges:
    the edge counts of the latest memory and of the postings' memories; sent on a worker
    when the caller announces them (:meth:`PostgresIngest.search_ahead`), so that the batch's
    own contradictions are judged while the server searches (a growing scope's HNSW walks:
-   ~1.4 s of server time per 1,000 messages at 3,000 memories).
+   ~2 s of server time per 1,000 messages at 3,000 memories).
 
 The write starts ahead too: when the add announced its rows (:meth:`PostgresIngest.add_ahead`),
-the transaction begins as soon as the searches have answered: BEGIN and the rows' INSERTs (with
-their history and chunk rows) are sent without waiting, so the server inserts (the HNSW, GIN and
-keyword-statistics work) while the caller builds the edges; ``add_memories`` then sends the
-edges and COMMIT and waits once. A row repeating an earlier row of the batch, or a memory the
+the transaction begins beside the searches (on a connection of its own, once they hold theirs)
+or, when they were not announced, as soon as they have answered: BEGIN and the rows' INSERTs
+(with their history and chunk rows) are sent without waiting, so the server inserts (the
+HNSW, GIN and keyword-table work: ~3 s per 1,000 new vectors at 4,000 memories, most of it
+the two HNSW graphs) while it searches and the caller builds the edges; ``add_memories`` then
+sends the edges and COMMIT and waits once. A row repeating an earlier row of the batch, or a memory the
 first exchange found stored (kept from deletion until COMMIT), is not inserted: it takes that
 memory's id, as the plain write's ``ON CONFLICT`` would give it. Anything else (a duplicate
 stored meanwhile, a lost connection, a deadlock, an add that ends without writing) rolls that
@@ -174,6 +176,8 @@ class PostgresIngest:
     #: Start the write when the searches answer (see :meth:`add_ahead`; off: all of it at
     #: ``add_memories``; benches compare the two).
     _write_ahead = True
+    #: Begin that write beside the searches sent ahead (off: when they answer).
+    _write_beside_search = True
     _replicas: Replicas
 
     # provided by the store
@@ -281,10 +285,12 @@ class PostgresIngest:
                 answer: _Searched = self._read("search", on_connection)
             finally:
                 connected.set()
+            if had_read and not self._write_beside_search:
+                self._begin_write(snap)
             return answer
 
         snap.searching = (k, queries, had_read, _AHEAD.submit(searched))
-        if had_read:  # the stored duplicates are known: the write may begin
+        if had_read and self._write_beside_search:  # the stored duplicates are known
             # Once the search holds its connection: a write holding the last free one while
             # the search waits for it would wait for itself.
             connected.wait()
