@@ -5,8 +5,10 @@ nothing of that transaction."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -193,6 +195,51 @@ def test_batch_repeating_a_message_is_written_once_in_one_go(
         assert _open_early(store) == 0
     finally:
         mem.close()
+
+
+def test_searches_sent_ahead_with_the_write_beside_them(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of at least ``_search_ahead_min`` messages: its searches go on a worker while
+    the batch's own pairs are judged, and its write begins beside them; what it leaves
+    equals searching when asked and writing at the end, also with one pooled connection
+    (the write then waits for the search's)."""
+    rounds = ["violin", "harbour", "pottery", "marathon", "lantern"]
+    batch = [f"{TURNS[i % len(TURNS)]} ({rounds[i // len(TURNS)]})" for i in range(40)]
+    # Memories as near as each other are ranked by id (and edges past a memory's cap left
+    # out by it): ids counted per user, so that every way of adding breaks ties alike.
+    count = itertools.count()
+    ids = SimpleNamespace(uuid4=lambda: SimpleNamespace(hex=f"{user}-{next(count):08d}"))
+    monkeypatch.setattr(ingest, "uuid", ids)
+    sent: list[bool] = []
+    original = PostgresStore.search_ahead
+
+    def watching(self: PostgresStore, *a: Any, **k: Any) -> None:
+        original(self, *a, **k)
+        snap = self._local.add
+        sent.append(snap.searching is not None and snap.write is not None)
+
+    monkeypatch.setattr(PostgresStore, "search_ahead", watching)
+    states = []
+    for user, pool, ahead in (("ahead", 4, True), ("single", 1, True), ("asked", 4, False)):
+        mem = Memory(Config(store=pg_url, pool_size=pool), embedder=HashEmbedder())
+        store = mem.store
+        assert isinstance(store, PostgresStore)
+        try:
+            if not ahead:
+                monkeypatch.setattr(PostgresStore, "_search_ahead_min", 10**9)
+                monkeypatch.setattr(PostgresStore, "_write_ahead", False)
+            sent.clear()
+            count = itertools.count()
+            mem.add(TURNS[:5], user_id=user, session_id="s1")  # below the minimum
+            mem.add(batch, user_id=user, session_id="s1")
+            assert sent == [False, ahead]
+            assert _open_early(store) == 0
+            states.append(_state(store, user))
+        finally:
+            mem.close()
+    assert states[0] == states[1] == states[2]
+    assert any(k == "supersedes" for _, _, k, _ in states[0][1])
 
 
 def test_batch_repeating_stored_messages_is_written_in_one_go(
