@@ -322,6 +322,41 @@ def test_add_failing_after_its_write_began_leaves_nothing(
         mem.close()
 
 
+@pytest.mark.parametrize("pool", [1, 4])
+def test_add_failing_while_its_searches_travel_leaves_nothing(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, pool: int
+) -> None:
+    """A batch searched ahead whose tension rules fail on its own pairs, while the searches
+    are out and the write has begun beside them: the searches end, the rows inserted roll
+    back, and the pooled connections serve the next add."""
+    mem = Memory(Config(store=pg_url, pool_size=pool), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    batch = [f"{TURNS[i % len(TURNS)]} (round {i // len(TURNS)})" for i in range(20)]
+    user = f"fail{pool}"
+    try:
+        mem.add(TURNS[:2], user_id=user, session_id="s1")
+        before = _state(store, user)
+        began: list[bool] = []
+
+        def failing(*a: Any, **k: Any) -> Any:
+            snap = store._local.add
+            began.append(snap.searching is not None and snap.write is not None)
+            raise RuntimeError("the tension rules broke")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(ingest, "_batch_pairs", failing)
+            with pytest.raises(RuntimeError, match="tension rules"):
+                mem.add(batch, user_id=user, session_id="s1")
+        assert began == [True]
+        assert _state(store, user) == before
+        assert _open_early(store) == 0
+        assert len(mem.add(batch, user_id=user, session_id="s1")) == 20
+        assert _count(store, "SELECT count(*) FROM memories WHERE user_id = %s", (user,)) == 22
+    finally:
+        mem.close()
+
+
 def test_write_begun_ahead_that_fails_at_commit_writes_once(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,12 +23,12 @@ the transaction begins beside the searches (on a connection of its own, once the
 or, when they were not announced, as soon as they have answered: BEGIN and the rows' INSERTs
 (with their history and chunk rows) are sent without waiting, so the server inserts (the
 HNSW, GIN and keyword-table work: ~3 s per 1,000 new vectors at 4,000 memories, most of it
-the two HNSW graphs) while it searches and the caller builds the edges; ``add_memories`` then
-sends the edges and COMMIT and waits once. A row repeating an earlier row of the batch, or a memory the
-first exchange found stored (kept from deletion until COMMIT), is not inserted: it takes that
-memory's id, as the plain write's ``ON CONFLICT`` would give it. Anything else (a duplicate
-stored meanwhile, a lost connection, a deadlock, an add that ends without writing) rolls that
-transaction back, and the write runs as usual.
+the two HNSW graphs) while it searches and the caller builds the edges; ``add_memories``
+then sends the edges and COMMIT and waits once. A row repeating an earlier row of the
+batch, or a memory the first exchange found stored (kept from deletion until COMMIT), is
+not inserted: it takes that memory's id, as the plain write's ``ON CONFLICT`` would give it.
+Anything else (a duplicate stored meanwhile, a lost connection, a deadlock, an add that ends
+without writing) rolls that transaction back, and the write runs as usual.
 
 Every answer is exactly what the plain call would return; a question the session was not
 told of, or cannot answer completely, goes to the server as usual. The session lives for
