@@ -429,13 +429,18 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         wanted = list(dict.fromkeys(terms))
         count = (f"SELECT count(*) FROM memories m WHERE {where} AND m.status = 'active'", params)
         if scope.user_id is not None and scope.agent_id is None and scope.session_id is None:
-            # A user's scope is a keyword partition: its document counts are kept in
-            # keyword_terms, its postings in keyword_postings by seq (an index-only scan
-            # backwards for the newest). Reading each memory that holds a term instead cost
-            # seconds per batch in a scope of a few thousand memories (a speaker's name is in
-            # every one of them).
+            # A user's scope is a keyword partition: its size is kept in keyword_stats, its
+            # document counts in keyword_terms, its postings in keyword_postings by seq (an
+            # index-only scan backwards for the newest). Reading each memory that holds a
+            # term instead cost seconds per batch in a scope of a few thousand memories (a
+            # speaker's name is in every one of them).
             part = [scope.workspace, scope.user_id]
-            return count, (
+            size = (
+                "SELECT coalesce(max(n), 0) FROM keyword_stats "
+                "WHERE workspace = %s AND user_key = %s",
+                part,
+            )
+            return size, (
                 "SELECT t.term, k.df, ARRAY(SELECT m.id FROM keyword_postings p "
                 "JOIN memories m ON m.workspace = p.workspace AND m.seq = p.seq "
                 "WHERE p.workspace = %s AND p.user_key = %s AND p.term = t.term "
