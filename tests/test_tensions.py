@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,15 @@ import pytest
 
 from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
-from engrammar.recall.tensions import Statement, agreed_side, detect_tension, find_tensions
+from engrammar.recall import tension_parse as tp
+from engrammar.recall import tensions
+from engrammar.recall.tensions import (
+    ParseAhead,
+    Statement,
+    agreed_side,
+    detect_tension,
+    find_tensions,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -395,3 +404,40 @@ def test_a_present_question_naming_a_day_ranks_what_is_current(real_mem: Memory)
         m.id for m in real_mem.recall("Were we flying to Lisbon last Friday?", user_id="u").memories
     ]
     assert past.index(old) < past.index(new)
+
+
+def test_parses_made_ahead_are_the_ones_the_rules_ask_for() -> None:
+    """An add parses its new texts on a worker while it embeds them: the tension rules then
+    find every parse ready (cache hits only) and judge as they do without."""
+    older = Statement("a", "I live in Paris.", 1.0, "user")
+    newer = Statement(
+        "b", "I moved to Berlin last month, so I no longer live in Paris.", 2.0, "user"
+    )
+    pasted = "\n".join(f"line {i} of a pasted page" for i in range(8))
+    for fn in (tp.parse, tp.sentences, tp.segments):
+        fn.cache_clear()
+    expected = detect_tension(older, newer, 0.62)
+    assert expected is not None and expected.newer == "b"
+    for fn in (tp.parse, tp.sentences, tp.segments):
+        fn.cache_clear()
+    ahead = ParseAhead([older.text, newer.text, pasted])
+    ahead.wait(30)
+    misses = tp.parse.cache_info().misses
+    assert detect_tension(older, newer, 0.62) == expected
+    assert tp.parse.cache_info().misses == misses
+    tp.parse(pasted)  # a pasted page is never judged, so not parsed ahead
+    assert tp.parse.cache_info().misses == misses + 1
+
+
+def test_parsing_ahead_stops_when_asked() -> None:
+    """Stopped before its worker starts, it parses nothing (the add parses on demand)."""
+    gate = threading.Event()
+    blocker = tensions._AHEAD.submit(gate.wait, 30)
+    texts = [f"My favourite number is {i}." for i in range(50)]
+    tp.parse.cache_clear()
+    ahead = ParseAhead(texts)
+    ahead.stop()
+    gate.set()
+    blocker.result(30)
+    ahead.wait(30)
+    assert tp.parse.cache_info().currsize == 0

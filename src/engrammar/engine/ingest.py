@@ -26,7 +26,7 @@ from ..recall.graph import (
     semantic_edges,
     sequence_edges,
 )
-from ..recall.tensions import Statement, detect_tension
+from ..recall.tensions import ParseAhead, Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms
 from ..store import ChunkVector, NewEdge, NewMemory
 from .base import Engine, dedup_key, embed_memories, speaker, statement, states_facts
@@ -66,10 +66,15 @@ def _add(
         return tail
 
     # Embedded first (a message's vector does not depend on its kind): a server store's
-    # reads of the session travel meanwhile, and the latest memory is there when asked.
-    vectors, chunks = embed_memories(
-        engine, [(m.content, speaker_of(m.metadata), m.role) for m in messages]
-    )
+    # reads of the session travel meanwhile, and the latest memory is there when asked. The
+    # tension rules' parses of the new texts are made beside the model.
+    ahead = ParseAhead([m.content for m in messages if states_facts(m.role, m.kind)])
+    try:
+        vectors, chunks = embed_memories(
+            engine, [(m.content, speaker_of(m.metadata), m.role) for m in messages]
+        )
+    finally:
+        ahead.stop()
     if engine.config.recognise_preferences:
         messages = recognise_preferences(engine, scope, messages, latest)
     if engine.config.embed_context:

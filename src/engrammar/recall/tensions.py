@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,7 +82,7 @@ from .tension_words import (
 )
 from .text import STOP_WORDS, _stem
 
-__all__ = ["Statement", "agreed_side", "detect_tension", "find_tensions"]
+__all__ = ["ParseAhead", "Statement", "agreed_side", "detect_tension", "find_tensions"]
 
 
 # Cosine above which a reply is taken to be about a statement at all.
@@ -276,6 +278,47 @@ def _changed_slot(a: Parsed, b: Parsed) -> tuple[list[str], list[str]] | None:
 def _pasted(text: str) -> bool:
     """Whether a message is a pasted document rather than something said: many lines."""
     return sum(1 for line in text.splitlines() if line.strip()) >= _PASTED_LINES
+
+
+# Longer texts are parsed when a pair needs them, not ahead (most are never in a pair).
+_AHEAD_MAX_CHARS = 4000
+_AHEAD = ThreadPoolExecutor(1, thread_name_prefix="engrammar-parse")
+
+
+class ParseAhead:
+    """The parses :func:`detect_tension` will ask of new texts, made on a worker thread while
+    the caller does other work (an add embeds its batch meanwhile: the model leaves part of
+    the cores idle). The parses are cached pure functions, so the tension rules find them
+    ready and judge exactly as without; :meth:`stop` ends the work at the next text (the
+    rest is parsed when a pair needs it)."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self._stop = threading.Event()
+        todo = [t for t in texts if len(t) <= _AHEAD_MAX_CHARS and not _pasted(t)]
+        self._done = _AHEAD.submit(self._run, todo) if todo else None
+
+    def _run(self, texts: list[str]) -> None:
+        for text in texts:
+            if self._stop.is_set():
+                return
+            try:  # as detect_tension reads a message (a failure is met again there)
+                parse(text)
+                whole = sentences(text)
+                for part in whole:
+                    parse(part)
+                if len(whole) <= _MAX_SEGMENTED:
+                    for part in segments(text):
+                        parse(part)
+            except Exception:  # the caller's own parse meets it again and reports it
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until the work has ended (stopped or all parsed)."""
+        if self._done is not None:
+            self._done.result(timeout)
 
 
 def detect_tension(
