@@ -54,6 +54,7 @@ from psycopg.pq import TransactionStatus
 from ..models import MemoryRecord, Scope
 from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
+from .postgres_add_search import hit_rows, nearest, queue_scope_vectors, searched_here
 from .postgres_reads import M_COLUMNS
 from .postgres_replicas import Replicas
 from .postgres_vectors import Vector, exact_rows, execute_searching, scope_keys
@@ -182,6 +183,9 @@ class PostgresIngest:
     #: worker's hand-over and an insert beside the search cost more than they hide (one
     #: message: 22.0 ms p50 against 19.4 ms searching when asked).
     _search_ahead_min = 16
+    #: Answer a batch's searches of a small enough user scope in process
+    #: (:mod:`.postgres_add_search`; off: on the server; benches compare the two).
+    _search_in_process = True
     _replicas: Replicas
 
     # provided by the store
@@ -557,6 +561,10 @@ class PostgresIngest:
         )
         had_read = snap.read
         extra = self._extra_ids(snap) if had_read else []
+        size = snap.postings[0] if had_read and snap.postings is not None else None
+        if self._search_in_process and keys == ["user_id"] and searched_here(len(queries), size):
+            here = {"ws": ws, "user_id": scope.user_id}
+            return lambda conn: self._search_here(conn, ws, here, queries, k, extra)
 
         def run(conn: Conn) -> _Searched:
             cur = conn.cursor(binary=True)
@@ -576,6 +584,32 @@ class PostgresIngest:
             return per_query, (counts.fetchall() if had_read else []), first
 
         return run
+
+    @staticmethod
+    def _search_here(
+        conn: Conn,
+        ws: str,
+        args: dict[str, Any],
+        queries: np.ndarray,
+        k: int,
+        extra: list[str],
+    ) -> _Searched:
+        """The search exchange answered in process (:mod:`.postgres_add_search`): the scope's
+        vectors and the extra edge counts in one exchange, the hits' rows in a second."""
+        vectors, windows, counts = conn.cursor(binary=True), conn.cursor(binary=True), conn.cursor()
+        with conn.pipeline():
+            queue_scope_vectors(vectors, windows, args, ["user_id"])
+            counts.execute(
+                "SELECT src, count(*) FROM edges WHERE workspace = %s AND src = ANY(%s) "
+                "GROUP BY src",
+                (ws, extra),
+            )
+        found = nearest(queries, vectors.fetchall(), windows.fetchall(), k)
+        rows = hit_rows(
+            conn.cursor(binary=True), ws, sorted({i for hits in found for i, _ in hits})
+        )
+        per_query = [[(i, sim, *rows[i]) for i, sim in hits if i in rows] for hits in found]
+        return per_query, counts.fetchall(), lambda: None
 
     @staticmethod
     def _extra_ids(snap: AddSnapshot) -> list[str]:

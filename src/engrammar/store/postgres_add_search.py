@@ -1,0 +1,126 @@
+"""A batched add's neighbour searches answered in process (PostgreSQL, issue 20).
+
+An add of many messages asks for each one's nearest stored memories. Sent as one statement,
+the server walks the user's HNSW graph once per message (a scope past 2,000 memories) or
+scores the scope's rows for every message (one up to 2,000): at 3,000-4,000 memories ~1.5 s
+of server time per 1,000 messages when nothing else runs, and 4.4-5 s beside the batch's own
+insert, which the add begins at the same time (both on a 2-core machine, with the caller's
+tension rules on the third stream): the longest step of the add after the embedding.
+
+When the scope is small enough next to the batch, the add reads the scope's vectors (and its
+long memories' window vectors) instead, scores every message against all of them with one
+matrix product per block of messages, as the embedded store does (``ScopeIndex``), and then
+reads the records and edge counts of the memories found. The search is then exact: the same
+neighbours the embedded store finds (the HNSW walk finds nearly all of them; ties by id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from .postgres_reads import M_COLUMNS
+from .postgres_vectors import chunk_scope
+
+__all__ = [
+    "IN_PROCESS_MAX",
+    "IN_PROCESS_PER_QUERY",
+    "hit_rows",
+    "nearest",
+    "queue_scope_vectors",
+    "searched_here",
+]
+
+Cursor = psycopg.Cursor[Any]
+#: The largest scope whose vectors an add reads (~1.5 kB a memory: 30 MB at this size) ...
+IN_PROCESS_MAX = 20_000
+#: ... and at most this many memories per message searched: a single message or a small
+#: batch walks the graph on the server (reading 20,000 vectors for one message would cost
+#: far more than its walk).
+IN_PROCESS_PER_QUERY = 20
+#: The fewest messages searched in process.
+IN_PROCESS_MIN_QUERIES = 16
+# Scores computed at a time (float32: ~16 MB).
+_BLOCK = 4_000_000
+
+
+def searched_here(n_queries: int, size: int | None) -> bool:
+    """Whether ``n_queries`` searches of a user scope of ``size`` memories (None: unknown)
+    are answered in process."""
+    return (
+        size is not None
+        and n_queries >= IN_PROCESS_MIN_QUERIES
+        and size <= min(IN_PROCESS_MAX, IN_PROCESS_PER_QUERY * n_queries)
+    )
+
+
+def queue_scope_vectors(
+    vectors: Cursor, windows: Cursor, args: dict[str, Any], keys: list[str]
+) -> None:
+    """Send (in the caller's pipeline) the reads of a scope's active memories' vectors and of
+    their window vectors; ``args``: ``ws`` and the scope's ``keys``."""
+    rest = "".join(f" AND {key} = %({key})s" for key in keys)
+    vectors.execute(
+        f"SELECT id, embedding FROM memories WHERE workspace = %(ws)s{rest} AND status = 'active'",
+        args,
+    )
+    windows.execute(
+        f"SELECT c.memory_id, c.embedding FROM memory_chunks c WHERE {chunk_scope(keys)}", args
+    )
+
+
+def nearest(
+    queries: np.ndarray, rows: Sequence[Any], window_rows: Sequence[Any], k: int
+) -> list[list[tuple[str, float]]]:
+    """Each query's ``k`` nearest memories by cosine, a memory scored by the best of its own
+    vector and its windows' (as the server's vector statement scores it); the best first,
+    ties by id. ``rows``: ``(id, vector)`` of the scope's active memories; ``window_rows``:
+    ``(memory id, vector)`` of their windows (those of other memories are left out)."""
+    if not rows or k <= 0:
+        return [[] for _ in queries]
+    ids = [r[0] for r in rows]
+    slot = {mid: i for i, mid in enumerate(ids)}
+    matrix = _unit(np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]))
+    kept = [(slot[r[0]], r[1]) for r in window_rows if r[0] in slot]
+    owners = np.array([s for s, _ in kept], dtype=np.intp)
+    windows = _unit(np.stack([np.asarray(v, dtype=np.float32) for _, v in kept])) if kept else None
+    order_of_id = np.argsort(np.array(ids, dtype=object)).argsort()  # rank of each id
+    n = len(ids)
+    k = min(k, n)
+    out: list[list[tuple[str, float]]] = []
+    block = max(1, _BLOCK // n)
+    for start in range(0, len(queries), block):
+        part = _unit(np.asarray(queries[start : start + block], dtype=np.float32))
+        sims = part @ matrix.T
+        if windows is not None:
+            window_sims = part @ windows.T
+            for row, window_row in zip(sims, window_sims, strict=True):
+                np.maximum.at(row, owners, window_row)
+        for row in sims:
+            top = np.argpartition(-row, k - 1)[:k] if k < n else np.arange(n)
+            top = top[np.lexsort((order_of_id[top], -row[top]))]
+            out.append([(ids[i], float(row[i])) for i in top.tolist()])
+    return out
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: np.ndarray = matrix / np.maximum(norms, np.float32(1e-12))
+    return unit
+
+
+def hit_rows(cur: Cursor, workspace: str, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """The memories found: each one's record columns, vector and edge count (the columns the
+    server's search statement gives each hit after its id and similarity), by id."""
+    if not ids:
+        return {}
+    cur.execute(
+        f"SELECT m.id, {M_COLUMNS}, m.embedding, (SELECT count(*) FROM edges e "
+        "WHERE e.workspace = m.workspace AND e.src = m.id) FROM memories m "
+        "WHERE m.workspace = %s AND m.id = ANY(%s)",
+        (workspace, list(ids)),
+    )
+    return {row[0]: tuple(row[1:]) for row in cur.fetchall()}
