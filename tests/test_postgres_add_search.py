@@ -1,8 +1,10 @@
 """A batched add's neighbour searches answered in process on PostgreSQL
-(:mod:`engrammar.store.postgres_add_search`): the same neighbours, and so the same graph, as
-the server's search statement; the scope's forgotten memories are never found, long memories
-are scored by their best window, and a batch too small for its scope still goes to the
-server."""
+(:mod:`engrammar.store.postgres_add_search`): the same neighbours with the same similarities,
+and so the same graph, as the server's search statement (which scans a scope of up to 2,000
+memories exactly); inactive memories are never found, long memories are scored by their best
+window, and a batch too small for its scope still goes to the server. (The test of the
+batched statement against one search per vector, ``test_postgres_vectors.py``, runs its
+small user's batch in process too.)"""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import numpy as np
 import pytest
 
 from engrammar import Config, Memory
-from engrammar.engine import ingest
 from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.engine import ingest
 from engrammar.store.postgres import PostgresStore
 from engrammar.store.postgres_add_search import nearest, searched_here
 from engrammar.store.postgres_ingest import PostgresIngest
@@ -90,8 +92,7 @@ def _archive(store: PostgresStore, user: str, marks: list[str]) -> None:
 
 
 def _graph(store: PostgresStore, user: str) -> tuple[Any, ...]:
-    """A user's edges with ids replaced by positions in insertion order (weights to 1e-5:
-    the server's cosine and numpy's differ in the last bits)."""
+    """A user's edges with ids replaced by positions in insertion order."""
 
     def run(conn: Any) -> tuple[Any, ...]:
         ids = [r[0] for r in conn.execute(
@@ -99,7 +100,7 @@ def _graph(store: PostgresStore, user: str) -> tuple[Any, ...]:
         pos = {m: i for i, m in enumerate(ids)}
         return tuple(
             sorted(
-                (pos[s], pos[d], k, round(w, 5))
+                (pos[s], pos[d], k, round(w, 9))
                 for s, d, k, w in conn.execute(
                     "SELECT src, dst, kind, weight FROM edges WHERE src = ANY(%s)", (ids,)
                 )

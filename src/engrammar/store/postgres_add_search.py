@@ -10,8 +10,11 @@ tension rules on the third stream): the longest step of the add after the embedd
 When the scope is small enough next to the batch, the add reads the scope's vectors (and its
 long memories' window vectors) instead, scores every message against all of them with one
 matrix product per block of messages, as the embedded store does (``ScopeIndex``), and then
-reads the records and edge counts of the memories found. The search is then exact: the same
-neighbours the embedded store finds (the HNSW walk finds nearly all of them; ties by id).
+reads the records and edge counts of the memories found, with their similarities as the
+server computes them (numpy's rounding ranks nothing: a few more candidates than asked are
+ranked by the server's figures). The search is then exact: for a scope of at most 2,000
+memories the same answer as the server's statement, which scans such a scope exactly; past
+that, the neighbours the embedded store finds, of which the HNSW walk finds nearly all.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import numpy as np
 import psycopg
 
 from .postgres_reads import M_COLUMNS
-from .postgres_vectors import chunk_scope
+from .postgres_vectors import Vector, chunk_scope
 
 __all__ = [
     "IN_PROCESS_MAX",
@@ -112,15 +115,43 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
     return unit
 
 
-def hit_rows(cur: Cursor, workspace: str, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
-    """The memories found: each one's record columns, vector and edge count (the columns the
-    server's search statement gives each hit after its id and similarity), by id."""
-    if not ids:
-        return {}
+def hit_rows(
+    cur: Cursor,
+    args: dict[str, Any],
+    queries: np.ndarray,
+    found: Sequence[Sequence[tuple[str, float]]],
+    k: int,
+) -> list[list[tuple[Any, ...]]]:
+    """Each query's hits as the server's search statement gives them: ``(id, similarity,
+    record columns..., vector, edge count)``, the best ``k`` first (ties by id). The
+    similarities are the server's own (its cosine and its windows', as its search statement
+    computes them), and the candidates ``found`` in process (a few more than ``k``) are
+    ranked by them, so that numpy's rounding decides nothing; ``args``: ``ws`` and
+    ``user_id``."""
+    pairs = [(i + 1, mid) for i, hits in enumerate(found) for mid, _ in hits]
+    if not pairs:
+        return [[] for _ in found]
     cur.execute(
-        f"SELECT m.id, {M_COLUMNS}, m.embedding, (SELECT count(*) FROM edges e "
-        "WHERE e.workspace = m.workspace AND e.src = m.id) FROM memories m "
-        "WHERE m.workspace = %s AND m.id = ANY(%s)",
-        (workspace, list(ids)),
+        "SELECT p.i, p.id, d.distance, "
+        f"{M_COLUMNS}, m.embedding, (SELECT count(*) FROM edges e WHERE e.workspace = "
+        "m.workspace AND e.src = m.id) FROM unnest(%(pi)s::int[], %(pid)s::text[]) AS p(i, id) "
+        "JOIN unnest(%(qs)b::vector[]) WITH ORDINALITY AS x(q, i) ON x.i = p.i "
+        "JOIN memories m ON m.workspace = %(ws)s AND m.id = p.id "
+        "CROSS JOIN LATERAL (SELECT least(m.embedding <=> x.q, (SELECT min(c.embedding <=> x.q) "
+        "FROM memory_chunks c WHERE c.workspace = %(ws)s AND c.memory_id = p.id "
+        "AND c.user_id = %(user_id)s)) AS distance) d",
+        {
+            **args,
+            "pi": [i for i, _ in pairs],
+            "pid": [mid for _, mid in pairs],
+            "qs": [Vector(q) for q in queries],
+        },
     )
-    return {row[0]: tuple(row[1:]) for row in cur.fetchall()}
+    per_query: list[list[tuple[Any, ...]]] = [[] for _ in found]
+    for row in cur.fetchall():
+        per_query[row[0] - 1].append(row[1:])
+    out = []
+    for rows in per_query:
+        rows.sort(key=lambda r: (r[1], r[0]))
+        out.append([(r[0], 1 - r[1], *r[2:]) for r in rows[:k]])
+    return out

@@ -604,11 +604,9 @@ class PostgresIngest:
                 "GROUP BY src",
                 (ws, extra),
             )
-        found = nearest(queries, vectors.fetchall(), windows.fetchall(), k)
-        rows = hit_rows(
-            conn.cursor(binary=True), ws, sorted({i for hits in found for i, _ in hits})
-        )
-        per_query = [[(i, sim, *rows[i]) for i, sim in hits if i in rows] for hits in found]
+        # Two candidates more than asked: the server's similarities rank them.
+        found = nearest(queries, vectors.fetchall(), windows.fetchall(), k + 2)
+        per_query = hit_rows(conn.cursor(binary=True), args, queries, found, k)
         return per_query, counts.fetchall(), lambda: None
 
     @staticmethod
