@@ -16,7 +16,10 @@ two exchanges:
    the edge counts of the latest memory and of the postings' memories; sent on a worker
    when the caller announces them (:meth:`PostgresIngest.search_ahead`), so that the batch's
    own contradictions are judged while the server searches (a growing scope's HNSW walks:
-   ~2 s of server time per 1,000 messages at 3,000 memories).
+   ~2 s of server time per 1,000 messages at 3,000 memories). A batch of at least 16 into a
+   user scope of at most 20 memories per message (20,000 in all) is searched in process
+   instead (:mod:`.postgres_add_search`): the scope's vectors are read in this exchange and
+   the hits' rows, with the server's similarities, in a second.
 
 The write starts ahead too: when the add announced its rows (:meth:`PostgresIngest.add_ahead`),
 the transaction begins beside the searches (on a connection of its own, once they hold theirs)
