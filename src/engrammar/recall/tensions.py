@@ -287,10 +287,11 @@ _AHEAD = ThreadPoolExecutor(1, thread_name_prefix="engrammar-parse")
 
 class ParseAhead:
     """The parses :func:`detect_tension` will ask of new texts, made on a worker thread while
-    the caller does other work (an add embeds its batch meanwhile: the model leaves part of
-    the cores idle). The parses are cached pure functions, so the tension rules find them
-    ready and judge exactly as without; :meth:`stop` ends the work at the next text (the
-    rest is parsed when a pair needs it)."""
+    the caller does other work (an add embeds its batch meanwhile; the model leaves little
+    idle: of the ~0.8 s that 1,000 LoCoMo turns take to parse, ~0.2 s were hidden on 2
+    cores). The parses are cached pure functions, so the tension rules find them ready and
+    judge exactly as without; :meth:`stop` ends the work at the next text (the rest is
+    parsed when a pair needs it)."""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self._stop = threading.Event()

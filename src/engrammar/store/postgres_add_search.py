@@ -30,6 +30,7 @@ from .postgres_vectors import Vector, chunk_scope
 
 __all__ = [
     "IN_PROCESS_MAX",
+    "IN_PROCESS_MIN_QUERIES",
     "IN_PROCESS_PER_QUERY",
     "hit_rows",
     "nearest",
