@@ -125,7 +125,7 @@ def test_in_process_search_links_as_the_server_search(
     original = PostgresIngest._search_here
 
     def counting(*a: Any, **k: Any) -> Any:
-        here.append(len(a[3]))
+        here.append(len(a[2]))
         return original(*a, **k)
 
     monkeypatch.setattr(PostgresIngest, "_search_here", staticmethod(counting))

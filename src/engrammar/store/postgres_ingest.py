@@ -567,7 +567,7 @@ class PostgresIngest:
         size = snap.postings[0] if had_read and snap.postings is not None else None
         if self._search_in_process and keys == ["user_id"] and searched_here(len(queries), size):
             here = {"ws": ws, "user_id": scope.user_id}
-            return lambda conn: self._search_here(conn, ws, here, queries, k, extra)
+            return lambda conn: self._search_here(conn, here, queries, k, extra)
 
         def run(conn: Conn) -> _Searched:
             cur = conn.cursor(binary=True)
@@ -591,21 +591,21 @@ class PostgresIngest:
     @staticmethod
     def _search_here(
         conn: Conn,
-        ws: str,
         args: dict[str, Any],
         queries: np.ndarray,
         k: int,
         extra: list[str],
     ) -> _Searched:
-        """The search exchange answered in process (:mod:`.postgres_add_search`): the scope's
-        vectors and the extra edge counts in one exchange, the hits' rows in a second."""
+        """The search exchange answered in process (:mod:`.postgres_add_search`) for the user
+        scope ``args`` (``ws``, ``user_id``): the scope's vectors and the extra edge counts in
+        one exchange, the hits' rows in a second."""
         vectors, windows, counts = conn.cursor(binary=True), conn.cursor(binary=True), conn.cursor()
         with conn.pipeline():
             queue_scope_vectors(vectors, windows, args, ["user_id"])
             counts.execute(
                 "SELECT src, count(*) FROM edges WHERE workspace = %s AND src = ANY(%s) "
                 "GROUP BY src",
-                (ws, extra),
+                (args["ws"], extra),
             )
         # Two candidates more than asked: the server's similarities rank them.
         found = nearest(queries, vectors.fetchall(), windows.fetchall(), k + 2)
