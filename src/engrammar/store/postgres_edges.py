@@ -12,6 +12,7 @@ import psycopg
 from ..models import Edge
 from .base import EdgeDelta, ReplySignal
 from .postgres_search import Vector
+from .postgres_statements import planned_once
 
 __all__ = ["PostgresEdges"]
 
@@ -210,7 +211,8 @@ class PostgresEdges:
 
         def run(conn: Conn) -> Any:
             cur = conn.cursor(binary=True)
-            cur.execute(sql, params)
+            with planned_once(conn):
+                cur.execute(sql, params)
             return cur  # read after the pipeline's one sync (BEGIN, this, COMMIT)
 
         rows = self._tx(

@@ -40,7 +40,7 @@ import psycopg
 from ..errors import StoreError
 from ..models import Scope
 from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
-from .postgres_statements import M_RAW, N_MEMORY, PROBE
+from .postgres_statements import M_RAW, N_MEMORY, PROBE, planned_once
 from .postgres_vectors import execute_searching
 
 __all__ = ["GRAPH_MAX", "MEMORY_BYTES", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
@@ -481,13 +481,15 @@ class PostgresGraph:
             cur = conn.cursor(binary=True)
             probe = conn.cursor()
             with conn.pipeline():
-                finish = self._queue_scope_reads(conn, snap, scope)
-                extra = also(conn) if also is not None else None
+                with planned_once(conn):
+                    finish = self._queue_scope_reads(conn, snap, scope)
+                    extra = also(conn) if also is not None else None
                 execute_searching(cur, sql, args, ef)
                 if since is not None:
-                    probe.execute(PROBE, {"ws": scope.workspace, "user": scope.user_id,
-                                          "since": since})  # fmt: skip
-                    learned = self._queue_learning(conn, snap, scope, since, query.array)
+                    with planned_once(conn):
+                        probe.execute(PROBE, {"ws": scope.workspace, "user": scope.user_id,
+                                              "since": since})  # fmt: skip
+                        learned = self._queue_learning(conn, snap, scope, since, query.array)
             finish()
             if extra is not None:
                 extra()

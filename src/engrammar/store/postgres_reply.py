@@ -34,7 +34,7 @@ from ..models import Edge, RecallFilter, Scope
 from .base import RecallRecord
 from .postgres_reads import M_COLUMNS
 from .postgres_snapshot import WINDOW_AGGREGATES, edges, keep_raw, windows
-from .postgres_statements import M_RAW, N_MEMORY
+from .postgres_statements import M_RAW, N_MEMORY, planned_once
 from .postgres_vectors import execute_searching
 from .tables import MEMORY_COLUMNS
 
@@ -97,8 +97,9 @@ class PostgresReply(_Base):
         def run(conn: Conn) -> tuple[Any, list[Any], Callable[[], None]]:
             record, memories = conn.cursor(), conn.cursor(binary=True)
             with conn.pipeline():
-                record.execute(sql, params)
-                memories.execute(named, [*params, scope.workspace])
+                with planned_once(conn):
+                    record.execute(sql, params)
+                    memories.execute(named, [*params, scope.workspace])
                 reply = self._queue_reply(conn, scope)  # the reply's searches, if announced
             return record.fetchone(), memories.fetchall(), reply
 
@@ -130,7 +131,8 @@ class PostgresReply(_Base):
         graph = self._held_graph(scope) if snap is not None else None
         if graph is None:
             return self._queue_searches_ahead(conn, scope, snap)
-        refreshed = self._queue_refresh(conn, graph, scope)
+        with planned_once(conn):
+            refreshed = self._queue_refresh(conn, graph, scope)
         searched = self._queue_searches_ahead(conn, scope, snap)
 
         def keep() -> None:
@@ -212,8 +214,9 @@ class PostgresReply(_Base):
         )
         vec_sql, vec_args, ef = self._vector_query(scope, query, k, where)
         kw, vec = conn.cursor(binary=True), conn.cursor(binary=True)
-        finish = self._queue_scope_reads(conn, snap, scope)
-        kw.execute(kw_sql, kw_args)
+        with planned_once(conn):
+            finish = self._queue_scope_reads(conn, snap, scope)
+            kw.execute(kw_sql, kw_args)
         execute_searching(vec, vec_sql, vec_args, ef)
 
         def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:

@@ -25,7 +25,7 @@ from .postgres_ingest import PostgresIngest
 from .postgres_keyword import keyword_query, quote_lexeme
 from .postgres_reads import PostgresReads
 from .postgres_snapshot import keep_raw
-from .postgres_statements import M_RAW, N_MEMORY
+from .postgres_statements import M_RAW, N_MEMORY, planned_once
 from .postgres_vectors import Vector, chunk_scope, own_hits, register_vector, scope_keys
 from .sql import Dialect, SQLStore
 from .tables import MEMORY_COLUMNS
@@ -329,7 +329,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
 
             def run(conn: Conn) -> list[Any]:
                 cur = conn.cursor(binary=True)
-                with conn.pipeline():
+                with conn.pipeline(), planned_once(conn):
                     finish = self._queue_scope_reads(conn, snap, scope)
                     cur.execute(sql, params)
                 finish()

@@ -1,0 +1,97 @@
+"""Statements whose best plan does not depend on the scope run on their prepared statement's
+generic plan (``planned_once``); vector searches keep a custom plan each time, and a pooled
+connection never goes back with generic plans switched on, not even after a failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres_statements import planned_once
+
+pytestmark = pytest.mark.postgres
+
+
+def _connect(pg_url: str) -> psycopg.Connection[Any]:
+    conn = psycopg.connect(pg_url, autocommit=True)
+    conn.execute("SELECT set_config('plan_cache_mode', 'force_custom_plan', false)")
+    return conn
+
+
+def _mode(conn: psycopg.Connection[Any]) -> str:
+    return str(conn.execute("SHOW plan_cache_mode").fetchone()[0])
+
+
+def _plans(conn: psycopg.Connection[Any], like: str) -> list[tuple[int, int]]:
+    rows = conn.execute(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+        (like,),
+    ).fetchall()
+    return [(int(g), int(c)) for g, c in rows]
+
+
+def test_statements_inside_use_generic_plans_and_the_rest_custom(pg_url: str) -> None:
+    with _connect(pg_url) as conn:
+        for _ in range(8):  # psycopg prepares a statement from its sixth run on
+            with conn.pipeline():
+                with planned_once(conn):
+                    inside = conn.execute("SELECT %s::int + 1 AS inside_block", (1,))
+                outside = conn.execute("SELECT %s::int + 2 AS outside_block", (1,))
+            assert inside.fetchone() == (2,) and outside.fetchone() == (3,)
+        ((generic, custom),) = _plans(conn, "%inside_block%")
+        assert generic > 0 and custom == 0
+        ((generic, custom),) = _plans(conn, "%outside_block%")
+        assert generic == 0 and custom > 0
+        assert _mode(conn) == "force_custom_plan"
+
+
+def test_outside_a_pipeline_nothing_is_switched(pg_url: str) -> None:
+    with _connect(pg_url) as conn:
+        with planned_once(conn):
+            assert _mode(conn) == "force_custom_plan"
+        assert _mode(conn) == "force_custom_plan"
+
+
+def test_a_failure_inside_the_block_rolls_the_switch_back(pg_url: str) -> None:
+    with _connect(pg_url) as conn:
+        with pytest.raises(psycopg.Error), conn.pipeline(), planned_once(conn):
+            conn.execute("SELECT 1 / %s::int", (0,))
+        assert _mode(conn) == "force_custom_plan"
+        # In a transaction of the caller's: the rollback takes the switch back too.
+        with pytest.raises(psycopg.Error), conn.pipeline():
+            conn.execute("BEGIN")
+            with planned_once(conn):
+                conn.execute("SELECT 1 / %s::int", (0,))
+            conn.execute("COMMIT")
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+        assert _mode(conn) == "force_custom_plan"
+
+
+def test_recall_and_feedback_plan_searches_per_call_and_the_rest_once(pg_url: str) -> None:
+    mem = Memory(Config(store=pg_url, pool_size=1), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    try:
+        mem.add([f"note {i} about the garden and the lake trip" for i in range(40)], user_id="u")
+        for i in range(8):
+            assert mem.recall("what about the garden?", user_id="u", limit=5).memories
+            mem.feedback(response=f"The garden, answer {i}.", user_id="u")
+
+        def look(conn: Any) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]]]:
+            return (
+                _mode(conn),
+                _plans(conn, "%change_log%"),
+                _plans(conn, "WITH hits AS MATERIALIZED%"),
+            )
+
+        mode, logged, vectors = store._tx("looking", look, transaction=False)
+        assert mode == "force_custom_plan"
+        assert logged and all(g > 0 and c == 0 for g, c in logged)
+        assert vectors and all(g == 0 and c > 0 for g, c in vectors)
+    finally:
+        mem.close()
