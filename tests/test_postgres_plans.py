@@ -95,3 +95,42 @@ def test_recall_and_feedback_plan_searches_per_call_and_the_rest_once(pg_url: st
         assert vectors and all(g == 0 and c > 0 for g, c in vectors)
     finally:
         mem.close()
+
+
+def test_the_graph_refresh_looks_its_changes_up_by_index(pg_url: str) -> None:
+    """The planner guesses ~1,000 ids for a handful in ``change_log``'s arrays: joined plainly,
+    the refresh after each feedback scanned the scope's memories and edges (~40 ms at 10k)."""
+    from engrammar.store import postgres_graph as graph
+
+    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    store = mem.store
+    assert isinstance(store, PostgresStore)
+    try:
+        for start in range(0, 3000, 500):  # a log of large arrays: what the planner learns
+            mem.add(
+                [f"fact {i}: the lake house has {i} rooms" for i in range(start, start + 500)],
+                user_id="u",
+            )
+        # A small change after it, as a feedback or the next turn makes: its few ids logged.
+        mem.add(["the lake house now has 12 rooms", "fact 7 was wrong"], user_id="u")
+
+        def buffers(conn: Any) -> tuple[dict[str, int], int]:
+            conn.execute("ANALYZE")
+            wm = conn.execute("SELECT max(xid)::text FROM change_log").fetchone()  # the small one
+            args = {"ws": "default", "user": "u", "wm": wm[0]}
+            out = {}
+            for name in ("_NEW_ROWS", "_NEW_EDGES", "_NEW_WINDOWS", "_NEW_PARTS"):
+                sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + getattr(graph, name)
+                top = conn.execute(sql, args).fetchone()[0][0]["Plan"]
+                out[name] = int(top["Shared Hit Blocks"]) + int(top["Shared Read Blocks"])
+            pages = conn.execute(
+                "SELECT sum(relpages) FROM pg_class WHERE relname IN ('memories', 'edges')"
+            ).fetchone()[0]
+            return out, int(pages)
+
+        read, pages = store._tx("explaining", buffers, transaction=False)
+        assert pages > 500
+        for name, blocks in read.items():
+            assert blocks < pages / 10, (name, blocks, pages)
+    finally:
+        mem.close()
