@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,13 @@ class Recorder:
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
         self.table: dict[str, np.ndarray] = {}
         self.active = False
+        self.seen: list[str] = []  # every text embedded while active (the last add's)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out: np.ndarray = self.inner.embed(texts)
         if self.active:
             self.table.update(zip(texts, out, strict=True))
+            self.seen.extend(texts)
         return out
 
 
@@ -108,7 +111,23 @@ class Engrammar(Adapter):
 
     def _recording(self, on: bool) -> None:
         if self.recorder is not None:
+            if on:
+                self.recorder.seen = []
             self.recorder.active = on
+
+    def embedded_extra(self, texts: list[str]) -> list[str]:
+        """The chunk windows the last add embedded besides the messages (a long message's
+        windows past its first; ``Config.chunk_chars``)."""
+        if self.recorder is None:
+            return []
+        left = Counter(texts)
+        extra = []
+        for t in self.recorder.seen:
+            if left[t] > 0:
+                left[t] -= 1
+            else:
+                extra.append(t)
+        return extra
 
     def add_one(self, scope: str, text: str, ref: str) -> None:
         self._recording(True)
