@@ -18,8 +18,9 @@ import pytest
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.engine import ingest
+from engrammar.errors import StoreError
 from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_add_search import nearest, searched_here
+from engrammar.store.postgres_add_search import nearest, searched_here, stacked
 from engrammar.store.postgres_ingest import PostgresIngest
 
 TOPICS = ["hiking", "painting", "adoption", "camping", "guitar", "pottery", "marathon", "baking"]
@@ -54,12 +55,14 @@ def test_nearest_is_exact_cosine_with_windows_and_ties_by_id() -> None:
     rng = np.random.default_rng(7)
     vecs = rng.normal(size=(50, 16)).astype(np.float32)
     vecs[3] = vecs[2]  # a tie: the smaller id first
-    rows = [(f"m{i:02d}", v * (1 + i % 3)) for i, v in enumerate(vecs)]  # not unit length
+    ids = [f"m{i:02d}" for i in range(50)]
+    rows = (ids, vecs * (1 + np.arange(50) % 3)[:, None])  # not unit length
     windows = [("m05", rng.normal(size=16)), ("m40", rng.normal(size=16)), ("gone", vecs[0])]
+    window_rows = ([m for m, _ in windows], np.stack([v for _, v in windows]))
     queries = rng.normal(size=(20, 16)).astype(np.float32)
     queries[0] = vecs[2] * 3
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-    found = nearest(queries, rows, windows, 5)
+    found = nearest(queries, rows, window_rows, 5)
     for q, hits in zip(queries, found, strict=True):
         scores = {f"m{i:02d}": float(s) for i, s in enumerate(unit @ (q / np.linalg.norm(q)))}
         for mid, v in windows[:2]:
@@ -69,7 +72,22 @@ def test_nearest_is_exact_cosine_with_windows_and_ties_by_id() -> None:
         assert [m for m, _ in hits] == expected
         assert all(abs(s - scores[m]) < 1e-5 for m, s in hits)
     assert [m for m, _ in found[0][:2]] == ["m02", "m03"]
-    assert nearest(queries[:2], [], windows, 5) == [[], []]
+    assert nearest(queries[:2], stacked(None), window_rows, 5) == [[], []]
+
+
+def _pgvector_binary(v: np.ndarray) -> bytes:
+    return len(v).to_bytes(2, "big") + b"\x00\x00" + np.asarray(v, dtype=">f4").tobytes()
+
+
+def test_stacked_decodes_pgvector_binary_vectors_at_once() -> None:
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(4, 6)).astype(np.float32)
+    ids, matrix = stacked((["a", "b", "c", "d"], b"".join(_pgvector_binary(v) for v in vecs)))
+    assert ids == ["a", "b", "c", "d"] and matrix.dtype == np.float32
+    assert np.array_equal(matrix, vecs)
+    assert stacked(None)[0] == [] and stacked((None, None))[0] == []  # no rows: NULL aggregates
+    with pytest.raises(StoreError, match="one dimension"):
+        stacked((["a", "b"], _pgvector_binary(vecs[0]) + _pgvector_binary(vecs[1][:5])))
 
 
 def test_searched_here_only_for_a_batch_large_next_to_its_scope() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ..errors import StoreError
 from .postgres_reads import M_COLUMNS
 from .postgres_vectors import Vector, chunk_scope
 
@@ -36,6 +37,7 @@ __all__ = [
     "nearest",
     "queue_scope_vectors",
     "searched_here",
+    "stacked",
 ]
 
 Cursor = psycopg.Cursor[Any]
@@ -65,32 +67,57 @@ def queue_scope_vectors(
     vectors: Cursor, windows: Cursor, args: dict[str, Any], keys: list[str]
 ) -> None:
     """Send (in the caller's pipeline) the reads of a scope's active memories' vectors and of
-    their window vectors; ``args``: ``ws`` and the scope's ``keys``."""
+    their window vectors, each as one row: the ids and the vectors in pgvector's binary
+    format, one after another (decoded at once by :func:`stacked`: row by row, 10,000
+    vectors cost ~0.1 s of Python while the add waited); ``args``: ``ws`` and the scope's
+    ``keys``."""
     rest = "".join(f" AND {key} = %({key})s" for key in keys)
     vectors.execute(
-        f"SELECT id, embedding FROM memories WHERE workspace = %(ws)s{rest} AND status = 'active'",
+        "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding), ''::bytea "
+        f"ORDER BY id) FROM memories WHERE workspace = %(ws)s{rest} AND status = 'active'",
         args,
     )
     windows.execute(
-        f"SELECT c.memory_id, c.embedding FROM memory_chunks c WHERE {chunk_scope(keys)}", args
+        "SELECT array_agg(c.memory_id ORDER BY c.memory_id, c.position), "
+        "string_agg(vector_send(c.embedding), ''::bytea ORDER BY c.memory_id, c.position) "
+        f"FROM memory_chunks c WHERE {chunk_scope(keys)}",
+        args,
     )
 
 
+def stacked(row: Sequence[Any] | None) -> tuple[list[str], np.ndarray]:
+    """The ids and the float32 matrix of a :func:`queue_scope_vectors` row."""
+    if row is None or not row[0]:
+        return [], np.empty((0, 0), dtype=np.float32)
+    ids, data = list(row[0]), bytes(row[1])
+    dim = int.from_bytes(data[:2], "big")
+    width = 4 + 4 * dim  # pgvector's header (dimension, unused), then big-endian floats
+    if len(data) != width * len(ids):
+        raise StoreError("the scope's vectors are not all of one dimension")
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(len(ids), width)[:, 4:]
+    return ids, np.ascontiguousarray(raw).view(">f4").astype(np.float32)
+
+
 def nearest(
-    queries: np.ndarray, rows: Sequence[Any], window_rows: Sequence[Any], k: int
+    queries: np.ndarray,
+    rows: tuple[list[str], np.ndarray],
+    window_rows: tuple[list[str], np.ndarray],
+    k: int,
 ) -> list[list[tuple[str, float]]]:
     """Each query's ``k`` nearest memories by cosine, a memory scored by the best of its own
     vector and its windows' (as the server's vector statement scores it); the best first,
-    ties by id. ``rows``: ``(id, vector)`` of the scope's active memories; ``window_rows``:
-    ``(memory id, vector)`` of their windows (those of other memories are left out)."""
-    if not rows or k <= 0:
+    ties by id. ``rows``: the ids and vectors of the scope's active memories; ``window_rows``:
+    the memory ids and vectors of their windows (those of other memories are left out); both
+    as :func:`stacked` gives them."""
+    ids, vectors = rows
+    if not ids or k <= 0:
         return [[] for _ in queries]
-    ids = [r[0] for r in rows]
     slot = {mid: i for i, mid in enumerate(ids)}
-    matrix = _unit(np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]))
-    kept = [(slot[r[0]], r[1]) for r in window_rows if r[0] in slot]
-    owners = np.array([s for s, _ in kept], dtype=np.intp)
-    windows = _unit(np.stack([np.asarray(v, dtype=np.float32) for _, v in kept])) if kept else None
+    matrix = _unit(np.asarray(vectors, dtype=np.float32))
+    owner_ids, window_vectors = window_rows
+    keep = [i for i, mid in enumerate(owner_ids) if mid in slot]
+    owners = np.array([slot[owner_ids[i]] for i in keep], dtype=np.intp)
+    windows = _unit(np.asarray(window_vectors, dtype=np.float32)[keep]) if keep else None
     order_of_id = np.argsort(np.array(ids, dtype=object)).argsort()  # rank of each id
     n = len(ids)
     k = min(k, n)

@@ -57,7 +57,7 @@ from psycopg.pq import TransactionStatus
 from ..models import MemoryRecord, Scope
 from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
-from .postgres_add_search import hit_rows, nearest, queue_scope_vectors, searched_here
+from .postgres_add_search import hit_rows, nearest, queue_scope_vectors, searched_here, stacked
 from .postgres_reads import M_COLUMNS
 from .postgres_replicas import Replicas
 from .postgres_vectors import Vector, exact_rows, execute_searching, scope_keys
@@ -608,7 +608,7 @@ class PostgresIngest:
                 (args["ws"], extra),
             )
         # Two candidates more than asked: the server's similarities rank them.
-        found = nearest(queries, vectors.fetchall(), windows.fetchall(), k + 2)
+        found = nearest(queries, stacked(vectors.fetchone()), stacked(windows.fetchone()), k + 2)
         per_query = hit_rows(conn.cursor(binary=True), args, queries, found, k)
         return per_query, counts.fetchall(), lambda: None
 
