@@ -68,9 +68,9 @@ def queue_scope_vectors(
 ) -> None:
     """Send (in the caller's pipeline) the reads of a scope's active memories' vectors and of
     their window vectors, each as one row: the ids and the vectors in pgvector's binary
-    format, one after another (decoded at once by :func:`stacked`: row by row, 10,000
-    vectors cost ~0.1 s of Python while the add waited); ``args``: ``ws`` and the scope's
-    ``keys``."""
+    format, one after another (decoded at once by :func:`stacked`: at 10,000 memories the
+    client's CPU for the read is ~11 ms instead of ~47 ms row by row, time the worker held
+    the GIL beside the add's tension checks); ``args``: ``ws`` and the scope's ``keys``."""
     rest = "".join(f" AND {key} = %({key})s" for key in keys)
     vectors.execute(
         "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding), ''::bytea "
