@@ -19,39 +19,56 @@ def _agent(stem: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _fuzzy_index(
-    b: frozenset[str],
-) -> tuple[frozenset[str], frozenset[int], frozenset[int], frozenset[int], frozenset[str]]:
-    """What terms of ``b`` match by: 5-letter prefixes, general kinds, any kinds, synonyms,
-    the verbs of agent nouns ("a big meat eater" / "ate meat")."""
-    general = frozenset(GENERAL[y] for y in b if y in GENERAL)
-    specific = frozenset(SPECIFIC[y] for y in b if y in SPECIFIC)
-    return (
-        frozenset(y[:5] for y in b if len(y) >= 5),
-        general,
-        general | specific,
-        frozenset(SYNONYM[y] for y in b if y in SYNONYM),
-        frozenset(_agent(y) for y in b) - {""},
-    )
+def _fuzzy_index(b: frozenset[str]) -> frozenset[tuple[str, object]]:
+    """The keys a term of another set matches ``b`` by (see ``_fuzzy_keys``): its terms,
+    their 5-letter prefixes, synonym groups, general kinds (``g``), general and specific kinds
+    (``k``), and the verbs of its agent nouns ("a big meat eater" / "ate meat")."""
+    keys: set[tuple[str, object]] = set()
+    for y in b:
+        keys.add(("=", y))
+        if len(y) >= 5:
+            keys.add(("<", y[:5]))
+        if y in SYNONYM:
+            keys.add(("s", SYNONYM[y]))
+        if y in GENERAL:
+            keys.add(("g", GENERAL[y]))
+            keys.add(("k", GENERAL[y]))
+        if y in SPECIFIC:
+            keys.add(("k", SPECIFIC[y]))
+        agent = _agent(y)
+        if agent:
+            keys.add(("a", agent))
+    return frozenset(keys)
 
 
-def fuzzy_shared(a: set[str], b: set[str]) -> set[str]:
+@lru_cache(maxsize=65536)
+def _fuzzy_keys(x: str) -> frozenset[tuple[str, object]]:
+    """The keys by which term ``x`` is found in a set's ``_fuzzy_index``: itself, its prefix,
+    its synonym group, its general kind among any kinds, its specific kind among general
+    ones, itself as an agent noun's verb, and the verb of ``x`` as an agent noun."""
+    keys: set[tuple[str, object]] = {("=", x), ("a", x)}
+    if len(x) >= 5:
+        keys.add(("<", x[:5]))
+    if x in SYNONYM:
+        keys.add(("s", SYNONYM[x]))
+    if x in GENERAL:
+        keys.add(("k", GENERAL[x]))
+    if x in SPECIFIC:
+        keys.add(("g", SPECIFIC[x]))
+    agent = _agent(x)
+    if agent:
+        keys.add(("=", agent))
+    return frozenset(keys)
+
+
+def fuzzy_shared(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> set[str]:
     """Terms of ``a`` found in ``b``, counting stems with a common 5-letter prefix as one
-    ("teacher" / "teaching")."""
+    ("teacher" / "teaching"), synonyms, a kind and its instances, and an agent noun and its
+    verb as one."""
     if not a or not b:
         return set()
-    prefixes, general, kinds, synonyms, agents = _fuzzy_index(frozenset(b))
-    return {
-        x
-        for x in a
-        if x in b
-        or (len(x) >= 5 and x[:5] in prefixes)
-        or SYNONYM.get(x, -1) in synonyms
-        or GENERAL.get(x, -1) in kinds
-        or SPECIFIC.get(x, -1) in general
-        or x in agents
-        or (x.endswith("er") and _agent(x) in b)
-    }
+    index = _fuzzy_index(b if isinstance(b, frozenset) else frozenset(b))
+    return {x for x in a if not _fuzzy_keys(x).isdisjoint(index)}
 
 
 def subjects_agree(a: str, b: str) -> bool:

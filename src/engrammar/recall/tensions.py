@@ -26,7 +26,6 @@ one speaker are compared: two people saying "I" are two subjects.
 from __future__ import annotations
 
 import difflib
-import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +55,7 @@ from .tension_compare import (
     thing_apart,
     toward,
 )
+from .tension_cues import BREAK_UP, MORE_OF, PARTNER, SEEING, STUDY, STUDY_END, TURNS, may_tell
 from .tension_parse import (
     STOP_STEMS,
     UNIT_STEMS,
@@ -89,30 +89,6 @@ __all__ = ["ParseAhead", "Statement", "agreed_side", "detect_tension", "find_ten
 _ABOUT_SIMILARITY = 0.4
 # Least share of content words two sentences must have in common to be about the same thing.
 _MIN_OVERLAP = 0.15
-# A partner, and the end of being together.
-_PARTNER = frozenset(
-    """boyfriend girlfriend partner husband wife fiance fiancee married engaged dating""".split()
-)
-_BREAK_UP = re.compile(
-    r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
-    r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
-    r"|fell out|falling out|(?:we|i) split\b|\bbroke (?:it|things) off\b|\bseparate ways\b"
-    r"|(?:we|i) are (?:over|done|through)|it (?:'s|is) over between"
-    r"|(?:have|has|had) not (?:spoken|talked)|not (?:speaking|talking) to each other"
-    r"|call(?:ed)? it a day)\b"
-)
-_SEEING = re.compile(
-    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
-    r"|been (?:together|with [a-z]+ for))\b"
-)
-_STUDY = re.compile(
-    r"\b(?:student|studying|trainee|apprentice|at (?:uni|university|college|school))\b"
-    r"|\b(?:doing|year of) (?:a|an|my|the) (?:\w+ ){0,2}(?:degree|course|phd|masters|mba|apprenticeship)\b"
-)
-_STUDY_END = re.compile(
-    r"\b(?:graduated|dropped out|qualified as|finished (?:uni|university|college|school|my degree"
-    r"|my studies|my course))\b"
-)
 _MOVES = frozenset("moved relocated".split())
 # Changes done to an object: the object must be what the older statement names.
 _TRANSITIVE = frozenset(
@@ -152,13 +128,9 @@ _DIGITS = {
 _UNTIL_THEN = frozenset("before yet".split())
 # Having or using a thing: "I use a Kindle" says no more than that it is there.
 _HAVING = frozenset(_stem(w) for w in "use have own got".split())
-# "more of a dog person", "more of an autumn fan": a liking said as a kind of person.
-_MORE_OF = re.compile(r"\bmore of an? (\w+) (person|fan|type|girl|guy|man|woman)\b")
 _LIKING = frozenset(
     "favourite favorite love loves like likes prefer prefers fan person adore".split()
 )
-# Verbs of a turn in a game or an exchange: what follows is a move, not a value that holds.
-_TURNS = frozenset("respond responds reply replies answer answers guess guesses".split())
 # Statements a message may have for its comma-separated parts to be compared one by one.
 _MAX_SEGMENTED = 1
 # Lines from which a message is taken for a pasted document.
@@ -350,10 +322,10 @@ def detect_tension(
         or (whole_b.changes and similarity >= _ABOUT_SIMILARITY)
         or classes_a & classes_b
         or (whole_a.job_frame and whole_b.job_change and not whole_a.job_change)
-        or (_STUDY.search(" ".join(whole_a.words)) and _STUDY_END.search(" ".join(whole_b.words)))
+        or (STUDY.search(" ".join(whole_a.words)) and STUDY_END.search(" ".join(whole_b.words)))
         or (
-            (words_a & _PARTNER or _SEEING.search(" ".join(whole_a.words)))
-            and _BREAK_UP.search(" ".join(whole_b.words))
+            (words_a & PARTNER or SEEING.search(" ".join(whole_a.words)))
+            and BREAK_UP.search(" ".join(whole_b.words))
         )
     ):
         return None
@@ -401,7 +373,7 @@ def _detect(
         return None
     # "I" of two speakers is two people, and so is "my sister": a speaker is consistent or
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
-    if older.speaker != newer.speaker:
+    if older.speaker != newer.speaker or not may_tell(sa, sb, a, b, subjects):
         return None
     shared = fuzzy_shared(a.content, b.content)
     # Sharing one word among many is chat, not a statement about the same thing.
@@ -572,9 +544,9 @@ def _detect(
         return make("changed_value", 0.5 + 0.5 * similarity, "status changed")
     # A partner stated, then a break-up: "I have a boyfriend" / "We broke up".
     if (
-        (set(a.words) & _PARTNER or _SEEING.search(" ".join(a.words)))
-        and _BREAK_UP.search(" ".join(b.words))
-        and not _BREAK_UP.search(" ".join(a.words))
+        (set(a.words) & PARTNER or SEEING.search(" ".join(a.words)))
+        and BREAK_UP.search(" ".join(b.words))
+        and not BREAK_UP.search(" ".join(a.words))
         and "self" in subjects
         and "other:pronoun" not in subjects
         and (similarity >= _ABOUT_SIMILARITY or "ex" not in b.words)
@@ -585,7 +557,7 @@ def _detect(
     if (
         (
             (a.job_frame and b.job_change and not a.job_change)
-            or (_STUDY.search(" ".join(a.words)) and _STUDY_END.search(" ".join(b.words)))
+            or (STUDY.search(" ".join(a.words)) and STUDY_END.search(" ".join(b.words)))
         )
         and subjects == ("self", "self")
         and not set(a.words) & {"was", "were", "had"}
@@ -593,7 +565,7 @@ def _detect(
         return make("superseded", 0.5 + 0.5 * similarity, "newer statement changes job")
     # "Summer is my favourite time of year" / "I'm more of an autumn fan nowadays": a new
     # liking said as what kind of person one is, the older liking another thing.
-    more = _MORE_OF.search(" ".join(b.words))
+    more = MORE_OF.search(" ".join(b.words))
     if (
         more is not None
         and "self" in subjects
@@ -657,7 +629,7 @@ def _detect(
     # nor is what the speaker says of the one addressed ("You included X again").
     # "I respond with Nc6" / "I respond with Bxc3": a turn taken (a move, an answer, a guess),
     # an event told in the present, not a state with a value.
-    turns = bool(set(a.words) & _TURNS and set(b.words) & _TURNS)
+    turns = bool(set(a.words) & TURNS and set(b.words) & TURNS)
     if (
         a.polarity == b.polarity
         and "neutral" not in subjects
