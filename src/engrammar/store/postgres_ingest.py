@@ -608,8 +608,10 @@ class PostgresIngest:
                 (args["ws"], extra),
             )
         # Two candidates more than asked: the server's similarities rank them.
-        found = nearest(queries, stacked(vectors.fetchone()), stacked(windows.fetchone()), k + 2)
-        per_query = hit_rows(conn.cursor(binary=True), args, queries, found, k)
+        scope_rows, window_rows = stacked(vectors.fetchone()), stacked(windows.fetchone())
+        found = nearest(queries, scope_rows, window_rows, k + 2)
+        cur = conn.cursor(binary=True)
+        per_query = hit_rows(cur, args, queries, found, k, scope_rows, set(window_rows[0]))
         return per_query, counts.fetchall(), lambda: None
 
     @staticmethod
