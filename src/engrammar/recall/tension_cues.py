@@ -65,7 +65,7 @@ class Cues:
     antonyms: tuple[str, ...]  # its words that have an antonym
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=32768)  # as many as parse keeps
 def cues(text: str) -> Cues:
     """The cues of one sentence (as ``parse`` reads it)."""
     p = parse(text)
