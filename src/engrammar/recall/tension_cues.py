@@ -19,10 +19,7 @@ from .tension_compare import contacts, fuzzy_shared
 from .tension_parse import Parsed, parse
 from .tension_words import ANTONYM_OF, STATUS
 
-# A partner, and the end of being together.
-PARTNER = frozenset(
-    """boyfriend girlfriend partner husband wife fiance fiancee married engaged dating""".split()
-)
+# The end of being together.
 BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorcing|divorce|dumped|my ex|our divorce"
     r"|not together|ended (?:it|things)|called off the engagement|call(?:ed|ing) it quits"
@@ -30,10 +27,6 @@ BREAK_UP = re.compile(
     r"|(?:we|i) are (?:over|done|through)|it (?:'s|is) over between"
     r"|(?:have|has|had) not (?:spoken|talked)|not (?:speaking|talking) to each other"
     r"|call(?:ed)? it a day)\b"
-)
-SEEING = re.compile(
-    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
-    r"|been (?:together|with [a-z]+ for))\b"
 )
 STUDY = re.compile(
     r"\b(?:student|studying|trainee|apprentice|at (?:uni|university|college|school))\b"

@@ -26,6 +26,7 @@ one speaker are compared: two people saying "I" are two subjects.
 from __future__ import annotations
 
 import difflib
+import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +56,7 @@ from .tension_compare import (
     thing_apart,
     toward,
 )
-from .tension_cues import BREAK_UP, MORE_OF, PARTNER, SEEING, STUDY, STUDY_END, TURNS, may_tell
+from .tension_cues import BREAK_UP, MORE_OF, STUDY, STUDY_END, cues, may_tell
 from .tension_parse import (
     STOP_STEMS,
     UNIT_STEMS,
@@ -89,6 +90,14 @@ __all__ = ["ParseAhead", "Statement", "agreed_side", "detect_tension", "find_ten
 _ABOUT_SIMILARITY = 0.4
 # Least share of content words two sentences must have in common to be about the same thing.
 _MIN_OVERLAP = 0.15
+# A partner, or being seen with someone: what a break-up (BREAK_UP) ends.
+_PARTNER = frozenset(
+    """boyfriend girlfriend partner husband wife fiance fiancee married engaged dating""".split()
+)
+_SEEING = re.compile(
+    r"\b(?:going out with|seeing (?:a|someone|this)|in a (?:\w+ ){0,2}relationship|best (?:friend|mate)"
+    r"|been (?:together|with [a-z]+ for))\b"
+)
 _MOVES = frozenset("moved relocated".split())
 # Changes done to an object: the object must be what the older statement names.
 _TRANSITIVE = frozenset(
@@ -324,7 +333,7 @@ def detect_tension(
         or (whole_a.job_frame and whole_b.job_change and not whole_a.job_change)
         or (STUDY.search(" ".join(whole_a.words)) and STUDY_END.search(" ".join(whole_b.words)))
         or (
-            (words_a & PARTNER or SEEING.search(" ".join(whole_a.words)))
+            (words_a & _PARTNER or _SEEING.search(" ".join(whole_a.words)))
             and BREAK_UP.search(" ".join(whole_b.words))
         )
     ):
@@ -375,6 +384,7 @@ def _detect(
     # not with themselves; two speakers disagreeing is a conversation, not a changed fact.
     if older.speaker != newer.speaker or not may_tell(sa, sb, a, b, subjects):
         return None
+    ca, cb = cues(sa), cues(sb)  # (cached: what may_tell read)
     shared = fuzzy_shared(a.content, b.content)
     # Sharing one word among many is chat, not a statement about the same thing.
     overlap = len(shared) / max(1, len(a.content | b.content))
@@ -500,11 +510,7 @@ def _detect(
         and "neutral" not in subjects
     )
     same_attribute = bool(shared) or named_change or residence
-    status_change = (
-        (set(a.words) & STATUS)
-        and (set(b.words) & STATUS)
-        and (set(a.words) & STATUS != set(b.words) & STATUS)
-    )
+    status_change = ca.status and cb.status and ca.words & STATUS != cb.words & STATUS
     # "Great job, you picked up great skills!" / "I left my IT job": an older sentence of no
     # one's needs more in common to be what changed.
     if a.subject == "neutral" and overlap < WEAK_OVERLAP:
@@ -544,9 +550,9 @@ def _detect(
         return make("changed_value", 0.5 + 0.5 * similarity, "status changed")
     # A partner stated, then a break-up: "I have a boyfriend" / "We broke up".
     if (
-        (set(a.words) & PARTNER or SEEING.search(" ".join(a.words)))
-        and BREAK_UP.search(" ".join(b.words))
-        and not BREAK_UP.search(" ".join(a.words))
+        (set(a.words) & _PARTNER or _SEEING.search(" ".join(a.words)))
+        and cb.break_up
+        and not ca.break_up
         and "self" in subjects
         and "other:pronoun" not in subjects
         and (similarity >= _ABOUT_SIMILARITY or "ex" not in b.words)
@@ -555,10 +561,7 @@ def _detect(
     # A job stated, then a new one or none: "I work for Deloitte" / "I got hired at ...";
     # studies stated, then ended: "I'm a final-year student" / "I graduated in June".
     if (
-        (
-            (a.job_frame and b.job_change and not a.job_change)
-            or (STUDY.search(" ".join(a.words)) and STUDY_END.search(" ".join(b.words)))
-        )
+        ((a.job_frame and b.job_change and not a.job_change) or (ca.study and cb.study_end))
         and subjects == ("self", "self")
         and not set(a.words) & {"was", "were", "had"}
     ):
@@ -629,7 +632,7 @@ def _detect(
     # nor is what the speaker says of the one addressed ("You included X again").
     # "I respond with Nc6" / "I respond with Bxc3": a turn taken (a move, an answer, a guess),
     # an event told in the present, not a state with a value.
-    turns = bool(set(a.words) & TURNS and set(b.words) & TURNS)
+    turns = ca.turns and cb.turns
     if (
         a.polarity == b.polarity
         and "neutral" not in subjects
