@@ -92,7 +92,21 @@ def test_recall_and_feedback_plan_searches_per_call_and_the_rest_once(pg_url: st
         mode, logged, vectors = store._tx("looking", look, transaction=False)
         assert mode == "force_custom_plan"
         assert logged and all(g > 0 and c == 0 for g, c in logged)
-        assert vectors and all(g == 0 and c > 0 for g, c in vectors)
+        # The held graph of this small scope answers the vector searches in process
+        # (store/postgres_local.py); a store without it sends them, planned per call.
+        assert vectors == []
+        plain = Memory(Config(store=pg_url, pool_size=1), embedder=HashEmbedder())
+        try:
+            assert isinstance(plain.store, PostgresStore)
+            plain.store._graph_cache = False
+            for i in range(8):
+                assert plain.recall("what about the garden?", user_id="u", limit=5).memories
+                plain.feedback(response=f"The garden, answer {i}.", user_id="u")
+            mode, _, vectors = plain.store._tx("looking", look, transaction=False)
+            assert mode == "force_custom_plan"
+            assert vectors and all(g == 0 and c > 0 for g, c in vectors)
+        finally:
+            plain.close()
     finally:
         mem.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -86,11 +87,24 @@ def _same_search_and_explain(mem: Memory, query: str, limit: int, target: str) -
     assert _rounded(fast_explain) == _rounded(slow_explain)
 
 
+class _Close(float):
+    """A float equal to another within a relative 1e-5: learned scores decay with time, so
+    two recalls a few milliseconds apart differ in the tenth digit, and vector hits found in
+    process (store/postgres_local.py) agree with the server's distances to ~1e-7."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and math.isclose(self, other, rel_tol=1e-5, abs_tol=1e-9)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = float.__hash__
+
+
 def _rounded(value: Any) -> Any:
-    """``value`` with floats to 5 significant digits: learned scores decay with time, so two
-    recalls a few milliseconds apart differ in the tenth digit."""
+    """``value`` with its floats compared within a relative 1e-5 (:class:`_Close`)."""
     if isinstance(value, float):
-        return float(f"{value:.5g}")
+        return _Close(value)
     if isinstance(value, dict):
         return {k: _rounded(v) for k, v in value.items() if k != "recall_id"}
     if isinstance(value, list | tuple):

@@ -39,6 +39,7 @@ import psycopg
 
 from ..errors import StoreError
 from ..models import Scope
+from .postgres_local import local_hits, searched_locally
 from .postgres_snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
 from .postgres_statements import M_RAW, N_MEMORY, PROBE, planned_once
 from .postgres_vectors import execute_searching
@@ -153,6 +154,9 @@ class ScopeGraph:
     at: float = field(default_factory=time.monotonic)
     used: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the scope's vectors as :mod:`.postgres_local` searches them (None: not built since
+    #: the rows or windows last changed; False: none to search)
+    local: Any = None
 
     def record(self, memory_id: str) -> Any:
         row = self.rows.get(memory_id)
@@ -191,6 +195,8 @@ class ScopeGraph:
                         held[c[0]] = tuple(c[1:])
                     else:
                         held.pop(c[0], None)
+            if rows or wins:
+                self.local = None
             self.wm = wm
             self.at = time.monotonic()
 
@@ -456,11 +462,19 @@ class PostgresGraph:
         graph = self._graph_of(scope)
         if graph is None:
             return None
-        vec_sql, vec_args, ef = self._vector_query(scope, query.array, k)
+        # A scope the server would scan exactly is searched here, once the exchange has
+        # brought the graph up to date (.postgres_local).
+        local = searched_locally(graph)
+        statement = None if local else self._vector_query(scope, query.array, k)
         hits_rows, found = self._vector_exchange(
-            snap, scope, query, (vec_sql, vec_args, ef),
-            lambda conn: self._queue_refresh(conn, graph, scope),
-        )  # fmt: skip
+            snap, scope, query, statement, lambda conn: self._queue_refresh(conn, graph, scope)
+        )
+        if local:
+            in_process = local_hits(graph, query.array, k)
+            # vectors of another size than the query's: the server answers as before
+            hits_rows = (
+                in_process if in_process is not None else self._server_hits(scope, query.array, k)
+            )
         self._fall_back(snap, graph)
         hits = [(r[0], 1 - float(r[2])) for r in hits_rows]
         hits.sort(key=lambda h: (1 - h[1], h[0]))
@@ -472,15 +486,15 @@ class PostgresGraph:
         snap: Snapshot,
         scope: Scope,
         query: Any,
-        statement: tuple[str, dict[str, Any], int | None],
+        statement: tuple[str, dict[str, Any], int | None] | None,
         also: Callable[[Conn], Callable[[], None]] | None = None,
     ) -> tuple[list[Any], Any]:
         """The exchange that finds a recall's vector hits (the plain prefetch's or the
         graph's): in one pipeline the scope's reads, ``also``'s statements, ``statement``
-        (sql, parameters, the ``hnsw.ef_search`` it needs set first or None) and, with
-        feedback records possibly there, the probe and the learned ranking's reads. Returns
-        the statement's rows and the probe's row (None without the probe)."""
-        sql, args, ef = statement
+        (sql, parameters, the ``hnsw.ef_search`` it needs set first or None; None: no vector
+        statement, the hits are found in process) and, with feedback records possibly there,
+        the probe and the learned ranking's reads. Returns the statement's rows (none
+        without one) and the probe's row (None without the probe)."""
         since = snap.feedback_since
 
         def run(conn: Conn) -> tuple[list[Any], Any]:
@@ -490,7 +504,8 @@ class PostgresGraph:
                 with planned_once(conn):
                     finish = self._queue_scope_reads(conn, snap, scope)
                     extra = also(conn) if also is not None else None
-                execute_searching(cur, sql, args, ef)
+                if statement is not None:
+                    execute_searching(cur, *statement)
                 if since is not None:
                     with planned_once(conn):
                         probe.execute(PROBE, {"ws": scope.workspace, "user": scope.user_id,
@@ -501,10 +516,24 @@ class PostgresGraph:
                 extra()
             if since is not None:
                 snap.learned = learned()
-            return cur.fetchall(), (probe.fetchone() if since is not None else None)
+            rows = cur.fetchall() if statement is not None else []
+            return rows, (probe.fetchone() if since is not None else None)
 
         result: tuple[list[Any], Any] = self._read("vector search and neighbourhood", run)
         return result
+
+    def _server_hits(self, scope: Scope, query: Any, k: int) -> list[Any]:
+        """The vector statement's rows, from the server on their own."""
+        sql, args, ef = self._vector_query(scope, query, k)
+
+        def run(conn: Conn) -> list[Any]:
+            cur = conn.cursor(binary=True)
+            with conn.pipeline():
+                execute_searching(cur, sql, args, ef)
+            return cur.fetchall()
+
+        rows: list[Any] = self._read("vector search", run)
+        return rows
 
     def _prefetched(self, snap: Snapshot, scope: Scope, found: Any) -> None:
         """The session has its neighbourhood; ``found``: the probe's row (or None)."""

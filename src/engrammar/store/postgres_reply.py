@@ -32,6 +32,7 @@ import psycopg
 
 from ..models import Edge, RecallFilter, Scope
 from .base import RecallRecord
+from .postgres_local import local_hits, searched_locally
 from .postgres_reads import M_COLUMNS
 from .postgres_snapshot import WINDOW_AGGREGATES, edges, keep_raw, windows
 from .postgres_statements import M_RAW, N_MEMORY, planned_once
@@ -133,7 +134,7 @@ class PostgresReply(_Base):
             return self._queue_searches_ahead(conn, scope, snap)
         with planned_once(conn):
             refreshed = self._queue_refresh(conn, graph, scope)
-        searched = self._queue_searches_ahead(conn, scope, snap)
+        searched = self._queue_searches_ahead(conn, scope, snap, graph)
 
         def keep() -> None:
             refreshed()
@@ -142,12 +143,21 @@ class PostgresReply(_Base):
 
         return keep
 
-    def _queue_searches_ahead(self, conn: Conn, scope: Scope, snap: Any) -> Callable[[], None]:
+    def _queue_searches_ahead(
+        self, conn: Conn, scope: Scope, snap: Any, graph: Any = None
+    ) -> Callable[[], None]:
+        """Queue the searches :meth:`reply_ahead` announced; ``graph``: the held graph of
+        ``scope``, refreshed in the same exchange (the vector hits of a scope small enough
+        are then found in process, :mod:`.postgres_local`)."""
         ahead = getattr(snap, "reply_ahead", None) if snap is not None else None
         if ahead is None or snap.keyword_ids or snap.scope not in (None, ahead[0]):
             return lambda: None
         snap.reply_ahead = None
-        got = self._queue_searches(conn, snap, *ahead)
+        local = (
+            graph if ahead[0] == scope and ahead[4] is None and searched_locally(graph) else None
+        )
+        a_scope, a_text, a_query, a_k, a_where = ahead
+        got = self._queue_searches(conn, snap, a_scope, a_text, a_query, a_k, a_where, local)
         if got is None:
             return lambda: None
 
@@ -197,11 +207,13 @@ class PostgresReply(_Base):
         query: np.ndarray,
         k: int,
         where: RecallFilter | None,
+        local: Any = None,
     ) -> Callable[[], Any] | None:
         """Queue the keyword statement (its hits with their records, vectors and chunk
         vectors) and the vector statement in the open pipeline of ``conn``; the returned
         function keeps the keyword hits' rows in the session and returns both lists of hits.
-        None (nothing queued) when the text has no keyword term."""
+        None (nothing queued) when the text has no keyword term. ``local``: a graph that
+        will be up to date when the function is called: the vector hits come from it."""
         keyword = self._keyword_query(scope, text, k, where)
         if keyword is None or k <= 0:
             return None
@@ -212,16 +224,19 @@ class PostgresReply(_Base):
             f"FROM ({kw_sql}) t JOIN memories m ON m.workspace = %(ws)s "
             f"AND m.id = t.id {_CHUNKS} ORDER BY t.score DESC, m.seq"
         )
-        vec_sql, vec_args, ef = self._vector_query(scope, query, k, where)
         kw, vec = conn.cursor(binary=True), conn.cursor(binary=True)
         with planned_once(conn):
             finish = self._queue_scope_reads(conn, snap, scope)
             kw.execute(kw_sql, kw_args)
-        execute_searching(vec, vec_sql, vec_args, ef)
+        if local is None:
+            execute_searching(vec, *self._vector_query(scope, query, k, where))
 
         def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
             finish()
-            kw_rows, vec_rows = kw.fetchall(), vec.fetchall()
+            kw_rows = kw.fetchall()
+            vec_rows = vec.fetchall() if local is None else local_hits(local, query, k)
+            if vec_rows is None:  # vectors of another size: the server answers
+                vec_rows = self._server_hits(scope, query, k)
             keep_raw(snap, kw_rows, 6, N_MEMORY)  # decoded when read
             for r in kw_rows:
                 snap.windows[r[0]] = windows(r[2], r[3], r[4], r[5])
