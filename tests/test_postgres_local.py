@@ -189,3 +189,40 @@ def test_the_local_vectors_follow_the_scopes_changes(pg_url: str, embedder: Any)
     finally:
         mem.close()
         other.close()
+
+
+class _Failing:
+    """The default embedder, failing on one text."""
+
+    def __init__(self, inner: Any, bad: str) -> None:
+        self.inner, self.bad = inner, bad
+        self.name, self.dim = inner.name, inner.dim
+
+    def embed(self, texts: list[str]) -> Any:
+        if self.bad in texts:
+            raise RuntimeError("the embedder failed")
+        return self.inner.embed(texts)
+
+
+def test_a_reply_that_fails_to_embed_mid_exchange_changes_nothing(
+    pg_url: str, embedder: Any
+) -> None:
+    """Feedback embeds the reply while the server answers the recall's read (the exchange
+    is open then): an embedder failing there raises, the recall stays unconsumed, and the
+    same store takes the next feedback on that recall."""
+    bad = "The pottery class was on Saturday."
+    mem = Memory(Config(store=pg_url), embedder=_Failing(embedder, bad))
+    try:
+        _fill(mem)
+        mem.recall(QUERIES[0], user_id="u1")  # holds the graph
+        rec = mem.recall(QUERIES[1], user_id="u1", limit=5)
+        before = mem.store.get_recall(Scope(mem.config.workspace, "u1"), rec.recall_id)
+        with pytest.raises(RuntimeError, match="embedder failed"):
+            mem.feedback(response=bad, user_id="u1")
+        after = mem.store.get_recall(Scope(mem.config.workspace, "u1"), rec.recall_id)
+        assert after is not None and before is not None
+        assert after.consumed_at is None
+        out = mem.feedback(response=rec.memories[0].content, user_id="u1")
+        assert out["consumed"] and out["recall_id"] == rec.recall_id
+    finally:
+        mem.close()

@@ -41,12 +41,20 @@ def _apply(
     engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None
 ) -> dict[str, Any]:
     store, config = engine.store, engine.config
-    # Embedded first: the reply's searches (``drawn_on``, in the recall's scope, usually this
-    # one) can then travel with the recall's read on a server store.
-    reply_vec = engine.embed_one(reply)
+    embedded: list[np.ndarray] = []
+
+    def reply_vector() -> np.ndarray:
+        if not embedded:
+            embedded.append(engine.embed_one(reply))
+        return embedded[0]
+
+    # The reply's searches (``drawn_on``, in the recall's scope, usually this one) travel
+    # with the recall's read on a server store, which embeds the reply while the server
+    # answers.
     if config.feedback_reply_weight != 0 and config.feedback_reply_top > 0:
-        store.reply_ahead(scope, reply, reply_vec, config.candidate_pool)
+        store.reply_ahead(scope, reply, reply_vector, config.candidate_pool)
     record = store.get_recall(scope, recall_id)
+    reply_vec = reply_vector()
     if record is None:
         if recall_id is not None:
             raise NotFoundError(f"recall {recall_id!r} not found in this scope")

@@ -411,11 +411,18 @@ class Store(Protocol):
         sends both at once."""
 
     def reply_ahead(
-        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+        self,
+        scope: Scope,
+        text: str,
+        query: Callable[[], np.ndarray],
+        k: int,
+        where: RecallFilter | None = None,
     ) -> None:
         """Announce, in a read session, the :meth:`searches` that will follow the next
         :meth:`get_recall` (feedback's reply): a server store sends them with the recall's
-        read. Nothing changes for a store that answers in process."""
+        read. ``query``: computes the reply's vector (kept after the first call); a server
+        store calls it once the recall's read is on its way, so that the embedding runs
+        while the server answers. Nothing changes for a store that answers in process."""
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None

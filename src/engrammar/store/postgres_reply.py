@@ -117,7 +117,12 @@ class PostgresReply(_Base):
         return snap
 
     def reply_ahead(
-        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+        self,
+        scope: Scope,
+        text: str,
+        query: Callable[[], np.ndarray],
+        k: int,
+        where: RecallFilter | None = None,
     ) -> None:
         snap = self._reply_snap(scope.workspace)
         if snap is not None and not snap.keyword_ids and k > 0:
@@ -162,7 +167,7 @@ class PostgresReply(_Base):
             return lambda: None
 
         def keep() -> None:
-            snap.reply_hits = (ahead, got())
+            snap.reply_hits = ((a_scope, a_text, a_query(), a_k, a_where), got())
 
         return keep
 
@@ -204,7 +209,7 @@ class PostgresReply(_Base):
         snap: Any,
         scope: Scope,
         text: str,
-        query: np.ndarray,
+        query: np.ndarray | Callable[[], np.ndarray],
         k: int,
         where: RecallFilter | None,
         local: Any = None,
@@ -212,8 +217,10 @@ class PostgresReply(_Base):
         """Queue the keyword statement (its hits with their records, vectors and chunk
         vectors) and the vector statement in the open pipeline of ``conn``; the returned
         function keeps the keyword hits' rows in the session and returns both lists of hits.
-        None (nothing queued) when the text has no keyword term. ``local``: a graph that
-        will be up to date when the function is called: the vector hits come from it."""
+        None (nothing queued) when the text has no keyword term. ``query``: the vector, or
+        what computes it (called once everything before the vector statement is on its way
+        to the server). ``local``: a graph that will be up to date when the function is
+        called: the vector hits come from it."""
         keyword = self._keyword_query(scope, text, k, where)
         if keyword is None or k <= 0:
             return None
@@ -228,15 +235,17 @@ class PostgresReply(_Base):
         with planned_once(conn):
             finish = self._queue_scope_reads(conn, snap, scope)
             kw.execute(kw_sql, kw_args)
+        # Sent already (pipeline mode): the server reads while the vector is computed.
+        vector = query() if callable(query) else query
         if local is None:
-            execute_searching(vec, *self._vector_query(scope, query, k, where))
+            execute_searching(vec, *self._vector_query(scope, vector, k, where))
 
         def answers() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
             finish()
             kw_rows = kw.fetchall()
-            vec_rows = vec.fetchall() if local is None else local_hits(local, query, k)
+            vec_rows = vec.fetchall() if local is None else local_hits(local, vector, k)
             if vec_rows is None:  # vectors of another size: the server answers
-                vec_rows = self._server_hits(scope, query, k)
+                vec_rows = self._server_hits(scope, vector, k)
             keep_raw(snap, kw_rows, 6, N_MEMORY)  # decoded when read
             for r in kw_rows:
                 snap.windows[r[0]] = windows(r[2], r[3], r[4], r[5])

@@ -392,7 +392,12 @@ class SQLiteSearch(SQLStore):
         )
 
     def reply_ahead(
-        self, scope: Scope, text: str, query: np.ndarray, k: int, where: RecallFilter | None = None
+        self,
+        scope: Scope,
+        text: str,
+        query: Callable[[], np.ndarray],
+        k: int,
+        where: RecallFilter | None = None,
     ) -> None:
         return None
 
