@@ -10,9 +10,10 @@ time (planning ~0.7, the scan ~1.1) in a recall's or a feedback's first exchange
 
 The answer is the server's: the scope's active memories and the active owners of its chunk
 vectors, by the smallest cosine distance of the memory's vector and its windows', ties by
-id, at most ``k``, as ``(id, similarity, distance)`` rows. Distances are computed in double
-precision (pgvector sums in single precision): they agree with the server's to ~1e-7, so
-only memories that tie to that precision can swap places.
+id, at most ``k``, as ``(id, similarity, distance)`` rows. The rows are kept scaled to length
+1 in single precision (~1.5 kB a memory besides the graph's copy of the row) and summed in
+single precision, as pgvector sums, in another order: distances agree with the server's to
+~1e-7, so only memories that tie to that precision can swap places.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ _STATUS = [c.strip() for c in MEMORY_COLUMNS.split(",")].index("status")
 class LocalVectors:
     """A scope's searchable vectors: ``ids`` sorted; ``owner[i]`` the index in ``ids`` of
     matrix row ``i`` (a memory's own vector or one of its windows'); ``unit`` the rows
-    scaled to length 1 (a zero vector stays zero: its distance is NaN, as the server's)."""
+    scaled to length 1, float32; ``zero`` the rows of zero length (their distance is NaN,
+    as the server's)."""
 
     ids: list[str]
     owner: np.ndarray
@@ -77,7 +79,7 @@ def _build(graph: Any) -> LocalVectors | None:
     matrix = matrix.astype(np.float64)
     norms = np.linalg.norm(matrix, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        unit = np.where(norms[:, None] > 0, matrix / norms[:, None], 0.0)
+        unit = np.where(norms[:, None] > 0, matrix / norms[:, None], 0.0).astype(np.float32)
     ids = sorted(set(owners))
     index = {m: n for n, m in enumerate(ids)}
     owner = np.fromiter((index[m] for m in owners), dtype=np.int64, count=len(owners))
@@ -105,8 +107,10 @@ def local_hits(graph: Any, query: np.ndarray, k: int) -> list[tuple[str, float, 
     if q.shape != (found.unit.shape[1],):
         return None
     length = float(np.linalg.norm(q))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cosine = found.unit @ (q / length) if length > 0 else np.full(len(found.owner), np.nan)
+    if length > 0:
+        cosine = (found.unit @ (q / length).astype(np.float32)).astype(np.float64)
+    else:
+        cosine = np.full(len(found.owner), np.nan)
     cosine[found.zero] = np.nan
     distance = 1.0 - cosine
     best = np.full(len(found.ids), np.nan)
