@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engrammar.recall.supersession import (
     Replacement,
     Version,
@@ -176,3 +178,23 @@ def test_questions_about_what_a_change_led_to() -> None:
     assert not asks_about_own_facts("Where did I move from?")
     # Someone else's change is not the speaker's fact.
     assert not asks_about_own_facts("Where did Rachel move to?")
+
+
+def test_memories_moved_to_equal_scores_keep_one_order() -> None:
+    """Memories whose validity score changed are placed anew; when several end on the same
+    score their order is by id, however the set of moved ids happens to iterate (it changes
+    with the process's hash seed)."""
+    from engrammar.engine.validity import _keep_order
+    from engrammar.models import MemoryRecord
+
+    def item(memory_id: str, score: float) -> Any:
+        record = MemoryRecord(memory_id, memory_id, "user", "message", "w", "u", None, None, 0, 0)
+        return (record, score, {}, None, "search")
+
+    out = [item("top", 0.9), item("c", 0.5), item("a", 0.5), item("b", 0.5), item("low", 0.1)]
+    before = ["top", "b", "low", "c", "a"]
+    orders = {
+        tuple(r[0].id for r in _keep_order(out, before, moved))  # type: ignore[arg-type]
+        for moved in (["a", "b", "c"], ["c", "b", "a"], ["b", "c", "a"])
+    }
+    assert orders == {("top", "a", "b", "c", "low")}

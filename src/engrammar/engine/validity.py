@@ -132,7 +132,8 @@ def _keep_order(
     first unchanged memory that now scores lower."""
     by_id = {x[0].id: x for x in out}
     kept = [by_id[i] for i in before if i in by_id and i not in moved]
-    for item in sorted((by_id[i] for i in moved if i in by_id), key=lambda x: -x[1]):
+    # Equal scores by id: ``moved`` is a set, whose order changes from process to process.
+    for item in sorted((by_id[i] for i in moved if i in by_id), key=lambda x: (-x[1], x[0].id)):
         at = next((k for k, x in enumerate(kept) if x[1] < item[1]), len(kept))
         kept.insert(at, item)
     return kept
