@@ -19,8 +19,9 @@ from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.engine import ingest
 from engrammar.errors import StoreError
+from engrammar.store.exact_vectors import nearest, stacked
 from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_add_search import nearest, searched_here, stacked
+from engrammar.store.postgres_add_search import searched_here
 from engrammar.store.postgres_ingest import PostgresIngest
 
 TOPICS = ["hiking", "painting", "adoption", "camping", "guitar", "pottery", "marathon", "baking"]

@@ -9,7 +9,8 @@ tension rules on the third stream): the longest step of the add after the embedd
 
 When the scope is small enough next to the batch, the add reads the scope's vectors (and its
 long memories' window vectors) instead, scores every message against all of them with one
-matrix product per block of messages, as the embedded store does (``ScopeIndex``), and then
+matrix product per block of messages (:mod:`.exact_vectors`), as the embedded store does
+(``ScopeIndex``), and then
 reads the records and edge counts of the memories found, with their similarities as the
 server computes them (numpy's rounding ranks nothing: a few more candidates than asked are
 ranked by the server's figures). The search is then exact: for a scope of at most 2,000
@@ -25,7 +26,6 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ..errors import StoreError
 from .postgres_reads import M_COLUMNS
 from .postgres_vectors import Vector, chunk_scope
 
@@ -34,10 +34,8 @@ __all__ = [
     "IN_PROCESS_MIN_QUERIES",
     "IN_PROCESS_PER_QUERY",
     "hit_rows",
-    "nearest",
     "queue_scope_vectors",
     "searched_here",
-    "stacked",
 ]
 
 Cursor = psycopg.Cursor[Any]
@@ -49,8 +47,6 @@ IN_PROCESS_MAX = 20_000
 IN_PROCESS_PER_QUERY = 20
 #: The fewest messages searched in process.
 IN_PROCESS_MIN_QUERIES = 16
-# Scores computed at a time (float32: ~16 MB).
-_BLOCK = 4_000_000
 
 
 def searched_here(n_queries: int, size: int | None) -> bool:
@@ -83,64 +79,6 @@ def queue_scope_vectors(
         f"FROM memory_chunks c WHERE {chunk_scope(keys)}",
         args,
     )
-
-
-def stacked(row: Sequence[Any] | None) -> tuple[list[str], np.ndarray]:
-    """The ids and the float32 matrix of a :func:`queue_scope_vectors` row."""
-    if row is None or not row[0]:
-        return [], np.empty((0, 0), dtype=np.float32)
-    ids, data = list(row[0]), bytes(row[1])
-    dim = int.from_bytes(data[:2], "big")
-    width = 4 + 4 * dim  # pgvector's header (dimension, unused), then big-endian floats
-    if len(data) != width * len(ids):
-        raise StoreError("the scope's vectors are not all of one dimension")
-    raw = np.frombuffer(data, dtype=np.uint8).reshape(len(ids), width)[:, 4:]
-    return ids, np.ascontiguousarray(raw).view(">f4").astype(np.float32)
-
-
-def nearest(
-    queries: np.ndarray,
-    rows: tuple[list[str], np.ndarray],
-    window_rows: tuple[list[str], np.ndarray],
-    k: int,
-) -> list[list[tuple[str, float]]]:
-    """Each query's ``k`` nearest memories by cosine, a memory scored by the best of its own
-    vector and its windows' (as the server's vector statement scores it); the best first,
-    ties by id. ``rows``: the ids and vectors of the scope's active memories; ``window_rows``:
-    the memory ids and vectors of their windows (those of other memories are left out); both
-    as :func:`stacked` gives them."""
-    ids, vectors = rows
-    if not ids or k <= 0:
-        return [[] for _ in queries]
-    slot = {mid: i for i, mid in enumerate(ids)}
-    matrix = _unit(np.asarray(vectors, dtype=np.float32))
-    owner_ids, window_vectors = window_rows
-    keep = [i for i, mid in enumerate(owner_ids) if mid in slot]
-    owners = np.array([slot[owner_ids[i]] for i in keep], dtype=np.intp)
-    windows = _unit(np.asarray(window_vectors, dtype=np.float32)[keep]) if keep else None
-    order_of_id = np.argsort(np.array(ids, dtype=object)).argsort()  # rank of each id
-    n = len(ids)
-    k = min(k, n)
-    out: list[list[tuple[str, float]]] = []
-    block = max(1, _BLOCK // n)
-    for start in range(0, len(queries), block):
-        part = _unit(np.asarray(queries[start : start + block], dtype=np.float32))
-        sims = part @ matrix.T
-        if windows is not None:
-            window_sims = part @ windows.T
-            for row, window_row in zip(sims, window_sims, strict=True):
-                np.maximum.at(row, owners, window_row)
-        for row in sims:
-            top = np.argpartition(-row, k - 1)[:k] if k < n else np.arange(n)
-            top = top[np.lexsort((order_of_id[top], -row[top]))]
-            out.append([(ids[i], float(row[i])) for i in top.tolist()])
-    return out
-
-
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit: np.ndarray = matrix / np.maximum(norms, np.float32(1e-12))
-    return unit
 
 
 def hit_rows(

@@ -57,7 +57,8 @@ from psycopg.pq import TransactionStatus
 from ..models import MemoryRecord, Scope
 from .base import NewEdge, NewMemory
 from .chunk_rows import CHUNK_FIELDS, chunk_params
-from .postgres_add_search import hit_rows, nearest, queue_scope_vectors, searched_here, stacked
+from .exact_vectors import nearest, stacked
+from .postgres_add_search import hit_rows, queue_scope_vectors, searched_here
 from .postgres_reads import M_COLUMNS
 from .postgres_replicas import Replicas
 from .postgres_vectors import Vector, exact_rows, execute_searching, scope_keys

@@ -158,10 +158,8 @@ class PostgresReply(_Base):
         if ahead is None or snap.keyword_ids or snap.scope not in (None, ahead[0]):
             return lambda: None
         snap.reply_ahead = None
-        local = (
-            graph if ahead[0] == scope and ahead[4] is None and searched_locally(graph) else None
-        )
         a_scope, a_text, a_query, a_k, a_where = ahead
+        local = graph if a_scope == scope and a_where is None and searched_locally(graph) else None
         got = self._queue_searches(conn, snap, a_scope, a_text, a_query, a_k, a_where, local)
         if got is None:
             return lambda: None
