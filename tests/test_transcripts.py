@@ -12,6 +12,7 @@ import pytest
 from anthropic.types import (
     Message,
     MessageParam,
+    SearchResultBlockParam,
     TextBlock,
     ToolResultBlockParam,
     ToolUseBlock,
@@ -183,6 +184,45 @@ def test_documents_thinking_and_images_are_read_or_noted(mem: Memory) -> None:
             {"non_text_parts": [{"index": 0, "type": "thinking"}]},
         ),
         ("assistant", "message", "I can't help with that.", {}),
+    ]
+
+
+def test_search_results_handed_to_the_model_are_read(mem: Memory) -> None:
+    """Anthropic search results (retrieved passages a user turn passes on) are text: title,
+    source and text blocks; an empty one adds nothing."""
+    found: SearchResultBlockParam = {
+        "type": "search_result",
+        "source": "https://wiki.example/leave",
+        "title": "Leave policy",
+        "content": [
+            {"type": "text", "text": "Staff get 25 days of leave."},
+            {"type": "text", "text": "Unused days carry over."},
+        ],
+    }
+    blank: SearchResultBlockParam = {
+        "type": "search_result",
+        "source": "",
+        "title": "",
+        "content": [],
+    }
+    ids = mem.add(
+        [
+            {
+                "role": "user",
+                "content": [found, blank, {"type": "text", "text": "How much leave do I get?"}],
+            }
+        ],
+        user_id="dana",
+    )
+    assert ids.skipped == []
+    assert _stored(mem, ids) == [
+        (
+            "user",
+            "message",
+            "Leave policy - https://wiki.example/leave\nStaff get 25 days of leave.\n"
+            "Unused days carry over.\nHow much leave do I get?",
+            {},
+        )
     ]
 
 

@@ -9,7 +9,8 @@ A message of ``add`` is a dict, or an SDK object with ``model_dump`` (a pydantic
   ``tool`` messages with ``tool_call_id``; roles ``developer`` (read as ``system``) and
   ``function`` (read as ``tool``);
 - Anthropic: ``content`` a string or a list of blocks (``text``, ``tool_use``, ``tool_result``,
-  ``document``, ``image``, ``thinking``, ...); the fields of a whole response ``Message``.
+  ``document``, ``search_result``, ``image``, ``thinking``, ...); the fields of a whole
+  response ``Message``.
 
 Each is read into the text to remember and notes for its metadata: text parts are joined;
 a tool call becomes the line ``called tool NAME with {ARGS}``, a tool result ``tool NAME
@@ -173,6 +174,8 @@ def _read_part(part: Any, field: str, index: int, parts: _Parts, names: dict[str
             parts.pieces.append((f"{field}.content", _result_line(tool, text, error)))
     elif kind == "document" and isinstance(part.get("source"), dict):
         _document(part, field, index, parts, names)
+    elif kind == "search_result":
+        _search_result(part, field, parts, names)
     else:
         parts.other.append({"index": index, "type": kind})
 
@@ -194,6 +197,21 @@ def _document(
         return
     parts.pieces.append((f"{field}.source", f"{title}\n{body}" if title else body))
     parts.said = True
+
+
+def _search_result(part: dict[str, Any], field: str, parts: _Parts, names: dict[str, str]) -> None:
+    """An Anthropic search result handed to the model: its title, where it came from and its
+    text blocks, as the text the model was given."""
+    inner = read_content(part.get("content"), f"{field}.content", names)
+    parts.other += inner.other
+    head = " - ".join(
+        v for k in ("title", "source") if isinstance(v := part.get(k), str) and v.strip()
+    )
+    body = "\n".join(t for _, t in inner.pieces)
+    text = "\n".join(x for x in (head, body) if x)
+    if text:
+        parts.pieces.append((f"{field}.content", text))
+        parts.said = True
 
 
 def _openai_calls(msg: dict[str, Any], field: str, parts: _Parts, names: dict[str, str]) -> None:
