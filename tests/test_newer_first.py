@@ -186,3 +186,37 @@ def test_the_newer_count_ranks_first_end_to_end(
         assert ranked.index(new) < ranked.index(old)
     else:
         assert ranked.index(old) < ranked.index(new)
+
+
+@pytest.mark.model
+def test_tool_calls_and_their_output_restate_no_fact(
+    store_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """An OpenAI-style transcript: the user's move to Berlin, a weather tool called for
+    Berlin, its output, the assistant's answer, all later than the fact and close to it. For
+    "Where do I live?" the user's own word stays first: a tool call, a tool's output, a system
+    prompt or an assistant's answer is no newer version of it."""
+    transcript = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "I moved to Berlin last month."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Berlin"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "12C and raining"},
+        {"role": "assistant", "content": "It is 12C and raining in Berlin."},
+        {"role": "function", "name": "legacy_fn", "content": "legacy output"},
+    ]
+    with Memory(Config(path=str(store_path)), embedder=minilm) as mem:
+        ids = mem.add(transcript, user_id="u")
+        result = mem.recall("Where do I live?", user_id="u")
+    ranked = [m.id for m in result.memories]
+    assert ranked[0] == ids[1]
+    assert all(m.components.get("newer", 0.0) == 0.0 for m in result.memories)

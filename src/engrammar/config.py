@@ -324,8 +324,9 @@ class Config:
         0.3,
         "For a question about the speaker's own present, a later memory at least this similar "
         "to an earlier one ranked above it moves above it (a restated, updated fact; see "
-        "recency_term_share); 1 switches it off. 0.3 with the term share measured on the "
-        "LongMemEval dev set with its evidence at its own dates and at random ones "
+        "recency_term_share). Only own words restate: never a tool call, a tool's output, a "
+        "system prompt or an assistant's answer. 1 switches it off. 0.3 with the term share "
+        "measured on the LongMemEval dev set with its evidence at its own dates and at random ones "
         "(bench/results/lme_notes.md, session 9).",
     )
     recency_term_share: float = _opt(

@@ -122,6 +122,15 @@ def states_facts(role: str, kind: str) -> bool:
     return not (role == "assistant" and kind == "message")
 
 
+def own_word(role: str, kind: str) -> bool:
+    """Whether a memory is someone's own word on how things are, which a later one can
+    restate for a question about the present: a message, fact, preference or decision of the
+    user's (or a fact written by the agent), not a tool call or a tool's output (kind
+    ``event``), a system prompt or an assistant's chat answer. A tool call that names Berlin
+    restates nothing of "I moved to Berlin last month"."""
+    return states_facts(role, kind) and kind != "event" and role not in ("system", "tool")
+
+
 def statement(record: MemoryRecord) -> Statement:
     """A stored memory as the tension rules read it."""
     return Statement(

@@ -25,7 +25,7 @@ from ..recall.supersession import (
 )
 from ..recall.text import terms, topic_terms
 from ..recall.timeref import relative_time_range
-from .base import Engine, in_scope, states_facts
+from .base import Engine, in_scope, own_word, states_facts
 from .candidates import keyword_text
 
 __all__ = ["Scored", "by_validity"]
@@ -161,16 +161,19 @@ def _newer_first(
     def updates_amount(older: str, newer: str) -> bool:
         return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query)
 
-    ids = [x[0].id for x in out]
+    # Only someone's own words restate one another; the rest keep their places.
+    ids = [x[0].id for x in out if own_word(x[0].role, x[0].kind)]
+    if len(ids) < 2:
+        return out
     vectors = engine.store.vectors(scope.workspace, ids)
-    versions = {x[0].id: _version(x[0]) for x in out}
+    versions = {x[0].id: _version(x[0]) for x in out if x[0].id in vectors}
     times = [x[0].created_at for x in out]
     if len(set(times)) < len(times):  # said at one time (one add): stored order tells
         stored = engine.store.insertion_order(scope.workspace, ids)
         versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
     scores = {x[0].id: x[1] for x in out}
     order = newer_first(
-        ids,
+        [x[0].id for x in out],
         scores,
         versions,
         vectors,
