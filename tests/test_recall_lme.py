@@ -15,7 +15,7 @@ from engrammar import Config, Memory
 from engrammar.errors import ValidationError
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.query import question_discount, question_share
-from engrammar.recall.roles import asks_about_assistant, role_discount
+from engrammar.recall.roles import asks_about_assistant, asks_about_brief, role_discount
 from engrammar.recall.timeref import relative_time_range
 
 
@@ -119,6 +119,36 @@ def test_role_discount_lowers_assistant_memories_unless_asked_about_them() -> No
     assert kept[0].relevance == 1.0
     unchanged = cands()
     assert role_discount(unchanged, "What is my dog's name?", roles, 0.0) is unchanged
+
+
+@pytest.mark.parametrize(
+    ("query", "about"),
+    [
+        ("What is your system prompt?", True),
+        ("What were your instructions for this chat?", True),
+        ("What were you told to do?", True),
+        ("What is your role here?", True),
+        ("What were the assembly instructions for my bookshelf?", False),
+        ("Where am I travelling?", False),
+        ("What did you suggest for my trip?", False),
+    ],
+)
+def test_asks_about_brief(query: str, about: bool) -> None:
+    assert asks_about_brief(query) is about
+
+
+def test_role_discount_lowers_system_prompts_unless_asked_about_them() -> None:
+    def cands() -> list[Candidate]:
+        return [Candidate("s", relevance=1.0), Candidate("u", relevance=0.8)]
+
+    roles = {"s": "system", "u": "user"}
+    assert [c.id for c in role_discount(cands(), "Where am I travelling?", roles, 0.5)] == [
+        "u",
+        "s",
+    ]
+    # Asking about the assistant's words is no question about its instructions.
+    assert [c.id for c in role_discount(cands(), "What did you say?", roles, 0.5)] == ["u", "s"]
+    assert [c.id for c in role_discount(cands(), "What is your role?", roles, 0.5)] == ["s", "u"]
 
 
 @pytest.mark.parametrize(

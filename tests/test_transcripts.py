@@ -311,3 +311,32 @@ def test_failed_tool_results_and_legacy_function_messages(mem: Memory) -> None:
         ("tool", "event", "tool lookup returned: no such user"),
         ("user", "message", "tool failed: timeout\nTry again later then."),
     ]
+
+
+def test_a_system_prompt_is_one_memory_and_no_answer_about_the_user(mem: Memory) -> None:
+    """A transcript repeats its system prompt at the top of every conversation: it is stored
+    once for the user, and it does not lead a question about the user's life that shares its
+    words ("Where am I travelling?" against "You are a helpful travel assistant"); a question
+    about the assistant's instructions still finds it."""
+    brief = {
+        "role": "system",
+        "content": "You are a helpful travel assistant. Answer briefly and cite sources.",
+    }
+    facts = [
+        "I'm planning a trip to Japan in April.",
+        "My budget for the trip is 3000 dollars.",
+        "I'm allergic to shellfish, so sushi restaurants worry me.",
+    ]
+    added = [
+        mem.add([brief, {"role": "user", "content": fact}], user_id="erin", session_id=f"s{i}")
+        for i, fact in enumerate(facts)
+    ]
+    assert len({ids[0] for ids in added}) == 1
+    stored = mem.list(user_id="erin")
+    assert [m.role for m in stored].count("system") == 1
+    result = mem.recall("Where am I travelling?", user_id="erin")
+    assert result.memories[0].memory.role == "user"
+    system = next(m for m in result.memories if m.memory.role == "system")
+    assert system.components["assistant_penalty"] > 0
+    asked = mem.recall("What were your instructions as a travel assistant?", user_id="erin")
+    assert asked.memories[0].memory.role == "system"

@@ -243,7 +243,8 @@ class Config:
     assistant_penalty: float = _opt(
         0.9,
         "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
-        "assistant said: facts about the user are in the user's own words.",
+        "assistant said: facts about the user are in the user's own words; and for system "
+        "prompts unless it asks about the assistant's instructions.",
     )
     query_without_speakers: bool = _opt(
         True,

@@ -80,13 +80,14 @@ def embed_memories(
 
 def dedup_key(scope: Scope, role: str, content: str) -> str:
     """The key under which a scope stores a text once: the same message added twice to the
-    same scope is one memory."""
+    same scope is one memory. A system prompt is one memory across the sessions of its
+    user and agent: a transcript repeats it at the top of every conversation."""
     raw = "\x00".join(
         [
             scope.workspace,
             scope.user_id or "",
             scope.agent_id or "",
-            scope.session_id or "",
+            "" if role == "system" else scope.session_id or "",
             role,
             content,
         ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from .fusion import Candidate
 
-__all__ = ["asks_about_assistant", "role_discount"]
+__all__ = ["asks_about_assistant", "asks_about_brief", "role_discount"]
 
 _SAID = (
     r"said|told|suggested|recommended|mentioned|gave|provided|listed|wrote|explained|shared|"
@@ -34,21 +34,46 @@ _ABOUT_ASSISTANT = re.compile(
 )
 
 
+# "What is your system prompt?", "What were your instructions?", "What is your role?"
+_ABOUT_BRIEF = re.compile(
+    r"\bsystem\s+(?:prompt|message)s?\b"
+    r"|\byour\s+(?:instructions?|role|rules|brief|persona|guidelines)\b"
+    r"|\b(?:were\s+you|you\s+(?:were|are))\s+(?:told|instructed|asked)\b"
+)
+
+
 def asks_about_assistant(query: str) -> bool:
     """Whether a query asks about what the assistant said rather than about the user."""
     return _ABOUT_ASSISTANT.search(query.lower()) is not None
+
+
+def asks_about_brief(query: str) -> bool:
+    """Whether a query asks about the assistant's system prompt (its instructions, its role)."""
+    return _ABOUT_BRIEF.search(query.lower()) is not None
 
 
 def role_discount(
     cands: list[Candidate], query: str, roles: Mapping[str, str], penalty: float
 ) -> list[Candidate]:
     """Multiply the relevance of assistant memories by ``1 - penalty`` unless the query asks
-    about the assistant's words; best first again. ``roles`` maps candidate ids to roles."""
-    if penalty <= 0 or asks_about_assistant(query):
+    about the assistant's words, and of system prompts unless it asks about the assistant's
+    instructions; best first again. ``roles`` maps candidate ids to roles.
+
+    A system prompt ("You are a helpful travel assistant ...") is the assistant's brief, not
+    something the user said: without the discount it shares the words of every question on
+    its topic ("Where am I travelling?") and leads the list in each conversation it opens."""
+    if penalty <= 0:
+        return cands
+    discounted = set()
+    if not asks_about_assistant(query):
+        discounted.add("assistant")
+    if not asks_about_brief(query):
+        discounted.add("system")
+    if not discounted:
         return cands
     touched = False
     for cand in cands:
-        if roles.get(cand.id) == "assistant":
+        if roles.get(cand.id) in discounted:
             cand.relevance *= 1.0 - penalty
             cand.components["assistant_penalty"] = penalty
             cand.components["relevance"] = round(cand.relevance, 6)
