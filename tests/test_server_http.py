@@ -358,6 +358,43 @@ TRANSCRIPT = [
 ]
 
 
+# What the OpenAI Agents SDK's to_input_list() gives: Responses items beside messages.
+RESPONSES_RUN = [
+    {"role": "user", "content": "Which table did you book for me?"},
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_9",
+        "name": "find_booking",
+        "arguments": '{"day": "today"}',
+        "status": "completed",
+    },
+    {"type": "function_call_output", "call_id": "call_9", "output": "Table 12 at 19:30."},
+]
+
+
+def _booking_found(memory: Any, ids: list[str | None]) -> None:
+    assert ids[1] is None and all(ids[i] for i in (0, 2, 3))
+    got = memory.get(ids[3], workspace="team-a")
+    assert (got.role, got.kind, got.content) == (
+        "tool",
+        "event",
+        "tool find_booking returned: Table 12 at 19:30.",
+    )
+
+
+def test_rest_takes_a_responses_run(srv: Server) -> None:
+    with srv.client("a") as c:
+        body = {"messages": RESPONSES_RUN, "user_id": "tess"}
+        jsonschema.validate(
+            body, {**DOC["components"]["schemas"]["AddRequest"], "components": DOC["components"]}
+        )
+        added = _check(c.post("/v1/memories", json=body), "/v1/memories", "post")
+        assert added["skipped"] == [{"index": 1, "reason": "no_text"}]
+        _booking_found(srv.memory, added["ids"])
+
+
 def test_rest_takes_a_transcript_and_reports_the_skips(srv: Server) -> None:
     with srv.client("a") as c:
         body = {"messages": TRANSCRIPT, "user_id": "tess"}
@@ -398,6 +435,10 @@ def test_mcp_over_http_calls_every_tool(srv: Server) -> None:
         assert not chat.is_error and chat.structured_content is not None
         assert chat.structured_content["skipped"] == [{"index": 4, "reason": "empty"}]
         assert "Skipped, nothing to remember: messages[4] (empty)" in chat.content[0].text  # type: ignore[union-attr]
+        run = await s.call_tool("memory_add", {"messages": RESPONSES_RUN, "user_id": "max"})
+        assert not run.is_error and run.structured_content is not None
+        assert run.structured_content["skipped"] == [{"index": 1, "reason": "no_text"}]
+        _booking_found(srv.memory, run.structured_content["ids"])
         recalled = await s.call_tool("memory_recall", {"query": "deploy fridays", "user_id": "max"})
         assert not recalled.is_error and recalled.structured_content is not None
         assert recalled.structured_content["memories"][0]["memory"]["id"] == mid

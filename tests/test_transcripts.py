@@ -27,6 +27,17 @@ from openai.types.chat import (
     ChatCompletionUserMessageParam,
 )
 from openai.types.chat.chat_completion_message_function_tool_call import Function
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseFunctionWebSearch,
+    ResponseInputItemParam,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+)
+from openai.types.responses.response_function_web_search import ActionSearch
+from openai.types.responses.response_output_item import McpCall
+from openai.types.responses.response_reasoning_item import Summary
 
 from engrammar import Memory, Skipped, ValidationError
 
@@ -224,6 +235,104 @@ def test_search_results_handed_to_the_model_are_read(mem: Memory) -> None:
             {},
         )
     ]
+
+
+def test_an_openai_responses_run_goes_in_whole(mem: Memory) -> None:
+    """What a Responses API run holds (the OpenAI Agents SDK's ``to_input_list()``): input
+    items as dicts, output items as the SDK's objects. Calls and outputs are tool traffic,
+    reasoning and hosted tools' items are skipped, nothing else is lost."""
+    output: ResponseInputItemParam = {
+        "type": "function_call_output",
+        "call_id": "call_7",
+        "output": "Order A-17 shipped on May 2.",
+    }
+    items: list[Any] = [
+        {"role": "user", "content": "Where is my order A-17? I moved to Leeds in March."},
+        ResponseReasoningItem(
+            id="rs_1",
+            type="reasoning",
+            summary=[Summary(type="summary_text", text="Look the order up.")],
+        ),
+        ResponseFunctionToolCall(
+            id="fc_1",
+            type="function_call",
+            call_id="call_7",
+            name="find_order",
+            arguments='{"order_id": "A-17"}',
+            status="completed",
+        ),
+        output,
+        ResponseFunctionWebSearch(
+            id="ws_1",
+            type="web_search_call",
+            status="completed",
+            action=ActionSearch(type="search", query="Royal Mail delays Leeds"),
+        ),
+        McpCall(
+            id="mcp_1",
+            type="mcp_call",
+            server_label="crm",
+            name="update_address",
+            arguments='{"city": "Leeds"}',
+            output="address updated",
+        ),
+        ResponseOutputMessage(
+            id="msg_1",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[
+                ResponseOutputText(type="output_text", text="It shipped on May 2.", annotations=[])
+            ],
+        ),
+        {"type": "custom_tool_call", "call_id": "call_8", "name": "notes", "input": "Leeds"},
+        {"type": "custom_tool_call_output", "call_id": "call_8", "output": []},
+    ]
+    ids = mem.add(items, user_id="fay")
+    assert ids.skipped == [Skipped(1, "no_text"), Skipped(4, "no_text"), Skipped(8, "empty")]
+    assert _stored(mem, ids) == [
+        ("user", "message", "Where is my order A-17? I moved to Leeds in March.", {}),
+        (
+            "assistant",
+            "event",
+            'called tool find_order with {"order_id": "A-17"}',
+            {"message_id": "fc_1", "tool_calls": [{"id": "call_7", "name": "find_order"}]},
+        ),
+        (
+            "tool",
+            "event",
+            "tool find_order returned: Order A-17 shipped on May 2.",
+            {"tool_results": [{"tool_call_id": "call_7", "name": "find_order"}]},
+        ),
+        (
+            "assistant",
+            "event",
+            'called tool update_address with {"city": "Leeds"}\n'
+            "tool update_address returned: address updated",
+            {
+                "message_id": "mcp_1",
+                "mcp_server": "crm",
+                "tool_calls": [{"id": "mcp_1", "name": "update_address"}],
+            },
+        ),
+        ("assistant", "message", "It shipped on May 2.", {"message_id": "msg_1"}),
+        (
+            "assistant",
+            "event",
+            "called tool notes with Leeds",
+            {"tool_calls": [{"id": "call_8", "name": "notes"}]},
+        ),
+    ]
+    # A misspelt key of an item is refused by name, like a message's.
+    with pytest.raises(ValidationError) as err:
+        mem.add(
+            [{"type": "function_call", "call_id": "c", "name": "f", "argumnets": "{}"}],
+            user_id="fay",
+        )
+    assert "argumnets" in str(err.value)
+    with pytest.raises(ValidationError) as err:
+        mem.add([{"type": "function_call_output", "output": "x"}], user_id="fay")
+    assert err.value.field == "messages[0].call_id"
 
 
 def test_long_messages_go_in_up_to_the_configured_limit(mem: Memory) -> None:

@@ -31,6 +31,16 @@ __all__ = [
 
 KINDS = ("message", "fact", "decision", "preference", "event")
 ROLES = ("user", "assistant", "system", "tool")
+#: OpenAI Responses items other than messages that ``add`` takes: calls and their outputs
+#: are stored as tool traffic; reasoning and hosted tools' items are skipped.
+RESPONSES_ITEM_TYPES = (
+    "function_call", "custom_tool_call", "mcp_call", "function_call_output",
+    "custom_tool_call_output", "reasoning", "web_search_call", "file_search_call",
+    "computer_call", "computer_call_output", "code_interpreter_call", "image_generation_call",
+    "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
+    "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
+    "mcp_approval_response", "item_reference", "compaction",
+)  # fmt: skip
 EDGE_KINDS = ("semantic", "sequence", "entity", "supersedes", "contradicts")
 
 

@@ -8,6 +8,10 @@ A message of ``add`` is a dict, or an SDK object with ``model_dump`` (a pydantic
   ``file``, ``refusal``) or null; assistant ``tool_calls`` (and the older ``function_call``);
   ``tool`` messages with ``tool_call_id``; roles ``developer`` (read as ``system``) and
   ``function`` (read as ``tool``);
+- OpenAI Responses items (a Responses ``output``, the Agents SDK's ``to_input_list()``):
+  ``message`` items as above; ``function_call`` / ``custom_tool_call`` / ``mcp_call`` and
+  ``function_call_output`` / ``custom_tool_call_output`` as tool calls and results;
+  ``reasoning`` and hosted tools' items skipped;
 - Anthropic: ``content`` a string or a list of blocks (``text``, ``tool_use``, ``tool_result``,
   ``document``, ``search_result``, ``image``, ``thinking``, ...); the fields of a whole
   response ``Message``.
@@ -29,7 +33,7 @@ import json
 from typing import Any, NamedTuple
 
 from ..errors import ValidationError
-from ..models import ROLES
+from ..models import RESPONSES_ITEM_TYPES, ROLES
 
 __all__ = ["MESSAGE_KEYS", "SKIP_REASONS", "Read", "plain", "read_content", "read_message"]
 
@@ -50,6 +54,22 @@ _RESPONSE_KEYS = frozenset(
 )  # fmt: skip
 #: Every key a message dict may hold; others are refused (a misspelt key is a mistake).
 MESSAGE_KEYS = _OWN_KEYS | _OPENAI_KEYS | _RESPONSE_KEYS
+# OpenAI Responses items other than messages (what ``to_input_list()`` of the Agents SDK and
+# a Responses ``output`` hold), by type: the keys each may hold besides engrammar's own.
+_ITEM_COMMON = frozenset({"type", "id", "status", "caller", "namespace", "async", "async_"})
+_ITEM_KEYS = {
+    "function_call": _ITEM_COMMON | {"call_id", "name", "arguments"},
+    "custom_tool_call": _ITEM_COMMON | {"call_id", "name", "input"},
+    "function_call_output": _ITEM_COMMON | {"call_id", "name", "output"},
+    "custom_tool_call_output": _ITEM_COMMON | {"call_id", "name", "output"},
+    "mcp_call": _ITEM_COMMON
+    | {"server_label", "name", "arguments", "output", "error", "approval_request_id"},
+    "reasoning": _ITEM_COMMON | {"summary", "content", "encrypted_content"},
+}
+_ITEM_OWN_KEYS = frozenset({"metadata", "timestamp", "kind"})
+# Items of hosted tools and bookkeeping, read for nothing: skipped as holding no text (a
+# generated image or a computer action is no conversation), whatever keys they carry.
+_SKIPPED_ITEMS = frozenset(RESPONSES_ITEM_TYPES) - set(_ITEM_KEYS)
 _ROLE_ALIASES = {"developer": "system", "function": "tool"}
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 _CALL_PARTS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
@@ -290,6 +310,68 @@ def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) ->
     if tool_only and parts.results and not parts.calls:
         role = "tool"
     return Read(role, text, "event" if tool_only else None, notes, None)
+
+
+def is_item(msg: dict[str, Any]) -> bool:
+    """Whether ``msg`` is an OpenAI Responses item other than a message: a function call, its
+    output, an MCP call or a reasoning item (no ``role``; its ``type`` says what it is)."""
+    kind = msg.get("type")
+    return "role" not in msg and (kind in _ITEM_KEYS or kind in _SKIPPED_ITEMS)
+
+
+def item_keys(msg: dict[str, Any]) -> frozenset[str]:
+    """The keys an item of ``msg``'s type may hold (see :func:`is_item`); an item that is
+    skipped unread may hold any."""
+    if msg["type"] in _SKIPPED_ITEMS:
+        return frozenset(msg)
+    return _ITEM_KEYS[msg["type"]] | _ITEM_OWN_KEYS
+
+
+def read_item(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Read:
+    """Read an OpenAI Responses item (:func:`is_item`) as the chat message it stands for: a
+    call is the assistant's ``called tool NAME with {ARGS}``, an output the tool's ``tool NAME
+    returned: TEXT`` (NAME from the call earlier in the batch), both of kind ``event``; a
+    reasoning item is the model's thinking, skipped like a thinking block, and so are the
+    items of hosted tools (web search, computer use, image generation, ...)."""
+    kind = msg["type"]
+    notes: dict[str, Any] = {}
+    if isinstance(msg.get("id"), str):
+        notes["message_id"] = msg["id"]
+    if kind == "reasoning" or kind in _SKIPPED_ITEMS:
+        return Read("assistant", "", None, notes, "no_text")
+    if kind in ("function_call", "custom_tool_call", "mcp_call"):
+        name = _string(f"{field}.name", msg.get("name"))
+        key = "call_id" if kind != "mcp_call" else "id"
+        call_id = msg.get(key)
+        if call_id is not None:
+            call_id = _string(f"{field}.{key}", call_id)
+            tool_names[call_id] = name
+        args = msg.get("input") if kind == "custom_tool_call" else msg.get("arguments")
+        pieces = [(f"{field}.arguments", _call_line(name, args))]
+        if kind == "mcp_call":
+            for key, error in (("output", False), ("error", True)):
+                if msg.get(key) is not None:
+                    said = _string(f"{field}.{key}", msg[key])
+                    if said.strip():
+                        pieces.append((f"{field}.{key}", _result_line(name, said, error)))
+            if isinstance(msg.get("server_label"), str):
+                notes["mcp_server"] = msg["server_label"]
+        notes["tool_calls"] = [{"id": call_id, "name": name}]
+        _check_pieces(pieces)
+        return Read("assistant", "\n".join(t for _, t in pieces), "event", notes, None)
+    result_id = _string(f"{field}.call_id", msg.get("call_id"))
+    given = msg.get("name") if isinstance(msg.get("name"), str) else None
+    tool = given or tool_names.get(result_id)
+    parts = read_content(msg.get("output"), f"{field}.output", tool_names)
+    notes["tool_results"] = [{"tool_call_id": result_id, "name": tool}]
+    if parts.other:
+        notes["non_text_parts"] = parts.other
+    body = "\n".join(t for _, t in parts.pieces).strip()
+    if not body:
+        return Read("tool", "", None, notes, "no_text" if parts.other else "empty")
+    pieces = [(f"{field}.output", _result_line(tool, body, False))]
+    _check_pieces(pieces)
+    return Read("tool", pieces[0][1], "event", notes, None)
 
 
 def _check_pieces(pieces: list[tuple[str, str]]) -> None:

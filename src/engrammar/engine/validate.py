@@ -254,19 +254,24 @@ def messages(
     for i, msg in enumerate(value):
         field = f"messages[{i}]"
         given, msg = msg, transcript.plain(msg, field)
+        item = isinstance(msg, dict) and transcript.is_item(msg)
+        known = transcript.item_keys(msg) if item else transcript.MESSAGE_KEYS
         if given is not msg and isinstance(msg, dict):
             # An SDK object: its fields are its package's, not typos; read those we know.
-            msg = {k: val for k, val in msg.items() if k in transcript.MESSAGE_KEYS}
+            msg = {k: val for k, val in msg.items() if k in known}
         if isinstance(msg, str):
             msg = {"role": "user", "content": msg}
         if not isinstance(msg, dict):
             raise ValidationError(
                 field, f"must be a dict with role and content, got {type(msg).__name__}"
             )
-        unknown = set(msg) - transcript.MESSAGE_KEYS
+        unknown = set(msg) - known
         if unknown:
             raise ValidationError(field, f"unknown keys {sorted(unknown)}")
-        read = transcript.read_message(msg, field, tool_names)
+        if item:
+            read = transcript.read_item(msg, field, tool_names)
+        else:
+            read = transcript.read_message(msg, field, tool_names)
         msg_kind = choice(f"{field}.kind", msg.get("kind", read.kind or default_kind), KINDS)
         when = timestamp(f"{field}.timestamp", msg.get("timestamp"))
         own = metadata(f"{field}.metadata", msg.get("metadata"))
@@ -279,7 +284,7 @@ def messages(
                 f"is {len(read.text)} characters; the limit is {max_chars} (max_content_chars)",
             )
         meta = {**base_metadata, **read.notes, **own}
-        name = msg.get("name")
+        name = None if item else msg.get("name")  # an item's name is its tool's
         if name is not None and read.role != "tool":
             meta["speaker"] = text(f"{field}.name", name, 256)
         elif name is not None:

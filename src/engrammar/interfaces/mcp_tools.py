@@ -57,7 +57,8 @@ every call with user_id (and agent_id / session_id when useful)."""
 
 class Message(BaseModel):
     """One message to remember: {role, content}, or as the OpenAI / Anthropic APIs write it
-    (other fields of those formats are accepted too and read by engrammar)."""
+    (other fields of those formats are accepted too and read by engrammar), or an OpenAI
+    Responses item without a role (function_call, function_call_output, reasoning, ...)."""
 
     # Fields of the chat formats beyond these go through to engrammar's own checks.
     model_config = ConfigDict(extra="allow")
@@ -223,6 +224,15 @@ def _budget_gate(bucket: Budget | None) -> Gate:
     return gate
 
 
+def _message(message: Message) -> dict[str, Any]:
+    """A message as given: the role defaults to 'user' unless the message is an OpenAI
+    Responses item (``type`` other than 'message'), which has none."""
+    out = message.model_dump(exclude_none=True)
+    if "role" not in message.model_fields_set and out.get("type", "message") != "message":
+        del out["role"]
+    return out
+
+
 def _tool(
     op: Operation, principal_of: Callable[[Context], Principal], memory: Memory, gate: Gate
 ) -> Any:
@@ -231,7 +241,7 @@ def _tool(
 
     def tool(ctx: Context, **args: Any) -> CallToolResult:
         if args.get("messages"):
-            args["messages"] = [m.model_dump(exclude_none=True) for m in args["messages"]]
+            args["messages"] = [_message(m) for m in args["messages"]]
         given = {k: v for k, v in args.items() if v is not None or k in ("memory_id",)}
 
         def call() -> dict[str, Any]:

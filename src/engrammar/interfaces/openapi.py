@@ -175,6 +175,31 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             **dict.fromkeys(_LOOSE_MESSAGE_KEYS, anything),
         },
     }
+    responses_item = {
+        "type": "object",
+        "required": ["type"],
+        "not": {"required": ["role"]},
+        "description": "An OpenAI Responses item other than a message, as a Responses "
+        "`output` or the Agents SDK's `to_input_list()` holds it: `function_call`, "
+        "`custom_tool_call` and `mcp_call` are stored as the assistant's tool calls, "
+        "`function_call_output` and `custom_tool_call_output` as the tool's results (kind "
+        "`event`); `reasoning` and hosted tools' items (`web_search_call`, ...) are skipped "
+        "and listed in the answer's `skipped`.",
+        "properties": {
+            "type": {"type": "string", "enum": list(models.RESPONSES_ITEM_TYPES)},
+            "id": {"type": "string"},
+            "call_id": {"type": "string"},
+            "name": {"type": "string"},
+            "arguments": anything,
+            "input": anything,
+            "output": anything,
+            "error": _NULLABLE_STR,
+            "server_label": {"type": "string"},
+            "timestamp": _TIME,
+            "kind": {"$ref": "#/components/schemas/Kind"},
+            "metadata": _METADATA,
+        },
+    }
     json_value = {
         "anyOf": [
             {"type": "string", "pattern": "^[^\\x00]*$"},
@@ -212,6 +237,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         "Memory": memory,
         "ScoredMemory": scored,
         "Message": message,
+        "ResponsesItem": responses_item,
         "AddRequest": {
             "type": "object",
             "additionalProperties": False,
@@ -222,7 +248,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "content": _opt(_TEXT),
                 "messages": {
                     "type": ["array", "null"],
-                    "items": _ref("Message"),
+                    "items": {"anyOf": [_ref("Message"), _ref("ResponsesItem")]},
                     "minItems": 1,
                     "maxItems": max_messages,
                 },
