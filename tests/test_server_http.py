@@ -384,24 +384,26 @@ def _booking_found(memory: Any, ids: list[str | None]) -> None:
     )
 
 
+def _post_messages(c: Any, messages: list[Any]) -> dict[str, Any]:
+    """Add ``messages`` over REST, the request first checked against the served schema."""
+    body = {"messages": messages, "user_id": "tess"}
+    jsonschema.validate(
+        body, {**DOC["components"]["schemas"]["AddRequest"], "components": DOC["components"]}
+    )
+    added: dict[str, Any] = _check(c.post("/v1/memories", json=body), "/v1/memories", "post")
+    return added
+
+
 def test_rest_takes_a_responses_run(srv: Server) -> None:
     with srv.client("a") as c:
-        body = {"messages": RESPONSES_RUN, "user_id": "tess"}
-        jsonschema.validate(
-            body, {**DOC["components"]["schemas"]["AddRequest"], "components": DOC["components"]}
-        )
-        added = _check(c.post("/v1/memories", json=body), "/v1/memories", "post")
+        added = _post_messages(c, RESPONSES_RUN)
         assert added["skipped"] == [{"index": 1, "reason": "no_text"}]
         _booking_found(srv.memory, added["ids"])
 
 
 def test_rest_takes_a_transcript_and_reports_the_skips(srv: Server) -> None:
     with srv.client("a") as c:
-        body = {"messages": TRANSCRIPT, "user_id": "tess"}
-        jsonschema.validate(
-            body, {**DOC["components"]["schemas"]["AddRequest"], "components": DOC["components"]}
-        )
-        added = _check(c.post("/v1/memories", json=body), "/v1/memories", "post")
+        added = _post_messages(c, TRANSCRIPT)
         assert added["skipped"] == [{"index": 4, "reason": "empty"}]
         assert added["ids"][4] is None and all(added["ids"][:4])
         got = srv.memory.get(added["ids"][2], workspace="team-a")
@@ -410,7 +412,7 @@ def test_rest_takes_a_transcript_and_reports_the_skips(srv: Server) -> None:
             "event",
             "tool book_table returned: Booked at 19:30.",
         )
-        bad = {**body, "messages": [{"role": "user", "content": [{"type": 3}]}]}
+        bad = {"user_id": "tess", "messages": [{"role": "user", "content": [{"type": 3}]}]}
         refused = _check(c.post("/v1/memories", json=bad), "/v1/memories", "post")
         assert refused["error"]["field"] == "messages[0].content[0].type"
 
