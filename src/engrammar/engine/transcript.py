@@ -35,7 +35,17 @@ from typing import Any, NamedTuple
 from ..errors import ValidationError
 from ..models import RESPONSES_ITEM_TYPES, ROLES
 
-__all__ = ["MESSAGE_KEYS", "SKIP_REASONS", "Read", "plain", "read_content", "read_message"]
+__all__ = [
+    "MESSAGE_KEYS",
+    "SKIP_REASONS",
+    "Read",
+    "is_item",
+    "item_keys",
+    "plain",
+    "read_content",
+    "read_item",
+    "read_message",
+]
 
 #: Why a message was skipped: ``empty`` (no content, or only whitespace, and no tool call or
 #: result) and ``no_text`` (only parts without text: images, audio, files, thinking).
@@ -340,30 +350,45 @@ def read_item(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Re
     if kind == "reasoning" or kind in _SKIPPED_ITEMS:
         return Read("assistant", "", None, notes, "no_text")
     if kind in ("function_call", "custom_tool_call", "mcp_call"):
-        name = _string(f"{field}.name", msg.get("name"))
-        key = "call_id" if kind != "mcp_call" else "id"
-        call_id = msg.get(key)
-        if call_id is not None:
-            call_id = _string(f"{field}.{key}", call_id)
-            tool_names[call_id] = name
-        args = msg.get("input") if kind == "custom_tool_call" else msg.get("arguments")
-        pieces = [(f"{field}.arguments", _call_line(name, args))]
-        if kind == "mcp_call":
-            for key, error in (("output", False), ("error", True)):
-                if msg.get(key) is not None:
-                    said = _string(f"{field}.{key}", msg[key])
-                    if said.strip():
-                        pieces.append((f"{field}.{key}", _result_line(name, said, error)))
-            if isinstance(msg.get("server_label"), str):
-                notes["mcp_server"] = msg["server_label"]
-        notes["tool_calls"] = [{"id": call_id, "name": name}]
-        _check_pieces(pieces)
-        return Read("assistant", "\n".join(t for _, t in pieces), "event", notes, None)
-    result_id = _string(f"{field}.call_id", msg.get("call_id"))
+        return _call_item(msg, field, tool_names, notes)
+    return _output_item(msg, field, tool_names, notes)
+
+
+def _call_item(
+    msg: dict[str, Any], field: str, tool_names: dict[str, str], notes: dict[str, Any]
+) -> Read:
+    """A function, custom tool or MCP call item; an MCP call carries its output (or error)."""
+    kind = msg["type"]
+    name = _string(f"{field}.name", msg.get("name"))
+    key = "id" if kind == "mcp_call" else "call_id"
+    call_id = msg.get(key)
+    if call_id is not None:
+        call_id = _string(f"{field}.{key}", call_id)
+        tool_names[call_id] = name
+    args = msg.get("input") if kind == "custom_tool_call" else msg.get("arguments")
+    pieces = [(f"{field}.arguments", _call_line(name, args))]
+    if kind == "mcp_call":
+        for part, error in (("output", False), ("error", True)):
+            if msg.get(part) is not None:
+                said = _string(f"{field}.{part}", msg[part])
+                if said.strip():
+                    pieces.append((f"{field}.{part}", _result_line(name, said, error)))
+        if isinstance(msg.get("server_label"), str):
+            notes["mcp_server"] = msg["server_label"]
+    notes["tool_calls"] = [{"id": call_id, "name": name}]
+    _check_pieces(pieces)
+    return Read("assistant", "\n".join(t for _, t in pieces), "event", notes, None)
+
+
+def _output_item(
+    msg: dict[str, Any], field: str, tool_names: dict[str, str], notes: dict[str, Any]
+) -> Read:
+    """A function or custom tool call's output item: a string or a list of content parts."""
+    call_id = _string(f"{field}.call_id", msg.get("call_id"))
     given = msg.get("name") if isinstance(msg.get("name"), str) else None
-    tool = given or tool_names.get(result_id)
+    tool = given or tool_names.get(call_id)
     parts = read_content(msg.get("output"), f"{field}.output", tool_names)
-    notes["tool_results"] = [{"tool_call_id": result_id, "name": tool}]
+    notes["tool_results"] = [{"tool_call_id": call_id, "name": tool}]
     if parts.other:
         notes["non_text_parts"] = parts.other
     body = "\n".join(t for _, t in parts.pieces).strip()
