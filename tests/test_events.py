@@ -117,6 +117,29 @@ def test_cover_events_needs_the_whole_event_named() -> None:
     assert cover_events(ids, TEXTS, EVENTS, depth=20, share=0.3) == ["a1", "y", "a2", "x"]
 
 
+def test_cover_events_puts_an_events_telling_before_what_follows_it() -> None:
+    """The mixer's conversation: told first (m1), talked about after (m2, m3). When a later
+    message of that conversation leads for the event, the telling goes right before it; in
+    another conversation (b1) or without places, nothing changes."""
+    texts = {
+        **TEXTS,
+        "m1": "Any cake recipes without a mixer? My stand mixer broke down again today.",
+        "m2": "Since my stand mixer broke, can I whisk egg whites by hand?",
+        "m3": "How long should I whisk by hand now that the stand mixer broke?",
+    }
+    said = {"m1": ("mixer", 1), "m2": ("mixer", 3), "m3": ("mixer", 5), "a1": ("coffee", 1)}
+    ids = ["a1", "m2", "x", "m3", "m1", "y"]
+    assert cover_events(ids, texts, EVENTS, depth=20, said=said) == [
+        "a1", "m1", "m2", "x", "m3", "y",
+    ]  # fmt: skip
+    assert cover_events(ids, texts, EVENTS, depth=20) == ids
+    other = {**said, "m1": ("another chat", 1)}
+    assert cover_events(ids, texts, EVENTS, depth=20, said=other) == ids
+    # A telling that names less than the message after it does not stand for it.
+    partial = {**texts, "m1": "My mixer is acting up."}
+    assert cover_events(ids, partial, EVENTS, depth=20, said=said) == ids
+
+
 def _ts(*args: int) -> float:
     return datetime(*args, tzinfo=UTC).timestamp()
 
@@ -150,3 +173,32 @@ def test_recall_puts_both_events_of_a_question_first(
         assert top[1].components["event"] == 1.0
     else:
         assert "coffee maker" in top[1].memory.content
+
+
+@pytest.mark.every_store
+def test_recall_takes_the_telling_of_an_event_before_its_follow_ups(
+    location: str, minilm: MiniLMEmbedder
+) -> None:
+    """One chat tells of the mixer breaking, then asks about it twice in its words; another
+    tells of the coffee maker. The telling comes before the chat's follow-ups: it is where
+    the event was said to happen."""
+    question = "Which happened first, buying the coffee maker or the stand mixer breaking down?"
+    mixer_chat = [
+        {"role": "user", "content": "Any cake ideas? My stand mixer was breaking down today."},
+        {"role": "assistant", "content": "Sorry to hear that. Try a whisked sponge."},
+        {"role": "user", "content": "My stand mixer breaking down means whisking by hand?"},
+        {"role": "assistant", "content": "Yes, a balloon whisk works."},
+        {"role": "user", "content": "How long to whisk with the stand mixer breaking down?"},
+    ]
+    with open_memory(location, minilm) as mem:
+        told, _, first_after, _, second_after = mem.add(
+            mixer_chat, user_id="u", session_id="mixer", timestamp=_ts(2023, 5, 2)
+        )
+        mem.add(
+            [{"role": "user", "content": "I bought a coffee maker at the store today."}],
+            user_id="u",
+            session_id="coffee",
+            timestamp=_ts(2023, 5, 9),
+        )
+        ranked = [m.id for m in mem.recall(question, user_id="u", limit=10).memories]
+    assert ranked.index(told) < min(ranked.index(first_after), ranked.index(second_after))

@@ -259,7 +259,9 @@ class Config:
         'A question naming several events ("which came first, A or B?", "how many days '
         'between A and B?", "how long had I ... when B?") gets each event\'s best memory '
         "among the first 20 moved up to where the list would otherwise repeat an event already "
-        "covered (recall/events.py; bench/results/lme_notes.md, session 12).",
+        "covered, and a later message of a conversation naming events is preceded by the "
+        "first one there that told of them (recall/events.py; bench/results/lme_notes.md, "
+        "sessions 12 and 22).",
     )
     neighbour_weight: float = _opt(
         0.3,

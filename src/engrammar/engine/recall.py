@@ -233,7 +233,7 @@ def _current(
         where,
     )
     if engine.config.event_cover:
-        items = _by_events(query, items)
+        items = _by_events(engine, scope, query, items)
     return [
         ScoredMemory(record, score, comps, via=via, note=note)
         for record, score, comps, note, via in items[:limit]
@@ -246,14 +246,20 @@ _EVENT_DEPTH = 20
 _Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
 
 
-def _by_events(query: str, items: list[_Item]) -> list[_Item]:
+def _by_events(engine: Engine, scope: Scope, query: str, items: list[_Item]) -> list[_Item]:
     """``items`` with each event a question names represented early (``event_cover``); a
     memory moved up this way carries the component ``event`` = 1."""
     events = event_terms(query, {s for x in items if (s := speaker_of(x[0].metadata))})
     if not events:
         return items
     contents = {x[0].id: x[0].content for x in items}
-    order = cover_events([x[0].id for x in items], contents.__getitem__, events, _EVENT_DEPTH)
+    # Where in its conversation each was said: an event is represented by its first telling.
+    head = [x[0] for x in items[:_EVENT_DEPTH] if x[0].session_id is not None]
+    seq = engine.store.insertion_order(scope.workspace, [r.id for r in head]) if head else {}
+    said = {r.id: (str(r.session_id), seq.get(r.id, 0)) for r in head}
+    order = cover_events(
+        [x[0].id for x in items], contents.__getitem__, events, _EVENT_DEPTH, said=said
+    )
     return reordered(items, order, "event")
 
 
