@@ -142,8 +142,8 @@ def cover_events(
     above it. A memory names an event when it holds as many of the event's terms as the best
     memory of the head does, and at least ``share`` of them; an event's best memory is the
     first such (an event no memory of the head names in full has none). The first memory,
-    the best match for the whole question, keeps its place; the order is otherwise kept, and
-    so is everything past ``depth``.
+    the best match for the whole question, keeps its place (only its telling, below, may go
+    before it); the order is otherwise kept, and so is everything past ``depth``.
 
     ``said`` gives memories their conversation and place in it. A memory of the head that
     names events is preceded by the first memory of its conversation in the head naming them
