@@ -32,6 +32,26 @@ WORKER = Path(__file__).with_name("crash_worker.py")
 pytestmark = [pytest.mark.slow, pytest.mark.every_store]
 
 
+def _settle(url: str, seconds: float = 30.0) -> None:
+    """Wait until the server is done with what the killed workers sent: a transaction whose
+    COMMIT left in a pipeline before the kill still commits after it, on a backend that has
+    not yet noticed its client is gone. Read before then, two counts of one table differ."""
+    import psycopg
+
+    deadline = time.monotonic() + seconds
+    with psycopg.connect(url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                "AND state IS DISTINCT FROM 'idle'"
+            ).fetchone()
+            if row is not None and row[0] == 0:
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"the killed workers' sessions still run after {seconds} s")
+
+
 def _kill_many(
     store: str, scenario: str, log: Path, *extra: str, seed: int = 7
 ) -> list[dict[str, Any]]:
@@ -52,6 +72,8 @@ def _kill_many(
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         child.stdout.close()
+    if "://" in store:
+        _settle(store)
     entries, cut = [], 0
     for line in log.read_text().splitlines():
         try:
