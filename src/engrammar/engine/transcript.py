@@ -107,6 +107,35 @@ class _Parts:
         self.results: list[dict[str, Any]] = []
         self.other: list[dict[str, Any]] = []
 
+    def call(self, where: str, name: str, call_id: Any, args: Any, names: dict[str, str]) -> None:
+        """A tool call: its line, and its id kept in ``names`` so a result can name the tool."""
+        known = call_id if isinstance(call_id, str) else None
+        if known is not None:
+            names[known] = name
+        self.calls.append({"id": known, "name": name})
+        self.pieces.append((where, _call_line(name, args)))
+
+    def result(
+        self, where: str, call_id: str | None, name: str | None, text: str, error: bool = False
+    ) -> None:
+        """A tool's result: which call it answers, and its line when it holds text."""
+        self.results.append({"tool_call_id": call_id, "name": name})
+        if text:
+            self.pieces.append((where, _result_line(name, text, error)))
+
+    def notes(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The metadata these parts (and the message's ``id``) give the memory."""
+        notes: dict[str, Any] = {}
+        if isinstance(msg.get("id"), str):
+            notes["message_id"] = msg["id"]
+        if self.calls:
+            notes["tool_calls"] = self.calls
+        if self.results:
+            notes["tool_results"] = self.results
+        if self.other:
+            notes["non_text_parts"] = self.other
+        return notes
+
 
 def plain(value: Any, field: str) -> Any:
     """``value`` as JSON data: an SDK model object (``model_dump``) becomes its dict."""
@@ -187,21 +216,14 @@ def _read_part(part: Any, field: str, index: int, parts: _Parts, names: dict[str
         parts.said = True
     elif kind in _CALL_PARTS:
         name = _string(f"{field}.name", part.get("name"))
-        call_id = part.get("id")
-        if isinstance(call_id, str):
-            names[call_id] = name
-        parts.calls.append({"id": call_id if isinstance(call_id, str) else None, "name": name})
-        parts.pieces.append((f"{field}.input", _call_line(name, part.get("input"))))
+        parts.call(f"{field}.input", name, part.get("id"), part.get("input"), names)
     elif kind in _RESULT_PARTS:
         call_id = _string(f"{field}.tool_use_id", part.get("tool_use_id"))
         inner = read_content(part.get("content"), f"{field}.content", names)
         parts.other += inner.other
         text = "\n".join(t for _, t in inner.pieces).strip()
-        tool = names.get(call_id)
-        parts.results.append({"tool_call_id": call_id, "name": tool})
-        if text:
-            error = part.get("is_error") is True
-            parts.pieces.append((f"{field}.content", _result_line(tool, text, error)))
+        error = part.get("is_error") is True
+        parts.result(f"{field}.content", call_id, names.get(call_id), text, error)
     elif kind == "document" and isinstance(part.get("source"), dict):
         _document(part, field, index, parts, names)
     elif kind == "search_result":
@@ -260,19 +282,14 @@ def _openai_calls(msg: dict[str, Any], field: str, parts: _Parts, names: dict[st
             if not isinstance(body, dict):
                 raise ValidationError(f"{where}.{kind}", "must be an object with a name")
             name = _string(f"{where}.{kind}.name", body.get("name"))
-            call_id = call.get("id")
-            if isinstance(call_id, str):
-                names[call_id] = name
-            parts.calls.append({"id": call_id if isinstance(call_id, str) else None, "name": name})
             args = body.get("arguments", body.get("input"))
-            parts.pieces.append((f"{where}.{kind}", _call_line(name, args)))
+            parts.call(f"{where}.{kind}", name, call.get("id"), args, names)
     legacy = plain(msg.get("function_call"), f"{field}.function_call")
     if legacy is not None:
         if not isinstance(legacy, dict):
             raise ValidationError(f"{field}.function_call", "must be an object with a name")
         name = _string(f"{field}.function_call.name", legacy.get("name"))
-        parts.calls.append({"id": None, "name": name})
-        parts.pieces.append((f"{field}.function_call", _call_line(name, legacy.get("arguments"))))
+        parts.call(f"{field}.function_call", name, None, legacy.get("arguments"), names)
 
 
 def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Read:
@@ -293,24 +310,16 @@ def read_message(msg: dict[str, Any], field: str, tool_names: dict[str, str]) ->
         parts.pieces.append((f"{field}.refusal", msg["refusal"]))
         parts.said = True
     _openai_calls(msg, field, parts, tool_names)
-    notes: dict[str, Any] = {}
     if role == "tool" and (msg.get("tool_call_id") is not None or raw_role == "function"):
         # An OpenAI tool result: say which tool returned it.
         call_id = msg.get("tool_call_id")
         name = msg.get("name") if isinstance(msg.get("name"), str) else None
         name = name or (tool_names.get(call_id) if call_id else None)
         text = "\n".join(t for _, t in parts.pieces).strip()
-        parts.pieces = [(f"{field}.content", _result_line(name, text, False))] if text else []
-        parts.results.append({"tool_call_id": call_id, "name": name})
+        parts.pieces = []
+        parts.result(f"{field}.content", call_id, name, text)
         parts.said = False
-    if isinstance(msg.get("id"), str):
-        notes["message_id"] = msg["id"]
-    if parts.calls:
-        notes["tool_calls"] = parts.calls
-    if parts.results:
-        notes["tool_results"] = parts.results
-    if parts.other:
-        notes["non_text_parts"] = parts.other
+    notes = parts.notes(msg)
     text = "\n".join(t for _, t in parts.pieces)
     if not text.strip():
         reason = "no_text" if parts.other else "empty"
@@ -344,59 +353,50 @@ def read_item(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Re
     reasoning item is the model's thinking, skipped like a thinking block, and so are the
     items of hosted tools (web search, computer use, image generation, ...)."""
     kind = msg["type"]
-    notes: dict[str, Any] = {}
-    if isinstance(msg.get("id"), str):
-        notes["message_id"] = msg["id"]
     if kind == "reasoning" or kind in _SKIPPED_ITEMS:
-        return Read("assistant", "", None, notes, "no_text")
+        return Read("assistant", "", None, _Parts().notes(msg), "no_text")
     if kind in ("function_call", "custom_tool_call", "mcp_call"):
-        return _call_item(msg, field, tool_names, notes)
-    return _output_item(msg, field, tool_names, notes)
+        return _call_item(msg, field, tool_names)
+    return _output_item(msg, field, tool_names)
 
 
-def _call_item(
-    msg: dict[str, Any], field: str, tool_names: dict[str, str], notes: dict[str, Any]
-) -> Read:
+def _call_item(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Read:
     """A function, custom tool or MCP call item; an MCP call carries its output (or error)."""
     kind = msg["type"]
     name = _string(f"{field}.name", msg.get("name"))
     key = "id" if kind == "mcp_call" else "call_id"
     call_id = msg.get(key)
     if call_id is not None:
-        call_id = _string(f"{field}.{key}", call_id)
-        tool_names[call_id] = name
+        _string(f"{field}.{key}", call_id)
     args = msg.get("input") if kind == "custom_tool_call" else msg.get("arguments")
-    pieces = [(f"{field}.arguments", _call_line(name, args))]
+    parts = _Parts()
+    parts.call(f"{field}.arguments", name, call_id, args, tool_names)
+    notes = parts.notes(msg)
     if kind == "mcp_call":
         for part, error in (("output", False), ("error", True)):
             if msg.get(part) is not None:
                 said = _string(f"{field}.{part}", msg[part])
                 if said.strip():
-                    pieces.append((f"{field}.{part}", _result_line(name, said, error)))
+                    parts.pieces.append((f"{field}.{part}", _result_line(name, said, error)))
         if isinstance(msg.get("server_label"), str):
             notes["mcp_server"] = msg["server_label"]
-    notes["tool_calls"] = [{"id": call_id, "name": name}]
-    _check_pieces(pieces)
-    return Read("assistant", "\n".join(t for _, t in pieces), "event", notes, None)
+    _check_pieces(parts.pieces)
+    return Read("assistant", "\n".join(t for _, t in parts.pieces), "event", notes, None)
 
 
-def _output_item(
-    msg: dict[str, Any], field: str, tool_names: dict[str, str], notes: dict[str, Any]
-) -> Read:
+def _output_item(msg: dict[str, Any], field: str, tool_names: dict[str, str]) -> Read:
     """A function or custom tool call's output item: a string or a list of content parts."""
     call_id = _string(f"{field}.call_id", msg.get("call_id"))
     given = msg.get("name") if isinstance(msg.get("name"), str) else None
-    tool = given or tool_names.get(call_id)
     parts = read_content(msg.get("output"), f"{field}.output", tool_names)
-    notes["tool_results"] = [{"tool_call_id": call_id, "name": tool}]
-    if parts.other:
-        notes["non_text_parts"] = parts.other
-    body = "\n".join(t for _, t in parts.pieces).strip()
-    if not body:
+    text = "\n".join(t for _, t in parts.pieces).strip()
+    parts.pieces = []
+    parts.result(f"{field}.output", call_id, given or tool_names.get(call_id), text)
+    notes = parts.notes(msg)
+    if not text:
         return Read("tool", "", None, notes, "no_text" if parts.other else "empty")
-    pieces = [(f"{field}.output", _result_line(tool, body, False))]
-    _check_pieces(pieces)
-    return Read("tool", pieces[0][1], "event", notes, None)
+    _check_pieces(parts.pieces)
+    return Read("tool", parts.pieces[0][1], "event", notes, None)
 
 
 def _check_pieces(pieces: list[tuple[str, str]]) -> None:

@@ -163,8 +163,9 @@ def cover_events(
         top if top and top >= share * len(e) else 0 for top, e in zip(best, events, strict=True)
     ]
 
-    def names(memory_id: str) -> set[int]:
-        return {k for k, top in enumerate(best) if top and counts[memory_id][k] >= top}
+    # The events each memory of the head names, read once (the steps below ask again and again).
+    named = {i: {k for k, top in enumerate(best) if top and counts[i][k] >= top} for i in head}
+    names = named.__getitem__
 
     first: dict[int, str] = {}
     for memory_id in head:
