@@ -263,6 +263,11 @@ class Config:
         "first one there that told of them (recall/events.py; bench/results/lme_notes.md, "
         "sessions 12 and 22).",
     )
+    collapse_repeats: bool = _opt(
+        True,
+        "A text said several times (case and spacing aside) is shown once, as its newest copy "
+        "in the place of the best ranked one, with the component repeats (recall/repeats.py).",
+    )
     neighbour_weight: float = _opt(
         0.3,
         "Share of the best conversation neighbour's relevance (less half the memory's own: "

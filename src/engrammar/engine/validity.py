@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.query import query_time_range
+from ..recall.repeats import collapse_repeats, repeat_key
 from ..recall.supersession import (
     Version,
     asks_about_own_facts,
@@ -28,7 +29,7 @@ from ..recall.timeref import relative_time_range
 from .base import Engine, in_scope, own_word, states_facts
 from .candidates import keyword_text
 
-__all__ = ["Scored", "by_validity"]
+__all__ = ["Scored", "by_validity", "reordered", "without_repeats"]
 
 # A named time ending less than this before now reaches now ("this year" ends now, give or
 # take the rounding of its end).
@@ -203,4 +204,26 @@ def reordered(
         if position < before[memory_id]:
             comps = {**comps, component: 1.0}
         result.append((record, score, comps, note, via))
+    return result
+
+
+def without_repeats(
+    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+    """``out`` with a text said several times shown once, as its newest copy in the best
+    copy's place and with its score (``recall.repeats``); the copy shown carries the
+    component ``repeats``, how many copies it stands for beyond itself."""
+    order, repeats = collapse_repeats([(x[0].id, x[0].content, x[0].created_at) for x in out])
+    if not repeats:
+        return out
+    by_id = {x[0].id: x for x in out}
+    best: dict[str, float] = {}  # the score of a text's best ranked copy (out is best first)
+    for x in out:
+        best.setdefault(repeat_key(x[0].content), x[1])
+    result = []
+    for memory_id in order:
+        record, _, comps, note, via = by_id[memory_id]
+        if memory_id in repeats:
+            comps = {**comps, "repeats": float(repeats[memory_id])}
+        result.append((record, best[repeat_key(record.content)], comps, note, via))
     return result

@@ -1,0 +1,105 @@
+"""A text said several times is shown once, as its newest copy.
+
+Pure functions (``recall.repeats``), plus recall and search through the public API with the
+real model on every store.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from backends import open_memory
+from engrammar.embed.onnx import MiniLMEmbedder
+from engrammar.recall.repeats import collapse_repeats, repeat_key
+
+
+def _ts(day: int) -> float:
+    return datetime(2023, 5, day, 12, tzinfo=UTC).timestamp()
+
+
+def test_repeat_key_ignores_case_and_spacing_only() -> None:
+    assert repeat_key("I live in  Berlin.\n") == repeat_key("i live in berlin.")
+    assert repeat_key("I live in Berlin.") != repeat_key("I live in Berlin")
+
+
+def test_the_newest_copy_takes_the_best_copys_place() -> None:
+    items = [
+        ("old", "I bought a rare action figure.", 1.0),
+        ("other", "My dog is a golden retriever.", 5.0),
+        ("new", "I bought a rare  action figure.", 3.0),
+        ("mid", "i bought a rare action figure.", 2.0),
+    ]
+    order, repeats = collapse_repeats(items)
+    assert order == ["new", "other"]
+    assert repeats == {"new": 2}
+
+
+def test_equally_dated_copies_keep_the_better_ranked() -> None:
+    order, repeats = collapse_repeats([("a", "same", 1.0), ("b", "same", 1.0), ("c", "x", 0.0)])
+    assert order == ["a", "c"]
+    assert repeats == {"a": 1}
+
+
+def test_a_list_without_repeats_is_left_as_it_is() -> None:
+    items = [("a", "one", 3.0), ("b", "two", 1.0), ("c", "three", 2.0)]
+    assert collapse_repeats(items) == (["a", "b", "c"], {})
+    assert collapse_repeats([]) == ([], {})
+
+
+_SAID = "By the way, I got a rare blue Snaggletooth action figure from a thrift store."
+
+
+def _fill(mem) -> list[str]:  # type: ignore[no-untyped-def]
+    """The same message in three chats on three days, and two other memories."""
+    ids = []
+    for day, session in ((1, "first"), (9, "third"), (4, "second")):
+        (memory_id,) = mem.add(
+            [{"role": "user", "content": _SAID}],
+            user_id="u",
+            session_id=session,
+            timestamp=_ts(day),
+        )
+        ids.append(memory_id)
+    mem.add(
+        [
+            {"role": "user", "content": "I collect vintage watches, mostly 1960s Omegas."},
+            {"role": "user", "content": "My sister's birthday is in June."},
+        ],
+        user_id="u",
+        session_id="other",
+        timestamp=_ts(5),
+    )
+    return ids
+
+
+@pytest.mark.every_store
+def test_recall_shows_a_repeated_message_once_as_its_newest_copy(
+    location: str, minilm: MiniLMEmbedder
+) -> None:
+    with open_memory(location, minilm) as mem:
+        first, third, second = _fill(mem)
+        question = "What action figure did I buy from a thrift store?"
+        result = mem.recall(question, user_id="u", limit=5)
+        found = mem.search(question, user_id="u", limit=5)
+        before = mem.recall(question, user_id="u", limit=5, as_of=_ts(6))
+    shown = [m.id for m in result.memories]
+    assert shown[0] == third
+    assert first not in shown and second not in shown
+    assert result.memories[0].components["repeats"] == 2.0
+    assert len(shown) == len(set(m.content for m in result.memories))
+    assert _SAID in result.formatted and result.formatted.count(_SAID) == 1
+    assert found[0].id == third and first not in [m.id for m in found]
+    # As of day 6 the third copy was not yet said: the newest then was the second.
+    assert before.memories[0].id == second
+    assert before.memories[0].components["repeats"] == 1.0
+
+
+@pytest.mark.every_store
+def test_collapse_repeats_off_shows_every_copy(location: str, minilm: MiniLMEmbedder) -> None:
+    with open_memory(location, minilm, collapse_repeats=False) as mem:
+        ids = _fill(mem)
+        result = mem.recall("What action figure did I buy from a thrift store?", user_id="u")
+    assert set(ids) <= {m.id for m in result.memories[:3]}
+    assert all("repeats" not in m.components for m in result.memories)
