@@ -1,4 +1,4 @@
-"""A text said several times is shown once, as its newest copy.
+"""A text said several times ranks as one: its copies together, newest first.
 
 Pure functions (``recall.repeats``), plus recall and search through the public API with the
 real model on every store.
@@ -12,7 +12,7 @@ import pytest
 
 from backends import open_memory
 from engrammar.embed.onnx import MiniLMEmbedder
-from engrammar.recall.repeats import collapse_repeats, repeat_key
+from engrammar.recall.repeats import group_repeats, repeat_key
 
 
 def _ts(day: int) -> float:
@@ -24,28 +24,25 @@ def test_repeat_key_ignores_case_and_spacing_only() -> None:
     assert repeat_key("I live in Berlin.") != repeat_key("I live in Berlin")
 
 
-def test_the_newest_copy_takes_the_best_copys_place() -> None:
+def test_copies_rank_together_at_the_best_copys_place_newest_first() -> None:
     items = [
         ("old", "I bought a rare action figure.", 1.0),
         ("other", "My dog is a golden retriever.", 5.0),
         ("new", "I bought a rare  action figure.", 3.0),
         ("mid", "i bought a rare action figure.", 2.0),
     ]
-    order, repeats = collapse_repeats(items)
-    assert order == ["new", "other"]
-    assert repeats == {"new": 2}
+    assert group_repeats(items) == [["new", "mid", "old"], ["other"]]
 
 
-def test_equally_dated_copies_keep_the_better_ranked() -> None:
-    order, repeats = collapse_repeats([("a", "same", 1.0), ("b", "same", 1.0), ("c", "x", 0.0)])
-    assert order == ["a", "c"]
-    assert repeats == {"a": 1}
+def test_equally_dated_copies_keep_their_order() -> None:
+    items = [("a", "same", 1.0), ("c", "x", 0.0), ("b", "same", 1.0)]
+    assert group_repeats(items) == [["a", "b"], ["c"]]
 
 
-def test_a_list_without_repeats_is_left_as_it_is() -> None:
+def test_a_list_without_repeats_is_one_group_per_item() -> None:
     items = [("a", "one", 3.0), ("b", "two", 1.0), ("c", "three", 2.0)]
-    assert collapse_repeats(items) == (["a", "b", "c"], {})
-    assert collapse_repeats([]) == ([], {})
+    assert group_repeats(items) == [["a"], ["b"], ["c"]]
+    assert group_repeats([]) == []
 
 
 _SAID = "By the way, I got a rare blue Snaggletooth action figure from a thrift store."
@@ -75,7 +72,7 @@ def _fill(mem) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.every_store
-def test_recall_shows_a_repeated_message_once_as_its_newest_copy(
+def test_recall_ranks_the_copies_of_a_message_together_newest_first(
     location: str, minilm: MiniLMEmbedder
 ) -> None:
     with open_memory(location, minilm) as mem:
@@ -84,22 +81,27 @@ def test_recall_shows_a_repeated_message_once_as_its_newest_copy(
         result = mem.recall(question, user_id="u", limit=5)
         found = mem.search(question, user_id="u", limit=5)
         before = mem.recall(question, user_id="u", limit=5, as_of=_ts(6))
-    shown = [m.id for m in result.memories]
-    assert shown[0] == third
-    assert first not in shown and second not in shown
-    assert result.memories[0].components["repeats"] == 2.0
-    assert len(shown) == len(set(m.content for m in result.memories))
-    assert _SAID in result.formatted and result.formatted.count(_SAID) == 1
-    assert found[0].id == third and first not in [m.id for m in found]
+    assert [m.id for m in result.memories[:3]] == [third, second, first]
+    assert len({m.score for m in result.memories[:3]}) == 1
+    assert all(m.components["repeats"] == 2.0 for m in result.memories[:3])
+    assert "repeats" not in result.memories[3].components
+    # The agent's text shows it once.
+    assert result.formatted.count(_SAID) == 1
+    assert "vintage watches" in result.formatted
+    assert [m.id for m in found[:3]] == [third, second, first]
     # As of day 6 the third copy was not yet said: the newest then was the second.
-    assert before.memories[0].id == second
+    assert [m.id for m in before.memories[:2]] == [second, first]
     assert before.memories[0].components["repeats"] == 1.0
 
 
 @pytest.mark.every_store
-def test_collapse_repeats_off_shows_every_copy(location: str, minilm: MiniLMEmbedder) -> None:
-    with open_memory(location, minilm, collapse_repeats=False) as mem:
+def test_group_repeats_off_leaves_the_copies_as_they_score(
+    location: str, minilm: MiniLMEmbedder
+) -> None:
+    with open_memory(location, minilm, group_repeats=False) as mem:
         ids = _fill(mem)
         result = mem.recall("What action figure did I buy from a thrift store?", user_id="u")
     assert set(ids) <= {m.id for m in result.memories[:3]}
     assert all("repeats" not in m.components for m in result.memories)
+    # The agent's text never repeats itself, grouped or not.
+    assert result.formatted.count(_SAID) == 1

@@ -263,10 +263,11 @@ class Config:
         "first one there that told of them (recall/events.py; bench/results/lme_notes.md, "
         "sessions 12 and 22).",
     )
-    collapse_repeats: bool = _opt(
+    group_repeats: bool = _opt(
         True,
-        "A text said several times (case and spacing aside) is shown once, as its newest copy "
-        "in the place of the best ranked one, with the component repeats (recall/repeats.py).",
+        "The copies of a text said several times (case and spacing aside) rank together, at "
+        "the place and with the score of the best ranked one, the newest first, each with the "
+        "component repeats (recall/repeats.py). formatted shows such a text once either way.",
     )
     neighbour_weight: float = _opt(
         0.3,

@@ -55,7 +55,7 @@ from .base import Engine, in_scope, statement, states_facts
 from .candidates import REFINE_DEPTH, candidates, fusion_config, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
-from .validity import by_validity, reordered, without_repeats
+from .validity import by_validity, grouped_repeats, reordered
 
 __all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
 
@@ -232,8 +232,8 @@ def _current(
         limit,
         where,
     )
-    if engine.config.collapse_repeats:
-        items = without_repeats(items)
+    if engine.config.group_repeats:
+        items = grouped_repeats(items)
     if engine.config.event_cover:
         items = _by_events(engine, scope, query, items)
     return [

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.query import query_time_range
-from ..recall.repeats import collapse_repeats, repeat_key
+from ..recall.repeats import group_repeats
 from ..recall.supersession import (
     Version,
     asks_about_own_facts,
@@ -29,7 +29,7 @@ from ..recall.timeref import relative_time_range
 from .base import Engine, in_scope, own_word, states_facts
 from .candidates import keyword_text
 
-__all__ = ["Scored", "by_validity", "reordered", "without_repeats"]
+__all__ = ["Scored", "by_validity", "grouped_repeats", "reordered"]
 
 # A named time ending less than this before now reaches now ("this year" ends now, give or
 # take the rounding of its end).
@@ -207,23 +207,22 @@ def reordered(
     return result
 
 
-def without_repeats(
+def grouped_repeats(
     out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
-    """``out`` with a text said several times shown once, as its newest copy in the best
-    copy's place and with its score (``recall.repeats``); the copy shown carries the
-    component ``repeats``, how many copies it stands for beyond itself."""
-    order, repeats = collapse_repeats([(x[0].id, x[0].content, x[0].created_at) for x in out])
-    if not repeats:
+    """``out`` with the copies of a text said several times together, at the place and with
+    the score of the best ranked copy, newest first (``recall.repeats``); each copy carries
+    the component ``repeats``, how many other copies of it ``out`` holds."""
+    groups = group_repeats([(x[0].id, x[0].content, x[0].created_at) for x in out])
+    if len(groups) == len(out):
         return out
     by_id = {x[0].id: x for x in out}
-    best: dict[str, float] = {}  # the score of a text's best ranked copy (out is best first)
-    for x in out:
-        best.setdefault(repeat_key(x[0].content), x[1])
     result = []
-    for memory_id in order:
-        record, _, comps, note, via = by_id[memory_id]
-        if memory_id in repeats:
-            comps = {**comps, "repeats": float(repeats[memory_id])}
-        result.append((record, best[repeat_key(record.content)], comps, note, via))
+    for group in groups:
+        best = max(by_id[i][1] for i in group)  # the score of the group's best ranked copy
+        for memory_id in group:
+            record, _, comps, note, via = by_id[memory_id]
+            if len(group) > 1:
+                comps = {**comps, "repeats": float(len(group) - 1)}
+            result.append((record, best, comps, note, via))
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..models import ScoredMemory, Tension, iso
+from .repeats import repeat_key
 
 __all__ = ["format_memories", "score_breakdown", "score_parts"]
 
@@ -29,6 +30,7 @@ def format_memories(
 
     With ``preferences``, a section ``Standing preferences:`` comes first (at most half the
     budget), then ``Memories:`` with the other items; the whole stays within ``max_chars``.
+    A text said several times (``recall.repeats``) takes one line, its first copy's.
     """
     flagged = {t.a for t in tensions} | {t.b for t in tensions}
     lines: list[str] = []
@@ -53,7 +55,12 @@ def format_memories(
             lines.append("Memories:")
             used += len("Memories:") + 1
     start = len(lines)
+    said = {repeat_key(p.memory.content) for p in preferences or []}
     for item in items:
+        key = repeat_key(item.memory.content)
+        if key in said:
+            continue
+        said.add(key)
         line = _line(item, flagged)
         if used + len(line) + 1 > max_chars:
             if len(lines) == start:

@@ -1,15 +1,15 @@
-"""One place for a text said several times (pure functions, no I/O).
+"""A text said several times ranks as one (pure functions, no I/O).
 
 The same message often reaches a store more than once: a transcript imported again, a
 conversation that starts with the same pasted request, a user who repeats what they told the
 agent last week. Ingest keeps one copy per conversation (a repeat elsewhere is a separate
-event); recall, though, showed every copy, each taking a place in the list and a share of the
-budget of ``formatted`` to say nothing new, and the graph's ``similar`` edges between the
-copies lifted the older ones above the newest.
+event). In recall the copies scored alike but not the same: the graph's ``similar`` edges
+between them lifted the older copies above the newest, and other memories came between them.
 
-Recall now shows such a text once, at the best place any copy earned, as its newest copy (what
-the user said last is what holds now; it carries the component ``repeats``, the number of
-copies left out).
+Recall now keeps the copies of a text together, at the place and with the score of the best
+ranked one, the newest first (what the user said last is what holds now); each carries the
+component ``repeats``, how many other copies of it the list holds. ``formatted`` shows the
+text once.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["collapse_repeats", "repeat_key"]
+__all__ = ["group_repeats", "repeat_key"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -27,33 +27,14 @@ def repeat_key(content: str) -> str:
     return _SPACE.sub(" ", content).strip().casefold()
 
 
-def collapse_repeats(
-    items: Sequence[tuple[str, str, float]],
-) -> tuple[list[str], dict[str, int]]:
-    """``items`` are ``(id, content, said_at)`` best first. Returns the ids to show, best
-    first: one per text (by :func:`repeat_key`), the newest copy (latest ``said_at``; the
-    better ranked of equally dated ones) in the place of the best ranked copy; and how many
-    other copies each id shown stands for (only ids that stand for some)."""
-    newest: dict[str, tuple[float, int]] = {}
-    keys = []
-    for position, (_id, content, said_at) in enumerate(items):
-        key = repeat_key(content)
-        keys.append(key)
-        seen = newest.get(key)
-        if seen is None or said_at > seen[0]:
-            newest[key] = (said_at, position)
-    copies: dict[str, int] = {}
-    for key in keys:
-        copies[key] = copies.get(key, 0) + 1
-    order: list[str] = []
-    repeats: dict[str, int] = {}
-    shown: set[str] = set()
-    for key in keys:
-        if key in shown:
-            continue
-        shown.add(key)
-        memory_id = items[newest[key][1]][0]
-        order.append(memory_id)
-        if copies[key] > 1:
-            repeats[memory_id] = copies[key] - 1
-    return order, repeats
+def group_repeats(items: Sequence[tuple[str, str, float]]) -> list[list[str]]:
+    """``items`` are ``(id, content, said_at)`` best first. Returns the ids in groups, one
+    group per text (by :func:`repeat_key`), the groups in the order of their best ranked
+    copy, each group newest first (latest ``said_at``; equally dated copies in their order)."""
+    groups: dict[str, list[tuple[int, str, float]]] = {}
+    for position, (memory_id, content, said_at) in enumerate(items):
+        groups.setdefault(repeat_key(content), []).append((position, memory_id, said_at))
+    return [
+        [memory_id for _, memory_id, _ in sorted(group, key=lambda g: (-g[2], g[0]))]
+        for group in groups.values()
+    ]
