@@ -1,4 +1,4 @@
-"""A text said several times ranks as one: its copies together, newest first.
+"""A text said several times: its newest copy takes the best place any copy earned.
 
 Pure functions (``recall.repeats``), plus recall and search through the public API with the
 real model on every store.
@@ -24,7 +24,7 @@ def test_repeat_key_ignores_case_and_spacing_only() -> None:
     assert repeat_key("I live in Berlin.") != repeat_key("I live in Berlin")
 
 
-def test_copies_rank_together_at_the_best_copys_place_newest_first() -> None:
+def test_copies_are_grouped_newest_first_in_the_order_of_their_best_copy() -> None:
     items = [
         ("old", "I bought a rare action figure.", 1.0),
         ("other", "My dog is a golden retriever.", 5.0),
@@ -72,7 +72,7 @@ def _fill(mem) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.every_store
-def test_recall_ranks_the_copies_of_a_message_together_newest_first(
+def test_recall_puts_the_newest_copy_of_a_message_first(
     location: str, minilm: MiniLMEmbedder
 ) -> None:
     with open_memory(location, minilm) as mem:
@@ -82,7 +82,9 @@ def test_recall_ranks_the_copies_of_a_message_together_newest_first(
         found = mem.search(question, user_id="u", limit=5)
         before = mem.recall(question, user_id="u", limit=5, as_of=_ts(6))
     assert [m.id for m in result.memories[:3]] == [third, second, first]
-    assert len({m.score for m in result.memories[:3]}) == 1
+    assert [m.score for m in result.memories] == sorted(
+        (m.score for m in result.memories), reverse=True
+    )
     assert all(m.components["repeats"] == 2.0 for m in result.memories[:3])
     assert "repeats" not in result.memories[3].components
     # The agent's text shows it once.

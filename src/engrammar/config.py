@@ -265,9 +265,9 @@ class Config:
     )
     group_repeats: bool = _opt(
         True,
-        "The copies of a text said several times (case and spacing aside) rank together, at "
-        "the place and with the score of the best ranked one, the newest first, each with the "
-        "component repeats (recall/repeats.py). formatted shows such a text once either way.",
+        "Of the copies of a text said several times (case and spacing aside), the newest takes "
+        "the best place any copy earned, the next newest the next, each with the component "
+        "repeats (recall/repeats.py). formatted shows such a text once either way.",
     )
     neighbour_weight: float = _opt(
         0.3,

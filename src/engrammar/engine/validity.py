@@ -210,19 +210,20 @@ def reordered(
 def grouped_repeats(
     out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
 ) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
-    """``out`` with the copies of a text said several times together, at the place and with
-    the score of the best ranked copy, newest first (``recall.repeats``); each copy carries
-    the component ``repeats``, how many other copies of it ``out`` holds."""
+    """``out`` with the copies of a text said several times in the places they earned, the
+    newest in the best of them (``recall.repeats``); a place keeps its score, and each copy
+    carries the component ``repeats``, how many other copies of it ``out`` holds."""
     groups = group_repeats([(x[0].id, x[0].content, x[0].created_at) for x in out])
     if len(groups) == len(out):
         return out
     by_id = {x[0].id: x for x in out}
-    result = []
+    place = {x[0].id: k for k, x in enumerate(out)}
+    result = list(out)
     for group in groups:
-        best = max(by_id[i][1] for i in group)  # the score of the group's best ranked copy
-        for memory_id in group:
+        if len(group) < 2:
+            continue
+        for position, memory_id in zip(sorted(place[i] for i in group), group, strict=True):
             record, _, comps, note, via = by_id[memory_id]
-            if len(group) > 1:
-                comps = {**comps, "repeats": float(len(group) - 1)}
-            result.append((record, best, comps, note, via))
+            comps = {**comps, "repeats": float(len(group) - 1)}
+            result[position] = (record, out[position][1], comps, note, via)
     return result

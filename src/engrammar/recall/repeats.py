@@ -6,10 +6,10 @@ agent last week. Ingest keeps one copy per conversation (a repeat elsewhere is a
 event). In recall the copies scored alike but not the same: the graph's ``similar`` edges
 between them lifted the older copies above the newest, and other memories came between them.
 
-Recall now keeps the copies of a text together, at the place and with the score of the best
-ranked one, the newest first (what the user said last is what holds now); each carries the
-component ``repeats``, how many other copies of it the list holds. ``formatted`` shows the
-text once.
+Recall now puts the newest copy in the best place any copy earned, the next newest in the
+next, and so on (what the user said last is what holds now); the other memories keep their
+places, and each copy carries the component ``repeats``, how many other copies of it the list
+holds. ``formatted`` shows the text once.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def repeat_key(content: str) -> str:
 def group_repeats(items: Sequence[tuple[str, str, float]]) -> list[list[str]]:
     """``items`` are ``(id, content, said_at)`` best first. Returns the ids in groups, one
     group per text (by :func:`repeat_key`), the groups in the order of their best ranked
-    copy, each group newest first (latest ``said_at``; equally dated copies in their order)."""
+    copy, each group newest first (latest ``said_at``; equally dated copies in their order):
+    the order in which the group's copies take the places they hold in ``items``."""
     groups: dict[str, list[tuple[int, str, float]]] = {}
     for position, (memory_id, content, said_at) in enumerate(items):
         groups.setdefault(repeat_key(content), []).append((position, memory_id, said_at))
