@@ -202,3 +202,82 @@ def test_recall_takes_the_telling_of_an_event_before_its_follow_ups(
         )
         ranked = [m.id for m in mem.recall(question, user_id="u", limit=10).memories]
     assert ranked.index(told) < min(ranked.index(first_after), ranked.index(second_after))
+
+
+_JAPAN_CHAT = [
+    {
+        "role": "user",
+        "content": "I'm planning a trip to Japan in May and I'd love eco-friendly hotels in "
+        "Tokyo and Osaka. By the way, I just got back from a bus ride to my friend's wedding "
+        "today, so I'm a bit tired.",
+    },
+    {"role": "assistant", "content": "Congratulations to your friend! Here are some hotels."},
+    {
+        "role": "user",
+        "content": "Is the airport bus the best mode of transport to use from Narita?",
+    },
+]
+# Other chats whose words are nearer the question than the telling's are.
+_TRANSPORT_TALK = [
+    "Which mode of transport is greener for a commute, cycling or the train?",
+    "What is the most recent high-speed train line opened in Europe?",
+    "Do trains or planes use less fuel per passenger on short trips?",
+    "Which mode of transport is cheapest across Europe for students?",
+    "How do I use a rail pass on regional trains in Italy?",
+    "What's the most relaxing mode of transport for a long trip?",
+    "Should I take the train or fly from Paris to Berlin?",
+    "Which is safer, a train or a car, per mile travelled?",
+    "Is a sleeper train more comfortable than a night flight?",
+    "What transport should I use to reach the Swiss Alps?",
+    "Are electric trains quieter than diesel ones?",
+    "Which transport apps do you use most in London?",
+] + [
+    f"Which mode of transport do people use most in {city}?"
+    for city in (
+        *("Rome", "Madrid", "Lisbon", "Vienna", "Prague", "Oslo", "Dublin", "Athens"),
+        *("Warsaw", "Zurich", "Helsinki", "Budapest", "Brussels", "Munich", "Seoul", "Lyon"),
+    )
+]
+
+
+@pytest.mark.every_store
+def test_recall_brings_in_the_telling_search_left_out(
+    location: str, minilm: MiniLMEmbedder
+) -> None:
+    """The bus ride is told in passing in a message about hotels in Japan, below the first
+    20 of the list; a later message of the same chat names the bus. The telling comes into
+    the list, before that message, marked ``told``; with ``event_cover`` off it stays out."""
+    question = "Which mode of transport did I use most recently, a bus or a train?"
+
+    def fill(mem, user: str) -> str:  # type: ignore[no-untyped-def]
+        told, _, _ = mem.add(
+            _JAPAN_CHAT, user_id=user, session_id="japan", timestamp=_ts(2023, 5, 2)
+        )
+        mem.add(
+            [{"role": "user", "content": "I took a train ride to visit my family today."}],
+            user_id=user,
+            session_id="family",
+            timestamp=_ts(2023, 4, 15),
+        )
+        for day, text in enumerate(_TRANSPORT_TALK, start=1):
+            mem.add(
+                [{"role": "user", "content": text}],
+                user_id=user,
+                session_id=f"talk{day}",
+                timestamp=_ts(2023, 3, day),
+            )
+        return told
+
+    with open_memory(location, minilm, event_cover=False) as mem:
+        told = fill(mem, "off")
+        plain = [m.id for m in mem.recall(question, user_id="off", limit=20).memories]
+    assert told not in plain
+    with open_memory(location, minilm) as mem:
+        told = fill(mem, "on")
+        shown = mem.recall(question, user_id="on", limit=10).memories
+    ranked = [m.id for m in shown]
+    assert told in ranked
+    later = next(m.id for m in shown if "Narita" in m.content)
+    assert ranked.index(told) < ranked.index(later)
+    assert shown[ranked.index(told)].components["told"] == 1.0
+    assert shown[ranked.index(told)].via == "graph"

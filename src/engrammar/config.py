@@ -260,8 +260,9 @@ class Config:
         'between A and B?", "how long had I ... when B?") gets each event\'s best memory '
         "among the first 20 moved up to where the list would otherwise repeat an event already "
         "covered, and a later message of a conversation naming events is preceded by the "
-        "first one there that told of them (recall/events.py; bench/results/lme_notes.md, "
-        "sessions 12 and 22).",
+        "first one there that told of them, read from the full-text index when search left "
+        "it out (recall/events.py, engine/event_order.py; bench/results/lme_notes.md, "
+        "sessions 12, 22 and 23).",
     )
     group_repeats: bool = _opt(
         True,

@@ -43,19 +43,18 @@ from ..models import (
     Tension,
 )
 from ..recall.chunks import best_excerpt, excerpt, marked, widened
-from ..recall.events import cover_events, event_terms
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
-from ..recall.text import speaker_of
 from ..store import LearningAhead, RecallRecord, RefineAhead
 from .base import Engine, in_scope, statement, states_facts
 from .candidates import REFINE_DEPTH, candidates, fusion_config, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
+from .event_order import by_events
 from .learned_terms import learned_term_signals
-from .validity import by_validity, grouped_repeats, reordered
+from .validity import by_validity, grouped_repeats
 
 __all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
 
@@ -235,34 +234,11 @@ def _current(
     if engine.config.group_repeats:
         items = grouped_repeats(items)
     if engine.config.event_cover:
-        items = _by_events(engine, scope, query, items)
+        items = by_events(engine, scope, query, items, as_of, where)
     return [
         ScoredMemory(record, score, comps, via=via, note=note)
         for record, score, comps, note, via in items[:limit]
     ]
-
-
-# How far down a question's events are looked for (recall/events.py).
-_EVENT_DEPTH = 20
-# (record, score, components, note, via) of one ranked memory, as by_validity gives them.
-_Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
-
-
-def _by_events(engine: Engine, scope: Scope, query: str, items: list[_Item]) -> list[_Item]:
-    """``items`` with each event a question names represented early (``event_cover``); a
-    memory moved up this way carries the component ``event`` = 1."""
-    events = event_terms(query, {s for x in items if (s := speaker_of(x[0].metadata))})
-    if not events:
-        return items
-    contents = {x[0].id: x[0].content for x in items}
-    # Where in its conversation each was said: an event is represented by its first telling.
-    head = [x[0] for x in items[:_EVENT_DEPTH] if x[0].session_id is not None]
-    seq = engine.store.insertion_order(scope.workspace, [r.id for r in head]) if head else {}
-    said = {r.id: (str(r.session_id), seq.get(r.id, 0)) for r in head}
-    order = cover_events(
-        [x[0].id for x in items], contents.__getitem__, events, _EVENT_DEPTH, said=said
-    )
-    return reordered(items, order, "event")
 
 
 # -- recall ---------------------------------------------------------------------------------

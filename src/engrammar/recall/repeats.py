@@ -3,7 +3,7 @@
 The same message often reaches a store more than once: a transcript imported again, a
 conversation that starts with the same pasted request, a user who repeats what they told the
 agent last week. Ingest keeps one copy per conversation (a repeat elsewhere is a separate
-event). In recall the copies scored alike but not the same: the graph's ``similar`` edges
+event). In recall the copies scored alike but not the same: the graph's ``semantic`` edges
 between them lifted the older copies above the newest, and other memories came between them.
 
 Recall now puts the newest copy in the best place any copy earned, the next newest in the
