@@ -259,12 +259,15 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
+        # By id alone (ids are unique), the workspace checked here: with both in the WHERE,
+        # SQLite's planner took the workspace's index and read every memory of the workspace
+        # (~190 ms at 130,000 memories, against well under 1 ms by id).
         rows = self._fetch(
             "reading the insertion order",
-            f"SELECT id, seq FROM memories WHERE workspace = ? AND id IN ({marks})",
-            [workspace, *ids],
+            f"SELECT id, seq, workspace FROM memories WHERE id IN ({marks})",
+            ids,
         )
-        return {r[0]: int(r[1]) for r in rows}
+        return {r[0]: int(r[1]) for r in rows if r[2] == workspace}
 
     def _supersede(
         self, conn: Any, workspace: str, edges: Sequence[NewEdge], rename: dict[str, str]
