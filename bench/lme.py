@@ -96,6 +96,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default - neighbours": {"neighbour_weight": 0.0},
     "default - second neighbours": {"second_neighbour_weight": 0.0},
     "default - graph": {"graph_depth": 0},
+    "default - session spread": {"session_spread": 0.0},
+    "default - newer first": {"recency_similarity": 1.0},
+    "default - event cover": {"event_cover": False},
+    "default - group repeats": {"group_repeats": False},
     "default - request rules": {
         "request_keywords": False,
         "session_spread_requests": True,
@@ -110,8 +114,6 @@ PROBES: dict[str, dict[str, Any]] = {
     "default with recency_similarity 0.6": {"recency_similarity": 0.6},
     "default with recency_similarity 0.7": {"recency_similarity": 0.7},
     "before session 6: session_spread 0 + bm25_b 0.1": {"session_spread": 0.0, "bm25_b": 0.1},
-    "default - newer first": {"recency_similarity": 1.0},
-    "default - event cover": {"event_cover": False},
     "newer first by likeness only (session 8)": {
         "recency_similarity": 0.4,
         "recency_term_share": 0.0,

@@ -57,6 +57,9 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - assistant penalty": ({"assistant_penalty": 0.0}, "default"),
     "default - neighbours": ({"neighbour_weight": 0.0}, "default"),
     "default - second neighbours": ({"second_neighbour_weight": 0.0}, "default"),
+    "default - newer first": ({"recency_similarity": 1.0}, "default"),
+    "default - event cover": ({"event_cover": False}, "default"),
+    "default - group repeats": ({"group_repeats": False}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
     **(
         {
@@ -71,8 +74,6 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
 }
 # Settings probed around the default (run with --variants NAME,...).
 PROBES: dict[str, tuple[dict[str, Any], str]] = {
-    "default - newer first": ({"recency_similarity": 1.0}, "default"),
-    "default - event cover": ({"event_cover": False}, "default"),
     "default with neighbour_weight 0.6": ({"neighbour_weight": 0.6}, "default"),
     "default with neighbour_weight 1.0": ({"neighbour_weight": 1.0}, "default"),
     "default - graph with neighbour_weight 1.0": (
