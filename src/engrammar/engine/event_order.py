@@ -99,10 +99,9 @@ def _with_tellings(
         for event in events:
             if event <= words:
                 first.setdefault((str(r.session_id), r.role, speaker_of(r.metadata), event), r)
-    ranked_told = {r.id for r in first.values()} & ranked
     out = list(items)
     for (session, role, speaker, _), told in first.items():
-        if told.id in ranked_told:
+        if told.id in ranked:
             continue  # the head holds the first telling: cover_events puts it first
         later = [
             x
@@ -117,5 +116,7 @@ def _with_tellings(
         out = [x for x in out if x[0].id != told.id]
         anchor = later[0]
         at = out.index(anchor) + 1
-        out.insert(at, (told, anchor[1], {"event": 1.0, "told": 1.0}, None, "graph"))
+        # It takes its place's score (its own was never computed): shown as its relevance.
+        comps = {"relevance": round(anchor[1], 6), "event": 1.0, "told": 1.0}
+        out.insert(at, (told, anchor[1], comps, None, "graph"))
     return out

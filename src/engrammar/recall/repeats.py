@@ -1,4 +1,4 @@
-"""A text said several times ranks as one (pure functions, no I/O).
+"""A text said several times: its newest copy first (pure functions, no I/O).
 
 The same message often reaches a store more than once: a transcript imported again, a
 conversation that starts with the same pasted request, a user who repeats what they told the
@@ -9,7 +9,7 @@ between them lifted the older copies above the newest, and other memories came b
 Recall now puts the newest copy in the best place any copy earned, the next newest in the
 next, and so on (what the user said last is what holds now); the other memories keep their
 places, and each copy carries the component ``repeats``, how many other copies of it the list
-holds. ``formatted`` shows the text once.
+holds. ``formatted`` shows the text once (``recall.format``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = ["group_repeats", "repeat_key"]
+
 
 def repeat_key(content: str) -> str:
     """What two texts share when they say the same: case and runs of white space aside."""
