@@ -40,11 +40,13 @@ def by_events(
     events = event_terms(query, {s for x in items if (s := speaker_of(x[0].metadata))})
     if not events:
         return items
-    items = _with_tellings(engine, scope, events, items, as_of, where)
+    items, seq = _with_tellings(engine, scope, events, items, as_of, where)
     contents = {x[0].id: x[0].content for x in items}
     # Where in its conversation each was said: an event is represented by its first telling.
     head = [x[0] for x in items[:EVENT_DEPTH] if x[0].session_id is not None]
-    seq = engine.store.insertion_order(scope.workspace, [r.id for r in head]) if head else {}
+    unread = [r.id for r in head if r.id not in seq]  # the tellings' read holds the rest
+    if unread:
+        seq = {**seq, **engine.store.insertion_order(scope.workspace, unread)}
     said = {r.id: (str(r.session_id), seq.get(r.id, 0)) for r in head}
     order = cover_events(
         [x[0].id for x in items], contents.__getitem__, events, EVENT_DEPTH, said=said
@@ -59,7 +61,7 @@ def _with_tellings(
     items: list[_Item],
     as_of: float | None,
     where: RecallFilter | None,
-) -> list[_Item]:
+) -> tuple[list[_Item], dict[str, int]]:
     """``items`` with the first telling of an event brought into the head when search left
     it out of it: per conversation and speaker, the first message holding every word of an
     event (by the index's postings, at most ``_TELLINGS_READ`` a word, newest first), placed
@@ -67,7 +69,8 @@ def _with_tellings(
     conversation, with that memory's score (``cover_events`` then puts it before the memories
     of its conversation that name the event). Only someone's own words tell of an event (no
     tool output, system prompt or assistant answer); ``where``, the scope and ``as_of`` hold
-    as for any memory recall shows."""
+    as for any memory recall shows. Also returns the insertion order it read (of the head and
+    the tellings; empty when it read none)."""
     head = [x for x in items[:EVENT_DEPTH] if x[0].session_id is not None]
     sessions = {x[0].session_id for x in head}
     ranked = {x[0].id for x in head}
@@ -77,7 +80,7 @@ def _with_tellings(
         common = set.intersection(*(set(postings.get(w, (0, []))[1]) for w in event))
         holding |= common - ranked
     if not holding:
-        return items
+        return items, {}
     found = [
         r
         for r in engine.store.get_memories(scope.workspace, sorted(holding)).values()
@@ -87,7 +90,7 @@ def _with_tellings(
         and (as_of is None or r.created_at <= as_of)
     ]
     if not found:
-        return items
+        return items, {}
     seq = engine.store.insertion_order(
         scope.workspace, [x[0].id for x in head] + [r.id for r in found]
     )
@@ -119,4 +122,4 @@ def _with_tellings(
         # It takes its place's score (its own was never computed): shown as its relevance.
         comps = {"relevance": round(anchor[1], 6), "event": 1.0, "told": 1.0}
         out.insert(at, (told, anchor[1], comps, None, "graph"))
-    return out
+    return out, seq
