@@ -232,6 +232,15 @@ class Config:
         "With embed_context, a reply's vector is its own plus this share of the vector of the "
         "message it answers (renormalised); no text is embedded twice.",
     )
+    proximity_weight: float = _opt(
+        0.3,
+        "Relevance x (1 + this x the share of the query's word pairs a memory says within "
+        "proximity_window words of each other): a message that names the asked words together "
+        "tells the fact more often than one that scatters them. 0 = off.",
+    )
+    proximity_window: int = _opt(
+        12, "Most words from one query word to another that count as said together."
+    )
     speaker_boost: float = _opt(
         1.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
     )

@@ -34,6 +34,7 @@ def validate(cfg: Config) -> None:
             "keyword_weight",
             "request_keyword_weight",
             "speaker_boost",
+            "proximity_weight",
             "context_weight",
             "time_boost",
             "neighbour_weight",
@@ -113,6 +114,8 @@ def validate(cfg: Config) -> None:
             "feedback_max_adjustment",
             f"must be in [0, 1) so a score never turns negative, got {cfg.feedback_max_adjustment!r}",
         )
+    if cfg.proximity_window < 1:
+        raise ValidationError("proximity_window", f"must be >= 1, got {cfg.proximity_window!r}")
     if not 0 <= cfg.session_spread < 1:
         raise ValidationError("session_spread", f"must be in [0, 1), got {cfg.session_spread!r}")
     if not 0 <= cfg.feedback_conflict_weight <= 1:

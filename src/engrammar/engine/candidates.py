@@ -18,6 +18,7 @@ from ..config import Config
 from ..models import Edge, MemoryRecord, RecallFilter, Scope
 from ..recall.diversity import session_spread
 from ..recall.fusion import Candidate, fuse
+from ..recall.proximity import proximity_boost
 from ..recall.query import (
     named_speakers,
     question_discount,
@@ -28,7 +29,7 @@ from ..recall.query import (
 )
 from ..recall.requests import asks_for_suggestions, without_request_frame
 from ..recall.roles import role_discount
-from ..recall.text import speaker_of
+from ..recall.text import speaker_of, topic_terms
 from ..store import Store
 from .base import Engine, in_scope
 
@@ -247,9 +248,17 @@ def refine_candidates(
         or config.time_boost > 0
         or config.question_penalty > 0
         or config.assistant_penalty > 0
+        or config.proximity_weight > 0
     ):
         records.update(
             store.get_memories(scope.workspace, [c.id for c in head if c.id not in records])
+        )
+        head = proximity_boost(
+            head,
+            sorted(topic_terms(keyword_text(config, query))),
+            {i: r.content for i, r in records.items()},
+            config.proximity_weight,
+            config.proximity_window,
         )
         head = rescore(
             head,
