@@ -100,6 +100,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default - newer first": {"recency_similarity": 1.0},
     "default - event cover": {"event_cover": False},
     "default - group repeats": {"group_repeats": False},
+    "default - proximity": {"proximity_weight": 0.0},
     "default - request rules": {
         "request_keywords": False,
         "session_spread_requests": True,
@@ -664,6 +665,8 @@ _SHOWN = (
     "second_neighbour_weight",
     "query_without_speakers",
     "question_penalty",
+    "proximity_weight",
+    "proximity_window",
     "graph_depth",
     "graph_weight",
 )

@@ -60,6 +60,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "default - newer first": ({"recency_similarity": 1.0}, "default"),
     "default - event cover": ({"event_cover": False}, "default"),
     "default - group repeats": ({"group_repeats": False}, "default"),
+    "default - proximity": ({"proximity_weight": 0.0}, "default"),
     **({"default - graph": ({**GRAPH_OFF}, "default")} if HAS_GRAPH else {}),
     **(
         {
@@ -262,6 +263,8 @@ def main() -> None:
                 "second_neighbour_weight",
                 "query_without_speakers",
                 "question_penalty",
+                "proximity_weight",
+                "proximity_window",
                 "candidate_pool",
                 "graph_weight",
                 "graph_seeds",

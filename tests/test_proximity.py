@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
+from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.proximity import (
     PROXIMITY_CHARS,
@@ -117,3 +120,41 @@ def test_the_settings_are_checked() -> None:
         Config(proximity_weight=-0.1)
     with pytest.raises(ValidationError, match="proximity_window"):
         Config(proximity_window=0)
+
+
+@pytest.mark.model
+def test_a_restatement_still_moves_above_a_statement_that_words_it_closer(
+    store_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    """The older count says the question's words together and gains more from proximity than
+    the later one; newer-first compares their scores without that gain. The bar
+    (``recency_min_ratio`` 0.58) sits between the pair's ratio with the gain (~0.54) and
+    without it (~0.61), so the test fails if the gain counted."""
+    config = Config(path=str(store_path), proximity_weight=0.3, recency_min_ratio=0.58)
+    with Memory(config, embedder=minilm) as mem:
+        (old,) = mem.add(
+            [
+                "I've been brushing up by watching Corey Schafer's Python programming series on "
+                "YouTube, and I've completed 20 videos so far."
+            ],
+            user_id="u",
+            session_id="monday",
+            timestamp=1_700_000_000,
+        )
+        (new,) = mem.add(
+            [
+                "I've completed 30 videos so far for Corey's series, and I'll start the DataCamp "
+                "course next."
+            ],
+            user_id="u",
+            session_id="thursday",
+            timestamp=1_700_259_200,
+        )
+        result = mem.recall(
+            "How many videos of Corey Schafer's Python programming series have I completed so far?",
+            user_id="u",
+        )
+    by_id = {m.id: m for m in result.memories}
+    assert by_id[old].components["proximity"] > by_id[new].components["proximity"] > 0
+    assert by_id[new].components.get("newer") == 1.0
+    assert [m.id for m in result.memories][:2] == [new, old]
