@@ -20,6 +20,9 @@ from serving import serve_in_thread
 
 DOC = openapi_document()
 QUERY = "When do payments deploys happen?"
+# Close enough behind the top memory ("Payments deploys happen on Tuesdays after standup.",
+# every query word together) for one bounded "wrong" rating to put it first.
+OTHER_DEPLOY = "The payments service deploys on Tuesday mornings; hotfixes happen any day."
 
 pytestmark = pytest.mark.model
 
@@ -44,7 +47,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory, minilm: MiniLMEmbedder) -> Ite
     memory.add(content="I live in Paris.", **alice, timestamp=1_700_000_000)
     memory.add(content="I moved to Berlin last year.", **alice, timestamp=1_700_000_100)
     ops = {**alice, "agent_id": "ops"}
-    memory.add(content="The payments service deploys on Tuesday mornings.", **ops)
+    memory.add(content=OTHER_DEPLOY, **ops)
     memory.add(content="Payments deploys happen on Tuesdays after standup.", **ops)
     memory.add(content="Deploy day for the payments service is Tuesday.", **ops, session_id="s1")
     memory.add(
@@ -244,7 +247,7 @@ def test_user_bound_key_sees_no_other_users_neighbours(srv: Srv) -> None:
 
 
 def test_forget_removes_the_edge_history(srv: Srv, tmp_path: Path) -> None:
-    top = _id(srv, "The payments service deploys on Tuesday mornings.")
+    top = _id(srv, OTHER_DEPLOY)
     before = srv.memory.store.edge_changes("acme", [top], 100)
     with srv.client("acme") as c:
         recall = c.post("/v1/recall", json={"query": QUERY, "user_id": "alice"}).json()

@@ -40,6 +40,9 @@ FLAGS = [
     "--disable-sync",
 ]
 QUERY = "When do payments deploys happen?"
+# Close enough behind the top memory ("Payments deploys happen on Tuesdays after standup.",
+# every query word together) for one bounded "wrong" rating to put it first.
+OTHER_DEPLOY = "The payments service deploys on Tuesday mornings; hotfixes happen any day."
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -70,7 +73,7 @@ def served(tmp_path: Path, minilm: MiniLMEmbedder) -> Iterator[dict[str, Any]]:
     mem.add(content="I live in Paris.", **alice)
     mem.add(content="I moved to Berlin last year.", **alice)
     ops = {**alice, "agent_id": "ops"}
-    mem.add(content="The payments service deploys on Tuesday mornings.", **ops)
+    mem.add(content=OTHER_DEPLOY, **ops)
     mem.add(content="Payments deploys happen on Tuesdays after standup.", **ops)
     mem.add(content="Deploy day for the payments service is Tuesday.", **ops, session_id="s1")
     mem.add(
