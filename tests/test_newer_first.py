@@ -146,6 +146,35 @@ def test_a_new_figure_passes_the_term_gate() -> None:
     assert order(True) == ["new", "old"]
 
 
+COUNT_QUESTION = (
+    "How many videos of Corey Schafer's Python programming series have I completed so far?"
+)
+
+
+def add_counts(mem: Memory) -> tuple[str, str]:
+    """Two conversations, three days apart, each giving the count: the ids of the older
+    statement and of the later one, which repeats fewer of the question's words."""
+    (old,) = mem.add(
+        [
+            "I've been brushing up by watching Corey Schafer's Python programming series on "
+            "YouTube, and I've completed 20 videos so far."
+        ],
+        user_id="u",
+        session_id="monday",
+        timestamp=1_700_000_000,
+    )
+    (new,) = mem.add(
+        [
+            "I've completed 30 videos so far for Corey's series, and I'll start the DataCamp "
+            "course next."
+        ],
+        user_id="u",
+        session_id="thursday",
+        timestamp=1_700_259_200,
+    )
+    return old, new
+
+
 @pytest.mark.model
 @pytest.mark.parametrize("new_amount_on", [True, False])
 def test_the_newer_count_ranks_first_end_to_end(
@@ -156,32 +185,8 @@ def test_the_newer_count_ranks_first_end_to_end(
     keeps the earlier count on top."""
     config = Config(path=str(store_path), recency_new_amount=new_amount_on)
     with Memory(config, embedder=minilm) as mem:
-        (old,) = mem.add(
-            [
-                "I've been brushing up by watching Corey Schafer's Python programming series on "
-                "YouTube, and I've completed 20 videos so far."
-            ],
-            user_id="u",
-            session_id="monday",
-            timestamp=1_700_000_000,
-        )
-        (new,) = mem.add(
-            [
-                "I've completed 30 videos so far for Corey's series, and I'll start the DataCamp "
-                "course next."
-            ],
-            user_id="u",
-            session_id="thursday",
-            timestamp=1_700_259_200,
-        )
-        ranked = [
-            m.id
-            for m in mem.recall(
-                "How many videos of Corey Schafer's Python programming series have I completed "
-                "so far?",
-                user_id="u",
-            ).memories
-        ]
+        old, new = add_counts(mem)
+        ranked = [m.id for m in mem.recall(COUNT_QUESTION, user_id="u").memories]
     if new_amount_on:
         assert ranked.index(new) < ranked.index(old)
     else:

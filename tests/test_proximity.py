@@ -17,6 +17,7 @@ from engrammar.recall.proximity import (
     word_positions,
 )
 from engrammar.recall.text import terms
+from test_newer_first import COUNT_QUESTION, add_counts
 
 
 def _share(query: str, text: str, window: int) -> float:
@@ -132,28 +133,8 @@ def test_a_restatement_still_moves_above_a_statement_that_words_it_closer(
     without it (~0.61), so the test fails if the gain counted."""
     config = Config(path=str(store_path), proximity_weight=0.3, recency_min_ratio=0.58)
     with Memory(config, embedder=minilm) as mem:
-        (old,) = mem.add(
-            [
-                "I've been brushing up by watching Corey Schafer's Python programming series on "
-                "YouTube, and I've completed 20 videos so far."
-            ],
-            user_id="u",
-            session_id="monday",
-            timestamp=1_700_000_000,
-        )
-        (new,) = mem.add(
-            [
-                "I've completed 30 videos so far for Corey's series, and I'll start the DataCamp "
-                "course next."
-            ],
-            user_id="u",
-            session_id="thursday",
-            timestamp=1_700_259_200,
-        )
-        result = mem.recall(
-            "How many videos of Corey Schafer's Python programming series have I completed so far?",
-            user_id="u",
-        )
+        old, new = add_counts(mem)
+        result = mem.recall(COUNT_QUESTION, user_id="u")
     by_id = {m.id: m for m in result.memories}
     assert by_id[old].components["proximity"] > by_id[new].components["proximity"] > 0
     assert by_id[new].components.get("newer") == 1.0
