@@ -50,6 +50,7 @@ def test_words_are_matched_by_their_stems() -> None:
 
 
 def test_a_query_of_one_term_or_repeats_has_no_pairs() -> None:
+    assert word_positions(QueryWords([]), "anything at all") == {}
     assert _share("hike", "hike hike", 12) == 0.0
     assert _share("hike hike", "hike trail", 12) == 0.0
     assert _share("hike trail", "hike", 12) == 0.0

@@ -35,7 +35,7 @@ class QueryWords:
     def __init__(self, query_terms: Sequence[str]) -> None:
         self.terms = list(dict.fromkeys(query_terms))
         prefixes = sorted({t[: max(3, len(t) - 1)] if len(t) > 3 else t for t in self.terms})
-        alternation = "|".join(re.escape(p) for p in prefixes)
+        alternation = "|".join(re.escape(p) for p in prefixes if p) or "(?!)"  # none: no match
         self.pattern = re.compile(rf"(?<![0-9a-z])(?:{alternation})[0-9a-z]*(?:'[a-z]+)?")
 
 
