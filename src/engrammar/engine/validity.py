@@ -172,9 +172,11 @@ def _newer_first(
     if len(set(times)) < len(times):  # said at one time (one add): stored order tells
         stored = engine.store.insertion_order(scope.workspace, ids)
         versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
-    # The ratio test compares scores without the proximity gain: how a restatement places
-    # the question's words ("30 videos so far for Corey's series") says nothing about whether
-    # it updates the first statement, and the gain would keep it below the older one.
+    # The ratio test compares scores with the proximity factor divided out (the graph and
+    # learned parts of a score are divided with it, a close enough undoing): how a
+    # restatement places the question's words ("30 videos so far for Corey's series") says
+    # nothing about whether it updates the first statement, and the gain would keep it below
+    # the older one.
     scores = {x[0].id: x[1] / (1.0 + x[2].get("proximity", 0.0)) for x in out}
     order = newer_first(
         [x[0].id for x in out],
