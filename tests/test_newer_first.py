@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends import open_memory
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.recall.supersession import Version, new_amount, newer_first
@@ -31,6 +32,22 @@ def test_a_restatement_in_a_later_conversation_moves_up() -> None:
 
 def test_a_follow_up_in_the_same_conversation_stays() -> None:
     assert _order("monday", "monday") == ["old", "new"]
+
+
+def test_what_feedback_lowered_stays_below() -> None:
+    """A later restatement in ``stay`` (feedback lowered it for questions like this one)
+    keeps its place; the earlier statement in ``stay`` does not hold a later one back."""
+    v = np.ones(4, np.float32) / 2.0
+    versions = {"old": Version("old", 100.0), "new": Version("new", 200.0)}
+    scores, vectors = {"old": 1.0, "new": 0.8}, {"old": v, "new": v}
+    assert newer_first(["old", "new"], scores, versions, vectors, 0.4, 0.5, stay={"new"}) == [
+        "old",
+        "new",
+    ]
+    assert newer_first(["old", "new"], scores, versions, vectors, 0.4, 0.5, stay={"old"}) == [
+        "new",
+        "old",
+    ]
 
 
 def test_without_sessions_time_decides() -> None:
@@ -225,3 +242,26 @@ def test_tool_calls_and_their_output_restate_no_fact(
     ranked = [m.id for m in result.memories]
     assert ranked[0] == ids[1]
     assert all(m.components.get("newer", 0.0) == 0.0 for m in result.memories)
+
+
+@pytest.mark.model
+@pytest.mark.every_store
+def test_a_restatement_rejected_for_the_question_does_not_move_up(
+    location: str, minilm: MiniLMEmbedder
+) -> None:
+    """Newer-first moves the later count above the earlier one until the user rejects the
+    later one for this question: then the earlier count leads again, and undoing the rating
+    puts the later one back on top."""
+    with open_memory(location, minilm) as mem:
+        old, new = add_counts(mem)
+        first = mem.recall(COUNT_QUESTION, user_id="u")
+        assert [m.id for m in first.memories][:2] == [new, old]
+        assert first.memories[0].components.get("newer") == 1.0
+        rating = mem.rate_memory(new, "rejected", user_id="u", recall_id=first.recall_id)
+        after = mem.recall(COUNT_QUESTION, user_id="u")
+        ranked = [m.id for m in after.memories]
+        assert ranked.index(old) < ranked.index(new)
+        assert all(m.components.get("newer", 0.0) == 0.0 for m in after.memories)
+        mem.undo(rating.id, user_id="u")
+        again = [m.id for m in mem.recall(COUNT_QUESTION, user_id="u").memories]
+    assert again[:2] == [new, old]

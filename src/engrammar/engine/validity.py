@@ -188,6 +188,8 @@ def _newer_first(
         query_terms,
         config.recency_term_share,
         updates_amount if config.recency_new_amount else None,
+        # What feedback lowered for questions like this one keeps its place.
+        stay={x[0].id for x in out if x[2].get("learned", 0.0) < 0},
     )
     return reordered(out, order, "newer")
 

@@ -21,7 +21,7 @@ the order of insertion (see :class:`Version` ``seq``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -147,6 +147,7 @@ def newer_first(
     query_terms: Callable[[str], set[str]] | None = None,
     min_term_share: float = 0.0,
     updates_amount: Callable[[str, str], bool] | None = None,
+    stay: Collection[str] = (),
 ) -> list[str]:
     """``ranked`` with each memory moved above the older ones it restates: a later memory
     whose embedding is within ``min_similarity`` of an earlier one ranked above it, and whose
@@ -161,6 +162,9 @@ def newer_first(
     what ``a`` counted (see :func:`new_amount`): "I've completed 30 videos so far for Corey's
     series" restates "I've been watching Corey Schafer's Python programming series, and I've
     completed 20 videos so far" though it repeats fewer of the question's words.
+
+    A memory in ``stay`` never moves up (others may still move above it): feedback lowered
+    it for questions like this one, and a restatement's recency does not outweigh that.
 
     For questions about the speaker's own present (see :func:`asks_about_own_facts`); unlike
     :func:`rank_by_validity` it needs no detected contradiction.
@@ -181,6 +185,7 @@ def newer_first(
                 b = order[j]
                 if (
                     b in index
+                    and b not in stay
                     and when[b] > when[a]
                     and _apart(versions[a], versions[b])
                     and sims[index[a], index[b]] >= min_similarity
