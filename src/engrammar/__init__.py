@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .aio import AsyncMemory
 from .config import Config
+from .recall.profile import RankingProfile
 from .embed import CachedEmbedder, Embedder, HashEmbedder
 from .errors import (
     AuthError,
@@ -42,6 +43,7 @@ __all__ = [
     "AuthError",
     "CachedEmbedder",
     "Config",
+    "RankingProfile",
     "ConflictError",
     "DecisionReview",
     "Edge",
