@@ -193,21 +193,14 @@ def add_counts(mem: Memory) -> tuple[str, str]:
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("new_amount_on", [True, False])
-def test_the_newer_count_ranks_first_end_to_end(
-    store_path: Path, minilm: MiniLMEmbedder, new_amount_on: bool
-) -> None:
+def test_the_newer_count_ranks_first_end_to_end(store_path: Path, minilm: MiniLMEmbedder) -> None:
     """Two conversations, three days apart: the later one gives the new count in fewer of the
-    question's words. It ranks first with ``recency_new_amount``; without it the term gate
-    keeps the earlier count on top."""
-    config = Config(path=str(store_path), recency_new_amount=new_amount_on)
+    question's words, and ranks first."""
+    config = Config(path=str(store_path))
     with Memory(config, embedder=minilm) as mem:
         old, new = add_counts(mem)
         ranked = [m.id for m in mem.recall(COUNT_QUESTION, user_id="u").memories]
-    if new_amount_on:
-        assert ranked.index(new) < ranked.index(old)
-    else:
-        assert ranked.index(old) < ranked.index(new)
+    assert ranked.index(new) < ranked.index(old)
 
 
 @pytest.mark.model

@@ -124,6 +124,10 @@ def rank(
         cands, walks, seeds = _graph(engine, scope, profile, cands, qvec, edges_from, where, focus)
         support = best_support(walks)
     items = [_ranked(c, profile.graph_weight if graph else None, support.get(c.id)) for c in cands]
+    items.sort(key=lambda e: (-e.score, e.id))
+    for position, item in enumerate(items, 1):
+        item.components["score_before_learning"] = round(item.score, 6)
+        item.components["rank_before_learning"] = position
     items = learned(engine, scope, query.text, items)
     items = _validity(engine, scope, query, profile, items, limit, where, focus)
     return Ranking(query, items, walks, seeds, match)

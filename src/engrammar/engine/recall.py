@@ -35,6 +35,7 @@ from ..recall.format import format_memories
 from ..recall.graph import Walk
 from ..recall.profile import RankingProfile
 from ..recall.tensions import detect_tension
+from ..recall.text import terms
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement, states_facts
 from .ranking import Ranked, Ranking, feedback_since, query_at, rank, session
@@ -55,6 +56,7 @@ def _matches(item: Ranked) -> bool:
         item.via in _PLACED
         or comps.get("keyword", 0.0) > 0
         or comps.get("vector", 0.0) >= _NO_MATCH
+        or comps.get("graph", 0.0) * comps.get("graph_weight", 0.0) > 0
         or "sequence" in comps
     )
 
@@ -103,6 +105,16 @@ def search(
         out.append(found)
     set_excerpts(engine, scope.workspace, query, out)
     return out
+
+
+def _holds(window: str, text: str, query: str, size: int) -> bool:
+    """Whether ``window`` holds as many distinct query terms as the text's best window by
+    terms: a vector window wins only where the words do not say more (the windows with
+    vectors are the first ``window_limit``; a fact past them is found by its words)."""
+    wanted = set(terms(query))
+    span = best_excerpt(text, query, size, size // 5)
+    by_terms = text[span[0] : span[1]] if span is not None else text
+    return len(wanted & set(terms(window))) >= len(wanted & set(terms(by_terms)))
 
 
 # -- recall ---------------------------------------------------------------------------------
@@ -191,7 +203,9 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
         found = chunks.get(item.memory.id)
         if found and item.memory.id in own:
             best = max(found, key=lambda c: float(c.embedding @ qvec))
-            if float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec):
+            if float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec) and _holds(
+                text[best.start : best.end], text, query, size
+            ):
                 start, end = best.start, best.end
                 inner = best_excerpt(text[start:end], query, size, size // 5)
                 if inner is not None:  # a window wider than excerpt_chars: its part

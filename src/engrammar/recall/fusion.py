@@ -75,7 +75,7 @@ def session_evidence(
     for cand in cands:
         sid = sessions.get(cand.id)
         before = cand.relevance
-        cand.relevance = (before + weight * (best[sid] if sid is not None else before)) / (
+        cand.relevance = (before + weight * (best.get(sid, before) if sid is not None else before)) / (
             1.0 + weight
         )
         gain = cand.relevance - before
