@@ -8,7 +8,7 @@ import builtins
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from .config import Config
 from .embed import CachedEmbedder, Embedder, make_embedder
@@ -17,7 +17,7 @@ from .engine import validate as v
 from .engine.filters import parse_filters
 from .engine.records import feedback_source
 from .errors import EmbedderError, ValidationError
-from .memory_base import FacadeBase
+from .memory_base import Closed, FacadeBase
 from .memory_inspect import InspectingMixin
 from .memory_knowledge import KnowledgeMixin
 from .memory_records import RecordsMixin
@@ -67,8 +67,14 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the store's connections."""
-        self.store.close()
+        """Close the store's connections. A later call on this ``Memory`` raises
+        ``StoreError("Memory is closed: ...")``; closing twice is harmless."""
+        if isinstance(self.store, Closed):
+            return
+        store, closed = self.store, Closed()
+        self.store = cast(Store, closed)
+        self._engine = cast(Engine, closed)
+        store.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -208,7 +214,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         limit: int = 100,
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
-        """Memories of a scope, oldest first, ``limit`` at a time from ``offset``."""
+        """Memories of a scope, oldest first (by when each was said, ``created_at``), ``limit``
+        at a time from ``offset``."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
         v.positive_int("limit", limit, maximum=10_000)
         v.non_negative_int("offset", offset)

@@ -334,7 +334,7 @@ class Store(Protocol):
         """The memories of ``workspace`` among ``ids`` (absent ids are simply missing)."""
 
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
-        """Memories of the scope, oldest first."""
+        """Memories of the scope, oldest first: by ``created_at``, then in the order stored."""
 
     def update_memory(
         self,

@@ -149,7 +149,8 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = scope_where(scope)
         sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq LIMIT ? OFFSET ?"
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
+            "ORDER BY created_at, seq LIMIT ? OFFSET ?"
         )
         rows = self._run(
             "listing memories",
