@@ -6,7 +6,7 @@ from typing import Any
 
 from ..recall.format import score_breakdown
 
-__all__ = ["feedback_summary", "plural", "recalled_text", "short"]
+__all__ = ["feedback_summary", "plural", "recall_tool_text", "recalled_text", "short"]
 
 
 def short(text: str, width: int = 100) -> str:
@@ -31,6 +31,28 @@ def recalled_text(d: dict[str, Any]) -> str:
     for t in d.get("tensions") or ():
         lines.append(f"tension: {t['a']} vs {t['b']} ({t.get('reason') or t.get('kind', '')})")
     return "\n".join([*lines, "", f"recall_id: {d['recall_id']}"])
+
+
+def recall_tool_text(d: dict[str, Any]) -> str:
+    """Recall for an agent (MCP): ``formatted`` to put into its context, then each memory's id
+    (what memory_feedback rates by) and the recall's id (what a reply acts on)."""
+    if not d["memories"]:
+        body = d["formatted"] or "No memories matched."
+        return f"{body}\n\n(recall_id {d['recall_id']})"
+    ids = [
+        f"{i}. {m['memory']['id']}  {short(m['memory']['content'], 80)}"
+        for i, m in enumerate(d["memories"], 1)
+    ]
+    return "\n".join(
+        [
+            d["formatted"],
+            "",
+            "Memory ids (to rate one: memory_feedback with memory_id and verdict):",
+            *ids,
+            "",
+            f"(recall_id {d['recall_id']})",
+        ]
+    )
 
 
 def feedback_summary(out: dict[str, Any]) -> str:
