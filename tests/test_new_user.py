@@ -4,6 +4,7 @@ agent on MCP reads the ids it is told to rate by."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -11,6 +12,7 @@ import pytest
 from mcp import Client
 
 from engrammar import Memory, StoreError
+from engrammar.recall.format import pair_choice
 from engrammar.server import Principal, build_mcp_server
 
 
@@ -86,3 +88,34 @@ def test_mcp_recall_text_names_each_memory_id_and_reads_are_read_only(mem: Memor
         if tool.annotations is not None and tool.annotations.read_only_hint
     }
     assert read_only == {"memory_recall", "memory_search", "memory_search_knowledge"}
+
+
+@pytest.mark.model
+def test_a_preference_pair_reads_as_its_choice_and_only_where_it_bears(real_mem: Memory) -> None:
+    real_mem.add(
+        ["I write docs before code.", "My cat is called Miso.", "I prefer short meetings."],
+        user_id="alice",
+    )
+    real_mem.create_preference_pair(
+        "Summarise the incident", "Three bullets", "An essay", user_id="alice"
+    )
+    choice = 'For "Summarise the incident": prefer "Three bullets" over "An essay"'
+    for query in ("Summarise the outage for me", "Summarise the incident"):
+        formatted = real_mem.recall(query, user_id="alice").formatted
+        assert choice in formatted, (query, formatted)
+        assert "assistant: Three bullets" not in formatted
+    for query in ("What is my cat called?", "How do you approach projects?"):
+        result = real_mem.recall(query, user_id="alice")
+        assert "Three bullets" not in result.formatted, (query, result.formatted)
+        assert all(m.memory.content != "Three bullets" for m in result.memories)
+        assert all(p.memory.content != "Three bullets" for p in result.preferences)
+
+
+def test_a_pair_stored_without_its_rejected_output_reads_as_the_choice_alone(mem: Memory) -> None:
+    pair = mem.create_preference_pair("Name a branch", "feature/x", "my-branch", user_id="bob")
+    assert pair.memory_id is not None
+    stored = mem.get(pair.memory_id)
+    assert pair_choice(stored) == 'For "Name a branch": prefer "feature/x" over "my-branch"'
+    older = replace(stored, metadata={"pair_id": pair.id, "context": "Name a branch"})
+    assert pair_choice(older) == 'For "Name a branch": prefer "feature/x"'
+    assert pair_choice(mem.get(mem.add("Plain.", user_id="bob")[0])) is None
