@@ -348,8 +348,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
     ) -> dict[str, Any]:
         """Learn from the LLM's reply to the last recall (MemWire's adaptive feedback loop).
 
-        The reply is embedded; each path of the scope's newest unconsumed recall (or of
-        ``recall_id``) is aligned with it (mean cosine between the reply and the path's
+        The reply is embedded; each path of the scope's newest recall (or of ``recall_id``) is
+        aligned with it (mean cosine between the reply and the path's
         memories). Paths aligned above ``feedback_align_strengthen`` have their edges raised by
         ``feedback_strengthen_rate x alignment``, paths below ``feedback_align_weaken`` lowered
         by ``feedback_weaken_rate``, within ``[edge_weight_min, edge_weight_max]``. For each
@@ -364,12 +364,16 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         Args:
             response: the reply (``assistant_response`` is MemWire's name for it).
             user_id, agent_id, session_id, workspace: the scope the recall was made in.
-            recall_id: act on this recall instead of the newest unconsumed one.
+            recall_id: act on this recall instead of the scope's newest. Without it the
+                newest is taken only if it has had no reply yet and was made within
+                ``feedback_recall_window_s``; otherwise nothing changes and ``message`` says
+                why, naming that recall (never an earlier one instead).
             source: who sends the reply (default ``agent:<agent_id>`` when an agent is named);
                 over HTTP the API key's id. ``undo(recall_id)`` takes it all back.
 
         Returns:
-            ``{"strengthened": n, "weakened": m, "recall_id": ..., "consumed": bool, ...}``
+            ``{"strengthened": n, "weakened": m, "recall_id": ..., "query": ..., "consumed": bool,
+            ...}`` (``recall_id`` and ``query`` name the recall used)
             counting distinct edges whose weight changed, with ``drawn_on`` / ``left`` (memory
             ids of the reply signals); ``message`` explains a no-op.
 

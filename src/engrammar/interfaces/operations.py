@@ -295,7 +295,8 @@ OPERATIONS: tuple[Operation, ...] = (
             _p(
                 "recall_id",
                 str | None,
-                "The recall to act on (default: the scope's newest unused one).",
+                "The recall to act on (default: the scope's newest, if it has had no reply "
+                "and is within feedback_recall_window_s).",
             ),
             *SCOPE,
             SOURCE,

@@ -57,10 +57,14 @@ def recall_tool_text(d: dict[str, Any]) -> str:
 
 def feedback_summary(out: dict[str, Any]) -> str:
     """One line saying everything a feedback call changed: graph links and learned signals."""
+    if not out.get("consumed"):
+        return str(out.get("message") or "nothing changed")
+    # Which recall the reply went to, first: without a recall_id it is the scope's newest.
+    used = f"recall {out['recall_id']} ({short(out.get('query') or '', 60)!r}): "
     if out.get("message"):
-        return str(out["message"])
-    return (
+        return used + str(out["message"])
+    return used + (
         f"strengthened {out['strengthened']} and weakened {out['weakened']} graph links; "
         f"learned from the reply: up for {plural(len(out.get('drawn_on', ())), 'memory', 'memories')}"
-        f" it drew on, down for {len(out.get('left', ()))} it left (recall {out['recall_id']})"
+        f" it drew on, down for {len(out.get('left', ()))} it left"
     )

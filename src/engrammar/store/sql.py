@@ -390,7 +390,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
             params = [*params, recall_id]
         else:
             sql = (
-                f"SELECT {RECALL_COLUMNS} FROM recalls WHERE {where} AND consumed_at IS NULL "
+                f"SELECT {RECALL_COLUMNS} FROM recalls WHERE {where} "
                 f"ORDER BY created_at DESC, {self.dialect.recall_order} DESC LIMIT 1"
             )
         return self._q(sql), params
