@@ -176,6 +176,8 @@ def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
         "duplicates": 0,
         "edges": imported["edges"],
         "records": imported["records"],
+        "knowledge_bases": 0,
+        "knowledge_chunks": 0,
         "edges_built": 0,
         "skipped": [],
     }

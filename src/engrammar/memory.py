@@ -438,8 +438,11 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Write the memories of a scope, the edges between them and the scope's recall and
-        feedback records (events, reviews, pairs, logged events, ratings) as JSON Lines.
+        """Write the memories of a scope, the edges between them, the scope's recall and
+        feedback records (events, reviews, pairs, logged events, ratings, reply signals) and
+        its knowledge bases with their passages as JSON Lines. Not written: API keys
+        (credentials of this store) and the history of each memory's changes (an import
+        records its own); ``engrammar backup`` and ``engrammar migrate`` keep both.
 
         Args:
             destination: a file path or an open text file.
@@ -469,8 +472,9 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
 
         Returns:
             ``{"memories": created, "duplicates": already_present, "edges": links_written,
-            "records": records_written, "edges_built": links_built, "skipped": [{"line",
-            "reason"}]}``: what this import wrote (records and links already present are
+            "records": records_written, "knowledge_bases": bases_written, "knowledge_chunks":
+            their_passages, "edges_built": links_built, "skipped": [{"line", "reason"}]}``:
+            what this import wrote (records and links already present are
             skipped). An export without link lines gets the links ``add`` would have built
             (``edges_built``). A memory line whose content is blank is skipped and listed, as
             ``add`` skips such a message; content may also be a list of parts as in ``add``.
