@@ -176,6 +176,8 @@ def test_export_import_round_trip(tmp_path: Path, store: Path) -> None:
         "duplicates": 0,
         "edges": imported["edges"],
         "records": imported["records"],
+        "knowledge_bases": 0,
+        "knowledge_chunks": 0,
         "edges_built": 0,
         "skipped": [],
     }
@@ -272,10 +274,19 @@ def test_feedback_and_explain(store: Path) -> None:
     (docs,) = ok(store, "add", "I always write documentation before code.", "-u", "alice").split()
     ok(store, "add", "Docs first, then tests.", "-u", "alice")
     recall_id = js(store, "recall", "documentation first", "-u", "alice")["recall_id"]
+    said = ok(store, "feedback", "You write documentation first.", "-u", "alice")
+    assert said.startswith(f"recall {recall_id} ('documentation first'): ")  # which one it took
+    again = run(store, "feedback", "again", "-u", "alice", "--recall-id", recall_id)
+    assert again.returncode == 1 and "already received feedback" in again.stderr
+    # Without --recall-id the newest recall, already answered, is refused too: the reply does
+    # not go to an earlier recall instead.
+    ok(store, "recall", "tests", "-u", "alice")
+    recall_id = js(store, "recall", "documentation first", "-u", "alice")["recall_id"]
     fb = js(store, "feedback", "You write documentation first.", "-u", "alice")
     assert fb["recall_id"] == recall_id and fb["consumed"] is True
-    again = ok(store, "feedback", "again", "-u", "alice", "--recall-id", recall_id)
-    assert "already received feedback" in again
+    refused = run(store, "feedback", "You write documentation first.", "-u", "alice", "--json")
+    assert refused.returncode == 1 and recall_id in refused.stderr
+    assert json.loads(refused.stdout)["consumed"] is False
     why = js(store, "explain", "documentation first", docs, "-u", "alice")
     assert why["memory_id"] == docs and "final" in why["components"]
     assert "final" in ok(store, "explain", "documentation first", docs, "-u", "alice")

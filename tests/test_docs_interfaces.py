@@ -13,7 +13,9 @@ from engrammar.cli import cli
 from engrammar.interfaces.rest import rest_operations
 from engrammar.server import Principal, build_mcp_server
 
-DOC = (Path(__file__).resolve().parent.parent / "docs" / "interfaces.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+DOC = (ROOT / "docs" / "interfaces.md").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def test_every_cli_command_is_in_the_tour() -> None:
@@ -34,6 +36,9 @@ def test_every_mcp_tool_and_rest_path_is_documented(tmp_path: Path) -> None:
         tools = anyio.run(server.list_tools)
     for tool in tools:
         assert f"`{tool.name}`" in DOC, tool.name
+    # The README's list of tools (the paragraph after its MCP configuration) names every one.
+    listed = README[README.index("Tools: `memory_add`") :].split("\n\n")[0]
+    assert set(re.findall(r"`(memory_\w+)`", listed)) == {tool.name for tool in tools}
     for path, method in rest_operations():
         if path in ("/openapi.json", "/healthz"):
             assert path in DOC

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationErr
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.learn.alignment import alignment_deltas
 from engrammar.models import Scope
-from engrammar.store import EdgeDelta
+from engrammar.store import EdgeDelta, RecallRecord
 
 
 def _weights(mem: Memory, ids: list[str]) -> dict[tuple[str, str, str], float]:
@@ -24,7 +25,7 @@ def test_no_recall_means_nothing_to_do(mem: Memory) -> None:
     mem.add("I like green tea.", user_id="u")
     out = mem.feedback(response="Green tea it is.", user_id="u")
     assert (out["strengthened"], out["weakened"], out["consumed"]) == (0, 0, False)
-    assert "no unconsumed recall" in out["message"]
+    assert "no recall in this scope" in out["message"]
 
 
 @pytest.mark.every_store
@@ -41,6 +42,50 @@ def test_a_recall_is_consumed_once(mem: Memory) -> None:
     again = mem.feedback(response="alpha", user_id="u", recall_id=first["recall_id"])
     assert again["consumed"] is False and "already" in again["message"]
     assert _weights(mem, ids) == before
+
+
+@pytest.mark.every_store
+def test_without_a_recall_id_only_the_newest_recall_of_the_window_is_taken(mem: Memory) -> None:
+    """A reply without ``recall_id`` goes to the scope's newest recall and says which; once
+    that recall has had its reply, or when it is older than ``feedback_recall_window_s``, the
+    reply is refused (naming the recall) instead of landing on an earlier, unrelated recall."""
+    mem.add(["alpha beta gamma", "alpha beta delta"], user_id="u")
+    earlier = mem.recall("alpha gamma", user_id="u")
+    newest = mem.recall("alpha beta", user_id="u")
+    first = mem.feedback(response="alpha beta gamma", user_id="u")
+    assert (first["recall_id"], first["query"], first["consumed"]) == (
+        newest.recall_id,
+        "alpha beta",
+        True,
+    )
+    again = mem.feedback(response="alpha beta gamma", user_id="u")
+    assert again["consumed"] is False and again["recall_id"] == newest.recall_id
+    assert "already received feedback" in again["message"]
+    assert newest.recall_id in again["message"] and "'alpha beta'" in again["message"]
+    # The earlier recall is still there for a reply that names it.
+    named = mem.feedback(response="alpha gamma", user_id="u", recall_id=earlier.recall_id)
+    assert named["consumed"] is True and named["query"] == "alpha gamma"
+
+    # A recall made an hour ago (the default window is ten minutes).
+    hour_ago = time.time() - 3600
+    old = RecallRecord("an-old-recall", "default", "v", None, None, "old question", hour_ago, [])
+    mem.store.save_recall(old)
+    stale = mem.feedback(response="alpha", user_id="v")
+    assert stale["consumed"] is False and stale["recall_id"] == "an-old-recall"
+    assert "60 minutes ago" in stale["message"] and "feedback_recall_window_s" in stale["message"]
+    assert mem.feedback(response="alpha", user_id="v", recall_id="an-old-recall")["consumed"]
+
+
+def test_the_recall_window_is_a_setting(store_path: Path) -> None:
+    config = Config(path=str(store_path), feedback_recall_window_s=0)
+    with Memory(config, embedder=HashEmbedder()) as mem:
+        mem.add("alpha beta", user_id="v")
+        old = RecallRecord("r", "default", "v", None, None, "old", time.time() - 86_400 * 30, [])
+        mem.store.save_recall(old)
+        assert mem.feedback(response="alpha", user_id="v")["consumed"] is True  # 0: no limit
+    with pytest.raises(ValidationError) as err:
+        Config(path=str(store_path), feedback_recall_window_s=-1)
+    assert err.value.field == "feedback_recall_window_s"
 
 
 @pytest.mark.every_store

@@ -126,6 +126,17 @@ def test_pair_prefers_accepted_and_demotes_rejected_text() -> None:
     assert out[1].adjustment.value < 0
 
 
+def test_a_pairs_own_memory_ranks_only_where_its_context_matches() -> None:
+    vecs = {"pref": FIX, "other": AI}
+    matching = PairFacts("p", 1.0, NOW, CTX, FIX, AI, "pref")
+    kept = rank([("pref", 0.3), ("other", 0.5)], vecs, pairs=[matching])
+    assert [s.id for s in kept] == ["pref", "other"]
+    # Search found it by its text, but the choice was made for another context: left out.
+    elsewhere = PairFacts("p", 1.0, NOW, FAR, FIX, AI, "pref")
+    left = rank([("pref", 0.9), ("other", 0.5)], vecs, pairs=[elsewhere])
+    assert [s.id for s in left] == ["other"]
+
+
 def test_contextual_rating_scales_with_the_match() -> None:
     near = RatingFacts("r1", "a", "rejected", 1.0, NOW, CTX)
     far = RatingFacts("r2", "b", "rejected", 1.0, NOW, FAR)

@@ -509,7 +509,7 @@ def test_forgetting_a_scope_removes_its_recalls(store: Store) -> None:
     assert kept is not None and kept.query == "bob's query"
 
 
-def test_recalls_roundtrip_newest_unconsumed_and_scope(store: Store) -> None:
+def test_recalls_roundtrip_newest_and_scope(store: Store) -> None:
     t = time.time()
     paths = [{"nodes": ["a", "b"], "weights": [0.5], "kinds": ["semantic"], "score": 0.9}]
     tensions = [{"a": "a", "b": "b", "kind": "negation", "confidence": 0.8}]
@@ -532,8 +532,9 @@ def test_recalls_roundtrip_newest_unconsumed_and_scope(store: Store) -> None:
     assert store.get_recall(Scope(WS, "bob"), "r1") is None
     assert store.get_recall(Scope("w2"), None) is None
     store.adjust_edges(WS, [], LO, HI, "r2")
+    # Consumed or not, the newest is the newest: feedback refuses it rather than reaching back.
     newest = store.get_recall(Scope(WS, "alice"), None)
-    assert newest is not None and newest.recall_id == "r1"
+    assert newest is not None and newest.recall_id == "r2" and newest.consumed_at is not None
     newest_any = store.get_recall(Scope(WS), None)
     assert newest_any is not None and newest_any.recall_id == "r3"
 

@@ -61,6 +61,8 @@ def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: P
             "duplicates": 0,
             "edges": len(exported_edges),
             "records": 0,
+            "knowledge_bases": 0,
+            "knowledge_chunks": 0,
             "edges_built": 0,
             "skipped": [],
         }

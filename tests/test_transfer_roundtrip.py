@@ -1,7 +1,7 @@
 """Export -> import into a fresh store -> export again gives the same content: every record
 kind (memories with every status, edges, recalls, feedback events with their decision
 memories, decision reviews, preference pairs, logged events, ratings with corrections, the
-signals of replies sent through feedback)."""
+signals of replies sent through feedback, knowledge bases with their passages)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,8 @@ def _rich(mem: Memory) -> None:
             "Summarise the incident", "Short bullet points.", "A long essay.", user_id=user
         )
         mem.log_event("checkpoint", {"step": 3, "ok": True}, user_id=user, session_id="s9")
+        handbook = f"{user}'s handbook. Expenses over 500 need a manager's approval. " * 3
+        mem.add_knowledge("Handbook", text=handbook, user_id=user, chunk_chars=80, chunk_overlap=0)
         mem.store.update_memory(
             "default", ids[2], content=None, embedding=None, dedup_key=None, metadata=None,
             status="superseded", reason="test",
@@ -73,7 +75,7 @@ def test_round_trip_keeps_every_record_kind(mem: Memory, tmp_path: Path) -> None
     assert kinds >= {
         "engrammar-export", "memory", "edge", "record", "recalls", "feedback_events",
         "decision_memories", "decision_reviews", "preference_pairs", "logged_events",
-        "memory_ratings", "reply_signals",
+        "memory_ratings", "reply_signals", "knowledge_bases", "knowledge_chunks",
     }  # fmt: skip
     assert {x["status"] for x in lines if x["type"] == "memory"} == {"active", "superseded"}
     assert all(x.get("workspace", "default") == "default" for x in lines[1:])
@@ -82,13 +84,23 @@ def test_round_trip_keeps_every_record_kind(mem: Memory, tmp_path: Path) -> None
     with Memory(Config(path=str(tmp_path / "fresh")), embedder=HashEmbedder()) as fresh:
         result = fresh.import_(first)
         assert result["duplicates"] == 0
-        assert result["records"] == sum(1 for x in lines if x["type"] == "record")
+        knowledge = [x for x in lines if x.get("table", "").startswith("knowledge")]
+        assert result["knowledge_bases"] == 2 and result["knowledge_chunks"] > 2
+        assert result["knowledge_bases"] + result["knowledge_chunks"] == len(knowledge)
+        assert result["records"] == sum(1 for x in lines if x["type"] == "record") - len(knowledge)
+        # The knowledge bases answer as they did.
+        for m in (fresh, mem):
+            assert [k.name for k in m.list_knowledge(user_id="bob")] == ["Handbook"]
+        asked = "Who approves expenses?"
+        assert [
+            (c.id, round(c.score, 5)) for c in fresh.search_knowledge(asked, user_id="bob")
+        ] == [(c.id, round(c.score, 5)) for c in mem.search_knowledge(asked, user_id="bob")]
         second = tmp_path / "second.jsonl"
         fresh.export(second)
         assert _lines(second) == lines
         # Importing it again writes nothing new.
         again = fresh.import_(first)
-        assert again["memories"] == 0
+        assert again["memories"] == 0 and again["knowledge_chunks"] == 0
         third = tmp_path / "third.jsonl"
         fresh.export(third)
         assert _lines(third) == lines
@@ -189,7 +201,7 @@ def test_round_trip_on_postgresql(pg_server: Any, tmp_path: Path) -> None:
         result = copy.import_(first)
         copy.export(second)
         assert copy.import_(first)["memories"] == 0  # again: nothing new
-    assert result["records"] > 10
+    assert result["records"] > 10 and result["knowledge_bases"] == 2
     assert _lines(second) == _lines(first)
     # And across backends: the PostgreSQL export read into SQLite gives the same lines.
     with Memory(Config(path=str(tmp_path / "lite")), embedder=HashEmbedder()) as lite:

@@ -219,6 +219,12 @@ class Config:
     feedback_align_weaken: float = _opt(0.2, "Alignment below which a path is weakened.")
     edge_weight_min: float = _opt(0.01, "Floor for edge weights after decay.")
     edge_weight_max: float = _opt(1.0, "Ceiling for edge weights after reinforcement.")
+    feedback_recall_window_s: float = _opt(
+        600.0,
+        "feedback(response=...) without a recall_id acts on the scope's newest recall only if "
+        "it was made within this many seconds (and has had no reply yet); an older one is "
+        "refused, so a reply never lands on a recall nobody meant. 0 = no limit.",
+    )
 
     # -- memory graph (edges built at add time, followed at recall time) ----------------------
     graph_semantic_threshold: float = _opt(

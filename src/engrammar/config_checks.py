@@ -36,6 +36,7 @@ def validate(cfg: Config) -> None:
             "rate_limit_per_s",
             "feedback_rate_limit_per_s",
             "feedback_source_window_s",
+            "feedback_recall_window_s",
             "feedback_reply_top",
             "feedback_reply_weight",
             "feedback_term_weight",

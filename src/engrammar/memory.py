@@ -8,7 +8,7 @@ import builtins
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from .config import Config
 from .recall.profile import RankingProfile
@@ -18,7 +18,7 @@ from .engine import validate as v
 from .engine.filters import parse_filters
 from .engine.records import feedback_source
 from .errors import EmbedderError, ValidationError
-from .memory_base import FacadeBase
+from .memory_base import Closed, FacadeBase
 from .memory_inspect import InspectingMixin
 from .memory_knowledge import KnowledgeMixin
 from .memory_records import RecordsMixin
@@ -68,8 +68,14 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the store's connections."""
-        self.store.close()
+        """Close the store's connections. A later call on this ``Memory`` raises
+        ``StoreError("Memory is closed: ...")``; closing twice is harmless."""
+        if isinstance(self.store, Closed):
+            return
+        store, closed = self.store, Closed()
+        self.store = cast(Store, closed)
+        self._engine = cast(Engine, closed)
+        store.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -209,7 +215,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         limit: int = 100,
         offset: int = 0,
     ) -> builtins.list[MemoryRecord]:
-        """Memories of a scope, oldest first, ``limit`` at a time from ``offset``."""
+        """Memories of a scope, oldest first (by when each was said, ``created_at``), ``limit``
+        at a time from ``offset``."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
         v.positive_int("limit", limit, maximum=10_000)
         v.non_negative_int("offset", offset)
@@ -356,8 +363,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
     ) -> dict[str, Any]:
         """Learn from the LLM's reply to the last recall (MemWire's adaptive feedback loop).
 
-        The reply is embedded; each path of the scope's newest unconsumed recall (or of
-        ``recall_id``) is aligned with it (mean cosine between the reply and the path's
+        The reply is embedded; each path of the scope's newest recall (or of ``recall_id``) is
+        aligned with it (mean cosine between the reply and the path's
         memories). Paths aligned above ``feedback_align_strengthen`` have their edges raised by
         ``feedback_strengthen_rate x alignment``, paths below ``feedback_align_weaken`` lowered
         by ``feedback_weaken_rate``, within ``[edge_weight_min, edge_weight_max]``. For each
@@ -372,12 +379,16 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         Args:
             response: the reply (``assistant_response`` is MemWire's name for it).
             user_id, agent_id, session_id, workspace: the scope the recall was made in.
-            recall_id: act on this recall instead of the newest unconsumed one.
+            recall_id: act on this recall instead of the scope's newest. Without it the
+                newest is taken only if it has had no reply yet and was made within
+                ``feedback_recall_window_s``; otherwise nothing changes and ``message`` says
+                why, naming that recall (never an earlier one instead).
             source: who sends the reply (default ``agent:<agent_id>`` when an agent is named);
                 over HTTP the API key's id. ``undo(recall_id)`` takes it all back.
 
         Returns:
-            ``{"strengthened": n, "weakened": m, "recall_id": ..., "consumed": bool, ...}``
+            ``{"strengthened": n, "weakened": m, "recall_id": ..., "query": ..., "consumed": bool,
+            ...}`` (``recall_id`` and ``query`` name the recall used)
             counting distinct edges whose weight changed, with ``drawn_on`` / ``left`` (memory
             ids of the reply signals); ``message`` explains a no-op.
 
@@ -453,8 +464,11 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         workspace: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Write the memories of a scope, the edges between them and the scope's recall and
-        feedback records (events, reviews, pairs, logged events, ratings) as JSON Lines.
+        """Write the memories of a scope, the edges between them, the scope's recall and
+        feedback records (events, reviews, pairs, logged events, ratings, reply signals) and
+        its knowledge bases with their passages as JSON Lines. Not written: API keys
+        (credentials of this store) and the history of each memory's changes (an import
+        records its own); ``engrammar backup`` and ``engrammar migrate`` keep both.
 
         Args:
             destination: a file path or an open text file.
@@ -484,8 +498,9 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
 
         Returns:
             ``{"memories": created, "duplicates": already_present, "edges": links_written,
-            "records": records_written, "edges_built": links_built, "skipped": [{"line",
-            "reason"}]}``: what this import wrote (records and links already present are
+            "records": records_written, "knowledge_bases": bases_written, "knowledge_chunks":
+            their_passages, "edges_built": links_built, "skipped": [{"line", "reason"}]}``:
+            what this import wrote (records and links already present are
             skipped). An export without link lines gets the links ``add`` would have built
             (``edges_built``). A memory line whose content is blank is skipped and listed, as
             ``add`` skips such a message; content may also be a list of parts as in ``add``.

@@ -11,11 +11,19 @@ from typing import Any
 from .config import Config
 from .engine import Engine
 from .engine import validate as v
-from .errors import NotFoundError
+from .errors import NotFoundError, StoreError
 from .models import MemoryRecord, Scope
 from .store import Store
 
-__all__ = ["FacadeBase"]
+__all__ = ["Closed", "FacadeBase"]
+
+
+class Closed:
+    """What a closed ``Memory`` holds instead of its store and engine: any use of either says
+    that the ``Memory`` is closed, in place of whatever the closed connection would raise."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError("Memory is closed: open a new Memory to use the store again")
 
 
 class FacadeBase:

@@ -30,7 +30,7 @@ __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
 def apply_feedback(
     engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None = None
 ) -> dict[str, Any]:
-    """The MemWire rule on the scope's last unconsumed recall (or ``recall_id``), once; and
+    """The MemWire rule on the scope's newest recall (or ``recall_id``), once; and
     the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
     # One read session (without a graph walk): what two steps both read is read once.
     with engine.store.reading(neighbourhood=False):
@@ -58,9 +58,10 @@ def _apply(
     if record is None:
         if recall_id is not None:
             raise NotFoundError(f"recall {recall_id!r} not found in this scope")
-        return _nothing(None, "no unconsumed recall in this scope; nothing changed")
-    if record.consumed_at is not None:
-        return _nothing(record.recall_id, "this recall already received feedback; nothing changed")
+        return _nothing(None, "no recall in this scope to act on; nothing changed")
+    refused = _refused(record, recall_id is None, config.feedback_recall_window_s)
+    if refused is not None:
+        return _nothing(record, refused)
     tensions = record.tensions
     nodes = {n for p in record.paths for n in p["nodes"]}
     nodes |= {t["a"] for t in tensions} | {t["b"] for t in tensions}
@@ -109,14 +110,15 @@ def _apply(
         consume_recall=record.recall_id,
         reply_signals=signals,
     )
-    if changed is None:
-        return _nothing(record.recall_id, "this recall already received feedback; nothing changed")
+    if changed is None:  # another reply consumed it in the meantime
+        return _nothing(record, _refused(record, False, 0) or "")
     up = sum(1 for e in changed if deltas.get((e.src, e.dst, e.kind), 0) > 0)
     down = sum(1 for e in changed if deltas.get((e.src, e.dst, e.kind), 0) < 0)
     out: dict[str, Any] = {
         "strengthened": up,
         "weakened": down,
         "recall_id": record.recall_id,
+        "query": record.query,
         "consumed": True,
         "paths": [{"nodes": p.nodes, "alignment": p.alignment, "action": p.action} for p in report],
         "tensions": resolved,
@@ -198,11 +200,44 @@ def reply_signals(
     return out
 
 
-def _nothing(recall_id: str | None, message: str) -> dict[str, Any]:
+def _refused(record: RecallRecord, newest: bool, window_s: float) -> str | None:
+    """Why a reply may not act on ``record`` (``newest``: it was not named, but taken as the
+    scope's newest recall), or ``None``."""
+    query = record.query if len(record.query) <= 60 else record.query[:59] + "…"
+    named = f"recall {record.recall_id} ({query!r})"
+    if record.consumed_at is not None:
+        if not newest:
+            return f"{named} already received feedback; nothing changed"
+        return (
+            f"the newest recall of this scope, {named}, already received feedback; nothing "
+            "changed (recall again first, or pass recall_id to act on an earlier recall)"
+        )
+    age = time.time() - record.created_at
+    if newest and window_s and age > window_s:
+        return (
+            f"the newest recall of this scope, {named}, was made {_ago(age)} ago, more than "
+            f"feedback_recall_window_s ({window_s:g} s); nothing changed (pass recall_id to act "
+            "on it)"
+        )
+    return None
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} minutes"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.0f} hours"
+    return f"{seconds / 86_400:.0f} days"
+
+
+def _nothing(record: RecallRecord | None, message: str) -> dict[str, Any]:
     return {
         "strengthened": 0,
         "weakened": 0,
-        "recall_id": recall_id,
+        "recall_id": None if record is None else record.recall_id,
+        "query": None if record is None else record.query,
         "consumed": False,
         "message": message,
     }

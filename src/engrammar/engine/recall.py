@@ -147,10 +147,14 @@ def recall(
             if _matches(item) and item.score * ranking.match >= min_score
         ]
         set_excerpts(engine, scope.workspace, query, items)
+        # A preference pair's memory bears on the query only where its context matches (the
+        # learned ranking then gave it a ``context_match``).
+        pairs_matched = {e.id for e in ranking.items if "context_match" in e.components}
         preferences = [
             p  # what was said later, or replaced by then, is no standing preference at ``as_of``
             for p in standing_preferences(engine, scope, query, where)
-            if (as_of is None or p.memory.created_at <= as_of)
+            if ("pair_id" not in p.memory.metadata or p.id in pairs_matched)
+            and (as_of is None or p.memory.created_at <= as_of)
             and (
                 p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of)
             )

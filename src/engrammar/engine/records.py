@@ -263,7 +263,7 @@ def create_preference_pair(
         pair.accepted_output,
         vectors[1],
         pair.created_at,
-        {"pair_id": pair.id, "context": pair.context},
+        {"pair_id": pair.id, "context": pair.context, "rejected_output": pair.rejected_output},
     )
     return engine.store.create_preference_pair(pair, vectors[0], vectors[1], vectors[2], memory)
 

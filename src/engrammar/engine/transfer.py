@@ -4,12 +4,14 @@ The first line is a header (``{"type": "engrammar-export", "version": 1, ...}``)
 ``{"type": "memory", ...}`` line per memory, one ``{"type": "edge", ...}`` line per edge
 between exported memories, and one ``{"type": "record", "table": ..., ...}`` line per record
 of the scope: recalls, feedback events (with the links to their decision memories), decision
-reviews, preference pairs, logged events, memory ratings and the signals of replies sent
-through ``feedback`` (their context vector is the embedding of their recall's query), in the
-fields of
+reviews, preference pairs, logged events, memory ratings, the signals of replies sent
+through ``feedback`` (their context vector is the embedding of their recall's query), the log
+of the edge changes replies made, and knowledge bases with their passages, in the fields of
 :data:`~engrammar.store.tables.COPY_TABLES`. Vectors are not exported: they belong to an
 embedding model, and import embeds the texts again with the importing store's model, so an
-export is also the way to move a store to another embedder.
+export is also the way to move a store to another embedder. Not exported: API keys
+(credentials of the store they were made in; ``backup`` and ``migrate`` keep them) and the
+history of each memory's changes (an import records its own ``add``).
 
 Export -> import into an empty store -> export gives the same lines (the round trip is tested).
 """
@@ -117,6 +119,7 @@ def _scope_records(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The scope's records whose memories are all exported, without vectors, in table order."""
     events: set[str] = set()
+    bases: set[str] = set()
     for table in RECORD_TABLES:
         after = None
         while True:
@@ -146,10 +149,14 @@ def _scope_records(
                     )
                     if table == "decision_reviews":
                         keep = keep and row["event_id"] in events
+                    elif table == "knowledge_chunks":
+                        keep = keep and row["kb_id"] in bases
                 if not keep:
                     continue
                 if table == "feedback_events":
                     events.add(row["id"])
+                elif table == "knowledge_bases":
+                    bases.add(row["id"])
                 yield table, {k: v for k, v in row.items() if k not in COPY_VECTOR_FIELDS}
             if after is None:
                 break
@@ -247,6 +254,7 @@ _NUMBERS = frozenset(
     {"created_at", "consumed_at", "weight", "confidence", "value", "alignment", "delta", "at",
      "before"}
 )  # fmt: skip
+_COUNTS = frozenset({"chunk_count", "position"})
 #: Tables whose rows have no id of their own.
 _NO_ID = frozenset({"decision_memories", "reply_signals", "edge_changes"})
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -258,7 +266,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _IDS = frozenset({"id", "workspace", "event_id", "memory_id", "correction_memory_id",
                   "decision_memory_id", "recall_id", "source_event_id", "user_id", "agent_id",
-                  "session_id", "source", "src", "dst"})  # fmt: skip
+                  "session_id", "source", "src", "dst", "kb_id"})  # fmt: skip
 
 
 def _record_row(engine: Engine, line: int, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -283,6 +291,8 @@ def _record_row(engine: Engine, line: int, data: dict[str, Any]) -> tuple[str, d
             row[name] = v.choice(f(name), value, EDGE_KINDS)
         elif name in _CHOICES:
             row[name] = v.choice(f(name), value, _CHOICES[name])
+        elif name in _COUNTS:
+            row[name] = v.non_negative_int(f(name), value)
         elif name in _NUMBERS:
             if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
                 raise ValidationError(f(name), "must be a number")
@@ -337,6 +347,8 @@ def _record_vectors(engine: Engine, records: list[tuple[str, dict[str, Any]]]) -
                     f"the recall {row['recall_id']!r} is not in the import",
                 )
             wanted.append((row, "context_embedding", queries[row["recall_id"]]))
+        elif table == "knowledge_chunks":
+            wanted.append((row, "embedding", row["content"]))
     for start in range(0, len(wanted), _EMBED_CHUNK):
         chunk = wanted[start : start + _EMBED_CHUNK]
         vectors = engine.embed([text for _, _, text in chunk])
@@ -359,7 +371,7 @@ def _move_records(
             moved["id"] = new_ids[row["id"]]
         if table != "decision_memories":
             moved["workspace"] = workspace
-        for name in ("event_id", "recall_id"):
+        for name in ("event_id", "recall_id", "kb_id"):
             if moved.get(name) is not None:
                 moved[name] = new_ids.get(moved[name], moved[name])
         out.append((table, moved))
@@ -496,18 +508,31 @@ def import_jsonl(
     # adds nothing, and says so.
     targets = {r.workspace for r in new_rows}
     before = _written(engine, targets, records)
+    known = _knowledge(engine, targets, records)
     # One transaction: every memory, edge and record, or nothing.
     results = engine.store.import_bundle(new_rows, kept_edges, records)
     created = sum(1 for _, made in results if made)
     after = _written(engine, targets, records)
+    bases, passages = _knowledge(engine, targets, records)
     return {
         "memories": created,
         "duplicates": total - created,
         "edges": after[0] - before[0],
         "records": after[1] - before[1],
+        "knowledge_bases": bases - known[0],
+        "knowledge_chunks": passages - known[1],
         "edges_built": built,
         "skipped": skipped,
     }
+
+
+def _knowledge(
+    engine: Engine, workspaces: set[str], records: list[tuple[str, dict[str, Any]]]
+) -> tuple[int, int]:
+    """(knowledge bases, their passages) stored in the workspaces an import writes to."""
+    names = {row["workspace"] for table, row in records if table == "knowledge_bases"}
+    bases = [b for ws in sorted(names | workspaces) for b in engine.store.list_knowledge(Scope(ws))]
+    return len(bases), sum(b.chunk_count for b in bases)
 
 
 def _numbered_lines(handle: IO[str]) -> Iterator[tuple[int, str]]:

@@ -185,6 +185,12 @@ _EXTRA: dict[str, tuple[list[click.Parameter], Callable[[dict[str, Any]], None]]
 }
 
 
+#: Answers that are refusals (nothing was done, and the answer says why): the command prints
+#: the reason as an error and exits 1, so a script does not take a refused reply for learned.
+_REFUSAL: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "feedback": lambda d: None if d.get("consumed") else str(d.get("message") or "nothing changed"),
+}
+
 #: The commands that may create the store; every other one reads (or changes) what is there,
 #: so on a missing store it says so instead of creating an empty one.
 _CREATES_STORE = frozenset({"add", "create_feedback_event", "create_preference_pair", "log_event"})
@@ -242,7 +248,12 @@ def _command(op: Operation) -> click.Command:
             data = dispatch(memory, principal, op.name, given)
         finally:
             memory.close()
-        emit(as_json, data, op.text)
+        refused = _REFUSAL[op.name](data) if op.name in _REFUSAL else None
+        if refused is None or as_json:
+            emit(as_json, data, op.text)
+        if refused is not None:
+            click.echo(f"error: {refused}", err=True)
+            raise click.exceptions.Exit(1)
 
     command = click.Command(op.cli[-1], callback=run, params=[*extra, *params], help=op.cli_doc)
     return store_options(command)

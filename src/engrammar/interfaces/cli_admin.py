@@ -52,10 +52,13 @@ def export_(
     embedder: str | None,
     **scope: Any,
 ) -> None:
-    """Write memories and their links to FILE as JSON Lines ('-' or nothing: stdout).
+    """Write memories, their links, recall and feedback records and knowledge bases to FILE
+    as JSON Lines ('-' or nothing: stdout).
 
     Exports the whole workspace unless scope options narrow it. Vectors are not included:
-    'engrammar import' embeds again, so an export also moves a store to another model.
+    'engrammar import' embeds again, so an export also moves a store to another model. API
+    keys (credentials of this store) and each memory's change history are not exported;
+    'engrammar backup' and 'engrammar migrate' keep everything.
     """
     memory = memory_of(path, store_url, embedder, existing=True)
     close, progress = _bar("exporting")
@@ -66,7 +69,14 @@ def export_(
         close()
         memory.close()
     if file != "-":
-        emit(as_json, {"memories": count, "file": file}, lambda d: f"exported {count} memories")
+        emit(
+            as_json,
+            {"memories": count, "file": file},
+            lambda d: (
+                f"exported {plural(count, 'memory', 'memories')} with their links, the "
+                "recall and feedback records and the knowledge bases (not: API keys, change history)"
+            ),
+        )
 
 
 @click.command(name="import")
@@ -101,6 +111,8 @@ def import_(
             f"({d['duplicates']} already present), {plural(d['edges'], 'new link', 'new links')}"
             + (f" ({d['edges_built']} built: the file had none)" if d["edges_built"] else "")
             + f", {plural(d['records'], 'new feedback or recall record', 'new feedback and recall records')}"
+            + f", {plural(d['knowledge_bases'], 'new knowledge base', 'new knowledge bases')}"
+            + f" ({plural(d['knowledge_chunks'], 'passage', 'passages')})"
             + (
                 f"; skipped {len(d['skipped'])} blank memories (lines "
                 f"{', '.join(str(s['line']) for s in d['skipped'])})"

@@ -405,8 +405,9 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "additionalProperties": False,
             "required": ["response"],
             "description": "The reply produced after a recall; acts on `recall_id` or on the "
-            "scope's newest unconsumed recall. Name at least one of user_id, agent_id, "
-            "session_id.",
+            "scope's newest recall (refused, with `consumed: false` and a `message` naming it, "
+            "when it has had its reply or is older than feedback_recall_window_s). Name at "
+            "least one of user_id, agent_id, session_id.",
             "allOf": [_NEED_SCOPE],
             "properties": {
                 "response": _TEXT,
@@ -458,7 +459,16 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "strengthened": {"type": "integer", "minimum": 0},
                 "weakened": {"type": "integer", "minimum": 0},
                 "recall_id": _NULLABLE_STR,
+                "query": {
+                    "type": ["string", "null"],
+                    "description": "The query of the recall the reply was applied to (or "
+                    "refused for).",
+                },
                 "consumed": {"type": "boolean"},
+                "message": {
+                    "type": "string",
+                    "description": "Why nothing changed (or that no graph link did).",
+                },
             },
         },
         "ExplainRequest": {

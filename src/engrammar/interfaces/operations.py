@@ -29,7 +29,7 @@ from .access import (
     own_record,
     resolve,
 )
-from .texts import feedback_summary, plural, recalled_text, short
+from .texts import feedback_summary, plural, recall_tool_text, recalled_text, short
 
 __all__ = [
     "FEEDBACK_WRITES",
@@ -203,9 +203,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "can act on.",
         guards=_SCOPED,
         text=recalled_text,
-        mcp_text=lambda d: (
-            f"{d['formatted'] or 'No memories matched.'}\n\n(recall_id {d['recall_id']})"
-        ),
+        mcp_text=recall_tool_text,
         schemas=("RecallRequest", "RecallResult"),
         hints={"readOnlyHint": True},
     ),
@@ -297,7 +295,8 @@ OPERATIONS: tuple[Operation, ...] = (
             _p(
                 "recall_id",
                 str | None,
-                "The recall to act on (default: the scope's newest unused one).",
+                "The recall to act on (default: the scope's newest, if it has had no reply "
+                "and is within feedback_recall_window_s).",
             ),
             *SCOPE,
             SOURCE,

@@ -176,6 +176,7 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
         shape=lambda out, args: {"query": args["query"], "results": [c.to_dict() for c in out]},
         text=lambda d: _chunk_lines(d["results"]),
         schemas=("KnowledgeSearchRequest", "KnowledgeSearchResult"),
+        hints={"readOnlyHint": True},
     ),
     Operation(
         "list_knowledge",

@@ -20,6 +20,9 @@ How each record acts on a recall whose query matches its context (``match`` in [
   keeps the reviews' negative signals (noted ``prior decision (...) failed when reviewed``).
 * **Preference pair.** The accepted output's memory gains +w (injected when search missed it);
   memories that are the same text as the accepted output gain +w, as the rejected one lose w.
+  The pair's own memory stands for the choice made for its context, not for something said:
+  it ranks only where that context matches the query and is left out elsewhere (its text
+  alone, "Three bullets", would otherwise surface in recalls it has nothing to do with).
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
   context counts in proportion to the match (:func:`rating_match`: accepted and corrected say
   something about the memory and carry to related questions that are as close to the memory
@@ -535,7 +538,10 @@ def learned_ranking(
 
     out: list[LearnedScore] = []
     floor = levels[-1] if levels else 0.0
+    unmatched_pairs = {p.memory_id for p in pairs if p.memory_id is not None} - set(injected)
     for memory_id in dict.fromkeys([*ids, *injected, *drawn]):
+        if memory_id in unmatched_pairs:
+            continue
         base = relevance.get(memory_id)
         was_injected = base is None
         base = max(base or 0.0, injected.get(memory_id, 0.0))

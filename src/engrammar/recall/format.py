@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
-from ..models import ScoredMemory, Tension, iso
+from ..models import MemoryRecord, ScoredMemory, Tension, iso
 from .repeats import repeat_key
 
-__all__ = ["format_memories", "score_breakdown", "score_parts"]
+__all__ = ["format_memories", "pair_choice", "score_breakdown", "score_parts"]
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
+
+
+def pair_choice(memory: MemoryRecord) -> str | None:
+    """How a preference pair's memory reads: the context and the choice made for it
+    (``For "Summarise the incident": prefer "Three bullets" over "An essay"``); ``None`` for
+    any other memory. A pair stored before its memory kept the rejected output reads without
+    the ``over ...`` part."""
+    meta = memory.metadata
+    context = meta.get("context")
+    if memory.kind != "preference" or "pair_id" not in meta or not isinstance(context, str):
+        return None
+    text = f"For {_quoted(context)}: prefer {_quoted(memory.content)}"
+    rejected = meta.get("rejected_output")
+    return f"{text} over {_quoted(rejected)}" if isinstance(rejected, str) else text
 
 
 def _line(item: ScoredMemory, flagged: set[str]) -> str:
     mem = item.memory
     stamp = iso(mem.created_at)
     day = stamp[:10] if not stamp.startswith("invalid") else "date unknown"
-    who = mem.metadata.get("speaker") or mem.role
     mark = " [conflict]" if mem.id in flagged else ""
     note = f" ({item.note})" if item.note else ""
+    choice = pair_choice(mem)
+    if choice is not None:
+        return f"- [{day}] {choice}{mark}{note}"
+    who = mem.metadata.get("speaker") or mem.role
     text = item.excerpt if item.excerpt is not None else mem.content
     return f"- [{day}] {who}: {text}{mark}{note}"
 

@@ -334,7 +334,7 @@ class Store(Protocol):
         """The memories of ``workspace`` among ``ids`` (absent ids are simply missing)."""
 
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
-        """Memories of the scope, oldest first."""
+        """Memories of the scope, oldest first: by ``created_at``, then in the order stored."""
 
     def update_memory(
         self,
@@ -549,8 +549,8 @@ class Store(Protocol):
         """Persist a recall record."""
 
     def get_recall(self, scope: Scope, recall_id: str | None) -> RecallRecord | None:
-        """The given recall of the scope (consumed or not), or the scope's newest unconsumed
-        recall when ``recall_id`` is None; ``None`` if there is no such recall."""
+        """The given recall of the scope, or the scope's newest recall when ``recall_id`` is
+        None (consumed or not, either way); ``None`` if there is no such recall."""
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:

@@ -83,9 +83,11 @@ class SQLInspect:
             clauses.append("lower(content) LIKE ? ESCAPE '\\'")
             params.append(_like(where.text))
         cond = " AND ".join(clauses)
-        order = "seq DESC" if where.newest_first else "seq"
-        # The page's seqs first, then their rows: the sort runs over the scope index alone
-        # (2 ms for 10,000 memories of a user, against ~90 ms when whole rows went through it).
+        # By when each was said (an import keeps the time of the export), then as stored.
+        order = "created_at DESC, seq DESC" if where.newest_first else "created_at, seq"
+        # The page's seqs first, then their rows: the sort carries (created_at, seq), not whole
+        # rows (~14 ms a page for 10,000 memories of a user on SQLite, against ~90 ms when
+        # whole rows went through it).
         # SQLite finds a row by seq (its rowid); PostgreSQL by (workspace, seq).
         outer, head = (
             ("", []) if self.dialect.name == "sqlite" else ("workspace = ? AND ", [scope.workspace])

@@ -149,7 +149,8 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = scope_where(scope)
         sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY seq LIMIT ? OFFSET ?"
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
+            "ORDER BY created_at, seq LIMIT ? OFFSET ?"
         )
         rows = self._run(
             "listing memories",
@@ -389,7 +390,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
             params = [*params, recall_id]
         else:
             sql = (
-                f"SELECT {RECALL_COLUMNS} FROM recalls WHERE {where} AND consumed_at IS NULL "
+                f"SELECT {RECALL_COLUMNS} FROM recalls WHERE {where} "
                 f"ORDER BY created_at DESC, {self.dialect.recall_order} DESC LIMIT 1"
             )
         return self._q(sql), params

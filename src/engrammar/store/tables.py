@@ -151,7 +151,10 @@ FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
 }
 
 #: The tables an export (``Memory.export``) carries besides memories and edges, in the order
-#: an import writes them (a record comes after what it points at).
+#: an import writes them (a record comes after what it points at). Not exported: ``meta``
+#: (the store's own settings), ``api_keys`` (credentials of the store they were made in),
+#: ``memory_changes`` (the history of this store's writes; an import writes its own) and
+#: ``memory_chunks`` (vectors, made again from the texts).
 RECORD_TABLES = (
     "recalls",
     "feedback_events",
@@ -163,6 +166,9 @@ RECORD_TABLES = (
     "reply_signals",
     # The log of the edge changes replies made: what undo replays (learn.replay).
     "edge_changes",
+    # Knowledge bases, each before its passages.
+    "knowledge_bases",
+    "knowledge_chunks",
 )
 #: Fields of those tables that hold one memory id.
 MEMORY_REF_FIELDS = frozenset(
