@@ -240,11 +240,12 @@ def test_edge_weights_change_what_surfaces(mem: Memory) -> None:
     # Below graph_min_edge_weight the edge to "left" is not followed: "right" is reached and
     # "left", which matches the query in no other way, is not returned at all.
     mem.store.adjust_edges("default", [EdgeDelta(seed, left, "sequence", -1.0)], 0.01, 1.0)
-    before = [m.id for m in mem.recall("alpha beta gamma", user_id="u").memories]
+    weighted = {"graph_weight": 0.1}
+    before = [m.id for m in mem.recall("alpha beta gamma", user_id="u", profile=weighted).memories]
     assert right in before and left not in before
     # Learned strength on the edge to "left" lifts it above "right".
     mem.store.adjust_edges("default", [EdgeDelta(seed, left, "sequence", 2.0)], 0.01, 1.0)
-    after = [m.id for m in mem.recall("alpha beta gamma", user_id="u").memories]
+    after = [m.id for m in mem.recall("alpha beta gamma", user_id="u", profile=weighted).memories]
     assert after.index(left) < after.index(right)
 
 

@@ -50,9 +50,10 @@ class RankingProfile:
         "query names ('in May 2023', 'two weeks ago'); half that within a month after it.",
     )
     graph_weight: float = _w(
-        0.1,
+        0.0,
         "Score + this x graph support (a seed's relevance x the edge weights along the best "
-        "walk that reaches the memory). 0 ranks without the graph but keeps its paths.",
+        "walk that reaches the memory). 0 (the default) ranks without it; the walks still run, "
+        "so recall returns its paths and feedback learns on their edges.",
     )
     graph_depth: int = _w(2, "Hops a walk follows from its seed; 0 switches the graph off.", high=4)
     graph_fanout: int = _w(3, "Strongest edges followed from each node per hop.", low=1)
@@ -65,10 +66,10 @@ class RankingProfile:
         high=1.0,
     )
     recency_similarity: float = _w(
-        0.3,
+        1.0,
         "For a question about the asker's own present, a later memory at least this similar "
         "(cosine) to an earlier one ranked above it moves above it: a restated, updated fact. "
-        "1 = off.",
+        "1 = off (the default; 0.3 turns it on).",
         high=1.0,
     )
     recency_term_share: float = _w(
