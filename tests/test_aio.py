@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import io
-import time
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -198,39 +198,54 @@ def test_many_calls_at_once_lose_nothing(mem: Memory) -> None:
         assert mem.stats(user_id=user)["memories"] == 2
 
 
+class _TickGate(HashEmbedder):
+    """Embeds only once the event loop has ticked ``ticks`` times since the add began: a loop
+    blocked by the add could not tick, and the add would wait in vain (60 s, then fail)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ticked = threading.Event()
+        self.waited: list[bool] = []
+
+    def embed(self, texts: Any) -> Any:
+        self.waited.append(self.ticked.wait(60))
+        return super().embed(texts)
+
+
 @pytest.mark.every_store
 def test_the_loop_keeps_running_while_a_long_add_runs(location: str) -> None:
-    """A ticker coroutine ticks while 1,000 messages are embedded and written."""
+    """A ticker coroutine ticks while 1,000 messages are embedded and written: the embedder
+    waits for ten ticks made after the add began, so the add finishes only if the loop ran
+    meanwhile (however fast or slow the machine)."""
     messages = [f"message {i} about topic {i % 17}" for i in range(1000)]
+    gate = _TickGate()
 
-    async def run() -> tuple[int, float, list[str]]:
+    async def run() -> list[str]:
         ticks = 0
+        began: int | None = None
         stop = asyncio.Event()
 
         async def ticker() -> None:
             nonlocal ticks
             while not stop.is_set():
                 ticks += 1
+                if began is not None and ticks - began >= 10:
+                    gate.ticked.set()
                 await asyncio.sleep(0.001)
 
-        async with AsyncMemory(config_for(location), embedder=HashEmbedder()) as amem:
+        async with AsyncMemory(config_for(location), embedder=gate) as amem:
             task = asyncio.create_task(ticker())
             await asyncio.sleep(0)  # the ticker's first tick
-            before = ticks
-            started = time.perf_counter()
+            began = ticks
             ids = await amem.add(messages, user_id="u")
-            took = time.perf_counter() - started
-            during = ticks - before
             stop.set()
             await task
             assert (await amem.stats(user_id="u"))["memories"] == len(messages)
-        return during, took, ids
+        return ids
 
-    during, took, ids = asyncio.run(run())
+    ids = asyncio.run(run())
     assert len(ids) == len(messages)
-    # A blocked loop would tick 0 times while the add runs; a free one ticks every few ms.
-    assert took > 0.05
-    assert during >= 10, (during, took)
+    assert gate.waited and all(gate.waited)
 
 
 @pytest.mark.model

@@ -430,7 +430,8 @@ def test_edge_update_in_one_statement_that_fails_leaves_nothing(pg_url: str) -> 
 
 
 class _WaitingEmbedder(HashEmbedder):
-    """Embeds like HashEmbedder once ``ready`` is set (at most 10 s), noting whether it was."""
+    """Embeds like HashEmbedder once ``ready`` is set (at most 60 s: a loaded machine may be
+    slow to get there), noting whether it was."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -438,7 +439,7 @@ class _WaitingEmbedder(HashEmbedder):
         self.overlapped: list[bool] = []
 
     def embed(self, texts: Any) -> Any:
-        self.overlapped.append(self.ready.wait(10))
+        self.overlapped.append(self.ready.wait(60))
         self.ready.clear()
         return super().embed(texts)
 

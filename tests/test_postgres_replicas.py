@@ -139,11 +139,16 @@ def test_standby_stops_mid_load_then_returns(pair: Pair) -> None:
     try:
         for t in threads:
             t.start()
-        time.sleep(0.8)
+        # Conditions, not durations: a loaded machine may take seconds for each step.
+        deadline = time.monotonic() + 60
+        while _replica_reads(mem) == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
         served_before = _replica_reads(mem)
         assert served_before > 0
         pair.standby.halt()  # the standby goes away mid-load
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while mem.stats(user_id="u")["replicas"][0]["up"] and time.monotonic() < deadline:
+            time.sleep(0.1)
         down = mem.stats(user_id="u")["replicas"][0]
         assert down["up"] is False
         stalled = _replica_reads(mem)
@@ -154,7 +159,7 @@ def test_standby_stops_mid_load_then_returns(pair: Pair) -> None:
         assert _replica_reads(mem) == stalled  # nothing read from it while it is down ...
         assert store._replicas.reads[PRIMARY] > on_primary  # ... the primary serves the reads
         pair.standby.launch()  # ... and comes back
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while _replica_reads(mem) == stalled and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _replica_reads(mem) > stalled, "reads did not return to the standby"

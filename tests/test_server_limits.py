@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -21,7 +20,9 @@ def limited(tmp_path: object) -> Iterator[tuple[str, Memory, str, str]]:
     config = Config(
         path=f"{tmp_path}/store",
         max_request_bytes=2_000,
-        rate_limit_per_s=2.0,
+        # A token every 100 s: no request of a test gets one back, however slowly the
+        # machine runs it (the refill itself: test_token_bucket_refills_at_its_rate).
+        rate_limit_per_s=0.01,
         rate_limit_burst=5,
     )
     memory = Memory(config, embedder=HashEmbedder())
@@ -50,7 +51,7 @@ def test_large_bodies_get_413_and_store_nothing(limited: tuple[str, Memory, str,
         r = c.post("/v1/memories", content=chunks(), headers={"Content-Type": "application/json"})
         assert r.status_code == 413
         assert "max_request_bytes" in r.json()["error"]["message"]
-        # Issue 16 item 16: the streamed body's 413 has the same type as the declared one.
+        # The streamed body's 413 has the same type as the declared one.
         assert r.json()["error"]["type"] == "payload_too_large"
         assert c.post("/v1/memories", json={"content": "small", "user_id": "u"}).status_code == 201
     assert memory.stats(workspace="team-a")["memories"] == 1
@@ -67,11 +68,9 @@ def test_rate_limit_per_key_gives_429(limited: tuple[str, Memory, str, str]) -> 
         r = a.get("/v1/stats")
         assert r.status_code == 429
         assert r.json()["error"]["type"] == "rate_limited"
-        assert int(r.headers["Retry-After"]) >= 1
+        assert 1 <= int(r.headers["Retry-After"]) <= 100  # the next token, at 0.01 a second
         assert b.get("/v1/stats").status_code == 200  # another key has its own budget
         assert a.get("/healthz").status_code == 200  # health checks are never limited
-        time.sleep(1.1)  # two tokens come back a second
-        assert a.get("/v1/stats").status_code == 200
 
 
 def test_token_bucket_refills_at_its_rate() -> None:
