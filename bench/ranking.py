@@ -128,7 +128,10 @@ def lme_turns(entry: dict[str, Any], roles: set[str]) -> list[tuple[str, str, st
     """``(session id, turn id, role, text)`` and time of every stored turn."""
     out = []
     for sid, date, turns in zip(
-        entry["haystack_session_ids"], entry["haystack_dates"], entry["haystack_sessions"]
+        entry["haystack_session_ids"],
+        entry["haystack_dates"],
+        entry["haystack_sessions"],
+        strict=True,
     ):
         when = lme_date(date).timestamp()
         for i, t in enumerate(turns):
@@ -247,7 +250,9 @@ def run_protocol(
             asked = lme_date(entry["question_date"]).timestamp() + 86_399
             for variant, change in VARIANTS.items():
                 t = time.perf_counter()
-                r = mem.recall(entry["question"], user_id=user, limit=50, as_of=asked, profile=change)
+                r = mem.recall(
+                    entry["question"], user_id=user, limit=50, as_of=asked, profile=change
+                )
                 if variant == "default":
                     timings.append(time.perf_counter() - t)
                 runs[variant][user] = turn_ids(mem, r)

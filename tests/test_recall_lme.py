@@ -13,7 +13,6 @@ import pytest
 
 from engrammar import Config, Memory
 from engrammar.errors import ValidationError
-from engrammar.recall.fusion import Candidate
 from engrammar.recall.timeref import relative_time_range
 
 

@@ -12,7 +12,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.embed.base import blend_context
 from engrammar.recall.fusion import Candidate
-from engrammar.recall.query import parse_query, query_time_range, sequence_support, time_match
+from engrammar.recall.query import query_time_range, sequence_support, time_match
 from engrammar.recall.text import context_sources, embedding_text, index_text, terms
 
 
@@ -176,7 +176,9 @@ def _dialogue(m: Memory) -> list[str]:
 
 
 def test_a_forgotten_neighbour_never_joins(tmp_path: Path) -> None:
-    with Memory(Config(path=str(tmp_path), ranking={"graph_depth": 0}), embedder=HashEmbedder()) as m:
+    with Memory(
+        Config(path=str(tmp_path), ranking={"graph_depth": 0}), embedder=HashEmbedder()
+    ) as m:
         ids = _dialogue(m)
         m.forget(ids[2], user_id="u")
         result = m.recall("painted sunrise lake", user_id="u", limit=10)

@@ -51,7 +51,9 @@ def test_present_question_ranks_the_replacement_first() -> None:
 
 
 def test_replacement_missing_from_the_candidates_is_brought_in() -> None:
-    scores, why = rank_by_validity({"paris": 1.0, "alps": 0.4}, VERSIONS, asks_about_past("Where do I live?"))
+    scores, why = rank_by_validity(
+        {"paris": 1.0, "alps": 0.4}, VERSIONS, asks_about_past("Where do I live?")
+    )
     assert scores["berlin"] > scores["paris"]
     assert why["berlin"] == "replaces paris"
 
@@ -64,10 +66,14 @@ def test_past_question_ranks_the_older_first() -> None:
 
 
 def test_as_of_ranks_by_what_was_current_then() -> None:
-    scores, _ = rank_by_validity({"paris": 1.0, "berlin": 0.5}, VERSIONS, asks_about_past("Where do I live?"), 1.5)
+    scores, _ = rank_by_validity(
+        {"paris": 1.0, "berlin": 0.5}, VERSIONS, asks_about_past("Where do I live?"), 1.5
+    )
     assert "berlin" not in scores  # said after as_of
     assert scores["paris"] == 1.0
-    scores, _ = rank_by_validity({"paris": 1.0, "berlin": 0.5}, VERSIONS, asks_about_past("Where do I live?"), 3.0)
+    scores, _ = rank_by_validity(
+        {"paris": 1.0, "berlin": 0.5}, VERSIONS, asks_about_past("Where do I live?"), 3.0
+    )
     assert scores["berlin"] > scores["paris"]
 
 
@@ -79,7 +85,9 @@ def test_chains_hand_on_to_the_current_memory() -> None:
     }
     scores, _ = rank_by_validity({"paris": 1.0}, versions, asks_about_past("Where do I live?"))
     assert max(scores, key=lambda i: scores[i]) == "munich"
-    scores, _ = rank_by_validity({"paris": 1.0}, versions, asks_about_past("Where do I live?"), as_of=2.5)
+    scores, _ = rank_by_validity(
+        {"paris": 1.0}, versions, asks_about_past("Where do I live?"), as_of=2.5
+    )
     assert max(scores, key=lambda i: scores[i]) == "berlin"
     assert "munich" not in scores
 

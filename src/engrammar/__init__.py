@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .aio import AsyncMemory
-from .config import Config
-from .recall.profile import RankingProfile
+from .config import Config, RankingProfile
 from .embed import CachedEmbedder, Embedder, HashEmbedder
 from .errors import (
     AuthError,
@@ -43,7 +42,6 @@ __all__ = [
     "AuthError",
     "CachedEmbedder",
     "Config",
-    "RankingProfile",
     "ConflictError",
     "DecisionReview",
     "Edge",
@@ -61,6 +59,7 @@ __all__ = [
     "NotFoundError",
     "Path",
     "PreferencePair",
+    "RankingProfile",
     "RecallResult",
     "Scope",
     "ScoredMemory",

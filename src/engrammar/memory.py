@@ -10,8 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, cast
 
-from .config import Config
-from .recall.profile import RankingProfile
+from .config import Config, RankingProfile
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
 from .engine import validate as v

@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
-from ..recall.profile import RankingProfile
+from ..config import Config, RankingProfile
 from ..errors import ValidationError
 from ..models import RecallResult as EngrammarRecall
 

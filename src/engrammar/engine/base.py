@@ -80,9 +80,7 @@ def embed_memories(
         part = vectors[at : at + len(windows)]
         mean = part.mean(axis=0)
         own[i] = mean / (float(np.linalg.norm(mean)) or 1.0)
-        chunks.append(
-            tuple(ChunkVector(k + 1, a, b, part[k]) for k, (a, b) in enumerate(windows))
-        )
+        chunks.append(tuple(ChunkVector(k + 1, a, b, part[k]) for k, (a, b) in enumerate(windows)))
         at += len(windows)
     return own, chunks
 

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config import RankingProfile
 from ..learn.rates import Adjustment
 from ..learn.scoring import LearnParams, learned_ranking
 from ..models import Edge, MemoryRecord, RecallFilter, Scope
 from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
-from ..recall.profile import RankingProfile
 from ..recall.query import Query, parse_query, sequence_support, time_match
 from ..store import LearningAhead, RefineAhead
 from .base import Engine, in_scope
@@ -198,7 +198,9 @@ def _refine(
         for edge in edges_from(scope.workspace, [c.id for c in head], 0.0, "sequence"):
             if edge.kind == "sequence":
                 neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
-        head, tail = _join_neighbours(engine, scope, profile, cands, head, tail, qvec, neighbours, where)
+        head, tail = _join_neighbours(
+            engine, scope, profile, cands, head, tail, qvec, neighbours, where
+        )
         known = {c.id for c in head}
         neighbours = {k: [o for o in v if o[0] in known] for k, v in neighbours.items()}
         head = sequence_support(head, neighbours, profile.neighbour_weight)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import RankingProfile
 from ..errors import NotFoundError
 from ..learn.preferences import select_preferences
 from ..learn.rates import learned_records
@@ -33,12 +34,11 @@ from ..models import (
 from ..recall.chunks import best_excerpt, excerpt, marked, widened
 from ..recall.format import format_memories
 from ..recall.graph import Walk
-from ..recall.profile import RankingProfile
 from ..recall.tensions import detect_tension
 from ..recall.text import terms
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement, states_facts
-from .ranking import Ranked, Ranking, feedback_since, query_at, rank, session
+from .ranking import Ranked, Ranking, query_at, rank, session
 
 __all__ = ["explain", "recall", "search", "session"]
 
@@ -265,51 +265,6 @@ def result_paths(walks: Sequence[Walk], shown: set[str], limit: int) -> list[Pat
             best[tuple(w.nodes)] = w
     ordered = sorted(best.values(), key=lambda w: (-w.score, w.nodes))
     return [w.to_path() for w in ordered[:limit]]
-
-
-def recall_tensions(
-    engine: Engine, workspace: str, records: Sequence[MemoryRecord]
-) -> list[Tension]:
-    """Contradictions among the recalled memories.
-
-    They were found when the memories were added (``contradicts`` edges), so recall reads the
-    edges between its results instead of judging every pair again: one query, then the rules
-    re-run only on the few linked pairs (for the kind, the reason and which side is newer).
-    """
-    if len(records) < 2:
-        return []
-    store = engine.store
-    by_id = {r.id: r for r in records if states_facts(r.role, r.kind)}
-    pairs = {
-        tuple(sorted((e.src, e.dst)))
-        for e in store.edges_from(workspace, list(by_id), kind="contradicts")
-        if e.kind == "contradicts" and e.dst in by_id
-    }
-    if not pairs:
-        return []
-    vecs = store.vectors(workspace, sorted({i for pair in pairs for i in pair}))
-    # Which side is newer was decided when they were added (message order within a call, time
-    # then insertion across calls): a ``supersedes`` edge runs from the newer to the older.
-    newer_of = {
-        (e.dst, e.src)
-        for e in store.edges_from(workspace, list(by_id), kind="supersedes")
-        if e.kind == "supersedes" and e.dst in by_id
-    }
-    out = []
-    for a, b in sorted(pairs):
-        if a not in vecs or b not in vecs:
-            continue
-        if (b, a) in newer_of or by_id[b].superseded_by == a:
-            a, b = b, a
-        older, newer = statement(by_id[a]), statement(by_id[b])
-        if (a, b) in newer_of or by_id[a].superseded_by == b:
-            newer = dataclasses.replace(newer, seq=older.seq + 1)
-        found = detect_tension(
-            older, newer, float(vecs[a] @ vecs[b]), engine.config.tension_min_similarity
-        )
-        if found is not None:
-            out.append(found)
-    return sorted(out, key=lambda t: -t.confidence)
 
 
 def recall_tensions(

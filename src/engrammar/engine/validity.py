@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ..config import RankingProfile
 from ..models import MemoryRecord, RecallFilter, Scope
-from ..recall.profile import RankingProfile
 from ..recall.query import Query
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.text import terms
@@ -69,7 +69,9 @@ def by_validity(
     if ``where`` matches it; restatements move only within the first ``limit``."""
     as_of = query.as_of if query.pinned else None
     items = [
-        r for r in ranked if r.id in records and (as_of is None or records[r.id].created_at <= as_of)
+        r
+        for r in ranked
+        if r.id in records and (as_of is None or records[r.id].created_at <= as_of)
     ]
     if query.names_past_time:
         # A question that names a past time ("two weeks ago", "in May 2023") asks what held

@@ -75,9 +75,9 @@ def session_evidence(
     for cand in cands:
         sid = sessions.get(cand.id)
         before = cand.relevance
-        cand.relevance = (before + weight * (best.get(sid, before) if sid is not None else before)) / (
-            1.0 + weight
-        )
+        cand.relevance = (
+            before + weight * (best.get(sid, before) if sid is not None else before)
+        ) / (1.0 + weight)
         gain = cand.relevance - before
         cand.components["session"] = round(gain, 6)
         cand.components["relevance"] = round(cand.relevance, 6)
