@@ -30,6 +30,19 @@ def test_every_cli_command_is_in_the_tour() -> None:
             assert re.search(rf"engrammar {name}\b", DOC), f"engrammar {name}"
 
 
+def test_every_command_but_the_servers_takes_json_as_the_tour_says() -> None:
+    assert isinstance(cli, click.Group)
+    without = set()
+    for name, command in cli.commands.items():
+        subs = command.commands if isinstance(command, click.Group) else {"": command}
+        for sub, leaf in subs.items():
+            options = {o for p in leaf.params for o in getattr(p, "opts", ())}
+            if "--json" not in options:
+                without.add(f"{name} {sub}".strip())
+    assert without == {"serve", "mcp"}
+    assert "every one but the two servers (`serve`, `mcp`) has `--json`" in DOC
+
+
 def test_every_mcp_tool_and_rest_path_is_documented(tmp_path: Path) -> None:
     with Memory(Config(path=str(tmp_path)), embedder=HashEmbedder()) as memory:
         server = build_mcp_server(memory, Principal("default", fixed=False))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -243,3 +244,14 @@ def test_engrammar_migrate_command(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert again.returncode == 1 and "already holds" in again.stderr
+    as_json = subprocess.run(
+        [sys.executable, "-m", "engrammar.cli", "migrate", "--from", source, "--to",
+         str(tmp_path / "other.db"), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert (
+        report["tables"]["memories"]["rows"] > 0
+        and len(report["tables"]["memories"]["sha256"]) == 64
+    )
