@@ -43,7 +43,7 @@ def fill(url: str, data: Path, n: int) -> None:
     import numpy as np
 
     from engrammar.store import NewMemory
-    from engrammar.store.postgres import PostgresStore
+    from engrammar.store.postgres.store import PostgresStore
     from store_bench import locomo_rows
 
     rows, _ = locomo_rows(data, max(n, 10_000))
@@ -118,7 +118,7 @@ def run(url: str, data: Path, k: int, limit: int) -> str:
 
     from engrammar import Config
     from engrammar.models import Scope
-    from engrammar.store.postgres_keyword import keyword_query
+    from engrammar.store.postgres.keyword import keyword_query
     from store_bench import locomo_rows
 
     config = Config()
@@ -223,7 +223,7 @@ def main() -> None:
         url = server.new_database()
         fill(url, Path(args.data), args.n)
     try:
-        from engrammar.store.postgres import PostgresStore
+        from engrammar.store.postgres.store import PostgresStore
 
         PostgresStore(url, pool_size=1).close()  # migrations (a store filled by older code)
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -90,7 +90,7 @@ def main() -> None:
 def profile(args: Any, url: str, embedder: Any, qs: list[str]) -> None:
     """Recalls on ``url``: each exchange's time, a cProfile, each statement by hand."""
     from engrammar import Config, Memory
-    from engrammar.store.postgres import PostgresStore
+    from engrammar.store.postgres.store import PostgresStore
 
     out = Path(args.dir)
     asked = qs[:: max(1, len(qs) // args.recalls)][: args.recalls]

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from engrammar import Config, Memory  # noqa: E402
 from engrammar.embed.onnx import MiniLMEmbedder  # noqa: E402
-from engrammar.store.postgres import PostgresStore  # noqa: E402
+from engrammar.store.postgres.store import PostgresStore  # noqa: E402
 from store_bench import Precomputed, embed_cached, locomo_rows, machine  # noqa: E402
 
 

@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _row_by_row(store: Any, workspace: str, user: str | None) -> Any:
-    from engrammar.store.index import ScopeIndex
-    from engrammar.store.sqlite_search import _CHUNK_COLUMNS, _chunk_lists
+    from engrammar.store.sqlite.index import ScopeIndex
+    from engrammar.store.sqlite.search import _CHUNK_COLUMNS, _chunk_lists
 
     conn = store._sync_conn
     index = ScopeIndex(store._dimension(), store._k1, store._b, store._ann_threshold)
@@ -110,7 +110,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT / "../shared/data/locomo10.json"))
     ap.add_argument("--questions", type=int, default=400)
     args = ap.parse_args()
-    from engrammar.store.sqlite import SQLiteStore
+    from engrammar.store.sqlite.store import SQLiteStore
 
     path = Path(args.store)
     store = SQLiteStore(path / "engrammar.db" if path.is_dir() else path)

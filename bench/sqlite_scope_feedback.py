@@ -54,7 +54,7 @@ def main() -> None:
         sys.exit(f"engrammar imported from {engrammar.__file__}, not --src")
     from engrammar import Config, Memory
     from engrammar.embed.onnx import MiniLMEmbedder
-    from engrammar.store.sqlite_search import SQLiteSearch
+    from engrammar.store.sqlite.search import SQLiteSearch
     from pg_bulk_side_by_side import bulk_add, bulk_rows
     from pg_scope import texts_and_vectors
     from store_bench import Precomputed

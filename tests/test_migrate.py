@@ -198,7 +198,7 @@ def test_migrate_refuses_non_empty_destination_and_missing_source(tmp_path: Path
 
 def test_migrate_detects_a_differing_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The verification reads both sides back: a destination that drops rows is caught."""
-    from engrammar.store.sqlite import SQLiteStore
+    from engrammar.store.sqlite.store import SQLiteStore
 
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     _fill(a)

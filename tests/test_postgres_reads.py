@@ -1,4 +1,4 @@
-"""Read sessions of the PostgreSQL store (store/postgres_reads.py): a recall in few round trips,
+"""Read sessions of the PostgreSQL store (store/postgres/reads.py): a recall in few round trips,
 with every answer equal to what the plain reads give."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_search import PostgresSearch
+from engrammar.store.postgres.search import PostgresSearch
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -90,7 +90,7 @@ def _same_search_and_explain(mem: Memory, query: str, limit: int, target: str) -
 class _Close(float):
     """A float equal to another within a relative 1e-5: learned scores decay with time, so
     two recalls a few milliseconds apart differ in the tenth digit, and vector hits found in
-    process (store/postgres_local.py) agree with the server's distances to ~1e-7."""
+    process (store/postgres/local.py) agree with the server's distances to ~1e-7."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, float) and math.isclose(self, other, rel_tol=1e-5, abs_tol=1e-9)

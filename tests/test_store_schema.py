@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engrammar.store.migrations import MIGRATIONS
 from engrammar.store.schema import differences
-from engrammar.store.sqlite import SQLiteStore
+from engrammar.store.sqlite.migrations import MIGRATIONS
+from engrammar.store.sqlite.store import SQLiteStore
 
 Found = dict[str, tuple[list[str], list[list[str]]]]
 
@@ -54,7 +54,7 @@ def test_sqlite_migrations_build_the_logical_schema(tmp_path: Path) -> None:
 def test_postgres_migrations_build_the_logical_schema(pg_url: str) -> None:
     import psycopg
 
-    from engrammar.store.postgres import PostgresStore
+    from engrammar.store.postgres.store import PostgresStore
 
     store = PostgresStore(pg_url)
     store.check_embedder("test", 8)

@@ -380,7 +380,7 @@ def backup(
     file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
 ) -> None:
     """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
-    from ..store.sqlite import backup_file
+    from ..store.sqlite.backup import backup_file
 
     config = _sqlite_file(path, store_url)
     try:
@@ -401,7 +401,7 @@ def restore(
 
     Running servers on the store should be restarted afterwards.
     """
-    from ..store.sqlite import restore_file
+    from ..store.sqlite.backup import restore_file
 
     config = _sqlite_file(path, store_url)
     try:

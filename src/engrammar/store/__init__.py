@@ -9,6 +9,7 @@ from .base import (
     ChunkVector,
     EdgeDelta,
     LearningAhead,
+    MemoryFilter,
     NewEdge,
     NewMemory,
     RecallRecord,
@@ -25,6 +26,7 @@ __all__ = [
     "ChunkVector",
     "EdgeDelta",
     "LearningAhead",
+    "MemoryFilter",
     "NewEdge",
     "NewMemory",
     "RecallRecord",
@@ -38,7 +40,7 @@ __all__ = [
 def open_store(config: Config) -> Store:
     """The store that ``config.store`` names."""
     if config.is_sqlite:
-        from .sqlite import SQLiteStore
+        from .sqlite.store import SQLiteStore
 
         return SQLiteStore(
             config.sqlite_file,
@@ -49,7 +51,7 @@ def open_store(config: Config) -> Store:
             scope_cache_bytes=config.scope_cache_bytes,
         )
     try:
-        from .postgres import PostgresStore
+        from .postgres.store import PostgresStore
     except ImportError as exc:
         from ..errors import StoreError
 

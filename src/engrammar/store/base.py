@@ -39,7 +39,6 @@ from ..models import (
     RecallFilter,
     Scope,
 )
-from .inspect_sql import MemoryFilter
 
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
@@ -47,6 +46,7 @@ __all__ = [
     "ChunkVector",
     "EdgeDelta",
     "LearningAhead",
+    "MemoryFilter",
     "NewEdge",
     "NewFeedbackEvent",
     "NewMemory",
@@ -77,6 +77,19 @@ class ChunkVector(NamedTuple):
     start: int
     end: int
     embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """What a memory list narrows to, beyond its scope; ``None`` means no condition."""
+
+    kind: str | None = None
+    role: str | None = None
+    status: str | None = None
+    since: float | None = None
+    until: float | None = None
+    text: str | None = None
+    newest_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -471,7 +484,7 @@ class Store(Protocol):
     def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
         """How many edges leave each of ``ids`` (ids without edges map to 0)."""
 
-    # -- inspector reads (see engrammar.store.inspect_sql) ---------------------------------------
+    # -- inspector reads (see engrammar.store.sql.inspect) ---------------------------------------
     def find_memories(
         self, scope: Scope, where: MemoryFilter, limit: int, offset: int
     ) -> tuple[list[MemoryRecord], int]:

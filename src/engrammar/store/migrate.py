@@ -50,7 +50,7 @@ def open_location(location: str, *, create: bool) -> Store:
         from . import open_store
 
         return open_store(Config(store=location))
-    from .sqlite import SQLiteStore
+    from .sqlite.store import SQLiteStore
 
     if location.startswith("sqlite:///"):
         file = Path(location[len("sqlite:///") :])
