@@ -13,7 +13,7 @@ from tests.pg import Exchanges, copy_database
 from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store import postgres_graph
+from engrammar.store.postgres import graph as postgres_graph
 from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres

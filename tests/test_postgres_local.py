@@ -14,7 +14,9 @@ from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import Scope
-from engrammar.store import postgres_graph, postgres_local, postgres_reply
+from engrammar.store.postgres import graph as postgres_graph
+from engrammar.store.postgres import local as postgres_local
+from engrammar.store.postgres import reply as postgres_reply
 from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres

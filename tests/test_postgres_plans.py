@@ -114,7 +114,7 @@ def test_recall_and_feedback_plan_searches_per_call_and_the_rest_once(pg_url: st
 def test_the_graph_refresh_looks_its_changes_up_by_index(pg_url: str) -> None:
     """The planner guesses ~1,000 ids for a handful in ``change_log``'s arrays: joined plainly,
     the refresh after each feedback scanned the scope's memories and edges (~40 ms at 10k)."""
-    from engrammar.store import postgres_graph as graph
+    from engrammar.store.postgres import graph
 
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     store = mem.store

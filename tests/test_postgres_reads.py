@@ -245,7 +245,7 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
     neighbours than the walk follows, so the prefetch reads some nodes' edges without their
     records and vectors. Whatever the walk then reaches is read on demand, and the recall,
     search and explain answers equal the plain reads'."""
-    from engrammar.store import postgres_reads
+    from engrammar.store.postgres import reads as postgres_reads
 
     monkeypatch.setattr(postgres_reads, "_WALK_GUESS", 1)  # fewer likely nodes: more misses
     monkeypatch.setattr(postgres_reads, "_HOP2_GUESS", 1)
@@ -379,7 +379,7 @@ def test_keyword_rare_terms_first_equals_the_exact_ranking(
     whether it prunes the common terms or falls back."""
     from engrammar.engine.filters import parse_filters
     from engrammar.models import Scope
-    from engrammar.store import postgres_keyword
+    from engrammar.store.postgres import keyword as postgres_keyword
 
     # A small budget (20 x k rows): at k = 1 or 2 "melani" (in every memory) is a common term.
     monkeypatch.setattr(postgres_keyword, "RARE_BUDGET", 0)
@@ -429,7 +429,7 @@ def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
     for the guessed head of the fused candidates only. Guesses cut to the bone (one seed, no
     margin) make misses: each is read on demand and every answer equals the plain reads'."""
     from engrammar.engine.recall import session
-    from engrammar.store import postgres_reads
+    from engrammar.store.postgres import reads as postgres_reads
 
     monkeypatch.setattr(postgres_reads, "_SEED_GUESS", 1)
     monkeypatch.setattr(postgres_reads, "HEAD_MARGIN", -8)  # head guess: refine depth - 8

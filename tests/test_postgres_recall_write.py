@@ -13,8 +13,8 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.models import Scope
-from engrammar.store import postgres_recall_write
 from engrammar.store.base import RecallRecord
+from engrammar.store.postgres import recall_write as postgres_recall_write
 from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
