@@ -49,7 +49,7 @@ from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.roles import role_discount
 from ..recall.tensions import detect_tension
 from ..store import LearningAhead, RecallRecord, RefineAhead
-from .base import Engine, in_scope, statement, states_facts
+from .base import Engine, in_scope, reading, statement, states_facts
 from .candidates import REFINE_DEPTH, candidates, fusion_config, refined, search_hits
 from .edge_context import edge_reader, reads_edge_parts
 from .event_order import by_events
@@ -551,7 +551,8 @@ def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> 
     # The keyword weight its fusion will use, for a server store's guess of the fused head.
     fused = fusion_config(config, query) if query is not None else config
     outer = getattr(_SESSION, "context", None)
-    with engine.store.reading(
+    with reading(
+        engine.store,
         _feedback_since(engine),
         preferences=_PREFERENCES_READ if whole and config.preferences_limit else 0,
         knowledge=whole and config.knowledge_recall_limit > 0,
@@ -659,7 +660,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) 
 def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int) -> dict[str, Any]:
     """Every component of ``memory_id``'s score for ``query`` and where it ranked, before
     and after the learned ranking, read off one ranking pass."""
-    with engine.store.reading(_feedback_since(engine)):
+    with reading(engine.store, _feedback_since(engine)):
         return _explain(engine, scope, query, memory_id, limit)
 
 

@@ -6,16 +6,24 @@ from typing import TYPE_CHECKING
 
 from .base import (
     ApiKeyRecord,
+    ApiKeyStore,
+    Backend,
     ChunkVector,
     EdgeDelta,
+    FeedbackRecords,
+    InspectorReads,
+    KnowledgeStore,
     LearningAhead,
     MemoryFilter,
     NewEdge,
     NewMemory,
+    ReadAhead,
     RecallRecord,
     RefineAhead,
     ReplySignal,
+    RowCopy,
     Store,
+    read_ahead,
 )
 
 if TYPE_CHECKING:
@@ -23,21 +31,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApiKeyRecord",
+    "ApiKeyStore",
+    "Backend",
     "ChunkVector",
     "EdgeDelta",
+    "FeedbackRecords",
+    "InspectorReads",
+    "KnowledgeStore",
     "LearningAhead",
     "MemoryFilter",
     "NewEdge",
     "NewMemory",
+    "ReadAhead",
     "RecallRecord",
     "RefineAhead",
     "ReplySignal",
+    "RowCopy",
     "Store",
     "open_store",
+    "read_ahead",
 ]
 
 
-def open_store(config: Config) -> Store:
+def open_store(config: Config) -> Backend:
     """The store that ``config.store`` names."""
     if config.is_sqlite:
         from .sqlite.store import SQLiteStore

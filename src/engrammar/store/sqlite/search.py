@@ -14,8 +14,7 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -25,7 +24,7 @@ from ...errors import StoreError
 from ...learn.scoring import ReplyFacts
 from ...models import MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, terms
-from ..base import ChunkVector, LearningAhead, NewMemory, RefineAhead
+from ..base import ChunkVector
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.store import SQLStore
@@ -347,38 +346,6 @@ class SQLiteSearch(SQLStore):
             out = [sorted(row, key=lambda h: -h[1])[:k] for row in out]
         return out
 
-    @contextmanager
-    def reading(
-        self,
-        feedback_since: float | None = None,
-        preferences: int = 0,
-        knowledge: bool = False,
-        neighbourhood: bool = True,
-        learning: LearningAhead | None = None,
-        refine: RefineAhead | None = None,
-    ) -> Iterator[None]:
-        """A read session (see :meth:`~..base.Store.reading`); a store whose reads are
-        function calls needs none."""
-        yield
-
-    @contextmanager
-    def adding(
-        self,
-        scope: Scope,
-        graph: Scope,
-        terms: Sequence[str],
-        limit: int,
-        keys: Sequence[str] = (),
-    ) -> Iterator[None]:
-        """An add session (see :meth:`~..base.Store.adding`): none needed here either."""
-        yield
-
-    def add_ahead(self, rows: Sequence[NewMemory]) -> None:
-        return None
-
-    def search_ahead(self, scope: Scope, queries: np.ndarray, k: int) -> None:
-        return None
-
     def searches(
         self,
         scope: Scope,
@@ -390,16 +357,6 @@ class SQLiteSearch(SQLStore):
         return self.keyword_search(scope, text, k, where), self.vector_search(
             scope, query, k, where
         )
-
-    def reply_ahead(
-        self,
-        scope: Scope,
-        text: str,
-        query: Callable[[], np.ndarray],
-        k: int,
-        where: RecallFilter | None = None,
-    ) -> None:
-        return None
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
