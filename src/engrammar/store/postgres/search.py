@@ -19,10 +19,11 @@ from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ...models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, speaker_of, terms
 from ..base import ChunkVector
+from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.store import Dialect, SQLStore
-from ..tables import MEMORY_COLUMNS
+from ..tables import COPY_TABLES, MEMORY_COLUMNS
 from .ingest import PostgresIngest
 from .keyword import keyword_query, quote_lexeme
 from .reads import PostgresReads
@@ -116,23 +117,7 @@ def named(name: str, params: list[Any]) -> dict[str, Any]:
 
 #: table -> the columns that order its rows (the cursor of ``export_rows``)
 COPY_KEYS: dict[str, tuple[str, ...]] = {
-    "meta": ("key",),
-    "memories": ("seq",),
-    "memory_changes": ("rev",),
-    "edges": ("workspace", "src", "dst", "kind"),
-    "edge_changes": ("seq",),
-    "recalls": ("seq",),
-    "feedback_events": ("seq",),
-    "decision_memories": ("workspace", "event_id", "answer"),
-    "decision_reviews": ("seq",),
-    "preference_pairs": ("seq",),
-    "logged_events": ("seq",),
-    "memory_ratings": ("seq",),
-    "reply_signals": ("seq",),
-    "api_keys": ("key_id",),
-    "knowledge_bases": ("seq",),
-    "knowledge_chunks": ("seq",),
-    "memory_chunks": ("seq",),
+    table: row_order(table, "postgresql") for table in COPY_TABLES
 }
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...models import Edge, MemoryRecord, Scope
 from ..base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
+from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..sql.store import Dialect, scope_where
 from ..tables import (
@@ -627,23 +628,7 @@ class SQLiteStore(SQLiteSearch):
 
     #: table -> the column that orders its rows (the cursor of export_rows)
     _COPY_KEYS: dict[str, str] = {  # noqa: RUF012
-        "meta": "rowid",
-        "memories": "seq",
-        "memory_changes": "rev",
-        "edges": "rowid",
-        "edge_changes": "seq",
-        "recalls": "rowid",
-        "feedback_events": "seq",
-        "decision_memories": "rowid",
-        "decision_reviews": "seq",
-        "preference_pairs": "seq",
-        "logged_events": "seq",
-        "memory_ratings": "seq",
-        "reply_signals": "seq",
-        "api_keys": "rowid",
-        "knowledge_bases": "seq",
-        "knowledge_chunks": "seq",
-        "memory_chunks": "seq",
+        table: row_order(table, "sqlite")[0] for table in COPY_TABLES
     }
 
     def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:
