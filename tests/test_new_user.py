@@ -253,3 +253,15 @@ def test_python_m_engrammar_is_the_command() -> None:
         [sys.executable, "-m", "engrammar", "--version"], capture_output=True, text=True
     )
     assert done.returncode == 0 and __version__ in done.stdout
+
+
+@pytest.mark.model
+def test_formatted_names_what_a_note_refers_to_never_an_id(real_mem: Memory) -> None:
+    real_mem.add(["I live in Paris.", "I moved to Berlin last month."], user_id="alice")
+    both = real_mem.recall("Where do I live?", user_id="alice")
+    assert any(m.note and re.search(r"[0-9a-f]{32}", m.note) for m in both.memories)
+    assert not re.search(r"[0-9a-f]{32}", both.formatted), both.formatted
+    assert '(replaces "I live in Paris.")' in both.formatted, both.formatted
+    alone = real_mem.recall("Where do I live?", user_id="alice", limit=1)
+    assert not re.search(r"[0-9a-f]{32}", alone.formatted), alone.formatted
+    assert "a memory not shown" in alone.formatted, alone.formatted
