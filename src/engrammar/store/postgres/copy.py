@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
-
-import psycopg
 
 from ...errors import ValidationError
 from ..tables import COPY_JSON_FIELDS, COPY_TABLES, COPY_VECTOR_FIELDS
+from .connection import Conn, Connected
 from .search import COPY_KEYS, Vector, analysed, jsonb
 
 __all__ = ["PostgresCopy"]
 
 T = TypeVar("T")
-Conn = psycopg.Connection[Any]
 
 
-class PostgresCopy:
+class PostgresCopy(Connected):
     """The bulk-copy half of :class:`~.store.PostgresStore`."""
-
-    def _read(self, what: str, fn: Callable[[Conn], T], *, transaction: bool = False) -> T:
-        raise NotImplementedError
-
-    def _tx(self, what: str, fn: Callable[[Conn], T]) -> T:
-        raise NotImplementedError
 
     # -- bulk copy (engrammar migrate) -----------------------------------------------------------
     _COPY_KEYS = COPY_KEYS

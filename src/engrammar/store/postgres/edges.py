@@ -3,46 +3,32 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-import psycopg
 
 from ...models import Edge
 from ..base import EdgeDelta, ReplySignal
+from .connection import Conn, Connected
 from .search import Vector
 from .statements import planned_once
 
 __all__ = ["PostgresEdges"]
 
 T = TypeVar("T")
-Conn = psycopg.Connection[Any]
 
 
 class _Consumed(Exception):
     """The recall a feedback call consumes had been consumed already."""
 
 
-class PostgresEdges:
+class PostgresEdges(Connected):
     """The edge-update half of :class:`~.store.PostgresStore`."""
 
     #: Distinct edges and one context vector: the write as one statement (off: the pipelined
     #: transaction, as for repeated edges; the tests compare the two).
     _edges_at_once = True
-
-    def _tx(
-        self,
-        what: str,
-        fn: Callable[[Conn], T],
-        *,
-        transaction: bool = True,
-        idempotent: bool = False,
-        attempts: int = 4,
-        pipeline: bool = False,
-        rerunnable: bool = False,
-    ) -> T:
-        raise NotImplementedError
 
     def adjust_edges(
         self,

@@ -35,10 +35,9 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-import psycopg
-
 from ...errors import StoreError
 from ...models import Scope
+from .connection import Conn, Connected
 from .local import local_hits, searched_locally
 from .snapshot import PARTS_OF, WINDOW_AGGREGATES, Snapshot, change_rows, windows
 from .statements import M_RAW, N_MEMORY, PROBE, planned_once
@@ -46,7 +45,6 @@ from .vectors import execute_searching
 
 __all__ = ["GRAPH_MAX", "MEMORY_BYTES", "STALE_S", "PostgresGraph", "ScopeGraph", "hint_key"]
 
-Conn = psycopg.Connection[Any]
 #: The default of ``Config.scope_graph_max``: a scope of at most this many memories is kept
 #: in process past ``scope_cache_bytes`` while it is the most recently used (scopes that fit
 #: the budget, at :data:`MEMORY_BYTES` each, are kept in any case).
@@ -256,7 +254,7 @@ class GraphBacked(dict[str, Any]):
         return value
 
 
-class PostgresGraph:
+class PostgresGraph(Connected):
     """The scope graphs of one store (see the module docstring); a base of
     :class:`~.reads.PostgresReads`."""
 
@@ -557,8 +555,6 @@ class PostgresGraph:
         return hints
 
     if TYPE_CHECKING:  # provided by PostgresReads and the store
-
-        def _read(self, what: str, fn: Callable[[Conn], Any]) -> Any: ...
 
         def _vector_query(
             self, scope: Scope, query: Any, k: int

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
@@ -59,14 +58,13 @@ from ..base import NewEdge, NewMemory
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..tables import MEMORY_COLUMNS
 from .add_search import hit_rows, queue_scope_vectors, searched_here
+from .connection import Conn, Connected
 from .exact_vectors import nearest, stacked
 from .reads import M_COLUMNS
-from .replicas import Replicas
 from .vectors import Vector, exact_rows, execute_searching, scope_keys
 
 __all__ = ["PostgresIngest"]
 
-Conn = psycopg.Connection[Any]
 _N_MEMORY = len(MEMORY_COLUMNS.split(","))
 # The term postings' statements (``PostgresSearch.term_postings``): the scope's size, then
 # per term its document count and newest ids.
@@ -171,7 +169,7 @@ def collapse_repeats(
     return kept, rename
 
 
-class PostgresIngest:
+class PostgresIngest(Connected):
     """The add-session half of :class:`~.search.PostgresSearch`."""
 
     _local: threading.local
@@ -190,25 +188,9 @@ class PostgresIngest:
     #: Answer a batch's searches of a small enough user scope in process
     #: (:mod:`.add_search`; off: on the server; benches compare the two).
     _search_in_process = True
-    _replicas: Replicas
 
     # provided by the store
-    @contextmanager
-    def _conn(self) -> Iterator[Conn]:
-        raise NotImplementedError
-        yield
-
     def _queue_new(self, conn: Conn, rows: Sequence[NewMemory], now: float) -> None:
-        raise NotImplementedError
-
-    def _read(
-        self,
-        what: str,
-        fn: Callable[[Conn], Any],
-        *,
-        transaction: bool = False,
-        pipeline: bool = False,
-    ) -> Any:
         raise NotImplementedError
 
     def _record(self, row: Sequence[Any]) -> MemoryRecord:

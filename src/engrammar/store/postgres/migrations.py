@@ -12,14 +12,10 @@ requires unique constraints to contain the distribution column).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import psycopg
 
 from ..tables import SOURCED_TABLES
+from .connection import Conn
 from .vectors import VECTOR_STORAGE, create_vector_indexes, hnsw_options
-
-Conn = psycopg.Connection[Any]
 
 
 def _run(conn: Conn, *statements: str) -> None:

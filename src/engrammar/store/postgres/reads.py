@@ -40,12 +40,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import psycopg
 
 from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ...models import Edge, MemoryRecord, Scope
 from ..base import ChunkVector, LearningAhead, RefineAhead
 from ..tables import MEMORY_COLUMNS
+from .connection import Conn
 from .graph import PostgresGraph, hint_key
 from .snapshot import (
     NARROW_KINDS,
@@ -72,7 +72,6 @@ from .vectors import chunk_scope, own_hits, scope_keys
 
 __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
-Conn = psycopg.Connection[Any]
 _METADATA = 11
 # Candidates whose one-hop graph neighbours are read ahead: the head of either list and of the
 # guessed fused list (the walk starts from the best few refined candidates; on LoCoMo at 10k
@@ -98,16 +97,6 @@ class PostgresReads(PostgresGraph):
     _local: threading.local
 
     # provided by the store
-    def _read(
-        self,
-        what: str,
-        fn: Callable[[Conn], Any],
-        *,
-        transaction: bool = False,
-        pipeline: bool = False,
-    ) -> Any:
-        raise NotImplementedError
-
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         raise NotImplementedError
 

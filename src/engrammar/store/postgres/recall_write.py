@@ -23,21 +23,18 @@ from __future__ import annotations
 import json
 import select
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq
-from psycopg_pool import ConnectionPool
 
 from ..base import RecallRecord
 from ..sql.store import RECALL_COLUMNS, recall_values
-from .replicas import Replicas
+from .connection import Conn, Connected
 
 __all__ = ["LATE", "RecallWrites"]
 
-Conn = psycopg.Connection[Any]
 T = TypeVar("T")
 
 # Text-format parameters: the casts say what the float and JSON texts are.
@@ -86,27 +83,10 @@ def _answered(conn: Conn) -> bool:
         return False
 
 
-class RecallWrites:
+class RecallWrites(Connected):
     """``save_recall`` of :class:`~.store.PostgresStore` (see the module docstring)."""
 
-    _pool: ConnectionPool[Conn]
-    _replicas: Replicas
-    _closed: bool
-
     # provided by the store
-    def _tx(
-        self,
-        what: str,
-        fn: Callable[[Conn], T],
-        *,
-        transaction: bool = True,
-        idempotent: bool = False,
-        attempts: int = 4,
-        pipeline: bool = False,
-        rerunnable: bool = False,
-    ) -> T:
-        raise NotImplementedError
-
     def _state(self) -> tuple[threading.Condition, list[Future[None]], list[Any]]:
         state = self.__dict__.get("_recall_writes")
         if state is None:

@@ -24,13 +24,14 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from .connection import Conn
+
 __all__ = ["PRIMARY", "Replicas", "lsn"]
 
 #: The key of :attr:`Replicas.reads` that counts reads the primary served instead.
 PRIMARY = "(primary)"
 
 T = TypeVar("T")
-Conn = psycopg.Connection[Any]
 
 
 def lsn(text: str | None) -> int:

@@ -28,11 +28,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
 
 from ...models import Edge, RecallFilter, Scope
 from ..base import RecallRecord
 from ..tables import MEMORY_COLUMNS
+from .connection import Conn
 from .local import local_hits, searched_locally
 from .reads import M_COLUMNS
 from .snapshot import WINDOW_AGGREGATES, edges, keep_raw, windows
@@ -48,7 +48,6 @@ else:
 
 __all__ = ["PostgresReply"]
 
-Conn = psycopg.Connection[Any]
 
 # A keyword hit's chunk vectors (``memory_chunks`` by position), aggregated on its row.
 _CHUNKS = (

@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-import psycopg
 from psycopg.types.json import Jsonb
 
 from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
@@ -24,6 +23,7 @@ from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.store import Dialect, SQLStore
 from ..tables import COPY_TABLES, MEMORY_COLUMNS
+from .connection import Conn
 from .ingest import PostgresIngest
 from .keyword import keyword_query, quote_lexeme
 from .reads import PostgresReads
@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Conn = psycopg.Connection[Any]
 
 _MAX_POSITION = 16383  # tsvector positions saturate here; term counts above are approximate
 
@@ -146,30 +145,6 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     _k1: float
     _b: float
     _ef_search: int
-
-    def _tx(
-        self,
-        what: str,
-        fn: Callable[[Conn], T],
-        *,
-        transaction: bool = True,
-        idempotent: bool = False,
-        attempts: int = 4,
-        pipeline: bool = False,
-    ) -> T:
-        """Run ``fn`` on a pooled connection, in a transaction, retried when safe (provided by
-        ``PostgresStore``)."""
-        raise NotImplementedError
-
-    def _read(
-        self,
-        what: str,
-        fn: Callable[[Conn], T],
-        *,
-        transaction: bool = False,
-        pipeline: bool = False,
-    ) -> T:
-        raise NotImplementedError
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         ids = list(dict.fromkeys(ids))

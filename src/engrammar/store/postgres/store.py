@@ -39,6 +39,7 @@ from ...errors import ConflictError, NotFoundError, StoreError
 from ...models import MemoryRecord, Scope
 from ..base import ChunkVector, NewEdge, NewMemory, RecallRecord
 from ..tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
+from .connection import Conn
 from .copy import PostgresCopy
 from .edges import PostgresEdges
 from .graph import GRAPH_MAX
@@ -64,7 +65,6 @@ __all__ = ["PostgresStore", "redact_url"]
 
 T = TypeVar("T")
 IDLE = TransactionStatus.IDLE
-Conn = psycopg.Connection[Any]
 
 # Any constant works; it only has to be the same in every process that migrates the schema.
 _MIGRATION_LOCK = 0x656E6772616D6D  # "engramm"

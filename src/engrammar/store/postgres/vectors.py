@@ -22,13 +22,13 @@ import struct
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg.abc import Buffer
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
 from ...errors import StoreError
+from .connection import Conn
 
 __all__ = [
     "BUCKETS",
@@ -47,8 +47,6 @@ __all__ = [
     "scope_keys",
     "vector_index_names",
 ]
-
-Conn = psycopg.Connection[Any]
 
 
 class Vector:
