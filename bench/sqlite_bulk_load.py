@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _row_by_row(store: Any, workspace: str, user: str | None) -> Any:
     from engrammar.store.sqlite.index import ScopeIndex
-    from engrammar.store.sqlite.search import _CHUNK_COLUMNS, _chunk_lists
+    from engrammar.store.sqlite.search import CHUNK_COLUMNS, chunk_lists
 
     conn = store._sync_conn
     index = ScopeIndex(store._dimension(), store._k1, store._b, store._ann_threshold)
@@ -45,9 +45,9 @@ def _row_by_row(store: Any, workspace: str, user: str | None) -> Any:
             "ORDER BY seq",
             (workspace, user),
         ).fetchall()
-        chunks = _chunk_lists(
+        chunks = chunk_lists(
             conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks WHERE workspace = ? AND user_id IS ? "
+                f"SELECT {CHUNK_COLUMNS} FROM memory_chunks WHERE workspace = ? AND user_id IS ? "
                 "ORDER BY memory_id, position",
                 (workspace, user),
             )

@@ -1,4 +1,4 @@
-"""A batched add's neighbour searches answered in process (PostgreSQL, issue 20).
+"""A batched add's neighbour searches answered in process (PostgreSQL).
 
 An add of many messages asks for each one's nearest stored memories. Sent as one statement,
 the server walks the user's HNSW graph once per message (a scope past 2,000 memories) or

@@ -1,5 +1,5 @@
 """Exact nearest-neighbour search of one scope in process, as the PostgreSQL store's vector
-statement scores a small scope (issue 20): a memory by the best cosine of its own vector and
+statement scores a small scope: a memory by the best cosine of its own vector and
 its windows', ties by id. Used by a batched add (:mod:`.add_search`, many queries
 against vectors read for it) and by recall and feedback on a scope whose graph the process
 holds (:mod:`.local`, one query against vectors prepared once)."""

@@ -1,4 +1,4 @@
-"""A process's copy of a user scope's graph, for PostgreSQL recall (issue 20).
+"""A process's copy of a user scope's graph, for PostgreSQL recall.
 
 The recall prefetch (:meth:`.reads.PostgresReads._prefetch`) spends most of its time
 in the server guessing which neighbours, edges and rows a recall will read (at 10,000

@@ -1,4 +1,4 @@
-"""A small scope's vector hits from the process's copy of its graph (issue 20).
+"""A small scope's vector hits from the process's copy of its graph.
 
 A user with at most ``EXACT_MAX`` active memories is searched exactly in the server: the
 scope's rows read through its btree and every distance computed (``own_hits``' exact

@@ -138,7 +138,7 @@ def m001_create_tables(conn: Conn) -> None:
 
 
 def m002_feedback_records(conn: Conn) -> None:
-    """Append-only feedback records (seed 003) and the decision memories events create."""
+    """Append-only feedback records and the decision memories events create."""
     # Vectors of the records are read whole by learning_facts (no index): untyped ``vector``.
     _run(
         conn,
@@ -514,7 +514,7 @@ def m014_keyword_index_current(conn: Conn) -> None:
     unsorted list, up to ``gin_pending_list_limit`` (4 MB: ~17,000 memories) of the whole
     table, until a vacuum or the write that overflows it merges them; every keyword search
     reads that whole list, for any user, and plans against its cost: at 10,000 memories in
-    the list a search took 8-10 ms longer (bench/results/pg_scale.md, session 11)."""
+    the list a search took 8-10 ms longer (bench/results/pg_scale.md)."""
     _run(
         conn,
         "ALTER INDEX memories_terms SET (fastupdate = off)",
@@ -538,7 +538,7 @@ def m016_keyword_postings(conn: Conn) -> None:
     a trigger like ``keyword_terms``. Keyword search scores these rows by an
     index-only scan instead of reading each matching memory and unnesting all its terms
     (see :mod:`.keyword`): at 10,000 memories in one scope that was most of the
-    search's time (bench/results/pg_scale.md, session 13)."""
+    search's time (bench/results/pg_scale.md)."""
     _run(
         conn,
         """

@@ -126,7 +126,7 @@ def m001_create_tables(conn: sqlite3.Connection) -> None:
 
 
 def m002_feedback_records(conn: sqlite3.Connection) -> None:
-    """Append-only feedback records (seed 003) and the decision memories events create."""
+    """Append-only feedback records and the decision memories events create."""
     _run(
         conn,
         """

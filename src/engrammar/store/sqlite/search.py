@@ -32,7 +32,7 @@ from ..tables import MEMORY_COLUMNS
 from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
 from .index_terms import read_terms
 
-__all__ = ["SQLiteSearch"]
+__all__ = ["CHUNK_COLUMNS", "SQLiteSearch", "chunk_lists"]
 
 #: Memory rows kept in memory for ``get_memories`` (about 1 KB each).
 _ROW_CACHE = 20_000
@@ -42,11 +42,11 @@ def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-_CHUNK_COLUMNS = "memory_id, position, start_char, end_char, embedding"
+CHUNK_COLUMNS = "memory_id, position, start_char, end_char, embedding"
 
 
-def _chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]:
-    """``memory_chunks`` rows (:data:`_CHUNK_COLUMNS`, ordered), grouped by memory."""
+def chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]:
+    """``memory_chunks`` rows (:data:`CHUNK_COLUMNS`, ordered), grouped by memory."""
     grouped: dict[str, list[ChunkVector]] = {}
     for row in rows:
         grouped.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
@@ -205,9 +205,9 @@ class SQLiteSearch(SQLStore):
             # runs already in order (by kind, from the index it searches): a cheap sort.
             rows = cursor.fetchall()
             rows.sort(key=itemgetter(10))
-            chunks = _chunk_lists(
+            chunks = chunk_lists(
                 conn.execute(
-                    f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
+                    f"SELECT {CHUNK_COLUMNS} FROM memory_chunks "
                     "WHERE workspace = ? AND user_id IS ? ORDER BY memory_id, position",
                     (workspace, user),
                 )
@@ -298,9 +298,9 @@ class SQLiteSearch(SQLStore):
                 ):
                     current[row[0]] = row
                 chunks.update(
-                    _chunk_lists(
+                    chunk_lists(
                         conn.execute(
-                            f"SELECT {_CHUNK_COLUMNS} FROM memory_chunks "
+                            f"SELECT {CHUNK_COLUMNS} FROM memory_chunks "
                             f"WHERE memory_id IN ({marks}) ORDER BY memory_id, position",
                             chunk,
                         )
