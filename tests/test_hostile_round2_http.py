@@ -148,7 +148,7 @@ def test_a_client_gone_mid_body_logs_one_line(
                 b'Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{"content":'
             )
             time.sleep(0.3)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # as soon as it is logged; a loaded machine is late
         while time.monotonic() < deadline and not any(
             "went away" in r.getMessage() for r in caplog.records
         ):
