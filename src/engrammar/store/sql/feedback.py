@@ -69,6 +69,26 @@ class SQLRecords:
     def _q(self, sql: str) -> str:
         return self.dialect.sql(sql)
 
+    def _log(
+        self,
+        conn: Any,
+        memory_id: str,
+        workspace: str,
+        user_id: str | None,
+        op: str,
+        before: str | None,
+        after: str | None,
+        reason: str = "",
+    ) -> None:
+        """Add a change to ``memory_id``'s history (``memory_changes``)."""
+        conn.execute(
+            self._q(
+                "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, "
+                "reason, created_at) VALUES (?,?,?,?,?,?,?,?)"
+            ),
+            (memory_id, workspace, user_id, op, before, after, reason, time.time()),
+        )
+
     def _fetch(self, what: str, sql: str, args: Sequence[Any]) -> list[Any]:
         """The rows of one read statement (``?`` placeholders)."""
         sql = self._q(sql)

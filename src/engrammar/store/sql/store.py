@@ -127,25 +127,6 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         return memory_record(row, self.dialect.from_json(row[11]))
 
-    def _log(
-        self,
-        conn: Any,
-        memory_id: str,
-        workspace: str,
-        user_id: str | None,
-        op: str,
-        before: str | None,
-        after: str | None,
-        reason: str = "",
-    ) -> None:
-        conn.execute(
-            self._q(
-                "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, "
-                "reason, created_at) VALUES (?,?,?,?,?,?,?,?)"
-            ),
-            (memory_id, workspace, user_id, op, before, after, reason, time.time()),
-        )
-
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         where, params = scope_where(scope)
         sql = self._q(

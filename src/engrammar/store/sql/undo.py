@@ -40,18 +40,6 @@ class SQLUndo(SQLRecords):
 
         def _restore_superseded(self, conn: Any, workspace: str, gone: Sequence[str]) -> None: ...
 
-        def _log(
-            self,
-            conn: Any,
-            memory_id: str,
-            workspace: str,
-            user_id: str | None,
-            op: str,
-            before: str | None,
-            after: str | None,
-            reason: str = "",
-        ) -> None: ...
-
     def undo_record(
         self, workspace: str, record_id: str, lo: float, hi: float, user_id: str | None = None
     ) -> dict[str, Any]:
