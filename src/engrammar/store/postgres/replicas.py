@@ -19,12 +19,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .connection import Conn
+if TYPE_CHECKING:
+    from .connection import Conn
+
 
 __all__ = ["PRIMARY", "Replicas", "lsn"]
 
