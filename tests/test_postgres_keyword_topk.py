@@ -14,7 +14,8 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.models import Scope
-from engrammar.store import NewEdge, NewMemory, postgres_keyword
+from engrammar.store import NewEdge, NewMemory
+from engrammar.store.postgres import keyword as postgres_keyword
 from engrammar.store.postgres.keyword import keyword_query
 from engrammar.store.postgres.store import PostgresStore
 
