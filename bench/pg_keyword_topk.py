@@ -1,5 +1,5 @@
 """PostgreSQL keyword search: the postings statement's top k against the exact BM25 statement
-(issue 20), on every LoCoMo question, with the latency of each statement side by side.
+On every LoCoMo question, with the latency of each statement side by side.
 
     python bench/pg_keyword_topk.py [--n 10000] [--k 100] [--url URL] [--out FILE]
 
@@ -12,7 +12,7 @@ distinct question asked in scope ``u``, the three statements of
 ``postgres_keyword.keyword_query`` run one after the other (order rotating):
 
 * ``exact``: every matching memory row, its terms unnested (the reference);
-* ``rare``: main's statement before session 13 (max-score pruning over the memory rows);
+* ``rare``: main's statement before bounded top-k (max-score pruning over the memory rows);
 * ``postings``: the statement recall uses now (index-only postings, rare terms first).
 
 Reported: how many top 10s and top ``--k``s equal the exact one (ids in order; "up to ties":

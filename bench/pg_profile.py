@@ -1,4 +1,4 @@
-"""Where a PostgreSQL recall's time goes at N memories in one user scope (issue 20).
+"""Where a PostgreSQL recall's time goes at N memories in one user scope.
 
     python bench/pg_profile.py [--n 10000] [--recalls 50] [--dir DIR]
 

@@ -1,4 +1,4 @@
-"""SQLite and PostgreSQL side by side on one large user scope (issue 20's targets): recall and
+"""SQLite and PostgreSQL side by side on one large user scope (the targets): recall and
 feedback p50, round trips per recall and where a PostgreSQL recall's time goes, and add time
 over the raw embedding time.
 

@@ -1,4 +1,4 @@
-"""PostgreSQL per-user vector search: recall@10 against exact search, and latency (issue 20).
+"""PostgreSQL per-user vector search: recall@10 against exact search, and latency.
 
     python bench/pg_vectors.py --sizes 100000            # 100 users, one throwaway server
     python bench/pg_vectors.py --sizes 100000 --users 1  # one user holding every memory

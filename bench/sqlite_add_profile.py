@@ -1,5 +1,5 @@
 """Where ``Memory.add`` of one session into a filled SQLite user scope spends its time beyond
-the model (session 13, sqbulk13).
+the model.
 
     python bench/sqlite_add_profile.py --dir DIR --n 1500 [--sessions 6] [--src OTHER/src]
 

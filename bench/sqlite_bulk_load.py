@@ -1,4 +1,4 @@
-"""A SQLite partition's load, bulk against row by row, in one process (session 13, sqbulk13).
+"""A SQLite partition's load, bulk against row by row, in one process.
 
 For each (workspace, user) partition of a store file: the store's ``_load_partition`` (the
 bulk path: ``ScopeIndex.extend``) and the row-by-row load it replaced (``reserve`` and one

@@ -1,5 +1,5 @@
-"""The first recall of a big SQLite user scope in a fresh process, two versions alternating
-(session 13, sqbulk13): wall and CPU time of the process's first ``Memory.recall`` (which loads
+"""The first recall of a big SQLite user scope in a fresh process, two versions alternating:
+wall and CPU time of the process's first ``Memory.recall`` (which loads
 the partition into the in-process index), then of a second one, and the ids recalled.
 
     python bench/sqlite_first_recall.py --store DIR --src BASE/src --src THIS/src

@@ -1,5 +1,5 @@
-"""Recall and feedback on the embedded SQLite store at n memories in ONE user scope (session 12,
-sq100k): the store filled as ``pg_bulk_side_by_side.py --fill bulk`` fills it (pg_scope's LoCoMo
+"""Recall and feedback on the embedded SQLite store at n memories in ONE user scope
+(sq100k): the store filled as ``pg_bulk_side_by_side.py --fill bulk`` fills it (pg_scope's LoCoMo
 rows, beyond 10,000 copies with moved vectors; sequence and semantic edges), then ``--rounds``
 of recall + feedback (the gold answer as the reply) on a copy of it, by the code under
 ``--src`` (this checkout's ``src`` if not given): recall and feedback p50, how many times a

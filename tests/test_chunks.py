@@ -1,4 +1,4 @@
-"""Long messages embedded as overlapping chunks (issue 15, item 1), on both stores.
+"""Long messages embedded as overlapping chunks, on both stores.
 
 A message longer than ``Config.chunk_chars`` keeps its full text and gets one vector per
 window past the first; vector search scores the memory by its best window, recall's excerpt is

@@ -1,6 +1,6 @@
-"""A new user's first hour (issue 16): each defect they hit, held by a test.
+"""A new user's first hour: each defect they hit, held by a test.
 
-The numbers in the test names are the items of issue 16. The CLI runs as a subprocess, as a
+The numbers in the test names are the items of the defect list. The CLI runs as a subprocess, as a
 user runs it; the HTTP server is the real app on a loopback port.
 """
 

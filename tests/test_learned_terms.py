@@ -1,4 +1,4 @@
-"""Learned query terms (issue 17 item 1): feedback on one question carries to another worded
+"""Learned query terms: feedback on one question carries to another worded
 alike, not to an unrelated one, and undoing the record takes it back exactly."""
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ def render(report: dict[str, Any], out: Path) -> None:
         w("")
 
     # -- targets -------------------------------------------------------------------------
-    w("## Targets (issue 8)")
+    w("## Targets")
     w("")
     w("| target | measured | met |")
     w("|---|---|---|")

@@ -1,4 +1,4 @@
-"""Issue 21 over a real `engrammar serve` on loopback: Host/Origin/content type (2), lone
+"""Over a real `engrammar serve` on loopback: Host/Origin/content type (2), lone
 surrogates in JSON keys (5), timeouts, slow connections, disconnects, the rate limiter, 500s
 and MCP's strict types (7)."""
 

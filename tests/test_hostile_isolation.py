@@ -1,4 +1,4 @@
-"""Issue 21, hostile input and isolation round 2: one regression test (or a few) per finding.
+"""Hostile input and isolation: one regression test (or a few) per finding.
 
 The property-based and schema-based siblings of each class live in test_hostile_api.py and
 test_hostile_http.py.
