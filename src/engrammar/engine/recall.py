@@ -544,7 +544,7 @@ def _ahead(engine: Engine, context: QueryVector) -> LearningAhead:
 @contextmanager
 def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> Iterator[None]:
     """One read session for a whole recall (its ranking, standing preferences and knowledge
-    passages; only the ranking if not ``whole``): see :meth:`~engrammar.store.Store.reading`.
+    passages; only the ranking if not ``whole``): see :meth:`~engrammar.store.ReadAhead.reading`.
     With ``query``, the learned ranking's reads may be read ahead with the rest."""
     config = engine.config
     context = QueryVector(engine, query) if query is not None else None

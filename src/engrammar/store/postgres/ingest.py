@@ -220,7 +220,7 @@ class PostgresIngest(Connected):
         keys: Sequence[str] = (),
     ) -> Iterator[None]:
         """Answer this thread's reads of one add from few exchanges until the block ends (see
-        the module docstring and :meth:`~..base.Store.adding`)."""
+        the module docstring and :meth:`~..base.ReadAhead.adding`)."""
         if getattr(self._local, "add", None) is not None:
             yield
             return
@@ -252,7 +252,7 @@ class PostgresIngest(Connected):
 
     def search_ahead(self, scope: Scope, queries: np.ndarray, k: int) -> None:
         """Send this add session's vector searches now, on a worker (see
-        :meth:`~..base.Store.search_ahead`), and begin the write announced by
+        :meth:`~..base.ReadAhead.search_ahead`), and begin the write announced by
         :meth:`add_ahead` beside them on a connection of its own: the server inserts while it
         searches, and the caller judges its batch's own pairs meanwhile. Not with read
         replicas (a worker does not know where this thread must read)."""

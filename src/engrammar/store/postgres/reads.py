@@ -141,7 +141,7 @@ class PostgresReads(PostgresGraph):
         refine: RefineAhead | None = None,
     ) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
-        docstring and :meth:`~..base.Store.reading` for the arguments)."""
+        docstring and :meth:`~..base.ReadAhead.reading` for the arguments)."""
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
