@@ -6,7 +6,7 @@
   ``PostgresStore._tx`` (one statement, or one pipelined batch sent and answered together).
 
 It loads the first LoCoMo conversations with the real model (the speaker and session metadata
-``eval_locomo.ingest`` gives them), asks their questions, and prints per-recall counts, plus
+``_locomo.ingest`` gives them), asks their questions, and prints per-recall counts, plus
 whether keyword search returns the same top 10 with the same scores as the exact BM25 formula.
 
     python bench/pg_roundtrips.py [--conversations 2] [--questions 40] [--feedback]
@@ -89,8 +89,8 @@ def main() -> None:
 
     import psycopg
 
+    import _locomo as ev
     from engrammar import Config, Memory
-    from engrammar import eval_locomo as ev
     from engrammar.models import Scope
     from engrammar.store.postgres.store import PostgresStore
     from engrammar.store.sqlite.store import SQLiteStore

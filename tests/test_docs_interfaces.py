@@ -21,8 +21,6 @@ README = (ROOT / "README.md").read_text()
 def test_every_cli_command_is_in_the_tour() -> None:
     assert isinstance(cli, click.Group)
     for name, command in cli.commands.items():
-        if name == "eval":  # documented with the evaluation
-            continue
         if isinstance(command, click.Group):
             for sub in command.commands:
                 assert f"engrammar {name} {sub}" in DOC, f"engrammar {name} {sub}"

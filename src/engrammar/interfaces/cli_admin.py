@@ -10,7 +10,6 @@ import click
 
 from ..errors import EngrammarError, require_extra
 from .cli_common import config_of, emit, memory_of, scope_options, store_options
-from .cli_eval import eval_group
 from .cli_migrate import migrate_command
 from .texts import plural
 
@@ -442,7 +441,6 @@ def register(group: click.Group) -> None:
         mcp,
         backup,
         restore,
-        eval_group,
         migrate_command,
     ):
         group.add_command(command)

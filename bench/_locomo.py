@@ -24,8 +24,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .config import Config
-from .memory import Memory
+from engrammar.config import Config
+from engrammar.memory import Memory
 
 __all__ = [
     "DEFAULT_DATA",
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 # Relative to the working directory, as the project's scripts are run from the repo root.
-DEFAULT_DATA = Path("../shared/data/locomo10.json")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
