@@ -133,9 +133,9 @@ def keys() -> None:
 
 
 def _key_store(path: str | None, store_url: str | None) -> Any:
-    from ..store import open_store
+    from ..engine.admin import key_store
 
-    return open_store(config_of(path, store_url, None))
+    return key_store(config_of(path, store_url, None))
 
 
 @keys.command(name="create")
@@ -399,11 +399,11 @@ def backup(
     file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
 ) -> None:
     """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
-    from ..store.sqlite.backup import backup_file
+    from ..engine.admin import backup_sqlite
 
     config = _sqlite_file(path, store_url)
     try:
-        pages = backup_file(config.sqlite_file, file, busy_timeout_ms=config.busy_timeout_ms)
+        pages = backup_sqlite(config, file)
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -420,11 +420,11 @@ def restore(
 
     Running servers on the store should be restarted afterwards.
     """
-    from ..store.sqlite.backup import restore_file
+    from ..engine.admin import restore_sqlite
 
     config = _sqlite_file(path, store_url)
     try:
-        pages = restore_file(file, config.sqlite_file, busy_timeout_ms=config.busy_timeout_ms)
+        pages = restore_sqlite(config, file)
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

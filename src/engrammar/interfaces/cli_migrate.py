@@ -31,7 +31,7 @@ __all__ = ["migrate_command"]
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def migrate_command(source: str, destination: str, batch: int, as_json: bool) -> None:
     """Copy a store into another across backends, then verify counts and checksums."""
-    from ..store.migrate import migrate
+    from ..engine.admin import copy_store
 
     def progress(table: str, copied: int) -> None:
         click.echo(f"  {table}: {copied} rows", err=True)
@@ -39,7 +39,7 @@ def migrate_command(source: str, destination: str, batch: int, as_json: bool) ->
     if batch < 1:
         raise click.BadParameter("must be >= 1", param_hint="--batch")
     try:
-        report = migrate(source, destination, batch=batch, progress=progress)
+        report = copy_store(source, destination, batch=batch, progress=progress)
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
