@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.installed-core
 
-.PHONY: demo test test-fast lint format bench clean
+.PHONY: demo test test-fast lint format bench clean docs
 
 # Everything: the core, the [server] and [postgres] extras and the test tools.
 $(STAMP): pyproject.toml
@@ -49,6 +49,10 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff format src tests bench
 	$(VENV)/bin/ruff check --fix src tests bench
+
+# The reference pages under docs/reference/, written from Config and the operation table.
+docs: $(VENV)/.installed
+	$(PY) -m engrammar.interfaces.docs docs/reference
 
 BENCH_STAMP := $(VENV)/.bench-installed
 

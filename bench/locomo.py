@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _locomo as ev
 from _common import DEFAULT_DATA, RESULTS, machine
 from _embcache import DiskCachedEmbedder
 from engrammar import CachedEmbedder, Config, Memory
-from engrammar import eval_locomo as ev
 from engrammar.embed.onnx import MiniLMEmbedder
 
 OFF = {

@@ -1,5 +1,5 @@
 """PostgreSQL keyword search: the postings statement's top k against the exact BM25 statement
-(issue 20), on every LoCoMo question, with the latency of each statement side by side.
+On every LoCoMo question, with the latency of each statement side by side.
 
     python bench/pg_keyword_topk.py [--n 10000] [--k 100] [--url URL] [--out FILE]
 
@@ -12,7 +12,7 @@ distinct question asked in scope ``u``, the three statements of
 ``postgres_keyword.keyword_query`` run one after the other (order rotating):
 
 * ``exact``: every matching memory row, its terms unnested (the reference);
-* ``rare``: main's statement before session 13 (max-score pruning over the memory rows);
+* ``rare``: main's statement before bounded top-k (max-score pruning over the memory rows);
 * ``postings``: the statement recall uses now (index-only postings, rare terms first).
 
 Reported: how many top 10s and top ``--k``s equal the exact one (ids in order; "up to ties":
@@ -43,7 +43,7 @@ def fill(url: str, data: Path, n: int) -> None:
     import numpy as np
 
     from engrammar.store import NewMemory
-    from engrammar.store.postgres import PostgresStore
+    from engrammar.store.postgres.store import PostgresStore
     from store_bench import locomo_rows
 
     rows, _ = locomo_rows(data, max(n, 10_000))
@@ -118,7 +118,7 @@ def run(url: str, data: Path, k: int, limit: int) -> str:
 
     from engrammar import Config
     from engrammar.models import Scope
-    from engrammar.store.postgres_keyword import keyword_query
+    from engrammar.store.postgres.keyword import keyword_query
     from store_bench import locomo_rows
 
     config = Config()
@@ -223,7 +223,7 @@ def main() -> None:
         url = server.new_database()
         fill(url, Path(args.data), args.n)
     try:
-        from engrammar.store.postgres import PostgresStore
+        from engrammar.store.postgres.store import PostgresStore
 
         PostgresStore(url, pool_size=1).close()  # migrations (a store filled by older code)
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

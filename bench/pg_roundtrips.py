@@ -6,7 +6,7 @@
   ``PostgresStore._tx`` (one statement, or one pipelined batch sent and answered together).
 
 It loads the first LoCoMo conversations with the real model (the speaker and session metadata
-``eval_locomo.ingest`` gives them), asks their questions, and prints per-recall counts, plus
+``_locomo.ingest`` gives them), asks their questions, and prints per-recall counts, plus
 whether keyword search returns the same top 10 with the same scores as the exact BM25 formula.
 
     python bench/pg_roundtrips.py [--conversations 2] [--questions 40] [--feedback]
@@ -89,11 +89,11 @@ def main() -> None:
 
     import psycopg
 
+    import _locomo as ev
     from engrammar import Config, Memory
-    from engrammar import eval_locomo as ev
     from engrammar.models import Scope
-    from engrammar.store.postgres import PostgresStore
-    from engrammar.store.sqlite import SQLiteStore
+    from engrammar.store.postgres.store import PostgresStore
+    from engrammar.store.sqlite.store import SQLiteStore
 
     # An exchange: one call of the store to the server (one statement, or one pipelined
     # batch of statements sent together and answered together).
@@ -108,7 +108,7 @@ def main() -> None:
     if args.plain:
         import contextlib
 
-        from engrammar.store.postgres_search import PostgresSearch
+        from engrammar.store.postgres.search import PostgresSearch
 
         PostgresSearch.reading = (  # type: ignore[method-assign, assignment]
             lambda self, *a, **kw: contextlib.nullcontext()
@@ -148,7 +148,7 @@ def main() -> None:
             waits[0] = 0
             result = mem.recall(q["question"], user_id=q["sample_id"], limit=10)
             trips.append(waits[0])
-            # A recall record sent without waiting (store/postgres_recall_write.py) is answered
+            # A recall record sent without waiting (store/postgres/recall_write.py) is answered
             # first, so that its statement lands before the end marker (not counted as a wait).
             getattr(mem.store, "_recall_writes_done", lambda: None)()
             marker.execute("SELECT 'rt-marker-end'")

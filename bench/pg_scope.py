@@ -1,4 +1,4 @@
-"""SQLite and PostgreSQL side by side on one large user scope (issue 20's targets): recall and
+"""SQLite and PostgreSQL side by side on one large user scope (the targets): recall and
 feedback p50, round trips per recall and where a PostgreSQL recall's time goes, and add time
 over the raw embedding time.
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from engrammar import Config, Memory  # noqa: E402
 from engrammar.embed.onnx import MiniLMEmbedder  # noqa: E402
-from engrammar.store.postgres import PostgresStore  # noqa: E402
+from engrammar.store.postgres.store import PostgresStore  # noqa: E402
 from store_bench import Precomputed, embed_cached, locomo_rows, machine  # noqa: E402
 
 

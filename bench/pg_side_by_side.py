@@ -61,7 +61,7 @@ def main() -> None:
 
     import engrammar
     from engrammar.embed.onnx import MiniLMEmbedder
-    from engrammar.store.postgres import PostgresStore
+    from engrammar.store.postgres.store import PostgresStore
     from pg_scope import texts_and_vectors
     from store_bench import Precomputed
 

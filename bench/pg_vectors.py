@@ -1,4 +1,4 @@
-"""PostgreSQL per-user vector search: recall@10 against exact search, and latency (issue 20).
+"""PostgreSQL per-user vector search: recall@10 against exact search, and latency.
 
     python bench/pg_vectors.py --sizes 100000            # 100 users, one throwaway server
     python bench/pg_vectors.py --sizes 100000 --users 1  # one user holding every memory
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from _common import start_pg_server  # noqa: E402
 from engrammar.models import Scope  # noqa: E402
-from engrammar.store.postgres import PostgresStore  # noqa: E402
+from engrammar.store.postgres.store import PostgresStore  # noqa: E402
 from store_bench import DIM, Synthetic, machine, pct, timed_each  # noqa: E402
 
 AGENTS = 4
@@ -111,7 +111,7 @@ class GlobalIndex:
     def __init__(self, url: str, ef_search: int) -> None:
         import psycopg
 
-        from engrammar.store.postgres_search import Vector, register_vector
+        from engrammar.store.postgres.search import Vector, register_vector
 
         self.conn = psycopg.connect(url, autocommit=True)
         register_vector(self.conn)

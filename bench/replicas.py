@@ -192,7 +192,7 @@ def main() -> None:
             standby.stop()
         primary.stop()
     lines = [
-        "# Read replicas under load (issue 20, item 4)",
+        "# Read replicas under load",
         "",
         f"- command: `python bench/replicas.py --seconds {args.seconds:g} --rate {args.rate:g}`",
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: "

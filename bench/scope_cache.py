@@ -1,4 +1,4 @@
-"""Bounded scope caches (issue 21, item 3): searches over 100,000 distinct (workspace, user)
+"""Bounded scope caches: searches over 100,000 distinct (workspace, user)
 scopes must not grow the process without bound.
 
 Each search on a new user used to keep an in-memory index with 64 x dim float32 preallocated,

@@ -45,8 +45,8 @@ from _common import start_pg_server  # noqa: E402
 from engrammar import Config, Memory  # noqa: E402
 from engrammar.models import Scope  # noqa: E402
 from engrammar.store import NewMemory, Store  # noqa: E402
-from engrammar.store.postgres import PostgresStore  # noqa: E402
-from engrammar.store.sqlite import SQLiteStore  # noqa: E402
+from engrammar.store.postgres.store import PostgresStore  # noqa: E402
+from engrammar.store.sqlite.store import SQLiteStore  # noqa: E402
 
 DIM = 384
 

@@ -244,7 +244,7 @@ class Exchanges:
     statement or one pipelined batch each), in order, from now until the test ends."""
 
     def __init__(self, monkeypatch: Any) -> None:
-        from engrammar.store.postgres import PostgresStore
+        from engrammar.store.postgres.store import PostgresStore
 
         self.names: list[str] = []
         original = PostgresStore._tx

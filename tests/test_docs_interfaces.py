@@ -21,13 +21,24 @@ README = (ROOT / "README.md").read_text()
 def test_every_cli_command_is_in_the_tour() -> None:
     assert isinstance(cli, click.Group)
     for name, command in cli.commands.items():
-        if name == "eval":  # documented with the evaluation
-            continue
         if isinstance(command, click.Group):
             for sub in command.commands:
                 assert f"engrammar {name} {sub}" in DOC, f"engrammar {name} {sub}"
         else:
             assert re.search(rf"engrammar {name}\b", DOC), f"engrammar {name}"
+
+
+def test_every_command_but_the_servers_takes_json_as_the_tour_says() -> None:
+    assert isinstance(cli, click.Group)
+    without = set()
+    for name, command in cli.commands.items():
+        subs = command.commands if isinstance(command, click.Group) else {"": command}
+        for sub, leaf in subs.items():
+            options = {o for p in leaf.params for o in getattr(p, "opts", ())}
+            if "--json" not in options:
+                without.add(f"{name} {sub}".strip())
+    assert without == {"serve", "mcp"}
+    assert "every one but the two servers (`serve`, `mcp`) has `--json`" in DOC
 
 
 def test_every_mcp_tool_and_rest_path_is_documented(tmp_path: Path) -> None:

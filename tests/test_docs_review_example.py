@@ -1,4 +1,4 @@
-"""docs/interfaces.md's decision example (issue 16 item 11), run as written: the event, then
+"""docs/interfaces.md's decision example, run as written: the event, then
 the review of it in the same workspace; a failed outcome counts against the decision."""
 
 from __future__ import annotations

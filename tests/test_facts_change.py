@@ -112,7 +112,7 @@ def test_a_store_from_before_the_validity_columns_is_migrated(
 ) -> None:
     import sqlite3
 
-    from engrammar.store.migrations import MIGRATIONS
+    from engrammar.store.sqlite.migrations import MIGRATIONS
     from test_store_schema import _migrated_to
 
     store_dir = tmp_path / "old"

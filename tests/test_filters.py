@@ -12,7 +12,7 @@ import pytest
 from backends import open_memory
 from engrammar import Memory, ValidationError
 from engrammar.models import RecallFilter, Scope
-from engrammar.store.index import IndexRow, ScopeIndex
+from engrammar.store.sqlite.index import IndexRow, ScopeIndex
 
 both_stores = pytest.mark.every_store
 

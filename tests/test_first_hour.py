@@ -1,6 +1,6 @@
-"""A new user's first hour (issue 16): each defect they hit, held by a test.
+"""A new user's first hour: each defect they hit, held by a test.
 
-The numbers in the test names are the items of issue 16. The CLI runs as a subprocess, as a
+The numbers in the test names are the items of the defect list. The CLI runs as a subprocess, as a
 user runs it; the HTTP server is the real app on a loopback port.
 """
 
@@ -170,7 +170,7 @@ def test_04_10_serve_names_its_store_and_keys_and_a_busy_port_is_one_line(
                 f"http://127.0.0.1:{port}"
             )
             assert said[1].strip() == "engrammar: 1 active API key (workspaces: payments-api)"
-            for _ in range(200):
+            for _ in range(1200):  # up to a minute on a loaded machine
                 try:
                     r = httpx.post(
                         f"http://127.0.0.1:{port}/v1/memories",
@@ -357,12 +357,12 @@ def test_08_18_19_mcp_errors_annotations_resources_and_prompts(tmp_path: Path) -
     # Item 8: short, actionable, naming the field; no SDK prefix, no pydantic dump or URL.
     assert seen["errors"] == [
         "ValidationError: messages[0].content: must not be empty",
-        "ValidationError: kind: must be one of 'message', 'fact', 'decision', 'preference' "
-        "or 'event', got 'gossip'",
+        "ValidationError: kind: must be one of message, fact, decision, preference, event; "
+        "got 'gossip'",
         "ValidationError: content: must be a string, got 5",
-        "ValidationError: messages[0].role: must be one of 'user', 'assistant', 'system', "
-        "'tool', 'developer' or 'function', got 'bot'",
-        "ValidationError: limit: must be at least 1, got 0",
+        "ValidationError: messages[0].role: must be one of user, assistant, system, tool, "
+        "developer, function; got 'bot'",
+        "ValidationError: limit: must be >= 1, got 0",
         "ValidationError: query: is required",
     ]
     tools = seen["tools"]

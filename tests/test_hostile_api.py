@@ -169,7 +169,7 @@ def expect_clean(mem: Memory, call: Callable[[], Any]) -> Any:
     except ValidationError as exc:
         assert exc.field, "a ValidationError must name the field"
         assert exc.problem
-        # Every message can be sent: what it quotes is escaped (issue 21, item 5).
+        # Every message can be sent: what it quotes is escaped.
         str(exc).encode("utf-8")
         exc.field.encode("utf-8")
     except NotFoundError as exc:
@@ -426,7 +426,7 @@ def test_a_falsy_or_wrong_limit_is_refused_not_defaulted(mem: Memory, limit: obj
         assert info.value.field == "limit"
 
 
-# -- issue 21: times, stored values, surrogate keys, key spaces, what a response names, caches ---
+# -- times, stored values, surrogate keys, key spaces, what a response names, caches ---
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 
 

@@ -140,7 +140,7 @@ HOSTILE_VALUES: list[Any] = [
     -0.0,
     -1e308,
     -(2**31),
-    # Issue 21: numbers as strings (strict types, as REST), times outside the one range.
+    # Numbers as strings (strict types, as REST), times outside the one range.
     "5",
     "1.5",
     "true",
@@ -276,7 +276,7 @@ def test_mcp_raw_json_rpc_past_any_client_limit(live: Live) -> None:
     assert _db_digest(live.memory) == before
 
 
-# -- issue 21: raw bodies past the schema, on every REST operation that takes one -----------------
+# -- raw bodies past the schema, on every REST operation that takes one -----------------
 BODY_ROUTES = [
     (route.method, route.path)
     for op in OPERATIONS

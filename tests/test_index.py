@@ -6,7 +6,7 @@ import numpy as np
 
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
-from engrammar.store.index import ContextIndex, IndexRow, ScopeIndex
+from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex
 
 
 def _clustered(n: int, dim: int, seed: int = 1) -> np.ndarray:

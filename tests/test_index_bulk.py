@@ -14,11 +14,11 @@ import numpy as np
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import index_text, terms
-from engrammar.store.index import ScopeIndex
-from engrammar.store.index_terms import read_terms, stored_terms
-from engrammar.store.migrations import MIGRATIONS
-from engrammar.store.sqlite import SQLiteStore
-from engrammar.store.sqlite_search import SQLiteSearch
+from engrammar.store.sqlite.index import ScopeIndex
+from engrammar.store.sqlite.index_terms import read_terms, stored_terms
+from engrammar.store.sqlite.migrations import MIGRATIONS
+from engrammar.store.sqlite.search import SQLiteSearch
+from engrammar.store.sqlite.store import SQLiteStore
 
 AWKWARD = [
     "The cats were sitting on Caroline's mat, weren't they?",

@@ -102,7 +102,7 @@ def test_failed_review_takes_the_decision_off_the_top() -> None:
 
 
 def test_one_failed_review_means_the_decision_no_longer_stands() -> None:
-    """Issue 16 item 12: adopted, then failed in practice: not a prior decision, ranked below
+    """Adopted, then failed in practice: not a prior decision, ranked below
     a memory of equal relevance, noted as failed; a later success makes it stand again."""
     failure = ReviewFacts("corrected", "failure", 1.0, False, NOW)
     vecs = {"fix": FIX, "other": unit(1, 1)}

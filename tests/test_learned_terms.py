@@ -1,4 +1,4 @@
-"""Learned query terms (issue 17 item 1): feedback on one question carries to another worded
+"""Learned query terms: feedback on one question carries to another worded
 alike, not to an unrelated one, and undoing the record takes it back exactly."""
 
 from __future__ import annotations
@@ -135,7 +135,9 @@ def test_a_correction_teaches_the_other_way_and_a_rejection_nothing(
         adoption = by_text[TURNS[0]]
         reading = by_text[TURNS[6]]
         recall = mem.recall(ASKED, user_id="u", limit=10)
-        mem.rate_memory(adoption, "corrected", recall_id=recall.recall_id, user_id="u")
+        mem.rate_memory(
+            adoption, "corrected", "Not that one.", recall_id=recall.recall_id, user_id="u"
+        )
         mem.rate_memory(reading, "rejected", recall_id=recall.recall_id, user_id="u")
         assert mem.explain(RELATED, adoption, user_id="u")["learned"]["learned_terms"] < 0
         assert "learned_terms" not in mem.explain(RELATED, reading, user_id="u")["learned"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -197,7 +198,7 @@ def test_migrate_refuses_non_empty_destination_and_missing_source(tmp_path: Path
 
 def test_migrate_detects_a_differing_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The verification reads both sides back: a destination that drops rows is caught."""
-    from engrammar.store.sqlite import SQLiteStore
+    from engrammar.store.sqlite.store import SQLiteStore
 
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     _fill(a)
@@ -243,3 +244,14 @@ def test_engrammar_migrate_command(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert again.returncode == 1 and "already holds" in again.stderr
+    as_json = subprocess.run(
+        [sys.executable, "-m", "engrammar.cli", "migrate", "--from", source, "--to",
+         str(tmp_path / "other.db"), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert (
+        report["tables"]["memories"]["rows"] > 0
+        and len(report["tables"]["memories"]["sha256"]) == 64
+    )

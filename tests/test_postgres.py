@@ -13,8 +13,8 @@ from engrammar.embed.onnx import MiniLMEmbedder
 
 pytest.importorskip("psycopg")
 
-from engrammar.store.postgres import PostgresStore, redact_url
-from engrammar.store.postgres_migrations import MIGRATIONS
+from engrammar.store.postgres.migrations import MIGRATIONS
+from engrammar.store.postgres.store import PostgresStore, redact_url
 
 
 def _one(url: str, sql: str) -> object:

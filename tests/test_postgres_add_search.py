@@ -1,5 +1,5 @@
 """A batched add's neighbour searches answered in process on PostgreSQL
-(:mod:`engrammar.store.postgres_add_search`): the same neighbours with the same similarities,
+(:mod:`engrammar.store.postgres.add_search`): the same neighbours with the same similarities,
 and so the same graph, as the server's search statement (which scans a scope of up to 2,000
 memories exactly); inactive memories are never found, long memories are scored by their best
 window, and a batch too small for its scope still goes to the server. (The test of the
@@ -19,10 +19,10 @@ from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.engine import ingest
 from engrammar.errors import StoreError
-from engrammar.store.exact_vectors import nearest, stacked
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_add_search import searched_here
-from engrammar.store.postgres_ingest import PostgresIngest
+from engrammar.store.postgres.add_search import searched_here
+from engrammar.store.postgres.exact_vectors import nearest, stacked
+from engrammar.store.postgres.ingest import PostgresIngest
+from engrammar.store.postgres.store import PostgresStore
 
 TOPICS = ["hiking", "painting", "adoption", "camping", "guitar", "pottery", "marathon", "baking"]
 PLACES = ["the lake", "the mountains", "Paris", "the studio", "the park", "Berlin"]

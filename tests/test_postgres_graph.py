@@ -1,4 +1,4 @@
-"""A process's copy of a user scope's graph (store/postgres_graph.py, migration m017's change
+"""A process's copy of a user scope's graph (store/postgres/graph.py, migration m017's change
 log): recalls answered from it equal the plain prefetch's, and writes of another process (or
 another store object) are seen by the next recall."""
 
@@ -13,8 +13,8 @@ from tests.pg import Exchanges, copy_database
 from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store import postgres_graph
-from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres import graph as postgres_graph
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 

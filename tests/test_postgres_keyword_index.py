@@ -11,7 +11,7 @@ import psycopg
 
 from engrammar.models import Scope
 from engrammar.store import NewMemory
-from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres.store import PostgresStore
 
 WORDS = ["garden", "violin", "harbour", "pottery", "marathon", "lantern", "orchard", "comet"]
 

@@ -1,4 +1,4 @@
-"""PostgreSQL keyword search over ``keyword_postings`` (migration m016, store/postgres_keyword.py):
+"""PostgreSQL keyword search over ``keyword_postings`` (migration m016, store/postgres/keyword.py):
 the keyword tables kept exact through every write path (inserts by one statement trigger,
 migration m018), and the pruned statement's top k equal to
 the exact BM25 statement's, ids and scores, whether it prunes the common terms or falls back."""
@@ -14,9 +14,10 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.models import Scope
-from engrammar.store import NewEdge, NewMemory, postgres_keyword
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_keyword import keyword_query
+from engrammar.store import NewEdge, NewMemory
+from engrammar.store.postgres import keyword as postgres_keyword
+from engrammar.store.postgres.keyword import keyword_query
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 

@@ -1,5 +1,5 @@
 """The learned ranking's reads read ahead with a recall's neighbourhood (PostgreSQL read
-sessions, store/postgres_reads.py): the answers equal the plain reads', and a recall of a scope
+sessions, store/postgres/reads.py): the answers equal the plain reads', and a recall of a scope
 with feedback records needs no exchange of its own for them."""
 
 from __future__ import annotations

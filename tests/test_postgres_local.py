@@ -1,4 +1,4 @@
-"""A small scope's vector hits found in process from its held graph (store/postgres_local.py):
+"""A small scope's vector hits found in process from its held graph (store/postgres/local.py):
 the same memories, in the same order, as the server's vector statement, with the same
 similarities to ~1e-7; recalls and feedback then send no vector statement; a scope past
 ``EXACT_MAX`` and a changed scope are answered right."""
@@ -14,8 +14,10 @@ from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import Scope
-from engrammar.store import postgres_graph, postgres_local, postgres_reply
-from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres import graph as postgres_graph
+from engrammar.store.postgres import local as postgres_local
+from engrammar.store.postgres import reply as postgres_reply
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 

@@ -24,7 +24,7 @@ from engrammar.store import (
     RecallRecord,
     ReplySignal,
 )
-from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -643,7 +643,7 @@ def test_superseding_add_waits_once_and_equals_sqlite(
     with the same text (a whole-second time written as Python writes it)."""
     from psycopg._pipeline_base import BasePipeline
 
-    from engrammar.store.sqlite import SQLiteStore
+    from engrammar.store.sqlite.store import SQLiteStore
 
     waits: list[bool] = []  # fetches from the server: after the Sync, or a mid-pipeline read
     original = BasePipeline._fetch_gen

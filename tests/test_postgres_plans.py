@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_statements import planned_once
+from engrammar.store.postgres.statements import planned_once
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -93,7 +93,7 @@ def test_recall_and_feedback_plan_searches_per_call_and_the_rest_once(pg_url: st
         assert mode == "force_custom_plan"
         assert logged and all(g > 0 and c == 0 for g, c in logged)
         # The held graph of this small scope answers the vector searches in process
-        # (store/postgres_local.py); a store without it sends them, planned per call.
+        # (store/postgres/local.py); a store without it sends them, planned per call.
         assert vectors == []
         plain = Memory(Config(store=pg_url, pool_size=1), embedder=HashEmbedder())
         try:
@@ -114,7 +114,7 @@ def test_recall_and_feedback_plan_searches_per_call_and_the_rest_once(pg_url: st
 def test_the_graph_refresh_looks_its_changes_up_by_index(pg_url: str) -> None:
     """The planner guesses ~1,000 ids for a handful in ``change_log``'s arrays: joined plainly,
     the refresh after each feedback scanned the scope's memories and edges (~40 ms at 10k)."""
-    from engrammar.store import postgres_graph as graph
+    from engrammar.store.postgres import graph
 
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     store = mem.store

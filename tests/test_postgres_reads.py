@@ -1,4 +1,4 @@
-"""Read sessions of the PostgreSQL store (store/postgres_reads.py): a recall in few round trips,
+"""Read sessions of the PostgreSQL store (store/postgres/reads.py): a recall in few round trips,
 with every answer equal to what the plain reads give."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_search import PostgresSearch
+from engrammar.store.postgres.search import PostgresSearch
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -90,7 +90,7 @@ def _same_search_and_explain(mem: Memory, query: str, limit: int, target: str) -
 class _Close(float):
     """A float equal to another within a relative 1e-5: learned scores decay with time, so
     two recalls a few milliseconds apart differ in the tenth digit, and vector hits found in
-    process (store/postgres_local.py) agree with the server's distances to ~1e-7."""
+    process (store/postgres/local.py) agree with the server's distances to ~1e-7."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, float) and math.isclose(self, other, rel_tol=1e-5, abs_tol=1e-9)
@@ -245,7 +245,7 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
     neighbours than the walk follows, so the prefetch reads some nodes' edges without their
     records and vectors. Whatever the walk then reaches is read on demand, and the recall,
     search and explain answers equal the plain reads'."""
-    from engrammar.store import postgres_reads
+    from engrammar.store.postgres import reads as postgres_reads
 
     monkeypatch.setattr(postgres_reads, "_WALK_GUESS", 1)  # fewer likely nodes: more misses
     monkeypatch.setattr(postgres_reads, "_HOP2_GUESS", 1)
@@ -379,7 +379,7 @@ def test_keyword_rare_terms_first_equals_the_exact_ranking(
     whether it prunes the common terms or falls back."""
     from engrammar.engine.filters import parse_filters
     from engrammar.models import Scope
-    from engrammar.store import postgres_keyword
+    from engrammar.store.postgres import keyword as postgres_keyword
 
     # A small budget (20 x k rows): at k = 1 or 2 "melani" (in every memory) is a common term.
     monkeypatch.setattr(postgres_keyword, "RARE_BUDGET", 0)
@@ -429,7 +429,7 @@ def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
     for the guessed head of the fused candidates only. Guesses cut to the bone (one seed, no
     margin) make misses: each is read on demand and every answer equals the plain reads'."""
     from engrammar.engine.recall import session
-    from engrammar.store import postgres_reads
+    from engrammar.store.postgres import reads as postgres_reads
 
     monkeypatch.setattr(postgres_reads, "_SEED_GUESS", 1)
     monkeypatch.setattr(postgres_reads, "HEAD_MARGIN", -8)  # head guess: refine depth - 8

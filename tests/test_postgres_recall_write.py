@@ -1,4 +1,4 @@
-"""The PostgreSQL recall record sent without waiting (store/postgres_recall_write.py): no
+"""The PostgreSQL recall record sent without waiting (store/postgres/recall_write.py): no
 round trip of its own in a recall, yet whole, readable by this process at once and by another
 right after, written again when its answer is an error, and never twice."""
 
@@ -13,9 +13,9 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.models import Scope
-from engrammar.store import postgres_recall_write
 from engrammar.store.base import RecallRecord
-from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres import recall_write as postgres_recall_write
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -163,7 +163,7 @@ def test_second_hop_guess_skips_the_edge_back_to_the_seed(
 ) -> None:
     """A first-hop node's strongest edge leads back to its seed (semantic edges go both ways):
     the walk skips it and takes the next three; the prefetch reads those three's records, so
-    the recall reads no record of its own (store/postgres_reads.py, ``reach2``; main's guess
+    the recall reads no record of its own (store/postgres/reads.py, ``reach2``; main's guess
     counted the edge back and read the third one's record in an exchange of its own)."""
     import uuid
 

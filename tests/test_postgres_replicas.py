@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_replicas import PRIMARY
+from engrammar.store.postgres.replicas import PRIMARY
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = [pytest.mark.postgres]
 

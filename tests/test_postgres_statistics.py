@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.postgres import ANALYZE_MIN_ROWS, PostgresStore
+from engrammar.store.postgres.store import ANALYZE_MIN_ROWS, PostgresStore
 
 pytestmark = pytest.mark.postgres
 

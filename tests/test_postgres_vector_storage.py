@@ -15,7 +15,7 @@ import pytest
 
 from engrammar import Scope
 from engrammar.store import NewMemory
-from engrammar.store.postgres import PostgresStore
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 

@@ -1,5 +1,5 @@
 """Per-user vector search on PostgreSQL: a small user's rows scanned exactly, a large user's
-through its bucket's partial HNSW index (see engrammar.store.postgres_vectors), and migration
+through its bucket's partial HNSW index (see engrammar.store.postgres.vectors), and migration
 m013 building the buckets in a store that already holds vectors."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from engrammar.models import Scope
 from engrammar.store import NewMemory
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_vectors import BUCKETS, EXACT_MAX, vector_index_names
+from engrammar.store.postgres.store import PostgresStore
+from engrammar.store.postgres.vectors import BUCKETS, EXACT_MAX, vector_index_names
 
 DIM = 16
 

@@ -16,8 +16,8 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.engine import ingest
 from engrammar.errors import StoreError
-from engrammar.store.postgres import PostgresStore
-from engrammar.store.postgres_ingest import Renames
+from engrammar.store.postgres.ingest import Renames
+from engrammar.store.postgres.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
 
@@ -188,7 +188,7 @@ def test_batch_repeating_a_message_is_written_once_in_one_go(
         assert calls == [True]  # and no collapsing write after it
         # The collapsing write, as a batch without the early check takes it.
         monkeypatch.setattr(
-            "engrammar.store.postgres.collapse_repeats", lambda rows: (list(rows), Renames())
+            "engrammar.store.postgres.store.collapse_repeats", lambda rows: (list(rows), Renames())
         )
         monkeypatch.setattr(PostgresStore, "_early_write", _no_early_write)
         mem.add(batch, user_id="collapsing", session_id="s1")

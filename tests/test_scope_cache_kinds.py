@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.sqlite_search import SQLiteSearch
+from engrammar.store.sqlite.search import SQLiteSearch
 
 
 def test_context_indexes_do_not_evict_an_oversized_scope(

@@ -179,7 +179,7 @@ def test_rest_errors_are_json_and_name_the_field(srv: Server) -> None:
         assert r.status_code == 422 and r.json()["error"]["field"] == "colour"
         r = c.post("/v1/search", json={"user_id": "u"})
         assert r.status_code == 422 and r.json()["error"]["field"] == "query"
-        # Issue 16 item 16: a body that does not parse is a 400 (the convention), not a 422.
+        # A body that does not parse is a 400 (the convention), not a 422.
         r = c.post("/v1/recall", content=b"{not json", headers={"content-type": "application/json"})
         assert r.status_code == 400 and r.json()["error"] == {
             "type": "bad_request",

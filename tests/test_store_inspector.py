@@ -1,4 +1,4 @@
-"""The inspector's store reads (engrammar.store.inspect_sql) answer the same on SQLite and on
+"""The inspector's store reads (engrammar.store.sql.inspect) answer the same on SQLite and on
 PostgreSQL: filtered pages with totals, scope counts, edges of a kind, the edge-weight log
 (written by adjust_edges, removed by forget) and reply signals."""
 
@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from engrammar.models import Scope
-from engrammar.store import EdgeDelta, NewEdge, RecallRecord, Store
+from engrammar.store import EdgeDelta, MemoryFilter, NewEdge, RecallRecord, Store
 from engrammar.store.base import ReplySignal
-from engrammar.store.inspect_sql import MemoryFilter
 from test_store_contract import EMB, HI, LO, WS, add, new
 
 pytestmark = pytest.mark.every_store

@@ -1,5 +1,6 @@
 """Both stores' migrations build the one logical schema of engrammar.store.schema; the SQLite
-migration that keyed decision links by workspace keeps the links of an older store."""
+migration that keyed decision links by workspace keeps the links of an older store, and an
+older PostgreSQL store opens migrated with its memories found again."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engrammar.store.migrations import MIGRATIONS
 from engrammar.store.schema import differences
-from engrammar.store.sqlite import SQLiteStore
+from engrammar.store.sqlite.migrations import MIGRATIONS
+from engrammar.store.sqlite.store import SQLiteStore
 
 Found = dict[str, tuple[list[str], list[list[str]]]]
 
@@ -51,14 +52,9 @@ def test_sqlite_migrations_build_the_logical_schema(tmp_path: Path) -> None:
         assert differences("sqlite", _sqlite_schema(conn)) == []
 
 
-def test_postgres_migrations_build_the_logical_schema(pg_url: str) -> None:
+def _postgres_schema(pg_url: str) -> Found:
     import psycopg
 
-    from engrammar.store.postgres import PostgresStore
-
-    store = PostgresStore(pg_url)
-    store.check_embedder("test", 8)
-    store.close()
     found: Found = {}
     with psycopg.connect(pg_url) as conn:
         for table, column in conn.execute(
@@ -89,7 +85,60 @@ def test_postgres_migrations_build_the_logical_schema(pg_url: str) -> None:
             constraints.setdefault((table, name), list(columns))
     for (table, _), columns in constraints.items():
         found[table][1].append(columns)
-    assert differences("postgresql", found) == []
+    return found
+
+
+def test_postgres_migrations_build_the_logical_schema(pg_url: str) -> None:
+    from engrammar.store.postgres.store import PostgresStore
+
+    store = PostgresStore(pg_url)
+    store.check_embedder("test", 8)
+    store.close()
+    assert differences("postgresql", _postgres_schema(pg_url)) == []
+
+
+def test_an_older_postgres_store_opens_migrated_with_its_memories(pg_url: str) -> None:
+    # A database as a release with the first eleven migrations left it (before the keyword
+    # statistics per term, the vector buckets, postings and the change log), holding a memory.
+    import psycopg
+
+    from engrammar.models import Scope
+    from engrammar.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
+    from engrammar.store.postgres.search import analysed
+    from engrammar.store.postgres.store import PostgresStore
+
+    older = [m for m in PG_MIGRATIONS if m.__name__ < "m012"]
+    assert 0 < len(older) < len(PG_MIGRATIONS)
+    terms, doc_len = analysed("Alice lives in Paris", {})
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(
+            "CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        for migration in older:
+            migration(conn)
+            conn.execute(
+                "INSERT INTO migrations VALUES (%s, %s)", (migration.__name__, time.time())
+            )
+        conn.execute(
+            "INSERT INTO memories (id, workspace, user_id, role, content, created_at, "
+            "updated_at, dedup_key, embedding, terms, doc_len) "
+            "VALUES ('m1', 'w', 'u', 'user', 'Alice lives in Paris', 1.0, 1.0, 'k1', "
+            "'[1,0,0,0,0,0,0,0]', %s::tsvector, %s)",
+            (terms, doc_len),
+        )
+    store = PostgresStore(pg_url)
+    try:
+        store.check_embedder("test", 8)
+        assert store.applied_migrations() == [m.__name__ for m in PG_MIGRATIONS]
+        scope = Scope(workspace="w", user_id="u")
+        assert store.get_memories("w", ["m1"])["m1"].content == "Alice lives in Paris"
+        assert [h[0] for h in store.keyword_search(scope, "paris", 5)] == ["m1"]
+        query = np.eye(8, dtype=np.float32)[0]
+        assert [h[0] for h in store.vector_search(scope, query, 5)] == ["m1"]
+    finally:
+        store.close()
+    assert differences("postgresql", _postgres_schema(pg_url)) == []
 
 
 #: The migration that gave decision links their workspace key.

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.migrations import MIGRATIONS
-from engrammar.store.sqlite import SQLiteStore
+from engrammar.store.sqlite.migrations import MIGRATIONS
+from engrammar.store.sqlite.store import SQLiteStore
 
 
 def _open(path: Path) -> Memory:

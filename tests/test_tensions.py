@@ -183,7 +183,7 @@ def test_update_rebuilds_contradictions(real_mem: Memory) -> None:
     assert real_mem.recall("Where do you live?", user_id="u").tensions == []
 
 
-# Wordings of changed facts added in session 8, each with a look-alike that is no change;
+# Wordings of changed facts added in an earlier run, each with a look-alike that is no change;
 # judged with the real model's similarity, as ``add`` and ``recall`` judge them.
 CHANGES_WORDED_OTHERWISE = [
     # a job stated, then another one or none
@@ -276,7 +276,7 @@ def test_a_question_about_a_span_that_reaches_now_ranks_what_is_current(
 
 
 # In user <-> assistant chat a user asks, plans and weighs options: no statement of fact, so
-# nothing a later message changes (session 8, issue 15 item 3; written for this project).
+# nothing a later message changes.
 REQUESTS_AND_PLANS = [
     ("I could send you my notes on the chapter.", "I'll send you my notes on the chapter."),
     (
@@ -323,7 +323,7 @@ def test_changes_worded_as_chat_are_found(minilm: MiniLMEmbedder, older: str, ne
     assert found.newer == "b"
 
 
-# Wordings added in session 9 (written for these tests, not taken from the bench set): chat
+# Wordings added in an earlier run (written for these tests, not taken from the bench set): chat
 # spellings, a fact stated before a question, a remark after a comma, contacts, a noun without
 # its article, "had to stop", "taken off", "moved out", a passive change, "pulled the plug".
 SESSION9_CHANGES = [
@@ -387,7 +387,7 @@ def test_session9_look_alikes_are_not(minilm: MiniLMEmbedder, older: str, newer:
 @pytest.mark.model
 def test_a_present_question_naming_a_day_ranks_what_is_current(real_mem: Memory) -> None:
     # "on Friday" in a present-tense question is the coming Friday, though the calendar finds
-    # the last one: the cancellation answers it (before session 9 supersession was skipped).
+    # the last one: the cancellation answers it (before an earlier run supersession was skipped).
     old, new = real_mem.add(
         [
             "We're flying to Lisbon on Friday.",

@@ -81,13 +81,13 @@ def test_export_then_import_restores_memories_and_edges(mem: Memory, tmp_path: P
         # A second import finds everything already there.
         again = copy.import_(out)
         assert (again["memories"], again["duplicates"]) == (0, 3)
-        # ... and says it wrote nothing (issue 16 item 7): no links, no records.
+        # ... and says it wrote nothing: no links, no records.
         assert (again["edges"], again["records"], again["edges_built"]) == (0, 0, 0)
         assert copy.stats()["memories"] == 3
 
 
 def test_an_export_without_links_gets_the_links_add_builds(mem: Memory, tmp_path: Path) -> None:
-    """Issue 16 item 6: imported memories are linked as `add` links them, so recall walks."""
+    """Imported memories are linked as `add` links them, so recall walks."""
     mem.add(
         ["I go bouldering on weekends.", "The purple overhang is my favourite route."],
         user_id="alice",
@@ -112,7 +112,7 @@ def test_an_export_without_links_gets_the_links_add_builds(mem: Memory, tmp_path
 
 
 def test_a_file_that_is_not_utf8_is_a_validation_error(mem: Memory, tmp_path: Path) -> None:
-    """Issue 16 item 5: binary input names the line, no UnicodeDecodeError escapes."""
+    """Binary input names the line, no UnicodeDecodeError escapes."""
     binary = tmp_path / "bin.jsonl"
     binary.write_bytes(b"\xff\xfe\x00bin")
     with pytest.raises(ValidationError, match="line 1: is not UTF-8 text"):

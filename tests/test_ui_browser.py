@@ -134,6 +134,16 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # No request a page makes by itself is refused (a browser asks for /favicon.ico).
+        refused: list[str] = []
+        page.on(
+            "response",
+            lambda r: (
+                refused.append(f"{r.status} {r.url}")
+                if r.status in (401, 403) or (r.url.endswith("/favicon.ico") and r.status >= 400)
+                else None
+            ),
+        )
         # The page keeps to its own Content-Security-Policy (no inline script or style).
         page.on(
             "console",
@@ -173,6 +183,9 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
         bars = page.locator("#recall-results .bar").first.get_attribute("aria-label") or ""
         assert bars.startswith("score") and "relevance" in bars
         assert page.locator("#formatted").inner_text().strip()
+        # Graph paths name memories by what they say, not by id.
+        paths = page.locator("#recall-out").inner_text()
+        assert not re.search(r"\b[0-9a-f]{32}\b", paths), paths
         _shot(page, "recall")
         page.get_by_role("button", name="Explain").first.click()
         expect(page.locator("#dialog").get_by_text("formula")).to_be_visible()
@@ -215,6 +228,16 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
             "aria-label", re.compile(r"0\.\d")
         )
         page.wait_for_selector("#rank-svg line[stroke='#a61b1b']", state="attached")
+        # Each dot says what its feedback said: the "Wrong" clicks are red, none is green.
+        dots = page.eval_on_selector_all(
+            "#timeline-svg circle",
+            "els => els.map(e => [e.textContent, e.getAttribute('fill'), e.dataset.polarity])",
+        )
+        wrong = [d for d in dots if " rejected " in d[0]]
+        assert wrong and all(d[1] == "#a61b1b" and d[2] == "wrong" for d in wrong), dots
+        # The rated memory is named by what it says.
+        rated = page.locator("#timeline-table tr", has_text="memory_rating").first.inner_text()
+        assert "rejected “" in rated and not re.search(r"memory [0-9a-f]{8}", rated), rated
         _shot(page, "learning")
 
         # -- tensions: resolve one by hand, which records ratings -------------------------
@@ -278,6 +301,17 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
         page.wait_for_selector("#memory-table")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
         _shot(page, "memories-narrow")
+        # Charts keep readable text on a phone: drawn at the screen's width, not shrunk.
+        smallest = "sel => Math.min(...[...document.querySelectorAll(sel)].map(t => t.getBoundingClientRect().height))"
+        page.goto(f"{url}/ui/#/learning")
+        page.wait_for_selector("#timeline-svg")
+        assert page.evaluate(smallest, "#timeline-svg text") >= 9
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+        _shot(page, "learning-narrow")
+        page.goto(f"{url}/ui/#/graph/{top}")
+        page.wait_for_selector("#graph-svg g.node", state="attached")
+        assert page.evaluate(smallest, "#graph-svg text") >= 9
+        _shot(page, "graph-narrow")
         page.set_viewport_size({"width": 1280, "height": 800})
 
         # -- another workspace's key sees none of acme's data ------------------------------
@@ -299,4 +333,5 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
         _shot(page, "other-workspace")
 
         assert errors == []
+        assert refused == [], refused
         context.close()

@@ -1,4 +1,4 @@
-"""Undo of feedback records (issue 17 item 3) and the per-source bound (item 4), on both stores.
+"""Undo of feedback records and the per-source bound (item 4), on both stores.
 
 The undo tests compare the whole ranking state before a record was given with the state after
 its undo: every recalled memory with its score, for several queries, and every edge weight.

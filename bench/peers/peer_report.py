@@ -199,7 +199,7 @@ def render(report: dict[str, Any], out: Path) -> None:
         w("")
 
     # -- targets -------------------------------------------------------------------------
-    w("## Targets (issue 8)")
+    w("## Targets")
     w("")
     w("| target | measured | met |")
     w("|---|---|---|")
@@ -536,7 +536,7 @@ def render(report: dict[str, Any], out: Path) -> None:
         w(f"| {LABELS[s]} | {full} | {c} |")
     w("")
     w(
-        "Inputs: engrammar ingests through its own LoCoMo path (`engrammar.eval_locomo.ingest`, as "
+        "Inputs: engrammar ingests through its own LoCoMo path (`bench/_locomo.py's ingest`, as "
         "bench/locomo.py: one add per session, the speaker as the message name, the session date "
         "as its timestamp) and embeds for real; every other system gets the referee's canonical "
         "text per turn (`Speaker: text [shared image: …]`). mem0 and numpy take those turns with "

@@ -62,15 +62,18 @@ class Engrammar(Adapter):
         embedder = None
         self.locomo: dict[str, Any] | None = None
         if job["phase"] == "quality":
-            # engrammar's own LoCoMo ingestion (engrammar.eval_locomo, as bench/locomo.py):
+            # engrammar's own LoCoMo ingestion (bench/_locomo.py, as bench/locomo.py):
             # one add per session, speaker as the message name, session date as timestamp.
-            from engrammar import eval_locomo as ev
+            import sys
+
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+            import _locomo as ev
 
             self.ev = ev
             self.locomo = {s["sample_id"]: s for s in ev.load(job["data"])}
             self.notes.append(
-                "quality: ingested by engrammar.eval_locomo.ingest (one add per session, "
-                "speaker as name, session date as timestamp), recalled as eval_locomo.ask does"
+                "quality: ingested by bench/_locomo.py's ingest (one add per session, "
+                "speaker as name, session date as timestamp), recalled as _locomo.ask does"
             )
         elif job.get("lookup"):
             from engrammar.embed.onnx import MiniLMEmbedder

@@ -33,7 +33,7 @@ from .config import Config
 from .embed import Embedder
 from .errors import StoreError, ValidationError
 from .memory import Memory
-from .store import Store
+from .store import Backend
 
 __all__ = ["AsyncMemory", "awaitable"]
 
@@ -81,7 +81,7 @@ class AsyncMemory:
         config: Config | None = None,
         *,
         embedder: Embedder | None = None,
-        store: Store | None = None,
+        store: Backend | None = None,
         memory: Memory | None = None,
         max_workers: int = 4,
     ) -> None:
@@ -107,7 +107,7 @@ class AsyncMemory:
         config: Config | None = None,
         *,
         embedder: Embedder | None = None,
-        store: Store | None = None,
+        store: Backend | None = None,
         max_workers: int = 4,
     ) -> AsyncMemory:
         """Open one from inside a running loop: opening loads the model and the store, which

@@ -14,7 +14,7 @@ import time
 
 from .engine import validate as v
 from .errors import AuthError
-from .store import ApiKeyRecord, Store
+from .store import ApiKeyRecord, ApiKeyStore
 
 __all__ = ["create_api_key", "list_api_keys", "revoke_api_key", "verify_api_key"]
 
@@ -27,7 +27,7 @@ def _hash(token: str) -> str:
 
 
 def create_api_key(
-    store: Store, workspace: str, *, user_id: str | None = None, name: str = ""
+    store: ApiKeyStore, workspace: str, *, user_id: str | None = None, name: str = ""
 ) -> tuple[str, ApiKeyRecord]:
     """Create a key for ``workspace`` (and ``user_id`` when given).
 
@@ -56,7 +56,7 @@ def create_api_key(
     return token, record
 
 
-def verify_api_key(store: Store, token: str) -> ApiKeyRecord:
+def verify_api_key(store: ApiKeyStore, token: str) -> ApiKeyRecord:
     """The active key record that ``token`` proves, or ``AuthError``.
 
     The hash comparison is constant-time, and an unknown key id costs the same comparison,
@@ -75,12 +75,12 @@ def verify_api_key(store: Store, token: str) -> ApiKeyRecord:
     return record
 
 
-def list_api_keys(store: Store, workspace: str | None = None) -> list[ApiKeyRecord]:
+def list_api_keys(store: ApiKeyStore, workspace: str | None = None) -> list[ApiKeyRecord]:
     """Key records (never the keys) of a workspace, or of every workspace."""
     return store.list_api_keys(v.scope_id("workspace", workspace))
 
 
-def revoke_api_key(store: Store, key_id: str) -> bool:
+def revoke_api_key(store: ApiKeyStore, key_id: str) -> bool:
     """Revoke a key by its id; ``True`` if it was active until now."""
     kid = v.scope_id("key_id", key_id, required=True)
     assert kid is not None

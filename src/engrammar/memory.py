@@ -30,7 +30,7 @@ from .models import (
     ScoredMemory,
     Skipped,
 )
-from .store import Store, open_store
+from .store import Backend, open_store
 
 __all__ = ["Memory"]
 
@@ -41,7 +41,7 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
     Args:
         config: settings; ``Config()`` (embedded SQLite under ``./engrammar_data``) by default.
         embedder: an :class:`~engrammar.embed.Embedder` to use instead of ``config.embedder``.
-        store: a :class:`~engrammar.store.Store` to use instead of opening ``config.store``.
+        store: a :class:`~engrammar.store.Backend` to use instead of opening ``config.store``.
 
     Example:
         >>> mem = Memory(Config(path="./data"))
@@ -54,14 +54,14 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         config: Config | None = None,
         *,
         embedder: Embedder | None = None,
-        store: Store | None = None,
+        store: Backend | None = None,
     ) -> None:
         self.config = config or Config()
         inner = embedder or make_embedder(self.config)
         if not isinstance(inner, Embedder):
             raise EmbedderError(f"{inner!r} does not implement the Embedder protocol")
         self.embedder = CachedEmbedder(inner, self.config.embed_cache_size)
-        self.store: Store = store or open_store(self.config)
+        self.store: Backend = store or open_store(self.config)
         self.store.check_embedder(self.embedder.name, self.embedder.dim)
         self._engine = Engine(self.store, self.embedder, self.config)
 
@@ -72,7 +72,7 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         if isinstance(self.store, Closed):
             return
         store, closed = self.store, Closed()
-        self.store = cast(Store, closed)
+        self.store = cast(Backend, closed)
         self._engine = cast(Engine, closed)
         store.close()
 

@@ -13,7 +13,7 @@ from .engine import Engine
 from .engine import validate as v
 from .errors import NotFoundError, StoreError
 from .models import MemoryRecord, Scope
-from .store import Store
+from .store import Backend
 
 __all__ = ["Closed", "FacadeBase"]
 
@@ -30,7 +30,7 @@ class FacadeBase:
     """The state and argument helpers of ``Memory`` (set by ``Memory.__init__``)."""
 
     config: Config
-    store: Store
+    store: Backend
     _engine: Engine
 
     def _scope(

@@ -256,8 +256,8 @@ class RecordsMixin(FacadeBase):
         Args:
             memory_id: the memory rated.
             verdict: ``accepted``, ``rejected`` or ``corrected``.
-            correction: the right content; stored as a memory of kind ``fact`` (same scope as
-                the rated memory) in the same transaction.
+            correction: the right content, required with ``corrected``; stored as a memory of
+                kind ``fact`` (same scope as the rated memory) in the same transaction.
             recall_id: the recall the memory came from; its query becomes the ``context``.
             context: the query the rating applies to. With a context the rating counts for
                 similar queries only; without one it counts wherever the memory is recalled.
@@ -275,6 +275,9 @@ class RecordsMixin(FacadeBase):
         target = self.get(v.scope_id("memory_id", memory_id, required=True) or "", workspace=ws)
         verdict = v.choice("verdict", verdict, RATING_VERDICTS)
         correction = v.optional_text("correction", correction, self.config.max_content_chars)
+        if verdict == "corrected" and correction is None:
+            # A correction without the right content teaches nothing to surface instead.
+            raise ValidationError("correction", "is required when verdict is 'corrected'")
         weight = v.unit_float("weight", weight, 0.0, 10.0)
         if weight == 0:
             raise ValidationError("weight", "must be > 0")

@@ -65,7 +65,7 @@ KEY_SEPARATOR = "\x1f"
 
 def idempotency_key(source_event_id: str | None, user_id: str | None) -> str | None:
     """How ``source_event_id`` is stored: within its user's own key space when the event
-    has a user, so one user's key neither reveals nor blocks another's (issue 21)."""
+    has a user, so one user's key neither reveals nor blocks another's."""
     if source_event_id is None or user_id is None:
         return source_event_id
     return f"{source_event_id}{KEY_SEPARATOR}{user_id}"
@@ -364,7 +364,7 @@ class KnowledgeChunk(_Dict):
     score: float = 0.0
 
 
-# -- feedback records (seed 003 "Decisions and feedback"; field names are part of the contract) --
+# -- feedback records ("Decisions and feedback" of the design; field names are part of the contract) --
 FEEDBACK_STATES = ("corrected", "adopted", "rejected")
 REVIEW_OUTCOMES = ("success", "partial", "failure", "unknown")
 RATING_VERDICTS = ("accepted", "rejected", "corrected")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,17 @@ from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.chunks import message_windows
 from ..recall.tensions import Statement
 from ..recall.text import embedding_text
-from ..store import ChunkVector, Store
+from ..store import Backend, ChunkVector, read_ahead
 
-__all__ = ["Engine", "dedup_key", "embed_memories", "in_scope", "statement"]
+__all__ = [
+    "Engine",
+    "adding",
+    "dedup_key",
+    "embed_memories",
+    "in_scope",
+    "reading",
+    "statement",
+]
 
 
 @dataclass(frozen=True)
@@ -31,7 +40,7 @@ class Engine:
     embedder and leave every decision to the pure functions of ``recall/`` and ``learn/``.
     """
 
-    store: Store
+    store: Backend
     embedder: Embedder
     config: Config
 
@@ -45,6 +54,20 @@ class Engine:
     def embed_one(self, text: str) -> np.ndarray:
         vector: np.ndarray = self.embed([text])[0]
         return vector
+
+
+def reading(store: object, *args: Any, **kwargs: Any) -> AbstractContextManager[None]:
+    """A read session of ``store`` (:meth:`~engrammar.store.ReadAhead.reading`) when it reads
+    ahead; otherwise nothing: its reads are answered as they come."""
+    ahead = read_ahead(store)
+    return ahead.reading(*args, **kwargs) if ahead is not None else nullcontext()
+
+
+def adding(store: object, *args: Any, **kwargs: Any) -> AbstractContextManager[None]:
+    """An add session of ``store`` (:meth:`~engrammar.store.ReadAhead.adding`) when it reads
+    ahead; otherwise nothing."""
+    ahead = read_ahead(store)
+    return ahead.adding(*args, **kwargs) if ahead is not None else nullcontext()
 
 
 def embed_memories(

@@ -20,8 +20,8 @@ from ..errors import NotFoundError
 from ..learn.alignment import alignment_deltas, tension_deltas
 from ..models import Scope
 from ..recall.tensions import agreed_side
-from ..store import EdgeDelta, RecallRecord, ReplySignal
-from .base import Engine
+from ..store import EdgeDelta, RecallRecord, ReplySignal, read_ahead
+from .base import Engine, reading
 from .ranking import candidates, query_at
 
 __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
@@ -33,7 +33,7 @@ def apply_feedback(
     """The MemWire rule on the scope's newest recall (or ``recall_id``), once; and
     the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
     # One read session (without a graph walk): what two steps both read is read once.
-    with engine.store.reading(neighbourhood=False):
+    with reading(engine.store, neighbourhood=False):
         return _apply(engine, scope, reply, recall_id, source)
 
 
@@ -51,8 +51,9 @@ def _apply(
     # The reply's searches (``drawn_on``, in the recall's scope, usually this one) travel
     # with the recall's read on a server store, which embeds the reply while the server
     # answers.
-    if config.feedback_reply_weight != 0 and config.feedback_reply_top > 0:
-        store.reply_ahead(scope, reply, reply_vector, config.candidate_pool)
+    ahead = read_ahead(store)
+    if ahead is not None and config.feedback_reply_weight != 0 and config.feedback_reply_top > 0:
+        ahead.reply_ahead(scope, reply, reply_vector, config.candidate_pool)
     record = store.get_recall(scope, recall_id)
     reply_vec = reply_vector()
     if record is None:

@@ -28,8 +28,8 @@ from ..recall.graph import (
 )
 from ..recall.tensions import ParseAhead, Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms
-from ..store import ChunkVector, NewEdge, NewMemory
-from .base import Engine, dedup_key, embed_memories, speaker, statement, states_facts
+from ..store import ChunkVector, NewEdge, NewMemory, read_ahead
+from .base import Engine, adding, dedup_key, embed_memories, speaker, statement, states_facts
 from .validate import Message
 
 __all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
@@ -46,8 +46,13 @@ def add(
     # The reads of the add announced, so that a server store answers them in few round trips.
     batch_terms = sorted({t for m in messages for t in terms(m.content)})
     keys = [dedup_key(scope, m.role, m.content) for m in messages] if dedup else []
-    with engine.store.adding(
-        scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory, keys
+    with adding(
+        engine.store,
+        scope,
+        graph_scope(scope),
+        batch_terms,
+        engine.config.graph_max_edges_per_memory,
+        keys,
     ):
         return _add(engine, scope, messages, keys)
 
@@ -100,7 +105,8 @@ def _add(
         for i, m in enumerate(messages)
     ]
     # A server store may start writing the rows while their edges are built.
-    engine.store.add_ahead(rows)
+    if (server := read_ahead(engine.store)) is not None:
+        server.add_ahead(rows)
     edges = build_edges(engine, scope, rows, latest=latest)
     return [memory_id for memory_id, _ in engine.store.add_memories(rows, edges)]
 
@@ -233,7 +239,8 @@ def build_edges(
     k = cap + (len(own) if replacing else 0)
     # A server store sends the searches now; the batch's own contradictions need no hits and
     # are judged while they travel (the proposals keep their order: stored pairs first).
-    store.search_ahead(gscope, vectors, k)
+    if (server := read_ahead(store)) is not None:
+        server.search_ahead(gscope, vectors, k)
     statements = _statements(rows)
     within = _tension_proposals(engine, _batch_pairs(engine, statements, rows, vectors))
     found = store.vector_searches(gscope, vectors, k)

@@ -16,7 +16,7 @@ from ..errors import NotFoundError, ValidationError
 from ..learn.rates import Signal, aggregate
 from ..learn.scoring import VERDICT_VALUE
 from ..models import KINDS, ROLES, MemoryRecord, Scope
-from ..store.inspect_sql import MemoryFilter
+from ..store import MemoryFilter
 from . import recall
 from . import validate as v
 from .base import Engine

@@ -41,7 +41,7 @@ from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, parse_query, sequence_support, time_match
 from ..store import LearningAhead, RefineAhead
-from .base import Engine, in_scope
+from .base import Engine, in_scope, reading
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity
@@ -504,7 +504,8 @@ def session(
     profile = profile or config.ranking
     context = QueryVector(engine, query) if query is not None else None
     outer = getattr(_SESSION, "context", None)
-    with engine.store.reading(
+    with reading(
+        engine.store,
         feedback_since(engine),
         preferences=preferences if whole and config.preferences_limit else 0,
         knowledge=whole and config.knowledge_recall_limit > 0,

@@ -45,7 +45,7 @@ def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
             raise ValidationError(name, "is required")
         return None
     if not isinstance(value, str):
-        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+        raise ValidationError(name, f"must be a string, got {shown(value)}")
     if not value.strip():
         raise ValidationError(name, "must not be empty")
     if len(value) > _MAX_ID:
@@ -86,7 +86,7 @@ def scope(
 
 def text(name: str, value: Any, max_chars: int) -> str:
     if not isinstance(value, str):
-        raise ValidationError(name, f"must be a string, got {type(value).__name__}")
+        raise ValidationError(name, f"must be a string, got {shown(value)}")
     if not value.strip():
         raise ValidationError(name, "must not be empty")
     if len(value) > max_chars:
@@ -103,7 +103,7 @@ def optional_text(name: str, value: Any, max_chars: int) -> str | None:
 
 def positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(name, f"must be an integer, got {type(value).__name__}")
+        raise ValidationError(name, f"must be an integer, got {shown(value)}")
     if value < 1:
         raise ValidationError(name, f"must be >= 1, got {value}")
     if maximum is not None and value > maximum:
@@ -113,7 +113,7 @@ def positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
 
 def non_negative_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(name, f"must be an integer, got {type(value).__name__}")
+        raise ValidationError(name, f"must be an integer, got {shown(value)}")
     if value < 0:
         raise ValidationError(name, f"must be >= 0, got {value}")
     return value
@@ -121,7 +121,7 @@ def non_negative_int(name: str, value: Any) -> int:
 
 def unit_float(name: str, value: Any, lo: float = 0.0, hi: float = 1.0) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(name, f"must be a number, got {type(value).__name__}")
+        raise ValidationError(name, f"must be a number, got {shown(value)}")
     number = float(value)
     if not math.isfinite(number) or not lo <= number <= hi:
         raise ValidationError(name, f"must be a number in [{lo}, {hi}], got {value!r}")
@@ -191,6 +191,13 @@ def _epoch(name: str, dt: datetime) -> float:
         return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
     except (OverflowError, ValueError, OSError):
         raise ValidationError(name, f"must be a time {_TIME_RANGE}") from None
+
+
+def shown(value: Any) -> str:
+    """``value`` as a type error shows it, on every interface: its repr, cut to 60 characters
+    (``limit: must be an integer, got 'x'``)."""
+    text = quote(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def quote(value: Any) -> str:

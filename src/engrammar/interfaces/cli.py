@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..engine.validate import shown
 from ..errors import EngrammarError
 from ..models import KINDS, ROLES
 from .cli_admin import register
@@ -196,8 +197,28 @@ _REFUSAL: dict[str, Callable[[dict[str, Any]], str | None]] = {
 _CREATES_STORE = frozenset({"add", "create_feedback_event", "create_preference_pair", "log_event"})
 
 
-def _int(bound: float | None) -> int | None:
-    return None if bound is None else int(bound)
+class _Number(click.ParamType[Any]):
+    """An integer or a number within bounds, refused in the words the library uses on every
+    interface (``must be >= 1, got 0``; ``must be an integer, got 'x'``)."""
+
+    def __init__(self, kind: type, low: float | None, high: float | None, gt: bool) -> None:
+        self.kind, self.low, self.high, self.gt = kind, low, high, gt
+        self.name = "integer" if kind is int else "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = self.kind(value)
+        except (TypeError, ValueError):
+            wanted = "an integer" if self.kind is int else "a number"
+            self.fail(f"must be {wanted}, got {shown(value)}", param, ctx)
+        shown_number = shown(number)
+        if self.low is not None and self.gt and not number > self.low:
+            self.fail(f"must be > {self.low:g}, got {shown_number}", param, ctx)
+        if self.low is not None and not self.gt and number < self.low:
+            self.fail(f"must be >= {self.low:g}, got {shown_number}", param, ctx)
+        if self.high is not None and number > self.high:
+            self.fail(f"must be <= {self.high:g}, got {shown_number}", param, ctx)
+        return number
 
 
 def _option(p: Param) -> click.Parameter:
@@ -210,9 +231,9 @@ def _option(p: Param) -> click.Parameter:
     if p.choices is not None:
         kind = click.Choice(p.choices)
     elif p.type in (int, int | None):
-        kind = click.IntRange(_int(p.low), _int(p.high))
+        kind = _Number(int, p.low, p.high, p.gt)
     elif p.type in (float, float | None):
-        kind = click.FloatRange(p.low, p.high) if p.low is not None and not p.gt else float
+        kind = _Number(float, p.low, p.high, p.gt)
     default = None if p.required or p.default in (None, "") else p.default
     return click.Option(
         flags,

@@ -10,7 +10,6 @@ import click
 
 from ..errors import EngrammarError, require_extra
 from .cli_common import config_of, emit, memory_of, scope_options, store_options
-from .cli_eval import eval_group
 from .cli_migrate import migrate_command
 from .texts import plural
 
@@ -111,8 +110,12 @@ def import_(
             f"({d['duplicates']} already present), {plural(d['edges'], 'new link', 'new links')}"
             + (f" ({d['edges_built']} built: the file had none)" if d["edges_built"] else "")
             + f", {plural(d['records'], 'new feedback or recall record', 'new feedback and recall records')}"
-            + f", {plural(d['knowledge_bases'], 'new knowledge base', 'new knowledge bases')}"
-            + f" ({plural(d['knowledge_chunks'], 'passage', 'passages')})"
+            + (
+                f", {plural(d['knowledge_bases'], 'new knowledge base', 'new knowledge bases')}"
+                f" ({plural(d['knowledge_chunks'], 'passage', 'passages')})"
+                if d["knowledge_bases"] or d["knowledge_chunks"]
+                else ""
+            )
             + (
                 f"; skipped {len(d['skipped'])} blank memories (lines "
                 f"{', '.join(str(s['line']) for s in d['skipped'])})"
@@ -130,9 +133,9 @@ def keys() -> None:
 
 
 def _key_store(path: str | None, store_url: str | None) -> Any:
-    from ..store import open_store
+    from ..engine.admin import key_store
 
-    return open_store(config_of(path, store_url, None))
+    return key_store(config_of(path, store_url, None))
 
 
 @keys.command(name="create")
@@ -230,7 +233,14 @@ def keys_revoke(key_id: str, as_json: bool, path: str | None, store_url: str | N
     show_default=True,
     help="Address to listen on. Anything but loopback exposes the server.",
 )
-@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--port",
+    "-p",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="Port to listen on (0: any free port).",
+)
 @click.option(
     "--no-auth",
     is_flag=True,
@@ -282,7 +292,7 @@ def serve(
         sock.close()
         raise
     try:
-        _announce(memory, host, port, auth=not no_auth)
+        _announce(memory, host, sock.getsockname()[1], auth=not no_auth, memwire=memwire_compat)
         run(
             memory,
             host=host,
@@ -296,16 +306,17 @@ def serve(
         memory.close()
 
 
-def _announce(memory: Any, host: str, port: int, *, auth: bool) -> None:
-    """Say on stderr which store is served and how many keys open it: a key created on
-    another store is the commonest reason for a 401."""
+def _announce(memory: Any, host: str, port: int, *, auth: bool, memwire: bool = False) -> None:
+    """Say on stderr which store is served, where its parts are, and how many keys open it: a
+    key created on another store is the commonest reason for a 401."""
     from ..keys import list_api_keys
 
     config = memory.config
     where = str(config.sqlite_file.resolve()) if config.is_sqlite else _redacted(config.store)
     active = [k for k in list_api_keys(memory.store, None) if k.revoked_at is None]
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"engrammar: serving {where} on http://{shown}:{port}", err=True)
+    base = f"http://{shown}:{port}"
+    click.echo(f"engrammar: serving {where} on {base}", err=True)
     if not auth:
         click.echo(
             f"engrammar: no authentication (--no-auth), workspace {config.workspace!r}", err=True
@@ -323,6 +334,14 @@ def _announce(memory: Any, host: str, port: int, *, auth: bool) -> None:
             "engrammar: WARNING: this store holds no active API key, so every request will be "
             "refused (401). Create one on THIS store: "
             f"engrammar keys create --workspace W{path_hint}",
+            err=True,
+        )
+    if memwire:
+        click.echo(f"engrammar: MemWire's REST API at {base}/, MCP at {base}/mcp", err=True)
+    else:
+        click.echo(
+            f"engrammar: inspector {base}/ui/, MCP {base}/mcp, REST {base}/v1 "
+            f"(OpenAPI {base}/openapi.json)",
             err=True,
         )
 
@@ -380,11 +399,11 @@ def backup(
     file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
 ) -> None:
     """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
-    from ..store.sqlite import backup_file
+    from ..engine.admin import backup_sqlite
 
     config = _sqlite_file(path, store_url)
     try:
-        pages = backup_file(config.sqlite_file, file, busy_timeout_ms=config.busy_timeout_ms)
+        pages = backup_sqlite(config, file)
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -401,11 +420,11 @@ def restore(
 
     Running servers on the store should be restarted afterwards.
     """
-    from ..store.sqlite import restore_file
+    from ..engine.admin import restore_sqlite
 
     config = _sqlite_file(path, store_url)
     try:
-        pages = restore_file(file, config.sqlite_file, busy_timeout_ms=config.busy_timeout_ms)
+        pages = restore_sqlite(config, file)
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -422,7 +441,6 @@ def register(group: click.Group) -> None:
         mcp,
         backup,
         restore,
-        eval_group,
         migrate_command,
     ):
         group.add_command(command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -27,9 +28,10 @@ __all__ = ["migrate_command"]
     help="Empty store to copy into (created if absent), in the same forms as --from.",
 )
 @click.option("--batch", default=1000, show_default=True, help="Rows per page/transaction.")
-def migrate_command(source: str, destination: str, batch: int) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def migrate_command(source: str, destination: str, batch: int, as_json: bool) -> None:
     """Copy a store into another across backends, then verify counts and checksums."""
-    from ..store.migrate import migrate
+    from ..engine.admin import copy_store
 
     def progress(table: str, copied: int) -> None:
         click.echo(f"  {table}: {copied} rows", err=True)
@@ -37,10 +39,15 @@ def migrate_command(source: str, destination: str, batch: int) -> None:
     if batch < 1:
         raise click.BadParameter("must be >= 1", param_hint="--batch")
     try:
-        report = migrate(source, destination, batch=batch, progress=progress)
+        report = copy_store(source, destination, batch=batch, progress=progress)
     except EngrammarError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    if as_json:
+        tables = {t: {"rows": n, "sha256": c} for t, (n, c) in report.tables.items()}
+        out = {"source": report.source, "destination": report.destination, "tables": tables}
+        click.echo(json.dumps(out, indent=2))
+        return
     click.echo(f"copied {report.source} -> {report.destination}")
     width = max((len(t) for t in report.tables), default=5)
     digits = max([4, *(len(str(rows)) for rows, _ in report.tables.values())])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from .. import __version__
+from ..engine.validate import shown
 from ..errors import EngrammarError
 from ..memory import Memory
 from ..models import KINDS, RATING_VERDICTS, ROLES
@@ -165,6 +167,17 @@ class _StrictServer(MCPServer[Any]):
             raise
 
 
+_TYPE_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "string": "a string",
+    "str": "a string",
+    "bool": "true or false",
+    "dict": "an object (dict)",
+    "list": "a list",
+}
+
+
 def _argument_error(exc: PydanticValidationError) -> str:
     """``ValidationError: field: problem`` for the first of pydantic's errors."""
     first = exc.errors()[0]
@@ -173,23 +186,26 @@ def _argument_error(exc: PydanticValidationError) -> str:
         field += f"[{part}]" if isinstance(part, int) else f".{part}" if field else str(part)
     ctx = first.get("ctx") or {}
     kind = first["type"]
-    got = repr(first.get("input"))[:60]
+    # The library's own words (engine.validate), so a refusal reads the same on every
+    # interface: "limit: must be >= 1, got 0", "limit: must be an integer, got 'x'".
+    got = shown(first.get("input"))
     if kind == "literal_error":
-        problem = f"must be one of {ctx.get('expected', '')}, got {got}"
+        allowed = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        problem = f"must be one of {', '.join(allowed)}; got {got}"
     elif kind == "missing":
         problem = "is required"
     elif kind.endswith("_type") or kind.endswith("_parsing"):
-        wanted = kind.split("_")[0].replace("dict", "object").replace("list", "list")
-        problem = f"must be a {wanted}, got {got}"
+        wanted = _TYPE_WORDS.get(kind.split("_")[0], f"a {kind.split('_')[0]}")
+        problem = f"must be {wanted}, got {got}"
     elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         bound = next(iter(ctx.values()), "")
-        words = {
-            "greater_than_equal": "at least",
-            "greater_than": "more than",
-            "less_than_equal": "at most",
-            "less_than": "less than",
+        signs = {
+            "greater_than_equal": ">=",
+            "greater_than": ">",
+            "less_than_equal": "<=",
+            "less_than": "<",
         }
-        problem = f"must be {words[kind]} {bound}, got {got}"
+        problem = f"must be {signs[kind]} {bound}, got {got}"
     elif kind == "extra_forbidden":
         problem = "unknown key"
     else:

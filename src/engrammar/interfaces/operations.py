@@ -396,7 +396,9 @@ def _record_ops(
         cli_doc=f"List {title}s of a scope, oldest first.",
         guards=_SCOPED,
         shape=_listed(key),
-        text=lambda d: "\n".join(f"{r['id']}  {summary(r)}" for r in d[key]),
+        text=lambda d: (
+            "\n".join(f"{r['id']}  {summary(r)}" for r in d[key]) or f"No {title}s in this scope."
+        ),
         schemas=(None, f"{record}List"),
     )
     getter = Operation(

@@ -188,8 +188,12 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
         cli_doc="List the knowledge bases of a scope, oldest first.",
         guards=_SCOPED,
         shape=_listed("knowledge_bases"),
-        text=lambda d: "\n".join(
-            f"{k['id']}  {k['chunk_count']:>5} chunks  {k['name']}" for k in d["knowledge_bases"]
+        text=lambda d: (
+            "\n".join(
+                f"{k['id']}  {k['chunk_count']:>5} chunks  {k['name']}"
+                for k in d["knowledge_bases"]
+            )
+            or "No knowledge bases in this scope."
         ),
         schemas=(None, "KnowledgeBaseList"),
     ),

@@ -28,6 +28,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
+from ..engine.validate import shown
 from ..errors import (
     AuthError,
     ConflictError,
@@ -63,8 +64,17 @@ PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
 UI_PREFIX = "/ui"
 
 
+#: Served without a key beside the inspector: where the parts are, and no icon.
+HOME_PATHS = frozenset({"/", "/favicon.ico"})
+
+
 def _public(path: str) -> bool:
-    return path in PUBLIC_PATHS or path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
+    return (
+        path in PUBLIC_PATHS
+        or path in HOME_PATHS
+        or path == UI_PREFIX
+        or path.startswith(UI_PREFIX + "/")
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -219,9 +229,9 @@ def _query_args(request: Request) -> dict[str, Any]:
             try:
                 number = int(value)
             except ValueError:
-                raise ValidationError(name, f"must be an integer, got {value[:40]!r}") from None
+                raise ValidationError(name, f"must be an integer, got {shown(value)}") from None
             if abs(number) > MAX_INT:
-                raise ValidationError(name, f"must be at most {MAX_INT}")
+                raise ValidationError(name, f"must be <= {MAX_INT}, got {shown(number)}")
             args[name] = number
         else:
             args[name] = value

@@ -1,4 +1,4 @@
-"""The MemWire feedback rule (seed 000): align a reply with the recalled paths (pure functions).
+"""The MemWire feedback rule: align a reply with the recalled paths (pure functions).
 
 For each path of a recall, alignment = the mean cosine between the reply's embedding and the
 embeddings of the path's nodes. A path aligned above ``feedback_align_strengthen`` has its

@@ -1,4 +1,4 @@
-"""Learning-rate management (seed 002): decay by age, shrinkage, a bounded total adjustment.
+"""Learning-rate management: decay by age, shrinkage, a bounded total adjustment.
 
 A memory's learned adjustment is built from signals, each a value in [-1, 1] (+1 "this helped",
 -1 "this was wrong") with a weight (how much the signal counts, already scaled by how well its

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..models import MemoryRecord, ScoredMemory, Tension, iso
 from .repeats import repeat_key
 
@@ -26,12 +28,30 @@ def pair_choice(memory: MemoryRecord) -> str | None:
     return f"{text} over {_quoted(rejected)}" if isinstance(rejected, str) else text
 
 
-def _line(item: ScoredMemory, flagged: set[str]) -> str:
+_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def _readable(note: str, said: dict[str, str]) -> str:
+    """A note with the memory ids it names ("replaces <id>") as what those memories say, or
+    as "a memory not shown" when the block does not hold them: an id means nothing to a
+    model reading the block."""
+
+    def named(found: re.Match[str]) -> str:
+        content = said.get(found.group(0))
+        if content is None:
+            return "a memory not shown"
+        short = " ".join(content.split())
+        return _quoted(short if len(short) <= 60 else short[:59] + "…")
+
+    return _ID.sub(named, note)
+
+
+def _line(item: ScoredMemory, flagged: set[str], said: dict[str, str] | None = None) -> str:
     mem = item.memory
     stamp = iso(mem.created_at)
     day = stamp[:10] if not stamp.startswith("invalid") else "date unknown"
     mark = " [conflict]" if mem.id in flagged else ""
-    note = f" ({item.note})" if item.note else ""
+    note = f" ({_readable(item.note, said or {})})" if item.note else ""
     choice = pair_choice(mem)
     if choice is not None:
         return f"- [{day}] {choice}{mark}{note}"
@@ -54,6 +74,7 @@ def format_memories(
     A text said several times (``recall.repeats``) takes one line, its first copy's.
     """
     flagged = {t.a for t in tensions} | {t.b for t in tensions}
+    contents = {i.memory.id: i.memory.content for i in [*(preferences or []), *items]}
     lines: list[str] = []
     used = 0
     header = "Standing preferences:"
@@ -61,7 +82,7 @@ def format_memories(
         lines.append(header)
         used = len(header) + 1
         for item in preferences:
-            line = _line(item, flagged)
+            line = _line(item, flagged, contents)
             if used + len(line) + 1 > max_chars // 2:
                 if len(lines) == 1:
                     line = line[: max(0, max_chars // 2 - used - 2)] + "…"
@@ -82,7 +103,7 @@ def format_memories(
         if key in said:
             continue
         said.add(key)
-        line = _line(item, flagged)
+        line = _line(item, flagged, contents)
         if used + len(line) + 1 > max_chars:
             if len(lines) == start:
                 lines.append(line[: max(0, max_chars - used - 1)] + "…")

@@ -6,15 +6,24 @@ from typing import TYPE_CHECKING
 
 from .base import (
     ApiKeyRecord,
+    ApiKeyStore,
+    Backend,
     ChunkVector,
     EdgeDelta,
+    FeedbackRecords,
+    InspectorReads,
+    KnowledgeStore,
     LearningAhead,
+    MemoryFilter,
     NewEdge,
     NewMemory,
+    ReadAhead,
     RecallRecord,
     RefineAhead,
     ReplySignal,
+    RowCopy,
     Store,
+    read_ahead,
 )
 
 if TYPE_CHECKING:
@@ -22,23 +31,32 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApiKeyRecord",
+    "ApiKeyStore",
+    "Backend",
     "ChunkVector",
     "EdgeDelta",
+    "FeedbackRecords",
+    "InspectorReads",
+    "KnowledgeStore",
     "LearningAhead",
+    "MemoryFilter",
     "NewEdge",
     "NewMemory",
+    "ReadAhead",
     "RecallRecord",
     "RefineAhead",
     "ReplySignal",
+    "RowCopy",
     "Store",
     "open_store",
+    "read_ahead",
 ]
 
 
-def open_store(config: Config) -> Store:
+def open_store(config: Config) -> Backend:
     """The store that ``config.store`` names."""
     if config.is_sqlite:
-        from .sqlite import SQLiteStore
+        from .sqlite.store import SQLiteStore
 
         return SQLiteStore(
             config.sqlite_file,
@@ -49,7 +67,7 @@ def open_store(config: Config) -> Store:
             scope_cache_bytes=config.scope_cache_bytes,
         )
     try:
-        from .postgres import PostgresStore
+        from .postgres.store import PostgresStore
     except ImportError as exc:
         from ..errors import StoreError
 

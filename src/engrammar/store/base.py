@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -39,20 +39,28 @@ from ..models import (
     RecallFilter,
     Scope,
 )
-from .inspect_sql import MemoryFilter
 
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
     "ApiKeyRecord",
+    "ApiKeyStore",
+    "Backend",
     "ChunkVector",
     "EdgeDelta",
+    "FeedbackRecords",
+    "InspectorReads",
+    "KnowledgeStore",
     "LearningAhead",
+    "MemoryFilter",
     "NewEdge",
     "NewFeedbackEvent",
     "NewMemory",
+    "ReadAhead",
     "RecallRecord",
     "ReplySignal",
+    "RowCopy",
     "Store",
+    "read_ahead",
     "rebuilt_edges",
 ]
 
@@ -77,6 +85,19 @@ class ChunkVector(NamedTuple):
     start: int
     end: int
     embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """What a memory list narrows to, beyond its scope; ``None`` means no condition."""
+
+    kind: str | None = None
+    role: str | None = None
+    status: str | None = None
+    since: float | None = None
+    until: float | None = None
+    text: str | None = None
+    newest_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,7 +269,10 @@ class ApiKeyRecord:
 
 
 class Store(Protocol):
-    """Persistence for memories, edges, recalls and feedback records (see module docstring)."""
+    """What the engine reads and writes of memories, their vectors and keyword terms, the graph,
+    recall records and the facts learning reads (see the module docstring for the contract
+    every method keeps). The other concepts a backend stores have protocols of their own
+    below; :class:`Backend` is all of them."""
 
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
@@ -256,51 +280,6 @@ class Store(Protocol):
     def check_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use; raise ``EmbedderError`` if ``dim`` differs later."""
 
-    def reading(
-        self,
-        feedback_since: float | None = None,
-        preferences: int = 0,
-        knowledge: bool = False,
-        neighbourhood: bool = True,
-        learning: LearningAhead | None = None,
-        refine: RefineAhead | None = None,
-    ) -> AbstractContextManager[None]:
-        """A read session of the calling thread: until the block ends the store may answer
-        reads from what it read ahead (a server store answers a recall's dozen questions in
-        a few round trips). Every answer equals the plain call's; writes inside the block
-        are not seen by its reads of memories already read. What the caller will ask, so that
-        it can be read ahead: ``feedback_since``, the oldest feedback record;
-        ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
-        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
-        ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
-        their neighbourhood is not read ahead); ``learning``, what the learned ranking will
-        ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
-        how the search's candidates are fused and refined."""
-
-    def adding(
-        self,
-        scope: Scope,
-        graph: Scope,
-        terms: Sequence[str],
-        limit: int,
-        keys: Sequence[str] = (),
-    ) -> AbstractContextManager[None]:
-        """An add session of the calling thread: until the block ends the store may answer
-        the reads of one add in ``scope`` from what it read ahead (a server store, in two
-        round trips). Every answer equals the plain call's. What the caller will ask:
-        ``latest_memories(scope, 1)`` and the vectors of what it returns,
-        ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
-        records of the hits, and ``edge_counts`` of the memories those return. ``keys``:
-        the dedup keys of the rows the add will write (a server store learns which the
-        scope holds already, and writes those as duplicates without a failed try)."""
-
-    def add_ahead(self, rows: Sequence[NewMemory]) -> None:
-        """Announce, in an add session, the rows its :meth:`add_memories` will write (with
-        the edges still to be built): a server store may begin their transaction meanwhile,
-        committed with the write or rolled back when the session ends without it. Nothing
-        changes for a store that writes in process."""
-
-    # -- memories ------------------------------------------------------------------------------
     def add_memories(
         self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
     ) -> list[tuple[str, bool]]:
@@ -312,22 +291,6 @@ class Store(Protocol):
         in the same transaction: its ``valid_until`` becomes the newer one's ``created_at`` and
         its ``superseded_by`` the newer one's id, unless it was replaced earlier already (op
         ``supersede`` in its history).
-        """
-
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
-        """What :meth:`add_memories` does, then insert ``records`` — ``(table, row)`` of
-        :data:`.tables.RECORD_TABLES` in the :meth:`export_rows` format — all in one
-        transaction (``Memory.import_``).
-
-        Memory ids in records follow rows that collapsed onto an existing memory. A record whose
-        id exists already (or, for a feedback event, whose ``source_event_id`` exists in its
-        workspace; for a decision link, whose event and answer) is skipped: importing the same
-        export twice writes it once. Returns what :meth:`add_memories` returns.
         """
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -377,7 +340,6 @@ class Store(Protocol):
     def stats(self, scope: Scope) -> dict[str, Any]:
         """Counts of memories, edges, recalls and feedback records in the scope."""
 
-    # -- search --------------------------------------------------------------------------------
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
@@ -392,12 +354,6 @@ class Store(Protocol):
         """:meth:`vector_search` for each row of ``queries`` (a batch of adds looks up the
         neighbours of every new memory); one list per row."""
 
-    def search_ahead(self, scope: Scope, queries: np.ndarray, k: int) -> None:
-        """Announce, in an add session, the :meth:`vector_searches` the caller will ask next
-        with these arguments: a server store sends them now, so that they travel while the
-        caller does work that needs no hits. Nothing changes for a store that searches in
-        process."""
-
     def searches(
         self,
         scope: Scope,
@@ -409,20 +365,6 @@ class Store(Protocol):
         """``(keyword_search(scope, text, k, where), vector_search(scope, query, k, where))``
         when the query's vector is known before its keyword hits (a reply's): a server store
         sends both at once."""
-
-    def reply_ahead(
-        self,
-        scope: Scope,
-        text: str,
-        query: Callable[[], np.ndarray],
-        k: int,
-        where: RecallFilter | None = None,
-    ) -> None:
-        """Announce, in a read session, the :meth:`searches` that will follow the next
-        :meth:`get_recall` (feedback's reply): a server store sends them with the recall's
-        read. ``query``: computes the reply's vector (kept after the first call); a server
-        store calls it once the recall's read is on its way, so that the embedding runs
-        while the server answers. Nothing changes for a store that answers in process."""
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
@@ -458,7 +400,6 @@ class Store(Protocol):
         ``limit`` of the memories containing the term, newest first. Every asked term is a key.
         """
 
-    # -- graph ---------------------------------------------------------------------------------
     def edges_from(
         self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
     ) -> list[Edge]:
@@ -471,41 +412,12 @@ class Store(Protocol):
     def edge_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int]:
         """How many edges leave each of ``ids`` (ids without edges map to 0)."""
 
-    # -- inspector reads (see engrammar.store.inspect_sql) ---------------------------------------
-    def find_memories(
-        self, scope: Scope, where: MemoryFilter, limit: int, offset: int
-    ) -> tuple[list[MemoryRecord], int]:
-        """A page of the scope's memories matching ``where``, and how many match in all."""
-
-    def scope_counts(
-        self, scope: Scope, limit: int
-    ) -> list[tuple[str | None, str | None, str | None, int]]:
-        """(user_id, agent_id, session_id, memories) of each distinct scope
-        key combination within ``scope``, sorted by the keys, at most ``limit`` rows."""
-
-    def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
-        """Edges of ``kind`` between memories of ``scope``, most recently updated first."""
-
-    def edge_changes(
-        self, workspace: str, memory_ids: Sequence[str], limit: int
-    ) -> list[dict[str, Any]]:
-        """Weight changes made by feedback to edges touching ``memory_ids``, oldest first:
-        ``src``, ``dst``, ``kind``, ``delta`` (as asked, before clamping), ``weight`` (after),
-        ``recall_id``, ``at``."""
-
     def learned_edge_parts(
         self, workspace: str, src_ids: Sequence[str], kind: str | None = None
     ) -> list[tuple[str, str, str, str | None, float]]:
         """What feedback moved each edge leaving ``src_ids`` by (of ``kind`` only, if
         given): ``(src, dst, kind, recall_id, applied)`` per logged change, ``applied`` the
         change of the weight after clamping (see ``engine.edge_context``)."""
-
-    def reply_signal_rows(
-        self, scope: Scope, memory_id: str | None, limit: int
-    ) -> list[dict[str, Any]]:
-        """Reply signals of the scope (of one memory, if given), newest first, without their
-        vectors: ``recall_id``, ``memory_id``, ``value``, ``alignment``, ``created_at`` and the
-        scope keys."""
 
     def adjust_edges(
         self,
@@ -528,23 +440,6 @@ class Store(Protocol):
         ``reply_signals`` are appended in the same transaction (and only then).
         """
 
-    def undo_record(
-        self, workspace: str, record_id: str, lo: float, hi: float, user_id: str | None = None
-    ) -> dict[str, Any]:
-        """Take back the feedback record ``record_id`` of ``workspace`` in one transaction, so
-        that every score is what it would be had the record never been given.
-
-        ``record_id`` names a feedback event (its reviews go with it), a decision review, a
-        preference pair, a memory rating, a logged event, or a recall that received a reply
-        (``feedback``): its reply signals are deleted, its edge changes replayed away within
-        ``[lo, hi]`` (``learn.replay``) and the recall can receive feedback again. A memory
-        the record stored beside itself goes too when nothing else refers to it. Returns
-        ``record_id``, ``kind``, ``user_id``, ``source``, ``undone`` (the record ids taken
-        back), ``memories_removed`` and ``edges_restored``; ``NotFoundError`` when there is
-        no such record (or, with ``user_id``, when it is not that user's).
-        """
-
-    # -- recalls -------------------------------------------------------------------------------
     def save_recall(self, record: RecallRecord) -> None:
         """Persist a recall record."""
 
@@ -552,20 +447,130 @@ class Store(Protocol):
         """The given recall of the scope, or the scope's newest recall when ``recall_id`` is
         None (consumed or not, either way); ``None`` if there is no such recall."""
 
-    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
-    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        """Up to ``limit`` rows of ``table`` (a key of :data:`.tables.COPY_TABLES`) in a
-        stable order, after the cursor ``after`` (``None``: from the start); returns the rows
-        and the cursor of the next page (``None`` when there is none)."""
+    def learning_facts(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        """What recall needs to apply feedback: the events (with their reviews and decision
+        memories) and preference pairs of the workspace visible to ``scope.user_id`` (its own
+        and workspace-wide records, any agent or session: decisions are shared), and the
+        ratings of ``memory_ids``. With ``since``, only records created (events: or reviewed)
+        at or after it; with ``limit``, only the newest ``limit`` events and pairs."""
 
-    def bulk_load(self) -> AbstractContextManager[None]:
-        """A context for loading many rows: the store may defer index maintenance to its end."""
+    def reply_facts(
+        self,
+        scope: Scope,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        since: float,
+        limit: int,
+        witnesses: Sequence[tuple[str, str]] = (),
+    ) -> list[ReplyFacts]:
+        """Reply signals created at or after ``since`` that recall can use: every signal of
+        the newest ``limit`` recalls of ``scope.user_id`` (and user-less ones) whose query has
+        a cosine of at least ``context_min`` with the vector ``context()``, about memories
+        active in ``scope``; and the signals naming a ``(recall_id, memory_id)`` of
+        ``witnesses`` (the recalls ratings were given on), whatever their query.
 
-    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Write rows exported by any store's :meth:`export_rows` as they are, in one
-        transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""
+        ``context`` is called only if the scope has such recalls at all: a scope without
+        feedback costs no query embedding. The cost follows the matching recalls, not the
+        signals stored: the recalls' query vectors are searched first."""
 
-    # -- feedback records (append-only) ------------------------------------------------------
+    def learning_reads(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float,
+        limit: int,
+        context: Callable[[], np.ndarray],
+        context_min: float,
+        reply_limit: int,
+    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        """Everything the learned ranking reads, in one call: ``learning_facts(scope,
+        memory_ids, since, limit)`` and ``reply_facts(scope, context, context_min, since,
+        reply_limit, witnesses)`` with the recalls the ratings were given on as witnesses
+        (a server store sends them together)."""
+
+
+@runtime_checkable
+class ReadAhead(Protocol):
+    """A store whose reads cost a round trip each (PostgreSQL) may answer a flow's questions
+    from a session it fills ahead, and send a write before the flow needs its answer. A store
+    whose reads are function calls (SQLite) has none of this; the engine checks for it
+    (:func:`read_ahead`) and calls the plain reads of :class:`Store` the same way either way."""
+
+    def reading(
+        self,
+        feedback_since: float | None = None,
+        preferences: int = 0,
+        knowledge: bool = False,
+        neighbourhood: bool = True,
+        learning: LearningAhead | None = None,
+        refine: RefineAhead | None = None,
+    ) -> AbstractContextManager[None]:
+        """A read session of the calling thread: until the block ends the store may answer
+        reads from what it read ahead (a server store answers a recall's dozen questions in
+        a few round trips). Every answer equals the plain call's; writes inside the block
+        are not seen by its reads of memories already read. What the caller will ask, so that
+        it can be read ahead: ``feedback_since``, the oldest feedback record;
+        ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
+        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
+        ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
+        their neighbourhood is not read ahead); ``learning``, what the learned ranking will
+        ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
+        how the search's candidates are fused and refined."""
+
+    def adding(
+        self,
+        scope: Scope,
+        graph: Scope,
+        terms: Sequence[str],
+        limit: int,
+        keys: Sequence[str] = (),
+    ) -> AbstractContextManager[None]:
+        """An add session of the calling thread: until the block ends the store may answer
+        the reads of one add in ``scope`` from what it read ahead (a server store, in two
+        round trips). Every answer equals the plain call's. What the caller will ask:
+        ``latest_memories(scope, 1)`` and the vectors of what it returns,
+        ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
+        records of the hits, and ``edge_counts`` of the memories those return. ``keys``:
+        the dedup keys of the rows the add will write (a server store learns which the
+        scope holds already, and writes those as duplicates without a failed try)."""
+
+    def add_ahead(self, rows: Sequence[NewMemory]) -> None:
+        """Announce, in an add session, the rows its :meth:`add_memories` will write (with
+        the edges still to be built): a server store may begin their transaction meanwhile,
+        committed with the write or rolled back when the session ends without it. Nothing
+        changes for a store that writes in process."""
+
+    def search_ahead(self, scope: Scope, queries: np.ndarray, k: int) -> None:
+        """Announce, in an add session, the :meth:`vector_searches` the caller will ask next
+        with these arguments: a server store sends them now, so that they travel while the
+        caller does work that needs no hits. Nothing changes for a store that searches in
+        process."""
+
+    def reply_ahead(
+        self,
+        scope: Scope,
+        text: str,
+        query: Callable[[], np.ndarray],
+        k: int,
+        where: RecallFilter | None = None,
+    ) -> None:
+        """Announce, in a read session, the :meth:`searches` that will follow the next
+        :meth:`get_recall` (feedback's reply): a server store sends them with the recall's
+        read. ``query``: computes the reply's vector (kept after the first call); a server
+        store calls it once the recall's read is on its way, so that the embedding runs
+        while the server answers. Nothing changes for a store that answers in process."""
+
+
+class FeedbackRecords(Protocol):
+    """The feedback records, append-only (events, reviews, pairs, logged events, ratings) and
+    their undo."""
+
     def create_feedback_event(self, new: NewFeedbackEvent) -> tuple[FeedbackEvent, bool]:
         """Insert the event and its decision memory in one transaction; returns
         ``(event, created)``.
@@ -618,54 +623,91 @@ class Store(Protocol):
     ) -> list[FeedbackRecord]:
         """Records of ``kind`` in the scope, oldest first."""
 
-    def learning_facts(
+    def undo_record(
+        self, workspace: str, record_id: str, lo: float, hi: float, user_id: str | None = None
+    ) -> dict[str, Any]:
+        """Take back the feedback record ``record_id`` of ``workspace`` in one transaction, so
+        that every score is what it would be had the record never been given.
+
+        ``record_id`` names a feedback event (its reviews go with it), a decision review, a
+        preference pair, a memory rating, a logged event, or a recall that received a reply
+        (``feedback``): its reply signals are deleted, its edge changes replayed away within
+        ``[lo, hi]`` (``learn.replay``) and the recall can receive feedback again. A memory
+        the record stored beside itself goes too when nothing else refers to it. Returns
+        ``record_id``, ``kind``, ``user_id``, ``source``, ``undone`` (the record ids taken
+        back), ``memories_removed`` and ``edges_restored``; ``NotFoundError`` when there is
+        no such record (or, with ``user_id``, when it is not that user's).
+        """
+
+
+class InspectorReads(Protocol):
+    """The web inspector's reads (see :mod:`.sql.inspect`)."""
+
+    def find_memories(
+        self, scope: Scope, where: MemoryFilter, limit: int, offset: int
+    ) -> tuple[list[MemoryRecord], int]:
+        """A page of the scope's memories matching ``where``, and how many match in all."""
+
+    def scope_counts(
+        self, scope: Scope, limit: int
+    ) -> list[tuple[str | None, str | None, str | None, int]]:
+        """(user_id, agent_id, session_id, memories) of each distinct scope
+        key combination within ``scope``, sorted by the keys, at most ``limit`` rows."""
+
+    def scope_edges(self, scope: Scope, kind: str, limit: int) -> list[Edge]:
+        """Edges of ``kind`` between memories of ``scope``, most recently updated first."""
+
+    def edge_changes(
+        self, workspace: str, memory_ids: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """Weight changes made by feedback to edges touching ``memory_ids``, oldest first:
+        ``src``, ``dst``, ``kind``, ``delta`` (as asked, before clamping), ``weight`` (after),
+        ``recall_id``, ``at``."""
+
+    def reply_signal_rows(
+        self, scope: Scope, memory_id: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Reply signals of the scope (of one memory, if given), newest first, without their
+        vectors: ``recall_id``, ``memory_id``, ``value``, ``alignment``, ``created_at`` and the
+        scope keys."""
+
+
+class RowCopy(Protocol):
+    """Whole tables in the export row format of :mod:`.tables` (``engrammar migrate``,
+    export and import)."""
+
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        """Up to ``limit`` rows of ``table`` (a key of :data:`.tables.COPY_TABLES`) in a
+        stable order, after the cursor ``after`` (``None``: from the start); returns the rows
+        and the cursor of the next page (``None`` when there is none)."""
+
+    def bulk_load(self) -> AbstractContextManager[None]:
+        """A context for loading many rows: the store may defer index maintenance to its end."""
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Write rows exported by any store's :meth:`export_rows` as they are, in one
+        transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""
+
+    def import_bundle(
         self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-        """What recall needs to apply feedback: the events (with their reviews and decision
-        memories) and preference pairs of the workspace visible to ``scope.user_id`` (its own
-        and workspace-wide records, any agent or session: decisions are shared), and the
-        ratings of ``memory_ids``. With ``since``, only records created (events: or reviewed)
-        at or after it; with ``limit``, only the newest ``limit`` events and pairs."""
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        records: Sequence[tuple[str, dict[str, Any]]],
+    ) -> list[tuple[str, bool]]:
+        """What :meth:`add_memories` does, then insert ``records`` — ``(table, row)`` of
+        :data:`.tables.RECORD_TABLES` in the :meth:`export_rows` format — all in one
+        transaction (``Memory.import_``).
 
-    def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
-    ) -> list[ReplyFacts]:
-        """Reply signals created at or after ``since`` that recall can use: every signal of
-        the newest ``limit`` recalls of ``scope.user_id`` (and user-less ones) whose query has
-        a cosine of at least ``context_min`` with the vector ``context()``, about memories
-        active in ``scope``; and the signals naming a ``(recall_id, memory_id)`` of
-        ``witnesses`` (the recalls ratings were given on), whatever their query.
+        Memory ids in records follow rows that collapsed onto an existing memory. A record whose
+        id exists already (or, for a feedback event, whose ``source_event_id`` exists in its
+        workspace; for a decision link, whose event and answer) is skipped: importing the same
+        export twice writes it once. Returns what :meth:`add_memories` returns.
+        """
 
-        ``context`` is called only if the scope has such recalls at all: a scope without
-        feedback costs no query embedding. The cost follows the matching recalls, not the
-        signals stored: the recalls' query vectors are searched first."""
 
-    def learning_reads(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float,
-        limit: int,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        reply_limit: int,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
-        """Everything the learned ranking reads, in one call: ``learning_facts(scope,
-        memory_ids, since, limit)`` and ``reply_facts(scope, context, context_min, since,
-        reply_limit, witnesses)`` with the recalls the ratings were given on as witnesses
-        (a server store sends them together)."""
+class ApiKeyStore(Protocol):
+    """API keys (hashed; see :mod:`engrammar.keys`)."""
 
-    # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:
         """Persist a new key record; ``ConflictError`` if ``key_id`` exists."""
 
@@ -675,7 +717,13 @@ class Store(Protocol):
     def list_api_keys(self, workspace: str | None) -> list[ApiKeyRecord]:
         """Key records of a workspace (of every workspace when ``None``), oldest first."""
 
-    # -- knowledge bases: written whole (the base and all its chunks) or not at all --------------
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Mark a key revoked; ``True`` if it was active, ``NotFoundError`` if it is unknown."""
+
+
+class KnowledgeStore(Protocol):
+    """Knowledge bases: written whole (the base and all its chunks) or not at all."""
+
     def add_knowledge(
         self, base: KnowledgeBase, chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
     ) -> None:
@@ -691,5 +739,14 @@ class Store(Protocol):
         """Delete a knowledge base of the scope with its chunks; the chunks deleted, or -1 if
         the scope holds no knowledge base ``kb_id``."""
 
-    def revoke_api_key(self, key_id: str) -> bool:
-        """Mark a key revoked; ``True`` if it was active, ``NotFoundError`` if it is unknown."""
+
+class Backend(
+    Store, FeedbackRecords, InspectorReads, RowCopy, ApiKeyStore, KnowledgeStore, Protocol
+):
+    """Everything a backend stores: what ``open_store`` returns and ``Memory`` runs on. A backend
+    may also be a :class:`ReadAhead`."""
+
+
+def read_ahead(store: object) -> ReadAhead | None:
+    """``store`` as a :class:`ReadAhead` when it reads ahead, else ``None``."""
+    return store if isinstance(store, ReadAhead) else None

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..config import Config
 from ..errors import StoreError, ValidationError
-from .base import Store
+from .base import Backend
 from .tables import COPY_TABLES
 
 __all__ = ["MigrationReport", "migrate", "open_location", "table_checksums"]
@@ -43,14 +43,14 @@ class MigrationReport:
     tables: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def open_location(location: str, *, create: bool) -> Store:
+def open_location(location: str, *, create: bool) -> Backend:
     """A store from a ``postgresql://`` URL, a ``sqlite:///file`` URL, a ``.db`` file or a data
     folder (holding ``engrammar.db``, as ``Config(path=…)`` does)."""
     if location.startswith(("postgresql://", "postgres://")):
         from . import open_store
 
         return open_store(Config(store=location))
-    from .sqlite import SQLiteStore
+    from .sqlite.store import SQLiteStore
 
     if location.startswith("sqlite:///"):
         file = Path(location[len("sqlite:///") :])
@@ -84,7 +84,7 @@ def _digest(row: dict[str, Any]) -> int:
     return int.from_bytes(hashlib.sha256(_canonical(row)).digest(), "big")
 
 
-def _pages(store: Store, table: str, batch: int) -> Any:
+def _pages(store: Backend, table: str, batch: int) -> Any:
     cursor: Any = None
     while True:
         rows, cursor = store.export_rows(table, cursor, batch)
@@ -94,7 +94,7 @@ def _pages(store: Store, table: str, batch: int) -> Any:
             return
 
 
-def table_checksums(store: Store, batch: int = 1000) -> dict[str, tuple[int, str]]:
+def table_checksums(store: Backend, batch: int = 1000) -> dict[str, tuple[int, str]]:
     """Per table of :data:`COPY_TABLES`: the row count and the order-independent checksum."""
     out = {}
     for table in COPY_TABLES:

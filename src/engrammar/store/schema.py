@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["BACKEND_TABLES", "TABLES", "Table", "differences"]
+__all__ = ["BACKEND_TABLES", "TABLES", "Table", "differences", "row_order"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Table:
         unique: further column sets that no two rows share.
         order: the column that numbers rows in insertion order, if any (a store may key on it).
         only: columns one backend adds (``{"postgresql": ("terms",)}``).
+        uncopied: columns a copied row leaves out (the destination fills them).
     """
 
     columns: tuple[str, ...]
@@ -32,6 +33,13 @@ class Table:
     unique: tuple[tuple[str, ...], ...] = ()
     order: str | None = None
     only: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    uncopied: tuple[str, ...] = ()
+
+    @property
+    def copy_columns(self) -> tuple[str, ...]:
+        """The fields of one copied row: every shared column but the row numbers and
+        :attr:`uncopied` (the destination numbers rows in the same order)."""
+        return tuple(c for c in self.columns if c != self.order and c not in self.uncopied)
 
 
 _SCOPE = ("workspace", "user_id", "agent_id", "session_id")
@@ -52,6 +60,7 @@ TABLES: dict[str, Table] = {
         ("rev", "memory_id", "workspace", "user_id", "op", "before", "after", "reason",
          "created_at"),
         key=("workspace", "rev"),
+        order="rev",
     ),
     "edges": Table(
         ("workspace", "src", "dst", "kind", "weight", "updated_at"),
@@ -73,6 +82,8 @@ TABLES: dict[str, Table] = {
     "decision_memories": Table(
         ("workspace", "event_id", "answer", "memory_id", "created_at"),
         key=("workspace", "event_id", "answer"),
+        # A copied link takes its workspace from its memory's (the rows predate the column).
+        uncopied=("workspace",),
     ),
     "decision_reviews": Table(
         ("seq", "id", "workspace", "user_id", "agent_id", "event_id", "final_decision",
@@ -150,6 +161,17 @@ BACKEND_TABLES: dict[str, frozenset[str]] = {
     ),
     "postgresql": frozenset({"change_log", "keyword_postings", "keyword_stats", "keyword_terms"}),
 }
+
+
+def row_order(name: str, backend: str) -> tuple[str, ...]:
+    """The columns that order the rows of table ``name`` in ``backend`` (the cursor of
+    ``export_rows``): its row number, else SQLite's ``rowid`` or the table's key."""
+    table = TABLES[name]
+    if table.order is not None:
+        return (table.order,)
+    if "seq" in table.only.get(backend, ()):
+        return ("seq",)
+    return ("rowid",) if backend == "sqlite" else table.key
 
 
 def _enforces(unique: Sequence[str], wanted: Sequence[str]) -> bool:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .schema import TABLES
+
 __all__ = [
     "COPY_BOOL_FIELDS",
     "COPY_JSON_FIELDS",
@@ -21,72 +23,34 @@ __all__ = [
     "write_records",
 ]
 
-#: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row.
+#: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row
+#: (the columns of the logical schema, :mod:`.schema`, less row numbers).
 #: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
 #: float32 vector; everything else is a string, a number or ``None``. Internal sequence
 #: numbers are not copied (the destination numbers rows in the same order).
 COPY_TABLES: dict[str, tuple[str, ...]] = {
-    "meta": ("key", "value"),
-    "memories": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "role", "content", "kind",
-        "status", "created_at", "updated_at", "metadata", "dedup_key", "embedding",
-        "valid_until", "superseded_by",
-    ),
-    "memory_chunks": (
-        "workspace", "memory_id", "position", "user_id", "agent_id", "session_id",
-        "start_char", "end_char", "embedding",
-    ),
-    "memory_changes": (
-        "memory_id", "workspace", "user_id", "op", "before", "after", "reason", "created_at",
-    ),
-    "edges": ("workspace", "src", "dst", "kind", "weight", "updated_at"),
-    "edge_changes": (
-        "workspace", "src", "dst", "kind", "delta", "weight", "recall_id", "at", "before",
-    ),
-    "recalls": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "query", "created_at",
-        "memory_ids", "paths", "tensions", "consumed_at",
-    ),
-    # Feedback records (and the decision memories events link to), after the memories.
-    "feedback_events": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "input_context", "ai_output",
-        "user_reaction", "user_correction", "corrected_output", "state", "reason",
-        "source_event_id", "payload_hash", "metadata", "created_at", "context_embedding",
-        "ai_output_embedding", "corrected_embedding", "source",
-    ),
-    "decision_memories": ("event_id", "answer", "memory_id", "created_at"),
-    "decision_reviews": (
-        "id", "workspace", "user_id", "agent_id", "event_id", "final_decision", "outcome",
-        "confidence", "reversed", "reason", "decision_memory_id", "created_at", "source",
-    ),
-    "preference_pairs": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "context", "accepted_output",
-        "rejected_output", "weight", "memory_id", "created_at", "context_embedding",
-        "accepted_embedding", "rejected_embedding", "source",
-    ),
-    "logged_events": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "kind", "payload", "created_at",
-        "source",
-    ),
-    "memory_ratings": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "memory_id", "verdict",
-        "correction", "correction_memory_id", "weight", "recall_id", "context",
-        "context_embedding", "created_at", "source",
-    ),
-    "reply_signals": (
-        "workspace", "user_id", "agent_id", "session_id", "recall_id", "memory_id", "value",
-        "alignment", "context_embedding", "created_at", "source",
-    ),
-    "api_keys": ("key_id", "key_hash", "workspace", "user_id", "name", "created_at", "revoked_at"),
-    "knowledge_bases": (
-        "id", "workspace", "user_id", "agent_id", "session_id", "name", "metadata",
-        "chunk_count", "created_at",
-    ),
-    "knowledge_chunks": (
-        "id", "workspace", "kb_id", "position", "user_id", "agent_id", "session_id", "content",
-        "metadata", "created_at", "embedding",
-    ),
-}  # fmt: skip
+    name: TABLES[name].copy_columns
+    for name in (
+        "meta",
+        "memories",
+        "memory_chunks",
+        "memory_changes",
+        "edges",
+        "edge_changes",
+        "recalls",
+        # Feedback records (and the decision memories events link to), after the memories.
+        "feedback_events",
+        "decision_memories",
+        "decision_reviews",
+        "preference_pairs",
+        "logged_events",
+        "memory_ratings",
+        "reply_signals",
+        "api_keys",
+        "knowledge_bases",
+        "knowledge_chunks",
+    )
+}
 #: The feedback tables whose records carry their ``source`` (SQLite m010, PostgreSQL m009).
 SOURCED_TABLES = (
     "feedback_events",

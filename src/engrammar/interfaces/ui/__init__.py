@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["STATIC_DIR", "ui_routes"]
+__all__ = ["HOME", "STATIC_DIR", "ui_routes"]
 
 STATIC_DIR = Path(__file__).with_name("static")
 
@@ -53,9 +53,32 @@ async def _to_index(request: Request) -> Response:
     return RedirectResponse("/ui/", status_code=308)
 
 
+#: Where a server's parts are, as ``GET /`` tells a person or a client that lands there.
+HOME = {
+    "name": "engrammar",
+    "ui": "/ui/",
+    "mcp": "/mcp",
+    "rest": "/v1",
+    "openapi": "/openapi.json",
+    "health": "/healthz",
+}
+
+
+async def _home(request: Request) -> Response:
+    return JSONResponse(HOME)
+
+
+async def _no_icon(request: Request) -> Response:
+    # Browsers ask every page's server for one; a 401 there is a console error each visit.
+    return Response(status_code=204)
+
+
 def ui_routes() -> list[Route | Mount]:
-    """``/ui`` (redirects to ``/ui/``) and the inspector's files under it."""
+    """``/`` (where the parts are), ``/favicon.ico`` (none: 204), ``/ui`` (redirects to
+    ``/ui/``) and the inspector's files under it; none needs a key."""
     return [
+        Route("/", _home, methods=["GET", "HEAD"]),
+        Route("/favicon.ico", _no_icon, methods=["GET", "HEAD"]),
         Route("/ui", _to_index, methods=["GET", "HEAD"]),
         Mount("/ui", app=_Secured(StaticFiles(directory=STATIC_DIR, html=True)), name="ui"),
     ]

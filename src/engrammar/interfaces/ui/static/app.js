@@ -82,6 +82,20 @@ async function guarded(fn) {
 function getScope() {
   try { return JSON.parse(sessionStorage.getItem(SCOPE_STORE)) || {}; } catch { return {}; }
 }
+// What memories say, for ids a view names but was not sent (nodes of graph paths, the memories
+// of ratings and reply signals): read through the API, at most `limit`; an id that cannot be
+// read is left out, and the view shows a short id for it.
+async function contentsOf(ids, known = new Map(), limit = 60) {
+  const missing = [...new Set(ids)].filter((id) => id && !known.has(id)).slice(0, limit);
+  const found = await Promise.all(missing.map((id) =>
+    api("GET", `/v1/memories/${encodeURIComponent(id)}`).then((m) => [id, m.content]).catch(() => null)));
+  for (const f of found) if (f) known.set(f[0], f[1]);
+  return known;
+}
+// A note naming memories by id ("superseded by <id>") names them by what they say instead.
+function readable(note, contents) {
+  return note.replace(/\b[0-9a-f]{32}\b/g, (id) => (contents.has(id) ? `“${short(contents.get(id), 50)}”` : "a memory not shown"));
+}
 function setScope(scope) {
   const clean = {};
   for (const k of ["user_id", "agent_id", "session_id"]) if (scope[k]) clean[k] = scope[k];
@@ -326,6 +340,10 @@ async function runRecall(out) {
     recallState.previous = recallState.last && recallState.last.query === data.query ? recallState.last : null;
     recallState.last = data;
     recallState.runs = (recallState.runs || 0) + 1;
+    const shown = new Map(data.memories.map((r) => [r.memory.id, r.memory.content]));
+    const noted = data.memories.flatMap((r) => (r.note || "").match(/\b[0-9a-f]{32}\b/g) || []);
+    const named = [...data.paths.flatMap((p) => p.nodes), ...data.tensions.flatMap((t) => [t.a, t.b]), ...noted];
+    data.contents = await contentsOf(named, shown);
     renderRecall(out, data);
     out.dataset.run = String(recallState.runs);
     status(`Recalled ${data.memories.length} memories (recall_id ${data.recall_id}).`);
@@ -371,7 +389,7 @@ function scoreBar(r, scale) {
 }
 
 function renderRecall(out, data) {
-  const contents = new Map(data.memories.map((r) => [r.memory.id, r.memory.content]));
+  const contents = data.contents || new Map(data.memories.map((r) => [r.memory.id, r.memory.content]));
   const prevRank = new Map((recallState.previous ? recallState.previous.memories : []).map((r, i) => [r.memory.id, i + 1]));
   const scale = Math.max(1e-9, ...data.memories.map((r) => scoreParts(r).filter(([, v]) => v > 0).reduce((n, [, v]) => n + v, 0)));
   const tensionIds = new Set(data.tensions.flatMap((t) => [t.a, t.b]));
@@ -389,7 +407,7 @@ function renderRecall(out, data) {
         h("span", { class: "rank" }, `#${rank}`), move,
         h("span", { class: "content" }, r.memory.content),
         h("span", { class: "badge" }, r.via),
-        r.note ? h("span", { class: "badge good" }, r.note) : null,
+        r.note ? h("span", { class: "badge good" }, readable(r.note, contents)) : null,
         tensionIds.has(r.memory.id) ? h("span", { class: "badge bad" }, "in tension") : null),
       ...scoreBar(r, scale),
       h("div", { class: "actions" },
@@ -398,7 +416,7 @@ function renderRecall(out, data) {
         h("button", { type: "button", class: "small danger", "aria-label": `Wrong: #${rank}`, onclick: () => rate(r.memory.id, "rejected", data.recall_id, out) }, "Wrong"),
         h("a", { href: `#/graph/${encodeURIComponent(r.memory.id)}` }, "Graph")));
   }));
-  const label = (id) => short(contents.get(id) || id, 50);
+  const label = (id) => short(contents.get(id) || `memory ${id.slice(0, 8)}`, 50);
   const PATHS_SHOWN = 8;
   const paths = data.paths.length
     ? data.paths.slice(0, PATHS_SHOWN).map((p) => h("p", { class: "path" }, p.nodes.flatMap((n, i) => [
@@ -448,7 +466,7 @@ async function explain(memoryId) {
       h("dl", { class: "kv" }, h("dt", {}, "rank"), h("dd", {}, String(data.rank ?? "—")), h("dt", {}, "score"), h("dd", {}, num(data.score, 4)),
         data.rank_before_learning ? [h("dt", {}, "rank before learning"), h("dd", {}, String(data.rank_before_learning))] : null,
         data.formula ? [h("dt", {}, "formula"), h("dd", {}, data.formula)] : null,
-        data.note ? [h("dt", {}, "note"), h("dd", {}, data.note)] : null),
+        data.note ? [h("dt", {}, "note"), h("dd", {}, readable(data.note, (recallState.last && recallState.last.contents) || new Map()))] : null),
       h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "component"), h("th", { class: "num" }, "value"))), h("tbody", {}, rows)));
     openDialog("Explain", body, [h("button", { type: "submit", value: "close" }, "Close")]);
   });
@@ -480,7 +498,7 @@ async function loadGraph(out, id, depth) {
     const data = await api("GET", `/v1/memories/${encodeURIComponent(id)}/edges`, { query: { depth } });
     const kinds = [...new Set(data.edges.map((e) => e.kind))].sort();
     const nodes = data.nodes;
-    const W = 760, H = 460, cx = W / 2, cy = H / 2;
+    const W = chartWidth(760), H = Math.round(W * 0.6), cx = W / 2, cy = H / 2;
     const pos = new Map();
     pos.set(data.memory_id, [cx, cy]);
     const others = nodes.filter((n) => n.id !== data.memory_id);
@@ -488,7 +506,7 @@ async function loadGraph(out, id, depth) {
       const ring = others.length > 14 && i % 2 ? 0.62 : 0.9;
       // Spread around the centre, starting at the right (two neighbours sit left and right).
       const a = (2 * Math.PI * i) / Math.max(1, others.length);
-      pos.set(n.id, [cx + Math.cos(a) * (W / 2 - 110) * ring, cy + Math.sin(a) * (H / 2 - 40) * ring]);
+      pos.set(n.id, [cx + Math.cos(a) * (W / 2 - Math.min(110, W * 0.15)) * ring, cy + Math.sin(a) * (H / 2 - 40) * ring]);
     });
     const content = new Map(nodes.map((n) => [n.id, n.content]));
     const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `Graph of ${nodes.length} memories and ${data.edges.length} edges`, id: "graph-svg" });
@@ -514,7 +532,8 @@ async function loadGraph(out, id, depth) {
         onclick: () => { location.hash = `#/graph/${encodeURIComponent(n.id)}`; },
         onkeydown: (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); location.hash = `#/graph/${encodeURIComponent(n.id)}`; } } },
         s("circle", { cx: x, cy: y, r: n.id === data.memory_id ? 11 : 8 }),
-        s("text", { x, y: y + 24, "text-anchor": "middle", "font-size": 11 }, short(n.content, 28)),
+        // On a narrow screen: shorter labels, the centre's above it, so neighbours' fit.
+        s("text", { x, y: n.id === data.memory_id && W < 500 ? y - 18 : y + 24, "text-anchor": "middle", "font-size": 11 }, short(n.content, W < 500 ? 16 : 28)),
         s("title", {}, n.content));
       svg.append(g);
     }
@@ -567,6 +586,20 @@ function sparkline(changes, current) {
 
 // 4. Learning --------------------------------------------------------------------------------
 const TYPE_COLOURS = { feedback_event: "#2f6db5", decision_review: "#6a4fb3", preference_pair: "#b35a00", memory_rating: "#1d7f45", logged_event: "#6b6b00", reply_signal: "#a61b1b" };
+// A timeline dot says what the feedback said (its row says what kind it is): green helped,
+// red wrong, amber corrected, blue neither.
+const POLARITY_COLOURS = { helped: "#1d7f45", wrong: "#a61b1b", corrected: "#b35a00", neutral: "#2f6db5" };
+
+function polarity(item) {
+  const r = item.record;
+  switch (item.type) {
+    case "feedback_event": return { adopted: "helped", rejected: "wrong", corrected: "corrected" }[r.state] || "neutral";
+    case "decision_review": return { success: "helped", failure: "wrong" }[r.outcome] || "neutral";
+    case "memory_rating": return { accepted: "helped", rejected: "wrong", corrected: "corrected" }[r.verdict] || "neutral";
+    case "reply_signal": return r.value > 0 ? "helped" : r.value < 0 ? "wrong" : "neutral";
+    default: return "neutral";
+  }
+}
 
 function learningPage(root, memoryId) {
   const sc = getScope();
@@ -576,15 +609,16 @@ function learningPage(root, memoryId) {
   loadLearning(out, memoryId);
 }
 
-function summary(item) {
+function summary(item, contents = new Map()) {
   const r = item.record;
+  const said = (id) => (contents.has(id) ? `“${short(contents.get(id), 50)}”` : `memory ${id.slice(0, 8)}`);
   switch (item.type) {
     case "feedback_event": return `${r.state}: ${short(r.input_context, 60)}`;
     case "decision_review": return `${r.final_decision}, ${r.outcome}${r.reversed ? " (reversed)" : ""}`;
     case "preference_pair": return `prefer “${short(r.accepted_output, 40)}” over “${short(r.rejected_output, 40)}”`;
-    case "memory_rating": return `${r.verdict} memory ${r.memory_id.slice(0, 8)}`;
+    case "memory_rating": return `${r.verdict} ${said(r.memory_id)}`;
     case "logged_event": return `${r.kind}`;
-    case "reply_signal": return `${r.value > 0 ? "drawn on" : "left out"} memory ${r.memory_id.slice(0, 8)} (alignment ${num(r.alignment, 2)})`;
+    case "reply_signal": return `${r.value > 0 ? "drawn on" : "left out"} ${said(r.memory_id)} (alignment ${num(r.alignment, 2)})`;
     default: return "";
   }
 }
@@ -597,6 +631,7 @@ async function loadLearning(out, memoryId) {
       api("GET", "/v1/rank-shifts", { query: { ...sc, limit: 10 } }),
     ]);
     const memoryIds = [...new Set(tl.items.map((i) => i.record.memory_id).filter(Boolean))];
+    const contents = await contentsOf(memoryIds);
     const chosen = memoryId || memoryIds[0] || null;
     const pickForm = h("form", { class: "filters", id: "multiplier-form" },
       h("label", {}, "Memory id", h("input", { name: "id", size: 36, value: chosen || "", list: "touched-memories" })),
@@ -605,11 +640,11 @@ async function loadLearning(out, memoryId) {
     const multBox = h("div", { id: "multiplier" });
     pickForm.addEventListener("submit", (ev) => { ev.preventDefault(); loadMultiplier(multBox, pickForm.id.value.trim()); });
     out.replaceChildren(
-      h("section", { class: "card" }, h("h2", {}, "Timeline"), timelineChart(tl.items),
+      h("section", { class: "card" }, h("h2", {}, "Timeline"), timelineChart(tl.items, contents),
         tl.items.length === 0 ? null : h("div", { class: "table-wrap" }, h("table", { id: "timeline-table", class: "stack" },
           h("thead", {}, h("tr", {}, h("th", {}, "When (UTC)"), h("th", {}, "Type"), h("th", {}, "What"), h("th", {}, "Scope"))),
           h("tbody", {}, tl.items.slice(0, 100).map((i) => h("tr", {},
-            h("td", { class: "mono" }, fmtTime(i.at)), h("td", {}, h("span", { class: "badge" }, i.type)), h("td", { class: "content" }, summary(i)),
+            h("td", { class: "mono" }, fmtTime(i.at)), h("td", {}, h("span", { class: "badge" }, i.type)), h("td", { class: "content" }, summary(i, contents)),
             h("td", { class: "muted" }, [i.user_id, i.agent_id, i.session_id].filter(Boolean).join(" / ")))))))),
       h("div", { class: "cols2" },
         h("section", { class: "card" }, h("h2", {}, "Learned multiplier of one memory over time"), pickForm, multBox),
@@ -619,22 +654,33 @@ async function loadLearning(out, memoryId) {
   });
 }
 
-function timelineChart(items) {
-  const W = 760, H = 150, types = Object.keys(TYPE_COLOURS);
+// A chart's width in its own units: the width it will be drawn at, so that its text keeps
+// its size on a narrow screen instead of shrinking with the whole drawing.
+function chartWidth(widest) {
+  return Math.round(Math.max(300, Math.min(widest, document.documentElement.clientWidth - 48)));
+}
+
+function timelineChart(items, contents = new Map()) {
+  const W = chartWidth(760), H = 150, types = Object.keys(TYPE_COLOURS);
   if (!items.length) return h("p", { class: "muted" }, "No feedback in this scope yet.");
+  const left = W < 500 ? 96 : 130;
   const ts = items.map((i) => i.at);
   const t0 = Math.min(...ts), t1 = Math.max(...ts);
-  const x = (t) => (t1 === t0 ? W / 2 : 130 + ((t - t0) / (t1 - t0)) * (W - 150));
-  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `Timeline of ${items.length} feedback items`, id: "timeline-svg" });
+  const x = (t) => (t1 === t0 ? (left + W - 10) / 2 : left + ((t - t0) / (t1 - t0)) * (W - left - 20));
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, role: "img", "aria-label": `Timeline of ${items.length} feedback items`, id: "timeline-svg" });
   types.forEach((t, row) => {
     const y = 14 + row * 22;
-    svg.append(s("text", { x: 4, y: y + 4, "font-size": 11 }, t.replace("_", " ")), s("line", { x1: 130, x2: W - 10, y1: y, y2: y, class: "chart-axis", "stroke-dasharray": "2 3" }));
+    svg.append(s("text", { x: 4, y: y + 4, "font-size": 11 }, t.replace("_", " ")), s("line", { x1: left, x2: W - 10, y1: y, y2: y, class: "chart-axis", "stroke-dasharray": "2 3" }));
     for (const i of items.filter((i) => i.type === t)) {
-      svg.append(s("circle", { cx: x(i.at), cy: y, r: 4.5, fill: TYPE_COLOURS[t] }, s("title", {}, `${fmtTime(i.at)} ${summary(i)}`)));
+      const said = polarity(i);
+      svg.append(s("circle", { cx: x(i.at), cy: y, r: 4.5, fill: POLARITY_COLOURS[said], "data-polarity": said }, s("title", {}, `${fmtTime(i.at)} ${summary(i, contents)}`)));
     }
   });
-  svg.append(s("text", { x: 130, y: H - 2, "font-size": 10 }, fmtTime(t0)), s("text", { x: W - 10, y: H - 2, "font-size": 10, "text-anchor": "end" }, fmtTime(t1)));
-  return svg;
+  svg.append(s("text", { x: left, y: H - 2, "font-size": 10 }, fmtTime(t0)), s("text", { x: W - 10, y: H - 2, "font-size": 10, "text-anchor": "end" }, fmtTime(t1)));
+  const legend = h("div", { class: "legend" }, Object.entries(POLARITY_COLOURS).map(([k, c]) => h("span", {}, h("i", { "data-colour": c }), k)));
+  const box = h("div", {}, svg, legend);
+  for (const i of legend.querySelectorAll("i[data-colour]")) i.style.background = i.dataset.colour;
+  return box;
 }
 
 async function loadMultiplier(box, id) {

@@ -1,0 +1,724 @@
+"""The embedded store: one SQLite database file (WAL) holding everything.
+
+One writer connection (serialised by a lock, ``BEGIN IMMEDIATE`` so that concurrent processes
+queue on SQLite's lock with a busy timeout); reads on per-thread connections that see every
+committed write. Vector and keyword search run on an in-process :class:`ScopeIndex` per
+(workspace, user) partition, refreshed from the ``memory_changes`` log whenever the database
+changed (``PRAGMA data_version``), so writes from other processes become visible at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
+from ...models import Edge, MemoryRecord, Scope
+from ..base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
+from ..schema import row_order
+from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
+from ..sql.store import Dialect, scope_where
+from ..tables import (
+    COPY_BOOL_FIELDS,
+    COPY_JSON_FIELDS,
+    COPY_TABLES,
+    COPY_VECTOR_FIELDS,
+    EDGE_CHANGE_KNOWN,
+    MEMORY_COLUMNS,
+    write_records,
+)
+from .backup import backup_file, restore_file
+from .index import ByteLRU, ContextIndex, ScopeIndex
+from .index_terms import memory_terms
+from .migrations import MIGRATIONS
+from .search import SQLiteSearch
+
+__all__ = ["SQLiteStore", "backup_file", "restore_file"]
+
+T = TypeVar("T")
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def _vec(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+#: One writer at a time (BEGIN IMMEDIATE): no row locks; at most 500 values in one IN list.
+DIALECT = Dialect(
+    name="sqlite",
+    mark="?",
+    vector_mark="?",
+    vector=_blob,
+    json=_json,
+    from_json=json.loads,
+    in_chunk=500,
+    from_vector=_vec,
+    no_limit=-1,
+    recall_order="rowid",
+)
+
+#: Decision links carry their event's workspace, looked up from the event copied before them
+#: (an export names the event alone); a link to an event not stored is skipped.
+#: The fields that tell an edge change apart, in EDGE_CHANGE_KNOWN's order.
+_CHANGE_KEY = ("workspace", "src", "dst", "kind", "at", "recall_id")
+
+_CHUNK_INSERT = (
+    f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) "
+    f"VALUES ({', '.join('?' * len(CHUNK_FIELDS))})"
+)
+_DECISION_INSERT = (
+    "INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
+    "SELECT e.workspace, ?, ?, ?, ? FROM feedback_events e WHERE e.id = ?"
+)
+
+
+def _private_store(file: Path) -> None:
+    """Create the store's folder (0700) and database file (0600) readable by their owner
+    only: memories are private. A folder or file that already exists keeps its mode (it is
+    the user's to set); SQLite gives its -wal and -shm files the database file's mode."""
+    folder = file.parent
+    if not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+    if not file.exists():
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            os.close(os.open(file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+class SQLiteStore(SQLiteSearch):
+    """The embedded default store (see the module docstring and :class:`~..base.Store`)."""
+
+    dialect = DIALECT
+
+    def __init__(
+        self,
+        file: str | Path,
+        *,
+        busy_timeout_ms: int = 10_000,
+        bm25_k1: float = 1.2,
+        bm25_b: float = 0.1,
+        ann_threshold: int = 200_000,
+        scope_cache_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        self.file = Path(file)
+        # ":memory:": one private in-memory database per store, shared by all its connections
+        # (each plain ":memory:" connection would open its own, empty one). The writer
+        # connection holds it open until close().
+        self._target: str | Path = self.file
+        if str(file) == ":memory:":
+            self._target = f"file:engrammar-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            try:
+                _private_store(self.file)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store folder {self.file.parent}: {exc}"
+                ) from exc
+        self._timeout = busy_timeout_ms / 1000
+        self._k1 = bm25_k1
+        self._b = bm25_b
+        self._ann_threshold = ann_threshold
+        self._write_lock = threading.RLock()
+        self._index_lock = threading.Lock()
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._dim: int | None = None
+        # Scope indexes and feedback-context indexes in separate caches, each bounded by
+        # scope_cache_bytes: in one, a scope over the budget (100k memories) and its user's
+        # small context index evicted each other on every recall, and the scope was reloaded.
+        self._indexes: ByteLRU[ScopeIndex] = ByteLRU(scope_cache_bytes)
+        self._contexts: ByteLRU[ContextIndex] = ByteLRU(scope_cache_bytes)
+        self._rows: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+        self._rows_lock = threading.Lock()
+        self._rows_rev = 0
+        self._rows_version: int | None = None
+        self._rows_epoch = 0
+        self._writer = self._connect()
+        self._sync_conn = self._connect()
+        self._migrate()
+
+    # -- connections -----------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._target,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=isinstance(self._target, str),
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {self.file}: {exc}") from exc
+        with self._conns_lock:
+            self._all_conns.append(conn)
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError("the store is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._write_lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"the store is busy ({exc}); try again") from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"commit failed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._reader().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+
+    def close(self) -> None:
+        self._closed = True
+        with self._conns_lock:
+            for conn in self._all_conns:
+                with suppress(sqlite3.Error):
+                    conn.close()
+            self._all_conns.clear()
+
+    def _migrate(self) -> None:
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+                )
+                done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+                for migration in MIGRATIONS:
+                    if migration.__name__ not in done:
+                        migration(conn)
+                        conn.execute(
+                            "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
+                            (migration.__name__, time.time()),
+                        )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot prepare the store {self.file}: {exc}") from exc
+
+    def applied_migrations(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT name FROM migrations ORDER BY name")]
+
+    def _run(
+        self,
+        what: str,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        write: bool = True,
+        single: bool = False,
+        snapshot: bool = False,
+    ) -> T:
+        try:
+            if write:
+                with self._write() as conn:
+                    return fn(conn)
+            if not snapshot:
+                return fn(self._reader())
+            conn = self._reader()
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{what} failed: {exc}") from exc
+
+    def _read_together(self, what: str, send: Callable[[Any], Callable[[], T]]) -> T:
+        return self._run(what, lambda conn: send(conn)(), write=False, snapshot=True)
+
+    def _location(self) -> str:
+        return str(self.file)
+
+    def _store_facts(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        size = sum(p.stat().st_size for p in (self.file, Path(f"{self.file}-wal")) if p.exists())
+        return {"store": "sqlite", "file": str(self.file), "bytes_on_disk": size}
+
+    def _link_decision(
+        self,
+        conn: sqlite3.Connection,
+        workspace: str,
+        event_id: str,
+        answer: str,
+        memory_id: str,
+        now: float,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
+            "VALUES (?,?,?,?,?)",
+            (workspace, event_id, answer, memory_id, now),
+        )
+
+    def integrity_check(self) -> str:
+        return str(self._read("PRAGMA integrity_check")[0][0])
+
+    # -- memories --------------------------------------------------------------------------------
+    def add_memories(
+        self, rows: Sequence[NewMemory], edges: Sequence[NewEdge] = ()
+    ) -> list[tuple[str, bool]]:
+        try:
+            with self._write() as conn:
+                return self._add_rows(conn, rows, edges, time.time())
+        except sqlite3.Error as exc:
+            raise StoreError(f"add failed: {exc}") from exc
+
+    def _add_rows(
+        self,
+        conn: sqlite3.Connection,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        now: float,
+    ) -> list[tuple[str, bool]]:
+        out: list[tuple[str, bool]] = []
+        rename: dict[str, str] = {}
+        for row in rows:
+            existing = conn.execute(
+                "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
+            ).fetchone()
+            if existing is not None:
+                rename[row.id] = existing[0]
+                out.append((existing[0], False))
+                continue
+            conn.execute(
+                "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
+                "content, kind, status, created_at, updated_at, metadata, dedup_key, "
+                "embedding, valid_until, superseded_by, index_terms) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    row.id,
+                    row.workspace,
+                    row.user_id,
+                    row.agent_id,
+                    row.session_id,
+                    row.role,
+                    row.content,
+                    row.kind,
+                    row.status,
+                    row.created_at,
+                    now if row.updated_at is None else row.updated_at,
+                    json.dumps(row.metadata, ensure_ascii=False),
+                    row.dedup_key,
+                    np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
+                    row.valid_until,
+                    row.superseded_by,
+                    memory_terms(row.content, row.metadata),
+                ),
+            )
+            if row.chunks:
+                conn.executemany(_CHUNK_INSERT, chunk_params(row, row.chunks, _blob))
+            self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+            out.append((row.id, True))
+        workspace = rows[0].workspace if rows else ""
+        self._insert_edges(conn, workspace, edges, rename, now)
+        self._supersede(conn, workspace, edges, rename)
+        return out
+
+    def import_bundle(
+        self,
+        rows: Sequence[NewMemory],
+        edges: Sequence[NewEdge],
+        records: Sequence[tuple[str, dict[str, Any]]],
+    ) -> list[tuple[str, bool]]:
+        try:
+            with self._write() as conn:
+                out = self._add_rows(conn, rows, edges, time.time())
+                rename = {r.id: got for r, (got, _) in zip(rows, out, strict=True) if got != r.id}
+
+                def insert(table: str, mine: list[dict[str, Any]]) -> None:
+                    fields, _ = self._copy_spec(table)
+                    sql = (
+                        f"INSERT OR IGNORE INTO {table} ({', '.join(fields)}) "
+                        f"SELECT {', '.join('?' * len(fields))}"
+                    )
+                    params = self._copy_params(fields, mine)
+                    if table == "decision_memories":
+                        # Only links to an event of this import (not one skipped as known).
+                        sql = "INSERT OR IGNORE " + _DECISION_INSERT
+                        params = [[*p, p[0]] for p in params]
+                    elif table == "edge_changes":
+                        sql += f" WHERE NOT EXISTS ({EDGE_CHANGE_KNOWN})"
+                        at = fields.index
+                        params = [[*p, *(p[at(k)] for k in _CHANGE_KEY)] for p in params]
+                    conn.executemany(sql, params)
+
+                write_records(records, rename, insert, partial(self._stored_event, conn))
+                return out
+        except sqlite3.Error as exc:
+            raise StoreError(f"import failed: {exc}") from exc
+
+    def _insert_edges(
+        self,
+        conn: sqlite3.Connection,
+        workspace: str,
+        edges: Sequence[NewEdge],
+        rename: dict[str, str],
+        now: float,
+    ) -> None:
+        for edge in edges:
+            src = rename.get(edge.src, edge.src)
+            dst = rename.get(edge.dst, edge.dst)
+            if src == dst:
+                continue
+            conn.execute(
+                "INSERT INTO edges (workspace, src, dst, kind, weight, updated_at) "
+                "VALUES (?,?,?,?,?,?) ON CONFLICT (src, dst, kind) DO UPDATE SET "
+                "weight = max(weight, excluded.weight), updated_at = excluded.updated_at",
+                (
+                    workspace,
+                    src,
+                    dst,
+                    edge.kind,
+                    edge.weight,
+                    now if edge.updated_at is None else edge.updated_at,
+                ),
+            )
+
+    def update_memory(
+        self,
+        workspace: str,
+        memory_id: str,
+        *,
+        content: str | None,
+        embedding: np.ndarray | None,
+        dedup_key: str | None,
+        metadata: dict[str, Any] | None,
+        status: str | None,
+        reason: str,
+        edges: Sequence[NewEdge] | None = None,
+        chunks: Sequence[ChunkVector] = (),
+    ) -> MemoryRecord:
+        try:
+            with self._write() as conn:
+                row = conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = ? AND id = ?",
+                    (workspace, memory_id),
+                ).fetchone()
+                if row is None:
+                    raise NotFoundError(
+                        f"memory {memory_id!r} not found in workspace {workspace!r}"
+                    )
+                old = self._record(row)
+                sets: list[str] = ["updated_at = ?"]
+                params: list[Any] = [time.time()]
+                if content is not None and embedding is not None and dedup_key is not None:
+                    clash = conn.execute(
+                        "SELECT id FROM memories WHERE dedup_key = ? AND id != ?",
+                        (dedup_key, memory_id),
+                    ).fetchone()
+                    if clash is not None:
+                        raise ConflictError(
+                            f"memory {clash[0]!r} of the same scope already has this content"
+                        )
+                    sets += ["content = ?", "embedding = ?", "dedup_key = ?"]
+                    params += [
+                        content,
+                        np.ascontiguousarray(embedding, dtype=np.float32).tobytes(),
+                        dedup_key,
+                    ]
+                    # The windows of the old text go; the new text's (if long) replace them.
+                    conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
+                    conn.executemany(_CHUNK_INSERT, chunk_params(old, chunks, _blob))
+                if metadata is not None:
+                    sets.append("metadata = ?")
+                    params.append(json.dumps(metadata, ensure_ascii=False))
+                if status is not None:
+                    sets.append("status = ?")
+                    params.append(status)
+                if "content = ?" in sets or metadata is not None:
+                    text = content if "content = ?" in sets and content else old.content
+                    sets.append("index_terms = ?")  # the text or its speaker changes
+                    params.append(
+                        memory_terms(text, old.metadata if metadata is None else metadata)
+                    )
+                conn.execute(
+                    f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", [*params, memory_id]
+                )
+                op = "update" if content is not None else ("status" if status else "metadata")
+                after = content if content is not None else (status or json.dumps(metadata))
+                before = old.content if content is not None else (old.status if status else None)
+                self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
+                if edges is not None:
+                    self._replace_edges(conn, workspace, memory_id, edges)
+                new = conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"update failed: {exc}") from exc
+        return self._record(new)
+
+    def forget(
+        self,
+        scope: Scope,
+        ids: Sequence[str] | None,
+        edge_bounds: tuple[float, float] | None = None,
+    ) -> int:
+        where, params = scope_where(scope)
+        try:
+            with self._write() as conn:
+                if ids is None and edge_bounds is not None:
+                    self._forget_learning(conn, scope, *edge_bounds)
+                if ids is None:
+                    rows = conn.execute(
+                        f"SELECT id, workspace, user_id FROM memories WHERE {where}", params
+                    ).fetchall()
+                else:
+                    rows = []
+                    for start in range(0, len(ids), 500):
+                        chunk = list(ids[start : start + 500])
+                        marks = ",".join("?" * len(chunk))
+                        rows += conn.execute(
+                            f"SELECT id, workspace, user_id FROM memories WHERE {where} "
+                            f"AND id IN ({marks})",
+                            [*params, *chunk],
+                        ).fetchall()
+                for memory_id, workspace, user_id in rows:
+                    self._restore_superseded(conn, workspace, [memory_id])
+                    conn.execute(
+                        "DELETE FROM edges WHERE src = ? OR dst = ?", (memory_id, memory_id)
+                    )
+                    conn.execute(
+                        "DELETE FROM edge_changes WHERE workspace = ? AND (src = ? OR dst = ?)",
+                        (workspace, memory_id, memory_id),
+                    )
+                    conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+                    # The history of a forgotten memory keeps no content.
+                    conn.execute(
+                        "UPDATE memory_changes SET before = NULL, after = NULL WHERE memory_id = ?",
+                        (memory_id,),
+                    )
+                    self._log(conn, memory_id, workspace, user_id, "forget", None, None)
+                if ids is None:
+                    self._forget_feedback(conn, scope)
+                    # The scope's recalls hold its queries: forgetting a user removes them too.
+                    conn.execute(f"DELETE FROM recalls WHERE {where}", params)
+                else:
+                    for memory_id, _, _ in rows:
+                        conn.execute("DELETE FROM memory_ratings WHERE memory_id = ?", (memory_id,))
+        except sqlite3.Error as exc:
+            raise StoreError(f"forget failed: {exc}") from exc
+        return len(rows)
+
+    # -- graph -----------------------------------------------------------------------------------
+    def adjust_edges(
+        self,
+        workspace: str,
+        deltas: Sequence[EdgeDelta],
+        lo: float,
+        hi: float,
+        consume_recall: str | None = None,
+        reply_signals: Sequence[ReplySignal] = (),
+    ) -> list[Edge] | None:
+        now = time.time()
+        changed: list[Edge] = []
+        try:
+            with self._write() as conn:
+                if consume_recall is not None:
+                    cur = conn.execute(
+                        "UPDATE recalls SET consumed_at = ? WHERE id = ? AND workspace = ? "
+                        "AND consumed_at IS NULL",
+                        (now, consume_recall, workspace),
+                    )
+                    if cur.rowcount != 1:
+                        return None
+                for d in deltas:
+                    # One writer at a time: the weight read here is the one updated below.
+                    found = conn.execute(
+                        "SELECT weight FROM edges WHERE workspace = ? AND src = ? AND dst = ? "
+                        "AND kind = ?",
+                        (workspace, d.src, d.dst, d.kind),
+                    ).fetchone()
+                    if found is None:
+                        continue
+                    before = found[0]
+                    after = min(hi, max(lo, before + d.delta))
+                    if after != before:
+                        conn.execute(
+                            "UPDATE edges SET weight = ?, updated_at = ? WHERE workspace = ? "
+                            "AND src = ? AND dst = ? AND kind = ?",
+                            (after, now, workspace, d.src, d.dst, d.kind),
+                        )
+                        changed.append(Edge(d.src, d.dst, d.kind, after, now))
+                    conn.execute(
+                        "INSERT INTO edge_changes (workspace, src, dst, kind, delta, weight, "
+                        "recall_id, at, before) VALUES (?,?,?,?,?,?,?,?,?)",
+                        (
+                            workspace,
+                            d.src,
+                            d.dst,
+                            d.kind,
+                            d.delta,
+                            after,
+                            consume_recall,
+                            now,
+                            before,
+                        ),
+                    )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO reply_signals (workspace, user_id, agent_id, session_id, "
+                    "recall_id, memory_id, value, alignment, context_embedding, created_at, "
+                    "source) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            r.workspace,
+                            r.user_id,
+                            r.agent_id,
+                            r.session_id,
+                            r.recall_id,
+                            r.memory_id,
+                            r.value,
+                            r.alignment,
+                            _blob(r.context_embedding),
+                            r.created_at,
+                            r.source,
+                        )
+                        for r in reply_signals
+                    ],
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"edge update failed: {exc}") from exc
+        return changed
+
+    # -- bulk copy (engrammar migrate) -----------------------------------------------------------
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        # Nothing to defer: the in-process index is built lazily on the first search.
+        yield
+
+    #: table -> the column that orders its rows (the cursor of export_rows)
+    _COPY_KEYS: dict[str, str] = {  # noqa: RUF012
+        table: row_order(table, "sqlite")[0] for table in COPY_TABLES
+    }
+
+    def _copy_spec(self, table: str) -> tuple[tuple[str, ...], str]:
+        if table not in self._COPY_KEYS or table not in COPY_TABLES:
+            raise ValidationError("table", f"cannot copy {table!r}; known: {sorted(COPY_TABLES)}")
+        return COPY_TABLES[table], self._COPY_KEYS[table]
+
+    def export_rows(self, table: str, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        fields, key = self._copy_spec(table)
+        rows = self._read(
+            f"SELECT {key}, {', '.join(fields)} FROM {table} WHERE {key} > ? "
+            f"ORDER BY {key} LIMIT ?",
+            (after if after is not None else -1, limit),
+        )
+        out = []
+        for row in rows:
+            item = dict(zip(fields, row[1:], strict=True))
+            for name, value in item.items():
+                if value is None:
+                    continue
+                if name in COPY_JSON_FIELDS:
+                    item[name] = json.loads(value)
+                elif name in COPY_VECTOR_FIELDS:
+                    item[name] = np.frombuffer(value, dtype=np.float32).copy()
+                elif name in COPY_BOOL_FIELDS:
+                    item[name] = bool(value)
+            out.append(item)
+        return out, (rows[-1][0] if len(rows) == limit else None)
+
+    def import_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        fields, _ = self._copy_spec(table)
+        verb = "INSERT OR REPLACE" if table == "meta" else "INSERT"
+        sql = f"{verb} INTO {table} ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})"
+        params = self._copy_params(fields, rows)
+        if table == "decision_memories":
+            sql = "INSERT " + _DECISION_INSERT
+            params = [[*p, p[0]] for p in params]
+        try:
+            with self._write() as conn:
+                conn.executemany(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"importing {table} failed: {exc}") from exc
+
+    @staticmethod
+    def _copy_params(fields: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[list[Any]]:
+        params = []
+        for item in rows:
+            values = []
+            for name in fields:
+                value = item[name]
+                if value is not None and name in COPY_JSON_FIELDS:
+                    value = json.dumps(value, ensure_ascii=False)
+                elif value is not None and name in COPY_VECTOR_FIELDS:
+                    value = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+                elif value is not None and name in COPY_BOOL_FIELDS:
+                    value = int(value)
+                values.append(value)
+            params.append(values)
+        return params
+
+    # -- feedback records ------------------------------------------------------------------------
+    def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
+        """Insert a memory made by a feedback record, or return the identical one already there."""
+        existing = conn.execute(
+            "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
+        ).fetchone()
+        if existing is not None:
+            return str(existing[0])
+        conn.execute(
+            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
+            "kind, status, created_at, updated_at, metadata, dedup_key, embedding, index_terms) "
+            "VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?,?)",
+            (
+                row.id,
+                row.workspace,
+                row.user_id,
+                row.agent_id,
+                row.session_id,
+                row.role,
+                row.content,
+                row.kind,
+                row.created_at,
+                now,
+                json.dumps(row.metadata, ensure_ascii=False),
+                row.dedup_key,
+                _blob(row.embedding),
+                memory_terms(row.content, row.metadata),
+            ),
+        )
+        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+        return row.id
+
+    # -- API keys --------------------------------------------------------------------------------
