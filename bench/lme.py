@@ -44,11 +44,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engrammar.recall.events import event_terms
+
 from _common import RESULTS, machine, pct
 from _embcache import CACHE_ROOT, DiskCachedEmbedder
 from engrammar import CachedEmbedder, Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
-from engrammar.recall.events import event_terms
 
 # ../shared/eval beside the repository (or beside the folder of git worktrees).
 _ROOT = Path(__file__).resolve().parent.parent

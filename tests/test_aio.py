@@ -72,7 +72,7 @@ def test_every_method_awaits_and_answers_as_memory_does(tmp_path: Path) -> None:
             assert (await call("stats")(user_id="alice"))["memories"] == 3
             hits = await call("search")("meetings", user_id="alice")
             assert hits[0].memory.id == ids[1]
-            result = await call("recall")("How do you work?", user_id="alice")
+            result = await call("recall")("How do you write docs?", user_id="alice")
             assert result.memories and await call("has_recall")(result.recall_id)
             explained = await call("explain")("meetings", ids[1], user_id="alice")
             assert explained == sync.explain("meetings", ids[1], user_id="alice")

@@ -1,7 +1,7 @@
-"""Long messages embedded as overlapping chunks, on both stores.
+"""Long messages embedded as overlapping windows, on both stores.
 
 A message longer than ``Config.chunk_chars`` keeps its full text and gets one vector per
-window past the first; vector search scores the memory by its best window, recall's excerpt is
+window (its first ``Config.window_limit``); vector search scores the memory by its best window, recall's excerpt is
 that window when it won, and forget / update / export-import / migrate carry the chunks.
 """
 
@@ -24,28 +24,31 @@ FILLER = " ".join(
     f"Paragraph {i} talks about quarterly budgeting for a small household." for i in range(60)
 )
 FACT = "The spare key is hidden under the blue flowerpot beside the garage door."
-LONG = f"{FILLER} {FACT} {FILLER}"
+# The fact early enough to lie in one of the first windows (Config.window_limit of them get
+# vectors); the rest of the text only full-text search reads.
+HEAD = " ".join(f"Paragraph {i} talks about quarterly budgeting." for i in range(6))
+LONG = f"{HEAD} {FACT} {FILLER}"
 
 
-def test_message_windows_cover_the_text_past_the_first_window() -> None:
+def test_message_windows_cover_the_text() -> None:
     assert message_windows("short text", 1000) == []
     assert message_windows(LONG, 0) == []  # chunk_chars 0: off
     windows = message_windows(LONG, 1000)
-    first = chunk_spans(LONG, 1000, 200)[0]
-    assert windows == chunk_spans(LONG, 1000, 200)[1:]
-    # Together with the first window they cover every character, each overlapping the last.
-    assert first[0] == 0 and windows[-1][1] == len(LONG)
-    ends = [first[1], *(end for _, end in windows[:-1])]
-    assert all(start < end for (start, _), end in zip(windows, ends, strict=True))
+    assert windows == chunk_spans(LONG, 1000, 200)
+    # They cover every character, each overlapping the last.
+    assert windows[0][0] == 0 and windows[-1][1] == len(LONG)
+    ends = [end for _, end in windows[:-1]]
+    assert all(start < end for (start, _), end in zip(windows[1:], ends, strict=True))
     assert all(end - start <= 1000 for start, end in windows)
 
 
 def test_a_narrow_window_is_widened_with_the_text_around_it() -> None:
-    at = LONG.index(FACT)
-    start, end = widened(LONG, at, at + len(FACT), 1000)
+    text = f"{FILLER} {FACT} {FILLER}"
+    at = text.index(FACT)
+    start, end = widened(text, at, at + len(FACT), 1000)
     assert start < at and end > at + len(FACT)  # grown on both sides
     assert 950 <= end - start <= 1000
-    assert LONG[start - 1] == " " and LONG[end] == " "  # cut at spaces
+    assert text[start - 1] == " " and text[end] == " "  # cut at spaces
     # At the text's start the end takes what the start cannot.
     start, end = widened(LONG, 0, 100, 600)
     assert start == 0 and 550 <= end <= 600
@@ -66,7 +69,8 @@ def test_a_long_message_gets_chunk_vectors_and_scores_by_its_best(mem: Memory) -
     stored = mem.store.memory_chunks("default", [long_id, short_id])
     assert set(stored) == {long_id}  # a short message has none
     chunks = stored[long_id]
-    assert [(c.start, c.end) for c in chunks] == message_windows(LONG, mem.config.chunk_chars)
+    cap = mem.config.window_limit
+    assert [(c.start, c.end) for c in chunks] == message_windows(LONG, mem.config.chunk_chars)[:cap]
     assert [c.position for c in chunks] == list(range(1, len(chunks) + 1))
     # Each chunk's vector is the embedding of its window of the text.
     expected = HashEmbedder().embed([embedding_text(LONG[c.start : c.end]) for c in chunks])
@@ -118,7 +122,7 @@ def test_forget_update_and_chunk_chars_zero(mem: Memory, location: str) -> None:
     again = mem.store.memory_chunks("default", [b])[b]
     assert [(c.start, c.end) for c in again] == message_windows(
         FACT + " " + FILLER, mem.config.chunk_chars
-    )
+    )[: mem.config.window_limit]
     mem.close()
     with open_memory(location, chunk_chars=0) as off:
         [c] = off.add([{"role": "user", "content": FILLER + " off"}], user_id="u")
@@ -128,20 +132,19 @@ def test_forget_update_and_chunk_chars_zero(mem: Memory, location: str) -> None:
 
 
 @pytest.mark.every_store
-def test_assistant_messages_get_windows_only_when_asked(location: str) -> None:
+def test_every_role_gets_windows_and_a_fact_past_them_is_found_by_its_words(
+    location: str,
+) -> None:
     turn = [{"role": "user", "content": "Tell me about budgets."}]
     answer = {"role": "assistant", "content": LONG}
+    report = {"role": "assistant", "content": f"{FILLER} {FILLER} {FACT}"}
     with open_memory(location) as mem:
-        [_, a] = mem.add([*turn, answer], user_id="u")
-        [p] = mem.add([{"role": "user", "content": LONG + " Pasted."}], user_id="u")
-        found = mem.store.memory_chunks("default", [a, p])
-        assert set(found) == {p}  # the user's paste has windows, the assistant's answer not
-        # The answer is still found: by its opening's vector and its whole text's terms.
+        [_, a, r] = mem.add([*turn, answer, report], user_id="u")
+        found = mem.store.memory_chunks("default", [a, r])
+        assert set(found) == {a, r}  # what the assistant wrote is memory too
+        assert len(found[r]) == mem.config.window_limit  # capped: the fact is past them
         hits = mem.search("spare key flowerpot garage", user_id="u", limit=3)
-        assert a in [h.id for h in hits]
-    with open_memory(location, chunk_assistant=True) as mem:
-        [_, a] = mem.add([*turn, {**answer, "content": LONG + " Again."}], user_id="v")
-        assert set(mem.store.memory_chunks("default", [a])) == {a}
+        assert {a, r} <= {h.id for h in hits}
 
 
 @pytest.mark.every_store

@@ -66,7 +66,7 @@ def test_tour_add_recall_search_get_list_history_stats_forget(store: Path) -> No
     piped_record = js(store, "get", piped["ids"][0])
     assert piped_record["metadata"] == {"src": "pipe"} and piped_record["content"] == "Piped in."
 
-    text = ok(store, "recall", "what does alice drink", "-u", "alice")
+    text = ok(store, "recall", "what tea does alice drink", "-u", "alice")
     assert "green tea" in text and "recall_id: " in text
     recalled = js(store, "recall", "green tea", "-u", "alice", "--limit", "1")
     assert [m["memory"]["id"] for m in recalled["memories"]] == [tea]

@@ -38,7 +38,7 @@ def test_edges_a_reply_changed_count_for_its_question_not_for_another(
     location: str, minilm: MiniLMEmbedder
 ) -> None:
     # Neighbour support off: the other question's ranking then depends on the walk alone.
-    with open_memory(location, minilm, neighbour_weight=0.0, feedback_edge_context=True) as mem:
+    with open_memory(location, minilm, feedback_edge_context=True) as mem:
         _add(mem)
         other_before = _ranking(mem.recall(OTHER, user_id="bob", limit=9))
         for _ in range(4):
@@ -49,7 +49,7 @@ def test_edges_a_reply_changed_count_for_its_question_not_for_another(
         other = _ranking(mem.recall(OTHER, user_id="bob", limit=9))
     # The far question (no reply signal applies to it either) walks the edges as they were.
     assert other == other_before
-    with open_memory(location, minilm, neighbour_weight=0.0, feedback_edge_context=False) as mem:
+    with open_memory(location, minilm, feedback_edge_context=False) as mem:
         asked_everywhere = _ranking(mem.recall(ASKED, user_id="bob", limit=9))
         other_everywhere = _ranking(mem.recall(OTHER, user_id="bob", limit=9))
     # The question the replies answered sees every change in full, as MemWire's rule says ...
@@ -60,7 +60,7 @@ def test_edges_a_reply_changed_count_for_its_question_not_for_another(
 
 @pytest.mark.every_store
 def test_undoing_the_reply_gives_back_the_ranking(location: str, minilm: MiniLMEmbedder) -> None:
-    with open_memory(location, minilm, neighbour_weight=0.0, feedback_edge_context=True) as mem:
+    with open_memory(location, minilm, feedback_edge_context=True) as mem:
         _add(mem)
         mem.recall(ASKED, user_id="bob", limit=9)
         first = mem.feedback(response=REPLY, user_id="bob")

@@ -178,20 +178,21 @@ def test_replies_raise_the_path_they_agree_with_and_sink_the_other(
     # Ranking settings pinned so that tuning the defaults elsewhere does not move this test.
     config = Config(
         path=str(store_path),
-        keyword_weight=0.5,
-        fusion="score",
-        graph_weight=0.3,
-        graph_depth=2,
-        graph_fanout=3,
-        graph_seeds=5,
-        graph_min_edge_weight=0.2,
         graph_sequence_weight=0.5,
         graph_semantic_threshold=0.5,
-        # Neighbour support lifts ROUTE (CLIMB's next message) from the first round; off, the
-        # rise this test watches comes from the graph walk alone.
-        neighbour_weight=0.0,
-        speaker_boost=0.0,
-        time_boost=0.0,
+        # Neighbour support and session evidence off: the rise this test watches comes from
+        # the graph walk alone.
+        ranking={
+            "keyword_weight": 0.5,
+            "graph_weight": 0.3,
+            "graph_depth": 2,
+            "graph_fanout": 3,
+            "graph_seeds": 5,
+            "graph_min_edge_weight": 0.2,
+            "neighbour_weight": 0.0,
+            "session_weight": 0.0,
+            "time_weight": 0.0,
+        },
     )
     with Memory(config, embedder=minilm) as mem:
         mem.add([CLIMB, ROUTE], user_id="bob", session_id="s1")

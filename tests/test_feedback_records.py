@@ -309,7 +309,7 @@ def test_explain_shows_each_learned_component(mem: Memory) -> None:
     assert "learned" in out["formula"]
     demoted = mem.explain("coffee market", ids[1], user_id="u")
     assert demoted["learned"]["learned_pair"] < 0
-    assert demoted["score"] < demoted["score_before_learning"]
+    assert demoted["score"] < demoted["components"]["score_before_learning"]
     surfaced = mem.explain("coffee market", pair.memory_id or "", user_id="u")
     assert surfaced["learned"]["context_match"] == pytest.approx(1.0)
     recalled = mem.recall("coffee market", user_id="u")

@@ -180,14 +180,14 @@ def test_forget_removes_the_edges(mem: Memory) -> None:
 
 def test_graph_settings_are_validated(store_path: Path) -> None:
     with pytest.raises(ValidationError) as err:
-        Config(path=str(store_path), graph_depth=9)
-    assert err.value.field == "graph_depth"
+        Config(path=str(store_path), ranking={"graph_depth": 9})
+    assert err.value.field == "ranking.graph_depth"
     with pytest.raises(ValidationError) as err:
         Config(path=str(store_path), graph_semantic_threshold=2.0)
     assert err.value.field == "graph_semantic_threshold"
     with pytest.raises(ValidationError) as err:
-        Config(path=str(store_path), graph_fanout=0)
-    assert err.value.field == "graph_fanout"
+        Config(path=str(store_path), ranking={"graph_fanout": 0})
+    assert err.value.field == "ranking.graph_fanout"
     with pytest.raises(ValidationError) as err:
         Config(path=str(store_path), graph_term_max_df=0)
     assert err.value.field == "graph_term_max_df"
@@ -222,7 +222,7 @@ def test_connected_memories_enter_through_paths(store_path: Path) -> None:
 
 
 def test_graph_can_be_switched_off(store_path: Path) -> None:
-    config = Config(path=str(store_path), graph_depth=0)
+    config = Config(path=str(store_path), ranking={"graph_depth": 0})
     with Memory(config, embedder=HashEmbedder()) as mem:
         mem.add(["alpha beta gamma", "zeta eta theta", "alpha delta"], user_id="u", session_id="s")
         result = mem.recall("alpha beta", user_id="u")
@@ -237,13 +237,15 @@ def test_edge_weights_change_what_surfaces(mem: Memory) -> None:
         ["lambda mu nu", "alpha beta gamma", "kappa xi omicron"], user_id="u", session_id="s"
     )
     mem.add("pi rho sigma", user_id="u")  # unconnected
-    # Below graph_min_edge_weight the edge to "left" is not followed: "right" ranks higher.
+    # Below graph_min_edge_weight the edge to "left" is not followed: "right" is reached and
+    # "left", which matches the query in no other way, is not returned at all.
     mem.store.adjust_edges("default", [EdgeDelta(seed, left, "sequence", -1.0)], 0.01, 1.0)
-    before = [m.id for m in mem.recall("alpha beta gamma", user_id="u").memories]
-    assert before.index(right) < before.index(left)
+    weighted = {"graph_weight": 0.1}
+    before = [m.id for m in mem.recall("alpha beta gamma", user_id="u", profile=weighted).memories]
+    assert right in before and left not in before
     # Learned strength on the edge to "left" lifts it above "right".
     mem.store.adjust_edges("default", [EdgeDelta(seed, left, "sequence", 2.0)], 0.01, 1.0)
-    after = [m.id for m in mem.recall("alpha beta gamma", user_id="u").memories]
+    after = [m.id for m in mem.recall("alpha beta gamma", user_id="u", profile=weighted).memories]
     assert after.index(left) < after.index(right)
 
 
@@ -256,7 +258,7 @@ def test_recall_respects_the_session_filter_along_paths(mem: Memory) -> None:
 
 
 def test_graph_weight_zero_keeps_paths_but_not_their_influence(store_path: Path) -> None:
-    config = Config(path=str(store_path), graph_weight=0.0)
+    config = Config(path=str(store_path), ranking={"graph_weight": 0.0})
     with Memory(config, embedder=HashEmbedder()) as mem:
         mem.add(["alpha beta gamma", "zeta eta theta", "alpha delta"], user_id="u", session_id="s")
         result = mem.recall("alpha beta", user_id="u")

@@ -89,7 +89,7 @@ def test_search_recalls_lists_and_filters(store: EngrammarStore) -> None:
         "food",
         "job",
     ]
-    ranked = store.search(alice, query="cat", filter={"kind": "work"})
+    ranked = store.search(alice, query="compilers", filter={"kind": "work"})
     assert [i.key for i in ranked] == ["job"]
     # A query search is a recorded recall: engrammar's feedback learns from the agent's reply.
     store.search(alice, query="What pet does Alice have?")

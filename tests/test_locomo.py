@@ -45,12 +45,12 @@ def test_locomo_smoke_recall_floor(store_path: Path, minilm: MiniLMEmbedder) -> 
         assert first.metadata["speaker"] and first.metadata["dia_id"] == "D1:1"
     bm25_only = Config(
         path=str(store_path),
-        keyword_weight=1.0,
-        speaker_boost=0.0,
-        time_boost=0.0,
-        neighbour_weight=0.0,
-        second_neighbour_weight=0.0,
-        question_penalty=0.0,
+        ranking={
+            "keyword_weight": 1.0,
+            "time_weight": 0.0,
+            "neighbour_weight": 0.0,
+            "session_weight": 0.0,
+        },
     )
     with Memory(bm25_only, embedder=minilm) as mem:
         baseline = ev.ask(mem, items, limit=20)

@@ -126,7 +126,8 @@ def test_config_is_mapped_and_checked(tmp_path: Path) -> None:
         recall_bfs_max_branch=4, feedback_strengthen_rate=0.2, use_reranking=True,
     ).to_config()  # fmt: skip
     assert temp is None
-    assert (mapped.path, mapped.workspace, mapped.graph_depth, mapped.graph_fanout) == (
+    ranking = mapped.ranking
+    assert (mapped.path, mapped.workspace, ranking.graph_depth, ranking.graph_fanout) == (
         str(tmp_path / "d"), "acme", 3, 4,
     )  # fmt: skip
     assert mapped.feedback_strengthen_rate == 0.2

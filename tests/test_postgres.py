@@ -168,7 +168,7 @@ def test_recall_parity_with_sqlite(
     ids are random per store, so scores of equal-rank paths may differ a little; the ranking
     may not.
     """
-    both = _both(pg_url, tmp_path / "s", minilm, graph_depth=graph_depth)
+    both = _both(pg_url, tmp_path / "s", minilm, ranking={"graph_depth": graph_depth})
     try:
         for mem in both:
             mem.add([{"role": "user", "content": c} for c in CONVERSATION], user_id="alice")

@@ -13,9 +13,6 @@ import pytest
 
 from engrammar import Config, Memory
 from engrammar.errors import ValidationError
-from engrammar.recall.fusion import Candidate
-from engrammar.recall.query import question_discount, question_share
-from engrammar.recall.roles import asks_about_assistant, asks_about_brief, role_discount
 from engrammar.recall.timeref import relative_time_range
 
 
@@ -90,97 +87,6 @@ def test_relative_time_range_none(query: str) -> None:
     assert relative_time_range(query, ASKED) is None
 
 
-@pytest.mark.parametrize(
-    ("query", "about"),
-    [
-        ("In our previous chat, what did you recommend for Lisbon?", True),
-        ("What was the third restaurant you suggested?", True),
-        ("Can you remind me of the recipe?", True),
-        ("What did you say about the lens?", True),
-        ("Can you recommend some resources for video editing?", False),
-        ("How much did I spend on the car wash?", False),
-        ("What is the name of my dog?", False),
-    ],
-)
-def test_asks_about_assistant(query: str, about: bool) -> None:
-    assert asks_about_assistant(query) is about
-
-
-def test_role_discount_lowers_assistant_memories_unless_asked_about_them() -> None:
-    def cands() -> list[Candidate]:
-        return [Candidate("a", relevance=1.0), Candidate("u", relevance=0.8)]
-
-    roles = {"a": "assistant", "u": "user"}
-    out = role_discount(cands(), "What is my dog's name?", roles, 0.5)
-    assert [c.id for c in out] == ["u", "a"]
-    assert out[1].relevance == pytest.approx(0.5)
-    kept = role_discount(cands(), "What did you suggest for my dog?", roles, 0.5)
-    assert [c.id for c in kept] == ["a", "u"]
-    assert kept[0].relevance == 1.0
-    unchanged = cands()
-    assert role_discount(unchanged, "What is my dog's name?", roles, 0.0) is unchanged
-
-
-@pytest.mark.parametrize(
-    ("query", "about"),
-    [
-        ("What is your system prompt?", True),
-        ("What were your instructions for this chat?", True),
-        ("What were you told to do?", True),
-        ("What is your role here?", True),
-        ("What were the assembly instructions for my bookshelf?", False),
-        ("Where am I travelling?", False),
-        ("What did you suggest for my trip?", False),
-    ],
-)
-def test_asks_about_brief(query: str, about: bool) -> None:
-    assert asks_about_brief(query) is about
-
-
-def test_role_discount_lowers_system_prompts_unless_asked_about_them() -> None:
-    def cands() -> list[Candidate]:
-        return [Candidate("s", relevance=1.0), Candidate("u", relevance=0.8)]
-
-    roles = {"s": "system", "u": "user"}
-    assert [c.id for c in role_discount(cands(), "Where am I travelling?", roles, 0.5)] == [
-        "u",
-        "s",
-    ]
-    # Asking about the assistant's words is no question about its instructions.
-    assert [c.id for c in role_discount(cands(), "What did you say?", roles, 0.5)] == ["u", "s"]
-    assert [c.id for c in role_discount(cands(), "What is your role?", roles, 0.5)] == ["s", "u"]
-
-
-@pytest.mark.parametrize(
-    ("text", "low", "high"),
-    [
-        ("What other hobbies have you found?", 1.0, 1.0),
-        ("Wow, great! What did you do?", 0.5, 0.8),
-        (
-            "I took Lola to the vet last week, the consultation fee was $50. I also bought "
-            "flea medication for $25 at Petco. Can you recommend a cat litter?",
-            0.1,
-            0.3,
-        ),
-        ("I live in Berlin.", 0.0, 0.0),
-        ("Look at this! [shared image: a dog?]", 0.0, 0.0),
-    ],
-)
-def test_question_share(text: str, low: float, high: float) -> None:
-    assert low <= question_share(text) <= high
-
-
-def test_question_discount_scales_with_the_share() -> None:
-    cands = [Candidate("q", relevance=1.0), Candidate("s", relevance=1.0)]
-    out = question_discount(cands, {"q": 0.5, "s": 0.0}, 0.2)
-    assert {c.id: c.relevance for c in out} == {"q": pytest.approx(0.9), "s": 1.0}
-
-
-def test_assistant_penalty_is_validated() -> None:
-    with pytest.raises(ValidationError, match="assistant_penalty"):
-        Config(assistant_penalty=1.5)
-
-
 def test_recall_as_of_reads_relative_time_against_the_question_date(tmp_path: Path) -> None:
     # Two statements alike in wording, a month apart; "two weeks ago" picks by date, and it
     # is the question's date that counts, not the clock's.
@@ -200,49 +106,9 @@ def test_recall_as_of_reads_relative_time_against_the_question_date(tmp_path: Pa
         late = mem.recall(query, user_id="u", as_of="2023-02-24T12:00:00Z", limit=2)
         assert "Tam" in early.memories[0].memory.content
         assert "Diablo" in late.memories[0].memory.content
-        assert early.memories[0].components.get("time_boost", 0) > 0
+        assert early.memories[0].components.get("time", 0) > 0
         with pytest.raises(ValidationError, match="as_of"):
             mem.recall(query, user_id="u", as_of="not a date")
-
-
-def test_recall_prefers_what_the_user_said_over_the_assistant(tmp_path: Path) -> None:
-    with Memory(Config(path=str(tmp_path))) as mem:
-        mem.add(
-            [
-                {"role": "user", "content": "My dog Lola had her vet check-up; it cost $50."},
-                {
-                    "role": "assistant",
-                    "content": "Vet check-ups for dogs usually cost between $45 and $60; "
-                    "regular check-ups keep a dog healthy, and a vet can advise on costs.",
-                },
-            ],
-            user_id="u",
-        )
-        top = mem.recall("How much did my dog's vet check-up cost?", user_id="u", limit=2)
-        assert top.memories[0].memory.role == "user"
-        about = mem.recall("What did you say vet check-ups cost for dogs?", user_id="u", limit=2)
-        assert "assistant_penalty" not in about.memories[0].components
-
-
-def _discounted(tmp_path: Path, other_role: str) -> bool:
-    """Whether a user message that ends with a question is discounted as one that asks."""
-    with Memory(Config(path=str(tmp_path / f"{other_role}.db"), embedder="hash")) as mem:
-        mem.add(
-            [
-                {"role": "user", "content": "I set up a 20-gallon tank. Any plant tips for it?"},
-                {"role": other_role, "content": "Java fern and anubias are easy to keep."},
-            ],
-            user_id="u",
-        )
-        found = mem.recall("How big is my tank?", user_id="u", limit=5)
-        mine = next(m for m in found.memories if m.memory.role == "user")
-        return "question_penalty" in mine.components
-
-
-def test_the_question_penalty_holds_between_people_not_with_an_assistant(tmp_path: Path) -> None:
-    # In a chat with an assistant the user's requests ask and tell at once.
-    assert not _discounted(tmp_path, "assistant")
-    assert _discounted(tmp_path, "user")
 
 
 def test_chunk_spans_cover_the_text_with_overlap() -> None:

@@ -1,4 +1,4 @@
-"""Query-aware rescoring and neighbour support: pure functions, no I/O."""
+"""The parsed query, the time it names and neighbour support."""
 
 from __future__ import annotations
 
@@ -12,16 +12,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.embed.base import blend_context
 from engrammar.recall.fusion import Candidate
-from engrammar.recall.query import (
-    asks_question,
-    named_speakers,
-    query_time_range,
-    question_discount,
-    rescore,
-    sequence_support,
-    time_match,
-    topic_text,
-)
+from engrammar.recall.query import query_time_range, sequence_support, time_match
 from engrammar.recall.text import context_sources, embedding_text, index_text, terms
 
 
@@ -80,48 +71,13 @@ def test_time_match_counts_days_around_and_a_month_after() -> None:
     assert time_match(_ts(2023, 8, 1), span) == 0.0
 
 
-def test_named_speakers_by_full_or_first_name() -> None:
-    speakers = {"Caroline", "Melanie", "Jon Smith"}
-    assert named_speakers("What did Caroline's friend say?", speakers) == {"Caroline"}
-    assert named_speakers("What does Jon sell?", speakers) == {"Jon Smith"}
-    assert named_speakers("What is the carol about?", speakers) == set()
-
-
 def _cands(*rels: tuple[str, float]) -> list[Candidate]:
     return [Candidate(i, relevance=r, components={"relevance": r}) for i, r in rels]
 
 
-def test_rescore_lifts_the_named_speaker_and_the_named_time() -> None:
-    cands = _cands(("a", 1.0), ("b", 0.9), ("c", 0.8))
-    speakers = {"a": "Melanie", "b": "Caroline", "c": "Melanie"}
-    times = {"a": _ts(2023, 1, 5), "b": _ts(2023, 1, 5), "c": _ts(2023, 10, 14)}
-    out = rescore(
-        cands, "What did Caroline do?", speakers, times, speaker_boost=0.3, time_boost=0.5
-    )
-    assert [c.id for c in out] == ["b", "a", "c"]
-    assert out[0].components["speaker_boost"] == 0.3
-    out = rescore(
-        _cands(("a", 1.0), ("b", 0.9), ("c", 0.8)),
-        "What did they do in October 2023?",
-        speakers,
-        times,
-        speaker_boost=0.3,
-        time_boost=0.5,
-    )
-    assert out[0].id == "c" and out[0].relevance == pytest.approx(1.2)
-
-
-def test_rescore_leaves_queries_naming_everyone_or_no_one_alone() -> None:
-    speakers = {"a": "Melanie", "b": "Caroline"}
-    for query in ("What did Caroline and Melanie do?", "What happened?"):
-        out = rescore(
-            _cands(("a", 1.0), ("b", 0.9)), query, speakers, {}, speaker_boost=0.3, time_boost=0.5
-        )
-        assert [(c.id, c.relevance) for c in out] == [("a", 1.0), ("b", 0.9)]
-
-
 def test_sequence_support_adds_the_best_neighbour_without_chaining() -> None:
-    cands = _cands(("q", 1.0), ("x", 0.5))
+    # r and p joined the list as q's neighbours, with no relevance of their own.
+    cands = _cands(("q", 1.0), ("x", 0.5), ("r", 0.0), ("p", 0.0))
     neighbours = {"q": [("r", 0.5), ("p", 1.0)], "r": [("q", 0.5), ("s", 0.5)], "x": [("q", 1.0)]}
     out = {c.id: c for c in sequence_support(cands, neighbours, 0.6)}
     # x passes on its relevance less half of q's: nothing; q passes 1.0 - 0.5 x 0.5 to x.
@@ -131,19 +87,6 @@ def test_sequence_support_adds_the_best_neighbour_without_chaining() -> None:
     assert out["p"].relevance == pytest.approx(0.6)  # a stronger edge carries more support
     assert "s" not in out  # support comes from candidates' own relevance only
     assert sequence_support(cands, neighbours, 0.0) is cands
-
-
-def test_sequence_support_reaches_two_steps_and_passes_both_ways() -> None:
-    cands = _cands(("q", 1.0), ("n", 0.2), ("far", 0.9))
-    neighbours = {"q": [("n", 0.5)]}
-    second = {"q": [("m", 0.5)], "far": [("q", 0.25)]}
-    out = {c.id: c for c in sequence_support(cands, neighbours, 0.3, second, 0.6)}
-    assert out["n"].relevance == pytest.approx(0.2 + 0.3 * 0.5 * (1.0 - 0.5 * 0.2))
-    assert out["m"].relevance == pytest.approx(0.6 * 0.5 * 1.0)  # two steps on, not a candidate
-    # "far" lists q as two steps away: q gains from far, and far from q (the best of both).
-    assert out["q"].relevance == pytest.approx(1.0 + 0.6 * 0.25 * (0.9 - 0.5 * 1.0))
-    assert out["far"].relevance == pytest.approx(0.9 + 0.6 * 0.25 * (1.0 - 0.5 * 0.9))
-    assert sequence_support(cands, neighbours, 0.0, second, 0.0) is cands
 
 
 def test_sequence_support_fills_a_gap_instead_of_lifting_a_cluster() -> None:
@@ -159,53 +102,6 @@ def test_sequence_support_fills_a_gap_instead_of_lifting_a_cluster() -> None:
     assert by_id["c"] == pytest.approx(0.79)  # d is too weak to pass anything on
     # With the full neighbour relevance passed on, a and b would have gained 0.23-0.24 each.
     assert by_id["a"] - 0.8 < 0.12 and by_id["d"] - 0.2 > 0.2
-
-
-@pytest.mark.parametrize(
-    ("query", "names", "expected"),
-    [
-        ("What did Caroline paint?", {"Caroline"}, "What did paint?"),
-        ("What is Caroline's relationship status?", {"Caroline"}, "What is relationship status?"),
-        (
-            "What are John and James' favorite games?",
-            {"John", "James"},
-            "What are and favorite games?",
-        ),
-        (
-            "Where did Mary Ann Smith go? Ask Johnson",
-            {"Mary Ann Smith", "John"},
-            "Where did go? Ask Johnson",
-        ),
-        ("Caroline?", {"Caroline"}, "Caroline?"),  # nothing but a name: left as it is
-        ("What did Caroline paint?", set(), "What did Caroline paint?"),
-    ],
-)
-def test_topic_text_leaves_out_the_names(query: str, names: set[str], expected: str) -> None:
-    assert topic_text(query, names) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "asks"),
-    [
-        ("What other hobbies have you found?", True),
-        ("Have you been there? [shared image: a beach at dusk]", True),
-        ('She asked "why not?"', True),
-        ("Really? I never knew.", False),
-        ("Nice! [shared image: a dog]", False),
-        ("", False),
-    ],
-)
-def test_asks_question(text: str, asks: bool) -> None:
-    assert asks_question(text) is asks
-
-
-def test_question_discount_lowers_only_questions() -> None:
-    cands = _cands(("q", 1.0), ("s", 0.9))
-    out = question_discount(cands, {"q"}, 0.2)
-    assert [(c.id, c.relevance) for c in out] == [("s", 0.9), ("q", pytest.approx(0.8))]
-    assert out[1].components["question_penalty"] == 0.2
-    assert "question_penalty" not in out[0].components
-    assert question_discount(cands, {"q"}, 0.0) is cands
 
 
 def test_speaker_is_part_of_the_indexed_and_embedded_text() -> None:
@@ -279,41 +175,10 @@ def _dialogue(m: Memory) -> list[str]:
     )
 
 
-def test_recall_embeds_the_query_without_the_speakers_it_names(tmp_path: Path) -> None:
-    emb = _Recording()
-    with Memory(Config(path=str(tmp_path / "a"), embed_cache_size=0), embedder=emb) as m:
-        _dialogue(m)
-        emb.seen.clear()
-        result = m.recall("What did Caroline paint?", user_id="u")
-        assert emb.seen == ["What did paint?"]
-        assert result.memories[0].memory.metadata["speaker"] == "Caroline"
-        emb.seen.clear()
-        m.search("What did Caroline paint?", user_id="u")
-        assert emb.seen == ["What did paint?"]
-        emb.seen.clear()
-        m.recall("What did Bob paint?", user_id="u")  # not a speaker of this scope
-        assert emb.seen == ["What did Bob paint?"]
-    off = Config(path=str(tmp_path / "b"), embed_cache_size=0, query_without_speakers=False)
-    with Memory(off, embedder=emb) as m:
-        _dialogue(m)
-        emb.seen.clear()
-        m.recall("What did Caroline paint?", user_id="u")
-        assert emb.seen == ["What did Caroline paint?"]
-
-
-def test_the_message_two_steps_away_gains_support(tmp_path: Path) -> None:
-    cfg = Config(path=str(tmp_path), graph_depth=0, neighbour_weight=0.0)
-    with Memory(cfg, embedder=HashEmbedder()) as m:
-        ids = _dialogue(m)
-        # Recall (its graph walk off): search follows no graph links, sequence ones included.
-        found = m.recall("painted sunrise lake", user_id="u", limit=5).memories
-        hits = {h.id: h for h in found}
-        assert hits[ids[2]].components["sequence"] > 0  # Caroline, two steps after the hit
-        assert "sequence" not in hits[ids[1]].components  # one step: switched off here
-
-
 def test_a_forgotten_neighbour_never_joins(tmp_path: Path) -> None:
-    with Memory(Config(path=str(tmp_path), graph_depth=0), embedder=HashEmbedder()) as m:
+    with Memory(
+        Config(path=str(tmp_path), ranking={"graph_depth": 0}), embedder=HashEmbedder()
+    ) as m:
         ids = _dialogue(m)
         m.forget(ids[2], user_id="u")
         result = m.recall("painted sunrise lake", user_id="u", limit=10)

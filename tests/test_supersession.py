@@ -42,7 +42,7 @@ VERSIONS = {"paris": PARIS, "berlin": BERLIN, "alps": Version("alps", 1.0)}
 
 def test_present_question_ranks_the_replacement_first() -> None:
     scores, why = rank_by_validity(
-        {"paris": 1.0, "berlin": 0.5, "alps": 0.4}, VERSIONS, "Where do I live?"
+        {"paris": 1.0, "berlin": 0.5, "alps": 0.4}, VERSIONS, asks_about_past("Where do I live?")
     )
     assert max(scores, key=lambda i: scores[i]) == "berlin"
     assert scores["paris"] < scores["berlin"]
@@ -51,23 +51,29 @@ def test_present_question_ranks_the_replacement_first() -> None:
 
 
 def test_replacement_missing_from_the_candidates_is_brought_in() -> None:
-    scores, why = rank_by_validity({"paris": 1.0, "alps": 0.4}, VERSIONS, "Where do I live?")
+    scores, why = rank_by_validity(
+        {"paris": 1.0, "alps": 0.4}, VERSIONS, asks_about_past("Where do I live?")
+    )
     assert scores["berlin"] > scores["paris"]
     assert why["berlin"] == "replaces paris"
 
 
 def test_past_question_ranks_the_older_first() -> None:
     scores, _ = rank_by_validity(
-        {"paris": 0.6, "berlin": 0.9}, VERSIONS, "Where did I live before Berlin?"
+        {"paris": 0.6, "berlin": 0.9}, VERSIONS, asks_about_past("Where did I live before Berlin?")
     )
     assert scores["paris"] > scores["berlin"]
 
 
 def test_as_of_ranks_by_what_was_current_then() -> None:
-    scores, _ = rank_by_validity({"paris": 1.0, "berlin": 0.5}, VERSIONS, "Where do I live?", 1.5)
+    scores, _ = rank_by_validity(
+        {"paris": 1.0, "berlin": 0.5}, VERSIONS, asks_about_past("Where do I live?"), 1.5
+    )
     assert "berlin" not in scores  # said after as_of
     assert scores["paris"] == 1.0
-    scores, _ = rank_by_validity({"paris": 1.0, "berlin": 0.5}, VERSIONS, "Where do I live?", 3.0)
+    scores, _ = rank_by_validity(
+        {"paris": 1.0, "berlin": 0.5}, VERSIONS, asks_about_past("Where do I live?"), 3.0
+    )
     assert scores["berlin"] > scores["paris"]
 
 
@@ -77,9 +83,11 @@ def test_chains_hand_on_to_the_current_memory() -> None:
         "berlin": Version("berlin", 2.0, valid_until=3.0, superseded_by="munich"),
         "munich": Version("munich", 3.0),
     }
-    scores, _ = rank_by_validity({"paris": 1.0}, versions, "Where do I live?")
+    scores, _ = rank_by_validity({"paris": 1.0}, versions, asks_about_past("Where do I live?"))
     assert max(scores, key=lambda i: scores[i]) == "munich"
-    scores, _ = rank_by_validity({"paris": 1.0}, versions, "Where do I live?", as_of=2.5)
+    scores, _ = rank_by_validity(
+        {"paris": 1.0}, versions, asks_about_past("Where do I live?"), as_of=2.5
+    )
     assert max(scores, key=lambda i: scores[i]) == "berlin"
     assert "munich" not in scores
 

@@ -445,7 +445,5 @@ def test_a_system_prompt_is_one_memory_and_no_answer_about_the_user(mem: Memory)
     assert [m.role for m in stored].count("system") == 1
     result = mem.recall("Where am I travelling?", user_id="erin")
     assert result.memories[0].memory.role == "user"
-    system = next(m for m in result.memories if m.memory.role == "system")
-    assert system.components["assistant_penalty"] > 0
     asked = mem.recall("What were your instructions as a travel assistant?", user_id="erin")
     assert asked.memories[0].memory.role == "system"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .aio import AsyncMemory
-from .config import Config
+from .config import Config, RankingProfile
 from .embed import CachedEmbedder, Embedder, HashEmbedder
 from .errors import (
     AuthError,
@@ -59,6 +59,7 @@ __all__ = [
     "NotFoundError",
     "Path",
     "PreferencePair",
+    "RankingProfile",
     "RecallResult",
     "Scope",
     "ScoredMemory",

@@ -9,6 +9,7 @@ environment variable > a TOML file named by ``ENGRAMMAR_CONFIG`` (top-level keys
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import tomllib
@@ -21,13 +22,137 @@ from typing import Any
 from .config_checks import validate
 from .errors import ValidationError
 
-__all__ = ["Config"]
+__all__ = ["Config", "RankingProfile"]
 
 _UNSET: Any = object()
 
 
 def _opt(default: Any, doc: str) -> Any:
     return field(default=_UNSET, metadata={"default": default, "doc": doc})
+
+
+def _w(default: Any, doc: str, low: float = 0.0, high: float | None = None) -> Any:
+    return field(default=default, metadata={"doc": doc, "low": low, "high": high})
+
+
+@dataclass(frozen=True)
+class RankingProfile:
+    """The weights of each ranking stage (see docs/recall.md, "How recall ranks")."""
+
+    keyword_weight: float = _w(
+        0.45,
+        "Share of the full-text (BM25) score in a candidate's relevance; the rest is its best "
+        "vector match (the message's own vector or one of its windows). Each score is first "
+        "divided by the best of its list.",
+        high=1.0,
+    )
+    session_weight: float = _w(
+        0.2,
+        "Relevance + this x the best relevance of any candidate of the same session: the "
+        "turns of a conversation that matches the query strongly rise together. 0 = off.",
+    )
+    neighbour_weight: float = _w(
+        0.0,
+        "Relevance + this x (the best adjacent message's relevance - half the memory's own, "
+        "never below 0) x the sequence edge's weight: a reply that means little alone gains "
+        "from the message it answers. 0 = off.",
+    )
+    time_weight: float = _w(
+        1.0,
+        "Relevance x (1 + this) for a memory dated within a few days of the date or period the "
+        "query names ('in May 2023', 'two weeks ago'); half that within a month after it.",
+    )
+    graph_weight: float = _w(
+        0.0,
+        "Score + this x graph support (a seed's relevance x the edge weights along the best "
+        "walk that reaches the memory). 0 (the default) ranks without it; the walks still run, "
+        "so recall returns its paths and feedback learns on their edges.",
+    )
+    graph_depth: int = _w(2, "Hops a walk follows from its seed; 0 switches the graph off.", high=4)
+    graph_fanout: int = _w(3, "Strongest edges followed from each node per hop.", low=1)
+    graph_seeds: int = _w(5, "Best candidates the walks start from.", low=1)
+    graph_min_edge_weight: float = _w(0.2, "Edges weaker than this are not followed.", high=1.0)
+    superseded_factor: float = _w(
+        0.5,
+        "Share of its score a replaced memory keeps for a question about the present (its "
+        "score passes to the memory that replaced it); 1 ranks it as if current.",
+        high=1.0,
+    )
+    recency_similarity: float = _w(
+        1.0,
+        "For a question about the asker's own present, a later memory at least this similar "
+        "(cosine) to an earlier one ranked above it moves above it: a restated, updated fact. "
+        "1 = off (the default; 0.3 turns it on).",
+        high=1.0,
+    )
+    recency_term_share: float = _w(
+        0.75,
+        "A later memory restates an earlier one only if it holds at least this share of the "
+        "query terms the earlier one holds (a new figure for the same count halves it).",
+        high=1.0,
+    )
+    recency_min_ratio: float = _w(
+        0.5,
+        "Least share of the earlier memory's score a restatement needs to move above it.",
+        high=1.0,
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            name = f"ranking.{f.name}"
+            if f.type in ("int", int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ValidationError(name, f"must be an integer, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValidationError(name, f"must be a number, got {value!r}")
+            elif not math.isfinite(value):
+                raise ValidationError(name, f"must be a finite number, got {value!r}")
+            low, high = f.metadata["low"], f.metadata["high"]
+            if value < low:
+                raise ValidationError(name, f"must be >= {low:g}, got {value!r}")
+            if high is not None and value > high:
+                raise ValidationError(name, f"must be <= {high:g}, got {value!r}")
+
+    @classmethod
+    def describe(cls) -> dict[str, tuple[Any, str]]:
+        """Every weight with its default and a one-line description."""
+        return {f.name: (f.default, f.metadata["doc"]) for f in dataclasses.fields(cls)}
+
+    def replace(self, **changes: Any) -> RankingProfile:
+        """A copy with some weights changed (validated like a new profile)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def of(cls, value: Any, name: str = "profile") -> RankingProfile:
+        """``value`` as a profile: a profile, a mapping of weights (the rest default), or a
+        JSON object; ``None`` is the default profile."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValidationError(name, "must be a JSON object of ranking weights") from None
+        if not isinstance(value, dict):
+            raise ValidationError(name, f"must be an object of ranking weights, got {value!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValidationError(
+                name, f"unknown ranking weights {unknown}; known: {sorted(known)}"
+            )
+        ints = {f.name for f in dataclasses.fields(cls) if f.type in ("int", int)}
+        fixed = {
+            k: (int(v) if k in ints and isinstance(v, float) and v.is_integer() else v)
+            for k, v in value.items()
+        }
+        return cls(**fixed)
 
 
 @dataclass(frozen=True)
@@ -162,23 +287,24 @@ class Config:
     )
     chunk_chars: int = _opt(
         250,
-        "A message longer than this gets extra vectors for its overlapping windows of about "
-        "this many characters (two sentences or so) past the first; vector search scores it "
-        "by its best window, so a fact said in passing is matched by its own words rather "
-        "than by the whole message's average, and one past what the model reads is found at "
-        "all (0 = one vector per message).",
+        "A message longer than this, of any role, gets a vector for each of its overlapping "
+        "windows of about this many characters (two sentences or so), and its own vector is "
+        "their mean; vector search scores it by its best window, so a fact said in passing is "
+        "matched by its own words (0 = one vector per message, reading its start).",
     )
-    chunk_assistant: bool = _opt(
-        False,
-        "Give an assistant's long messages window vectors too. Off: recall discounts "
-        "assistant turns (assistant_penalty), and on LongMemEval's chats their windows were "
-        "45% of the texts add embedded, the longest ones; such a message is still found by "
-        "its opening's vector and by full-text search over its whole text.",
+    window_limit: int = _opt(
+        4,
+        "Most window vectors one message gets (its first windows); full-text search still "
+        "reads the whole text, so a fact past them is found by its words.",
+    )
+    ranking: RankingProfile = _opt(  # noqa: RUF009 - a frozen dataclass, immutable
+        RankingProfile(),
+        "The ranking's weights (RankingProfile; docs/recall.md, 'How recall ranks'): a TOML "
+        "table [engrammar.ranking], or a JSON object in ENGRAMMAR_RANKING; a call may pass its "
+        "own profile.",
     )
     bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
     bm25_b: float = _opt(0.5, "BM25 length normalisation (0 = none, 1 = full).")
-    keyword_weight: float = _opt(0.45, "Share of the keyword score in the fused relevance.")
-    fusion: str = _opt("score", "'score' (normalised score blend) or 'rrf' (reciprocal rank).")
     recognise_preferences: bool = _opt(
         True,
         "A user message added as kind 'message' that states a standing preference of the "
@@ -200,96 +326,10 @@ class Config:
         "or the session's latest memory, has another speaker or role) a vector that leans "
         "towards that message: a reply means little without what it answers.",
     )
-    session_spread: float = _opt(
-        0.3,
-        "In a chat with an assistant, each further candidate of one session is discounted by "
-        "this share more than the one before it (relevance x (1 - this)^n for its n-th), so "
-        "other sessions' best turns can pass a session's second-best. Chats between people "
-        "are left alone (a topic is talked through within a session there). 0 = off.",
-    )
-    session_spread_requests: bool = _opt(
-        False,
-        "Whether session_spread also applies to a request for suggestions ('Can you recommend "
-        "...?', 'Any tips for ...?'): what the user said on its topic is mostly in one "
-        "conversation, whose second and third messages are as wanted as its first.",
-    )
-    request_keywords: bool = _opt(
-        True,
-        "In a request for suggestions ('Can you recommend ...?', 'Any tips for ...?'), the "
-        "words that frame it (recommend, tips, ideas, this weekend, upcoming, I'm thinking of "
-        "/ planning / looking for ...) are none of its terms: keyword search and the term test "
-        "of recency_term_share leave them out. In a chat with an assistant nearly every "
-        "message asks for something in those words.",
-    )
-    request_keyword_weight: float = _opt(
-        0.3,
-        "keyword_weight for a request for suggestions ('Can you recommend ...?'): what is left "
-        "of its words after its frame names the topic in words every request on the topic "
-        "shares, while the user's own statement on it is found by its meaning.",
-    )
     context_weight: float = _opt(
         0.5,
         "With embed_context, a reply's vector is its own plus this share of the vector of the "
         "message it answers (renormalised); no text is embedded twice.",
-    )
-    proximity_weight: float = _opt(
-        0.3,
-        "Relevance x (1 + this x the share of the query's word pairs a memory says within "
-        "proximity_window words of each other): a message that names the asked words together "
-        "tells the fact more often than one that scatters them. 0 = off.",
-    )
-    proximity_window: int = _opt(
-        12, "Most words from one query word to another that count as said together."
-    )
-    speaker_boost: float = _opt(
-        1.5, "Relevance bonus (x 1+boost) for memories spoken by the one person a query names."
-    )
-    question_penalty: float = _opt(
-        0.5,
-        "Relevance x (1 - penalty x the share of the message its closing question takes) for "
-        "memories that end with a question: asking states little.",
-    )
-    assistant_penalty: float = _opt(
-        0.9,
-        "Relevance x (1 - penalty) for the assistant's messages unless a query asks what the "
-        "assistant said: facts about the user are in the user's own words; and for system "
-        "prompts unless it asks about the assistant's instructions.",
-    )
-    query_without_speakers: bool = _opt(
-        True,
-        "Embed a query without the names of the speakers it mentions (the speaker boost "
-        "matches the person; the query vector then matches the topic).",
-    )
-    time_boost: float = _opt(
-        1.0, "Relevance bonus (x 1+boost) for memories dated near the date or month a query names."
-    )
-    event_cover: bool = _opt(
-        True,
-        'A question naming several events ("which came first, A or B?", "how many days '
-        'between A and B?", "how long had I ... when B?") gets each event\'s best memory '
-        "among the first 20 moved up to where the list would otherwise repeat an event already "
-        "covered, and a later message of a conversation naming events is preceded by the "
-        "first one there that told of them, read from the full-text index when search left "
-        "it out (recall/events.py, engine/event_order.py; bench/results/lme_notes.md, "
-        "sessions 12, 22 and 23).",
-    )
-    group_repeats: bool = _opt(
-        True,
-        "Of the copies of a text said several times (case and spacing aside), the newest takes "
-        "the best place any copy earned, the next newest the next, each with the component "
-        "repeats (recall/repeats.py). formatted shows such a text once either way.",
-    )
-    neighbour_weight: float = _opt(
-        0.3,
-        "Share of the best conversation neighbour's relevance (less half the memory's own: "
-        "support fills a gap), times the sequence edge's weight, added to a memory's "
-        "relevance; 0 switches it off.",
-    )
-    second_neighbour_weight: float = _opt(
-        0.6,
-        "Share of the relevance of the message two steps away in the same conversation (in a "
-        "dialogue: the same speaker after the other's reply), times the weaker of the two "
-        "sequence edges, added to a memory's relevance; 0 switches it off.",
     )
 
     # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
@@ -325,54 +365,9 @@ class Config:
         "A term links memories ('entity' edge) only if it occurs in at most this share of the "
         "scope's memories (at least 2): rare terms and names link, common words never do.",
     )
-    graph_depth: int = _opt(2, "Hops recall follows from its seeds; 0 switches the graph off.")
-    graph_fanout: int = _opt(3, "Strongest edges followed from each node per hop.")
-    graph_seeds: int = _opt(5, "Best direct hits recall starts walking the graph from.")
-    graph_min_edge_weight: float = _opt(0.2, "Edges weaker than this are not followed.")
-    graph_weight: float = _opt(
-        0.1,
-        "Weight of graph support (seed relevance x edge weights along the best path) added to a "
-        "memory's relevance. 0 keeps the walks (paths, feedback) but ranks without them; "
-        "graph_depth=0 switches the graph off. 0.1 measured best of 0 / 0.1 / 0.3 / 0.5 on "
-        "LoCoMo (bench/results/graph.md).",
-    )
     graph_max_paths: int = _opt(20, "Most paths a recall returns (and feedback learns from).")
     tension_min_similarity: float = _opt(
         0.3, "Cosine two memories need before they are checked for a contradiction."
-    )
-    superseded_factor: float = _opt(
-        0.5,
-        "Share of its score a superseded memory keeps for a question about the present (it hands "
-        "its score on to the memory that replaced it); 1 ranks it as if current.",
-    )
-    recency_similarity: float = _opt(
-        0.3,
-        "For a question about the speaker's own present, a later memory at least this similar "
-        "to an earlier one ranked above it moves above it (a restated, updated fact; see "
-        "recency_term_share). Only own words restate: never a tool call, a tool's output, a "
-        "system prompt or an assistant's answer. 1 switches it off. 0.3 with the term share "
-        "measured on the LongMemEval dev set with its evidence at its own dates and at random ones "
-        "(bench/results/lme_notes.md, session 9).",
-    )
-    recency_term_share: float = _opt(
-        0.75,
-        "A later memory restates an earlier one (recency_similarity) only if it holds at least "
-        "this share of the question's terms the earlier one holds: likeness alone also lifts a "
-        "later message merely on the same subject above the fact asked about. 0 = likeness "
-        "only.",
-    )
-    recency_new_amount: bool = _opt(
-        True,
-        "A later memory that gives a new figure for what an earlier one counted restates it "
-        "even when it repeats fewer of the question's terms (recency_term_share): a sentence of "
-        'each holds an amount of the same unit ("20 videos so far" / "30 videos so far"), '
-        "the later value is new, and the later sentence repeats half of the question's terms "
-        "the earlier sentence holds (bench/results/lme_notes.md, session 11).",
-    )
-    recency_min_ratio: float = _opt(
-        0.5,
-        "Least share of the earlier memory's score a later one needs to move above it (see "
-        "recency_similarity).",
     )
 
     # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
@@ -596,6 +591,8 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
         if not math.isfinite(number):
             raise ValidationError(name, f"must be a finite number, got {value!r}")
         return number
+    if hint is RankingProfile:
+        return RankingProfile.of(value, name)
     if typing.get_origin(hint) is tuple:
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):

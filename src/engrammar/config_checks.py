@@ -31,17 +31,8 @@ def validate(cfg: Config) -> None:
             "edge_weight_max",
             "bm25_k1",
             "bm25_b",
-            "keyword_weight",
-            "request_keyword_weight",
-            "speaker_boost",
-            "proximity_weight",
             "context_weight",
-            "time_boost",
-            "neighbour_weight",
-            "second_neighbour_weight",
             "graph_sequence_weight",
-            "graph_min_edge_weight",
-            "graph_weight",
             "rate_limit_per_s",
             "feedback_rate_limit_per_s",
             "feedback_source_window_s",
@@ -50,8 +41,6 @@ def validate(cfg: Config) -> None:
             "feedback_reply_weight",
             "feedback_term_weight",
             "feedback_rating_memory_margin",
-            "superseded_factor",
-            "recency_min_ratio",
             "preferences_limit",
         ),
     )
@@ -60,7 +49,6 @@ def validate(cfg: Config) -> None:
         "feedback_align_weaken",
         "graph_semantic_threshold",
         "tension_min_similarity",
-        "recency_similarity",
         "preferences_min_similarity",
         "feedback_context_min",
         "feedback_context_full",
@@ -73,18 +61,6 @@ def validate(cfg: Config) -> None:
         v = getattr(cfg, name)
         if not -1.0 <= v <= 1.0:
             raise ValidationError(name, f"must be a cosine in [-1, 1], got {v!r}")
-    if not 0.0 <= cfg.assistant_penalty <= 1.0:
-        raise ValidationError(
-            "assistant_penalty", f"must be in [0, 1], got {cfg.assistant_penalty!r}"
-        )
-    if not 0.0 <= cfg.question_penalty <= 1.0:
-        raise ValidationError(
-            "question_penalty", f"must be in [0, 1], got {cfg.question_penalty!r}"
-        )
-    if not 0.0 <= cfg.recency_term_share <= 1.0:
-        raise ValidationError(
-            "recency_term_share", f"must be in [0, 1], got {cfg.recency_term_share!r}"
-        )
     for origin in cfg.cors_origins:
         if not _ORIGIN.fullmatch(origin):
             raise ValidationError(
@@ -115,10 +91,6 @@ def validate(cfg: Config) -> None:
             "feedback_max_adjustment",
             f"must be in [0, 1) so a score never turns negative, got {cfg.feedback_max_adjustment!r}",
         )
-    if cfg.proximity_window < 1:
-        raise ValidationError("proximity_window", f"must be >= 1, got {cfg.proximity_window!r}")
-    if not 0 <= cfg.session_spread < 1:
-        raise ValidationError("session_spread", f"must be in [0, 1), got {cfg.session_spread!r}")
     if not 0 <= cfg.feedback_conflict_weight <= 1:
         raise ValidationError(
             "feedback_conflict_weight",
@@ -146,9 +118,6 @@ def validate(cfg: Config) -> None:
             "must be below feedback_context_full "
             f"({cfg.feedback_context_min} >= {cfg.feedback_context_full})",
         )
-    for name in ("keyword_weight", "request_keyword_weight"):
-        if getattr(cfg, name) > 1:
-            raise ValidationError(name, f"must be in [0, 1], got {getattr(cfg, name)}")
     if not 0 <= cfg.knowledge_min_score <= 1:
         raise ValidationError(
             "knowledge_min_score", f"must be in [0, 1], got {cfg.knowledge_min_score}"
@@ -172,11 +141,10 @@ def validate(cfg: Config) -> None:
             "max_messages_per_add",
             "recall_limit",
             "candidate_pool",
+            "window_limit",
             "formatted_max_chars",
             "excerpt_chars",
             "graph_max_edges_per_memory",
-            "graph_fanout",
-            "graph_seeds",
             "graph_max_paths",
             "pool_size",
             "hnsw_ef_search",
@@ -187,15 +155,14 @@ def validate(cfg: Config) -> None:
             "max_pending_connections",
         ),
     )
-    if not 0 <= cfg.graph_depth <= 4:
-        raise ValidationError("graph_depth", f"must be in [0, 4], got {cfg.graph_depth}")
     if not 0 < cfg.graph_term_max_df <= 1:
         raise ValidationError(
             "graph_term_max_df", f"must be in (0, 1], got {cfg.graph_term_max_df}"
         )
-    for name in ("graph_sequence_weight", "graph_min_edge_weight"):
-        if getattr(cfg, name) > cfg.edge_weight_max:
-            raise ValidationError(name, f"must not exceed edge_weight_max ({cfg.edge_weight_max})")
+    if cfg.graph_sequence_weight > cfg.edge_weight_max:
+        raise ValidationError(
+            "graph_sequence_weight", f"must not exceed edge_weight_max ({cfg.edge_weight_max})"
+        )
     if not 2 <= cfg.hnsw_m <= 100:
         raise ValidationError("hnsw_m", f"must be in [2, 100], got {cfg.hnsw_m}")
     if not 2 * cfg.hnsw_m <= cfg.hnsw_ef_construction <= 1000:
@@ -219,8 +186,6 @@ def validate(cfg: Config) -> None:
             "feedback_anchor_bound",
             f"must be 'ratings', 'all' or 'off', got {cfg.feedback_anchor_bound!r}",
         )
-    if cfg.fusion not in ("score", "rrf"):
-        raise ValidationError("fusion", f"must be 'score' or 'rrf', got {cfg.fusion!r}")
     if not cfg.workspace.strip():
         raise ValidationError("workspace", "must be a non-empty string")
     if not (cfg.is_sqlite or cfg.store.startswith(("postgresql://", "postgres://"))):

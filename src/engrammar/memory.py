@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, cast
 
-from .config import Config
+from .config import Config, RankingProfile
 from .embed import CachedEmbedder, Embedder, make_embedder
 from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
 from .engine import validate as v
@@ -255,12 +255,13 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         min_score: float | None = None,
         as_of: Any = None,
         filters: Mapping[str, Any] | RecallFilter | None = None,
+        profile: RankingProfile | Mapping[str, Any] | None = None,
     ) -> builtins.list[ScoredMemory]:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
 
         Scores are absolute (comparable across queries; see ``engine.recall.search``): a
         query nothing matches scores low. ``min_score`` drops results scoring below it.
-        ``as_of`` and ``filters`` as in :meth:`recall`.
+        ``as_of``, ``filters`` and ``profile`` as in :meth:`recall`.
         """
         query = v.text("query", query, self.config.max_content_chars)
         scope = self._scope(user_id, agent_id, session_id, workspace)
@@ -268,7 +269,8 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
-        return recall.search(self._engine, scope, query, limit, floor, when, where)
+        ranking = self._profile(profile)
+        return recall.search(self._engine, scope, query, limit, floor, when, where, ranking)
 
     def recall(
         self,
@@ -282,6 +284,7 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         as_of: Any = None,
         filters: Mapping[str, Any] | RecallFilter | None = None,
         min_score: float | None = None,
+        profile: RankingProfile | Mapping[str, Any] | None = None,
     ) -> RecallResult:
         """What matters for the next turn: ranked memories, graph paths, tensions, a text block.
 
@@ -303,8 +306,11 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
 
         ``since`` (inclusive) and ``until`` (exclusive) bound ``created_at`` and take what
         ``as_of`` takes. ``min_score`` leaves out memories whose absolute score
-        (``components["absolute"]``, the scale ``search`` returns) is below it. See
-        docs/recall.md, "Filters".
+        (``components["absolute"]``, the scale ``search`` returns) is below it; a memory that
+        matches the query neither by its words nor by its meaning is never returned. See
+        docs/recall.md, "Filters". ``profile`` ranks this call with other weights: a
+        :class:`~engrammar.RankingProfile` or a mapping of some of its weights (the rest from
+        ``Config.ranking``).
 
         Raises:
             ValidationError: a bad filter, named by its path (``filters.metadata.topic.in``).
@@ -315,9 +321,17 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         floor = 0.0 if min_score is None else v.unit_float("min_score", min_score, 0.0, 10.0)
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
-        with recall.session(self._engine, query):  # one read session: few round trips to a server
+        ranking = self._profile(profile)
+        with recall.session(self._engine, query, profile=ranking):  # one read session
             result = recall.recall(
-                self._engine, scope, query, limit, when, where=where, min_score=floor
+                self._engine,
+                scope,
+                query,
+                limit,
+                when,
+                where=where,
+                min_score=floor,
+                profile=ranking,
             )
             if self.config.knowledge_recall_limit:
                 result.knowledge = knowledge.search(
@@ -407,6 +421,7 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
+        profile: RankingProfile | Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Why ``memory_id`` ranks where it does for ``query``, component by component.
 
@@ -425,7 +440,17 @@ class Memory(InspectingMixin, KnowledgeMixin, RecordsMixin, FacadeBase):
         v.scope_id("memory_id", memory_id, required=True)
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
-        return recall.explain(self._engine, scope, query, memory_id, limit)
+        ranking = self._profile(profile)
+        return recall.explain(self._engine, scope, query, memory_id, limit, ranking)
+
+    def _profile(self, profile: RankingProfile | Mapping[str, Any] | None) -> RankingProfile:
+        """``profile`` over ``Config.ranking``: a mapping changes only the weights it names."""
+        if profile is None or isinstance(profile, RankingProfile):
+            return profile or self.config.ranking
+        if not isinstance(profile, Mapping):
+            raise ValidationError("profile", "must be a RankingProfile or a mapping of weights")
+        base = self.config.ranking.to_dict()
+        return RankingProfile.of({**base, **dict(profile)})
 
     # -- export / import ----------------------------------------------------------------------
     def export(

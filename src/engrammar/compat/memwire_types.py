@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config
+from ..config import Config, RankingProfile
 from ..errors import ValidationError
 from ..models import RecallResult as EngrammarRecall
 
@@ -37,7 +37,7 @@ MAPPED = {
     "feedback_align_strengthen": "feedback_align_strengthen",
     "feedback_align_weaken": "feedback_align_weaken",
     "recall_max_paths": "graph_max_paths",
-    "recall_max_depth": "graph_depth",
+    "recall_max_depth": "ranking.graph_depth",
     "recall_seed_top_k": "graph_seeds",
     "recall_bfs_max_branch": "graph_fanout",
     "embedding_cache_maxsize": "embed_cache_size",
@@ -215,14 +215,17 @@ class MemWireConfig:
             values[MAPPED[name]] = getattr(self, name)
         # Recall bounds: MemWire's names, engrammar's limits (graph_depth is at most 4).
         values["graph_max_paths"] = self.recall_max_paths
-        values["graph_depth"] = min(self.recall_max_depth, 4)
-        values["graph_seeds"] = self.recall_seed_top_k
-        values["graph_fanout"] = self.recall_bfs_max_branch
+        ranking = {
+            "graph_depth": min(self.recall_max_depth, 4),
+            "graph_seeds": self.recall_seed_top_k,
+            "graph_fanout": self.recall_bfs_max_branch,
+        }
+        values["ranking"] = RankingProfile.of({**ranking, **self.engrammar.get("ranking", {})})
         values["embed_cache_size"] = self.embedding_cache_maxsize
         unknown = set(self.engrammar) - {f.name for f in dataclasses.fields(Config)}
         if unknown:
             raise ValidationError("engrammar", f"unknown engrammar settings {sorted(unknown)}")
-        values.update(self.engrammar)
+        values.update({k: v for k, v in self.engrammar.items() if k != "ranking"})
         return Config(**values), temp
 
 

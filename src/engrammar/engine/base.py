@@ -74,31 +74,38 @@ def embed_memories(
     engine: Engine, items: Sequence[tuple[str, str | None, str]]
 ) -> tuple[np.ndarray, list[tuple[ChunkVector, ...]]]:
     """The vector of each ``(content, speaker, role)`` and, for a text longer than
-    ``Config.chunk_chars``, the vectors of its windows past the first (the model reads only
-    a text's start), all in one call to the embedder. An assistant's message gets windows
-    only with ``Config.chunk_assistant``."""
-    size = engine.config.chunk_chars
-    spans = [
-        message_windows(content, size)
-        if role != "assistant" or engine.config.chunk_assistant
-        else []
-        for content, _, role in items
+    ``Config.chunk_chars``, the vectors of its windows (at most ``Config.window_limit``), all
+    in one call to the embedder. Every role alike: what an assistant said, decided or wrote
+    is memory too. A windowed message's own vector is the mean of its windows' (the model
+    reads only a text's start, and embedding that start twice would buy nothing)."""
+    size, cap = engine.config.chunk_chars, engine.config.window_limit
+    spans = [message_windows(content, size)[:cap] for content, _, _ in items]
+    texts = [
+        embedding_text(content, who)
+        for (content, who, _), windows in zip(items, spans, strict=True)
+        if not windows
     ]
-    texts = [embedding_text(content, who) for content, who, _ in items]
     texts += [
         embedding_text(content[a:b], who)
         for (content, who, _), windows in zip(items, spans, strict=True)
         for a, b in windows
     ]
     vectors = engine.embed(texts)
+    own = np.empty((len(items), engine.embedder.dim), np.float32)
     chunks: list[tuple[ChunkVector, ...]] = []
-    at = len(items)
-    for windows in spans:
-        chunks.append(
-            tuple(ChunkVector(i + 1, a, b, vectors[at + i]) for i, (a, b) in enumerate(windows))
-        )
+    plain, at = 0, sum(1 for windows in spans if not windows)
+    for i, windows in enumerate(spans):
+        if not windows:
+            own[i] = vectors[plain]
+            plain += 1
+            chunks.append(())
+            continue
+        part = vectors[at : at + len(windows)]
+        mean = part.mean(axis=0)
+        own[i] = mean / (float(np.linalg.norm(mean)) or 1.0)
+        chunks.append(tuple(ChunkVector(k + 1, a, b, part[k]) for k, (a, b) in enumerate(windows)))
         at += len(windows)
-    return vectors[: len(items)], chunks
+    return own, chunks
 
 
 def dedup_key(scope: Scope, role: str, content: str) -> str:

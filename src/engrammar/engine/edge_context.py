@@ -115,9 +115,7 @@ def reads_edge_parts(engine: Engine) -> bool:
     recall reads edges: it walks the graph or links neighbours), so that the store can read
     it ahead (``LearningAhead.edge_parts``)."""
     config = engine.config
-    return config.feedback_edge_context and (config.graph_depth > 0 or _links(engine))
-
-
-def _links(engine: Engine) -> bool:
-    config = engine.config
-    return config.neighbour_weight > 0 or config.second_neighbour_weight > 0
+    profile = config.ranking
+    return config.feedback_edge_context and (
+        profile.graph_depth > 0 or profile.neighbour_weight > 0
+    )

@@ -22,7 +22,7 @@ from ..models import Scope
 from ..recall.tensions import agreed_side
 from ..store import EdgeDelta, RecallRecord, ReplySignal, read_ahead
 from .base import Engine, reading
-from .candidates import candidates
+from .ranking import candidates, query_at
 
 __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
 
@@ -150,7 +150,8 @@ def drawn_on(
     top = engine.config.feedback_reply_top
     if top == 0:
         return []
-    ids = [c.id for c in candidates(engine, scope, reply, reply_vec)[:top]]
+    ranked = candidates(engine, scope, query_at(reply, None), engine.config.ranking, reply_vec)
+    ids = [c.id for c in ranked[:top]]
     vecs = engine.store.vectors(scope.workspace, ids)
     return [(i, float(vecs[i] @ reply_vec)) for i in ids if i in vecs]
 

@@ -1,8 +1,7 @@
 """Learned query terms at recall: the ratings that taught a candidate the query's words.
 
 Takes the question of each accepted or corrected rating of a candidate (read with the other
-learning facts), its topic terms that the memory does not contain (``recall.text.topic_terms``, the names of the memories'
-speakers left out) and weighs the query's terms by their IDF among the scope's memories;
+learning facts), its topic terms that the memory does not contain (``recall.text.topic_terms``) and weighs the query's terms by their IDF among the scope's memories;
 :func:`~engrammar.learn.terms.term_signals` turns the matches into signals. Derived from the
 stored records at every recall: undoing a record takes its part back.
 """
@@ -15,7 +14,6 @@ from ..learn.rates import Signal
 from ..learn.scoring import RatingFacts
 from ..learn.terms import TermUse, idf, term_signals
 from ..models import Scope
-from ..recall.query import named_speakers, topic_text
 from ..recall.text import index_text, speaker_of, terms, topic_terms
 from .base import Engine
 
@@ -41,7 +39,6 @@ def learned_term_signals(
     if not found:
         return {}
     records = store.get_memories(scope.workspace, sorted({r.memory_id for r in found}))
-    speakers = {s for r in records.values() if (s := speaker_of(r.metadata))}
     own: dict[str, set[str]] = {
         i: set(terms(index_text(r.content, speaker_of(r.metadata)))) for i, r in records.items()
     }
@@ -49,7 +46,7 @@ def learned_term_signals(
 
     def topic(text: str) -> set[str]:
         if text not in asked:
-            asked[text] = topic_terms(topic_text(text, named_speakers(text, speakers)))
+            asked[text] = topic_terms(text)
         return asked[text]
 
     wanted = topic(query)

@@ -1,37 +1,26 @@
-"""Recall: the ranked memories of a query, with the graph paths and tensions behind them.
+"""Recall, search and explain: what the ranking core (:mod:`.ranking`) returns, put to use.
 
-One ranking pass serves ``search``, ``recall`` and ``explain``:
-
-1. candidates: keyword and vector search, fused and refined (:mod:`.candidates`);
-2. graph walk (``recall`` and ``explain``): walks along the strongest edges from the best
-   candidates; a memory's graph support is its best walk's score (``recall.graph``);
-3. learned ranking: the feedback records (events, reviews, preference pairs, ratings, reply
-   signals) re-rank the result and may bring in prior decisions (``learn.scoring``);
-4. ``recall`` then reads the tensions among what it shows and records itself; ``explain``
-   reads every component of one memory's score off the same pass.
-
-Reads go through the :class:`~engrammar.store.Store`; every decision is a pure function of
-``recall/`` or ``learn/``.
+``recall`` ranks with every stage, cuts the first ``limit``, sets excerpts, reads the standing
+preferences, the graph paths and the tensions among what it shows, and records itself for
+feedback. ``search`` ranks without the graph and records nothing; its scores are absolute.
+``explain`` reads one memory off the same ranking ``recall`` cuts: its rank and score are the
+ones ``recall`` gives it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..config import RankingProfile
 from ..errors import NotFoundError
 from ..learn.preferences import select_preferences
-from ..learn.rates import Adjustment, learned_records
-from ..learn.scoring import LearnParams, learned_ranking
+from ..learn.rates import learned_records
 from ..models import (
     Edge,
     MemoryRecord,
@@ -44,58 +33,39 @@ from ..models import (
 )
 from ..recall.chunks import best_excerpt, excerpt, marked, widened
 from ..recall.format import format_memories
-from ..recall.fusion import Candidate
-from ..recall.graph import Walk, best_support, best_walks, expand
-from ..recall.roles import role_discount
+from ..recall.graph import Walk
 from ..recall.tensions import detect_tension
-from ..store import LearningAhead, RecallRecord, RefineAhead
-from .base import Engine, in_scope, reading, statement, states_facts
-from .candidates import REFINE_DEPTH, candidates, fusion_config, refined, search_hits
-from .edge_context import edge_reader, reads_edge_parts
-from .event_order import by_events
-from .learned_terms import learned_term_signals
-from .validity import by_validity, grouped_repeats
+from ..recall.text import terms
+from ..store import RecallRecord
+from .base import Engine, in_scope, statement, states_facts
+from .ranking import Ranked, Ranking, query_at, rank, session
 
-__all__ = ["Ranked", "Ranking", "explain", "graph_rank", "learned", "recall", "search"]
+__all__ = ["explain", "recall", "search", "session"]
 
-_HORIZON_HALF_LIVES = 10
-# The newest recalls whose replies count for a query: an agent asking the same question again
-# and again would otherwise make every recall read more signals (up to feedback_records_limit
-# recalls, ~10 signals each); 200 matching recalls already saturate the shrinkage
-# (N / (N + feedback_min_samples)).
-_MATCHING_RECALLS = 200
+# A memory that neither holds a query term nor comes this close (cosine) to the query matches
+# it in no way: the cut leaves it out rather than pad the list with it.
+_NO_MATCH = 0.1
+# Memories placed by something other than search stay whatever their match: prior decisions
+# feedback brought in, replacements of a ranked memory, and what the graph reached.
+_PLACED = ("feedback", "validity", "graph")
 
 
-@dataclass
-class Ranked:
-    """One memory's place in the graph-aware ranking, with every component of its score."""
-
-    id: str
-    relevance: float
-    final: float
-    via: str
-    components: dict[str, float] = field(default_factory=dict)
-    walk: Walk | None = None
-
-
-@dataclass
-class Ranking:
-    entries: list[Ranked]
-    walks: list[Walk]
-    seeds: list[str]
-    match: float = 0.0  # query_match: the best cosine of any candidate with the query
+def _matches(item: Ranked) -> bool:
+    comps = item.components
+    return (
+        item.via in _PLACED
+        or comps.get("keyword", 0.0) > 0
+        or comps.get("vector", 0.0) >= _NO_MATCH
+        or comps.get("graph", 0.0) * comps.get("graph_weight", 0.0) > 0
+        or "sequence" in comps
+    )
 
 
-@dataclass
-class Learned:
-    """One memory's place after the learned ranking."""
-
-    id: str
-    score: float
-    components: dict[str, float]
-    note: str | None = None
-    via: str = "search"
-    adjustment: Adjustment | None = None  # the learned part, per record and source
+def _scored(item: Ranked, match: float) -> ScoredMemory:
+    assert item.record is not None
+    comps = dict(item.components)
+    comps["absolute"] = round(item.score * match, 6)
+    return ScoredMemory(item.record, item.score, comps, via=item.via, note=item.note)
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -107,60 +77,115 @@ def search(
     min_score: float = 0.0,
     as_of: float | None = None,
     where: RecallFilter | None = None,
+    profile: RankingProfile | None = None,
 ) -> list[ScoredMemory]:
-    """Hybrid search within ``scope`` (of the memories ``where`` matches, filtered before the
-    top ``limit`` are cut), refined and re-ranked by learning and by what is current (at
-    ``as_of``), without the graph.
+    """Hybrid search within ``scope`` (of the memories ``where`` matches), every ranking
+    stage but the graph, without recording anything.
 
     Scores are absolute: the ranking's score (relative, the best hit near 1) times
-    ``query_match``, the best cosine any memory of the scope (that ``where`` matches) has
-    with the query. A query nothing matches scores low however its hits rank among
-    themselves, so scores compare across queries and ``min_score`` can cut off weak results.
+    ``query_match``, the best cosine any candidate has with the query, so that a query
+    nothing matches scores low and ``min_score`` can cut off weak results.
     """
-    with session(engine, query, whole=False):
-        return _search(engine, scope, query, limit, min_score, as_of, where)
-
-
-def _search(
-    engine: Engine,
-    scope: Scope,
-    query: str,
-    limit: int,
-    min_score: float,
-    as_of: float | None,
-    where: RecallFilter | None,
-) -> list[ScoredMemory]:
-    asked = time.time() if as_of is None else as_of  # relative times read against it
-    cands = candidates(engine, scope, query, as_of=asked, links=False, where=where)
-    match = _query_match(cands)
-    ranked = learned(
-        engine, scope, query, [Learned(c.id, c.relevance, dict(c.components)) for c in cands]
-    )
-    out = []
-    for item in _current(engine, scope, query, ranked, limit, as_of, where):
-        score = item.score * match
-        if score < min_score:
-            break  # best first: the rest score lower still
-        comps = dict(item.components)
-        comps["ranking"] = round(item.score, 6)
-        comps["query_match"] = round(match, 6)
-        comps["final"] = round(score, 6)
-        out.append(
-            ScoredMemory(
-                item.memory,
-                score,
-                comps,
-                via=item.via,
-                note=item.note,
-            )
+    profile = profile or engine.config.ranking
+    with session(engine, query, whole=False, profile=profile):
+        ranking = rank(
+            engine, scope, query_at(query, as_of), profile, limit, graph=False, where=where
         )
+    out = []
+    for item in ranking.items[:limit]:
+        score = item.score * ranking.match
+        if score < min_score or not _matches(item):
+            continue
+        found = _scored(item, ranking.match)
+        found.score = score
+        found.components.pop("absolute", None)
+        found.components["ranking"] = round(item.score, 6)
+        found.components["query_match"] = round(ranking.match, 6)
+        found.components["final"] = round(score, 6)
+        out.append(found)
     set_excerpts(engine, scope.workspace, query, out)
     return out
 
 
-def _query_match(cands: Sequence[Candidate]) -> float:
-    """The best cosine any candidate has with the query (0 when none is like it)."""
-    return max((max(c.vector, 0.0) for c in cands), default=0.0)
+def _holds(window: str, text: str, query: str, size: int) -> bool:
+    """Whether ``window`` holds as many distinct query terms as the text's best window by
+    terms: a vector window wins only where the words do not say more (the windows with
+    vectors are the first ``window_limit``; a fact past them is found by its words)."""
+    wanted = set(terms(query))
+    span = best_excerpt(text, query, size, size // 5)
+    by_terms = text[span[0] : span[1]] if span is not None else text
+    return len(wanted & set(terms(window))) >= len(wanted & set(terms(by_terms)))
+
+
+# -- recall ---------------------------------------------------------------------------------
+def recall(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    limit: int,
+    as_of: float | None = None,
+    *,
+    where: RecallFilter | None = None,
+    min_score: float = 0.0,
+    profile: RankingProfile | None = None,
+) -> RecallResult:
+    """The ranked memories of ``query`` with their paths and tensions, recorded (as a
+    :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. ``as_of`` is when
+    the question is asked (default now): relative times in ``query`` are read against it, what
+    was said later is left out and what was current then ranks first. ``where`` keeps recall
+    to the memories it matches before the first ``limit`` are cut. ``min_score`` leaves out
+    memories whose absolute score (``components["absolute"]``) is below it; a memory that
+    matches the query neither by its words nor by its meaning is left out too.
+    """
+    store, config = engine.store, engine.config
+    profile = profile or config.ranking
+    with session(engine, query, profile=profile, preferences=_PREFERENCES_READ):
+        ranking = rank(engine, scope, query_at(query, as_of), profile, limit, where=where)
+        items = [
+            _scored(item, ranking.match)
+            for item in ranking.items[:limit]
+            if _matches(item) and item.score * ranking.match >= min_score
+        ]
+        set_excerpts(engine, scope.workspace, query, items)
+        # A preference pair's memory bears on the query only where its context matches (the
+        # learned ranking then gave it a ``context_match``).
+        pairs_matched = {e.id for e in ranking.items if "context_match" in e.components}
+        preferences = [
+            p  # what was said later, or replaced by then, is no standing preference at ``as_of``
+            for p in standing_preferences(engine, scope, query, where)
+            if ("pair_id" not in p.memory.metadata or p.id in pairs_matched)
+            and (as_of is None or p.memory.created_at <= as_of)
+            and (
+                p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of)
+            )
+        ]
+        shown = {i.memory.id for i in items}
+        paths = result_paths(ranking.walks, shown, config.graph_max_paths)
+        tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
+    result = RecallResult(
+        recall_id=uuid.uuid4().hex,
+        query=query,
+        memories=items,
+        paths=paths,
+        tensions=tensions,
+        formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
+        preferences=preferences,
+    )
+    store.save_recall(
+        RecallRecord(
+            recall_id=result.recall_id,
+            workspace=scope.workspace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            query=query,
+            created_at=time.time(),
+            memory_ids=[m.memory.id for m in items],
+            paths=[p.to_dict() for p in paths],
+            tensions=[t.to_dict() for t in tensions],
+        )
+    )
+    return result
 
 
 def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[ScoredMemory]) -> None:
@@ -182,7 +207,9 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
         found = chunks.get(item.memory.id)
         if found and item.memory.id in own:
             best = max(found, key=lambda c: float(c.embedding @ qvec))
-            if float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec):
+            if float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec) and _holds(
+                text[best.start : best.end], text, query, size
+            ):
                 start, end = best.start, best.end
                 inner = best_excerpt(text[start:end], query, size, size // 5)
                 if inner is not None:  # a window wider than excerpt_chars: its part
@@ -194,54 +221,6 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
         item.excerpt = excerpt(text, query, size)
 
 
-def _current(
-    engine: Engine,
-    scope: Scope,
-    query: str,
-    ranked: Sequence[Learned],
-    limit: int,
-    as_of: float | None,
-    where: RecallFilter | None = None,
-) -> list[ScoredMemory]:
-    """The head of a learned ranking, re-ranked by what is current (``engine.validity``);
-    with ``where``, only what it matches (search and the graph kept to it already; this also
-    holds the prior decisions that feedback brings in to it)."""
-    depth = limit * (4 if as_of is not None else 2)
-    head: list[Learned] = []
-    records: dict[str, MemoryRecord] = {}
-    rest = list(ranked)
-    while rest and len(head) < depth:
-        # Without a filter one read; with one, read on while what it drops leaves room.
-        step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
-        found = engine.store.get_memories(scope.workspace, [e.id for e in step])
-        if where is not None:
-            found = {i: r for i, r in found.items() if where.matches(r)}
-            step = [e for e in step if e.id in found]
-        head += step
-        records.update(found)
-        if where is None:
-            break
-    items = by_validity(
-        engine,
-        scope,
-        query,
-        [(e.id, e.score, e.components, e.note, e.via) for e in head],
-        records,
-        as_of,
-        limit,
-        where,
-    )
-    if engine.config.group_repeats:
-        items = grouped_repeats(items)
-    if engine.config.event_cover:
-        items = by_events(engine, scope, query, items, as_of, where)
-    return [
-        ScoredMemory(record, score, comps, via=via, note=note)
-        for record, score, comps, note, via in items[:limit]
-    ]
-
-
-# -- recall ---------------------------------------------------------------------------------
 # Recall weighs at most this many of a scope's newest standing preferences for its slot.
 _PREFERENCES_READ = 500
 
@@ -276,183 +255,6 @@ def standing_preferences(
         ScoredMemory(by_id[i], s, {"preference_similarity": round(s, 6)}, via="preference")
         for i, s in chosen
     ]
-
-
-def recall(
-    engine: Engine,
-    scope: Scope,
-    query: str,
-    limit: int,
-    as_of: float | None = None,
-    *,
-    where: RecallFilter | None = None,
-    min_score: float = 0.0,
-) -> RecallResult:
-    """The graph-aware, learned ranking of ``query`` with its paths and tensions; recorded
-    (as a :class:`~engrammar.store.RecallRecord`, with what it showed) so that feedback can
-    act on it. ``as_of`` is when the question is asked (default now): relative times in
-    ``query`` are read against it, and what was current then ranks first (see
-    ``engine.validity``). A memory longer than ``excerpt_chars`` carries the excerpt the query
-    is about.
-
-    ``where`` keeps recall to the memories it matches, before the top ``limit`` are cut: in
-    search, along the graph, in the preferences slot. ``min_score`` leaves out memories whose
-    absolute score (``components["absolute"]``: the ranking's score times the best cosine any
-    candidate has with the query, the scale ``search`` returns) is below it.
-    """
-    store, config = engine.store, engine.config
-    # The reads in one session (a server store answers them in few round trips).
-    with session(engine, query):
-        ranking = graph_rank(
-            engine, scope, query, as_of=time.time() if as_of is None else as_of, where=where
-        )
-        ranked = learned(engine, scope, query, _graph_items(ranking.entries))
-        items = []
-        for item in _current(engine, scope, query, ranked, limit, as_of, where):
-            absolute = item.score * ranking.match
-            if absolute < min_score:
-                continue  # prior decisions lead whatever their score: not a sorted list
-            # Not ``query_match``: a component by that name marks a score that includes it.
-            item.components["absolute"] = round(absolute, 6)
-            items.append(item)
-        set_excerpts(engine, scope.workspace, query, items)
-        # A preference pair's memory bears on the query only where its context matches (the
-        # learned ranking then gave it a ``context_match``).
-        pairs_matched = {e.id for e in ranked if "context_match" in e.components}
-        preferences = [
-            p  # what was said later, or replaced by then, is no standing preference at ``as_of``
-            for p in standing_preferences(engine, scope, query, where)
-            if ("pair_id" not in p.memory.metadata or p.id in pairs_matched)
-            and (as_of is None or p.memory.created_at <= as_of)
-            and (
-                p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of)
-            )
-        ]
-        shown = {i.id for i in items}
-        paths = result_paths(ranking.walks, shown, config.graph_max_paths)
-        tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
-    result = RecallResult(
-        recall_id=uuid.uuid4().hex,
-        query=query,
-        memories=items,
-        paths=paths,
-        tensions=tensions,
-        formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
-        preferences=preferences,
-    )
-    store.save_recall(
-        RecallRecord(
-            recall_id=result.recall_id,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
-            query=query,
-            created_at=time.time(),
-            memory_ids=[m.id for m in items],
-            paths=[p.to_dict() for p in paths],
-            tensions=[t.to_dict() for t in tensions],
-        )
-    )
-    return result
-
-
-def graph_rank(
-    engine: Engine,
-    scope: Scope,
-    query: str,
-    focus: str | None = None,
-    as_of: float | None = None,
-    where: RecallFilter | None = None,
-) -> Ranking:
-    """Fused candidates, walks from the best of them, and the combined ranking, best first.
-
-    ``focus`` (explain) is scored even when neither search nor the graph found it; relative
-    times in ``query`` are read against ``as_of``. With ``where``, only the memories it
-    matches are searched, and a walk through one it does not match is left out.
-    """
-    store, config = engine.store, engine.config
-    hits = search_hits(engine, scope, query, where=where)
-    qvec, vector_hits, keyword_hits = hits
-    # The weights feedback gave edges count near the recalls that earned them.
-    reader = edge_reader(engine, scope, qvec, _feedback_since(engine))
-    edges_from = store.edges_from if reader is None else reader.edges_from
-    cands = refined(engine, scope, query, hits, as_of, where=where, edges=edges_from)
-    by_id: dict[str, Candidate] = {c.id: c for c in cands}
-    seeds = [c.id for c in cands[: config.graph_seeds]]
-    walks: list[Walk] = []
-    if config.graph_depth > 0 and seeds:
-        frontier = [Walk([c.id], score=c.relevance) for c in cands[: config.graph_seeds]]
-        for _ in range(config.graph_depth):
-            edges = edges_from(
-                scope.workspace, [w.nodes[-1] for w in frontier], config.graph_min_edge_weight, None
-            )
-            step = expand(frontier, edges, config.graph_fanout)
-            if not step:
-                break
-            walks += step
-            frontier = best_walks(step)[: config.graph_seeds * config.graph_fanout]
-    outside = {n for w in walks for n in w.nodes if n not in by_id}
-    if focus is not None and focus not in by_id:
-        outside.add(focus)
-    if outside:
-        records = store.get_memories(scope.workspace, sorted(outside))
-        valid = {n for n, r in records.items() if in_scope(r, scope, where)}
-        walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
-        vecs = store.vectors(scope.workspace, sorted(valid))
-        # Scored on the same scale as fused candidates (vector part only: no keyword hit).
-        kw = 0.0 if not keyword_hits else (1.0 if not vector_hits else config.keyword_weight)
-        top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
-        reached = []
-        for n in sorted(valid):
-            cos = float(vecs[n] @ qvec) if n in vecs else 0.0
-            rel = (1 - kw) * max(cos, 0.0) / top_vec if config.fusion == "score" else 0.0
-            reached.append(
-                Candidate(
-                    n,
-                    vector=cos,
-                    relevance=rel,
-                    components={
-                        "vector": round(cos, 6),
-                        "keyword": 0.0,
-                        "relevance": round(rel, 6),
-                    },
-                )
-            )
-        # What the graph reaches is discounted like a search hit of the same role.
-        roles = {n: records[n].role for n in valid if records[n].kind == "message"}
-        by_id.update(
-            (c.id, c) for c in role_discount(reached, query, roles, config.assistant_penalty)
-        )
-    support = best_support(walks)
-    # Neighbours that refinement brought in were found along sequence edges, not by search.
-    found = {c.id for c in cands if c.vector_rank is not None or c.keyword_rank is not None}
-    entries: list[Ranked] = []
-    for cand in by_id.values():
-        walk = support.get(cand.id)
-        graph = walk.score if walk is not None else 0.0
-        final = cand.relevance + config.graph_weight * graph
-        comps = dict(cand.components)
-        if cand.vector_rank is not None:
-            comps["vector_rank"] = cand.vector_rank + 1
-        if cand.keyword_rank is not None:
-            comps["keyword_rank"] = cand.keyword_rank + 1
-        comps["graph"] = round(graph, 6)
-        comps["graph_hops"] = len(walk.weights) if walk is not None else 0
-        comps["graph_edge_weight"] = round(math.prod(walk.weights), 6) if walk is not None else 0.0
-        comps["graph_weight"] = config.graph_weight
-        comps["final"] = round(final, 6)
-        via = "search" if cand.id in found else "graph"
-        entries.append(Ranked(cand.id, cand.relevance, final, via, comps, walk))
-    entries.sort(key=lambda e: (-e.final, e.id))
-    for rank, entry in enumerate(entries, 1):
-        entry.components["rank"] = rank
-    return Ranking(entries, walks, seeds, _query_match(cands))
-
-
-def _graph_items(entries: Sequence[Ranked]) -> list[Learned]:
-    """The graph ranking's entries as items for the learned step."""
-    return [Learned(e.id, e.final, dict(e.components), via=e.via) for e in entries]
 
 
 def result_paths(walks: Sequence[Walk], shown: set[str], limit: int) -> list[Path]:
@@ -510,170 +312,40 @@ def recall_tensions(
     return sorted(out, key=lambda t: -t.confidence)
 
 
-class QueryVector:
-    """The query's vector for the learned ranking: embedded at most once, when first asked."""
-
-    def __init__(self, engine: Engine, query: str) -> None:
-        self._engine = engine
-        self.query = query
-        self._vec: np.ndarray | None = None
-
-    def __call__(self) -> np.ndarray:
-        if self._vec is None:
-            self._vec = self._engine.embed_one(self.query)
-        return self._vec
-
-
-# The query vector of this thread's open session (shared by the store's read-ahead and
-# ``learned``, so that the query is embedded once).
-_SESSION = threading.local()
-
-
-def _ahead(engine: Engine, context: QueryVector) -> LearningAhead:
-    """What ``learned`` will ask ``learning_reads`` (so that the store can read it ahead)."""
-    cfg = engine.config
-    return LearningAhead(
-        context,
-        cfg.feedback_records_limit,
-        cfg.feedback_reply_context_min,
-        min(cfg.feedback_records_limit, _MATCHING_RECALLS),
-        edge_parts=reads_edge_parts(engine),
-    )
-
-
-@contextmanager
-def session(engine: Engine, query: str | None = None, *, whole: bool = True) -> Iterator[None]:
-    """One read session for a whole recall (its ranking, standing preferences and knowledge
-    passages; only the ranking if not ``whole``): see :meth:`~engrammar.store.ReadAhead.reading`.
-    With ``query``, the learned ranking's reads may be read ahead with the rest."""
-    config = engine.config
-    context = QueryVector(engine, query) if query is not None else None
-    # The keyword weight its fusion will use, for a server store's guess of the fused head.
-    fused = fusion_config(config, query) if query is not None else config
-    outer = getattr(_SESSION, "context", None)
-    with reading(
-        engine.store,
-        _feedback_since(engine),
-        preferences=_PREFERENCES_READ if whole and config.preferences_limit else 0,
-        knowledge=whole and config.knowledge_recall_limit > 0,
-        learning=_ahead(engine, context) if context is not None else None,
-        refine=RefineAhead(fused.keyword_weight, REFINE_DEPTH)
-        if config.fusion == "score"
-        else None,
-    ):
-        if outer is not None or context is None:
-            yield  # a nested session: the outer one's reads and vector go on
-            return
-        _SESSION.context = context
-        try:
-            yield
-        finally:
-            _SESSION.context = None
-
-
-def _context(engine: Engine, query: str) -> QueryVector:
-    """The session's query vector when it is this query's, else a new one."""
-    found: QueryVector | None = getattr(_SESSION, "context", None)
-    return found if found is not None and found.query == query else QueryVector(engine, query)
-
-
-# -- the learned ranking --------------------------------------------------------------------
-def _feedback_since(engine: Engine, now: float | None = None) -> float:
-    """The oldest feedback record worth reading: older signals weigh < 1/1000 of a fresh one."""
-    now = time.time() if now is None else now
-    return now - _HORIZON_HALF_LIVES * engine.config.feedback_half_life_days * 86_400.0
-
-
-def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Learned]) -> list[Learned]:
-    """Re-rank scored items by the feedback records (see :mod:`engrammar.learn.scoring`).
-
-    A pipeline step of its own: any ranking (search's fused relevance, recall's graph
-    score) goes in as items with scores in [0, 1] and comes out re-ranked, with memories
-    surfaced by matching decisions or preference pairs added and every learned component in
-    ``components``.
-    """
-    store, cfg = engine.store, engine.config
-    items = list(items)
-    now = time.time()
-    since = _feedback_since(engine, now)
-    ids = [i.id for i in items]
-    # Embedded at most once, and only when some record may use it.
-    context = _context(engine, query)
-
-    # Reply signals count only for a matching query (and as witnesses of ratings given
-    # on their recall), so the store searches the recalls' queries before reading any.
-    events, pairs, ratings, replies = store.learning_reads(
-        scope,
-        ids,
-        since,
-        cfg.feedback_records_limit,
-        context,
-        cfg.feedback_reply_context_min,
-        min(cfg.feedback_records_limit, _MATCHING_RECALLS),
-    )
-    extra = learned_term_signals(engine, scope, query, ratings)
-    if not (events or pairs or ratings or replies or extra):
-        return items
-    qvec = context()
-    params = LearnParams(
-        half_life_days=cfg.feedback_half_life_days,
-        min_samples=cfg.feedback_min_samples,
-        max_adjustment=cfg.feedback_max_adjustment,
-        context_min=cfg.feedback_context_min,
-        context_full=cfg.feedback_context_full,
-        same_output=cfg.feedback_same_output,
-        reply_weight=cfg.feedback_reply_weight,
-        conflict_weight=cfg.feedback_conflict_weight,
-        reply_top=max(1, cfg.feedback_reply_top),
-        reply_context_min=cfg.feedback_reply_context_min,
-        reply_context_full=cfg.feedback_reply_context_full,
-        rating_context_min=cfg.feedback_rating_context_min,
-        rating_context_full=cfg.feedback_rating_context_full,
-        rating_memory_margin=cfg.feedback_rating_memory_margin,
-        source_window_s=cfg.feedback_source_window_s,
-        rating_anchor=cfg.feedback_rating_anchor,
-        anchor_bound=cfg.feedback_anchor_bound,
-    )
-    vecs = store.vectors(scope.workspace, [i.id for i in items])
-    kept = [(i.id, i.score) for i in items if i.id in vecs]
-    base = {i.id: i for i in items}
-    out = []
-    texts = None
-    if events or pairs:
-        records = store.get_memories(scope.workspace, [i.id for i in items])
-        texts = {memory_id: r.content for memory_id, r in records.items()}
-    ranked = learned_ranking(
-        kept, qvec, vecs, events, pairs, ratings, params, now, texts, replies, extra
-    )
-    for position, s in enumerate(ranked, 1):
-        before = base.get(s.id)
-        comps = {**(before.components if before else {}), **s.components}
-        comps["final"] = round(s.score, 6)
-        if "rank" in comps:
-            comps["rank"] = position
-        via = before.via if before else "feedback"
-        out.append(Learned(s.id, s.score, comps, s.note, via, s.adjustment))
-    return out
-
-
 # -- explain --------------------------------------------------------------------------------
-def explain(engine: Engine, scope: Scope, query: str, memory_id: str, limit: int) -> dict[str, Any]:
-    """Every component of ``memory_id``'s score for ``query`` and where it ranked, before
-    and after the learned ranking, read off one ranking pass."""
-    with reading(engine.store, _feedback_since(engine)):
-        return _explain(engine, scope, query, memory_id, limit)
-
-
-def _explain(
-    engine: Engine, scope: Scope, query: str, memory_id: str, limit: int
+def explain(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    memory_id: str,
+    limit: int,
+    profile: RankingProfile | None = None,
 ) -> dict[str, Any]:
+    """Every component of ``memory_id``'s score for ``query`` and where it ranks: read off the
+    list ``recall`` cuts (same stages, same order), so rank and score are what ``recall``
+    gives it; ``in_results`` says whether that is within ``limit``."""
     store = engine.store
+    profile = profile or engine.config.ranking
     found = store.get_memories(scope.workspace, [memory_id]).get(memory_id)
     if found is None or not in_scope(found, scope):
         raise NotFoundError(f"memory {memory_id!r} not found in this scope")
-    ranking = graph_rank(engine, scope, query, focus=memory_id)
-    entry = next(e for e in ranking.entries if e.id == memory_id)
-    rank = int(entry.components["rank"])
+    with session(engine, query, whole=False, profile=profile):
+        ranking = rank(engine, scope, query_at(query, None), profile, limit, focus=memory_id)
+    return _explanation(engine, scope, ranking, memory_id, found, limit)
+
+
+def _explanation(
+    engine: Engine,
+    scope: Scope,
+    ranking: Ranking,
+    memory_id: str,
+    found: MemoryRecord,
+    limit: int,
+) -> dict[str, Any]:
+    store = engine.store
+    position = next((k for k, e in enumerate(ranking.items) if e.id == memory_id), None)
+    entry = ranking.items[position] if position is not None else None
+    walk: Walk | None = entry.walk if entry is not None else None
     paths = [
         w.to_path().to_dict()
         for w in sorted(ranking.walks, key=lambda w: -w.score)
@@ -693,60 +365,42 @@ def _explain(
     edges_out = [e for e in edges_out if e.dst in readable]
     edges_in = [e for e in edges_in if e.src in readable]
     paths = [p for p in paths if set(p["nodes"]) <= readable]
-    best = entry.walk.to_path().to_dict() if entry.walk is not None else None
+    best = walk.to_path().to_dict() if walk is not None else None
     if best is not None and not set(best["nodes"]) <= readable:
         best = None
-    above = ranking.entries[rank - 2] if rank > 1 else None
-    out = {
+    shown = entry is not None and position is not None and position < limit and _matches(entry)
+    comps = dict(entry.components) if entry is not None else {}
+    out: dict[str, Any] = {
         "memory_id": memory_id,
         "content": found.content,
-        "query": query,
-        "rank": rank,
-        "in_results": rank <= limit,
+        "query": ranking.query.text,
+        "rank": position + 1 if position is not None else None,
+        "in_results": shown,
         "limit": limit,
-        "via": entry.via,
+        "via": entry.via if entry is not None else None,
         "is_seed": memory_id in ranking.seeds,
-        "score": round(entry.final, 6),
-        "components": dict(entry.components),
+        "score": round(entry.score, 6) if entry is not None else None,
+        "components": comps,
         "best_path": best,
         "paths": paths,
         "edges": {
             "out": [_edge_dict(e) for e in sorted(edges_out, key=lambda e: -e.weight)],
             "in": [_edge_dict(e) for e in sorted(edges_in, key=lambda e: -e.weight)],
         },
-        "score_to_beat": round(above.final, 6) if above is not None else None,
-        "formula": "final = relevance + graph_weight * graph; relevance = fused vector and "
-        "keyword score; graph = seed relevance x product of edge weights along the best path",
+        "score_to_beat": round(ranking.items[position - 1].score, 6) if position else None,
+        "learned": {
+            k: v
+            for k, v in comps.items()
+            if k.startswith("learned") or k in ("context_match", "accepted_level")
+        },
+        "note": entry.note if entry is not None else None,
+        "formula": "relevance = (1 - keyword_weight) x vector + keyword_weight x keyword, each "
+        "divided by its list's best; + session_weight x the session's best relevance; + "
+        "neighbour support; x (1 + time_weight) near the time named; + graph_weight x graph "
+        "(seed relevance x edge weights along the best walk); x (1 + learned) from feedback "
+        "(bounded, decayed, shrunk; matching prior decisions first); then what is current first",
     }
-    return _explain_learned(out, learned(engine, scope, query, _graph_items(ranking.entries)))
-
-
-def _explain_learned(out: dict[str, Any], ranked: Sequence[Learned]) -> dict[str, Any]:
-    """Add the feedback records' part to the graph's explanation: each learned component,
-    the note, and the rank and score after learning (what recall returns)."""
-    memory_id = out["memory_id"]
-    position = next((i for i, e in enumerate(ranked) if e.id == memory_id), None)
-    if position is None:
-        return out
-    entry = ranked[position]
-    out["rank_before_learning"] = out["rank"]
-    out["score_before_learning"] = out["score"]
-    out["rank"] = position + 1
-    out["in_results"] = position < out["limit"]
-    out["score"] = round(entry.score, 6)
-    out["components"] = {**out["components"], **entry.components, "rank": position + 1}
-    out["learned"] = {
-        k: v
-        for k, v in entry.components.items()
-        if k.startswith("learned") or k in ("context_match", "accepted_level")
-    }
-    out["note"] = entry.note
-    out["records"], out["sources"] = learned_records(entry.adjustment)
-    out["score_to_beat"] = round(ranked[position - 1].score, 6) if position else None
-    out["formula"] += (
-        "; then × (1 + learned), learned = bounded, decayed, shrunk sum of feedback-record "
-        "signals (see learned_*); matching prior decisions rank first"
-    )
+    out["records"], out["sources"] = learned_records(entry.adjustment if entry else None)
     return out
 
 

@@ -10,35 +10,23 @@ a later restatement of an earlier memory moves above it (``recency_similarity``)
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
+from typing import Any
 
+from ..config import RankingProfile
 from ..models import MemoryRecord, RecallFilter, Scope
-from ..recall.query import query_time_range
-from ..recall.repeats import group_repeats
-from ..recall.supersession import (
-    Version,
-    asks_about_own_facts,
-    names_upcoming_time,
-    new_amount,
-    newer_first,
-    rank_by_validity,
-)
-from ..recall.text import terms, topic_terms
-from ..recall.timeref import relative_time_range
+from ..recall.query import Query
+from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
+from ..recall.text import terms
 from .base import Engine, in_scope, own_word, states_facts
-from .candidates import keyword_text
 
-__all__ = ["Scored", "by_validity", "grouped_repeats", "reordered"]
+__all__ = ["Item", "by_validity", "reordered"]
 
-# A named time ending less than this before now reaches now ("this year" ends now, give or
-# take the rounding of its end).
-_NOW_SLACK = 60.0
 # Replacements followed from a superseded memory to the one current now.
 _MAX_HOPS = 5
 
-# (id, score, components, note, via) of one ranked memory.
-Scored = tuple[str, float, dict[str, float], "str | None", str]
+# (record, score, components, note, via) of one ranked memory.
+Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
 
 
 def _version(record: MemoryRecord) -> Version:
@@ -67,33 +55,30 @@ def _versions(records: dict[str, MemoryRecord]) -> dict[str, Version]:
 def by_validity(
     engine: Engine,
     scope: Scope,
-    query: str,
-    ranked: Sequence[Scored],
+    query: Query,
+    profile: RankingProfile,
+    ranked: Sequence[Any],
     records: dict[str, MemoryRecord],
-    as_of: float | None,
     limit: int,
     where: RecallFilter | None = None,
-) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
-    """``ranked`` (best first, their ``records`` fetched) re-ranked by what is current (a
-    replacement is brought in only if ``where`` matches it): each
-    memory with its record, score, components (``supersession``: the change of score; ``newer``:
-    1 when a later restatement moved above an earlier one), note and ``via``. Restatements
-    move only within the first ``limit`` (what the caller shows)."""
-    config = engine.config
-    items = [r for r in ranked if r[0] in records]
-    if as_of is not None:
-        items = [r for r in items if records[r[0]].created_at <= as_of]
-    now = time.time() if as_of is None else as_of
-    span = query_time_range(query) or relative_time_range(query, now)
-    if span is not None and span[1] < now - _NOW_SLACK and not names_upcoming_time(query):
+) -> list[Item]:
+    """``ranked`` (items with ``id``, ``score``, ``components``, ``note`` and ``via``, best
+    first, their ``records`` fetched) re-ranked by what is current: each memory with its
+    record, score, components (``supersession``: the change of score; ``newer``: 1 when a later
+    restatement moved above an earlier one), note and ``via``. A replacement is brought in only
+    if ``where`` matches it; restatements move only within the first ``limit``."""
+    as_of = query.as_of if query.pinned else None
+    items = [
+        r
+        for r in ranked
+        if r.id in records and (as_of is None or records[r.id].created_at <= as_of)
+    ]
+    if query.names_past_time:
         # A question that names a past time ("two weeks ago", "in May 2023") asks what held
-        # then: the time boost ranks by date, and what replaced a memory later does not count.
-        # A time that reaches now ("this year", "today") asks about the present, and so does
-        # a present-tense question naming a day or month ("Are we flying on Saturday?": the
-        # next one, though the calendar finds the last).
-        return [(records[r[0]], r[1], dict(r[2]), r[3], r[4]) for r in items]
+        # then: the time stage ranks by date, and what replaced a memory later does not count.
+        return [(records[r.id], r.score, dict(r.components), r.note, r.via) for r in items]
     # The memories that replaced the ranked ones, as far as the chains go.
-    wanted = {records[r[0]].superseded_by for r in items} - {None} - set(records)
+    wanted = {records[r.id].superseded_by for r in items} - {None} - set(records)
     for _ in range(_MAX_HOPS):
         if not wanted:
             break
@@ -102,32 +87,32 @@ def by_validity(
         records.update(found)
         wanted = {v.superseded_by for v in found.values()} - {None} - set(records)
     versions = _versions(records)
-    scores = {r[0]: r[1] for r in items}
-    moved, why = rank_by_validity(scores, versions, query, as_of, config.superseded_factor)
-    by_id = {r[0]: r for r in items}
+    scores = {r.id: r.score for r in items}
+    moved, why = rank_by_validity(scores, versions, query.past, as_of, profile.superseded_factor)
+    by_id = {r.id: r for r in items}
     out = []
     for memory_id, score in moved.items():
         if memory_id in by_id:
-            _, before, comps, note, via = by_id[memory_id]
-            comps = dict(comps)
+            r = by_id[memory_id]
+            before, comps, note, via = r.score, dict(r.components), r.note, r.via
         else:  # brought in as the memory that replaced a ranked one
-            before, comps, note, via = 0.0, {}, None, "graph"
+            before, comps, note, via = 0.0, {}, None, "validity"
         if memory_id in why:
             comps["supersession"] = round(score - before, 6)
             note = note or why[memory_id]
         comps["final"] = round(score, 6)
         out.append((records[memory_id], score, comps, note, via))
-    out = _keep_order(out, [r[0] for r in items], set(why))
-    if config.recency_similarity < 1.0 and asks_about_own_facts(query) and len(out) > 1:
-        out = _newer_first(engine, scope, query, out[:limit]) + out[limit:]
+    out = _keep_order(out, [r.id for r in items], set(why))
+    if profile.recency_similarity < 1.0 and query.own_facts and len(out) > 1:
+        out = _newer_first(engine, scope, query, profile, out[:limit]) + out[limit:]
     return out
 
 
 def _keep_order(
-    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+    out: list[Item],
     before: list[str],
     moved: set[str],
-) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+) -> list[Item]:
     """The learned ranking's order (which need not follow the scores: prior decisions come
     first), with only the memories whose score validity changed placed anew: each before the
     first unchanged memory that now scores lower."""
@@ -141,14 +126,9 @@ def _keep_order(
 
 
 def _newer_first(
-    engine: Engine,
-    scope: Scope,
-    query: str,
-    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
-) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
-    config = engine.config
-    # A request's framing words ("recommend", "tips", "this weekend") are none of its terms.
-    asked = topic_terms(keyword_text(config, query))
+    engine: Engine, scope: Scope, query: Query, profile: RankingProfile, out: list[Item]
+) -> list[Item]:
+    asked = set(query.topic)
     contents = {x[0].id: x[0].content for x in out}
     held: dict[str, set[str]] = {}
 
@@ -160,7 +140,7 @@ def _newer_first(
         return held[memory_id]
 
     def updates_amount(older: str, newer: str) -> bool:
-        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query)
+        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query.text)
 
     # Only someone's own words restate one another; the rest keep their places.
     ids = [x[0].id for x in out if own_word(x[0].role, x[0].kind)]
@@ -172,22 +152,17 @@ def _newer_first(
     if len(set(times)) < len(times):  # said at one time (one add): stored order tells
         stored = engine.store.insertion_order(scope.workspace, ids)
         versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
-    # The ratio test compares scores with the proximity factor divided out (the graph and
-    # learned parts of a score are divided with it, a close enough undoing): how a
-    # restatement places the question's words ("30 videos so far for Corey's series") says
-    # nothing about whether it updates the first statement, and the gain would keep it below
-    # the older one.
-    scores = {x[0].id: x[1] / (1.0 + x[2].get("proximity", 0.0)) for x in out}
+    scores = {x[0].id: x[1] for x in out}
     order = newer_first(
         [x[0].id for x in out],
         scores,
         versions,
         vectors,
-        config.recency_similarity,
-        config.recency_min_ratio,
+        profile.recency_similarity,
+        profile.recency_min_ratio,
         query_terms,
-        config.recency_term_share,
-        updates_amount if config.recency_new_amount else None,
+        profile.recency_term_share,
+        updates_amount,
         # What feedback lowered for questions like this one keeps its place.
         stay={x[0].id for x in out if x[2].get("learned", 0.0) < 0},
     )
@@ -195,10 +170,10 @@ def _newer_first(
 
 
 def reordered(
-    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
+    out: list[Item],
     order: list[str],
     component: str,
-) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
+) -> list[Item]:
     """``out`` in the order of the ids ``order`` (a permutation of theirs); a memory placed
     above where it stood carries ``component`` = 1, so ``explain`` shows why it moved."""
     before = {x[0].id: k for k, x in enumerate(out)}
@@ -211,26 +186,4 @@ def reordered(
         if position < before[memory_id]:
             comps = {**comps, component: 1.0}
         result.append((record, score, comps, note, via))
-    return result
-
-
-def grouped_repeats(
-    out: list[tuple[MemoryRecord, float, dict[str, float], str | None, str]],
-) -> list[tuple[MemoryRecord, float, dict[str, float], str | None, str]]:
-    """``out`` with the copies of a text said several times in the places they earned, the
-    newest in the best of them (``recall.repeats``); a place keeps its score, and each copy
-    carries the component ``repeats``, how many other copies of it ``out`` holds."""
-    groups = group_repeats([(x[0].id, x[0].content, x[0].created_at) for x in out])
-    if len(groups) == len(out):
-        return out
-    by_id = {x[0].id: x for x in out}
-    place = {x[0].id: k for k, x in enumerate(out)}
-    result = list(out)
-    for group in groups:
-        if len(group) < 2:
-            continue
-        for position, memory_id in zip(sorted(place[i] for i in group), group, strict=True):
-            record, _, comps, note, via = by_id[memory_id]
-            comps = {**comps, "repeats": float(len(group) - 1)}
-            result[position] = (record, out[position][1], comps, note, via)
     return result

@@ -72,11 +72,11 @@ def excerpt(text: str, query: str, size: int) -> str | None:
 
 def message_windows(text: str, size: int) -> list[tuple[int, int]]:
     """The windows of a message longer than ``size`` that get vectors of their own: those of
-    :func:`chunk_spans` (overlapping by a fifth) past the first, which the message's own
-    vector reads. Empty when the text fits in ``size`` or ``size`` is 0 (off)."""
+    :func:`chunk_spans` (overlapping by a fifth). Empty when the text fits in ``size`` or
+    ``size`` is 0 (off): the message's own vector reads it whole."""
     if size <= 0 or len(text) <= size:
         return []
-    return chunk_spans(text, size, size // 5)[1:]
+    return chunk_spans(text, size, size // 5)
 
 
 def widened(text: str, start: int, end: int, size: int) -> tuple[int, int]:

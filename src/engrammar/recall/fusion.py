@@ -1,12 +1,12 @@
-"""Fusing vector and keyword candidates into one relevance score (pure functions)."""
+"""Fusing vector and keyword candidates into one relevance score, and the evidence a session
+gives its turns (pure functions)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Candidate", "fuse"]
-
-RRF_K = 60.0
+__all__ = ["Candidate", "fuse", "session_evidence"]
 
 
 @dataclass
@@ -27,13 +27,13 @@ def fuse(
     keyword_hits: list[tuple[str, float]],
     *,
     keyword_weight: float,
-    mode: str = "score",
 ) -> list[Candidate]:
     """Merge the two hit lists; ``relevance`` in [0, 1], best first.
 
-    ``score`` mode blends the scores, each divided by the best of its list, so that a query
-    with strong keyword evidence is not drowned by uniformly middling cosines and vice versa.
-    ``rrf`` mode is reciprocal-rank fusion, blind to score gaps.
+    Each score is divided by the best of its list, so a query with strong keyword evidence is
+    not drowned by uniformly middling cosines and vice versa; then
+    ``(1 - keyword_weight) x vector + keyword_weight x keyword``. A list that found nothing
+    gives no evidence: the other decides alone.
     """
     cands: dict[str, Candidate] = {}
     for rank, (memory_id, sim) in enumerate(vector_hits):
@@ -42,7 +42,6 @@ def fuse(
         cand = cands.setdefault(memory_id, Candidate(memory_id))
         cand.keyword = score
         cand.keyword_rank = rank
-    # A list that found nothing gives no evidence; the other list then decides alone.
     if not keyword_hits:
         keyword_weight = 0.0
     elif not vector_hits:
@@ -50,17 +49,36 @@ def fuse(
     top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
     top_kw = max((s for _, s in keyword_hits), default=0.0) or 1.0
     for cand in cands.values():
-        if mode == "rrf":
-            v = 1.0 / (RRF_K + cand.vector_rank) if cand.vector_rank is not None else 0.0
-            k = 1.0 / (RRF_K + cand.keyword_rank) if cand.keyword_rank is not None else 0.0
-            cand.relevance = ((1 - keyword_weight) * v + keyword_weight * k) * RRF_K
-        else:
-            v = max(cand.vector, 0.0) / top_vec
-            k = cand.keyword / top_kw
-            cand.relevance = (1 - keyword_weight) * v + keyword_weight * k
+        v = max(cand.vector, 0.0) / top_vec
+        k = cand.keyword / top_kw
+        cand.relevance = (1 - keyword_weight) * v + keyword_weight * k
         cand.components = {
             "vector": round(cand.vector, 6),
             "keyword": round(cand.keyword, 6),
             "relevance": round(cand.relevance, 6),
         }
-    return sorted(cands.values(), key=lambda c: -c.relevance)
+    return sorted(cands.values(), key=lambda c: (-c.relevance, c.id))
+
+
+def session_evidence(
+    cands: list[Candidate], sessions: Mapping[str, str | None], weight: float
+) -> list[Candidate]:
+    """Blend a memory's relevance with the best relevance among the candidates of its session
+    (its own included; from the relevances before this step): ``(relevance + weight x best) /
+    (1 + weight)``, so the scale stays [0, 1]; best first again. A memory outside any session
+    is a session of one and keeps its relevance."""
+    best: dict[str, float] = {}
+    for cand in cands:
+        sid = sessions.get(cand.id)
+        if sid is not None and cand.relevance > best.get(sid, 0.0):
+            best[sid] = cand.relevance
+    for cand in cands:
+        sid = sessions.get(cand.id)
+        before = cand.relevance
+        cand.relevance = (
+            before + weight * (best.get(sid, before) if sid is not None else before)
+        ) / (1.0 + weight)
+        gain = cand.relevance - before
+        cand.components["session"] = round(gain, 6)
+        cand.components["relevance"] = round(cand.relevance, 6)
+    return sorted(cands, key=lambda c: (-c.relevance, c.id))

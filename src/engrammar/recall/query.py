@@ -1,36 +1,29 @@
-"""What a query says beyond its topic: who it is about and when (pure functions, no I/O).
+"""What a query says beyond its words, read once per call (pure functions, no I/O).
 
-Conversational questions name a person ("What did Caroline research?") and sometimes a date
-("... in October 2023", "... on 13 October, 2023"). Both are weak evidence for ranking: a
-memory spoken by the person named, or dated near the time named, is somewhat more likely to
-answer. :func:`rescore` turns them into bounded multipliers on the fused relevance, and
-:func:`sequence_support` lets a memory profit from a strong neighbour in its conversation
-(a reply often only makes sense next to the question it answers).
+:func:`parse_query` reads the time a query names ("in October 2023", "two weeks ago") and
+whether it asks how things were or how the asker's own facts stand now; ranking passes the
+:class:`Query` down instead of reading the text again. :func:`time_match` and
+:func:`sequence_support` are the refinement stage's evidence of date and conversation.
 """
 
 from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from .fusion import Candidate
+from .text import topic_terms
 from .timeref import relative_time_range
 
-__all__ = [
-    "asks_question",
-    "named_speakers",
-    "query_time_range",
-    "question_discount",
-    "question_share",
-    "rescore",
-    "sequence_support",
-    "time_match",
-    "topic_text",
-]
+__all__ = ["Query", "parse_query", "query_time_range", "sequence_support", "time_match"]
 
 _DAY = 86_400.0
+# A named time ending less than this before the question reaches it ("this year" ends now,
+# give or take the rounding of its end).
+_NOW_SLACK = 60.0
 # An event is usually told within days after it happened (and a plan a few days before), so
 # a memory dated just outside the named span still counts fully, and one within a month
 # after it counts half.
@@ -118,195 +111,76 @@ def time_match(created_at: float, span: tuple[float, float]) -> float:
     return 0.0
 
 
-_WORD = re.compile(r"[0-9a-z]+")
-
-
-def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
-    """The speakers whose name (or first name) the query mentions as a word."""
-    words = set(_WORD.findall(query.lower()))
-    found = set()
-    for speaker in speakers:
-        parts = _WORD.findall(speaker.lower())
-        if parts and (parts[0] in words or " ".join(parts) in query.lower()):
-            found.add(speaker)
-    return found
-
-
-def topic_text(query: str, names: Iterable[str]) -> str:
-    """``query`` without the given people's names (full name or first name, possessive too).
-
-    A memory's vector carries its speaker's name, so a query vector that carries a name
-    matches everything that person said about as well as what they said on the topic asked
-    about; with the speaker boost taking care of *who*, the vector is better spent on *what*.
-    A query that is nothing but names is returned unchanged.
-    """
-    text = query
-    for name in sorted(names, key=len, reverse=True):
-        parts = _WORD.findall(name.lower())
-        for form in ([" ".join(parts)] if len(parts) > 1 else []) + parts[:1]:
-            words = r"\s+".join(map(re.escape, form.split()))
-            pattern = rf"\b{words}\b(?:['\u2019]s\b|['\u2019](?!\w))?"
-            text = re.sub(pattern, " ", text, flags=re.IGNORECASE)
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if _WORD.search(text.lower()) else query
-
-
-def rescore(
-    cands: list[Candidate],
-    query: str,
-    speakers: Mapping[str, str | None],
-    times: Mapping[str, float],
-    *,
-    speaker_boost: float,
-    time_boost: float,
-    as_of: float | None = None,
-) -> list[Candidate]:
-    """Multiply relevance by ``1 + speaker_boost`` for memories spoken by the one person the
-    query names and by ``1 + time_boost × time_match`` for memories dated near the time it
-    names; best first again. ``speakers``/``times`` map candidate ids to their memory's
-    speaker and ``created_at``. A query naming no one (or everyone) is left alone. With
-    ``as_of`` (when the query is asked, epoch seconds), relative times ("two weeks ago",
-    "last weekend", "in May") count too (:mod:`~engrammar.recall.timeref`)."""
-    named = named_speakers(query, {s for s in speakers.values() if s})
-    if len(named) == len({s for s in speakers.values() if s}):
-        named = set()  # naming every speaker singles none out
-    span = None
-    if time_boost > 0:
-        span = query_time_range(query)
-        if span is None and as_of is not None:
-            span = relative_time_range(query, as_of)
-    if not cands or (not named and span is None) or (speaker_boost <= 0 and span is None):
-        return cands
-    for cand in cands:
-        factor = 1.0
-        if named and speaker_boost > 0 and speakers.get(cand.id) in named:
-            factor *= 1.0 + speaker_boost
-            cand.components["speaker_boost"] = speaker_boost
-        if span is not None and cand.id in times:
-            match = time_match(times[cand.id], span)
-            if match:
-                factor *= 1.0 + time_boost * match
-                cand.components["time_boost"] = round(time_boost * match, 6)
-        cand.relevance *= factor
-        cand.components["relevance"] = round(cand.relevance, 6)
-    return sorted(cands, key=lambda c: -c.relevance)
-
-
-# Share of its own relevance a memory must exceed to gain from a neighbour: on LoCoMo
-# (conversations 1-5) support from the full neighbour relevance let clusters of adjacent hits
-# lift each other; 0.25 / 0.5 / 0.75 / 1.0 gave multi-hop recall@10 0.573 / 0.574 / 0.573 / 0.564
-# with overall recall@10 0.807 / 0.809 / 0.803 / 0.803 (0.576 / 0.808 without it).
+# Share of its own relevance a memory must exceed to gain from a neighbour.
 _SELF_SHARE = 0.5
-
-# Notes appended to a message ("... [shared image: a dog on a beach]") are not what was said.
-_TRAILING_NOTE = re.compile(r"(?:\s*\[[^\[\]]*\])+\s*$")
-
-
-def asks_question(text: str) -> bool:
-    """Whether a message ends with a question (a trailing bracketed note aside)."""
-    body = text.rstrip()
-    if body.endswith("]"):
-        body = _TRAILING_NOTE.sub("", body)
-    body = body.rstrip().rstrip("\"'\u201d\u2019)")
-    return body.endswith("?")
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)]*\s+")
-
-
-def question_share(text: str) -> float:
-    """The share of a message (in characters) taken by the question(s) it ends with; 0 when
-    it does not end with a question.
-
-    "What other hobbies have you found?" is all asking (1.0); "I took Lola to the vet last
-    week and paid $50. Can you recommend a cat litter?" mostly states something first.
-    """
-    if not asks_question(text):
-        return 0.0
-    body = text.strip()
-    if body.endswith("]"):
-        body = _TRAILING_NOTE.sub("", body).rstrip()
-    sentences = [s for s in _SENTENCE_END.split(body) if s.strip()]
-    asking = 0
-    for sentence in reversed(sentences):
-        if not sentence.rstrip().rstrip("\"'\u201d\u2019)").endswith("?"):
-            break
-        asking += len(sentence)
-    return min(1.0, asking / max(len(body), 1))
-
-
-def question_discount(
-    cands: list[Candidate], questions: Mapping[str, float] | Collection[str], penalty: float
-) -> list[Candidate]:
-    """Multiply the relevance of the candidates in ``questions`` (memories that end with a
-    question) by ``1 - penalty`` (times the share of the message the question takes, when
-    ``questions`` maps ids to that share); best first again.
-
-    Asking states little: "What other hobbies have you found?" shares the words of "What
-    hobbies does Evan have?" but is rarely its answer, while the statements around it are. A
-    long message that only ends with a question states its context first and keeps most of
-    its relevance.
-    """
-    if penalty <= 0 or not questions:
-        return cands
-    shares = questions if isinstance(questions, Mapping) else dict.fromkeys(questions, 1.0)
-    for cand in cands:
-        share = shares.get(cand.id, 0.0)
-        if share > 0:
-            cand.relevance *= 1.0 - penalty * share
-            cand.components["question_penalty"] = round(penalty * share, 6)
-            cand.components["relevance"] = round(cand.relevance, 6)
-    return sorted(cands, key=lambda c: -c.relevance)
 
 
 def sequence_support(
     cands: list[Candidate],
     neighbours: Mapping[str, Sequence[tuple[str, float]]],
     weight: float,
-    second: Mapping[str, Sequence[tuple[str, float]]] | None = None,
-    second_weight: float = 0.0,
 ) -> list[Candidate]:
-    """Add ``weight × edge weight ×`` the relevance of a memory's best conversation neighbour.
+    """Add ``weight x edge weight x`` the relevance of a memory's best conversation neighbour.
 
     ``neighbours`` maps an id to ``(id, edge weight)`` of the memories said just before and
-    after it (its sequence edges, whose weights feedback strengthens or weakens). ``second``
-    maps an id to the memories two messages away (before the message before it, after the one
-    after it) with the weaker of the two edges on the way; they pass on ``second_weight ×``
-    that weight × their relevance: in a dialogue that is the same person going on about the
-    same thing after the other's reply. A memory takes its best support of either kind; one
-    that was not itself a candidate joins the list with only that support. A link passes support
+    after it (its sequence edges, which feedback strengthens or weakens); a link passes support
     both ways. Support fills a gap: what a neighbour passes on is its relevance less half the
-    receiver's own (never below 0), so a weak reply next to a strong hit gains nearly all of it
-    while two strong hits side by side do not lift each other over the rest of the list.
-    Support is computed from the relevances before this step, so it does not chain.
+    receiver's own (never below 0), so a reply that says little next to a strong hit gains
+    nearly all of it while two strong hits side by side do not lift each other over the rest.
+    Computed from the relevances before this step, so it does not chain.
     """
-    links = [(neighbours, weight), (second or {}, second_weight)]
-    if not any(w > 0 and m for m, w in links):
+    if weight <= 0 or not neighbours:
         return cands
     base = {c.id: c.relevance for c in cands}
     by_id = {c.id: c for c in cands}
     support: dict[str, float] = {}
-    # A link passes support both ways: the head's links reach memories that joined the list
-    # as neighbours, and those pass their relevance back as well.
-    for mapping, w in links:
-        if w <= 0:
-            continue
-        for memory_id, outs in mapping.items():
-            for other, edge_weight in outs:
-                if other == memory_id:
-                    continue
-                for a, b in ((memory_id, other), (other, memory_id)):
-                    if a in base:
-                        gap = base[a] - _SELF_SHARE * base.get(b, 0.0)
-                        value = w * edge_weight * gap
-                        if value > support.get(b, 0.0):
-                            support[b] = value
+    for memory_id, outs in neighbours.items():
+        for other, edge_weight in outs:
+            if other == memory_id:
+                continue
+            for a, b in ((memory_id, other), (other, memory_id)):
+                if a in base and b in by_id:
+                    value = weight * edge_weight * (base[a] - _SELF_SHARE * base.get(b, 0.0))
+                    if value > support.get(b, 0.0):
+                        support[b] = value
     for other, value in support.items():
-        cand = by_id.get(other)
-        if cand is None:
-            cand = by_id[other] = Candidate(other)
-            cand.components = {"vector": 0.0, "keyword": 0.0}
-        cand.relevance = base.get(other, 0.0) + value
+        cand = by_id[other]
+        cand.relevance = base[other] + value
         cand.components["sequence"] = round(value, 6)
         cand.components["relevance"] = round(cand.relevance, 6)
-    return sorted(by_id.values(), key=lambda c: -c.relevance)
+    return sorted(by_id.values(), key=lambda c: (-c.relevance, c.id))
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query as ranking reads it, parsed once per call (:func:`parse_query`)."""
+
+    text: str
+    as_of: float  # when it is asked: relative times are read against it
+    pinned: bool  # asked as of a given time (what was said later is left out), not now
+    topic: frozenset[str]  # its index terms without the question's frame
+    span: tuple[float, float] | None  # the time it names, if any
+    past: bool  # asks how things were ("What did I use before?")
+    own_facts: bool  # asks about the asker's own facts as they stand
+    names_past_time: bool  # names a time that ended before it is asked: what held then
+
+
+def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
+    """What ranking needs to know of ``text`` asked at ``as_of`` (epoch seconds); ``pinned``:
+    the caller named that time, so what was said after it does not count."""
+    # Imported here: supersession's readers of the question live beside the rules they feed.
+    from .supersession import asks_about_own_facts, asks_about_past, names_upcoming_time
+
+    span = query_time_range(text) or relative_time_range(text, as_of)
+    return Query(
+        text=text,
+        as_of=as_of,
+        pinned=pinned,
+        topic=frozenset(topic_terms(text)),
+        span=span,
+        past=asks_about_past(text),
+        own_facts=asks_about_own_facts(text),
+        names_past_time=span is not None
+        and span[1] < as_of - _NOW_SLACK
+        and not names_upcoming_time(text),
+    )

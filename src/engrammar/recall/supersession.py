@@ -389,7 +389,7 @@ def current_at(version: Version, as_of: float | None) -> bool:
 def rank_by_validity(
     scores: Mapping[str, float],
     versions: Mapping[str, Version],
-    query: str,
+    past: bool,
     as_of: float | None = None,
     superseded_factor: float = 0.5,
     max_hops: int = 5,
@@ -397,7 +397,7 @@ def rank_by_validity(
     """Scores adjusted for what is current; the second value says why a score moved
     (``id -> "superseded by <id>"`` / ``"replaces <id>"`` / ``"was current before <id>"``).
 
-    ``scores`` are the ranking's candidates; ``versions`` holds them and the memories that
+    ``past``: the question asks how things were. ``scores`` are the ranking's candidates; ``versions`` holds them and the memories that
     replaced them (follow ``superseded_by`` up to ``max_hops``). A replacing memory missing
     from ``scores`` is added with the score handed on. Memories created after ``as_of`` are
     dropped.
@@ -408,7 +408,6 @@ def rank_by_validity(
         if i not in versions or as_of is None or versions[i].created_at <= as_of
     }
     why: dict[str, str] = {}
-    past = asks_about_past(query)
     for old_id, score in sorted(scores.items(), key=lambda kv: -kv[1]):
         old = versions.get(old_id)
         if old is None or old_id not in out or current_at(old, as_of):

@@ -1,0 +1,544 @@
+"""The ranking core: from a query to its ranked memories, in named stages read top to bottom.
+
+=============  ===========================================================================
+stage          what it does (the weights are a :class:`~engrammar.RankingProfile`)
+=============  ===========================================================================
+query          parsed once (:func:`~engrammar.recall.query.parse_query`): terms, the time
+               it names, whether it asks about the past or the asker's own present
+candidates     full-text search (BM25 over every message's whole text) and vector search
+               (a long message is matched by its best window), ``candidate_pool`` each
+fusion         each score divided by the best of its list, blended by ``keyword_weight``
+refinement     session evidence (``session_weight``), conversation neighbours
+               (``neighbour_weight``), the time the query names (``time_weight``)
+graph          walks from the best candidates along weighted edges (``graph_*``)
+learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``)
+validity       what is current first; a newer restatement above the older (``recency_*``)
+cut            the first ``limit``
+=============  ===========================================================================
+
+``search`` runs every stage but the graph; ``recall`` runs them all and ``explain`` reads one
+memory off the very list ``recall`` cuts, so both report the same rank and score. No stage
+looks at what kind of conversation the candidates come from: each weighs evidence of the
+memory itself (its words, its vectors, its session, its date, its edges, its feedback).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..config import RankingProfile
+from ..learn.rates import Adjustment
+from ..learn.scoring import LearnParams, learned_ranking
+from ..models import Edge, MemoryRecord, RecallFilter, Scope
+from ..recall.fusion import Candidate, fuse, session_evidence
+from ..recall.graph import Walk, best_support, best_walks, expand
+from ..recall.query import Query, parse_query, sequence_support, time_match
+from ..store import LearningAhead, RefineAhead
+from .base import Engine, in_scope, reading
+from .edge_context import edge_reader, reads_edge_parts
+from .learned_terms import learned_term_signals
+from .validity import by_validity
+
+__all__ = [
+    "REFINE_DEPTH",
+    "Ranked",
+    "Ranking",
+    "candidates",
+    "feedback_since",
+    "learned",
+    "query_at",
+    "rank",
+    "session",
+]
+
+# Only the head of the fused list can reach the results: refinement reads records and edges
+# for it, and a bounded boost never lifts a candidate from further down.
+REFINE_DEPTH = 60
+# Feedback older than this many half-lives weighs < 1/1000 of a fresh signal: not read.
+_HORIZON_HALF_LIVES = 10
+# The newest recalls whose replies count for a query (200 matching recalls already saturate
+# the shrinkage N / (N + feedback_min_samples)).
+_MATCHING_RECALLS = 200
+
+EdgesFrom = Callable[[str, Sequence[str], float, str | None], list[Edge]]
+
+
+@dataclass
+class Ranked:
+    """One memory's place in a ranking, with every component of its score."""
+
+    id: str
+    score: float
+    components: dict[str, float] = field(default_factory=dict)
+    via: str = "search"  # search, graph, feedback (a prior decision), or validity
+    note: str | None = None
+    walk: Walk | None = None
+    adjustment: Adjustment | None = None  # the learned part, per record and source
+    record: MemoryRecord | None = None
+
+
+@dataclass
+class Ranking:
+    """The ranked memories of one query, best first (``items``), the first ``limit`` of which
+    a recall returns; the walks behind graph support; ``match``, the best cosine any candidate
+    has with the query (what makes scores absolute)."""
+
+    query: Query
+    items: list[Ranked]
+    walks: list[Walk]
+    seeds: list[str]
+    match: float
+
+
+# -- the pipeline -----------------------------------------------------------------------------
+def rank(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    profile: RankingProfile,
+    limit: int,
+    *,
+    graph: bool = True,
+    where: RecallFilter | None = None,
+    focus: str | None = None,
+) -> Ranking:
+    """Every stage in order; ``focus`` (explain) is kept in the list wherever it lands, even
+    when neither search nor the graph found it."""
+    qvec = engine.embed_one(query.text)
+    # The weights feedback gave edges count near the recalls that earned them.
+    reader = edge_reader(engine, scope, qvec, feedback_since(engine)) if graph else None
+    edges_from: EdgesFrom = engine.store.edges_from if reader is None else reader.edges_from
+    cands = candidates(engine, scope, query, profile, qvec, where=where, edges=edges_from)
+    match = max((max(c.vector, 0.0) for c in cands), default=0.0)
+    walks: list[Walk] = []
+    seeds: list[str] = []
+    support: dict[str, Walk] = {}
+    if graph:
+        cands, walks, seeds = _graph(engine, scope, profile, cands, qvec, edges_from, where, focus)
+        support = best_support(walks)
+    items = [_ranked(c, profile.graph_weight if graph else None, support.get(c.id)) for c in cands]
+    items.sort(key=lambda e: (-e.score, e.id))
+    for position, item in enumerate(items, 1):
+        item.components["score_before_learning"] = round(item.score, 6)
+        item.components["rank_before_learning"] = position
+    items = learned(engine, scope, query.text, items)
+    items = _validity(engine, scope, query, profile, items, limit, where, focus)
+    return Ranking(query, items, walks, seeds, match)
+
+
+# -- candidates, fusion and refinement --------------------------------------------------------
+def candidates(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    profile: RankingProfile,
+    qvec: np.ndarray,
+    *,
+    where: RecallFilter | None = None,
+    edges: EdgesFrom | None = None,
+) -> list[Candidate]:
+    """Search, fusion and refinement: the candidates of ``query`` (of the memories ``where``
+    matches) best first."""
+    store = engine.store
+    pool = engine.config.candidate_pool
+    keyword_hits, vector_hits = store.searches(scope, query.text, qvec, pool, where)
+    vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
+    cands = fuse(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
+    return _refine(engine, scope, query, profile, cands, qvec, where, edges or store.edges_from)
+
+
+def _complete_vector_hits(
+    engine: Engine,
+    scope: Scope,
+    qvec: np.ndarray,
+    vector_hits: list[tuple[str, float]],
+    keyword_hits: list[tuple[str, float]],
+) -> list[tuple[str, float]]:
+    """``vector_hits`` plus the cosine of every keyword hit the vector list missed (its best
+    window's, as vector search scores it): scored 0 it would lose to memories that merely
+    appear in both lists."""
+    seen = {memory_id for memory_id, _ in vector_hits}
+    missing = [memory_id for memory_id, _ in keyword_hits if memory_id not in seen]
+    if not missing:
+        return vector_hits
+    vecs = engine.store.vectors(scope.workspace, missing)
+    chunks = engine.store.memory_chunks(scope.workspace, missing)
+    extra = [
+        (m, max([float(vecs[m] @ qvec), *(float(c.embedding @ qvec) for c in chunks.get(m, ()))]))
+        for m in missing
+        if m in vecs
+    ]
+    return vector_hits + sorted(extra, key=lambda h: -h[1])
+
+
+def _refine(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    profile: RankingProfile,
+    cands: list[Candidate],
+    qvec: np.ndarray,
+    where: RecallFilter | None,
+    edges_from: EdgesFrom,
+) -> list[Candidate]:
+    """Session evidence, neighbour support and the named time, on the head of the list."""
+    head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
+    if not head:
+        return cands
+    store = engine.store
+    if profile.neighbour_weight > 0:
+        neighbours: dict[str, list[tuple[str, float]]] = {}
+        for edge in edges_from(scope.workspace, [c.id for c in head], 0.0, "sequence"):
+            if edge.kind == "sequence":
+                neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
+        head, tail = _join_neighbours(
+            engine, scope, profile, cands, head, tail, qvec, neighbours, where
+        )
+        known = {c.id for c in head}
+        neighbours = {k: [o for o in v if o[0] in known] for k, v in neighbours.items()}
+        head = sequence_support(head, neighbours, profile.neighbour_weight)
+    records = store.get_memories(scope.workspace, [c.id for c in head])
+    if profile.session_weight > 0:
+        head = session_evidence(
+            head, {i: r.session_id for i, r in records.items()}, profile.session_weight
+        )
+    if profile.time_weight > 0 and query.span is not None:
+        for cand in head:
+            record = records.get(cand.id)
+            hit = time_match(record.created_at, query.span) if record is not None else 0.0
+            if hit:
+                cand.relevance *= 1.0 + profile.time_weight * hit
+                cand.components["time"] = round(profile.time_weight * hit, 6)
+                cand.components["relevance"] = round(cand.relevance, 6)
+    in_head = {c.id for c in head}
+    return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
+
+
+def _join_neighbours(
+    engine: Engine,
+    scope: Scope,
+    profile: RankingProfile,
+    cands: list[Candidate],
+    head: list[Candidate],
+    tail: list[Candidate],
+    qvec: np.ndarray,
+    neighbours: dict[str, list[tuple[str, float]]],
+    where: RecallFilter | None,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """``head`` plus the neighbours of its memories: tail candidates move up as they are,
+    others join with their own vector relevance (on the fused scale)."""
+    in_head = {c.id for c in head}
+    reached = {dst for outs in neighbours.values() for dst, _ in outs} - in_head
+    if not reached:
+        return head, tail
+    by_id = {c.id: c for c in tail}
+    moved = [by_id[i] for i in sorted(reached) if i in by_id]
+    found = engine.store.get_memories(scope.workspace, sorted(reached - set(by_id)))
+    fresh = sorted(i for i, r in found.items() if in_scope(r, scope, where))
+    vecs = engine.store.vectors(scope.workspace, fresh)
+    joined = [_vector_only(m, float(vecs[m] @ qvec), cands, profile) for m in fresh if m in vecs]
+    moved_ids = {c.id for c in moved}
+    return head + moved + joined, [c for c in tail if c.id not in moved_ids]
+
+
+def _vector_only(
+    memory_id: str, cos: float, cands: Sequence[Candidate], profile: RankingProfile
+) -> Candidate:
+    """A memory that no search found, scored by its cosine on the fused scale."""
+    has_vector = any(c.vector_rank is not None for c in cands)
+    has_keyword = any(c.keyword_rank is not None for c in cands)
+    kw = profile.keyword_weight if has_vector and has_keyword else (1.0 if has_keyword else 0.0)
+    top = max((max(c.vector, 0.0) for c in cands if c.vector_rank is not None), default=0.0)
+    rel = (1 - kw) * max(cos, 0.0) / (top or 1.0)
+    cand = Candidate(memory_id, vector=cos, relevance=rel)
+    cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
+    return cand
+
+
+# -- graph ------------------------------------------------------------------------------------
+def _graph(
+    engine: Engine,
+    scope: Scope,
+    profile: RankingProfile,
+    cands: list[Candidate],
+    qvec: np.ndarray,
+    edges_from: EdgesFrom,
+    where: RecallFilter | None,
+    focus: str | None,
+) -> tuple[list[Candidate], list[Walk], list[str]]:
+    """Walks from the best candidates; what they reach joins the list with its own vector
+    relevance, and every candidate carries its best walk's score as ``graph``."""
+    by_id = {c.id: c for c in cands}
+    seeds = [c.id for c in cands[: profile.graph_seeds]]
+    walks: list[Walk] = []
+    if profile.graph_depth > 0 and seeds:
+        frontier = [Walk([c.id], score=c.relevance) for c in cands[: profile.graph_seeds]]
+        for _ in range(profile.graph_depth):
+            edges = edges_from(
+                scope.workspace,
+                [w.nodes[-1] for w in frontier],
+                profile.graph_min_edge_weight,
+                None,
+            )
+            step = expand(frontier, edges, profile.graph_fanout)
+            if not step:
+                break
+            walks += step
+            frontier = best_walks(step)[: profile.graph_seeds * profile.graph_fanout]
+    outside = {n for w in walks for n in w.nodes if n not in by_id}
+    if focus is not None and focus not in by_id:
+        outside.add(focus)
+    if outside:
+        records = engine.store.get_memories(scope.workspace, sorted(outside))
+        valid = {n for n, r in records.items() if in_scope(r, scope, where)}
+        walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
+        vecs = engine.store.vectors(scope.workspace, sorted(valid))
+        for n in sorted(valid):
+            by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, cands, profile)
+    support = best_support(walks)
+    for cand in by_id.values():
+        walk = support.get(cand.id)
+        cand.components["graph"] = round(walk.score, 6) if walk is not None else 0.0
+        cand.components["graph_hops"] = len(walk.weights) if walk is not None else 0
+        cand.components["graph_edge_weight"] = (
+            round(math.prod(walk.weights), 6) if walk is not None else 0.0
+        )
+    return list(by_id.values()), walks, seeds
+
+
+def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> Ranked:
+    """A candidate as a ranked item: its relevance plus ``graph_weight`` x graph support; one
+    that no search found came ``via`` the graph (its edges, sequence edges included)."""
+    comps = dict(cand.components)
+    found = cand.vector_rank is not None or cand.keyword_rank is not None
+    score = cand.relevance
+    if graph_weight is not None:
+        score += graph_weight * comps.get("graph", 0.0)
+        comps["graph_weight"] = graph_weight
+    if cand.vector_rank is not None:
+        comps["vector_rank"] = cand.vector_rank + 1
+    if cand.keyword_rank is not None:
+        comps["keyword_rank"] = cand.keyword_rank + 1
+    comps["final"] = round(score, 6)
+    return Ranked(cand.id, score, comps, "search" if found else "graph", walk=walk)
+
+
+# -- learned ------------------------------------------------------------------------------------
+def feedback_since(engine: Engine, now: float | None = None) -> float:
+    """The oldest feedback record worth reading."""
+    now = time.time() if now is None else now
+    return now - _HORIZON_HALF_LIVES * engine.config.feedback_half_life_days * 86_400.0
+
+
+def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -> list[Ranked]:
+    """Re-rank by the feedback records (:mod:`engrammar.learn.scoring`): items go in with
+    scores near [0, 1] and come out re-ranked, with memories surfaced by matching decisions or
+    preference pairs added (``via`` feedback) and every learned component in ``components``."""
+    store, cfg = engine.store, engine.config
+    items = sorted(items, key=lambda e: (-e.score, e.id))
+    now = time.time()
+    context = _context(engine, query)
+    # Reply signals count only for a matching query, so the store searches the recalls'
+    # queries before reading any.
+    events, pairs, ratings, replies = store.learning_reads(
+        scope,
+        [i.id for i in items],
+        feedback_since(engine, now),
+        cfg.feedback_records_limit,
+        context,
+        cfg.feedback_reply_context_min,
+        min(cfg.feedback_records_limit, _MATCHING_RECALLS),
+    )
+    extra = learned_term_signals(engine, scope, query, ratings)
+    if not (events or pairs or ratings or replies or extra):
+        return items
+    params = LearnParams(
+        half_life_days=cfg.feedback_half_life_days,
+        min_samples=cfg.feedback_min_samples,
+        max_adjustment=cfg.feedback_max_adjustment,
+        context_min=cfg.feedback_context_min,
+        context_full=cfg.feedback_context_full,
+        same_output=cfg.feedback_same_output,
+        reply_weight=cfg.feedback_reply_weight,
+        conflict_weight=cfg.feedback_conflict_weight,
+        reply_top=max(1, cfg.feedback_reply_top),
+        reply_context_min=cfg.feedback_reply_context_min,
+        reply_context_full=cfg.feedback_reply_context_full,
+        rating_context_min=cfg.feedback_rating_context_min,
+        rating_context_full=cfg.feedback_rating_context_full,
+        rating_memory_margin=cfg.feedback_rating_memory_margin,
+        source_window_s=cfg.feedback_source_window_s,
+        rating_anchor=cfg.feedback_rating_anchor,
+        anchor_bound=cfg.feedback_anchor_bound,
+    )
+    vecs = store.vectors(scope.workspace, [i.id for i in items])
+    texts = None
+    if events or pairs:
+        records = store.get_memories(scope.workspace, [i.id for i in items])
+        texts = {memory_id: r.content for memory_id, r in records.items()}
+    ranked = learned_ranking(
+        [(i.id, i.score) for i in items if i.id in vecs],
+        context(),
+        vecs,
+        events,
+        pairs,
+        ratings,
+        params,
+        now,
+        texts,
+        replies,
+        extra,
+    )
+    base = {i.id: i for i in items}
+    out = []
+    for s in ranked:
+        before = base.get(s.id)
+        comps = {**(before.components if before else {}), **s.components}
+        comps["final"] = round(s.score, 6)
+        out.append(
+            Ranked(
+                s.id,
+                s.score,
+                comps,
+                before.via if before else "feedback",
+                s.note,
+                before.walk if before else None,
+                s.adjustment,
+            )
+        )
+    return out
+
+
+# -- validity and the cut -----------------------------------------------------------------------
+def _validity(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    profile: RankingProfile,
+    items: list[Ranked],
+    limit: int,
+    where: RecallFilter | None,
+    focus: str | None,
+) -> list[Ranked]:
+    """The head of the learned list (its records read; with ``where``, only what it matches)
+    re-ranked by what is current (:mod:`.validity`); the rest follows as it was."""
+    depth = limit * 4 if query.pinned else limit * 2
+    store = engine.store
+    head: list[Ranked] = []
+    records: dict[str, MemoryRecord] = {}
+    rest = list(items)
+    while rest and len(head) < depth:
+        step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
+        found = store.get_memories(scope.workspace, [e.id for e in step])
+        if where is not None:
+            found = {i: r for i, r in found.items() if where.matches(r)}
+        head += [e for e in step if e.id in found]
+        records.update(found)
+        if where is None:
+            break
+    by_id = {e.id: e for e in head}
+    out = []
+    for record, score, comps, note, via in by_validity(
+        engine, scope, query, profile, head, records, limit, where
+    ):
+        before = by_id.get(record.id)
+        out.append(
+            Ranked(
+                record.id,
+                score,
+                comps,
+                via,
+                note,
+                before.walk if before else None,
+                before.adjustment if before else None,
+                record,
+            )
+        )
+    if focus is not None and all(e.id != focus for e in out):
+        tail = next((e for e in rest if e.id == focus), None)
+        if tail is not None:
+            tail.record = store.get_memories(scope.workspace, [focus]).get(focus)
+            out.append(tail)
+    for position, entry in enumerate(out, 1):
+        entry.components["rank"] = position
+    return out
+
+
+# -- one read session per recall ----------------------------------------------------------------
+class QueryVector:
+    """The query's vector for the learned ranking: embedded at most once, when first asked."""
+
+    def __init__(self, engine: Engine, query: str) -> None:
+        self._engine = engine
+        self.query = query
+        self._vec: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self._vec is None:
+            self._vec = self._engine.embed_one(self.query)
+        return self._vec
+
+
+_SESSION = threading.local()
+
+
+@contextmanager
+def session(
+    engine: Engine,
+    query: str | None = None,
+    *,
+    whole: bool = True,
+    profile: RankingProfile | None = None,
+    preferences: int = 0,
+) -> Iterator[None]:
+    """One read session for a whole recall (see :meth:`~engrammar.store.Store.reading`); with
+    ``query``, the learned ranking's reads may be read ahead with the rest."""
+    config = engine.config
+    profile = profile or config.ranking
+    context = QueryVector(engine, query) if query is not None else None
+    outer = getattr(_SESSION, "context", None)
+    with reading(
+        engine.store,
+        feedback_since(engine),
+        preferences=preferences if whole and config.preferences_limit else 0,
+        knowledge=whole and config.knowledge_recall_limit > 0,
+        learning=LearningAhead(
+            context,
+            config.feedback_records_limit,
+            config.feedback_reply_context_min,
+            min(config.feedback_records_limit, _MATCHING_RECALLS),
+            edge_parts=reads_edge_parts(engine),
+        )
+        if context is not None
+        else None,
+        refine=RefineAhead(profile.keyword_weight, REFINE_DEPTH),
+    ):
+        if outer is not None or context is None:
+            yield
+            return
+        _SESSION.context = context
+        try:
+            yield
+        finally:
+            _SESSION.context = None
+
+
+def _context(engine: Engine, query: str) -> QueryVector:
+    """The session's query vector when it is this query's, else a new one."""
+    found: QueryVector | None = getattr(_SESSION, "context", None)
+    return found if found is not None and found.query == query else QueryVector(engine, query)
+
+
+def query_at(text: str, as_of: float | None) -> Query:
+    """``text`` parsed as asked at ``as_of`` (default now, and then nothing is left out for
+    being said later)."""
+    if as_of is None:
+        return parse_query(text, time.time())
+    return parse_query(text, as_of, pinned=True)
