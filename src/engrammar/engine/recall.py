@@ -238,9 +238,11 @@ def standing_preferences(
         where is not None and where.kinds is not None and "preference" not in where.kinds
     ):
         return []
-    found = engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
-    if where is not None:
-        found = [m for m in found if where.matches(m)]
+    found = [
+        m
+        for m in engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+        if in_scope(m, scope, where)
+    ]
     if not found:
         return []
     vecs = engine.store.vectors(scope.workspace, [m.id for m in found])

@@ -4,7 +4,8 @@ Pure: the store hands over facts (records with their vectors), ``Memory`` hands 
 vector and the candidates; :func:`learned_ranking` returns new scores, every part explained.
 
 How each record acts on a recall whose query matches its context (``match`` in [0, 1], see
-:func:`~engrammar.learn.rates.context_match`):
+:func:`~engrammar.learn.rates.context_match`; an event matches by its context or by what was
+answered for it, the closest of the three):
 
 * **Feedback event** (corrected / adopted / rejected). Its *verdict* is the ``final_decision`` of
   its latest review, else its ``state``. The *standing answer* is the corrected output
@@ -308,6 +309,17 @@ def _placed(
     return rel, lifts
 
 
+def _event_cos(query_vec: np.ndarray, event: EventFacts) -> float:
+    """How close a query comes to what an event is about: its context, or what was answered
+    for it (the agent's output, the correction). "How should the sender retry failed
+    deliveries?" asks about "Add retries to the webhook sender" in the words of its answer
+    ("Retry every 30 seconds ..."), not of the request."""
+    texts = [event.context_vec, event.ai_output_vec]
+    if event.corrected_vec is not None:
+        texts.append(event.corrected_vec)
+    return max(_cos(query_vec, v) for v in texts)
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -372,9 +384,7 @@ def learned_ranking(
         )
 
     for event in events:
-        m = context_match(
-            _cos(query_vec, event.context_vec), params.context_min, params.context_full
-        )
+        m = context_match(_event_cos(query_vec, event), params.context_min, params.context_full)
         if m <= 0:
             continue
         current = verdict(event)

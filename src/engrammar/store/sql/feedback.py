@@ -246,10 +246,12 @@ class SQLRecords:
         """``learning_facts`` as a ``_read_together`` sender: it executes every statement
         and returns the function that reads their answers. ``parts``: whether to read the
         events, the pairs, the ratings (the caller knows there are none of the others)."""
-        user_clause = ""
+        # A user's own records and the workspace-wide ones (no user) apply to that user; a
+        # recall made without a user reads only the workspace-wide ones: what a user recorded
+        # (a pair, an event, a rating) reaches no one else's recalls.
+        user_clause = " AND user_id IS NULL"
         params: list[Any] = [scope.workspace]
         if scope.user_id is not None:
-            # A user's own records and the workspace-wide ones (no user) apply to that user.
             user_clause = " AND (user_id = ? OR user_id IS NULL)"
             params.append(scope.user_id)
         ids = list(dict.fromkeys(memory_ids))
@@ -284,9 +286,9 @@ class SQLRecords:
                     q(
                         "SELECT id, memory_id, verdict, weight, created_at, "
                         "context_embedding, recall_id, source, context FROM memory_ratings "
-                        f"WHERE workspace = ? AND {cond} AND created_at >= ?{order}"
+                        f"WHERE workspace = ? AND {cond}{user_clause} AND created_at >= ?{order}"
                     ),
-                    [scope.workspace, *chunk, start],
+                    [scope.workspace, *chunk, *params[1:], start],
                 )
                 for cond, chunk in (in_list("memory_id", ids) if with_ratings else ())
             ]
