@@ -28,6 +28,7 @@ __all__ = [
     "in_scope",
     "reaches",
     "reading",
+    "recorded",
     "shared",
     "statement",
 ]
@@ -127,22 +128,26 @@ def dedup_key(scope: Scope, role: str, content: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-# What feedback records leave behind (a decision's standing answer, a pair's accepted output):
-# their reach is the record's, not a conversation's (docs/learning.md, "Who sees a record").
-RECORD_KINDS = ("decision", "preference")
+def recorded(record: MemoryRecord) -> bool:
+    """Whether a memory is what a feedback record left behind (an event's or a review's
+    decision, a pair's preference): its reach is the record's, not a conversation's
+    (docs/learning.md, "Who sees a record")."""
+    return (record.kind == "decision" and "event_id" in record.metadata) or (
+        record.kind == "preference" and "pair_id" in record.metadata
+    )
 
 
 def shared(record: MemoryRecord) -> bool:
     """Whether a memory is the workspace's knowledge: a decision or preference recorded
     without a user, seen by every agent, session and user of its workspace."""
-    return record.kind in RECORD_KINDS and record.user_id is None
+    return record.user_id is None and recorded(record)
 
 
 def reaches(record: MemoryRecord, scope: Scope) -> bool:
-    """Whether a memory the scope's keys select may reach a recall of ``scope``: a decision
-    or preference of a user reaches that user's recalls only (a recall made without a user
+    """Whether a memory the scope's keys select may reach a recall of ``scope``: what a
+    user's record left reaches that user's recalls only (a recall made without a user
     selects every user's memories, but no one's records)."""
-    return record.kind not in RECORD_KINDS or record.user_id in (None, scope.user_id)
+    return record.user_id in (None, scope.user_id) or not recorded(record)
 
 
 def in_scope(record: MemoryRecord, scope: Scope, where: RecallFilter | None = None) -> bool:
