@@ -379,6 +379,10 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -
     extra = learned_term_signals(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
+    if ratings:  # whose rating it is: the rated memory's own user's rejection places it
+        owners = store.get_memories(scope.workspace, sorted({r.memory_id for r in ratings}))
+        for r in ratings:
+            r.own = r.memory_id in owners and owners[r.memory_id].user_id == r.user_id
     params = LearnParams(
         half_life_days=cfg.feedback_half_life_days,
         min_samples=cfg.feedback_min_samples,

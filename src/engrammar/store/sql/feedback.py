@@ -285,7 +285,8 @@ class SQLRecords:
                 self._cursor(conn).execute(
                     q(
                         "SELECT id, memory_id, verdict, weight, created_at, "
-                        "context_embedding, recall_id, source, context FROM memory_ratings "
+                        "context_embedding, recall_id, source, context, user_id "
+                        "FROM memory_ratings "
                         f"WHERE workspace = ? AND {cond}{user_clause} AND created_at >= ?{order}"
                     ),
                     [scope.workspace, *chunk, *params[1:], start],
@@ -376,6 +377,7 @@ class SQLRecords:
                     r[6],
                     r[7],
                     r[8],
+                    r[9],
                 )
                 for rows in rating_rows
                 for r in rows.fetchall()
