@@ -195,3 +195,33 @@ def test_a_user_bound_keys_records_leave_other_recalls_alone(real_mem: Memory) -
             assert [m["memory"]["content"] for m in by_mcp] == before
             mine = a.post("/v1/recall", json={"query": QUESTION}).json()["memories"]
             assert mine[0]["memory"]["content"] == ALICES
+
+
+@pytest.mark.processes
+def test_a_user_bound_key_reads_and_rates_the_workspaces_decision_but_cannot_change_it(
+    real_mem: Memory,
+) -> None:
+    org = create_api_key(real_mem.store, "payments-api")[0]
+    dana = create_api_key(real_mem.store, "payments-api", user_id="dana")[0]
+    for base in serve_in_thread(real_mem):
+        with (
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {org}"}) as c,
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {dana}"}) as d,
+        ):
+            event = c.post("/v1/feedback-events", json=SEED_EVENT).json()
+            decision = event["decision_memory_id"]
+            seen = d.post("/v1/recall", json={"query": ASKED}).json()
+            assert seen["memories"][0]["memory"]["id"] == decision
+            assert d.get(f"/v1/memories/{decision}").status_code == 200
+            assert d.get(f"/v1/memories/{decision}/history").status_code == 200
+            why = d.post("/v1/explain", json={"query": ASKED, "memory_id": decision})
+            assert why.status_code == 200 and why.json()["rank"] == 1
+            rated = d.post(
+                "/v1/ratings",
+                json={"memory_id": decision, "verdict": "accepted", "recall_id": seen["recall_id"]},
+            )
+            assert rated.status_code == 201, rated.text
+            assert d.patch(f"/v1/memories/{decision}", json={"content": "x"}).status_code == 404
+            assert d.delete(f"/v1/memories/{decision}").status_code == 404
+            assert d.post("/v1/forget", json={"memory_id": decision}).status_code == 404
+    assert real_mem.get(decision, workspace="payments-api").content == DECIDED

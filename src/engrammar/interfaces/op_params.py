@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..recall.format import score_breakdown
-from .access import own_memory, resolve
+from .access import own_memory, readable_memory, resolve
 from .spec import REQUIRED, Param
 from .texts import plural, short
 
@@ -159,3 +159,4 @@ def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
 # -- the operations ------------------------------------------------------------------------------
 _SCOPED = (resolve,)
 _OWNED = (resolve, own_memory)
+_READ = (resolve, readable_memory)

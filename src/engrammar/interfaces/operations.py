@@ -24,9 +24,9 @@ from .access import (
     feedback_source,
     narrow_ids,
     own_event,
-    own_memory,
     own_recall,
     own_record,
+    readable_memory,
     resolve,
 )
 from .texts import feedback_summary, plural, recall_tool_text, recalled_text, short
@@ -44,6 +44,7 @@ __all__ = [
 ]
 from .op_params import (
     _OWNED,
+    _READ,
     _SCOPED,
     AGENT,
     AS_OF,
@@ -149,7 +150,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
         cli=("get",),
         cli_doc="Show one memory.",
-        guards=_OWNED,
+        guards=_READ,
         text=_memory_lines,
         schemas=(None, "Memory"),
         errors=(401, 403, 404, 422),
@@ -178,7 +179,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
         cli=("history",),
         cli_doc="Show what changed a memory, and why, oldest first.",
-        guards=_OWNED,
+        guards=_READ,
         shape=lambda out, args: {"memory_id": args["memory_id"], "history": out},
         text=lambda d: "\n".join(
             f"{h['rev']}  {iso(h['at'])[:19]}  {h['op']:<8} {h['reason'] or ''}".rstrip()
@@ -327,7 +328,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("POST", "/v1/explain", 200),),
         cli=("explain",),
         cli_doc="Explain why MEMORY_ID ranks where it does for QUERY: every part of its score.",
-        guards=_OWNED,
+        guards=_READ,
         text=_explain_text,
         schemas=("ExplainRequest", "Explanation"),
         errors=(401, 403, 404, 422),
@@ -634,7 +635,7 @@ _RECORDS = (
             http=(HttpRoute("POST", "/v1/ratings", 201, "create_memory_ratings"),),
             cli=("rate", "create"),
             cli_doc="Rate MEMORY_ID: accepted, rejected or corrected (MCP memory_feedback).",
-            guards=(resolve, own_memory, own_recall, attribute),
+            guards=(resolve, readable_memory, own_recall, attribute),
             text=lambda d: f"rated memory {d['memory_id']}: {d['verdict']} ({d['id']})",
             schemas=("RatingRequest", "MemoryRating"),
             errors=(401, 403, 404, 409, 422),
