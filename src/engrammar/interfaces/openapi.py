@@ -557,7 +557,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "text": {"type": ["string", "null"]},
                 **_scope_props(),
                 "metadata": _METADATA,
-                "chunk_chars": {"type": "integer", "minimum": 1, "maximum": 100000},
+                "chunk_chars": {"type": "integer", "minimum": 100, "maximum": 100000},
                 "chunk_overlap": {"type": "integer", "minimum": 0},
             },
         },

@@ -21,6 +21,7 @@ from ..base import ChunkVector
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from ..sql.dialect import scope_where
+from ..sql.knowledge import CHUNK_COLUMNS
 from ..sql.store import Dialect, SQLStore
 from ..tables import COPY_TABLES, MEMORY_COLUMNS
 from .connection import Conn
@@ -307,9 +308,38 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         cached = self._cached_kind(scope, kind, limit)
         return list(cached) if cached is not None else super().memories_of_kind(scope, kind, limit)
 
-    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
-        cached = self._cached_chunks(scope)
-        return list(cached) if cached is not None else super().knowledge_chunks(scope)
+    def search_knowledge(
+        self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
+    ) -> list[KnowledgeChunk]:
+        # The server ranks the scope's chunks (within max_knowledge_chunks_per_scope per
+        # workspace and user, by the scope index) and sends back only the top ``limit``,
+        # without their vectors. Scores equal to 6 places are ties, the older first, as in
+        # every store (the server's float arithmetic differs from numpy's in the last bits).
+        where, params = scope_where(scope)
+        sql = (
+            f"SELECT {CHUNK_COLUMNS}, distance FROM (SELECT {CHUNK_COLUMNS}, seq, "
+            f"embedding <=> %b AS distance FROM knowledge_chunks "
+            f"WHERE {where.replace('?', '%s')}) c ORDER BY round(distance::numeric, 6), seq "
+            "LIMIT %s"
+        )
+        args = [Vector(vector), *params, limit]
+        rows = self._read("searching knowledge", lambda c: c.execute(sql, args).fetchall())
+        out = []
+        for row in rows:
+            distance = float(row[-1])
+            score = 0.0 if distance != distance else min(1.0, max(0.0, 1.0 - distance))
+            if score < min_score:
+                break
+            chunk = self._chunk(row)
+            chunk.score = round(score, 6)
+            out.append(chunk)
+        return out
+
+    def _lock_knowledge_partition(self, conn: Any, workspace: str, user_id: str | None) -> None:
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"knowledge|{workspace}|{user_id or ''}",),
+        )
 
     def edges_from(
         self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
