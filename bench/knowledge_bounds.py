@@ -78,7 +78,9 @@ def measure() -> dict[str, Any]:
     from serving import free_port
 
     tmp = Path(tempfile.mkdtemp(prefix="kb-bounds-"))
-    mem = Memory(Config(path=str(tmp / "store"), max_request_bytes=8_000_000), HashEmbedder())
+    mem = Memory(
+        Config(path=str(tmp / "store"), max_request_bytes=8_000_000), embedder=HashEmbedder()
+    )
     port = free_port()
     app = build_app(mem, auth=False)
     server = uvicorn.Server(server_config(mem, app, host="127.0.0.1", port=port,

@@ -141,6 +141,7 @@ class PostgresReads(PostgresGraph):
         snap = Snapshot(
             feedback_since,
             preferences=preferences,
+            knowledge=knowledge,
             neighbourhood=neighbourhood,
             ahead=learning,
             refine=refine,

@@ -28,7 +28,7 @@ from .connection import Conn
 from .ingest import PostgresIngest
 from .keyword import keyword_query, quote_lexeme
 from .reads import PostgresReads
-from .snapshot import keep_raw
+from .snapshot import Snapshot, keep_raw
 from .statements import M_RAW, N_MEMORY, planned_once
 from .vectors import Vector, chunk_scope, own_hits, register_vector, scope_keys
 
@@ -311,6 +311,18 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     def search_knowledge(
         self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
     ) -> list[KnowledgeChunk]:
+        snap = self._snap(scope.workspace)
+        ahead = snap.knowledge_ahead if snap is not None and snap.scope == scope else None
+        if ahead is not None and np.array_equal(ahead[0], vector):
+            rows = ahead[1]
+            if limit <= len(rows) or len(rows) < KNOWLEDGE_AHEAD:
+                return self._scored_chunks(rows[:limit], min_score)
+        sql, args = self._knowledge_query(scope, vector, limit)
+        rows = self._read("searching knowledge", lambda c: c.execute(sql, args).fetchall())
+        return self._scored_chunks(rows, min_score)
+
+    @staticmethod
+    def _knowledge_query(scope: Scope, vector: np.ndarray, limit: int) -> tuple[str, list[Any]]:
         # The server ranks the scope's chunks (within max_knowledge_chunks_per_scope per
         # workspace and user, by the scope index) and sends back only the top ``limit``,
         # without their vectors. Scores equal to 6 places are ties, the older first, as in
@@ -322,8 +334,28 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             f"WHERE {where.replace('?', '%s')}) c ORDER BY round(distance::numeric, 6), seq "
             "LIMIT %s"
         )
-        args = [Vector(vector), *params, limit]
-        rows = self._read("searching knowledge", lambda c: c.execute(sql, args).fetchall())
+        return sql, [Vector(vector), *params, limit]
+
+    def _queue_knowledge(
+        self, conn: Conn, snap: Snapshot, scope: Scope, vector: np.ndarray
+    ) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn``, the knowledge search a recall makes next
+        (its ``KNOWLEDGE_AHEAD`` nearest chunks to the recall's query vector), if the session
+        was told of one; the returned function keeps the answer."""
+        if not snap.knowledge or snap.knowledge_ahead is not None:
+            return lambda: None
+        cur = conn.cursor(binary=True)
+        cur.execute(*self._knowledge_query(scope, vector, KNOWLEDGE_AHEAD))
+        query = np.array(vector, dtype=np.float32)
+
+        def finish() -> None:
+            snap.knowledge_ahead = (query, cur.fetchall())
+
+        return finish
+
+    def _scored_chunks(
+        self, rows: Sequence[Sequence[Any]], min_score: float
+    ) -> list[KnowledgeChunk]:
         out = []
         for row in rows:
             distance = float(row[-1])
@@ -670,6 +702,10 @@ def redact_url(url: str) -> str:
 
 #: psycopg's placeholders (a vector travels in pgvector's binary format), arrays for IN lists,
 #: and row locks where concurrent writers meet.
+#: The nearest knowledge chunks a recall's session reads with its vector search (recall asks
+#: for ``knowledge_recall_limit``, 3 by default; a larger ask is a query of its own).
+KNOWLEDGE_AHEAD = 10
+
 DIALECT = Dialect(
     name="postgresql",
     mark="%s",

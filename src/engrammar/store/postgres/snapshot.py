@@ -123,6 +123,10 @@ class Snapshot:
     prefetched: bool = False
     #: what the caller said it will read of the scope (see Store.reading), and the answers
     preferences: int = 0
+    #: whether a knowledge search follows: its top rows are read with the vector search
+    knowledge: bool = False
+    #: (the query vector, the scope's nearest chunks to it, as ``search_knowledge`` reads them)
+    knowledge_ahead: tuple[np.ndarray, list[Any]] | None = None
     scope_read: bool = False
     #: the scope's graph the session falls back on (``.graph``), if any
     graph: Any = None
