@@ -136,13 +136,30 @@ def _principal(request: Request, auth: bool) -> tuple[str, str | None]:
     return record.workspace, record.user_id
 
 
+#: How a request's (organisation, bound user) is found, when something in front of the app
+#: (``engrammar serve``'s authentication) has already checked its key.
+Who = Callable[[Request], tuple[str, str | None]]
+#: Asked before a feedback write (named as engrammar's operation) with its fields; a response
+#: it returns is the answer instead (``engrammar serve``'s per-source feedback budget).
+Admit = Callable[[Request, str, dict[str, Any]], Response | None]
+
+
 def _handler(
-    fn: Callable[[MemWire, dict[str, Any], Request], Any], *, body: bool = True
+    fn: Callable[[MemWire, dict[str, Any], Request], Any],
+    *,
+    body: bool = True,
+    writes: str | None = None,
 ) -> Callable[[Request], Any]:
+    """The endpoint of one route; ``writes`` names the feedback write it makes, if any."""
+
     async def endpoint(request: Request) -> Response:
         auth: bool = request.app.state.auth
+        who: Who | None = request.app.state.who
         try:
-            org, bound = await anyio.to_thread.run_sync(_principal, request, auth)
+            if who is not None:
+                org, bound = who(request)
+            else:
+                org, bound = await anyio.to_thread.run_sync(_principal, request, auth)
             if body:
                 try:
                     data = await request.json()
@@ -155,6 +172,11 @@ def _handler(
                 if asked is not None and asked != bound:
                     raise ForbiddenError(f"this API key acts only for user_id {bound!r}")
                 data["user_id"] = bound
+            admit: Admit | None = request.app.state.admit
+            if writes is not None and admit is not None and isinstance(data, dict):
+                refused = admit(request, writes, data)
+                if refused is not None:
+                    return refused
             facade = request.app.state.tenants.get(org)
             out = await anyio.to_thread.run_sync(fn, facade, data, request)
         except ForbiddenError as exc:
@@ -318,26 +340,41 @@ def route_table() -> list[Route]:
         Route("/v1/memories", _handler(_add), methods=["POST"]),
         Route("/v1/memories/recall", _handler(_recall), methods=["POST"]),
         Route("/v1/memories/search", _handler(_search), methods=["POST"]),
-        Route("/v1/memories/feedback", _handler(_feedback), methods=["POST"]),
+        Route("/v1/memories/feedback", _handler(_feedback, writes="feedback"), methods=["POST"]),
         Route("/v1/knowledge", _handler(_add_knowledge), methods=["POST"]),
         Route("/v1/knowledge/search", _handler(_search_knowledge), methods=["POST"]),
         Route("/v1/knowledge/{kb_id}", _handler(_delete_knowledge, body=False), methods=["DELETE"]),
         Route("/v1/stats", _handler(_stats), methods=["POST"]),
-        Route("/v1/categories", _handler(_add_category), methods=["POST"]),
+        Route("/v1/categories", _handler(_add_category, writes="log_event"), methods=["POST"]),
         Route("/health", _health, methods=["GET"]),
     ]
 
 
-def create_app(memory: Memory, *, auth: bool = True) -> Starlette:
+def create_app(
+    memory: Memory,
+    *,
+    auth: bool = True,
+    who: Who | None = None,
+    admit: Admit | None = None,
+) -> Starlette:
     """MemWire's REST API over ``memory`` (mount it, or serve it with uvicorn).
+
+    ``engrammar serve --memwire-compat`` serves it behind engrammar's authentication, which
+    also applies the per-key rate limit and the per-source feedback budget of ``/v1``; mounted
+    on its own, it checks keys itself and limits nothing.
 
     Args:
         memory: the engrammar memory every request acts on; its store holds the API keys.
         auth: require an engrammar API key (``X-API-Key`` or ``Authorization: Bearer``);
             ``False`` only for local development.
+        who: the (organisation, bound user) of a request whose key was checked in front of
+            this app; when given, the app does not check keys itself.
+        admit: asked before each feedback write (see :data:`Admit`).
     """
     app = Starlette(routes=route_table())
     app.state.memory = memory
     app.state.auth = auth
+    app.state.who = who
+    app.state.admit = admit
     app.state.tenants = _Tenants(memory)
     return app
