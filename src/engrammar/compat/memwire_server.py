@@ -19,12 +19,15 @@ development only) every request acts in the memory's default workspace.
 
 from __future__ import annotations
 
+import logging
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -43,6 +46,8 @@ from .memwire import (
 )
 
 __all__ = ["create_app", "route_table"]
+
+log = logging.getLogger("engrammar.server")
 
 _TENANT = {"agent_id": str, "app_id": str, "workspace_id": str}
 
@@ -165,6 +170,9 @@ def _handler(
                     data = await request.json()
                 except ValueError as exc:
                     raise ValidationError("body", f"invalid JSON: {exc}") from exc
+                except RecursionError:
+                    # Nested deeper than the parser goes: a request that cannot be read.
+                    return JSONResponse({"detail": _TOO_DEEP}, status_code=400)
             else:
                 data = dict(request.query_params)
             if bound is not None and isinstance(data, dict):
@@ -193,6 +201,23 @@ def _handler(
         return JSONResponse(out)
 
     return endpoint
+
+
+_TOO_DEEP = "the body is not valid JSON: nested too deeply"
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    # An unknown path or method: JSON in MemWire's (FastAPI's) shape, not plain text.
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # An unexpected failure is JSON too (MemWire's shape); the trace goes to the server's log.
+    error_id = secrets.token_hex(6)
+    log.error("error %s on %s %s", error_id, request.method, request.url.path, exc_info=exc)
+    detail = f"internal error {error_id}; the server's log has the details"
+    return JSONResponse({"detail": detail}, status_code=500)
 
 
 # -- the routes ------------------------------------------------------------------------------------
@@ -371,7 +396,10 @@ def create_app(
             this app; when given, the app does not check keys itself.
         admit: asked before each feedback write (see :data:`Admit`).
     """
-    app = Starlette(routes=route_table())
+    app = Starlette(
+        routes=route_table(),
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+    )
     app.state.memory = memory
     app.state.auth = auth
     app.state.who = who

@@ -25,7 +25,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..engine.validate import shown
@@ -515,17 +515,48 @@ def build_app(
         exempt=frozenset({"/healthz"}),
     )
     if not cfg.cors_origins:
-        return limited
+        return JsonHeaders(limited)
     # Outermost: a browser's preflight carries no key, so it is answered before
     # authentication; the real request that follows still needs one.
     return CORSMiddleware(
-        limited,
+        JsonHeaders(limited),
         allow_origins=list(cfg.cors_origins),
         allow_methods=["GET", "POST", "PATCH", "DELETE"],
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
         expose_headers=["Retry-After", "WWW-Authenticate", "Mcp-Session-Id"],
         max_age=600,
     )
+
+
+#: Added to every JSON response: a browser must not read it as anything else, and nothing
+#: between the server and the client may keep a copy (answers hold memories).
+_JSON_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"cache-control", b"no-store"))
+
+
+class JsonHeaders:
+    """Adds ``X-Content-Type-Options: nosniff`` and ``Cache-Control: no-store`` to every JSON
+    response (answers and errors alike, from any layer below it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                kind = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+                kind = kind.split(b";")[0].strip().lower()
+                if kind == b"application/json" or kind.endswith(b"+json"):
+                    headers += [(n, v) for n, v in _JSON_HEADERS if n not in names]
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def server_config(memory: Memory, app: ASGIApp, *, host: str, port: int, **kw: Any) -> Any:
