@@ -50,12 +50,6 @@ class TokenBucket:
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
-    def empty(self, client: str, now: float) -> bool:
-        """Whether ``client`` has no whole token now (spends nothing)."""
-        with self._lock:
-            tokens, last = self._buckets.get(client, (self.burst, now))
-            return min(self.burst, tokens + (now - last) * self.rate) < 1
-
     def take(self, client: str, now: float) -> float:
         """Spend one token of ``client``; 0 if allowed, else the seconds until one is free."""
         with self._lock:
