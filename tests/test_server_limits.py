@@ -83,7 +83,12 @@ def test_token_bucket_refills_at_its_rate() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("max_request_bytes", 0), ("rate_limit_per_s", -1.0), ("rate_limit_burst", 0)],
+    [
+        ("max_request_bytes", 0),
+        ("rate_limit_per_s", -1.0),
+        ("rate_limit_burst", 0),
+        ("body_deadline_s", 0.0),
+    ],
 )
 def test_limit_settings_are_validated(name: str, value: float) -> None:
     with pytest.raises(ValidationError) as info:

@@ -250,6 +250,11 @@ class Config:
     body_timeout_s: float = _opt(
         30.0, "Seconds `engrammar serve` waits for each next piece of a request body (408 after)."
     )
+    body_deadline_s: float = _opt(
+        120.0,
+        "Seconds `engrammar serve` allows for a whole request body, however steadily its "
+        "pieces come (408 after).",
+    )
     max_pending_connections: int = _opt(
         64,
         "Connections `engrammar serve` keeps open while they are still sending headers; "

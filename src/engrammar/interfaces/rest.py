@@ -511,6 +511,7 @@ def build_app(
         ),
         max_bytes=cfg.max_request_bytes,
         body_timeout_s=cfg.body_timeout_s,
+        body_deadline_s=cfg.body_deadline_s,
         exempt=frozenset({"/healthz"}),
     )
     if not cfg.cors_origins:
@@ -617,7 +618,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 #: The error types of HTTP-level refusals, as the middleware names them.
-_HTTP_KINDS = {413: "payload_too_large", 405: "method_not_allowed"}
+_HTTP_KINDS = {413: "payload_too_large", 405: "method_not_allowed", 408: "request_timeout"}
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
