@@ -337,7 +337,7 @@ class Config:
         "message it answers (renormalised); no text is embedded twice.",
     )
 
-    # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
+    # -- MemWire feedback loop (MemWire's names and defaults: part of the drop-in contract) ---
     feedback_strengthen_rate: float = _opt(
         0.1, "Base amount added to edge weights on aligned paths, scaled by alignment score."
     )

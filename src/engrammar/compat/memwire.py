@@ -40,9 +40,9 @@ from ..memory import Memory
 from ..models import KnowledgeChunk as EngrammarChunk
 from ..models import MemoryRecord as EngrammarRecord
 from .memwire_types import (
-    _LOGGED_CATEGORY,
     APPLIED,
     IGNORED,
+    LOGGED_CATEGORY,
     MAPPED,
     GraphEdge,
     GraphNode,
@@ -53,9 +53,9 @@ from .memwire_types import (
     RecallPath,
     RecallResult,
     TokenEmbedding,
-    _clip,
-    _format,
-    _read_document,
+    clip_score,
+    format_recall,
+    read_document,
     workspace_of,
 )
 
@@ -218,7 +218,7 @@ class MemWire:
             agent_id=c.agent_id,
             content=c.content,
             metadata=c.metadata,
-            score=_clip(c.score),
+            score=clip_score(c.score),
             workspace_id=workspace_id,
             app_id=app_id,
         )
@@ -232,7 +232,7 @@ class MemWire:
             for event in self.memory.list_logged_events(
                 user_id=user_id, workspace=ws, limit=10_000
             ):
-                if event.kind == _LOGGED_CATEGORY:
+                if event.kind == LOGGED_CATEGORY:
                     own.setdefault(str(event.payload["name"]), []).append(
                         str(event.payload["text"])
                     )
@@ -294,7 +294,7 @@ class MemWire:
         """
         ws, user = self._ws(workspace_id, app_id), self._user(user_id)
         self.memory.log_event(
-            _LOGGED_CATEGORY, {"name": name, "text": text}, user_id=user, workspace=ws
+            LOGGED_CATEGORY, {"name": name, "text": text}, user_id=user, workspace=ws
         )
         own = self._own_anchors.get((ws, user))
         if own is not None:
@@ -381,7 +381,7 @@ class MemWire:
             limit=limit,
         )
         floor = self.config.recall_min_relevance
-        cosine = {m.id: _clip(m.components.get("vector", 0.0)) for m in result.memories}
+        cosine = {m.id: clip_score(m.components.get("vector", 0.0)) for m in result.memories}
         relevant = {i for i, c in cosine.items() if c >= floor}
         in_paths = {n for p in result.paths for n in p.nodes}
         in_tensions = {x for t in result.tensions for x in (t.a, t.b)}
@@ -408,7 +408,7 @@ class MemWire:
                 GraphEdge(a, b, w, 0.0, records[a].user_id)
                 for a, b, w in zip(nodes, nodes[1:], p.weights, strict=False)
             ]
-            score = _clip(max(cosine.get(n, 0.0) for n in nodes) * (0.5 + 0.5 * p.score))
+            score = clip_score(max(cosine.get(n, 0.0) for n in nodes) * (0.5 + 0.5 * p.score))
             supporting.append(
                 RecallPath([node(n) for n in nodes], edges, score, [records[n] for n in nodes])
             )
@@ -421,8 +421,8 @@ class MemWire:
         conflicting = [
             RecallPath(
                 [node(t.a), node(t.b)],
-                [GraphEdge(t.a, t.b, _clip(t.confidence), 0.0, records[t.a].user_id)],
-                _clip(t.confidence),
+                [GraphEdge(t.a, t.b, clip_score(t.confidence), 0.0, records[t.a].user_id)],
+                clip_score(t.confidence),
                 [records[t.a], records[t.b]],
             )
             for t in result.tensions
@@ -435,7 +435,7 @@ class MemWire:
             knowledge=[self._chunk(c, workspace_id, app_id) for c in result.knowledge],
             engrammar=result,
         )
-        out.formatted = _format(out)
+        out.formatted = format_recall(out)
         return out
 
     def feedback(
@@ -501,7 +501,7 @@ class MemWire:
         return [
             (
                 self._record(h.memory, vectors.get(h.id), workspace_id, app_id),
-                _clip(h.components.get("vector", 0.0)),
+                clip_score(h.components.get("vector", 0.0)),
             )
             for h in hits
         ]
@@ -551,7 +551,7 @@ class MemWire:
         as a knowledge base (named after the file unless ``name`` is given); returns its
         ``kb_id``. Each passage's metadata names the ``source`` file."""
         path = Path(file_path)
-        text = _read_document(path)
+        text = read_document(path)
         size = chunk_max_characters or self.config.ingest_chunk_max_characters
         overlap = self.config.ingest_chunk_overlap if chunk_overlap is None else chunk_overlap
         ws = self._ws(workspace_id, app_id)

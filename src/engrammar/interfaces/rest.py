@@ -43,8 +43,7 @@ from ..memory import Memory
 from .http_guard import HostGuard, allowed_hosts, guarded_h11
 from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
-from .openapi import openapi_document
-from .openapi_parts import MAX_INT
+from .openapi import MAX_INT, openapi_document
 from .operations import (
     OPERATIONS,
     HttpRoute,
