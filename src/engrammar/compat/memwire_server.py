@@ -32,7 +32,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import AuthError, EngrammarError, ForbiddenError, NotFoundError, ValidationError
+from ..errors import (
+    AuthError,
+    EngrammarError,
+    ForbiddenError,
+    NotFoundError,
+    TooLargeError,
+    ValidationError,
+)
 from ..keys import verify_api_key
 from ..memory import Memory
 from .memwire import (
@@ -209,7 +216,9 @@ def _handler(
             return JSONResponse({"detail": str(exc)}, status_code=404)
         except ValidationError as exc:
             detail = [{"loc": ["body", exc.field], "msg": exc.problem, "type": "value_error"}]
-            return JSONResponse({"detail": detail}, status_code=422)
+            return JSONResponse(
+                {"detail": detail}, status_code=413 if isinstance(exc, TooLargeError) else 422
+            )
         except EngrammarError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=500)
         return JSONResponse(out)
