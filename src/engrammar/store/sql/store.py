@@ -357,20 +357,9 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def _recall_record(self, row: Any) -> RecallRecord | None:
         if row is None:
             return None
-        from_json = self.dialect.from_json
-        return RecallRecord(
-            recall_id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            query=row[5],
-            created_at=row[6],
-            memory_ids=from_json(row[7]),
-            paths=from_json(row[8]),
-            tensions=from_json(row[9]),
-            consumed_at=row[10],
-        )
+        values = list(row)  # RECALL_COLUMNS is in field order
+        values[7:10] = [self.dialect.from_json(v) for v in values[7:10]]  # the JSON lists
+        return RecallRecord(*values)
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:
