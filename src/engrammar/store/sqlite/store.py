@@ -150,6 +150,7 @@ class SQLiteStore(SQLiteSearch):
         # small context index evicted each other on every recall, and the scope was reloaded.
         self._indexes: ByteLRU[ScopeIndex] = ByteLRU(scope_cache_bytes)
         self._contexts: ByteLRU[ContextIndex] = ByteLRU(scope_cache_bytes)
+        self._knowledge = ByteLRU(scope_cache_bytes)
         self._rows: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
         self._rows_lock = threading.Lock()
         self._rows_rev = 0
