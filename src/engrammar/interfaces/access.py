@@ -20,6 +20,7 @@ __all__ = [
     "Call",
     "Principal",
     "attribute",
+    "hide_other_keys",
     "narrow_ids",
     "own_event",
     "own_memory",
@@ -168,3 +169,36 @@ def own_record(call: Call, kind: str, record: dict[str, Any], record_id: Any) ->
             f"{kind} {record_id!r} not found in workspace {call.args['workspace']!r}"
         )
     return record
+
+
+#: How explain names a source that is another API key, to a key bound to a user.
+ANOTHER_KEY = "another API key"
+
+
+def hide_other_keys(principal: Principal, explanation: dict[str, Any]) -> None:
+    """A user-bound key's ``explain`` names no other key: feedback from another API key shows
+    as :data:`ANOTHER_KEY` (its records without their ids, its sources summed in one row).
+    Its own key, and sources that are not keys, stay as they are."""
+    if principal.bound_user is None:
+        return
+    own = f"key:{principal.key_id}"
+
+    def other(source: Any) -> bool:
+        return isinstance(source, str) and source.startswith("key:") and source != own
+
+    for row in explanation.get("records", []):
+        if other(row.get("source")):
+            row.pop("record_id", None)
+            row["source"] = ANOTHER_KEY
+    sources, merged = [], None
+    for row in explanation.get("sources", []):
+        if not other(row.get("source")):
+            sources.append(row)
+        elif merged is None:
+            merged = {**row, "source": ANOTHER_KEY}
+            sources.append(merged)
+        else:
+            merged["contribution"] = round(merged["contribution"] + row["contribution"], 6)
+            if "placement" in row:
+                merged["placement"] = max(merged.get("placement", 0.0), row["placement"])
+    explanation["sources"] = sources

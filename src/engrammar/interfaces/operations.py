@@ -22,6 +22,7 @@ from .access import (
     Principal,
     attribute,
     feedback_source,
+    hide_other_keys,
     narrow_ids,
     own_event,
     own_memory,
@@ -929,6 +930,8 @@ def dispatch(
         data = dict(out)
     if op.owned_as is not None:
         own_record(call, op.owned_as, data, call.args[op.fields[0]])
+    if name == "explain":
+        hide_other_keys(principal, data)
     if name == "stats" and principal.fixed:
         # Where the store lives on the server, and how big it is with every other tenant's
         # data in it, is none of a remote client's business (the local user still sees both).
