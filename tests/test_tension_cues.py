@@ -100,16 +100,16 @@ def test_a_pair_with_no_cue_is_spared() -> None:
 
 def test_fuzzy_shared_matches_by_every_kind_of_key() -> None:
     from engrammar.recall.tension_compare import fuzzy_shared
-    from engrammar.recall.text import _stem
+    from engrammar.recall.text import stem
 
     def shared(a: str, b: str) -> set[str]:
-        return fuzzy_shared({_stem(w) for w in a.split()}, {_stem(w) for w in b.split()})
+        return fuzzy_shared({stem(w) for w in a.split()}, {stem(w) for w in b.split()})
 
-    assert shared("teacher", "teaching") == {_stem("teacher")}  # a 5-letter prefix
-    assert shared("doctor", "physician") == {_stem("doctor")}  # a synonym
-    assert shared("wine", "alcohol") == {_stem("wine")}  # an instance of a kind
-    assert shared("alcohol", "wine") == {_stem("alcohol")}  # the kind of an instance
-    assert shared("eater", "eat") == {_stem("eater")}  # an agent noun and its verb
-    assert shared("eat", "eater") == {_stem("eat")}
+    assert shared("teacher", "teaching") == {stem("teacher")}  # a 5-letter prefix
+    assert shared("doctor", "physician") == {stem("doctor")}  # a synonym
+    assert shared("wine", "alcohol") == {stem("wine")}  # an instance of a kind
+    assert shared("alcohol", "wine") == {stem("alcohol")}  # the kind of an instance
+    assert shared("eater", "eat") == {stem("eater")}  # an agent noun and its verb
+    assert shared("eat", "eater") == {stem("eat")}
     assert shared("wine", "coffee") == set()  # two kinds
     assert shared("tea", "") == set()

@@ -207,6 +207,14 @@ class Config:
     # -- input limits ------------------------------------------------------------------------
     max_content_chars: int = _opt(1_000_000, "Longest memory content accepted, in characters.")
     max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
+    max_chunks_per_knowledge_base: int = _opt(
+        5_000, "Most passages one knowledge base holds (a larger document is refused, 413)."
+    )
+    max_knowledge_chunks_per_scope: int = _opt(
+        20_000,
+        "Most knowledge-base passages one workspace and user holds across its knowledge bases "
+        "(adding past it is refused, 413).",
+    )
     max_request_bytes: int = _opt(
         4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."
     )
@@ -249,6 +257,11 @@ class Config:
     )
     body_timeout_s: float = _opt(
         30.0, "Seconds `engrammar serve` waits for each next piece of a request body (408 after)."
+    )
+    body_deadline_s: float = _opt(
+        120.0,
+        "Seconds `engrammar serve` allows for a whole request body, however steadily its "
+        "pieces come (408 after).",
     )
     max_pending_connections: int = _opt(
         64,
@@ -332,7 +345,7 @@ class Config:
         "message it answers (renormalised); no text is embedded twice.",
     )
 
-    # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
+    # -- MemWire feedback loop (MemWire's names and defaults: part of the drop-in contract) ---
     feedback_strengthen_rate: float = _opt(
         0.1, "Base amount added to edge weights on aligned paths, scaled by alignment score."
     )

@@ -44,16 +44,7 @@ def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
         if required:
             raise ValidationError(name, "is required")
         return None
-    if not isinstance(value, str):
-        raise ValidationError(name, f"must be a string, got {shown(value)}")
-    if not value.strip():
-        raise ValidationError(name, "must not be empty")
-    if len(value) > _MAX_ID:
-        raise ValidationError(name, f"must be at most {_MAX_ID} characters")
-    if "\x00" in value:
-        raise ValidationError(name, "must not contain NUL characters")
-    _unicode(name, value)
-    return value
+    return text(name, value, _MAX_ID)
 
 
 def scope(
@@ -101,11 +92,11 @@ def optional_text(name: str, value: Any, max_chars: int) -> str | None:
     return None if value is None else text(name, value, max_chars)
 
 
-def positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
+def positive_int(name: str, value: Any, *, maximum: int | None = None, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(name, f"must be an integer, got {shown(value)}")
-    if value < 1:
-        raise ValidationError(name, f"must be >= 1, got {value}")
+    if value < minimum:
+        raise ValidationError(name, f"must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
         raise ValidationError(name, f"must be <= {maximum}, got {value}")
     return value

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from .tension_parse import DETERMINERS_ALL, Parsed
 from .tension_words import ANCHOR, GENERAL, RELATIONS, SPECIFIC, SYNONYM
-from .text import _stem
+from .text import stem as _stem
 
 
 def _agent(stem: str) -> str:

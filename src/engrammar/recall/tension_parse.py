@@ -40,7 +40,8 @@ from .tension_words import (
     STATUS,
     UNITS,
 )
-from .text import STOP_WORDS, _stem
+from .text import STOP_WORDS
+from .text import stem as _stem
 
 CONTRACTIONS = {
     "n't": ["not"],

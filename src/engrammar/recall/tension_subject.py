@@ -16,7 +16,8 @@ from .tension_words import (
     NOT_CONTENT,
     RELATIONS,
 )
-from .text import STOP_WORDS, _stem
+from .text import STOP_WORDS
+from .text import stem as _stem
 
 # Whose thing: "my manager's number" is the manager's, not mine.
 PEOPLE = RELATIONS | frozenset(

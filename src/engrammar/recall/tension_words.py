@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .text import _stem
+from .text import stem as _stem
 
 NEGATORS = frozenset(
     "not no never none nobody nothing neither nor without hardly cannot zero".split()

@@ -81,7 +81,8 @@ from .tension_words import (
     WEAK_CHANGE,
     WEAK_OVERLAP,
 )
-from .text import STOP_WORDS, _stem
+from .text import STOP_WORDS
+from .text import stem as _stem
 
 __all__ = ["ParseAhead", "Statement", "agreed_side", "detect_tension", "find_tensions"]
 

@@ -67,6 +67,7 @@ from .statements import (
     N_MEMORY,
     NARROW,
     SIGNAL_MEMORIES,
+    replies_statement,
 )
 from .vectors import chunk_scope, own_hits, scope_keys
 
@@ -100,34 +101,11 @@ class PostgresReads(PostgresGraph):
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         raise NotImplementedError
 
-    @staticmethod
-    def _chunks_query(scope: Scope) -> tuple[str, list[Any]]:
-        raise NotImplementedError
-
-    def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
-        raise NotImplementedError
-
-    def _learning_reader(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None,
-        limit: int | None,
-        parts: tuple[bool, bool, bool] = (True, True, True),
-    ) -> Callable[[Any], Callable[[], tuple[list[EventFacts], list[PairFacts], Any]]]:
-        raise NotImplementedError
-
-    def _replies_statement(
-        self,
-        scope: Scope,
-        since: float,
-        context: np.ndarray | None,
-        context_min: float,
-        limit: int,
-        witnesses: str,
-        witness_args: list[Any],
-    ) -> tuple[str, list[Any]]:
-        raise NotImplementedError
+    #: :meth:`..sql.feedback.SQLRecords._learning_reader` (the store's feedback half).
+    _learning_reader: Callable[
+        [Scope, Sequence[str], float | None, int | None, tuple[bool, bool, bool]],
+        Callable[[Any], Callable[[], tuple[list[EventFacts], list[PairFacts], Any]]],
+    ]
 
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
@@ -184,9 +162,9 @@ class PostgresReads(PostgresGraph):
 
     def _queue_scope_reads(self, conn: Conn, snap: Snapshot, scope: Scope) -> Callable[[], None]:
         """Queue, in the open pipeline of ``conn``, the scope reads the session was told of
-        (the newest preferences with their vectors, the knowledge chunks); the returned
-        function stores their answers once the pipeline has delivered them."""
-        if snap.scope_read or not (snap.preferences or snap.knowledge):
+        (the newest preferences with their vectors); the returned function stores their
+        answers once the pipeline has delivered them."""
+        if snap.scope_read or not snap.preferences:
             return lambda: None
         snap.scope_read = True
         where = " AND ".join(
@@ -196,25 +174,17 @@ class PostgresReads(PostgresGraph):
             getattr(scope, k) for k in _SCOPE_KEYS if getattr(scope, k) is not None
         ]
         prefs = conn.cursor(binary=True)
-        chunks = conn.cursor(binary=True)
         limit = snap.preferences
-        if limit:
-            prefs.execute(
-                f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
-                "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
-                [*params, limit],
-            )
-        if snap.knowledge:
-            sql, args = self._chunks_query(scope)
-            chunks.execute(sql.replace("?", "%s"), args)
+        prefs.execute(
+            f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
+            "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
+            [*params, limit],
+        )
 
         def finish() -> None:
-            if limit:
-                rows = prefs.fetchall()
-                self._keep_rows(snap, rows, 0)
-                snap.kinds[("preference", limit)] = [snap.records[r[0]] for r in rows]
-            if snap.knowledge:
-                snap.chunks = self._chunks(chunks.fetchall())
+            rows = prefs.fetchall()
+            self._keep_rows(snap, rows, 0)
+            snap.kinds[("preference", limit)] = [snap.records[r[0]] for r in rows]
 
         return finish
 
@@ -223,12 +193,6 @@ class PostgresReads(PostgresGraph):
         if snap is None or snap.scope != scope:
             return None
         return snap.kinds.get((kind, limit))
-
-    def _cached_chunks(self, scope: Scope) -> list[Any] | None:
-        snap = self._snap(scope.workspace)
-        if snap is None or snap.scope != scope:
-            return None
-        return snap.chunks
 
     # -- cached reads --------------------------------------------------------------------------
     def _cached_records(self, workspace: str, ids: list[str]) -> dict[str, MemoryRecord] | None:
@@ -582,7 +546,7 @@ class PostgresReads(PostgresGraph):
                     scope, [], since, ahead.limit, (events, pairs, False)
                 )(conn)
             if signals:
-                sql, args = self._replies_statement(
+                sql, args = replies_statement(
                     scope, since, ahead.context(), ahead.context_min, ahead.reply_limit,
                     "%s::text[]", [[]],
                 )  # fmt: skip
@@ -592,7 +556,7 @@ class PostgresReads(PostgresGraph):
                 args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
             if edge_vec is not None:
-                sql, args = self._replies_statement(
+                sql, args = replies_statement(
                     scope, since, edge_vec, ahead.context_min, ahead.reply_limit,
                     "%s::text[]", [[]],
                 )  # fmt: skip

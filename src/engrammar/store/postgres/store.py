@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...errors import ConflictError, NotFoundError, StoreError
 from ...models import MemoryRecord, Scope
 from ..base import ChunkVector, NewEdge, NewMemory, RecallRecord
+from ..sql.store import apply_migrations
 from ..tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
 from .connection import Conn
 from .copy import PostgresCopy
@@ -182,18 +182,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                             "pgvector is not installed on the PostgreSQL server "
                             f"({exc}); install it (e.g. the postgresql-NN-pgvector package)"
                         ) from exc
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS migrations "
-                    "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
-                )
-                done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
-                for migration in MIGRATIONS:
-                    if migration.__name__ not in done:
-                        migration(conn)
-                        conn.execute(
-                            "INSERT INTO migrations (name, applied_at) VALUES (%s, %s)",
-                            (migration.__name__, time.time()),
-                        )
+                apply_migrations(conn, MIGRATIONS, DIALECT, "DOUBLE PRECISION NOT NULL")
                 conn.commit()
         except psycopg.Error as exc:
             raise StoreError(f"cannot prepare the store {redact_url(self.url)}: {exc}") from exc
@@ -445,14 +434,8 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                     created.append(row)
                     out.append((row.id, True))
                     continue
-                existing = conn.execute(
-                    "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
-                    (row.workspace, row.dedup_key),
-                ).fetchone()
-                if existing is None:  # the conflicting row was deleted meanwhile
-                    raise pg_errors.SerializationFailure("dedup row vanished")
-                rename[row.id] = existing[0]
-                out.append((existing[0], False))
+                rename[row.id] = _kept(conn, row)
+                out.append((rename[row.id], False))
             self._log_added(conn, created, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
@@ -533,12 +516,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                     f"another memory of the same scope already has this content ({exc})"
                 ) from exc
             assert new is not None
-            op = "update" if content is not None else ("status" if status else "metadata")
-            after = content if content is not None else (status or json.dumps(metadata))
-            before = old.content if content is not None else (old.status if status else None)
-            self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
-            if edges is not None:
-                self._replace_edges(conn, workspace, memory_id, edges)
+            self._updated(conn, old, content, metadata, status, reason, edges)
             return self._record(new)
 
         return self._tx("update", run)
@@ -605,28 +583,25 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: Conn, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
-        tsv, doc_len = analysed(row.content, row.metadata)
         inserted = conn.execute(
-            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
-            "kind, status, created_at, updated_at, metadata, dedup_key, embedding, terms, "
-            "doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,%s,%s,%b,%s::tsvector,%s) "
-            "ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
-            (
-                row.id, row.workspace, row.user_id, row.agent_id, row.session_id, row.role,
-                row.content, row.kind, row.created_at, now, jsonb(row.metadata), row.dedup_key,
-                Vector(row.embedding), tsv, doc_len,
-            ),
-        ).fetchone()  # fmt: skip
-        if inserted is not None:
-            self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
-            return row.id
-        existing = conn.execute(
-            "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
-            (row.workspace, row.dedup_key),
+            INSERT_MEMORY + " ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
+            _memory_params([row], now)[0],
         ).fetchone()
-        if existing is None:  # the conflicting row was deleted meanwhile
-            raise pg_errors.SerializationFailure("linked memory vanished")
-        return str(existing[0])
+        if inserted is None:
+            return _kept(conn, row)
+        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+        return row.id
+
+
+def _kept(conn: Conn, row: NewMemory) -> str:
+    """The id of the memory that ``row`` collapsed onto (the one with its ``dedup_key``)."""
+    existing = conn.execute(
+        "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
+        (row.workspace, row.dedup_key),
+    ).fetchone()
+    if existing is None:  # the conflicting row was deleted meanwhile: the transaction retries
+        raise pg_errors.SerializationFailure("the memory a duplicate collapsed onto vanished")
+    return str(existing[0])
 
 
 def _memory_params(rows: Sequence[NewMemory], now: float) -> list[tuple[Any, ...]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from ...errors import ConflictError, EmbedderError, NotFoundError
@@ -28,9 +28,11 @@ __all__ = [
     "RECALL_COLUMNS",
     "Dialect",
     "SQLStore",
+    "apply_migrations",
     "memory_record",
     "recall_values",
     "scope_where",
+    "supersessions",
 ]
 
 RECALL_COLUMNS = (
@@ -127,42 +129,24 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         return memory_record(row, self.dialect.from_json(row[11]))
 
-    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
+    def _memories(self, what: str, scope: Scope, tail: str, args: list[Any]) -> list[MemoryRecord]:
+        """The memories of ``scope`` that ``tail`` (conditions, order and limit) selects."""
         where, params = scope_where(scope)
-        sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
-            "ORDER BY created_at, seq LIMIT ? OFFSET ?"
-        )
-        rows = self._run(
-            "listing memories",
-            lambda c: c.execute(sql, [*params, limit, offset]).fetchall(),
-            write=False,
-        )
+        sql = self._q(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} {tail}")
+        rows = self._run(what, lambda c: c.execute(sql, [*params, *args]).fetchall(), write=False)
         return [self._record(r) for r in rows]
+
+    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
+        tail = "ORDER BY created_at, seq LIMIT ? OFFSET ?"
+        return self._memories("listing memories", scope, tail, [limit, offset])
 
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        where, params = scope_where(scope)
-        sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-            "ORDER BY seq DESC LIMIT ?"
-        )
-        rows = self._run(
-            "reading memories", lambda c: c.execute(sql, [*params, limit]).fetchall(), write=False
-        )
-        return [self._record(r) for r in rows]
+        tail = "AND status = 'active' ORDER BY seq DESC LIMIT ?"
+        return self._memories("reading memories", scope, tail, [limit])
 
     def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
-        where, params = scope_where(scope)
-        sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-            "AND kind = ? ORDER BY seq DESC LIMIT ?"
-        )
-        rows = self._run(
-            "reading memories",
-            lambda c: c.execute(sql, [*params, kind, limit]).fetchall(),
-            write=False,
-        )
-        return [self._record(r) for r in rows]
+        tail = "AND status = 'active' AND kind = ? ORDER BY seq DESC LIMIT ?"
+        return self._memories("reading memories", scope, tail, [kind, limit])
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         sql = self._q(
@@ -221,6 +205,25 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
 
         return self._run("stats", run, write=False)
 
+    def _updated(
+        self,
+        conn: Any,
+        old: MemoryRecord,
+        content: str | None,
+        metadata: dict[str, Any] | None,
+        status: str | None,
+        reason: str,
+        edges: Sequence[NewEdge] | None,
+    ) -> None:
+        """After ``update_memory`` changed ``old``: its history line (op ``update``, ``status``
+        or ``metadata``) and, when given, its new content-derived edges."""
+        op = "update" if content is not None else ("status" if status else "metadata")
+        after = content if content is not None else (status or json.dumps(metadata))
+        before = old.content if content is not None else (old.status if status else None)
+        self._log(conn, old.id, old.workspace, old.user_id, op, before, after, reason)
+        if edges is not None:
+            self._replace_edges(conn, old.workspace, old.id, edges)
+
     def _replace_edges(
         self, conn: Any, workspace: str, memory_id: str, edges: Sequence[NewEdge]
     ) -> None:
@@ -258,12 +261,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         ``valid_until`` becomes the replacing memory's time and ``superseded_by`` its id. A
         memory replaced before keeps its earliest replacement (it stopped being current
         then); each change is recorded in the memory's history (op ``supersede``)."""
-        for edge in edges:
-            if edge.kind != "supersedes":
-                continue
-            new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
-            if new == old:
-                continue
+        for new, old in supersessions(edges, rename):
             found = conn.execute(
                 self._q("SELECT created_at FROM memories WHERE workspace = ? AND id = ?"),
                 (workspace, new),
@@ -379,20 +377,9 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def _recall_record(self, row: Any) -> RecallRecord | None:
         if row is None:
             return None
-        from_json = self.dialect.from_json
-        return RecallRecord(
-            recall_id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            query=row[5],
-            created_at=row[6],
-            memory_ids=from_json(row[7]),
-            paths=from_json(row[8]),
-            tensions=from_json(row[9]),
-            consumed_at=row[10],
-        )
+        values = list(row)  # RECALL_COLUMNS is in field order
+        values[7:10] = [self.dialect.from_json(v) for v in values[7:10]]  # the JSON lists
+        return RecallRecord(*values)
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:
@@ -451,3 +438,31 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
             return True
 
         return self._run("revoking the API key", run)
+
+
+def supersessions(edges: Sequence[NewEdge], rename: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """The ``(newer, older)`` ids of the ``supersedes`` edges among ``edges``, in order, each
+    id as ``rename`` maps it (a memory merged into another is the other); none where both
+    name the same memory."""
+    for edge in edges:
+        if edge.kind != "supersedes":
+            continue
+        new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
+        if new != old:
+            yield new, old
+
+
+def apply_migrations(
+    conn: Any, migrations: Sequence[Callable[[Any], None]], dialect: Dialect, time_type: str
+) -> None:
+    """Run, in order, each of ``migrations`` the store's ``migrations`` table does not list,
+    and list it there (``time_type``: the SQL type of the time it was applied)."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at {time_type})"
+    )
+    done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+    insert = dialect.sql("INSERT INTO migrations (name, applied_at) VALUES (?, ?)")
+    for migration in migrations:
+        if migration.__name__ not in done:
+            migration(conn)
+            conn.execute(insert, (migration.__name__, time.time()))
