@@ -687,9 +687,9 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
         f"Python {doc['machine']['python']}, load average at start {tuple(round(x, 2) for x in doc['machine']['load_avg_at_start'])}",
         "",
         f"Data: `bench/data/tensions_pairs.jsonl`, {doc['pairs']} (older, newer) pairs written for this project over "
-        f"{doc['topics']} topics; {doc['detection']['heldout']['pairs']} of them (`split` = heldout, a third of the "
-        "first 180) were kept out of tuning, their errors are counted and never listed; the earlier "
-        "and 10 batches are tune (field `batch`). "
+        f"{doc['topics']} topics; {doc['detection']['heldout']['pairs']} of them (`split` = heldout: a third of the "
+        "first 180 and a third of the corrections batch) were kept out of tuning, their errors are counted and "
+        "never listed; the rest, in batches (field `batch`), are tune. "
         f"Model: the default MiniLM; similarity gate `tension_min_similarity` = {MIN_SIMILARITY}.",
         "",
         "## Detection (`recall.tensions.detect_tension`)",
@@ -842,6 +842,13 @@ def main() -> None:
     for split in splits:
         doc["detection"][split] = detection(
             [r for r in rows if r["split"] == split], embedder, "label"
+        )
+    # Replies that correct an earlier statement ("No, Wednesdays now."), and look-alikes.
+    for split in splits:
+        doc["detection"][f"{split}, corrections"] = detection(
+            [r for r in rows if r["split"] == split and r.get("batch") == "corrections"],
+            embedder,
+            "label",
         )
     for path in OLD_SETS:
         doc["detection"][f"tests/data/{path.name}"] = detection(
