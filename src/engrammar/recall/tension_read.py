@@ -64,7 +64,8 @@ _GREETING = re.compile(
 )
 # A second subject starts a second statement: "I'm vegetarian and I don't drink milk".
 _CLAUSE = re.compile(
-    r"(?:,\s*|\s+)(?:and|but|so)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+|,\s+(?=(?:i|we|my|our)\s)",
+    r"(?:,\s*|\s+)(?:and|but|so)\s+(?=(?:i|we|my|our)\b)|;\s+|,\s+but\s+"
+    r"|,\s+(?=(?:i|we|my|our|they|he|she)\b)",
     re.I,
 )
 # A question may open with a statement: "I teach chemistry, any tips?".
@@ -73,6 +74,10 @@ _PHRASE = re.compile(
     r"(?=(?:^|(?<= ))("
     + "|".join(re.escape(p) for p in sorted(CHANGE_PHRASES, key=len, reverse=True))
     + r")(?= |$))"
+)
+_SEPARABLE = re.compile(
+    r"\b(put|putting|cut|called|gave|given|shaved) (?:my|our|the|it|them|\w+)(?: \w+){0,2}? "
+    r"(up|down|out|off)\b"
 )
 _GAVE_AWAY = re.compile(r"\b(?:gave|given|handed|sold) (?:my|our|the) (?:\w+ ){1,3}?(?:to|away)\b")
 # "It turns out I'm not allergic": what follows is the statement.
@@ -104,7 +109,7 @@ class Reading:
     used_to: bool
     past: bool  # tells what happened rather than what is
     tentative: bool  # a request, plan, wish or hedge
-    correction: bool  # opens with "No," / "Actually," / "Correction:" ...
+    correction: str  # the opening "no" / "actually" / "not anymore" ... of a correction, or ""
     job_frame: bool
     job_change: bool
 
@@ -146,14 +151,16 @@ def statements(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text.strip()):
         sentence = sentence.strip()
-        opener = CORRECTION.match(sentence)
-        if opener is None:
-            sentence = _GREETING.sub("", sentence)
+        m = CORRECTION.match(sentence)
+        opener = sentence[: m.end()] if m else ""
+        sentence = sentence[len(opener) :] if opener else _GREETING.sub("", sentence)
         if sentence.endswith("?"):
             m = _STATED.match(sentence)
             sentence = m.group(1) if m else ""
-        parts = [p for p in _clauses(sentence) if len(split_words(p)[0]) >= 2]
-        out += parts
+        # Every part of a correcting sentence corrects: "No, we split up, I'm with Sam now".
+        out += [
+            opener + p for p in _clauses(sentence) if len(split_words(p)[0]) >= (1 if opener else 2)
+        ]
     return tuple(out[:MAX_STATEMENTS])
 
 
@@ -162,7 +169,7 @@ def _clauses(sentence: str) -> list[str]:
     for m in _CLAUSE.finditer(sentence):
         before = TOKEN.findall(sentence[start : m.start()])
         # "Jake and I", "my wife and I": one subject; "In Paris, I ...": no statement yet.
-        if len(before) < 3 or before[-1][0].isupper() or before[-1].lower() in RELATIONS:
+        if len(before) < 2 or before[-1][0].isupper() or before[-1].lower() in RELATIONS:
             continue
         out.append(sentence[start : m.start()])
         start = m.end()
@@ -234,8 +241,11 @@ def _subject(words: list[str], raw: list[str]) -> str:
         return "neutral"
     capital = raw[skip][:1].isupper() if skip < len(raw) else False
     # A verb after the first word, an adverb or two aside ("Rent just went up").
-    verb = next((x for x in w[1:4] if not x.endswith("ly") and x not in ("just", "now", "still")), "")
-    verbish = verb in COPULA | {"'s", "has", "have", "had", "got", "gets", "went", "goes"}
+    verbs = COPULA | {"'s", "has", "have", "had", "got", "gets", "went", "goes"}
+    verb = next((x for x in w[1:3] if x in verbs), "") or next(
+        (x for x in w[1:4] if not x.endswith("ly") and x not in ("just", "now", "still")), ""
+    )
+    verbish = verb in verbs
     # "Pottery is my main hobby these days", "Apple Music is what I use now": the speaker's.
     if capital and verbish and (mine or "i" in w[2:]):
         return "self"
@@ -260,7 +270,9 @@ def _names_of(raw: list[str]) -> set[str]:
 def read(statement: str) -> Reading:
     """The reading of one statement (cached: a message is read once however many pairs)."""
     opener = CORRECTION.match(statement)
-    correction = opener is not None and opener.end() < len(statement)
+    correction = (
+        " ".join(split_words(opener.group(0))[0]) if opener and opener.end() < len(statement) else ""
+    )
     text = statement[opener.end() :] if correction and opener is not None else statement
     text = _HEDGE.sub("", text)
     text = IDIOMS.sub(" ", STANCES.sub(" hate ", LIKINGS.sub(" love ", text)))
@@ -295,6 +307,9 @@ def read(statement: str) -> Reading:
         if not negated or phrase in ("no longer", "any longer", "any more", "no more", "not renew"):
             changes.setdefault(phrase, at)
             in_phrases |= set(phrase.split())
+    # "I've put my rate up", "cut sugar out", "called it off": the object between.
+    for m in _SEPARABLE.finditer(joined):
+        changes.setdefault(f"{m.group(1)} {m.group(2)}", len(joined[: m.start()].split()))
     # "my cat allergy has completely gone": it ended.
     for i, x in enumerate(words[1:], 1):
         if x == "gone" and words[i - 1] in ("has", "have", "is", "'s", "completely", "all"):
@@ -337,6 +352,8 @@ def read(statement: str) -> Reading:
         and not (x == "one" and i and words[i - 1] not in STOP_WORDS)  # "a long one"
         # "third year" is a value, "the first of the month" / "our first" are not
         and not (x in _ORDINALS and (i + 1 == len(words) or words[i + 1] in STOP_WORDS))
+        # "this morning", "last Sunday": when something happened, not a time that holds
+        and not (i and words[i - 1] in ("this", "last", "next") and _value_type(x) == "date")
     }
     # "07700 900123": the digit groups after a phone number's first part are the number too.
     for i, x in enumerate(words[1:], 1):

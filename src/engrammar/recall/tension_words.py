@@ -54,7 +54,7 @@ CHANGE = _words(
     renamed transferred promoted fired hired dropped ended graduated delayed upgraded
     nowadays currently lately ditched dumped started began joined died scrapped rehomed
     deleted swapped passed closed folded lost traded stole stolen nicked migrated died
-    rehome cleared dyed wiped adopted"""
+    rehome cleared dyed wiped adopted turned"""
 )
 CHANGE_PHRASES = _phrases(
     """no longer|any longer|any more|broke up|split up|passed away|gave up|given up|give up
@@ -80,10 +80,11 @@ NOT_A_CHANGE = {
     "folded": _words("the a an my our your his her their it them up"),
     "lost": _words("weight track it my a an"),
     "sold": _words("out"),
+    "turned": _words("out up down off on into around to"),
 }
 # Markers of the present that narration uses too: they need a closer match to count.
 PRESENT = _phrases("now|these days|nowadays|currently|lately|at the moment|from now on")
-WEAK_CHANGE = PRESENT | _phrases("became|become|started|began|joined|back to|down to")
+WEAK_CHANGE = PRESENT | _phrases("became|become|started|began|joined|back to|down to|turned")
 # Changes that end what they are done to: "quit teaching", "gave up tennis".
 ENDING = _phrases(
     """quit|stopped|left|sold|cancelled|canceled|dropped|ended|retired|resigned|ditched
@@ -163,7 +164,8 @@ UNITS = _words(
 )
 MONTHS = _words(
     """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday weekday weekend"""
+    monday tuesday wednesday thursday friday saturday sunday weekday weekend morning afternoon
+    evening night"""
 )
 NUMBER_WORDS = _words(
     """one two three four five six seven eight nine ten eleven twelve twenty thirty forty

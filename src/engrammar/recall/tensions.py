@@ -221,8 +221,9 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     status_a, status_b = set(a.words) & STATUS, set(b.words) & STATUS
     if status_a and status_b and status_a != status_b and "other:pronoun" not in subjects:
         return ("changed_value", strong, "status changed")
-    if not common or overlap < _MIN_OVERLAP or not definite:
+    if not definite:
         return None
+    about = bool(common) and overlap >= _MIN_OVERLAP
     # Negation: opposite polarity about the same thing (when and how often aside); a newer
     # statement marked as the present may say it in other words.
     about_a = only_a - _amounts(a) - _UNIT_STEMS
@@ -230,24 +231,26 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     present = bool((b.changes.keys() - a.changes.keys()) & (PRESENT | {"anymore"}))
     if (
         a.polarity != b.polarity
+        and about
         and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(common) < 2)
         and not (a.polarity < 0 and {"before", "yet"} & set(a.words))  # "never ... before"
         and not (b.polarity < 0 and {"before", "yet"} & set(b.words))
         and (not about_a or not about_b or (present and len(about_a | about_b) <= 3))
-        # "I take the bus" / "I don't take the bus on weekends": a narrower case, no denial
-        and not (_dates(b) - _dates(a) - _adjunct(b) and not _dates(a))
+        # "I take the bus" / "I don't take the bus on weekends": a narrower case, no denial;
+        # "... in the morning" / "... in the evening": two times, no denial either
+        and not (_dates(b) - _dates(a) - _adjunct(b) and (not _dates(a) or _dates(a) - _dates(b)))
     ):
         return ("negation", plain, "opposite statements about the same thing")
     words_b = set(b.words)
     opposite = [w for w in a.words if w in OPPOSITE and OPPOSITE[w] & words_b and w not in words_b]
-    if opposite and a.polarity == b.polarity and not a.past:
+    if opposite and about and a.polarity == b.polarity and not a.past:
         return ("negation", plain, f"'{opposite[0]}' and its opposite")
     if a.polarity != b.polarity:
         return None
     values = _value_change(a, b)
     if values:
         return ("changed_value", plain, values)
-    slot = _changed_slot(a, b)
+    slot = _changed_slot(a, b) if about else ""
     if slot:
         return ("changed_value", plain, slot)
     swapped = _swapped(a, b, common, only_a, only_b, overlap)
@@ -283,6 +286,9 @@ def _corrected(a: Reading, b: Reading, common: set[str], only_b: set[str]) -> st
     attribute of its own ("Actually, the deposit was 1,800") corrects nothing of the older."""
     if b.subject.startswith("other:") and a.subject != b.subject and not common:
         return ""
+    # "Not anymore, ...", "No longer": what the older says holds no more, whatever follows.
+    if b.correction.startswith(("not any", "no longer")):
+        return f"'{b.correction}'"
     attribute = only_b - set(b.values) - _UNIT_STEMS - _adjunct(b)
     if len(attribute) > len(common):
         return ""
@@ -388,8 +394,10 @@ def _value_change(a: Reading, b: Reading) -> str:
     but the values the same attribute ("my email" / "my work email" are two)."""
     if (a.past and not set(a.words) & FUNCTIONAL) or not a.values or not b.values:
         return ""
-    old = [(t, w) for k, (t, w) in a.values.items() if k not in b.values]
-    new = [(t, w) for k, (t, w) in b.values.items() if k not in a.values]
+    # "went from 140 to 155": the value it went from is the older one's.
+    left = {_stem(b.words[i + 1]) for i, w in enumerate(b.words[:-1]) if w == "from"}
+    old = [(t, w) for k, (t, w) in a.values.items() if k not in b.values or k in left]
+    new = [(t, w) for k, (t, w) in b.values.items() if k not in a.values and k not in left]
     types = {t for t, _ in old} & {t for t, _ in new}
     if not types or {w for _, w in old} == {w for _, w in new}:
         return ""
