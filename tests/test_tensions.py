@@ -11,7 +11,7 @@ import pytest
 
 from engrammar import Memory
 from engrammar.embed.onnx import MiniLMEmbedder
-from engrammar.recall import tension_parse as tp
+from engrammar.recall import tension_read as tr
 from engrammar.recall import tensions
 from engrammar.recall.tensions import (
     ParseAhead,
@@ -323,10 +323,10 @@ def test_changes_worded_as_chat_are_found(minilm: MiniLMEmbedder, older: str, ne
     assert found.newer == "b"
 
 
-# Wordings added in an earlier run (written for these tests, not taken from the bench set): chat
-# spellings, a fact stated before a question, a remark after a comma, contacts, a noun without
-# its article, "had to stop", "taken off", "moved out", a passive change, "pulled the plug".
-SESSION9_CHANGES = [
+# Written for these tests, not taken from the bench set: chat spellings, a fact stated before a
+# question, a remark after a comma, contacts, a noun without its article, "had to stop", "taken
+# off", "moved out", a passive change, "pulled the plug".
+MORE_CHANGES = [
     ("i dont drink coffee", "im drinking coffee every day now"),
     (
         "I teach history at a secondary school, any ideas for a lesson on the Tudors?",
@@ -352,7 +352,7 @@ SESSION9_CHANGES = [
     ("We're doing a charity bike ride in June.", "The charity pulled the plug on the bike ride."),
     ("My partner Chris and I live together.", "Chris and I split in the spring."),
 ]
-SESSION9_LOOK_ALIKES = [
+MORE_LOOK_ALIKES = [
     ("I'm vegetarian.", "turns out the curry was vegetarian after all"),
     ("I play the piano.", "I switched from piano lessons online to lessons at a studio."),
     ("I cycle to work.", "Got soaked cycling to work this morning, it was no joke."),
@@ -364,8 +364,8 @@ SESSION9_LOOK_ALIKES = [
 
 
 @pytest.mark.model
-@pytest.mark.parametrize(("older", "newer"), SESSION9_CHANGES)
-def test_session9_wordings_are_found(minilm: MiniLMEmbedder, older: str, newer: str) -> None:
+@pytest.mark.parametrize(("older", "newer"), MORE_CHANGES)
+def test_more_wordings_of_changes_are_found(minilm: MiniLMEmbedder, older: str, newer: str) -> None:
     a, b = minilm.embed([older, newer])
     found = detect_tension(
         Statement("a", older, 1.0, "user"), Statement("b", newer, 2.0, "user"), float(a @ b)
@@ -375,8 +375,8 @@ def test_session9_wordings_are_found(minilm: MiniLMEmbedder, older: str, newer: 
 
 
 @pytest.mark.model
-@pytest.mark.parametrize(("older", "newer"), SESSION9_LOOK_ALIKES)
-def test_session9_look_alikes_are_not(minilm: MiniLMEmbedder, older: str, newer: str) -> None:
+@pytest.mark.parametrize(("older", "newer"), MORE_LOOK_ALIKES)
+def test_more_look_alikes_are_not(minilm: MiniLMEmbedder, older: str, newer: str) -> None:
     a, b = minilm.embed([older, newer])
     found = detect_tension(
         Statement("a", older, 1.0, "user"), Statement("b", newer, 2.0, "user"), float(a @ b)
@@ -387,7 +387,7 @@ def test_session9_look_alikes_are_not(minilm: MiniLMEmbedder, older: str, newer:
 @pytest.mark.model
 def test_a_present_question_naming_a_day_ranks_what_is_current(real_mem: Memory) -> None:
     # "on Friday" in a present-tense question is the coming Friday, though the calendar finds
-    # the last one: the cancellation answers it (before an earlier run supersession was skipped).
+    # the last one: the cancellation answers it.
     old, new = real_mem.add(
         [
             "We're flying to Lisbon on Friday.",
@@ -406,38 +406,38 @@ def test_a_present_question_naming_a_day_ranks_what_is_current(real_mem: Memory)
     assert past.index(old) < past.index(new)
 
 
-def test_parses_made_ahead_are_the_ones_the_rules_ask_for() -> None:
-    """An add parses its new texts on a worker while it embeds them: the tension rules then
-    find every parse ready (cache hits only) and judge as they do without."""
+def test_readings_made_ahead_are_the_ones_the_rules_ask_for() -> None:
+    """An add reads its new texts on a worker while it embeds them: the tension rules then
+    find every reading ready (cache hits only) and judge as they do without."""
     older = Statement("a", "I live in Paris.", 1.0, "user")
     newer = Statement(
         "b", "I moved to Berlin last month, so I no longer live in Paris.", 2.0, "user"
     )
     pasted = "\n".join(f"line {i} of a pasted page" for i in range(8))
-    for fn in (tp.parse, tp.sentences, tp.segments):
+    for fn in (tr.read, tr.statements):
         fn.cache_clear()
     expected = detect_tension(older, newer, 0.62)
     assert expected is not None and expected.newer == "b"
-    for fn in (tp.parse, tp.sentences, tp.segments):
+    for fn in (tr.read, tr.statements):
         fn.cache_clear()
     ahead = ParseAhead([older.text, newer.text, pasted])
     ahead.wait(30)
-    misses = tp.parse.cache_info().misses
+    misses = tr.read.cache_info().misses
     assert detect_tension(older, newer, 0.62) == expected
-    assert tp.parse.cache_info().misses == misses
-    tp.parse(pasted)  # a pasted page is never judged, so not parsed ahead
-    assert tp.parse.cache_info().misses == misses + 1
+    assert tr.read.cache_info().misses == misses
+    tr.read(pasted)  # a pasted page is never judged, so not read ahead
+    assert tr.read.cache_info().misses == misses + 1
 
 
-def test_parsing_ahead_stops_when_asked() -> None:
-    """Stopped before its worker starts, it parses nothing (the add parses on demand)."""
+def test_reading_ahead_stops_when_asked() -> None:
+    """Stopped before its worker starts, it reads nothing (the add reads on demand)."""
     gate = threading.Event()
     blocker = tensions._AHEAD.submit(gate.wait, 30)
     texts = [f"My favourite number is {i}." for i in range(50)]
-    tp.parse.cache_clear()
+    tr.read.cache_clear()
     ahead = ParseAhead(texts)
     ahead.stop()
     gate.set()
     blocker.result(30)
     ahead.wait(30)
-    assert tp.parse.cache_info().currsize == 0
+    assert tr.read.cache_info().currsize == 0

@@ -39,7 +39,8 @@ from .text import STOP_WORDS, _stem
 
 # An email, an @handle, a word (with its contraction), a number with its suffix ("6am", "3rd").
 TOKEN = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,:]\d+)*[A-Za-z]*"
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+\d[A-Za-z\d]*|[A-Za-z]+(?:'[A-Za-z]+)?"
+    r"|\d+(?:[.,:]\d+)*[A-Za-z]*"
 )
 _CONTRACTIONS = {"n't": "not", "'m": "am", "'re": "are", "'ve": "have", "'ll": "will", "'d": "would"}
 _WHOLE = {
@@ -164,6 +165,18 @@ def statements(text: str) -> tuple[str, ...]:
     return tuple(out[:MAX_STATEMENTS])
 
 
+@lru_cache(maxsize=16384)
+def parts(statement: str) -> tuple[str, ...]:
+    """A statement's comma-separated parts of three words or more, when it has several; a
+    correction's opener stays with each."""
+    m = CORRECTION.match(statement)
+    opener = statement[: m.end()] if m else ""
+    cut = [x.strip() for x in re.split(r",\s+", statement[len(opener) :])]
+    if len(cut) < 2:
+        return ()
+    return tuple(opener + x for x in cut if len(split_words(x)[0]) >= 3)
+
+
 def _clauses(sentence: str) -> list[str]:
     out, start = [], 0
     for m in _CLAUSE.finditer(sentence):
@@ -242,9 +255,9 @@ def _subject(words: list[str], raw: list[str]) -> str:
     capital = raw[skip][:1].isupper() if skip < len(raw) else False
     # A verb after the first word, an adverb or two aside ("Rent just went up").
     verbs = COPULA | {"'s", "has", "have", "had", "got", "gets", "went", "goes"}
-    verb = next((x for x in w[1:3] if x in verbs), "") or next(
-        (x for x in w[1:4] if not x.endswith("ly") and x not in ("just", "now", "still")), ""
-    )
+    verb = next(
+        (x for x in w[1:3] if x in verbs or (x.endswith(("s", "ed")) and x not in STOP_WORDS)), ""
+    ) or next((x for x in w[1:4] if not x.endswith("ly") and x not in ("just", "now", "still")), "")
     verbish = verb in verbs
     # "Pottery is my main hobby these days", "Apple Music is what I use now": the speaker's.
     if capital and verbish and (mine or "i" in w[2:]):
@@ -258,6 +271,8 @@ def _subject(words: list[str], raw: list[str]) -> str:
     return "neutral"
 
 
+_DONE = {"stop": "stopped", "quit": "quit", "leave": "left", "sell": "sold", "move": "moved"}
+_DONE.update({"cancel": "cancelled", "give": "gave up", "switch": "switched", "end": "ended"})
 _PREPOSITIONS = frozenset("to for from at in on with my our".split())
 _DROPPED = frozenset("never still been have had finally".split())
 
@@ -319,6 +334,9 @@ def read(statement: str) -> Reading:
         changes.setdefault("gave away", len(joined[: m.start()].split()))
     for i, x in enumerate(words):
         nxt = words[i + 1] if i + 1 < len(words) else ""
+        # "I had to stop playing", "we decided to sell the car": done, as its past.
+        if x in _DONE and words[max(0, i - 2) : i] in (["had", "to"], ["decided", "to"]):
+            changes.setdefault(_DONE[x], i)
         if (
             x in CHANGE
             and (x == "anymore" or not set(words[max(0, i - 3) : i]) & NEGATORS)
@@ -353,7 +371,12 @@ def read(statement: str) -> Reading:
         # "third year" is a value, "the first of the month" / "our first" are not
         and not (x in _ORDINALS and (i + 1 == len(words) or words[i + 1] in STOP_WORDS))
         # "this morning", "last Sunday": when something happened, not a time that holds
-        and not (i and words[i - 1] in ("this", "last", "next") and _value_type(x) == "date")
+        and not (
+            i
+            and words[i - 1] in ("this", "last", "next")
+            and _value_type(x) == "date"
+            and words[i + 1 : i + 2] != ["of"]
+        )
     }
     # "07700 900123": the digit groups after a phone number's first part are the number too.
     for i, x in enumerate(words[1:], 1):
@@ -378,7 +401,7 @@ def read(statement: str) -> Reading:
         # "I speak Italian too", not "too expensive".
         additive=any(
             x in ADDITIVE
-            and not (x == "too" and i + 1 < len(words) and words[i + 1] not in STOP_WORDS)
+            and not (x == "too" and i + 1 < len(words))
             and not (x == "another" and words[i + 1 : i + 2] in (["time"], ["day"]))
             for i, x in enumerate(words)
         )

@@ -24,7 +24,7 @@ POSITIVE = _words(
 )
 NEGATIVE = _words(
     """hate hates hated dislike dislikes disliked detest despise loathe boring bored awful
-    terrible bad horrible annoying tedious dull gross worst"""
+    terrible bad horrible tedious dull gross worst"""
 )
 # Stances worded otherwise: "can't stand jazz", "I'm so over Marvel films", "sick of it".
 STANCES = re.compile(
@@ -54,7 +54,7 @@ CHANGE = _words(
     renamed transferred promoted fired hired dropped ended graduated delayed upgraded
     nowadays currently lately ditched dumped started began joined died scrapped rehomed
     deleted swapped passed closed folded lost traded stole stolen nicked migrated died
-    rehome cleared dyed wiped adopted turned"""
+    rehome cleared dyed wiped adopted turned instead"""
 )
 CHANGE_PHRASES = _phrases(
     """no longer|any longer|any more|broke up|split up|passed away|gave up|given up|give up
@@ -64,7 +64,7 @@ CHANGE_PHRASES = _phrases(
     |decided against|changed my mind|moved out|am off|'s off|not happening|thing of the past
     |not going ahead|cut out|paid off|kicked|went back to|back to|is over|are over|wrote off
     |written off|came off|took me off|taken me off|packed in|fell out|falling out|shaved off
-    |final payment|last payment|not renew|not renewed|put down"""
+    |final payment|last payment|not renew|not renewed|put down|pulled the plug"""
 )
 # What follows a change word that makes it no change: "dropped off", "left for Rome".
 NOT_A_CHANGE = {
@@ -91,13 +91,13 @@ ENDING = _phrases(
     |dumped|swapped|replaced|gone|no longer|no more|gave up|given up|give up|called off|got rid
     |gave away|cut out|moved out|thing of the past|not going ahead|kicked|lost|wrote off
     |written off|came off|took me off|taken me off|packed in|stole|stolen|nicked|died|rehome
-    |cleared|wiped|final payment|last payment|not renew|not renewed|put down"""
+    |cleared|wiped|final payment|last payment|not renew|not renewed|put down|pulled the plug"""
 )
 # Changes that undo a plan ("I'm planning a trip to Peru" / "The Peru trip is off").
 CANCELS = _phrases(
     """cancelled|canceled|postponed|rescheduled|delayed|scrapped|dropped|called off|is off
     |are off|decided not to|decided against|changed my mind|fell through|pushed back|on hold
-    |instead of|change of plan|not happening|not going ahead|no longer|gave up"""
+    |instead of|instead|change of plan|pulled the plug|not happening|not going ahead|no longer|gave up"""
 )
 # Changes done to an object: the object must be what the older statement names.
 TRANSITIVE = _words("replaced switched sold changed swapped upgraded dropped cancelled deleted migrated")

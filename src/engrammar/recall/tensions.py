@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..models import Tension
-from .tension_read import Reading, is_value, pasted, read, shared, statements
+from .tension_read import Reading, is_value, parts, pasted, read, shared, statements
 from .tension_words import (
     BREAK_UP,
     CANCELS,
@@ -107,7 +107,8 @@ class ParseAhead:
             if self._stop.is_set():
                 return
             try:
-                for part in statements(text):
+                whole = statements(text)
+                for part in whole + (parts(whole[0]) if len(whole) == 1 else ()):
                     read(part)
             except Exception:  # the caller's own reading meets it again and reports it
                 continue
@@ -133,19 +134,24 @@ def detect_tension(
         return None
     if pasted(older.text) or pasted(newer.text):
         return None
-    for sa in statements(older.text):
-        for sb in statements(newer.text):
-            found = _judge(read(sa), read(sb), similarity)
-            if found is not None:
-                kind, confidence, reason = found
-                return Tension(
-                    a=older.id,
-                    b=newer.id,
-                    kind=kind,
-                    confidence=round(min(1.0, confidence), 3),
-                    newer=newer.id if newer.when > older.when else None,
-                    reason=reason,
-                )
+    whole_a, whole_b = statements(older.text), statements(newer.text)
+    pairs = [(sa, sb) for sa in whole_a for sb in whole_b]
+    # One statement each with a remark after a comma ("I'm allergic to penicillin, so flag
+    # it" / "Turns out I'm not allergic, the test came back clean"): its parts too.
+    if len(whole_a) == len(whole_b) == 1:
+        pairs += [(sa, sb) for sa in parts(whole_a[0]) for sb in parts(whole_b[0])]
+    for sa, sb in pairs:
+        found = _judge(read(sa), read(sb), similarity)
+        if found is not None:
+            kind, confidence, reason = found
+            return Tension(
+                a=older.id,
+                b=newer.id,
+                kind=kind,
+                confidence=round(min(1.0, confidence), 3),
+                newer=newer.id if newer.when > older.when else None,
+                reason=reason,
+            )
     return None
 
 
@@ -159,7 +165,9 @@ def _subjects(a: Reading, b: Reading) -> tuple[str, str] | None:
         return (sa, sa)
     for x, y in ((sa, b), (sb, a)):
         who = x[6:] if x.startswith("other:") and y.subject == "self" else ""
-        if who and who not in ("pronoun", "you") and (who in y.names or _stem(who) in y.content):
+        if who in ("pronoun", "you") or who.endswith("'s"):
+            continue
+        if who and (who in y.names or _stem(who) in y.content):
             return ("self", "self")
     if sa == sb or "neutral" in (sa, sb):
         return (sa, sb)
@@ -189,7 +197,8 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     common_b = shared(b.content, a.content)
     only_a, only_b = a.content - common, b.content - common_b
     # Shared words over all (amounts aside: "180 pounds" / "165 pounds" are one weight).
-    overlap = len(common - _amounts(a)) / max(1, len((a.content - _amounts(a)) | (b.content - _amounts(b))))
+    num_a, num_b = _amounts(a) - _dates(a), _amounts(b) - _dates(b)
+    overlap = len(common - num_a) / max(1, len((a.content - num_a) | (b.content - num_b)))
     definite = "neutral" not in subjects and "other:you" not in subjects
     strong = 0.5 + 0.5 * sim
     plain = 0.4 + 0.6 * sim
@@ -345,11 +354,11 @@ def _announced(
         if change in ("moved", "relocated") and not names_b - names_a:
             continue
         # "I replaced the tyres on my Brompton": what is replaced must be what the older names.
-        if change in TRANSITIVE and not _object_in(b, at, a.content):
+        if change in TRANSITIVE and not _object_in(b, change, a.content):
             continue
         # "Arsenal switched managers": a named other's own change, not of what I said of it.
         if subjects[1].startswith(("other:", "thing:")) and subjects[0] == "self":
-            if not _object_in(b, at, a.content) and change not in ENDING:
+            if not _object_in(b, change, a.content, strict=True) and change not in ENDING:
                 continue
         # "now", "started", "my new ...": said in narration too; a change only where a value
         # of the older one is replaced ("I'm a teacher" / "I'm a mother now" both hold).
@@ -361,7 +370,7 @@ def _announced(
         out.add(change)
     # "I left teaching": an end whose object is what the older one states holds however
     # little else the two share.
-    ends = any(c in ENDING and _object_in(b, b.changes[c], a.content, strict=True) for c in out)
+    ends = any(c in ENDING and _object_in(b, c, a.content, strict=True) for c in out)
     if out and overlap < _MIN_OVERLAP and not (residence or ends or (a.names and b.names)):
         return set()
     if "neutral" in subjects and not b.correction and a.subject == "neutral":
@@ -369,18 +378,35 @@ def _announced(
     return out
 
 
-def _object_in(p: Reading, at: int, content: frozenset[str], strict: bool = False) -> bool:
-    """Whether the content words right after word ``at`` (determiners passed) are among
-    ``content``, or (unless ``strict``) none follow ("Max passed away")."""
-    k = at + 1
+def _object_in(p: Reading, change: str, content: frozenset[str], strict: bool = False) -> bool:
+    """Whether what ``change`` is done to is among ``content``: the content words right after
+    it (determiners passed) or, passive, before it ("the Peru trip is off"); with nothing
+    after it ("Max passed away"), unless ``strict``."""
+    at = p.changes[change]
+    before = bool(shared(frozenset(p.stems[max(0, at - 4) : at]), content))
+    if p.words[at] in _COPULAS or (at and p.words[at - 1] in _COPULAS):
+        return not strict or before
+    k = at + len(change.split())
     while k < len(p.words) and p.words[k] in ("away", "up", "off", "out", "in"):
         k += 1  # the particle of "gave up", "traded in"
     if p.words[k : k + 1] in (("to",), ("into",)):
         return not strict  # "switched to Neovim": what follows is the new value
-    while k < len(p.words) and p.words[k] in ("a", "an", "the", "my", "our", "up", "from", "out"):
+    while k < len(p.words) and p.words[k] in _DETERMINERS:
         k += 1
-    obj = [p.stems[i] for i in range(k, min(k + 2, len(p.words))) if p.stems[i] in p.content]
-    return (not obj and not strict) or bool(shared(frozenset(obj), content))
+    obj: list[str] = []
+    while k < len(p.words) and len(obj) < 3 and p.stems[k] in p.content:
+        obj.append(p.stems[k])
+        k += 1
+    if not obj:  # "The pottery class folded": what changed is its subject
+        return not strict or before
+    # "switched from piano lessons online to lessons at a studio": still lessons.
+    if p.words[at + 1 : at + 2] == ("from",) and set(obj) & set(p.stems[k + 1 :]):
+        return False
+    return bool(shared(frozenset(obj), content))
+
+
+_COPULAS = frozenset("is are was were been be got 's".split())
+_DETERMINERS = frozenset("a an the my our all both up from out old new".split())
 
 
 def _swap_values(a: Reading, b: Reading) -> bool:
@@ -422,7 +448,14 @@ def _value_change(a: Reading, b: Reading) -> str:
         frame = set(a.words) & set(b.words) & (FUNCTIONAL | COPULA | RESIDENCE)
         if types <= {"name"} and not (frame or b.changes.keys() - {"lately", "currently"}):
             return ""
-        if a.head and b.head and not shared(frozenset([a.head]), frozenset([b.head])):
+        # "My rent is 900" / "The landlord raised my rent": the rent either way.
+        if (
+            a.head
+            and b.head
+            and not shared(frozenset([a.head]), frozenset([b.head]))
+            and a.head not in b.content
+            and b.head not in a.content
+        ):
             return ""
     olds = " ".join(w for t, w in old if t in types)
     news = " ".join(w for t, w in new if t in types)
