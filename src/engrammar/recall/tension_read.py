@@ -119,6 +119,7 @@ class Reading:
         return " ".join(self.words)
 
 
+@lru_cache(maxsize=32768)
 def split_words(text: str) -> tuple[list[str], set[str]]:
     """Lower-cased words (contractions split) and the words written capitalised."""
     words: list[str] = []
@@ -246,6 +247,8 @@ def _subject(words: list[str], raw: list[str]) -> str:
         return "self" if mine else f"thing:{_stem(head)}" if head else "neutral"
     # The speaker's, their "I" dropped: "Moved to Glasgow", "Got a new number", "Paying 900
     # for rent", "Never on Fridays".
+    if first in ("have", "had") and w[1] not in ("not", "been", "had", "got", "just"):
+        return "neutral"  # "Have a great hike!": a wish, not "I have"
     if first in PAST or first.endswith("ed") or first in CHANGE or first in _DROPPED:
         return "self" if w[1] not in COPULA | {"'s", "has"} else "neutral"
     if first.endswith("ing") and (w[1] in _PREPOSITIONS or w[1][:1].isdigit()):
@@ -291,7 +294,7 @@ def read(statement: str) -> Reading:
     text = statement[opener.end() :] if correction and opener is not None else statement
     text = _HEDGE.sub("", text)
     text = IDIOMS.sub(" ", STANCES.sub(" hate ", LIKINGS.sub(" love ", text)))
-    words = split_words(text)[0]
+    words = list(split_words(text)[0])
     names = split_words(IDIOMS.sub(" ", STANCES.sub(" hate ", statement)))[1]
     raw = TOKEN.findall(text)
     stems = [_stem(IRREGULAR.get(x, x)) for x in words]
@@ -317,8 +320,21 @@ def read(statement: str) -> Reading:
         negated = set(words[max(0, at - 3) : at]) & NEGATORS
         if phrase == "used to" and words[at - 1 : at] in (["am"], ["get"], ["got"], ["is"]):
             continue  # "I'm used to the cold"
-        if phrase == "after all" and at == 0:
-            continue  # "After all, he's my brother"
+        after = words[at + len(phrase.split()) : at + len(phrase.split()) + 3]
+        if phrase == "used to":
+            continue  # a past habit told ("I used to hike"), no change of what was said
+        if (
+            phrase == "paid off"
+            and after[:1] not in (["my"], ["our"], ["the"], ["it"], ["all"])
+            and words[at - 1 : at] not in (["fully"], ["finally"], ["is"], ["been"], ["now"])
+        ):
+            continue  # "all my hard work paid off"
+        if phrase.endswith(" off") and after[:1] == ["to"]:
+            continue  # "I'm off to Ireland"
+        if phrase in ("went up", "gone up", "went down", "gone down") and not (
+            after[:1] != ["to"] or any(c.isdigit() for c in "".join(after[1:3]))
+        ):
+            continue  # "I went up to the mountains"; "rent went up to 1,350" is an amount
         if not negated or phrase in ("no longer", "any longer", "any more", "no more", "not renew"):
             changes.setdefault(phrase, at)
             in_phrases |= set(phrase.split())
@@ -327,7 +343,11 @@ def read(statement: str) -> Reading:
         changes.setdefault(f"{m.group(1)} {m.group(2)}", len(joined[: m.start()].split()))
     # "my cat allergy has completely gone": it ended.
     for i, x in enumerate(words[1:], 1):
-        if x == "gone" and words[i - 1] in ("has", "have", "is", "'s", "completely", "all"):
+        if (
+            x == "gone"
+            and words[i - 1] in ("has", "have", "is", "'s", "completely", "all")
+            and words[i + 1 : i + 2] in ([], ["now"], ["away"], ["completely"], ["for"])
+        ):
             changes.setdefault("gone", i)
     # "I gave my Kindle to my niece": a possession handed on.
     for m in _GAVE_AWAY.finditer(joined):
@@ -348,6 +368,10 @@ def read(statement: str) -> Reading:
             # "the app stopped working": it broke; "I left the office late": for the day
             and not (x == "stopped" and nxt == "working" and words[i - 1 : i] not in (["i"], ["we"]))
             and not (x == "left" and set(words[i + 1 :]) & _DAYTIME)
+            # "Lost the Fitbit", "we lost Squeak"; not "getting lost in a book", "lost my work"
+            and not (x == "lost" and (words[i + 2] if nxt in ("the", "my", "our") and i + 2 < len(words) else nxt) not in names)
+            # "Bolt got adopted": gone to a new home; "I adopted a pup" is one more
+            and not (x == "adopted" and words[i - 1 : i] not in (["got"], ["been"], ["was"], ["is"]))
         ):
             changes.setdefault(x, i)
         # "my new gym": a new one of something, which the rules match against the older.
@@ -406,7 +430,7 @@ def read(statement: str) -> Reading:
             for i, x in enumerate(words)
         )
         or "as well" in joined,
-        used_to="used to" in changes,
+        used_to="used to" in joined,
         past=bool(set(words) & PAST) or any(x.endswith("ed") and len(x) > 4 for x in words),
         # "I don't need the stick anymore" is a fact, not a request.
         tentative=bool(TENTATIVE.match(" ".join(words[skip:])))

@@ -30,7 +30,7 @@ NEGATIVE = _words(
 STANCES = re.compile(
     r"\b(?:can'?t|cannot|can not) stand\b|\bsick of\b|\btired of\b|\bfed up with\b"
     r"|\b(?:i'?m|i am|we'?re|we are) (?:so |totally |completely )?over (?!the moon\b|\d)"
-    r"|\blost (?:all )?interest in\b|\bdriv(?:e|es) me (?:mad|crazy|nuts)\b",
+    r"|\blost (?:all )?interest\b|\bdriv(?:e|es) me (?:mad|crazy|nuts)\b|\bgone off\b",
     re.I,
 )
 # Likings worded otherwise: "mushrooms have grown on me", "I've come round to jazz".
@@ -53,8 +53,8 @@ CHANGE = _words(
     replaced married divorced retired resigned cancelled canceled postponed rescheduled
     renamed transferred promoted fired hired dropped ended graduated delayed upgraded
     nowadays currently lately ditched dumped started began joined died scrapped rehomed
-    deleted swapped passed closed folded lost traded stole stolen nicked migrated died
-    rehome cleared dyed wiped adopted turned instead"""
+    deleted swapped passed closed folded traded stole stolen nicked migrated died rehome
+    cleared dyed wiped turned instead fired lost adopted"""
 )
 CHANGE_PHRASES = _phrases(
     """no longer|any longer|any more|broke up|split up|passed away|gave up|given up|give up
@@ -64,11 +64,12 @@ CHANGE_PHRASES = _phrases(
     |decided against|changed my mind|moved out|am off|'s off|not happening|thing of the past
     |not going ahead|cut out|paid off|kicked|went back to|back to|is over|are over|wrote off
     |written off|came off|took me off|taken me off|packed in|fell out|falling out|shaved off
-    |final payment|last payment|not renew|not renewed|put down|pulled the plug"""
+    |final payment|last payment|not renew|not renewed|put down|pulled the plug|gone over to
+    |went over to|moved over to"""
 )
 # What follows a change word that makes it no change: "dropped off", "left for Rome".
 NOT_A_CHANGE = {
-    "dropped": _words("off by in"),
+    "dropped": _words("off by in on"),
     "left": _words("over behind after in on at of with and but to for me us him her them you"),
     "moved": _words("by"),
     "ended": _words("up with in at on"),
@@ -78,7 +79,7 @@ NOT_A_CHANGE = {
     ),
     "closed": _words("on"),
     "folded": _words("the a an my our your his her their it them up"),
-    "lost": _words("weight track it my a an"),
+    "fired": _words("up"),
     "sold": _words("out"),
     "turned": _words("out up down off on into around to"),
 }
@@ -89,7 +90,7 @@ WEAK_CHANGE = PRESENT | _phrases("became|become|started|began|joined|back to|dow
 ENDING = _phrases(
     """quit|stopped|left|sold|cancelled|canceled|dropped|ended|retired|resigned|ditched
     |dumped|swapped|replaced|gone|no longer|no more|gave up|given up|give up|called off|got rid
-    |gave away|cut out|moved out|thing of the past|not going ahead|kicked|lost|wrote off
+    |gave away|cut out|moved out|thing of the past|not going ahead|kicked|wrote off
     |written off|came off|took me off|taken me off|packed in|stole|stolen|nicked|died|rehome
     |cleared|wiped|final payment|last payment|not renew|not renewed|put down|pulled the plug"""
 )
@@ -100,7 +101,9 @@ CANCELS = _phrases(
     |instead of|instead|change of plan|pulled the plug|not happening|not going ahead|no longer|gave up"""
 )
 # Changes done to an object: the object must be what the older statement names.
-TRANSITIVE = _words("replaced switched sold changed swapped upgraded dropped cancelled deleted migrated")
+TRANSITIVE = _phrases(
+    "replaced|switched|sold|changed|swapped|upgraded|dropped|cancelled|deleted|migrated|instead of"
+)
 # A reply that opens with one of these corrects what was said before it.
 CORRECTION = re.compile(
     r"^\s*(?:(?:no|nope|nah|wait|sorry|oops|not really|not quite)\s*[,:;.!-]"
@@ -206,7 +209,8 @@ NOT_CONTENT = (
     | _words(
         """really very new old finally actually every mostly honestly completely around about
         some something anything someone us last next since ago soon today tonight yesterday
-        tomorrow recently plan planning want think going make keep use uses using"""
+        tomorrow recently plan planning want think going make keep use uses using yet give
+        giving take taking find go"""
     )
 )
 IRREGULAR = {

@@ -194,6 +194,17 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     if b.tentative and not b.correction and not ("from now on" in b.changes and _contacts(b)):
         return None
     common = shared(a.content, b.content)
+    # Every rule needs shared words, or a value on both sides, or a correction, or an end of
+    # a job, studies or a relationship.
+    if not common and not (
+        b.correction
+        or (a.values and b.values)
+        or b.job_change
+        or set(b.words) & STATUS
+        or BREAK_UP.search(b.joined)
+        or STUDY_END.search(b.joined)
+    ):
+        return None
     common_b = shared(b.content, a.content)
     only_a, only_b = a.content - common, b.content - common_b
     # Shared words over all (amounts aside: "180 pounds" / "165 pounds" are one weight).
@@ -241,6 +252,7 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     if (
         a.polarity != b.polarity
         and about
+        and (len(common) >= 2 or not about_a)
         and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(common) < 2)
         and not (a.polarity < 0 and {"before", "yet"} & set(a.words))  # "never ... before"
         and not (b.polarity < 0 and {"before", "yet"} & set(b.words))
@@ -307,6 +319,7 @@ def _corrected(a: Reading, b: Reading, common: set[str], only_b: set[str]) -> st
     last_b = [s for s in b.stems if s in b.content][-1:]
     if (
         common
+        and a.polarity == b.polarity
         and [*only_a] == last_a
         and [*attribute] == last_b
         and not set(a.words + b.words) & EVALUATIVE
@@ -315,10 +328,14 @@ def _corrected(a: Reading, b: Reading, common: set[str], only_b: set[str]) -> st
     kinds_a = {t for t, _ in a.values.values()}
     new = [w for k, (t, w) in b.values.items() if k not in a.values and t in kinds_a]
     old = [w for k, (t, w) in a.values.items() if k not in b.values and t in {t for t, _ in b.values.values()}]
-    if new and old:
+    if new and old and a.polarity == b.polarity:
         return f"'{' '.join(old)}' corrected to '{' '.join(new)}'"
     # The older denied: the reply's words are the older's ("No, never on Fridays").
-    if a.polarity != b.polarity and not attribute and (common or set(a.values) & set(b.values)):
+    if (
+        a.polarity != b.polarity
+        and not attribute
+        and (len(common) >= 2 or set(a.values) & set(b.values))
+    ):
         return "the older statement denied"
     if b.changes.keys() - a.changes.keys() - {"now"} and common:
         return "a change said in correction"
@@ -360,6 +377,9 @@ def _announced(
         if subjects[1].startswith(("other:", "thing:")) and subjects[0] == "self":
             if not _object_in(b, change, a.content, strict=True) and change not in ENDING:
                 continue
+        # "... even though you can't volunteer there anymore": someone else's change.
+        if a.subject == "self" and _actor(b, at) not in ("", "i", "we"):
+            continue
         # "now", "started", "my new ...": said in narration too; a change only where a value
         # of the older one is replaced ("I'm a teacher" / "I'm a mother now" both hold).
         if change in WEAK_CHANGE or change.startswith("new "):
@@ -376,6 +396,14 @@ def _announced(
     if "neutral" in subjects and not b.correction and a.subject == "neutral":
         return set()
     return out
+
+
+def _actor(p: Reading, at: int) -> str:
+    """The personal pronoun nearest before word ``at`` (who the change happens to), if any."""
+    for w in reversed(p.words[max(0, at - _NEAR) : at]):
+        if w in ("i", "we", "you", "he", "she", "they"):
+            return w
+    return ""
 
 
 def _object_in(p: Reading, change: str, content: frozenset[str], strict: bool = False) -> bool:
