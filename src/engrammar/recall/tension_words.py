@@ -65,7 +65,7 @@ CHANGE_PHRASES = _phrases(
     |not going ahead|cut out|paid off|kicked|went back to|back to|is over|are over|wrote off
     |written off|came off|took me off|taken me off|packed in|fell out|falling out|shaved off
     |final payment|last payment|not renew|not renewed|put down|pulled the plug|gone over to
-    |went over to|moved over to"""
+    |went over to|moved over to|stepped back from"""
 )
 # What follows a change word that makes it no change: "dropped off", "left for Rome".
 NOT_A_CHANGE = {
@@ -92,7 +92,7 @@ ENDING = _phrases(
     |dumped|swapped|replaced|gone|no longer|no more|gave up|given up|give up|called off|got rid
     |gave away|cut out|moved out|thing of the past|not going ahead|kicked|wrote off
     |written off|came off|took me off|taken me off|packed in|stole|stolen|nicked|died|rehome
-    |cleared|wiped|final payment|last payment|not renew|not renewed|put down|pulled the plug"""
+    |cleared|wiped|stepped back from|final payment|last payment|not renew|not renewed|put down|pulled the plug"""
 )
 # Changes that undo a plan ("I'm planning a trip to Peru" / "The Peru trip is off").
 CANCELS = _phrases(
@@ -210,7 +210,7 @@ NOT_CONTENT = (
         """really very new old finally actually every mostly honestly completely around about
         some something anything someone us last next since ago soon today tonight yesterday
         tomorrow recently plan planning want think going make keep use uses using yet give
-        giving take taking find go"""
+        giving take taking find go done"""
     )
 )
 IRREGULAR = {
@@ -257,7 +257,7 @@ JOB_CHANGE = re.compile(
     r"|\bin (?:my|our) notice\b|\bmy (?:last|final) (?:day|shift)\b"
 )
 STUDY = re.compile(
-    r"\b(?:student|studying|at (?:uni|university|college|school))\b"
+    r"\b(?:student|studying|trainee|apprentice|at (?:uni|university|college|school))\b"
     r"|\b(?:doing|year of) (?:a|an|my|the) (?:\w+ ){0,2}(?:degree|course|phd|masters)\b"
 )
 STUDY_END = re.compile(
@@ -271,5 +271,6 @@ PARTNER = re.compile(
 BREAK_UP = re.compile(
     r"\b(?:broke up|split up|separated|divorced|divorce|dumped|my ex|not together"
     r"|ended (?:it|things)|called off the engagement|call(?:ed)? it quits|fell out"
-    r"|(?:we|i) split|broke (?:it|things) off|separate ways|not (?:speaking|talking))\b"
+    r"|(?:we|i) split|broke (?:it|things) off|separate ways|not (?:speaking|talking)"
+    r"|(?:we|i) are (?:over|done|through))\b"
 )

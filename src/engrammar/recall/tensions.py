@@ -67,6 +67,7 @@ _WEAK_OVERLAP = 0.3
 # Words between a change and what it changes ("I quit my job at the bank").
 _NEAR = 6
 _UNIT_STEMS = frozenset(_stem(w) for w in UNITS)
+_AMOUNT_CHANGES = frozenset(("went up", "gone up", "went down", "gone down"))
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,14 @@ Verdict = tuple[str, float, str]
 
 
 def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
+    # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said
+    # (of the speaker's: "you can reach me on ..." is no one else's).
+    contacts_a, contacts_b = _contacts(a), _contacts(b)
+    if contacts_a - contacts_b and contacts_b - contacts_a and not any(
+        x.startswith("other:") and x != "other:you" for x in (a.subject, b.subject)
+    ):
+        old, new = " ".join(sorted(contacts_a)), " ".join(sorted(contacts_b))
+        return ("changed_value", 0.4 + 0.6 * sim, f"'{old}' became '{new}'")
     subjects = _subjects(a, b)
     if subjects is None or a.additive or b.additive or a.used_to:
         return None
@@ -214,12 +223,6 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     strong = 0.5 + 0.5 * sim
     plain = 0.4 + 0.6 * sim
 
-    # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said.
-    contacts_a, contacts_b = _contacts(a), _contacts(b)
-    if contacts_a - contacts_b and contacts_b - contacts_a and not any(
-        x.startswith("other:") and x != "other:you" for x in subjects
-    ):
-        return ("changed_value", plain, f"'{' '.join(sorted(contacts_a))}' became '{' '.join(sorted(contacts_b))}'")
     if b.correction:
         found = _corrected(a, b, common, only_b)
         if found:
@@ -252,7 +255,8 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     if (
         a.polarity != b.polarity
         and about
-        and (len(common) >= 2 or not about_a)
+        and not b.correction  # a reply's "No, not ..." answers a question; corrections above
+        and (len(common) >= 2 or not about_a or not about_b)
         and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(common) < 2)
         and not (a.polarity < 0 and {"before", "yet"} & set(a.words))  # "never ... before"
         and not (b.polarity < 0 and {"before", "yet"} & set(b.words))
@@ -377,6 +381,10 @@ def _announced(
         if subjects[1].startswith(("other:", "thing:")) and subjects[0] == "self":
             if not _object_in(b, change, a.content, strict=True) and change not in ENDING:
                 continue
+        # "The station car park charges went up": an amount of something the older one does
+        # not name.
+        if change in _AMOUNT_CHANGES and not set(b.stems[max(0, at - 3) : at]) & common_b:
+            continue
         # "... even though you can't volunteer there anymore": someone else's change.
         if a.subject == "self" and _actor(b, at) not in ("", "i", "we"):
             continue
