@@ -441,3 +441,81 @@ def test_reading_ahead_stops_when_asked() -> None:
     blocker.result(30)
     ahead.wait(30)
     assert tr.read.cache_info().currsize == 0
+
+
+# A reply that opens with "No," / "Actually," / "Not anymore," / "Correction:" and restates a
+# value corrects the statement before it; one about something else corrects nothing.
+CORRECTIONS = [
+    ("Deploys are on Tuesdays.", "No, Wednesdays now."),
+    ("Deploys are on Tuesdays.", "No, deploys are on Wednesdays now."),
+    ("Ship on Fridays is fine.", "No, never on Fridays."),
+    ("The staging server runs Ubuntu 20.04.", "Correction: staging runs Ubuntu 22.04."),
+    ("My desk is on the third floor.", "Actually, it's on the fifth floor."),
+    ("We release every Thursday.", "Not anymore, we ship whenever a change is ready."),
+    ("The team lunch is on the 14th.", "Nope, the 21st."),
+]
+NOT_CORRECTIONS = [
+    ("Deploys are on Tuesdays.", "No, I haven't looked at the deploy checklist yet."),
+    ("The standup is at 9:30.", "Actually, I also have a planning call at 11."),
+    ("I live in Leeds.", "No, my brother lives in Hull."),
+    ("My rent is 900 a month.", "Actually, the council tax is 150."),
+    ("The retro is every Friday.", "Actually, it's every Friday at 3."),
+    ("The launch is on May 4.", "No, we're still on track for May 4."),
+]
+
+
+@pytest.mark.parametrize(("older", "newer"), CORRECTIONS)
+def test_a_reply_that_corrects_a_statement_is_a_tension(older: str, newer: str) -> None:
+    found = detect_tension(Statement("a", older, 1.0), Statement("b", newer, 2.0), 0.5)
+    assert found is not None, (older, newer)
+    assert (found.a, found.b, found.newer) == ("a", "b", "b")
+
+
+@pytest.mark.parametrize(("older", "newer"), NOT_CORRECTIONS)
+def test_a_reply_about_something_else_corrects_nothing(older: str, newer: str) -> None:
+    assert detect_tension(Statement("a", older, 1.0), Statement("b", newer, 2.0), 0.5) is None
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("older", "newer", "question"),
+    [
+        ("Deploys are on Tuesdays.", "No, Wednesdays now.", "When are deploys?"),
+        ("Deploys are on Tuesdays.", "No, deploys are on Wednesdays now.", "When are deploys?"),
+        ("Ship on Fridays is fine.", "No, never on Fridays.", "Can we ship on Fridays?"),
+    ],
+)
+def test_a_correction_in_one_add_ranks_first_and_is_flagged(
+    real_mem: Memory, older: str, newer: str, question: str
+) -> None:
+    old, new = real_mem.add([older, newer], user_id="u")
+    result = real_mem.recall(question, user_id="u")
+    ranks = [m.id for m in result.memories]
+    assert ranks.index(new) < ranks.index(old)
+    assert [(t.a, t.b, t.newer) for t in result.tensions] == [(old, new, new)]
+    assert real_mem.get(old).superseded_by == new
+
+
+def test_the_labelled_set_holds_corrections_with_a_third_held_out() -> None:
+    path = Path(__file__).parents[1] / "bench" / "data" / "tensions_pairs.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    batch = [r for r in rows if r.get("batch") == "corrections"]
+    assert len(batch) >= 60
+    assert {r["label"] for r in batch} == {True, False}
+    held = [r for r in batch if r["split"] == "heldout"]
+    assert abs(len(held) / len(batch) - 1 / 3) < 0.02
+    assert all(r["newer"].split()[0].rstrip(",:") in _OPENERS for r in batch if r["label"])
+
+
+_OPENERS = {"No", "Actually", "Not", "Correction"}
+
+
+def test_shared_words_count_kinds_synonyms_and_word_families() -> None:
+    def stems(*words: str) -> frozenset[str]:
+        return frozenset(tr.read(" ".join(words)).content)
+
+    assert tr.shared(stems("teacher"), stems("teaching"))  # one family
+    assert tr.shared(stems("job"), stems("work"))  # words for one thing
+    assert tr.shared(stems("alcohol"), stems("wine"))  # a kind and its general word
+    assert tr.shared(stems("wine"), stems("alcohol"))
+    assert not tr.shared(stems("dogs"), stems("cats"))  # two kinds

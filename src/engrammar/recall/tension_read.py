@@ -15,11 +15,13 @@ from .tension_words import (
     CLASS_OF,
     COPULA,
     CORRECTION,
+    GENERAL,
     IDIOMS,
     IRREGULAR,
     JOB_CHANGE,
     JOB_FRAME,
     LEADING,
+    LIKINGS,
     MONTHS,
     NEGATIVE,
     NEGATORS,
@@ -28,10 +30,8 @@ from .tension_words import (
     NUMBER_WORDS,
     PAST,
     RELATIONS,
-    STANCES,
-    GENERAL,
-    LIKINGS,
     SPECIFIC,
+    STANCES,
     SYNONYM,
     TENTATIVE,
 )
@@ -42,7 +42,14 @@ TOKEN = re.compile(
     r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?<![\w.])@\w+|[A-Za-z]+\d[A-Za-z\d]*|[A-Za-z]+(?:'[A-Za-z]+)?"
     r"|\d+(?:[.,:]\d+)*[A-Za-z]*"
 )
-_CONTRACTIONS = {"n't": "not", "'m": "am", "'re": "are", "'ve": "have", "'ll": "will", "'d": "would"}
+_CONTRACTIONS = {
+    "n't": "not",
+    "'m": "am",
+    "'re": "are",
+    "'ve": "have",
+    "'ll": "will",
+    "'d": "would",
+}
 _WHOLE = {
     "can't": ["can", "not"],
     "won't": ["will", "not"],
@@ -127,7 +134,7 @@ def split_words(text: str) -> tuple[list[str], set[str]]:
     for i, m in enumerate(TOKEN.finditer(text.replace("\u2019", "'"))):
         raw = m.group(0)
         low = raw.lower()
-        if (i > 0 and raw[0].isupper() or any(c.isupper() for c in raw[1:])) and low != "i":
+        if ((i > 0 and raw[0].isupper()) or any(c.isupper() for c in raw[1:])) and low != "i":
             names.add(low.split("'")[0])
         if low in _WHOLE:
             words += _WHOLE[low]
@@ -215,7 +222,7 @@ def _subject(words: list[str], raw: list[str]) -> str:
         words[skip] in LEADING or words[skip : skip + 2] == ["these", "days"]
     ):
         skip += 2 if words[skip] == "these" else 1
-    w = words[skip:] + ["", "", "", ""]
+    w = [*words[skip:], "", "", "", ""]
     first = w[0]
     if first in ("all", "both") and w[1] in ("my", "our"):
         w, first = w[1:], w[1]
@@ -289,7 +296,9 @@ def read(statement: str) -> Reading:
     """The reading of one statement (cached: a message is read once however many pairs)."""
     opener = CORRECTION.match(statement)
     correction = (
-        " ".join(split_words(opener.group(0))[0]) if opener and opener.end() < len(statement) else ""
+        " ".join(split_words(opener.group(0))[0])
+        if opener and opener.end() < len(statement)
+        else ""
     )
     text = statement[opener.end() :] if correction and opener is not None else statement
     text = _HEDGE.sub("", text)
@@ -303,12 +312,14 @@ def read(statement: str) -> Reading:
     negations = sum(
         1
         for i, x in enumerate(words)
-        if x in NEGATORS and not (x == "without" and words[i + 1 : i + 2] and words[i + 1].endswith("ing"))
+        if x in NEGATORS
+        and not (x == "without" and words[i + 1 : i + 2] and words[i + 1].endswith("ing"))
     )
     affects = [
         x
         for i, x in enumerate(words)
-        if x in NEGATIVE and not (x in _ADJECTIVES and words[i + 1 : i + 2] > [] and words[i + 1] not in STOP_WORDS)
+        if x in NEGATIVE
+        and not (x in _ADJECTIVES and words[i + 1 : i + 2] > [] and words[i + 1] not in STOP_WORDS)
     ]
     sentiment = -1 if affects else 1
     polarity = sentiment * (-1 if negations % 2 else 1)
@@ -366,12 +377,20 @@ def read(statement: str) -> Reading:
             # "for five years now": how long, not a change
             and not (x == "now" and "for" in words[max(0, i - 4) : i])
             # "the app stopped working": it broke; "I left the office late": for the day
-            and not (x == "stopped" and nxt == "working" and words[i - 1 : i] not in (["i"], ["we"]))
+            and not (
+                x == "stopped" and nxt == "working" and words[i - 1 : i] not in (["i"], ["we"])
+            )
             and not (x == "left" and set(words[i + 1 :]) & _DAYTIME)
             # "Lost the Fitbit", "we lost Squeak"; not "getting lost in a book", "lost my work"
-            and not (x == "lost" and (words[i + 2] if nxt in ("the", "my", "our") and i + 2 < len(words) else nxt) not in names)
+            and not (
+                x == "lost"
+                and (words[i + 2] if nxt in ("the", "my", "our") and i + 2 < len(words) else nxt)
+                not in names
+            )
             # "Bolt got adopted": gone to a new home; "I adopted a pup" is one more
-            and not (x == "adopted" and words[i - 1 : i] not in (["got"], ["been"], ["was"], ["is"]))
+            and not (
+                x == "adopted" and words[i - 1 : i] not in (["got"], ["been"], ["was"], ["is"])
+            )
         ):
             changes.setdefault(x, i)
         # "my new gym": a new one of something, which the rules match against the older.

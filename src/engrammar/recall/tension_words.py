@@ -198,7 +198,9 @@ OPPOSITE = {
 }
 # Words that are not what a statement is about.
 VAGUE = _words("it that this these those there which what them")
-EVALUATIVE = POSITIVE | NEGATIVE | _words("awesome beautiful cool lovely nice perfect tough hard easy")
+EVALUATIVE = (
+    POSITIVE | NEGATIVE | _words("awesome beautiful cool lovely nice perfect tough hard easy")
+)
 NOT_CONTENT = (
     NEGATORS
     | POSITIVE

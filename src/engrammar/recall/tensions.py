@@ -164,8 +164,8 @@ def _subjects(a: Reading, b: Reading) -> tuple[str, str] | None:
     # A correction speaks of what it corrects: "her name", "they're on Saturdays now".
     if b.correction and (sb in ("neutral", "self", "other:pronoun") or sb.startswith("thing:")):
         return (sa, sa)
-    for x, y in ((sa, b), (sb, a)):
-        who = x[6:] if x.startswith("other:") and y.subject == "self" else ""
+    for s, y in ((sa, b), (sb, a)):
+        who = s[6:] if s.startswith("other:") and y.subject == "self" else ""
         if who in ("pronoun", "you") or who.endswith("'s"):
             continue
         if who and (who in y.names or _stem(who) in y.content):
@@ -177,10 +177,13 @@ def _subjects(a: Reading, b: Reading) -> tuple[str, str] | None:
         return None
     # "The offsite is in Porto" / "I've never been to Porto": the speaker's statement must
     # name the thing.
-    for x, y in ((a, b), (b, a)):
-        if x.subject.startswith("thing:") and y.subject == "self":
-            if not shared(frozenset([x.subject[6:]]), y.content):
-                return None
+    for p, q in ((a, b), (b, a)):
+        if (
+            p.subject.startswith("thing:")
+            and q.subject == "self"
+            and not shared(frozenset([p.subject[6:]]), q.content)
+        ):
+            return None
     return (sa, sb)
 
 
@@ -191,8 +194,10 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said
     # (of the speaker's: "you can reach me on ..." is no one else's).
     contacts_a, contacts_b = _contacts(a), _contacts(b)
-    if contacts_a - contacts_b and contacts_b - contacts_a and not any(
-        x.startswith("other:") and x != "other:you" for x in (a.subject, b.subject)
+    if (
+        contacts_a - contacts_b
+        and contacts_b - contacts_a
+        and not any(x.startswith("other:") and x != "other:you" for x in (a.subject, b.subject))
     ):
         old, new = " ".join(sorted(contacts_a)), " ".join(sorted(contacts_b))
         return ("changed_value", 0.4 + 0.6 * sim, f"'{old}' became '{new}'")
@@ -224,9 +229,9 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     plain = 0.4 + 0.6 * sim
 
     if b.correction:
-        found = _corrected(a, b, common, only_b)
-        if found:
-            return ("changed_value", strong, found)
+        corrected = _corrected(a, b, common, only_b)
+        if corrected is not None:
+            return (corrected[0], strong, corrected[1])
     changes = _announced(a, b, common_b, subjects, overlap, sim)
     if a.tentative:
         changes &= CANCELS
@@ -238,7 +243,9 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     if own and (
         (a.job_frame and b.job_change and not a.job_change)
         or (STUDY.search(a.joined) and STUDY_END.search(b.joined))
-        or (PARTNER.search(a.joined) and BREAK_UP.search(b.joined) and not BREAK_UP.search(a.joined))
+        or (
+            PARTNER.search(a.joined) and BREAK_UP.search(b.joined) and not BREAK_UP.search(a.joined)
+        )
     ):
         return ("superseded", strong, "newer statement ends a job, studies or a relationship")
     status_a, status_b = set(a.words) & STATUS, set(b.words) & STATUS
@@ -304,19 +311,21 @@ def _adjunct(p: Reading) -> set[str]:
     return set()
 
 
-def _corrected(a: Reading, b: Reading, common: set[str], only_b: set[str]) -> str:
+def _corrected(
+    a: Reading, b: Reading, common: set[str], only_b: frozenset[str]
+) -> tuple[str, str] | None:
     """What a correcting reply ("No, Wednesdays now.", "Actually, it's 950 since the renewal",
-    "No, never on Fridays") changes of the older statement, or "": a value of a kind the older
-    gives, said anew; the older denied; or a change announced. A reply that names an
-    attribute of its own ("Actually, the deposit was 1,800") corrects nothing of the older."""
+    "No, never on Fridays") changes of the older statement, or None: a value of a kind the older
+    gives, said anew; the older denied; or a change announced (the kind and the reason). A reply
+    that names an attribute of its own ("Actually, the deposit was 1,800") corrects nothing."""
     if b.subject.startswith("other:") and a.subject != b.subject and not common:
-        return ""
+        return None
     # "Not anymore, ...", "No longer": what the older says holds no more, whatever follows.
     if b.correction.startswith(("not any", "no longer")):
-        return f"'{b.correction}'"
+        return ("superseded", f"newer statement says '{b.correction}'")
     attribute = only_b - set(b.values) - _UNIT_STEMS - _adjunct(b)
     if len(attribute) > len(common):
-        return ""
+        return None
     # The same words with the last one replaced: "on Roman trade" / "on Roman coinage".
     only_a = a.content - common
     last_a = [s for s in a.stems if s in a.content][-1:]
@@ -328,22 +337,26 @@ def _corrected(a: Reading, b: Reading, common: set[str], only_b: set[str]) -> st
         and [*attribute] == last_b
         and not set(a.words + b.words) & EVALUATIVE
     ):
-        return f"'{last_a[0]}' corrected to '{last_b[0]}'"
+        return ("changed_value", f"'{last_a[0]}' corrected to '{last_b[0]}'")
     kinds_a = {t for t, _ in a.values.values()}
     new = [w for k, (t, w) in b.values.items() if k not in a.values and t in kinds_a]
-    old = [w for k, (t, w) in a.values.items() if k not in b.values and t in {t for t, _ in b.values.values()}]
+    old = [
+        w
+        for k, (t, w) in a.values.items()
+        if k not in b.values and t in {t for t, _ in b.values.values()}
+    ]
     if new and old and a.polarity == b.polarity:
-        return f"'{' '.join(old)}' corrected to '{' '.join(new)}'"
+        return ("changed_value", f"'{' '.join(old)}' corrected to '{' '.join(new)}'")
     # The older denied: the reply's words are the older's ("No, never on Fridays").
     if (
         a.polarity != b.polarity
         and not attribute
         and (len(common) >= 2 or set(a.values) & set(b.values))
     ):
-        return "the older statement denied"
+        return ("negation", "the older statement denied")
     if b.changes.keys() - a.changes.keys() - {"now"} and common:
-        return "a change said in correction"
-    return ""
+        return ("superseded", "a change said in correction")
+    return None
 
 
 def _announced(
@@ -378,9 +391,13 @@ def _announced(
         if change in TRANSITIVE and not _object_in(b, change, a.content):
             continue
         # "Arsenal switched managers": a named other's own change, not of what I said of it.
-        if subjects[1].startswith(("other:", "thing:")) and subjects[0] == "self":
-            if not _object_in(b, change, a.content, strict=True) and change not in ENDING:
-                continue
+        if (
+            subjects[1].startswith(("other:", "thing:"))
+            and subjects[0] == "self"
+            and not _object_in(b, change, a.content, strict=True)
+            and change not in ENDING
+        ):
+            continue
         # "The station car park charges went up": an amount of something the older one does
         # not name.
         if change in _AMOUNT_CHANGES and not set(b.stems[max(0, at - 3) : at]) & common_b:
@@ -528,12 +545,22 @@ def _changed_slot(a: Reading, b: Reading) -> str:
 
 
 def _swapped(
-    a: Reading, b: Reading, common: set[str], only_a: set[str], only_b: set[str], overlap: float
+    a: Reading,
+    b: Reading,
+    common: set[str],
+    only_a: frozenset[str],
+    only_b: frozenset[str],
+    overlap: float,
 ) -> str:
     """A habit or a one-valued frame restated for the present with another value ("I drink
     coffee every morning" / "These days I only drink green tea")."""
     marked = (b.changes.keys() - a.changes.keys()) & (PRESENT | {"become", "became"})
-    if not marked or a.past or overlap < 0.25 or not (0 < len(only_a) <= 3 and 0 < len(only_b) <= 3):
+    if (
+        not marked
+        or a.past
+        or overlap < 0.25
+        or not (0 < len(only_a) <= 3 and 0 < len(only_b) <= 3)
+    ):
         return ""
     if (set(a.words) ^ set(b.words)) & EVALUATIVE:
         return ""
@@ -556,7 +583,9 @@ def find_tensions(
         for j in range(i + 1, len(statements_)):
             if sims[i, j] < min_similarity:
                 continue
-            found = detect_tension(statements_[i], statements_[j], float(sims[i, j]), min_similarity)
+            found = detect_tension(
+                statements_[i], statements_[j], float(sims[i, j]), min_similarity
+            )
             if found is not None:
                 out.append(found)
     return sorted(out, key=lambda t: -t.confidence)
