@@ -498,21 +498,21 @@ def condition_label(cond: str) -> str:
     if cond == "before":
         return "before feedback"
     if cond == "burst":
-        return "both, round 1 + adversarial burst"
+        return "both, feedback pass 1 + adversarial burst"
     if cond == "flood":
-        return "both, round 1 + a flood of inverted ratings from one source"
+        return "both, feedback pass 1 + a flood of inverted ratings from one source"
     if cond == "flood-undefended":
         return "the same flood, `feedback_source_window_s` = 0 (no per-source bound)"
     name, _, rnd = cond.partition("/")
     if name == "noisy20":
-        return f"both, 20% of ratings flipped, after round {rnd}"
-    return f"{MODE_LABEL[name]}, after round {rnd}"
+        return f"both, 20% of ratings flipped, after feedback pass {rnd}"
+    return f"{MODE_LABEL[name]}, after feedback pass {rnd}"
 
 
 def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
     conds = out["conditions"]
     before = conds["before"]
-    lines = ["## Targets (issue 17, after one round on the train half)", ""]
+    lines = ["## Targets (after one feedback pass on the train half)", ""]
     lines += ["| target | conversations | result | met |", "|---|---|---|---|"]
 
     def gain(cond: str, key: str, lo: int, hi: int) -> float:

@@ -1,4 +1,4 @@
-"""Learning from feedback on LongMemEval: the second dataset for the learning of issue 17.
+"""Learning from feedback on LongMemEval: the second dataset for learning from feedback.
 
 ``bench/feedback_learning.py`` measures learning on LoCoMo, where many questions share one
 conversation. LongMemEval gives every question its own haystack (one user scope each), of
@@ -262,10 +262,10 @@ def main() -> None:
 LABEL = {
     "before": "before feedback",
     "oracle": "oracle: every gold turn of the rated top 20 moved to the top",
-    "both": "ratings + replies, after round 1",
-    "ratings": "ratings only, after round 1",
-    "replies": "replies only, after round 1",
-    "noisy": "ratings (20 % inverted) + replies, after round 1",
+    "both": "ratings + replies, after feedback pass 1",
+    "ratings": "ratings only, after feedback pass 1",
+    "replies": "replies only, after feedback pass 1",
+    "noisy": "ratings (20 % inverted) + replies, after feedback pass 1",
     "isolation": "ratings + replies on the tune half only",
 }
 

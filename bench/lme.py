@@ -14,7 +14,7 @@ the ``held-out`` half is reported apart. Plain Okapi BM25 over each haystack (th
 reference protocol: k1 1.5, b 0.75, lowercase words, a short stop-word list) runs beside.
 
 Embeddings are cached on disk (bench/_embcache.py, ~/.cache/engrammar-bench) so that an
-ingest-time change costs the store's work, not the model's. Speed (item 4 of issue 15) is
+ingest-time change costs the store's work, not the model's. Speed is
 measured apart on a few questions with the bare model: ``add`` time against the time the
 model takes on exactly the texts ``add`` gave it, and recall latency on a ~500-turn scope.
 Writes bench/results/lme.md, lme.json and lme_recall_at_k.png.
@@ -115,8 +115,8 @@ PROBES: dict[str, dict[str, Any]] = {
     "default with recency_similarity 0.5": {"recency_similarity": 0.5},
     "default with recency_similarity 0.6": {"recency_similarity": 0.6},
     "default with recency_similarity 0.7": {"recency_similarity": 0.7},
-    "before session 6: session_spread 0 + bm25_b 0.1": {"session_spread": 0.0, "bm25_b": 0.1},
-    "newer first by likeness only (session 8)": {
+    "older defaults: session_spread 0 + bm25_b 0.1": {"session_spread": 0.0, "bm25_b": 0.1},
+    "newer first by likeness only": {
         "recency_similarity": 0.4,
         "recency_term_share": 0.0,
     },

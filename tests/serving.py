@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 
@@ -20,10 +21,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_in_thread(memory: Memory, auth: bool = True) -> Iterator[str]:
-    """Yields the base URL once the server accepts connections; stops it afterwards."""
+def serve_in_thread(memory: Memory, auth: bool = True, **options: Any) -> Iterator[str]:
+    """Yields the base URL once the server accepts connections; stops it afterwards (``options``:
+    more arguments of ``build_app``, such as ``memwire_compat``)."""
     port = free_port()
-    app = build_app(memory, auth=auth)
+    app = build_app(memory, auth=auth, **options)
     server = uvicorn.Server(
         server_config(memory, app, host="127.0.0.1", port=port, log_level="critical")
     )

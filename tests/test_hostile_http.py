@@ -47,7 +47,7 @@ REJECTED = [
 SCHEMA = schemathesis.openapi.from_dict(
     openapi_document(),
     config=schemathesis.config.SchemathesisConfig.from_dict(
-        # The coverage phase's deterministic combinations exploded with this round's request
+        # The coverage phase's deterministic combinations exploded with the request
         # shapes (chat message parts and blocks, knowledge chunks, as_of / min_score unions):
         # collecting them took over 25 minutes on 2 cores. Examples and fuzzing stay.
         {

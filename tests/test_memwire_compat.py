@@ -291,6 +291,24 @@ def test_categories_are_metadata_with_a_filter_and_survive_a_restart(tmp_path: P
         assert "complaint" in again.get_stats(user_id="alice")["anchors"]
 
 
+def test_per_scope_caches_are_bounded_and_lose_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mwc, "SCOPE_CACHE_SIZE", 8)
+    with _mw() as mw:
+        mw.add_category("complaint", "Your product broke after one week", user_id="alice",
+                        app_id="app_0")  # fmt: skip
+        for i in range(40):  # every new app id or user is a new scope
+            mw.add(user_id=f"user_{i}", app_id=f"app_{i}", messages=["Water boils at 100 C"])
+            mw.add_knowledge("faq", [{"content": "Free shipping over $50."}], app_id=f"app_{i}")
+        assert len(mw._centroids) <= 8 and len(mw._kb_workspaces) <= 8
+        assert len(mw._own_anchors) <= 8
+        # The first scope's own category was dropped from memory, not lost: it is read again.
+        (r,) = mw.add(user_id="alice", app_id="app_0", messages=[
+            {"role": "user", "content": "Your product broke after one week"}])  # fmt: skip
+        assert r.category == "complaint"
+        assert "complaint" in mw.get_stats(user_id="alice", app_id="app_0")["anchors"]
+        assert "complaint" not in mw.get_stats(user_id="alice", app_id="app_1")["anchors"]
+
+
 # -- knowledge ---------------------------------------------------------------------------------------
 def test_knowledge_base_add_search_recall_delete_and_ingest(tmp_path: Path) -> None:
     with _mw() as mw:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engrammar import Config
+from engrammar import Config, models
 from engrammar.interfaces.openapi import openapi_document
 from engrammar.interfaces.operations import NOT_EXPOSED, OPERATIONS, Operation
 from engrammar.memory import Memory
@@ -83,3 +83,31 @@ def test_the_openapi_limits_follow_the_config(monkeypatch: pytest.MonkeyPatch) -
     assert add["messages"]["maxItems"] == 7
     default = openapi_document()["components"]["schemas"]["AddRequest"]["properties"]
     assert default["content"]["maxLength"] == Config.describe()["max_content_chars"][0]
+
+
+def test_every_request_body_is_its_operations_parameters() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+    bodies = 0
+    for op in OPERATIONS:
+        for route in op.http:
+            if route.method not in ("POST", "PATCH") or not op.schemas[0]:
+                continue
+            bodies += 1
+            body = schemas[op.schemas[0]]
+            params = [p for p in op.params if "{" + p.name + "}" not in route.path]
+            assert list(body["properties"]) == [p.name for p in params], op.name
+            assert body.get("required", []) == [p.name for p in params if p.required], op.name
+            for p in params:
+                assert body["properties"][p.name]["description"] == p.doc, (op.name, p.name)
+    assert bodies == 15
+
+
+def test_the_answer_schemas_of_records_are_their_models() -> None:
+    schemas = openapi_document()["components"]["schemas"]
+    memory = models.MemoryRecord("m", "text", "user", "message", "w", "u", None, None, 1.0, 1.0)
+    scored = models.ScoredMemory(memory, 0.5)
+    recalled = models.RecallResult("r", "q", [scored])
+    for name, record in (("Memory", memory), ("ScoredMemory", scored), ("RecallResult", recalled)):
+        schema = schemas[name]
+        assert set(schema["properties"]) == set(record.to_dict()), name
+        assert set(schema["required"]) == set(record.to_dict()), name

@@ -83,9 +83,72 @@ def test_token_bucket_refills_at_its_rate() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("max_request_bytes", 0), ("rate_limit_per_s", -1.0), ("rate_limit_burst", 0)],
+    [
+        ("max_request_bytes", 0),
+        ("rate_limit_per_s", -1.0),
+        ("rate_limit_burst", 0),
+        ("body_deadline_s", 0.0),
+    ],
 )
 def test_limit_settings_are_validated(name: str, value: float) -> None:
     with pytest.raises(ValidationError) as info:
         Config(**{name: value})
     assert info.value.field == name
+
+
+def test_failed_keys_from_an_address_do_not_hold_back_valid_keys_from_it(
+    limited: tuple[str, Memory, str, str],
+) -> None:
+    base, _, key_a, key_b = limited
+    with httpx.Client(base_url=base, timeout=30) as c:
+        invented = [
+            c.get("/v1/stats", headers={"Authorization": f"Bearer egr_{i:012x}_guess"})
+            for i in range(7)
+        ]
+        # Each failed attempt spends the address's tokens: 401 while it has some, then 429.
+        assert [r.status_code for r in invented] == [401] * 5 + [429] * 2
+        assert c.get("/v1/stats").status_code == 429  # no key at all: the same address bucket
+        # A verified key from the same address is judged by its own bucket only.
+        for key in (key_a, key_b):
+            assert c.get("/v1/stats", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+
+
+def test_memwire_routes_have_the_same_limits(tmp_path: object) -> None:
+    config = Config(
+        path=f"{tmp_path}/store",
+        rate_limit_per_s=0.01,
+        rate_limit_burst=5,
+        feedback_rate_limit_per_s=0.01,
+        feedback_rate_limit_burst=3,
+    )
+    memory = Memory(config, embedder=HashEmbedder())
+    key = create_api_key(memory.store, "acme")[0]
+    other = create_api_key(memory.store, "acme")[0]
+    tenant = {"user_id": "u"}
+    for base in serve_in_thread(memory, memwire_compat=True):
+        with httpx.Client(base_url=base, timeout=30) as c:
+            x = {"X-API-Key": key}
+            searches = [
+                c.post("/v1/memories/search", headers=x, json={**tenant, "query": "tea"})
+                for _ in range(7)
+            ]
+            assert [r.status_code for r in searches] == [200] * 5 + [429] * 2
+            assert set(searches[-1].json()) == {"detail"}  # MemWire's error shape
+            assert 1 <= int(searches[-1].headers["Retry-After"]) <= 100
+            # Bearer reaches the same key's bucket; another key has its own.
+            assert c.post("/v1/stats", headers={"Authorization": f"Bearer {key}"},
+                          json=tenant).status_code == 429  # fmt: skip
+            o = {"X-API-Key": other}
+            assert c.post("/v1/stats", headers=o, json=tenant).status_code == 200
+            invented = [
+                c.post("/v1/stats", headers={"X-API-Key": f"egr_{i:012x}_guess"}, json=tenant)
+                for i in range(6)
+            ]
+            assert [r.status_code for r in invented] == [401] * 5 + [429]
+            assert c.get("/health").status_code == 200  # health is never limited
+            # Feedback writes have the per-source budget of /v1 and /mcp as well.
+            reply = {**tenant, "assistant_response": "Tea it is."}
+            fed = [c.post("/v1/memories/feedback", headers=o, json=reply) for _ in range(4)]
+            assert [r.status_code for r in fed] == [200] * 3 + [429]
+            assert "feedback" in fed[-1].json()["detail"]
+    memory.close()

@@ -142,8 +142,7 @@ class AsyncMemory:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    # Every public method of Memory (tests/test_aio.py checks that none is missing), in the
-    # order of memory.py and memory_inspect.py.
+    # Every public method of Memory (tests/test_aio.py checks that none is missing).
     add = awaitable(Memory.add)
     update = awaitable(Memory.update)
     forget = awaitable(Memory.forget)

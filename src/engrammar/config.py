@@ -250,6 +250,11 @@ class Config:
     body_timeout_s: float = _opt(
         30.0, "Seconds `engrammar serve` waits for each next piece of a request body (408 after)."
     )
+    body_deadline_s: float = _opt(
+        120.0,
+        "Seconds `engrammar serve` allows for a whole request body, however steadily its "
+        "pieces come (408 after).",
+    )
     max_pending_connections: int = _opt(
         64,
         "Connections `engrammar serve` keeps open while they are still sending headers; "
@@ -332,7 +337,7 @@ class Config:
         "message it answers (renormalised); no text is embedded twice.",
     )
 
-    # -- MemWire feedback loop (seed 000; names and defaults are part of the contract) --------
+    # -- MemWire feedback loop (MemWire's names and defaults: part of the drop-in contract) ---
     feedback_strengthen_rate: float = _opt(
         0.1, "Base amount added to edge weights on aligned paths, scaled by alignment score."
     )

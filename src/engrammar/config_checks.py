@@ -172,7 +172,7 @@ def validate(cfg: Config) -> None:
         )
     if cfg.hnsw_ef_search > 1000:
         raise ValidationError("hnsw_ef_search", f"must be <= 1000, got {cfg.hnsw_ef_search}")
-    for name in ("header_timeout_s", "body_timeout_s"):
+    for name in ("header_timeout_s", "body_timeout_s", "body_deadline_s"):
         if getattr(cfg, name) <= 0:
             raise ValidationError(name, f"must be > 0, got {getattr(cfg, name)!r}")
     if cfg.scope_cache_bytes < 0:

@@ -6,28 +6,5 @@ FeedbackCapture`` and the like give the same objects.
 
 from __future__ import annotations
 
-from .compat.openclaw import (
-    ACTION_EVIDENCE,
-    IMPLICIT_THRESHOLD,
-    FeedbackCapture,
-    FeedbackEntry,
-    FeedbackStorage,
-    FeedbackType,
-    ImplicitSignalTracker,
-    MemoryFeedbackStorage,
-    Pattern,
-    Signal,
-)
-
-__all__ = [
-    "ACTION_EVIDENCE",
-    "IMPLICIT_THRESHOLD",
-    "FeedbackCapture",
-    "FeedbackEntry",
-    "FeedbackStorage",
-    "FeedbackType",
-    "ImplicitSignalTracker",
-    "MemoryFeedbackStorage",
-    "Pattern",
-    "Signal",
-]
+from .compat.openclaw import *  # noqa: F403 (every name of its __all__)
+from .compat.openclaw import __all__ as __all__

@@ -25,9 +25,11 @@ own API keeps refusing such input. What differs from MemWire on purpose, and why
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -38,9 +40,9 @@ from ..memory import Memory
 from ..models import KnowledgeChunk as EngrammarChunk
 from ..models import MemoryRecord as EngrammarRecord
 from .memwire_types import (
-    _LOGGED_CATEGORY,
     APPLIED,
     IGNORED,
+    LOGGED_CATEGORY,
     MAPPED,
     GraphEdge,
     GraphNode,
@@ -51,9 +53,9 @@ from .memwire_types import (
     RecallPath,
     RecallResult,
     TokenEmbedding,
-    _clip,
-    _format,
-    _read_document,
+    clip_score,
+    format_recall,
+    read_document,
     workspace_of,
 )
 
@@ -75,6 +77,44 @@ __all__ = [
 ]
 
 __version__ = "0.1.2"
+
+#: Scopes (workspace, user) whose categories and centroids one :class:`MemWire` keeps in
+#: memory, and knowledge bases whose workspace it remembers; past it the least recently used
+#: are dropped (categories are read again from the store, centroids computed again).
+SCOPE_CACHE_SIZE = 1024
+
+V = TypeVar("V")
+
+
+class _Recent(Generic[V]):
+    """At most ``size`` entries, the least recently used dropped first (thread-safe: the REST
+    adapter calls one facade from several worker threads)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> V | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+            return item
+
+    def put(self, key: Hashable, item: V) -> None:
+        with self._lock:
+            self._items[key] = item
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def pop(self, key: Hashable) -> V | None:
+        with self._lock:
+            return self._items.pop(key, None)
 
 
 # -- the client ----------------------------------------------------------------------------------
@@ -116,9 +156,16 @@ class MemWire:
                 )
             memory = Memory(engrammar_config, embedder=embedder)
         self.memory = memory
-        self._anchors: dict[str, dict[str, list[str]]] = {}
-        self._centroids: dict[str, dict[str, np.ndarray]] = {}
-        self._kb_workspaces: dict[str, str] = {}
+        # The default categories, and their centroids once computed, are shared by every
+        # scope; only a scope's own categories (add_category) take an entry per scope.
+        self._defaults = {
+            name: list(texts) if isinstance(texts, list | tuple) else [str(texts)]
+            for name, texts in self.config.default_anchors.items()
+        }
+        self._default_centroids: dict[str, np.ndarray] | None = None
+        self._own_anchors: _Recent[dict[str, list[str]]] = _Recent(SCOPE_CACHE_SIZE)
+        self._centroids: _Recent[dict[str, np.ndarray]] = _Recent(SCOPE_CACHE_SIZE)
+        self._kb_workspaces: _Recent[str] = _Recent(SCOPE_CACHE_SIZE)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _ws(self, workspace_id: str | None, app_id: str | None) -> str:
@@ -171,42 +218,54 @@ class MemWire:
             agent_id=c.agent_id,
             content=c.content,
             metadata=c.metadata,
-            score=_clip(c.score),
+            score=clip_score(c.score),
             workspace_id=workspace_id,
             app_id=app_id,
         )
 
     # -- categories -------------------------------------------------------------------------------
-    def _scope_anchors(self, ws: str, user_id: str) -> dict[str, list[str]]:
-        key = f"{ws}\x00{user_id}"
-        if key not in self._anchors:
-            anchors = {
-                name: list(texts) if isinstance(texts, list | tuple) else [str(texts)]
-                for name, texts in self.config.default_anchors.items()
-            }
+    def _own_categories(self, ws: str, user_id: str) -> dict[str, list[str]]:
+        """The examples the scope added with :meth:`add_category` (kept as logged events)."""
+        own = self._own_anchors.get((ws, user_id))
+        if own is None:
+            own = {}
             for event in self.memory.list_logged_events(
                 user_id=user_id, workspace=ws, limit=10_000
             ):
-                if event.kind == _LOGGED_CATEGORY:
-                    anchors.setdefault(str(event.payload["name"]), []).append(
+                if event.kind == LOGGED_CATEGORY:
+                    own.setdefault(str(event.payload["name"]), []).append(
                         str(event.payload["text"])
                     )
-            self._anchors[key] = anchors
-        return self._anchors[key]
+            self._own_anchors.put((ws, user_id), own)
+        return own
 
-    def _classify(self, ws: str, user_id: str, texts: Sequence[str]) -> list[str]:
-        anchors = self._scope_anchors(ws, user_id)
-        if not anchors or not texts:
-            return ["unknown"] * len(texts)
-        key = f"{ws}\x00{user_id}"
-        if key not in self._centroids:
-            self._centroids[key] = {
+    def _scope_anchors(self, ws: str, user_id: str) -> dict[str, list[str]]:
+        anchors = {name: list(texts) for name, texts in self._defaults.items()}
+        for name, texts in self._own_categories(ws, user_id).items():
+            anchors.setdefault(name, []).extend(texts)
+        return anchors
+
+    def _scope_centroids(self, ws: str, user_id: str) -> dict[str, np.ndarray]:
+        own = bool(self._own_categories(ws, user_id))
+        centroids = self._centroids.get((ws, user_id)) if own else self._default_centroids
+        if centroids is None:
+            centroids = {
                 name: self.memory.embedder.embed(list(examples)).mean(axis=0)
-                for name, examples in anchors.items()
+                for name, examples in self._scope_anchors(ws, user_id).items()
                 if examples
             }
-        names = list(self._centroids[key])
-        matrix = np.stack([self._centroids[key][n] for n in names])
+            if own:
+                self._centroids.put((ws, user_id), centroids)
+            else:
+                self._default_centroids = centroids
+        return centroids
+
+    def _classify(self, ws: str, user_id: str, texts: Sequence[str]) -> list[str]:
+        centroids = self._scope_centroids(ws, user_id) if texts else {}
+        if not centroids:
+            return ["unknown"] * len(texts)
+        names = list(centroids)
+        matrix = np.stack([centroids[n] for n in names])
         matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         vectors = self.memory.embedder.embed(list(texts))
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
@@ -235,10 +294,12 @@ class MemWire:
         """
         ws, user = self._ws(workspace_id, app_id), self._user(user_id)
         self.memory.log_event(
-            _LOGGED_CATEGORY, {"name": name, "text": text}, user_id=user, workspace=ws
+            LOGGED_CATEGORY, {"name": name, "text": text}, user_id=user, workspace=ws
         )
-        self._scope_anchors(ws, user).setdefault(name, []).append(text)
-        self._centroids.pop(f"{ws}\x00{user}", None)
+        own = self._own_anchors.get((ws, user))
+        if own is not None:
+            own.setdefault(name, []).append(text)
+        self._centroids.pop((ws, user))
 
     # -- memories ---------------------------------------------------------------------------------
     def add(
@@ -320,7 +381,7 @@ class MemWire:
             limit=limit,
         )
         floor = self.config.recall_min_relevance
-        cosine = {m.id: _clip(m.components.get("vector", 0.0)) for m in result.memories}
+        cosine = {m.id: clip_score(m.components.get("vector", 0.0)) for m in result.memories}
         relevant = {i for i, c in cosine.items() if c >= floor}
         in_paths = {n for p in result.paths for n in p.nodes}
         in_tensions = {x for t in result.tensions for x in (t.a, t.b)}
@@ -347,7 +408,7 @@ class MemWire:
                 GraphEdge(a, b, w, 0.0, records[a].user_id)
                 for a, b, w in zip(nodes, nodes[1:], p.weights, strict=False)
             ]
-            score = _clip(max(cosine.get(n, 0.0) for n in nodes) * (0.5 + 0.5 * p.score))
+            score = clip_score(max(cosine.get(n, 0.0) for n in nodes) * (0.5 + 0.5 * p.score))
             supporting.append(
                 RecallPath([node(n) for n in nodes], edges, score, [records[n] for n in nodes])
             )
@@ -360,8 +421,8 @@ class MemWire:
         conflicting = [
             RecallPath(
                 [node(t.a), node(t.b)],
-                [GraphEdge(t.a, t.b, _clip(t.confidence), 0.0, records[t.a].user_id)],
-                _clip(t.confidence),
+                [GraphEdge(t.a, t.b, clip_score(t.confidence), 0.0, records[t.a].user_id)],
+                clip_score(t.confidence),
                 [records[t.a], records[t.b]],
             )
             for t in result.tensions
@@ -374,7 +435,7 @@ class MemWire:
             knowledge=[self._chunk(c, workspace_id, app_id) for c in result.knowledge],
             engrammar=result,
         )
-        out.formatted = _format(out)
+        out.formatted = format_recall(out)
         return out
 
     def feedback(
@@ -440,7 +501,7 @@ class MemWire:
         return [
             (
                 self._record(h.memory, vectors.get(h.id), workspace_id, app_id),
-                _clip(h.components.get("vector", 0.0)),
+                clip_score(h.components.get("vector", 0.0)),
             )
             for h in hits
         ]
@@ -471,7 +532,7 @@ class MemWire:
             agent_id=agent_id,
             workspace=ws,
         )
-        self._kb_workspaces[kb.id] = ws
+        self._kb_workspaces.put(kb.id, ws)
         return kb.id
 
     def ingest(
@@ -490,7 +551,7 @@ class MemWire:
         as a knowledge base (named after the file unless ``name`` is given); returns its
         ``kb_id``. Each passage's metadata names the ``source`` file."""
         path = Path(file_path)
-        text = _read_document(path)
+        text = read_document(path)
         size = chunk_max_characters or self.config.ingest_chunk_max_characters
         overlap = self.config.ingest_chunk_overlap if chunk_overlap is None else chunk_overlap
         ws = self._ws(workspace_id, app_id)
@@ -503,7 +564,7 @@ class MemWire:
             workspace=ws,
             metadata={"source": str(path)},
         )
-        self._kb_workspaces[kb.id] = ws
+        self._kb_workspaces.put(kb.id, ws)
         return kb.id
 
     def search_knowledge(
@@ -538,7 +599,7 @@ class MemWire:
     ) -> None:
         """Delete a knowledge base and its chunks (one of this organisation's; a missing one
         is ignored, as in MemWire)."""
-        ws = self._kb_workspaces.pop(kb_id, None) or self._ws(workspace_id, app_id)
+        ws = self._kb_workspaces.pop(kb_id) or self._ws(workspace_id, app_id)
         try:
             self.memory.delete_knowledge(kb_id, user_id=user_id, workspace=ws)
         except NotFoundError:

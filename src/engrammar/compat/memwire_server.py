@@ -19,12 +19,15 @@ development only) every request acts in the memory's default workspace.
 
 from __future__ import annotations
 
+import logging
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -43,6 +46,8 @@ from .memwire import (
 )
 
 __all__ = ["create_app", "route_table"]
+
+log = logging.getLogger("engrammar.server")
 
 _TENANT = {"agent_id": str, "app_id": str, "workspace_id": str}
 
@@ -136,18 +141,38 @@ def _principal(request: Request, auth: bool) -> tuple[str, str | None]:
     return record.workspace, record.user_id
 
 
+#: How a request's (organisation, bound user) is found, when something in front of the app
+#: (``engrammar serve``'s authentication) has already checked its key.
+Who = Callable[[Request], tuple[str, str | None]]
+#: Asked before a feedback write (named as engrammar's operation) with its fields; a response
+#: it returns is the answer instead (``engrammar serve``'s per-source feedback budget).
+Admit = Callable[[Request, str, dict[str, Any]], Response | None]
+
+
 def _handler(
-    fn: Callable[[MemWire, dict[str, Any], Request], Any], *, body: bool = True
+    fn: Callable[[MemWire, dict[str, Any], Request], Any],
+    *,
+    body: bool = True,
+    writes: str | None = None,
 ) -> Callable[[Request], Any]:
+    """The endpoint of one route; ``writes`` names the feedback write it makes, if any."""
+
     async def endpoint(request: Request) -> Response:
         auth: bool = request.app.state.auth
+        who: Who | None = request.app.state.who
         try:
-            org, bound = await anyio.to_thread.run_sync(_principal, request, auth)
+            if who is not None:
+                org, bound = who(request)
+            else:
+                org, bound = await anyio.to_thread.run_sync(_principal, request, auth)
             if body:
                 try:
                     data = await request.json()
                 except ValueError as exc:
                     raise ValidationError("body", f"invalid JSON: {exc}") from exc
+                except RecursionError:
+                    # Nested deeper than the parser goes: a request that cannot be read.
+                    return JSONResponse({"detail": _TOO_DEEP}, status_code=400)
             else:
                 data = dict(request.query_params)
             if bound is not None and isinstance(data, dict):
@@ -155,6 +180,11 @@ def _handler(
                 if asked is not None and asked != bound:
                     raise ForbiddenError(f"this API key acts only for user_id {bound!r}")
                 data["user_id"] = bound
+            admit: Admit | None = request.app.state.admit
+            if writes is not None and admit is not None and isinstance(data, dict):
+                refused = admit(request, writes, data)
+                if refused is not None:
+                    return refused
             facade = request.app.state.tenants.get(org)
             out = await anyio.to_thread.run_sync(fn, facade, data, request)
         except ForbiddenError as exc:
@@ -171,6 +201,23 @@ def _handler(
         return JSONResponse(out)
 
     return endpoint
+
+
+_TOO_DEEP = "the body is not valid JSON: nested too deeply"
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    # An unknown path or method: JSON in MemWire's (FastAPI's) shape, not plain text.
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    # An unexpected failure is JSON too (MemWire's shape); the trace goes to the server's log.
+    error_id = secrets.token_hex(6)
+    log.error("error %s on %s %s", error_id, request.method, request.url.path, exc_info=exc)
+    detail = f"internal error {error_id}; the server's log has the details"
+    return JSONResponse({"detail": detail}, status_code=500)
 
 
 # -- the routes ------------------------------------------------------------------------------------
@@ -318,26 +365,44 @@ def route_table() -> list[Route]:
         Route("/v1/memories", _handler(_add), methods=["POST"]),
         Route("/v1/memories/recall", _handler(_recall), methods=["POST"]),
         Route("/v1/memories/search", _handler(_search), methods=["POST"]),
-        Route("/v1/memories/feedback", _handler(_feedback), methods=["POST"]),
+        Route("/v1/memories/feedback", _handler(_feedback, writes="feedback"), methods=["POST"]),
         Route("/v1/knowledge", _handler(_add_knowledge), methods=["POST"]),
         Route("/v1/knowledge/search", _handler(_search_knowledge), methods=["POST"]),
         Route("/v1/knowledge/{kb_id}", _handler(_delete_knowledge, body=False), methods=["DELETE"]),
         Route("/v1/stats", _handler(_stats), methods=["POST"]),
-        Route("/v1/categories", _handler(_add_category), methods=["POST"]),
+        Route("/v1/categories", _handler(_add_category, writes="log_event"), methods=["POST"]),
         Route("/health", _health, methods=["GET"]),
     ]
 
 
-def create_app(memory: Memory, *, auth: bool = True) -> Starlette:
+def create_app(
+    memory: Memory,
+    *,
+    auth: bool = True,
+    who: Who | None = None,
+    admit: Admit | None = None,
+) -> Starlette:
     """MemWire's REST API over ``memory`` (mount it, or serve it with uvicorn).
+
+    ``engrammar serve --memwire-compat`` serves it behind engrammar's authentication, which
+    also applies the per-key rate limit and the per-source feedback budget of ``/v1``; mounted
+    on its own, it checks keys itself and limits nothing.
 
     Args:
         memory: the engrammar memory every request acts on; its store holds the API keys.
         auth: require an engrammar API key (``X-API-Key`` or ``Authorization: Bearer``);
             ``False`` only for local development.
+        who: the (organisation, bound user) of a request whose key was checked in front of
+            this app; when given, the app does not check keys itself.
+        admit: asked before each feedback write (see :data:`Admit`).
     """
-    app = Starlette(routes=route_table())
+    app = Starlette(
+        routes=route_table(),
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+    )
     app.state.memory = memory
     app.state.auth = auth
+    app.state.who = who
+    app.state.admit = admit
     app.state.tenants = _Tenants(memory)
     return app

@@ -80,7 +80,7 @@ IGNORED = {
     "background_threads": "writes are synchronous single transactions: nothing to flush",
 }
 
-_LOGGED_CATEGORY = "memwire_category"
+LOGGED_CATEGORY = "memwire_category"
 _TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".rst", ".csv", ".tsv", ".json", ".log", ".text"}
 _HTML_SUFFIXES = {".html", ".htm", ".xml"}
 
@@ -377,11 +377,11 @@ def workspace_of(org_id: str, workspace_id: str | None, app_id: str | None) -> s
     return f"{org_id}/{workspace_id or ''}/{app_id or ''}"
 
 
-def _clip(value: float) -> float:
+def clip_score(value: float) -> float:
     return round(min(1.0, max(0.0, float(value))), 6)
 
 
-def _format(result: RecallResult) -> str:
+def format_recall(result: RecallResult) -> str:
     sections = []
     for header, paths in (
         ("Relevant memories", result.supporting),
@@ -411,7 +411,7 @@ def _format_knowledge(chunks: Sequence[KnowledgeChunk]) -> str:
     return "\n".join(lines)
 
 
-def _read_document(path: Path) -> str:
+def read_document(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in _TEXT_SUFFIXES | _HTML_SUFFIXES:
         raise ValidationError(

@@ -43,6 +43,7 @@ from ..memory import Memory
 from ..models import Scope
 
 __all__ = [
+    "ACTION_EVIDENCE",
     "IMPLICIT_THRESHOLD",
     "FeedbackCapture",
     "FeedbackEntry",

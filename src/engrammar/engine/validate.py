@@ -44,16 +44,7 @@ def scope_id(name: str, value: Any, *, required: bool = False) -> str | None:
         if required:
             raise ValidationError(name, "is required")
         return None
-    if not isinstance(value, str):
-        raise ValidationError(name, f"must be a string, got {shown(value)}")
-    if not value.strip():
-        raise ValidationError(name, "must not be empty")
-    if len(value) > _MAX_ID:
-        raise ValidationError(name, f"must be at most {_MAX_ID} characters")
-    if "\x00" in value:
-        raise ValidationError(name, "must not contain NUL characters")
-    _unicode(name, value)
-    return value
+    return text(name, value, _MAX_ID)
 
 
 def scope(

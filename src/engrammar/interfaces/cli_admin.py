@@ -392,6 +392,24 @@ def _sqlite_file(path: str | None, store_url: str | None) -> Any:
     return config
 
 
+def _copy_file(
+    copy: Callable[[Any, str], int],
+    file: str,
+    as_json: bool,
+    path: str | None,
+    store_url: str | None,
+    done: str,
+) -> None:
+    """Run a backup or restore of the embedded store and say ``done`` with the pages copied."""
+    config = _sqlite_file(path, store_url)
+    try:
+        pages = copy(config, file)
+    except EngrammarError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    emit(as_json, {"file": file, "pages": pages}, lambda d: f"{done} ({pages} pages)")
+
+
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @store_options
@@ -401,13 +419,7 @@ def backup(
     """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
     from ..engine.admin import backup_sqlite
 
-    config = _sqlite_file(path, store_url)
-    try:
-        pages = backup_sqlite(config, file)
-    except EngrammarError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    emit(as_json, {"file": file, "pages": pages}, lambda d: f"backed up to {file} ({pages} pages)")
+    _copy_file(backup_sqlite, file, as_json, path, store_url, f"backed up to {file}")
 
 
 @click.command()
@@ -422,13 +434,7 @@ def restore(
     """
     from ..engine.admin import restore_sqlite
 
-    config = _sqlite_file(path, store_url)
-    try:
-        pages = restore_sqlite(config, file)
-    except EngrammarError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    emit(as_json, {"file": file, "pages": pages}, lambda d: f"restored from {file} ({pages} pages)")
+    _copy_file(restore_sqlite, file, as_json, path, store_url, f"restored from {file}")
 
 
 def register(group: click.Group) -> None:

@@ -23,14 +23,17 @@ class _TooLarge(HTTPException):
 
 
 class _TooSlow(HTTPException):
-    """Raised inside ``receive`` when the next piece of a body does not come in time."""
+    """Raised inside ``receive`` when the next piece of a body, or the whole body, does not
+    come in time (``setting`` names which limit)."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(408, _too_slow_message(seconds))
+    def __init__(self, seconds: float, setting: str) -> None:
+        super().__init__(408, _too_slow_message(seconds, setting))
+        self.seconds, self.setting = seconds, setting
 
 
-def _too_slow_message(seconds: float) -> str:
-    return f"the request body did not arrive within {seconds:g} s (body_timeout_s)"
+def _too_slow_message(seconds: float, setting: str) -> str:
+    what = "the whole request body" if setting == "body_deadline_s" else "the request body"
+    return f"{what} did not arrive within {seconds:g} s ({setting})"
 
 
 def _too_large_message(max_bytes: int) -> str:
@@ -49,12 +52,6 @@ class TokenBucket:
         self.max_clients = max_clients
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
-
-    def empty(self, client: str, now: float) -> bool:
-        """Whether ``client`` has no whole token now (spends nothing)."""
-        with self._lock:
-            tokens, last = self._buckets.get(client, (self.burst, now))
-            return min(self.burst, tokens + (now - last) * self.rate) < 1
 
     def take(self, client: str, now: float) -> float:
         """Spend one token of ``client``; 0 if allowed, else the seconds until one is free."""
@@ -86,15 +83,24 @@ def rate_limited(wait: float, what: str = "too many requests for this API key") 
 
 
 class LimitsMiddleware:
-    """Refuses bodies over ``max_bytes`` with 413, and a body whose next piece takes longer
-    than ``body_timeout_s`` with 408. Health checks are exempt."""
+    """Refuses bodies over ``max_bytes`` with 413, and with 408 a body whose next piece takes
+    longer than ``body_timeout_s`` or which is not whole ``body_deadline_s`` after the request
+    began (a client trickling a valid body piece by piece holds a connection that long at
+    most). Health checks are exempt."""
 
     def __init__(
-        self, app: ASGIApp, *, max_bytes: int, body_timeout_s: float, exempt: frozenset[str]
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        body_timeout_s: float,
+        body_deadline_s: float,
+        exempt: frozenset[str],
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.body_timeout_s = body_timeout_s
+        self.body_deadline_s = body_deadline_s
         self.exempt = exempt
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -114,16 +120,21 @@ class LimitsMiddleware:
         received = 0
         started = False
         body_done = False
+        deadline = anyio.current_time() + self.body_deadline_s
 
         async def counted_receive() -> Message:
             nonlocal received, body_done
             if body_done:  # afterwards the app only waits for a disconnect: no deadline
                 return await receive()
+            left = deadline - anyio.current_time()
+            whole = left < self.body_timeout_s  # the whole body's deadline comes first
             try:
-                with anyio.fail_after(self.body_timeout_s):
+                with anyio.fail_after(max(left, 0.0) if whole else self.body_timeout_s):
                     message = await receive()
             except TimeoutError:
-                raise _TooSlow(self.body_timeout_s) from None
+                if whole:
+                    raise _TooSlow(self.body_deadline_s, "body_deadline_s") from None
+                raise _TooSlow(self.body_timeout_s, "body_timeout_s") from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 body_done = not message.get("more_body", False)
@@ -143,10 +154,10 @@ class LimitsMiddleware:
             if started:
                 raise
             await self._too_large(scope, receive, send)
-        except _TooSlow:
+        except _TooSlow as exc:
             if started:
                 raise
-            await _error(408, "request_timeout", _too_slow_message(self.body_timeout_s))(
+            await _error(408, "request_timeout", _too_slow_message(exc.seconds, exc.setting))(
                 scope, receive, send
             )
 

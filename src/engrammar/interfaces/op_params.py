@@ -1,6 +1,6 @@
-"""The shared parameters, renderings and guards of the operation table (:mod:`.operations`,
-:mod:`.operations_reads`): one declaration of ``user_id``, ``query``, ``as_of`` ... for every
-interface."""
+"""The shared parameters, renderings and guards of the operation table (:mod:`.operations`):
+one declaration of ``user_id``, ``query``, ``as_of`` ... for every interface, and
+:func:`param`, which declares one more."""
 
 from __future__ import annotations
 
@@ -15,45 +15,48 @@ from .texts import plural, short
 
 
 # -- the shared parameters ---------------------------------------------------------------------
-def _p(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
+def param(name: str, type_: Any, doc: str, default: Any = None, **kw: Any) -> Param:
+    """One parameter of an operation (:class:`.spec.Param`), positionally: name, type, doc."""
     return Param(name, type_, doc, default, **kw)
 
 
-USER = _p("user_id", str | None, "The end user the memories belong to (e.g. 'alice').", short="u")
-AGENT = _p("agent_id", str | None, "The agent that acts (e.g. 'codex').", short="a")
-SESSION = _p("session_id", str | None, "A conversation or task id.", short="s")
-WORKSPACE = _p(
+USER = param(
+    "user_id", str | None, "The end user the memories belong to (e.g. 'alice').", short="u"
+)
+AGENT = param("agent_id", str | None, "The agent that acts (e.g. 'codex').", short="a")
+SESSION = param("session_id", str | None, "A conversation or task id.", short="s")
+WORKSPACE = param(
     "workspace",
     str | None,
     "Workspace (tenant); default 'default'. Over HTTP an API key reaches only its own.",
     short="w",
 )
 SCOPE = (USER, AGENT, SESSION, WORKSPACE)
-LIMIT = _p(
+LIMIT = param(
     "limit", int | None, "How many memories to return (default 10).", short="n", low=1, high=1000
 )
 PAGE = (
-    _p("limit", int, "Page size.", 100, short="n", low=1, high=10_000),
-    _p("offset", int, "Items to skip.", 0, low=0),
+    param("limit", int, "Page size.", 100, short="n", low=1, high=10_000),
+    param("offset", int, "Items to skip.", 0, low=0),
 )
-QUERY = _p("query", str, "What you need to know, in plain words.", REQUIRED, cli="arg")
-MEMORY_ID = _p("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
-TIMESTAMP = _p(
+QUERY = param("query", str, "What you need to know, in plain words.", REQUIRED, cli="arg")
+MEMORY_ID = param("memory_id", str, "The memory's id.", REQUIRED, cli="arg")
+TIMESTAMP = param(
     "timestamp", str | float | None, "When (ISO-8601 or epoch seconds); default now.", mcp=False
 )
-AS_OF = _p(
+AS_OF = param(
     "as_of",
     str | float | None,
     "When the question is asked (ISO-8601 or epoch seconds; default now): relative times in "
     'the query ("two weeks ago", "in May") are read against it, and what was current then '
     "ranks first (later memories are left out).",
 )
-METADATA = _p("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
-WEIGHT = _p(
+METADATA = param("metadata", dict[str, Any] | None, "Extra JSON data.", json=True)
+WEIGHT = param(
     "weight", float, "How much this counts, above 0 up to 10.", 1.0, low=0, high=10, gt=True
 )
-REASON = _p("reason", str | None, "Why.")
-FILTERS = _p(
+REASON = param("reason", str | None, "Why.")
+FILTERS = param(
     "filters",
     dict[str, Any] | None,
     "Only memories that match, filtered before the top `limit` are cut: "
@@ -66,7 +69,7 @@ FILTERS = _p(
 
 def min_score(doc: str) -> Param:
     """The ``min_score`` parameter (recall's or search's ``doc``)."""
-    return _p("min_score", float | None, doc, low=0, high=10)
+    return param("min_score", float | None, doc, low=0, high=10)
 
 
 SEARCH_MIN_SCORE = min_score(
@@ -78,7 +81,7 @@ RECALL_MIN_SCORE = min_score(
     "ranking's score times the best cosine any candidate has with the query (search's "
     "query_match), the scale search returns, so a query nothing matches brings back little."
 )
-SOURCE = _p(
+SOURCE = param(
     "source",
     str | None,
     "Who gives this feedback (default: agent:<agent_id>); over HTTP with an API key, the "
@@ -88,7 +91,7 @@ SOURCE = _p(
 
 
 # -- rendering -----------------------------------------------------------------------------------
-def _memory_lines(record: dict[str, Any]) -> str:
+def memory_lines(record: dict[str, Any]) -> str:
     keys = (
         "id content role kind status workspace user_id agent_id session_id created_at_iso"
     ).split()
@@ -98,7 +101,7 @@ def _memory_lines(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ranked(items: list[dict[str, Any]]) -> str:
+def ranked(items: list[dict[str, Any]]) -> str:
     if not items:
         return "No memories matched."
     return "\n".join(
@@ -108,7 +111,7 @@ def _ranked(items: list[dict[str, Any]]) -> str:
     )
 
 
-def _mcp_listing(items: list[dict[str, Any]]) -> str:
+def mcp_listing(items: list[dict[str, Any]]) -> str:
     lines = []
     for i, item in enumerate(items, 1):
         memory = item["memory"]
@@ -125,7 +128,7 @@ def record_lines(record: dict[str, Any]) -> str:
     )
 
 
-def _explain_text(d: dict[str, Any]) -> str:
+def explain_text(d: dict[str, Any]) -> str:
     lines = [f"memory {d['memory_id']}: rank {d.get('rank')}, score {d.get('score')}"]
     if d.get("score") is not None:
         lines.append(f"  {score_breakdown(d['score'], d.get('components', {}))}")
@@ -137,25 +140,25 @@ def _explain_text(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _added_lines(d: dict[str, Any]) -> list[str]:
+def added_lines(d: dict[str, Any]) -> list[str]:
     """One line per message: its id, or why it was skipped."""
     why = {s["index"]: s["reason"] for s in d.get("skipped", [])}
     return [i if i is not None else f"skipped ({why.get(n, '?')})" for n, i in enumerate(d["ids"])]
 
 
-def _added_text(d: dict[str, Any]) -> str:
+def added_text(d: dict[str, Any]) -> str:
     stored = [i for i in d["ids"] if i is not None]
     text = f"Stored {plural(len(stored), 'memory', 'memories')}: {', '.join(stored)}"
     if d.get("skipped"):
-        listed = ", ".join(f"messages[{s['index']}] ({s['reason']})" for s in d["skipped"])
-        text += f"\nSkipped, nothing to remember: {listed}"
+        skipped = ", ".join(f"messages[{s['index']}] ({s['reason']})" for s in d["skipped"])
+        text += f"\nSkipped, nothing to remember: {skipped}"
     return text
 
 
-def _listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+def listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
     return lambda out, args: {key: [r.to_dict() for r in out]}
 
 
 # -- the operations ------------------------------------------------------------------------------
-_SCOPED = (resolve,)
-_OWNED = (resolve, own_memory)
+SCOPED = (resolve,)
+OWNED = (resolve, own_memory)

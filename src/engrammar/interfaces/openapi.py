@@ -1,47 +1,438 @@
-"""The OpenAPI 3.1 document of the REST API.
+"""The OpenAPI 3.1 document of the REST API, generated.
 
-Its paths are generated from the operation table (:mod:`.operations`), the same table the
-routes are; the request and record schemas are written here, and their limits (content length,
-messages per add) are read from the :class:`~engrammar.config.Config` being served."""
+Its paths come from the operation table (:mod:`.operations`), the same table the routes are
+served from; each request body is the schema of its operation's parameters (:func:`_body`:
+one property per :class:`~.spec.Param`, typed by its type, bounds and choices, described by
+its doc); the records the API answers with are derived from the dataclasses of
+:mod:`engrammar.models` (:func:`_model_schema`). Written here by hand: the shapes of ids,
+texts and times, the rules that tie several fields of a body together, chat messages, and
+the answers that have no model. Limits (content length, messages per add) are read from the
+:class:`~engrammar.config.Config` being served."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import types
+import typing
 from functools import cache
 from typing import Any
 
 from .. import __version__, models
 from ..config import Config
-from .openapi_parts import (
-    _CONTENT_PATTERN,
-    _ID,
-    _LOOSE_MESSAGE_KEYS,
-    _METADATA,
-    _NEED_SCOPE,
-    _NULLABLE_STR,
-    _PATH_SCHEMA,
-    _PATTERN,
-    _RECORDS,
-    _SCOPE_DOC,
-    _TEXT,
-    _TIME,
-    _errors,
-    _given,
-    _inspector_schemas,
-    _json,
-    _listing,
-    _opt,
-    _page_query,
-    _query,
-    _record_requests,
-    _record_schema,
-    _ref,
-    _scope_props,
-    filters_schema,
-)
 from .operations import OPERATIONS, Operation, Param
+from .spec import REQUIRED
 
-__all__ = ["openapi_document"]
+__all__ = ["MAX_INT", "filters_schema", "openapi_document"]
+
+# What the library accepts for ids and texts: not blank, no NUL character.
+_PATTERN = "^[^\\x00]*\\S[^\\x00]*$"
+# A message's content may be blank (the message is then skipped), never hold NUL.
+_CONTENT_PATTERN = "^[^\\x00]*$"
+_ID = {"type": "string", "minLength": 1, "maxLength": 256, "pattern": _PATTERN}
+# Ids in a URL path also exclude '/' and the dot segments a client would normalise away.
+_PATH_PATTERN = "^(?!\\.{1,2}$)[^\\x00/]*\\S[^\\x00/]*$"
+_PATH_SCHEMA = {**_ID, "pattern": _PATH_PATTERN}
+#: The text schema; ``maxLength`` is set from ``Config.max_content_chars`` per document.
+_TEXT: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": _PATTERN}
+_TIME = {
+    "description": "ISO-8601 date-time or epoch seconds.",
+    "anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "number", "minimum": 0, "exclusiveMaximum": 32_503_680_000},
+        {"type": "null"},
+    ],
+}
+_METADATA = {"anyOf": [{"$ref": "#/components/schemas/JSONObject"}, {"type": "null"}]}
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+
+
+def _one_or_more(values: tuple[str, ...]) -> dict[str, Any]:
+    one = {"type": "string", "enum": list(values)}
+    return {"anyOf": [one, {"type": "array", "minItems": 1, "items": one}, {"type": "null"}]}
+
+
+def filters_schema() -> dict[str, Any]:
+    """The ``filters`` of recall and search (engine/filters.py checks them)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Only memories that match every condition given, filtered before the "
+        "top `limit` are cut. `metadata`: per top-level key, a value (equality; null also "
+        'matches a memory without the key) or {"in": [values]}; JSON equality (true is not 1, '
+        "1 equals 1.0). `since` (inclusive) and `until` (exclusive) bound created_at.",
+        "properties": {
+            "metadata": {
+                "type": ["object", "null"],
+                "maxProperties": 32,
+                "propertyNames": {"minLength": 1},
+                "additionalProperties": {
+                    "anyOf": [
+                        _SCALAR,
+                        {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["in"],
+                            "properties": {
+                                "in": {
+                                    "type": "array",
+                                    "minItems": 1,
+                                    "maxItems": 1000,
+                                    "items": _SCALAR,
+                                }
+                            },
+                        },
+                    ]
+                },
+            },
+            "kind": _one_or_more(models.KINDS),
+            "role": _one_or_more(models.ROLES),
+            "since": _TIME,
+            "until": _TIME,
+        },
+    }
+
+
+#: The largest integer a query parameter may carry (SQLite's integers are 64-bit).
+MAX_INT = 2**62
+_SCOPE_DOC = {
+    "user_id": "The end user the memories belong to.",
+    "agent_id": "The agent that acts.",
+    "session_id": "A conversation or task id.",
+    "workspace": "Workspace (tenant); an API key reaches only its own.",
+}
+_NULLABLE_STR = {"type": ["string", "null"]}
+# Fields of SDK messages (OpenAI, a whole Anthropic response) read or kept as they come.
+_LOOSE_MESSAGE_KEYS = (
+    "audio", "annotations", "id", "model", "stop_reason", "stop_sequence", "stop_details",
+    "usage", "container", "diagnostics", "context_management", "status",
+)  # fmt: skip
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _opt(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema, or null (the library reads an explicit null as "not given")."""
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def _given(*names: str) -> dict[str, Any]:
+    """At least one of ``names`` is present and not null."""
+    return {
+        "anyOf": [{"required": [n], "properties": {n: {"not": {"type": "null"}}}} for n in names]
+    }
+
+
+_NEED_SCOPE = _given("user_id", "agent_id", "session_id")
+
+
+def _query(name: str, schema: dict[str, Any], doc: str, required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": doc}
+
+
+def _page_query(default_limit: int = 100) -> list[dict[str, Any]]:
+    return [
+        _query(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": 10_000},
+            f"Page size (default {default_limit}).",
+        ),
+        _query("offset", {"type": "integer", "minimum": 0, "maximum": MAX_INT}, "Items to skip."),
+    ]
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        400: "The body is not a JSON object (malformed JSON).",
+        401: "Missing, unknown or revoked API key.",
+        403: "The key is not bound to the workspace or user asked for.",
+        404: "No such memory in the key's reach.",
+        409: "Conflicts with what is stored.",
+        413: "The request body is larger than `max_request_bytes`.",
+        422: "Invalid input; `error.field` names the field.",
+        429: "Too many requests for this API key (`rate_limit_per_s`); see `Retry-After`.",
+    }
+    return {str(c): {"description": text[c], **_json(_ref("Error"))} for c in codes}
+
+
+_RECORDS = ("FeedbackEvent", "DecisionReview", "PreferencePair", "LoggedEvent", "MemoryRating")
+
+
+def _listing(record: str) -> dict[str, Any]:
+    key = {"LoggedEvent": "logged_events", "MemoryRating": "memory_ratings"}.get(
+        record, "".join("_" + c.lower() if c.isupper() else c for c in record)[1:] + "s"
+    )
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: {"type": "array", "items": _ref(record)}},
+    }
+
+
+_ARRAY_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
+
+
+def _obj(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(props), "properties": props}
+
+
+def _results(item: str) -> dict[str, Any]:
+    """The answer of a search: its query and what it found, best first."""
+    return _obj({"query": {"type": "string"}, "results": {"type": "array", "items": _ref(item)}})
+
+
+def _inspector_schemas() -> dict[str, Any]:
+    """The answers of the web inspector's reads."""
+    scope_row = _obj(
+        {
+            "user_id": _NULLABLE_STR,
+            "agent_id": _NULLABLE_STR,
+            "session_id": _NULLABLE_STR,
+            "memories": {"type": "integer", "minimum": 1},
+        }
+    )
+    return {
+        "ScopeList": _obj(
+            {
+                "workspace": {"type": "string"},
+                "scopes": {"type": "array", "items": scope_row},
+                "truncated": {"type": "boolean"},
+            }
+        ),
+        "Neighbourhood": _obj(
+            {
+                "memory_id": {"type": "string"},
+                "depth": {"type": "integer"},
+                "nodes": {"type": "array", "items": _ref("Memory")},
+                "edges": _ARRAY_OF_OBJECTS,
+                "changes": _ARRAY_OF_OBJECTS,
+            }
+        ),
+        "MemoryLearning": _obj({"memory_id": {"type": "string"}, "signals": _ARRAY_OF_OBJECTS}),
+        "Timeline": _obj({"items": _ARRAY_OF_OBJECTS, "counts": {"type": "object"}}),
+        "RankShifts": _obj({"shifts": _ARRAY_OF_OBJECTS}),
+        "Tensions": _obj({"tensions": _ARRAY_OF_OBJECTS}),
+    }
+
+
+# -- the shapes no parameter type states ---------------------------------------------------
+_SHAPES: dict[str, dict[str, Any]] = {
+    "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
+    # ``maxItems`` is ``Config.max_messages_per_add``, set per document.
+    "messages": {
+        "type": ["array", "null"],
+        "items": {"anyOf": [_ref("Message"), _ref("ResponsesItem")]},
+        "minItems": 1,
+    },
+    "chunks": {
+        "type": ["array", "null"],
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "required": ["content"],
+            "additionalProperties": False,
+            "properties": {"content": _TEXT, "metadata": _METADATA},
+        },
+    },
+}
+_REASON = {"type": ["string", "null"], "maxLength": 2000, "pattern": f"^$|{_PATTERN}"}
+
+
+# -- derived from the models ---------------------------------------------------------------
+#: The models that are components of their own, by the name the document gives them.
+_COMPONENTS: dict[type, str] = {
+    models.MemoryRecord: "Memory",
+    models.ScoredMemory: "ScoredMemory",
+    models.KnowledgeChunk: "KnowledgeChunk",
+}
+_JSON_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean", dict: "object"}
+
+
+def _json_type(hint: Any) -> dict[str, Any]:
+    """The schema of one field of a model, from its type hint."""
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType):
+        kept = [a for a in args if a is not type(None)]
+        if len(kept) == 1:
+            inner = _json_type(kept[0])
+            return {**inner, "type": [inner["type"], "null"]} if "type" in inner else inner
+    if hint in _COMPONENTS:
+        return _ref(_COMPONENTS[hint])
+    if dataclasses.is_dataclass(hint):
+        return {"type": "object"}
+    origin = typing.get_origin(hint) or hint
+    if origin is list:
+        return {"type": "array", "items": _json_type(args[0])}
+    if origin is dict and args and args[1] in (float, int):
+        return {"type": "object", "additionalProperties": _json_type(args[1])}
+    return {"type": _JSON_TYPES[origin]}
+
+
+def _model_schema(cls: type, **fields: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a model's ``to_dict``: every dataclass field, typed by its hint (the
+    ones in ``fields`` as given there, and ``fields`` the ``to_dict`` adds), all present."""
+    hints = typing.get_type_hints(cls)
+    props = {f.name: _json_type(hints[f.name]) for f in dataclasses.fields(cls)}
+    props.update(fields)
+    return {"type": "object", "required": list(props), "properties": props}
+
+
+# -- derived from the operation table ------------------------------------------------------
+_SCOPE_NAMES = frozenset({"user_id", "agent_id", "session_id", "workspace"})
+
+
+def _kinds(hint: Any) -> set[Any]:
+    """The plain types a parameter's type admits (``str | None`` -> {str, NoneType})."""
+    if isinstance(hint, types.UnionType):
+        return set().union(*(_kinds(a) for a in typing.get_args(hint)))
+    return {typing.get_origin(hint) or hint}
+
+
+def _number(param: Param, kinds: set[Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer" if int in kinds else "number"}
+    if param.low is not None:
+        schema["exclusiveMinimum" if param.gt else "minimum"] = param.low
+    if param.high is not None:
+        schema["maximum"] = param.high
+    return _opt(schema) if type(None) in kinds else schema
+
+
+def _text_schema(param: Param) -> dict[str, Any]:
+    if param.name in _SCOPE_NAMES or param.name.endswith("_id") or param.name == "kind":
+        return _ID
+    if param.name == "name":
+        return {**_TEXT, "maxLength": 500}
+    if param.name in ("text", "source"):  # a document to split; a name the server may replace
+        return {"type": "string"}
+    return _TEXT
+
+
+def _param_schema(param: Param, max_messages: int) -> dict[str, Any]:
+    """The JSON Schema of a parameter in a request body, from its type, bounds and choices."""
+    kinds = _kinds(param.type)
+    if param.name in _SHAPES:
+        shape = _SHAPES[param.name]
+        return {**shape, "maxItems": max_messages} if param.name == "messages" else shape
+    if param.type is Any:  # a reason that may be blank
+        return _REASON
+    if dict in kinds:
+        return _METADATA
+    if str in kinds and float in kinds:
+        return _TIME
+    if list in kinds:  # one id or several
+        many = {"type": "array", "items": _ID, "minItems": 1, "maxItems": 1000}
+        return {"anyOf": [_ID, many, {"type": "null"}]}
+    if param.choices == models.KINDS:
+        return _ref("Kind")
+    if param.choices is not None:
+        return {"type": "string", "enum": list(param.choices)}
+    if kinds & {int, float}:
+        return _number(param, kinds)
+    schema = _text_schema(param)
+    return _opt(schema) if type(None) in kinds else schema
+
+
+def _body(op: Operation, path: str, max_messages: int) -> dict[str, Any]:
+    """The request body of ``op`` served at ``path``: its parameters but the path's, each
+    described by its doc, with the rules :data:`_BODY_RULES` adds."""
+    params = [p for p in op.params if "{" + p.name + "}" not in path]
+    out: dict[str, Any] = {"type": "object", "additionalProperties": False}
+    required = [p.name for p in params if p.default is REQUIRED]
+    if required:
+        out["required"] = required
+    doc, rules = _BODY_RULES.get(op.name, ("", ()))
+    if doc:
+        out["description"] = doc
+    if rules:
+        out["allOf"] = list(rules)
+    out["properties"] = {
+        p.name: {**_param_schema(p, max_messages), "description": p.doc} for p in params
+    }
+    return out
+
+
+def _bodies(max_messages: int) -> dict[str, Any]:
+    """The request schema of every operation with a body, by its component name."""
+    out: dict[str, Any] = {}
+    for op in OPERATIONS:
+        name = op.schemas[0]
+        for route in op.http:
+            if name and route.method in ("POST", "PATCH"):
+                out[name] = _body(op, route.path, max_messages)
+    return out
+
+
+_NEEDS_SCOPE = "Name at least one of user_id, agent_id, session_id."
+#: What a body says besides its fields, and the rules that tie its fields together.
+_BODY_RULES: dict[str, tuple[str, tuple[dict[str, Any], ...]]] = {
+    "add": (
+        "Give `content` (one user message) or `messages`, not both, and at least one of "
+        "user_id, agent_id, session_id.",
+        ({"oneOf": [_given("content"), _given("messages")]}, _NEED_SCOPE),
+    ),
+    "update": ("Give `content` and/or `metadata`.", (_given("content", "metadata"),)),
+    "search": (_NEEDS_SCOPE, (_NEED_SCOPE,)),
+    "recall": (
+        f"{_NEEDS_SCOPE} `as_of`: when the question is asked; relative times in the query are "
+        "read against it and what was current then ranks first. `min_score`: leave out "
+        "memories whose absolute score (components.absolute, the scale search returns) is "
+        "below it.",
+        (_NEED_SCOPE,),
+    ),
+    "forget": (
+        "Give `memory_id` (one or a list) or at least one of user_id, agent_id, session_id "
+        "to delete a whole scope.",
+        (_given("memory_id", "user_id", "agent_id", "session_id"),),
+    ),
+    "feedback": (
+        "The reply produced after a recall; acts on `recall_id` or on the scope's newest "
+        "recall (refused, with `consumed: false` and a `message` naming it, when it has had "
+        f"its reply or is older than feedback_recall_window_s). {_NEEDS_SCOPE}",
+        (_NEED_SCOPE,),
+    ),
+    "explain": (_NEEDS_SCOPE, (_NEED_SCOPE,)),
+    "create_feedback_event": (
+        f"{_NEEDS_SCOPE} A `corrected` event needs `corrected_output` or `user_correction`.",
+        (
+            _NEED_SCOPE,
+            {
+                "if": {"properties": {"state": {"const": "corrected"}}},
+                "then": _given("corrected_output", "user_correction"),
+            },
+        ),
+    ),
+    "create_decision_review": (
+        "A later look at a feedback event; a different final_decision reverses it. "
+        "Reviewing to `corrected` needs an event that carries a correction.",
+        (),
+    ),
+    "create_preference_pair": (
+        "One output preferred over another for the same context; `accepted_output` and "
+        "`rejected_output` must differ (a rule JSON Schema cannot state); name at least one "
+        "of user_id, agent_id, session_id.",
+        (_NEED_SCOPE,),
+    ),
+    "log_event": (
+        "Any other event on record; name at least one of user_id, agent_id, session_id.",
+        (_NEED_SCOPE,),
+    ),
+    "rate_memory": (
+        "Whether a memory helped (MCP memory_feedback). Give recall_id or context, not both.",
+        ({"not": {"allOf": [_given("recall_id"), _given("context")]}},),
+    ),
+    "add_knowledge": (
+        "Give `chunks` (passages as given) or `text` (a document to split), and at least one "
+        "of user_id, agent_id, session_id.",
+        ({"oneOf": [_given("chunks"), _given("text")]}, _NEED_SCOPE),
+    ),
+    "search_knowledge": (_NEEDS_SCOPE, (_NEED_SCOPE,)),
+}
 
 
 def _op(
@@ -75,61 +466,6 @@ def _op(
 
 
 def _schemas(max_messages: int) -> dict[str, Any]:
-    memory = {
-        "type": "object",
-        "required": [
-            "id",
-            "content",
-            "role",
-            "kind",
-            "workspace",
-            "user_id",
-            "agent_id",
-            "session_id",
-            "created_at",
-            "updated_at",
-            "status",
-            "metadata",
-            "valid_until",
-            "superseded_by",
-            "created_at_iso",
-        ],
-        "properties": {
-            "id": {"type": "string"},
-            "content": {"type": "string"},
-            "role": {"type": "string", "enum": list(models.ROLES)},
-            "kind": {"type": "string"},
-            "workspace": {"type": "string"},
-            "user_id": _NULLABLE_STR,
-            "agent_id": _NULLABLE_STR,
-            "session_id": _NULLABLE_STR,
-            "created_at": {"type": "number"},
-            "updated_at": {"type": "number"},
-            "status": {"type": "string"},
-            "metadata": {"type": "object"},
-            "valid_until": {
-                "type": ["number", "null"],
-                "description": "When a newer memory replaced this one (null while current).",
-            },
-            "superseded_by": {
-                "type": ["string", "null"],
-                "description": "The id of the memory that replaced this one.",
-            },
-            "created_at_iso": {"type": "string"},
-        },
-    }
-    scored = {
-        "type": "object",
-        "required": ["memory", "score", "components", "via", "note", "excerpt"],
-        "properties": {
-            "memory": _ref("Memory"),
-            "score": {"type": "number"},
-            "components": {"type": "object", "additionalProperties": {"type": "number"}},
-            "via": {"type": "string"},
-            "note": _NULLABLE_STR,
-            "excerpt": _NULLABLE_STR,
-        },
-    }
     part = {
         "anyOf": [
             {"type": "string", "pattern": _CONTENT_PATTERN},
@@ -234,30 +570,30 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         "JSONValue": json_value,
         "JSONObject": json_object,
         "Kind": {"type": "string", "enum": list(models.KINDS)},
-        "Memory": memory,
-        "ScoredMemory": scored,
+        "Memory": _model_schema(
+            models.MemoryRecord,
+            role={"type": "string", "enum": list(models.ROLES)},
+            valid_until={
+                "type": ["number", "null"],
+                "description": "When a newer memory replaced this one (null while current).",
+            },
+            superseded_by={
+                "type": ["string", "null"],
+                "description": "The id of the memory that replaced this one.",
+            },
+            created_at_iso={"type": "string"},
+        ),
+        "ScoredMemory": _model_schema(models.ScoredMemory),
+        "RecallResult": _model_schema(
+            models.RecallResult,
+            preferences={
+                "type": "array",
+                "items": _ref("ScoredMemory"),
+                "description": "Standing preferences of the scope that bear on the query.",
+            },
+        ),
         "Message": message,
         "ResponsesItem": responses_item,
-        "AddRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "description": "Give `content` (one user message) or `messages`, not both, and "
-            "at least one of user_id, agent_id, session_id.",
-            "allOf": [{"oneOf": [_given("content"), _given("messages")]}, _NEED_SCOPE],
-            "properties": {
-                "content": _opt(_TEXT),
-                "messages": {
-                    "type": ["array", "null"],
-                    "items": {"anyOf": [_ref("Message"), _ref("ResponsesItem")]},
-                    "minItems": 1,
-                    "maxItems": max_messages,
-                },
-                **_scope_props(),
-                "metadata": _METADATA,
-                "timestamp": _TIME,
-                "kind": _ref("Kind"),
-            },
-        },
         "AddResult": {
             "type": "object",
             "required": ["ids", "skipped", "workspace"],
@@ -284,66 +620,8 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 "workspace": {"type": "string"},
             },
         },
-        "SearchRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["query"],
-            "description": "Name at least one of user_id, agent_id, session_id.",
-            "allOf": [_NEED_SCOPE],
-            "properties": {
-                "query": _TEXT,
-                **_scope_props(),
-                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
-                "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
-                "as_of": _TIME,
-                "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
-            },
-        },
         "Filters": filters_schema(),
-        "RecallRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["query"],
-            "description": "Name at least one of user_id, agent_id, session_id. `as_of`: when "
-            "the question is asked; relative times in the query are read against it and what "
-            "was current then ranks first. `min_score`: leave out memories whose absolute "
-            "score (components.absolute, the scale search returns) is below it.",
-            "allOf": [_NEED_SCOPE],
-            "properties": {
-                "query": _TEXT,
-                **_scope_props(),
-                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
-                "as_of": _TIME,
-                "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
-                "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 10},
-            },
-        },
-        "RecallResult": {
-            "type": "object",
-            "required": ["recall_id", "query", "memories", "paths", "tensions", "formatted"],
-            "properties": {
-                "recall_id": {"type": "string"},
-                "query": {"type": "string"},
-                "memories": {"type": "array", "items": _ref("ScoredMemory")},
-                "paths": {"type": "array", "items": {"type": "object"}},
-                "tensions": {"type": "array", "items": {"type": "object"}},
-                "formatted": {"type": "string"},
-                "knowledge": {"type": "array", "items": _ref("KnowledgeChunk")},
-                "preferences": {
-                    "type": "array",
-                    "items": _ref("ScoredMemory"),
-                    "description": "Standing preferences of the scope that bear on the query.",
-                },
-            },
-        },
-        "SearchResult": {
-            "type": "object",
-            "required": ["query", "results"],
-            "properties": {
-                "query": {"type": "string"},
-                "results": {"type": "array", "items": _ref("ScoredMemory")},
-            },
-        },
+        "SearchResult": _results("ScoredMemory"),
         "MemoryList": {
             "type": "object",
             "required": ["memories", "total"],
@@ -353,40 +631,6 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             },
         },
         **_inspector_schemas(),
-        "UpdateRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "description": "Give `content` and/or `metadata`.",
-            "allOf": [_given("content", "metadata")],
-            "properties": {
-                "content": _opt(_TEXT),
-                "metadata": _METADATA,
-                "reason": {
-                    "type": ["string", "null"],
-                    "maxLength": 2000,
-                    "pattern": f"^$|{_PATTERN}",
-                    "description": "Why, kept in the memory's history.",
-                },
-                "workspace": {**_opt(_ID), "description": _SCOPE_DOC["workspace"]},
-            },
-        },
-        "ForgetRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "description": "Give `memory_id` (one or a list) or at least one of user_id, "
-            "agent_id, session_id to delete a whole scope.",
-            "allOf": [_given("memory_id", "user_id", "agent_id", "session_id")],
-            "properties": {
-                "memory_id": {
-                    "anyOf": [
-                        _ID,
-                        {"type": "array", "items": _ID, "minItems": 1, "maxItems": 1000},
-                        {"type": "null"},
-                    ],
-                },
-                **_scope_props(),
-            },
-        },
         "ForgetResult": {
             "type": "object",
             "required": ["deleted"],
@@ -398,35 +642,6 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             "properties": {
                 "memory_id": {"type": "string"},
                 "history": {"type": "array", "items": {"type": "object"}},
-            },
-        },
-        "FeedbackRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["response"],
-            "description": "The reply produced after a recall; acts on `recall_id` or on the "
-            "scope's newest recall (refused, with `consumed: false` and a `message` naming it, "
-            "when it has had its reply or is older than feedback_recall_window_s). Name at "
-            "least one of user_id, agent_id, session_id.",
-            "allOf": [_NEED_SCOPE],
-            "properties": {
-                "response": _TEXT,
-                "recall_id": {**_opt(_ID), "description": "The recall to act on."},
-                **_scope_props(),
-                "source": {
-                    "type": ["string", "null"],
-                    "description": "Who sends the reply; with an API key, the key's id.",
-                },
-            },
-        },
-        "UndoRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["record_id"],
-            "properties": {
-                "record_id": _ID,
-                "user_id": _opt(_ID),
-                "workspace": _opt(_ID),
             },
         },
         "UndoResult": {
@@ -471,19 +686,6 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 },
             },
         },
-        "ExplainRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["query", "memory_id"],
-            "description": "Name at least one of user_id, agent_id, session_id.",
-            "allOf": [_NEED_SCOPE],
-            "properties": {
-                "query": _TEXT,
-                "memory_id": _ID,
-                **_scope_props(),
-                "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000},
-            },
-        },
         "Explanation": {
             "type": "object",
             "required": ["memory_id", "query", "components"],
@@ -520,67 +722,22 @@ def _schemas(max_messages: int) -> dict[str, Any]:
                 },
             },
         },
-        **_record_requests(),
-        **{name: _record_schema(getattr(models, name)) for name in _RECORDS},
+        **_bodies(max_messages),
+        **{name: _model_schema(getattr(models, name)) for name in _RECORDS},
         **{f"{name}List": _listing(name) for name in _RECORDS},
         "Stats": {
             "type": "object",
             "required": ["memories"],
             "properties": {"memories": {"type": "integer"}},
         },
-        "KnowledgeBase": _record_schema(models.KnowledgeBase),
-        "KnowledgeChunk": _record_schema(models.KnowledgeChunk),
+        "KnowledgeBase": _model_schema(models.KnowledgeBase),
+        "KnowledgeChunk": _model_schema(models.KnowledgeChunk),
         "KnowledgeBaseList": {
             "type": "object",
             "required": ["knowledge_bases"],
             "properties": {"knowledge_bases": {"type": "array", "items": _ref("KnowledgeBase")}},
         },
-        "KnowledgeAddRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["name"],
-            "description": "Give `chunks` (passages as given) or `text` (a document to split), "
-            "and at least one of user_id, agent_id, session_id.",
-            "allOf": [{"oneOf": [_given("chunks"), _given("text")]}, _NEED_SCOPE],
-            "properties": {
-                "name": {**_TEXT, "maxLength": 500},
-                "chunks": {
-                    "type": ["array", "null"],
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "required": ["content"],
-                        "additionalProperties": False,
-                        "properties": {"content": _TEXT, "metadata": _METADATA},
-                    },
-                },
-                "text": {"type": ["string", "null"]},
-                **_scope_props(),
-                "metadata": _METADATA,
-                "chunk_chars": {"type": "integer", "minimum": 1, "maximum": 100000},
-                "chunk_overlap": {"type": "integer", "minimum": 0},
-            },
-        },
-        "KnowledgeSearchRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["query"],
-            "description": "Name at least one of user_id, agent_id, session_id.",
-            "allOf": [_NEED_SCOPE],
-            "properties": {
-                "query": _TEXT,
-                **_scope_props(),
-                "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-            },
-        },
-        "KnowledgeSearchResult": {
-            "type": "object",
-            "required": ["query", "results"],
-            "properties": {
-                "query": {"type": "string"},
-                "results": {"type": "array", "items": _ref("KnowledgeChunk")},
-            },
-        },
+        "KnowledgeSearchResult": _results("KnowledgeChunk"),
         "KnowledgeDeleted": {
             "type": "object",
             "required": ["kb_id", "deleted"],

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ..errors import ValidationError
 from ..memory import Memory
-from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, iso
+from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, ROLES, iso
 from .access import (
     Call,
     Principal,
@@ -43,19 +43,19 @@ __all__ = [
     "operation",
 ]
 from .op_params import (
-    _OWNED,
-    _SCOPED,
     AGENT,
     AS_OF,
     FILTERS,
     LIMIT,
     MEMORY_ID,
     METADATA,
+    OWNED,
     PAGE,
     QUERY,
     REASON,
     RECALL_MIN_SCORE,
     SCOPE,
+    SCOPED,
     SEARCH_MIN_SCORE,
     SESSION,
     SOURCE,
@@ -63,41 +63,40 @@ from .op_params import (
     USER,
     WEIGHT,
     WORKSPACE,
-    _added_lines,
-    _added_text,
-    _explain_text,
-    _listed,
-    _mcp_listing,
-    _memory_lines,
-    _p,
-    _ranked,
+    added_lines,
+    added_text,
+    explain_text,
+    listed,
+    mcp_listing,
+    memory_lines,
+    param,
+    ranked,
     record_lines,
 )
-from .operations_reads import INSPECTOR_OPERATIONS, KNOWLEDGE_OPERATIONS
-from .spec import REQUIRED, HttpRoute, Operation, Param
+from .spec import ORDERS, REQUIRED, HttpRoute, Operation, Param
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "add",
         "add",
         (
-            _p(
+            param(
                 "messages",
                 list[dict[str, Any]] | None,
                 "Several messages, in order: {role, content} or as the OpenAI and Anthropic "
                 "SDKs write them (content parts / blocks, tool calls and results).",
                 cli=None,
             ),
-            _p("content", str | None, "One thing to remember (a user message).", cli=None),
+            param("content", str | None, "One thing to remember (a user message).", cli=None),
             *SCOPE,
-            _p(
+            param(
                 "metadata",
                 dict[str, Any] | None,
                 "Extra JSON data kept with each memory.",
                 json=True,
             ),
             TIMESTAMP,
-            _p("kind", str, "What the memory is.", "message", choices=KINDS),
+            param("kind", str, "What the memory is.", "message", choices=KINDS),
         ),
         "Remember messages",
         http=(HttpRoute("POST", "/v1/memories", 201),),
@@ -115,10 +114,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "add --messages chat.json -u alice   # a transcript (OpenAI / Anthropic messages)\nPrints "
         "one line per message: the memory's id (an exact duplicate prints the id it already "
         "has), or why it was skipped.",
-        guards=_SCOPED,
+        guards=SCOPED,
         shape=lambda out, args: {**out.to_dict(), "workspace": args["workspace"]},
-        text=lambda d: "\n".join(_added_lines(d)),
-        mcp_text=_added_text,
+        text=lambda d: "\n".join(added_lines(d)),
+        mcp_text=added_text,
         schemas=("AddRequest", "AddResult"),
         hints={"destructiveHint": False, "idempotentHint": True},
     ),
@@ -129,8 +128,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "List memories of a scope, oldest first",
         cli=("list",),
         cli_doc="List memories of a scope, oldest first.",
-        guards=_SCOPED,
-        shape=_listed("memories"),
+        guards=SCOPED,
+        shape=listed("memories"),
         text=lambda d: (
             "\n".join(
                 f"{m['id']}  {m['created_at_iso'][:19]}  {m['user_id'] or '-'}  "
@@ -149,8 +148,8 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
         cli=("get",),
         cli_doc="Show one memory.",
-        guards=_OWNED,
-        text=_memory_lines,
+        guards=OWNED,
+        text=memory_lines,
         schemas=(None, "Memory"),
         errors=(401, 403, 404, 422),
     ),
@@ -159,14 +158,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "update",
         (
             MEMORY_ID,
-            _p("content", str | None, "The new content."),
-            _p("metadata", dict[str, Any] | None, "Metadata to merge in.", json=True),
-            _p("reason", Any, "Why, kept in the memory's history.", ""),
+            param("content", str | None, "The new content."),
+            param("metadata", dict[str, Any] | None, "Metadata to merge in.", json=True),
+            param("reason", Any, "Why, kept in the memory's history.", ""),
             WORKSPACE,
         ),
         "Change a memory's content and/or metadata",
         http=(HttpRoute("PATCH", "/v1/memories/{memory_id}", 200),),
-        guards=_OWNED,
+        guards=OWNED,
         schemas=("UpdateRequest", "Memory"),
         errors=(401, 403, 404, 409, 422),
     ),
@@ -178,7 +177,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
         cli=("history",),
         cli_doc="Show what changed a memory, and why, oldest first.",
-        guards=_OWNED,
+        guards=OWNED,
         shape=lambda out, args: {"memory_id": args["memory_id"], "history": out},
         text=lambda d: "\n".join(
             f"{h['rev']}  {iso(h['at'])[:19]}  {h['op']:<8} {h['reason'] or ''}".rstrip()
@@ -201,7 +200,7 @@ OPERATIONS: tuple[Operation, ...] = (
         cli_doc="Recall what matters for QUERY: ranked memories, paths and conflicts, as a text "
         "block.\n\nThe recall is recorded with an id (printed last) that 'engrammar feedback' "
         "can act on.",
-        guards=_SCOPED,
+        guards=SCOPED,
         text=recalled_text,
         mcp_text=recall_tool_text,
         schemas=("RecallRequest", "RecallResult"),
@@ -226,10 +225,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "a memory's id (to forget it or rate it) or to browse.",
         cli=("search",),
         cli_doc="Search memories by meaning and keywords: score, id and content, best first.",
-        guards=_SCOPED,
+        guards=SCOPED,
         shape=lambda out, args: {"query": args["query"], "results": [h.to_dict() for h in out]},
-        text=lambda d: _ranked(d["results"]),
-        mcp_text=lambda d: _mcp_listing(d["results"]) or "No memories matched.",
+        text=lambda d: ranked(d["results"]),
+        mcp_text=lambda d: mcp_listing(d["results"]) or "No memories matched.",
         schemas=("SearchRequest", "SearchResult"),
         hints={"readOnlyHint": True},
     ),
@@ -237,7 +236,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "forget",
         "forget",
         (
-            _p(
+            param(
                 "memory_id",
                 str | list[str] | None,
                 "The id (or ids) to delete. Omit to delete a whole scope.",
@@ -274,7 +273,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/stats", 200),),
         cli=("stats",),
         cli_doc="Counts of memories, edges, recalls and feedback in a scope.",
-        guards=_SCOPED,
+        guards=SCOPED,
         text=lambda d: "\n".join(
             f"{k}: {json.dumps(val) if isinstance(val, dict) else val}" for k, val in d.items()
         ),
@@ -284,7 +283,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "feedback",
         "feedback",
         (
-            _p(
+            param(
                 "response",
                 str,
                 "Your final reply after a recall: recalled paths that agree with it are "
@@ -292,7 +291,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 REQUIRED,
                 cli="arg",
             ),
-            _p(
+            param(
                 "recall_id",
                 str | None,
                 "The recall to act on (default: the scope's newest, if it has had no reply "
@@ -309,7 +308,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "strengthened; those it ignored are weakened. A recall is used once.\n\n\b\n  engrammar "
         'recall "How do you approach projects?" -u alice\n  engrammar feedback "You write the '
         'docs first, then code." -u alice',
-        guards=(*_SCOPED, attribute),
+        guards=(*SCOPED, attribute),
         text=feedback_summary,
         schemas=("FeedbackRequest", "FeedbackResult"),
         errors=(401, 403, 404, 422),
@@ -319,16 +318,18 @@ OPERATIONS: tuple[Operation, ...] = (
         "explain",
         (
             QUERY,
-            _p("memory_id", str, "The memory whose rank is explained.", REQUIRED, cli="arg"),
+            param("memory_id", str, "The memory whose rank is explained.", REQUIRED, cli="arg"),
             *SCOPE,
-            _p("limit", int | None, "The result size ranked against.", short="n", low=1, high=1000),
+            param(
+                "limit", int | None, "The result size ranked against.", short="n", low=1, high=1000
+            ),
         ),
         "Why a memory ranks where it does for a query",
         http=(HttpRoute("POST", "/v1/explain", 200),),
         cli=("explain",),
         cli_doc="Explain why MEMORY_ID ranks where it does for QUERY: every part of its score.",
-        guards=_OWNED,
-        text=_explain_text,
+        guards=OWNED,
+        text=explain_text,
         schemas=("ExplainRequest", "Explanation"),
         errors=(401, 403, 404, 422),
     ),
@@ -336,7 +337,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "undo",
         "undo",
         (
-            _p(
+            param(
                 "record_id",
                 str,
                 "The feedback record to take back: a feedback event, decision review, "
@@ -344,7 +345,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 REQUIRED,
                 cli="arg",
             ),
-            _p("user_id", str | None, "Only a record of this user.", short="u"),
+            param("user_id", str | None, "Only a record of this user.", short="u"),
             WORKSPACE,
         ),
         "Take a feedback record back",
@@ -357,7 +358,7 @@ OPERATIONS: tuple[Operation, ...] = (
         cli=("undo",),
         cli_doc="Take back the feedback record RECORD_ID: scores return to what they would be "
         "had it never been given.",
-        guards=_SCOPED,
+        guards=SCOPED,
         text=lambda d: (
             f"undid {d['kind'].replace('_', ' ')} {d['record_id']}"
             + (f" (+{len(d['undone']) - 1} reviews)" if len(d["undone"]) > 1 else "")
@@ -371,7 +372,7 @@ OPERATIONS: tuple[Operation, ...] = (
 
 
 def _text_p(name: str, doc: str, required: bool = False) -> Param:
-    return _p(name, str if required else str | None, doc, REQUIRED if required else None)
+    return param(name, str if required else str | None, doc, REQUIRED if required else None)
 
 
 def _record_ops(
@@ -394,8 +395,8 @@ def _record_ops(
         http=(HttpRoute("GET", f"/v1/{path}", 200, f"list_{key}"),),
         cli=(group, "list"),
         cli_doc=f"List {title}s of a scope, oldest first.",
-        guards=_SCOPED,
-        shape=_listed(key),
+        guards=SCOPED,
+        shape=listed(key),
         text=lambda d: (
             "\n".join(f"{r['id']}  {summary(r)}" for r in d[key]) or f"No {title}s in this scope."
         ),
@@ -404,12 +405,12 @@ def _record_ops(
     getter = Operation(
         f"get_{key[:-1]}",
         f"get_{key[:-1]}",
-        (_p(id_name, str, f"The {title}'s id.", REQUIRED, cli="arg"), WORKSPACE),
+        (param(id_name, str, f"The {title}'s id.", REQUIRED, cli="arg"), WORKSPACE),
         f"One {title}",
         http=(HttpRoute("GET", f"/v1/{path}/{{{id_name}}}", 200, f"get_{key}"),),
         cli=(group, "get"),
         cli_doc=f"Show one {title}.",
-        guards=_SCOPED,
+        guards=SCOPED,
         owned_as=title,
         text=record_lines,
         schemas=(None, record),
@@ -432,7 +433,7 @@ _RECORDS = (
             (
                 _text_p("input_context", "What you were asked or working on (the context).", True),
                 _text_p("ai_output", "What you (the agent) produced.", True),
-                _p("state", str, _STATE, REQUIRED, choices=FEEDBACK_STATES),
+                param("state", str, _STATE, REQUIRED, choices=FEEDBACK_STATES),
                 _text_p("user_reaction", "How the user reacted, in their words or yours."),
                 _text_p("user_correction", "The user's correction, as they said it."),
                 _text_p("corrected_output", "The corrected version of your output."),
@@ -467,7 +468,7 @@ _RECORDS = (
             'every 30 seconds until it succeeds." --state corrected \\\n    --corrected-output '
             '"Exponential backoff, max 5 attempts, skip 4xx." \\\n    --reason "A 4xx means the '
             "request is wrong; sending it again won't fix it.\"",
-            guards=(*_SCOPED, attribute),
+            guards=(*SCOPED, attribute),
             text=lambda d: f"recorded feedback event {d['id']} ({d['state']})",
             mcp_text=lambda d: f"Recorded feedback event {d['id']} ({d['state']}).",
             schemas=("FeedbackEventRequest", "FeedbackEvent"),
@@ -485,8 +486,8 @@ _RECORDS = (
             "create_decision_review",
             "create_decision_review",
             (
-                _p("event_id", str, "The feedback event reviewed.", REQUIRED, cli="arg"),
-                _p(
+                param("event_id", str, "The feedback event reviewed.", REQUIRED, cli="arg"),
+                param(
                     "final_decision",
                     str,
                     "The verdict now. If it differs from the event's state, the review marks "
@@ -494,17 +495,17 @@ _RECORDS = (
                     REQUIRED,
                     choices=FEEDBACK_STATES,
                 ),
-                _p(
+                param(
                     "outcome",
                     str,
                     "How the decision turned out.",
                     "unknown",
                     choices=REVIEW_OUTCOMES,
                 ),
-                _p("confidence", float, "How sure the review is, 0 to 1.", 1.0, low=0, high=1),
+                param("confidence", float, "How sure the review is, 0 to 1.", 1.0, low=0, high=1),
                 REASON,
-                _p("user_id", str | None, "Who reviews.", short="u"),
-                _p("agent_id", str | None, "The agent that reviews.", short="a"),
+                param("user_id", str | None, "Who reviews.", short="u"),
+                param("agent_id", str | None, "The agent that reviews.", short="a"),
                 WORKSPACE,
                 TIMESTAMP,
                 SOURCE,
@@ -563,7 +564,7 @@ _RECORDS = (
             "repeat the rejected output are lowered.",
             cli=("pair", "create"),
             cli_doc="Record that one output was preferred over another for the same context.",
-            guards=(*_SCOPED, attribute),
+            guards=(*SCOPED, attribute),
             text=lambda d: f"recorded preference pair {d['id']}",
             mcp_text=lambda d: f"Recorded preference pair {d['id']}.",
             schemas=("PreferencePairRequest", "PreferencePair"),
@@ -581,14 +582,16 @@ _RECORDS = (
             "log_event",
             "log_event",
             (
-                _p(
+                param(
                     "kind",
                     str,
                     "What happened, as a short name: 'checkpoint', 'tool_run'.",
                     REQUIRED,
                     cli="arg",
                 ),
-                _p("payload", dict[str, Any] | None, "Any JSON data about the event.", json=True),
+                param(
+                    "payload", dict[str, Any] | None, "Any JSON data about the event.", json=True
+                ),
                 *SCOPE,
                 TIMESTAMP,
                 SOURCE,
@@ -600,7 +603,7 @@ _RECORDS = (
             mcp_doc="Put any other event on record (a checkpoint, a tool run, a milestone).",
             cli=("log", "create"),
             cli_doc="Put any other event of KIND on record (a checkpoint, a tool run).",
-            guards=(*_SCOPED, attribute),
+            guards=(*SCOPED, attribute),
             text=lambda d: f"logged event {d['id']} ({d['kind']})",
             mcp_text=lambda d: f"Logged event {d['id']} ({d['kind']}).",
             schemas=("LogEventRequest", "LoggedEvent"),
@@ -619,7 +622,9 @@ _RECORDS = (
             "rate_memory",
             (
                 MEMORY_ID,
-                _p("verdict", str, "Whether the memory helped.", REQUIRED, choices=RATING_VERDICTS),
+                param(
+                    "verdict", str, "Whether the memory helped.", REQUIRED, choices=RATING_VERDICTS
+                ),
                 _text_p("correction", "With 'corrected': the right content (stored as a fact)."),
                 _text_p(
                     "recall_id", "The recall the memory came from (counts for similar queries)."
@@ -640,6 +645,205 @@ _RECORDS = (
             errors=(401, 403, 404, 409, 422),
         ),
         lambda r: f"{r['verdict']:<9} memory {r['memory_id']}",
+    ),
+)
+
+
+# -- the web inspector's reads and the knowledge bases ---------------------------------------
+def _limit(default: int, high: int) -> Param:
+    return param("limit", int | None, f"At most this many (default {default}).", low=1, high=high)
+
+
+#: The reads of the web inspector (``/ui``): REST only.
+INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "find_memories",
+        "find_memories",
+        (
+            *SCOPE,
+            *PAGE,
+            param("kind", str | None, "Only memories of this kind.", choices=KINDS),
+            param("role", str | None, "Only memories of this role.", choices=ROLES),
+            param("status", str | None, "Only memories of this status (active, ...)."),
+            param("since", str | float | None, "Created at or after (epoch seconds or ISO-8601)."),
+            param("until", str | float | None, "Created before (epoch seconds or ISO-8601)."),
+            param("text", str | None, "Content contains this text (any case)."),
+            param("order", str | None, "oldest (default) or newest first.", choices=ORDERS),
+        ),
+        "List memories of a scope (oldest first unless order=newest), with filters",
+        http=(HttpRoute("GET", "/v1/memories", 200, "list"),),
+        guards=SCOPED,
+        schemas=(None, "MemoryList"),
+    ),
+    Operation(
+        "scopes",
+        "scopes",
+        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
+        "The users, agents and sessions of the key's workspace, with memory counts",
+        http=(HttpRoute("GET", "/v1/scopes", 200),),
+        guards=SCOPED,
+        schemas=(None, "ScopeList"),
+    ),
+    Operation(
+        "memory_edges",
+        "memory_edges",
+        (
+            MEMORY_ID,
+            param("user_id", str | None, "Only neighbours of this user."),
+            WORKSPACE,
+            param("depth", int | None, "Hops from the memory, 1 (default) or 2.", low=1, high=2),
+            _limit(200, 1_000),
+        ),
+        "A memory's graph neighbourhood, with every weight change feedback made",
+        http=(HttpRoute("GET", "/v1/memories/{memory_id}/edges", 200),),
+        guards=OWNED,
+        schemas=(None, "Neighbourhood"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "memory_learning",
+        "memory_learning",
+        (MEMORY_ID, WORKSPACE),
+        "The feedback signals on a memory and its learned multiplier after each",
+        http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
+        guards=OWNED,
+        schemas=(None, "MemoryLearning"),
+        errors=(401, 403, 404, 422),
+    ),
+    Operation(
+        "timeline",
+        "timeline",
+        (*SCOPE, _limit(200, 2_000)),
+        "A scope's feedback of every kind on one time line, newest first",
+        http=(HttpRoute("GET", "/v1/timeline", 200),),
+        guards=SCOPED,
+        schemas=(None, "Timeline"),
+    ),
+    Operation(
+        "rank_shifts",
+        "rank_shifts",
+        (*SCOPE, _limit(10, 50)),
+        "Ranks of memories that feedback touched: in the recall rated, and now",
+        http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
+        guards=SCOPED,
+        schemas=(None, "RankShifts"),
+    ),
+    Operation(
+        "tensions",
+        "tensions",
+        (*SCOPE, _limit(100, 1_000)),
+        "Contradictions between a scope's memories, with the ratings of each side",
+        http=(HttpRoute("GET", "/v1/tensions", 200),),
+        guards=SCOPED,
+        schemas=(None, "Tensions"),
+    ),
+)
+
+KB_ID = param("kb_id", str, "The knowledge base's id (from add_knowledge).", REQUIRED, cli="arg")
+
+
+def _chunk_lines(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "No knowledge matched."
+    return "\n".join(
+        f"{i}. {c['score']:.3f}  {c['kb_id']}  {short(c['content'])}"
+        for i, c in enumerate(items, 1)
+    )
+
+
+KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "add_knowledge",
+        "add_knowledge",
+        (
+            param("name", str, "What the knowledge base is called.", REQUIRED, cli="arg"),
+            param(
+                "chunks",
+                list[dict[str, Any]] | None,
+                "Passages as given: {content, metadata} objects.",
+                cli=None,
+            ),
+            param("text", str | None, "A whole document, split into passages."),
+            *SCOPE,
+            METADATA,
+            param(
+                "chunk_chars",
+                int,
+                "Most characters of one passage of `text`.",
+                1000,
+                low=1,
+                high=100_000,
+            ),
+            param("chunk_overlap", int, "Characters repeated where a sentence is cut.", 100, low=0),
+        ),
+        "Store a document as a knowledge base",
+        http=(HttpRoute("POST", "/v1/knowledge", 201),),
+        mcp="memory_add_knowledge",
+        mcp_doc="Store a document (or passages) as a knowledge base of the scope: it is "
+        "chunked and embedded, and every memory_recall of the scope searches it beside the "
+        "conversation memories.",
+        cli=("knowledge", "add"),
+        cli_doc="Store --text (a document, split into passages) as knowledge base NAME.",
+        guards=SCOPED,
+        text=lambda d: f"stored knowledge base {d['id']} ({d['chunk_count']} chunks)",
+        schemas=("KnowledgeAddRequest", "KnowledgeBase"),
+    ),
+    Operation(
+        "search_knowledge",
+        "search_knowledge",
+        (
+            QUERY,
+            *SCOPE,
+            param("limit", int, "How many chunks to return.", 5, short="n", low=1, high=1000),
+        ),
+        "Search the knowledge bases of a scope",
+        http=(HttpRoute("POST", "/v1/knowledge/search", 200),),
+        mcp="memory_search_knowledge",
+        mcp_doc="Search the scope's knowledge bases (documents) by meaning; chunks with scores "
+        "in [0, 1], best first.",
+        cli=("knowledge", "search"),
+        cli_doc="Search the knowledge bases of a scope for QUERY.",
+        guards=SCOPED,
+        shape=lambda out, args: {"query": args["query"], "results": [c.to_dict() for c in out]},
+        text=lambda d: _chunk_lines(d["results"]),
+        schemas=("KnowledgeSearchRequest", "KnowledgeSearchResult"),
+        hints={"readOnlyHint": True},
+    ),
+    Operation(
+        "list_knowledge",
+        "list_knowledge",
+        SCOPE,
+        "List the knowledge bases of a scope",
+        http=(HttpRoute("GET", "/v1/knowledge", 200),),
+        cli=("knowledge", "list"),
+        cli_doc="List the knowledge bases of a scope, oldest first.",
+        guards=SCOPED,
+        shape=listed("knowledge_bases"),
+        text=lambda d: (
+            "\n".join(
+                f"{k['id']}  {k['chunk_count']:>5} chunks  {k['name']}"
+                for k in d["knowledge_bases"]
+            )
+            or "No knowledge bases in this scope."
+        ),
+        schemas=(None, "KnowledgeBaseList"),
+    ),
+    Operation(
+        "delete_knowledge",
+        "delete_knowledge",
+        (KB_ID, *SCOPE),
+        "Delete a knowledge base and its chunks",
+        http=(HttpRoute("DELETE", "/v1/knowledge/{kb_id}", 200),),
+        mcp="memory_delete_knowledge",
+        mcp_doc="Delete a knowledge base of the scope, with all its chunks.",
+        cli=("knowledge", "delete"),
+        cli_doc="Delete knowledge base KB_ID and its chunks.",
+        guards=SCOPED,
+        shape=lambda out, args: {"kb_id": args["kb_id"], "deleted": out},
+        text=lambda d: f"deleted knowledge base {d['kb_id']} ({d['deleted']} chunks)",
+        schemas=(None, "KnowledgeDeleted"),
+        errors=(401, 403, 404, 422),
+        hints={"destructiveHint": True},
     ),
 )
 
@@ -709,9 +913,9 @@ def dispatch(
     unknown = sorted(set(args) - set(fields))
     if unknown:
         raise ValidationError(unknown[0], f"unknown field; accepted: {', '.join(fields)}")
-    for param in op.params:
-        if param.required and param.name not in args:
-            raise ValidationError(param.name, "is required")
+    for declared in op.params:
+        if declared.required and declared.name not in args:
+            raise ValidationError(declared.name, "is required")
     full = {p.name: (None if p.required else p.default) for p in op.params}
     call = Call(memory, principal, {**full, **args})
     for guard in op.guards:

@@ -25,7 +25,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..engine.validate import shown
@@ -43,8 +43,7 @@ from ..memory import Memory
 from .http_guard import HostGuard, allowed_hosts, guarded_h11
 from .limits import LimitsMiddleware, TokenBucket, rate_limited
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
-from .openapi import openapi_document
-from .openapi_parts import MAX_INT
+from .openapi import MAX_INT, openapi_document
 from .operations import (
     OPERATIONS,
     HttpRoute,
@@ -137,10 +136,17 @@ async def in_worker(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 class AuthMiddleware:
-    """Turns the bearer key of each HTTP request into a :class:`Principal` (or a 401), and
-    applies the rate limit: per verified key, and per client address for requests that fail
-    authentication (or when authentication is off). Buckets are never keyed by what a client
-    merely sends, so inventing new Authorization headers buys no fresh tokens."""
+    """Turns the API key of each HTTP request into a :class:`Principal` (or a 401), and
+    applies the rate limit: a verified key is judged by its own bucket only, and requests
+    that fail authentication (or every request, when authentication is off) by the bucket of
+    their client address. Failed attempts from an address therefore never hold back a valid
+    key sent from it, and buckets are never keyed by what a client merely sends, so inventing
+    new keys buys no fresh tokens.
+
+    With ``memwire``, MemWire's routes are behind it too: ``X-API-Key`` carries a key as well
+    as ``Authorization: Bearer``, ``/health`` is public, and refusals outside ``/mcp`` take
+    MemWire's ``{"detail": ...}`` shape.
+    """
 
     def __init__(
         self,
@@ -150,15 +156,18 @@ class AuthMiddleware:
         auth: bool,
         default: Principal,
         bucket: TokenBucket | None = None,
+        memwire: bool = False,
     ) -> None:
         self.app = app
         self.memory = memory
         self.auth = auth
         self.default = default
         self.bucket = bucket
+        self.memwire = memwire
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or _public(scope["path"]):
+        path = scope["path"] if scope["type"] == "http" else ""
+        if scope["type"] != "http" or _public(path) or (self.memwire and path == "/health"):
             await self.app(scope, receive, send)
             return
         address = "ip:" + (scope["client"][0] if scope.get("client") else "?")
@@ -168,35 +177,23 @@ class AuthMiddleware:
             scope[PRINCIPAL_KEY] = self.default
             await self.app(scope, receive, send)
             return
-        # An address that keeps failing is held back before its next key is even checked.
-        if self.bucket is not None and self.bucket.empty(address, time.monotonic()):
-            await self._limited(address, scope, receive, send)
-            return
-        header = ""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                header = value.decode("latin-1")
-                break
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = self._token(scope)
+        if not token:
             if await self._limited(address, scope, receive, send):
                 return
-            response = _error(
-                401,
-                "unauthorized",
-                "missing API key: send the header 'Authorization: Bearer <key>'",
-            )
-            await response(scope, receive, send)
+            missing = _MEMWIRE_MISSING_KEY if self._memwire_path(scope) else _MISSING_KEY
+            await self._refuse(scope, receive, send, AuthError(missing))
             return
         try:
-            record = await in_worker(self.app, verify_api_key, self.memory.store, token.strip())
+            record = await in_worker(self.app, verify_api_key, self.memory.store, token)
         except AuthError as exc:
+            # Only a failed attempt spends the address's tokens.
             if await self._limited(address, scope, receive, send):
                 return
-            await error_response(exc)(scope, receive, send)
+            await self._refuse(scope, receive, send, exc)
             return
         except EngrammarError as exc:
-            await error_response(exc)(scope, receive, send)
+            await self._refuse(scope, receive, send, exc)
             return
         if await self._limited("key:" + record.key_id, scope, receive, send):
             return
@@ -205,6 +202,28 @@ class AuthMiddleware:
         )
         await self.app(scope, receive, send)
 
+    def _token(self, scope: Scope) -> str:
+        headers: dict[bytes, bytes] = dict(scope["headers"])
+        if self.memwire:  # MemWire's clients send X-API-Key, and it comes first there
+            given = headers.get(b"x-api-key", b"").decode("latin-1").strip()
+            if given:
+                return given
+        scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        return token.strip() if scheme.lower() == "bearer" else ""
+
+    def _memwire_path(self, scope: Scope) -> bool:
+        return self.memwire and not scope["path"].startswith("/mcp")
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, exc: EngrammarError
+    ) -> None:
+        if self._memwire_path(scope):
+            status = 401 if isinstance(exc, AuthError) else 500
+            response: Response = JSONResponse({"detail": str(exc)}, status_code=status)
+        else:
+            response = error_response(exc)
+        await response(scope, receive, send)
+
     async def _limited(self, client: str, scope: Scope, receive: Receive, send: Send) -> bool:
         """Spend one of ``client``'s tokens; answer 429 (and say so) when it has none."""
         if self.bucket is None:
@@ -212,8 +231,25 @@ class AuthMiddleware:
         wait = self.bucket.take(client, time.monotonic())
         if wait <= 0:
             return False
-        await rate_limited(wait)(scope, receive, send)
+        response = rate_limited(wait)
+        if self._memwire_path(scope):
+            response = _memwire_limited(response)
+        await response(scope, receive, send)
         return True
+
+
+_MISSING_KEY = "missing API key: send the header 'Authorization: Bearer <key>'"
+_MEMWIRE_MISSING_KEY = "Invalid or missing API key: send 'X-API-Key: <key>'"
+
+
+def _memwire_limited(response: Response) -> JSONResponse:
+    """A 429 in MemWire's error shape (same message and ``Retry-After``)."""
+    message = json.loads(bytes(response.body))["error"]["message"]
+    return JSONResponse(
+        {"detail": message},
+        status_code=429,
+        headers={"Retry-After": response.headers["Retry-After"]},
+    )
 
 
 # -- REST ------------------------------------------------------------------------------------------
@@ -454,11 +490,17 @@ def build_app(
     bucket = (
         TokenBucket(cfg.rate_limit_per_s, cfg.rate_limit_burst) if cfg.rate_limit_per_s else None
     )
-    served: ASGIApp = AuthMiddleware(app, memory, auth=auth, default=default, bucket=bucket)
+    inner: ASGIApp = app
     if memwire_compat:
         from ..compat.memwire_server import create_app
 
-        served = _MemWireFront(create_app(memory, auth=auth), served)
+        memwire = create_app(memory, auth=auth, who=_memwire_who, admit=_memwire_admit)
+        memwire.state.feedback_bucket = feedback_bucket
+        inner = _MemWireFront(memwire, app)
+    # One authentication and one rate limit in front of every route, MemWire's included.
+    served: ASGIApp = AuthMiddleware(
+        inner, memory, auth=auth, default=default, bucket=bucket, memwire=memwire_compat
+    )
     limited = LimitsMiddleware(
         HostGuard(
             served,
@@ -469,20 +511,52 @@ def build_app(
         ),
         max_bytes=cfg.max_request_bytes,
         body_timeout_s=cfg.body_timeout_s,
+        body_deadline_s=cfg.body_deadline_s,
         exempt=frozenset({"/healthz"}),
     )
     if not cfg.cors_origins:
-        return limited
+        return JsonHeaders(limited)
     # Outermost: a browser's preflight carries no key, so it is answered before
     # authentication; the real request that follows still needs one.
     return CORSMiddleware(
-        limited,
+        JsonHeaders(limited),
         allow_origins=list(cfg.cors_origins),
         allow_methods=["GET", "POST", "PATCH", "DELETE"],
         allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
         expose_headers=["Retry-After", "WWW-Authenticate", "Mcp-Session-Id"],
         max_age=600,
     )
+
+
+#: Added to every JSON response: a browser must not read it as anything else, and nothing
+#: between the server and the client may keep a copy (answers hold memories).
+_JSON_HEADERS = ((b"x-content-type-options", b"nosniff"), (b"cache-control", b"no-store"))
+
+
+class JsonHeaders:
+    """Adds ``X-Content-Type-Options: nosniff`` and ``Cache-Control: no-store`` to every JSON
+    response (answers and errors alike, from any layer below it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                kind = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+                kind = kind.split(b";")[0].strip().lower()
+                if kind == b"application/json" or kind.endswith(b"+json"):
+                    headers += [(n, v) for n, v in _JSON_HEADERS if n not in names]
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def server_config(memory: Memory, app: ASGIApp, *, host: str, port: int, **kw: Any) -> Any:
@@ -501,13 +575,33 @@ def server_config(memory: Memory, app: ASGIApp, *, host: str, port: int, **kw: A
     )
 
 
-class _MemWireFront:
-    """MemWire's REST routes (which check engrammar keys themselves, from ``X-API-Key`` or
-    ``Authorization: Bearer``) in front of engrammar's MCP app at ``/mcp``."""
+def _memwire_who(request: Request) -> tuple[str, str | None]:
+    """The organisation and bound user of a MemWire request: its principal's workspace and
+    user, as :class:`AuthMiddleware` found them."""
+    principal = request.scope.get(PRINCIPAL_KEY)
+    if not isinstance(principal, Principal):
+        raise AuthError("this request carries no authenticated principal")
+    return principal.workspace, principal.bound_user
 
-    def __init__(self, memwire: ASGIApp, mcp: ASGIApp) -> None:
+
+def _memwire_admit(request: Request, name: str, args: dict[str, Any]) -> Response | None:
+    """The 429 of a MemWire feedback write over its source's budget, in MemWire's shape."""
+    principal = request.scope.get(PRINCIPAL_KEY)
+    if not isinstance(principal, Principal):
+        return None
+    limited = _feedback_limited(request, principal, name, args)
+    return None if limited is None else _memwire_limited(limited)
+
+
+class _MemWireFront:
+    """MemWire's REST routes in front of engrammar's MCP app at ``/mcp`` (both behind one
+    :class:`AuthMiddleware`)."""
+
+    def __init__(self, memwire: ASGIApp, mcp: Starlette) -> None:
         self.memwire = memwire
         self.mcp = mcp
+        # The worker threads of authentication (in_worker) are the engrammar app's.
+        self.state = mcp.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope["path"].startswith("/mcp"):
@@ -524,7 +618,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 #: The error types of HTTP-level refusals, as the middleware names them.
-_HTTP_KINDS = {413: "payload_too_large", 405: "method_not_allowed"}
+_HTTP_KINDS = {413: "payload_too_large", 405: "method_not_allowed", 408: "request_timeout"}
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

@@ -27,7 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .text import NUMBER_WORDS, STOP_WORDS, _stem, terms
+from .text import NUMBER_WORDS, STOP_WORDS, terms
+from .text import stem as _stem
 
 __all__ = [
     "Replacement",

@@ -35,7 +35,8 @@ from .tension_words import (
     SYNONYM,
     TENTATIVE,
 )
-from .text import STOP_WORDS, _stem
+from .text import STOP_WORDS
+from .text import stem as _stem
 
 # An email, an @handle, a word (with its contraction), a number with its suffix ("6am", "3rd").
 TOKEN = re.compile(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .text import _stem
+from .text import stem as _stem
 
 
 def _words(text: str) -> frozenset[str]:

@@ -54,7 +54,8 @@ from .tension_words import (
     VAGUE,
     WEAK_CHANGE,
 )
-from .text import STOP_WORDS, _stem
+from .text import STOP_WORDS
+from .text import stem as _stem
 
 __all__ = ["ParseAhead", "Statement", "agreed_side", "detect_tension", "find_tensions"]
 

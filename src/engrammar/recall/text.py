@@ -14,6 +14,7 @@ __all__ = [
     "embedding_text",
     "index_text",
     "speaker_of",
+    "stem",
     "terms",
     "topic_terms",
 ]
@@ -72,7 +73,8 @@ def _stemmer():  # type: ignore[no-untyped-def]
 
 
 @lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """The Snowball stem of one lower-cased word."""
     return str(_stemmer().stemWord(word))
 
 
@@ -86,13 +88,13 @@ def terms(text: str) -> list[str]:
             word = word.split("'", 1)[0]
             if not word or word in STOP_WORDS:
                 continue
-        out.append(_stem(word))
+        out.append(stem(word))
     return out
 
 
 @lru_cache(maxsize=1)
 def _question_terms() -> frozenset[str]:
-    return frozenset(_stem(w) for w in QUESTION_WORDS)
+    return frozenset(stem(w) for w in QUESTION_WORDS)
 
 
 def topic_terms(text: str) -> set[str]:

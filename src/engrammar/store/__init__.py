@@ -4,53 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import (
-    ApiKeyRecord,
-    ApiKeyStore,
-    Backend,
-    ChunkVector,
-    EdgeDelta,
-    FeedbackRecords,
-    InspectorReads,
-    KnowledgeStore,
-    LearningAhead,
-    MemoryFilter,
-    NewEdge,
-    NewMemory,
-    ReadAhead,
-    RecallRecord,
-    RefineAhead,
-    ReplySignal,
-    RowCopy,
-    Store,
-    read_ahead,
-)
+from . import base
+from .base import *  # noqa: F403 (the contract: every name of its __all__)
+from .base import Backend
 
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = [
-    "ApiKeyRecord",
-    "ApiKeyStore",
-    "Backend",
-    "ChunkVector",
-    "EdgeDelta",
-    "FeedbackRecords",
-    "InspectorReads",
-    "KnowledgeStore",
-    "LearningAhead",
-    "MemoryFilter",
-    "NewEdge",
-    "NewMemory",
-    "ReadAhead",
-    "RecallRecord",
-    "RefineAhead",
-    "ReplySignal",
-    "RowCopy",
-    "Store",
-    "open_store",
-    "read_ahead",
-]
+__all__ = [*base.__all__, "open_store"]
 
 
 def open_store(config: Config) -> Backend:

@@ -57,6 +57,7 @@ __all__ = [
     "NewMemory",
     "ReadAhead",
     "RecallRecord",
+    "RefineAhead",
     "ReplySignal",
     "RowCopy",
     "Store",

@@ -23,6 +23,17 @@ __all__ = [
     "write_records",
 ]
 
+# Feedback records (and the decision memories events link to), after the memories, in the
+# order they are written (a record comes after what it points at).
+_FEEDBACK = (
+    "feedback_events",
+    "decision_memories",
+    "decision_reviews",
+    "preference_pairs",
+    "logged_events",
+    "memory_ratings",
+    "reply_signals",
+)
 #: What ``engrammar migrate`` copies, in this order: table -> the fields of one exported row
 #: (the columns of the logical schema, :mod:`.schema`, less row numbers).
 #: ``metadata``, ``memory_ids``, ``paths`` and ``tensions`` are JSON values, ``embedding`` a
@@ -38,14 +49,7 @@ COPY_TABLES: dict[str, tuple[str, ...]] = {
         "edges",
         "edge_changes",
         "recalls",
-        # Feedback records (and the decision memories events link to), after the memories.
-        "feedback_events",
-        "decision_memories",
-        "decision_reviews",
-        "preference_pairs",
-        "logged_events",
-        "memory_ratings",
-        "reply_signals",
+        *_FEEDBACK,
         "api_keys",
         "knowledge_bases",
         "knowledge_chunks",
@@ -121,13 +125,7 @@ FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
 #: ``memory_chunks`` (vectors, made again from the texts).
 RECORD_TABLES = (
     "recalls",
-    "feedback_events",
-    "decision_memories",
-    "decision_reviews",
-    "preference_pairs",
-    "logged_events",
-    "memory_ratings",
-    "reply_signals",
+    *_FEEDBACK,
     # The log of the edge changes replies made: what undo replays (learn.replay).
     "edge_changes",
     # Knowledge bases, each before its passages.

@@ -56,6 +56,7 @@ from psycopg.pq import TransactionStatus
 from ...models import MemoryRecord, Scope
 from ..base import NewEdge, NewMemory
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
+from ..sql.store import supersessions
 from ..tables import MEMORY_COLUMNS
 from .add_search import hit_rows, queue_scope_vectors, searched_here
 from .connection import Conn, Connected
@@ -685,12 +686,7 @@ class PostgresIngest(Connected):
         moves the older one's ``valid_until`` and ``superseded_by`` and logs the change with
         the same text; there a read would cost a round trip in the pipeline."""
         first = True
-        for edge in edges:
-            if edge.kind != "supersedes":
-                continue
-            new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
-            if new == old:
-                continue
+        for new, old in supersessions(edges, rename):
             if first:  # the history's numbers as Python writes them (shortest round trip)
                 conn.execute("SELECT set_config('extra_float_digits', '1', true)")
                 first = False

@@ -67,6 +67,7 @@ from .statements import (
     N_MEMORY,
     NARROW,
     SIGNAL_MEMORIES,
+    replies_statement,
 )
 from .vectors import chunk_scope, own_hits, scope_keys
 
@@ -107,27 +108,11 @@ class PostgresReads(PostgresGraph):
     def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
         raise NotImplementedError
 
-    def _learning_reader(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None,
-        limit: int | None,
-        parts: tuple[bool, bool, bool] = (True, True, True),
-    ) -> Callable[[Any], Callable[[], tuple[list[EventFacts], list[PairFacts], Any]]]:
-        raise NotImplementedError
-
-    def _replies_statement(
-        self,
-        scope: Scope,
-        since: float,
-        context: np.ndarray | None,
-        context_min: float,
-        limit: int,
-        witnesses: str,
-        witness_args: list[Any],
-    ) -> tuple[str, list[Any]]:
-        raise NotImplementedError
+    #: :meth:`..sql.feedback.SQLRecords._learning_reader` (the store's feedback half).
+    _learning_reader: Callable[
+        [Scope, Sequence[str], float | None, int | None, tuple[bool, bool, bool]],
+        Callable[[Any], Callable[[], tuple[list[EventFacts], list[PairFacts], Any]]],
+    ]
 
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
@@ -582,7 +567,7 @@ class PostgresReads(PostgresGraph):
                     scope, [], since, ahead.limit, (events, pairs, False)
                 )(conn)
             if signals:
-                sql, args = self._replies_statement(
+                sql, args = replies_statement(
                     scope, since, ahead.context(), ahead.context_min, ahead.reply_limit,
                     "%s::text[]", [[]],
                 )  # fmt: skip
@@ -592,7 +577,7 @@ class PostgresReads(PostgresGraph):
                 args = [*args, scope.workspace, scope.workspace, scope.workspace]
                 replies.execute(sql, args)
             if edge_vec is not None:
-                sql, args = self._replies_statement(
+                sql, args = replies_statement(
                     scope, since, edge_vec, ahead.context_min, ahead.reply_limit,
                     "%s::text[]", [[]],
                 )  # fmt: skip

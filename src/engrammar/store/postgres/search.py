@@ -20,7 +20,6 @@ from ...recall.text import index_text, speaker_of, terms
 from ..base import ChunkVector
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
-from ..sql.dialect import scope_where
 from ..sql.store import Dialect, SQLStore
 from ..tables import COPY_TABLES, MEMORY_COLUMNS
 from .connection import Conn
@@ -28,7 +27,7 @@ from .ingest import PostgresIngest
 from .keyword import keyword_query, quote_lexeme
 from .reads import PostgresReads
 from .snapshot import keep_raw
-from .statements import M_RAW, N_MEMORY, planned_once
+from .statements import M_RAW, N_MEMORY, pg_scope_where, planned_once, replies_statement
 from .vectors import Vector, chunk_scope, own_hits, register_vector, scope_keys
 
 __all__ = [
@@ -62,11 +61,6 @@ def _tsvector(doc_terms: list[str]) -> str:
     for pos, term in enumerate(doc_terms, start=1):
         positions.setdefault(term, []).append(str(min(pos, _MAX_POSITION)))
     return " ".join(f"{quote_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
-
-
-def pg_scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
-    where, params = scope_where(scope, alias)
-    return where.replace("?", "%s"), params
 
 
 def jsonb(value: Any) -> Jsonb:
@@ -502,7 +496,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         def together(conn: Conn) -> list[Any]:
             # The session's probe found the user's signals (the query's vector is wanted): the
             # matching recalls and their signals in one statement (one round trip).
-            sql, args = self._replies_statement(
+            sql, args = replies_statement(
                 scope, since, context(), context_min, limit, "%s::text[]", [witness_recalls]
             )
             rows = conn.cursor(binary=True).execute(sql, args).fetchall()
@@ -513,50 +507,6 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         else:
             rows = self._read("reading reply signals", run, transaction=True)
         return _reply_facts(rows)
-
-    def _replies_statement(
-        self,
-        scope: Scope,
-        since: float,
-        context: np.ndarray | None,
-        context_min: float,
-        limit: int,
-        witnesses: str,
-        witness_args: list[Any],
-    ) -> tuple[str, list[Any]]:
-        """One statement for ``reply_facts``: the signals of the recalls whose query matches
-        ``context`` (none without it) and of the recalls ``witnesses`` (an array expression
-        with ``witness_args``) gives, with a column saying whether the recall matched, then
-        the newest of its matching signals' times (null if it did not match) and the number
-        of matching recalls found (before ``limit`` cut them)."""
-        where, params = pg_scope_where(scope, "m")
-        user_clause, user_params = "", []
-        if scope.user_id is not None:
-            user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
-        if context is None:
-            matched = "SELECT NULL::text AS recall_id, NULL::float8 AS newest, 0 AS n WHERE false"
-            matched_args = []
-        else:
-            matched = (
-                "SELECT recall_id, max(created_at) AS newest, count(*) OVER () AS n "
-                f"FROM reply_signals WHERE workspace = %s{user_clause} "
-                "AND created_at >= %s AND context_embedding <=> %b <= %s "
-                "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s"
-            )
-            matched_args = [scope.workspace, *user_params, since, Vector(context),
-                            1.0 - context_min, limit]  # fmt: skip
-        sql = (
-            f"WITH matched AS MATERIALIZED ({matched}) "
-            "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
-            "r.source, mt.recall_id IS NOT NULL AS matched, mt.newest, "
-            "(SELECT max(n) FROM matched) AS n "
-            "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
-            "AND m.id = r.memory_id AND m.status = 'active' "
-            "LEFT JOIN matched mt ON mt.recall_id = r.recall_id WHERE r.workspace = %s "
-            f"AND r.recall_id = ANY(ARRAY(SELECT recall_id FROM matched) || {witnesses}) "
-            f"AND r.created_at >= %s AND {where}"
-        )
-        return sql, [*matched_args, scope.workspace, *witness_args, since, *params]
 
     def learning_reads(
         self,
@@ -594,7 +544,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             # No ratings (so no witnesses) and no signals of the user: no reply signal counts.
             facts = self._read_together("reading feedback", send)
             return (*facts, [])
-        sql, args = self._replies_statement(
+        sql, args = replies_statement(
             scope,
             since,
             context() if self._signals_likely(scope) else None,

@@ -6,10 +6,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+import numpy as np
 from psycopg import pq
 
+from ...models import Scope
+from ..sql.dialect import scope_where
 from ..tables import MEMORY_COLUMNS
 from .snapshot import NARROW_KINDS, PARTS_OF
+from .vectors import Vector
 
 __all__ = [
     "HEAD_GUESS",
@@ -20,7 +24,9 @@ __all__ = [
     "N_MEMORY",
     "PROBE",
     "SIGNAL_MEMORIES",
+    "pg_scope_where",
     "planned_once",
+    "replies_statement",
 ]
 
 N_MEMORY = len(MEMORY_COLUMNS.split(","))
@@ -122,3 +128,53 @@ def planned_once(conn: Any) -> Iterator[None]:
         # A broken connection is thrown away by the pool; anything else runs the switch back.
         with suppress(Exception):
             conn.execute(_CUSTOM)
+
+
+def pg_scope_where(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
+    """:func:`..sql.dialect.scope_where` with PostgreSQL's ``%s`` placeholders."""
+    where, params = scope_where(scope, alias)
+    return where.replace("?", "%s"), params
+
+
+def replies_statement(
+    scope: Scope,
+    since: float,
+    context: np.ndarray | None,
+    context_min: float,
+    limit: int,
+    witnesses: str,
+    witness_args: list[Any],
+) -> tuple[str, list[Any]]:
+    """One statement for a store's ``reply_facts``: the signals of the recalls whose query matches
+    ``context`` (none without it) and of the recalls ``witnesses`` (an array expression
+    with ``witness_args``) gives, with a column saying whether the recall matched, then
+    the newest of its matching signals' times (null if it did not match) and the number
+    of matching recalls found (before ``limit`` cut them)."""
+    where, params = pg_scope_where(scope, "m")
+    user_clause, user_params = "", []
+    if scope.user_id is not None:
+        user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
+    if context is None:
+        matched = "SELECT NULL::text AS recall_id, NULL::float8 AS newest, 0 AS n WHERE false"
+        matched_args = []
+    else:
+        matched = (
+            "SELECT recall_id, max(created_at) AS newest, count(*) OVER () AS n "
+            f"FROM reply_signals WHERE workspace = %s{user_clause} "
+            "AND created_at >= %s AND context_embedding <=> %b <= %s "
+            "GROUP BY recall_id ORDER BY max(seq) DESC LIMIT %s"
+        )
+        matched_args = [scope.workspace, *user_params, since, Vector(context),
+                        1.0 - context_min, limit]  # fmt: skip
+    sql = (
+        f"WITH matched AS MATERIALIZED ({matched}) "
+        "SELECT r.memory_id, r.recall_id, r.value, r.created_at, r.context_embedding, "
+        "r.source, mt.recall_id IS NOT NULL AS matched, mt.newest, "
+        "(SELECT max(n) FROM matched) AS n "
+        "FROM reply_signals r JOIN memories m ON m.workspace = r.workspace "
+        "AND m.id = r.memory_id AND m.status = 'active' "
+        "LEFT JOIN matched mt ON mt.recall_id = r.recall_id WHERE r.workspace = %s "
+        f"AND r.recall_id = ANY(ARRAY(SELECT recall_id FROM matched) || {witnesses}) "
+        f"AND r.created_at >= %s AND {where}"
+    )
+    return sql, [*matched_args, scope.workspace, *witness_args, since, *params]

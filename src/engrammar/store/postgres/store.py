@@ -445,14 +445,8 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                     created.append(row)
                     out.append((row.id, True))
                     continue
-                existing = conn.execute(
-                    "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
-                    (row.workspace, row.dedup_key),
-                ).fetchone()
-                if existing is None:  # the conflicting row was deleted meanwhile
-                    raise pg_errors.SerializationFailure("dedup row vanished")
-                rename[row.id] = existing[0]
-                out.append((existing[0], False))
+                rename[row.id] = _kept(conn, row)
+                out.append((rename[row.id], False))
             self._log_added(conn, created, now, Vector)
             workspace = rows[0].workspace if rows else ""
             self._insert_edges(conn, workspace, edges, rename, now)
@@ -605,28 +599,25 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: Conn, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
-        tsv, doc_len = analysed(row.content, row.metadata)
         inserted = conn.execute(
-            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
-            "kind, status, created_at, updated_at, metadata, dedup_key, embedding, terms, "
-            "doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,'active',%s,%s,%s,%s,%b,%s::tsvector,%s) "
-            "ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
-            (
-                row.id, row.workspace, row.user_id, row.agent_id, row.session_id, row.role,
-                row.content, row.kind, row.created_at, now, jsonb(row.metadata), row.dedup_key,
-                Vector(row.embedding), tsv, doc_len,
-            ),
-        ).fetchone()  # fmt: skip
-        if inserted is not None:
-            self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
-            return row.id
-        existing = conn.execute(
-            "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
-            (row.workspace, row.dedup_key),
+            INSERT_MEMORY + " ON CONFLICT (workspace, dedup_key) DO NOTHING RETURNING id",
+            _memory_params([row], now)[0],
         ).fetchone()
-        if existing is None:  # the conflicting row was deleted meanwhile
-            raise pg_errors.SerializationFailure("linked memory vanished")
-        return str(existing[0])
+        if inserted is None:
+            return _kept(conn, row)
+        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+        return row.id
+
+
+def _kept(conn: Conn, row: NewMemory) -> str:
+    """The id of the memory that ``row`` collapsed onto (the one with its ``dedup_key``)."""
+    existing = conn.execute(
+        "SELECT id FROM memories WHERE workspace = %s AND dedup_key = %s",
+        (row.workspace, row.dedup_key),
+    ).fetchone()
+    if existing is None:  # the conflicting row was deleted meanwhile: the transaction retries
+        raise pg_errors.SerializationFailure("the memory a duplicate collapsed onto vanished")
+    return str(existing[0])
 
 
 def _memory_params(rows: Sequence[NewMemory], now: float) -> list[tuple[Any, ...]]:

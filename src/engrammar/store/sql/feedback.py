@@ -224,16 +224,11 @@ class SQLRecords:
         replies = self.reply_facts(scope, context, context_min, since, reply_limit, witnesses)
         return events, pairs, ratings, replies
 
-    def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
-    ) -> list[ReplyFacts]:
-        raise NotImplementedError
+    #: The backend's search half answers it (``Store.reply_facts``).
+    reply_facts: Callable[
+        [Scope, Callable[[], np.ndarray], float, float, int, Sequence[tuple[str, str]]],
+        list[ReplyFacts],
+    ]
 
     def _learning_reader(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from ...errors import ConflictError, EmbedderError, NotFoundError
@@ -31,6 +31,7 @@ __all__ = [
     "memory_record",
     "recall_values",
     "scope_where",
+    "supersessions",
 ]
 
 RECALL_COLUMNS = (
@@ -127,42 +128,24 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         return memory_record(row, self.dialect.from_json(row[11]))
 
-    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
+    def _memories(self, what: str, scope: Scope, tail: str, args: list[Any]) -> list[MemoryRecord]:
+        """The memories of ``scope`` that ``tail`` (conditions, order and limit) selects."""
         where, params = scope_where(scope)
-        sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} "
-            "ORDER BY created_at, seq LIMIT ? OFFSET ?"
-        )
-        rows = self._run(
-            "listing memories",
-            lambda c: c.execute(sql, [*params, limit, offset]).fetchall(),
-            write=False,
-        )
+        sql = self._q(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} {tail}")
+        rows = self._run(what, lambda c: c.execute(sql, [*params, *args]).fetchall(), write=False)
         return [self._record(r) for r in rows]
+
+    def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
+        tail = "ORDER BY created_at, seq LIMIT ? OFFSET ?"
+        return self._memories("listing memories", scope, tail, [limit, offset])
 
     def latest_memories(self, scope: Scope, limit: int) -> list[MemoryRecord]:
-        where, params = scope_where(scope)
-        sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-            "ORDER BY seq DESC LIMIT ?"
-        )
-        rows = self._run(
-            "reading memories", lambda c: c.execute(sql, [*params, limit]).fetchall(), write=False
-        )
-        return [self._record(r) for r in rows]
+        tail = "AND status = 'active' ORDER BY seq DESC LIMIT ?"
+        return self._memories("reading memories", scope, tail, [limit])
 
     def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
-        where, params = scope_where(scope)
-        sql = self._q(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-            "AND kind = ? ORDER BY seq DESC LIMIT ?"
-        )
-        rows = self._run(
-            "reading memories",
-            lambda c: c.execute(sql, [*params, kind, limit]).fetchall(),
-            write=False,
-        )
-        return [self._record(r) for r in rows]
+        tail = "AND status = 'active' AND kind = ? ORDER BY seq DESC LIMIT ?"
+        return self._memories("reading memories", scope, tail, [kind, limit])
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
         sql = self._q(
@@ -258,12 +241,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         ``valid_until`` becomes the replacing memory's time and ``superseded_by`` its id. A
         memory replaced before keeps its earliest replacement (it stopped being current
         then); each change is recorded in the memory's history (op ``supersede``)."""
-        for edge in edges:
-            if edge.kind != "supersedes":
-                continue
-            new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
-            if new == old:
-                continue
+        for new, old in supersessions(edges, rename):
             found = conn.execute(
                 self._q("SELECT created_at FROM memories WHERE workspace = ? AND id = ?"),
                 (workspace, new),
@@ -451,3 +429,15 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
             return True
 
         return self._run("revoking the API key", run)
+
+
+def supersessions(edges: Sequence[NewEdge], rename: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """The ``(newer, older)`` ids of the ``supersedes`` edges among ``edges``, in order, each
+    id as ``rename`` maps it (a memory merged into another is the other); none where both
+    name the same memory."""
+    for edge in edges:
+        if edge.kind != "supersedes":
+            continue
+        new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
+        if new != old:
+            yield new, old

@@ -10,6 +10,20 @@ from ...errors import StoreError, ValidationError
 __all__ = ["backup_file", "restore_file"]
 
 
+def _copy(src: sqlite3.Connection, out: sqlite3.Connection, what: str) -> int:
+    """Copy the database ``src`` into ``out`` (SQLite's online backup), check the copy (named
+    ``what`` in the error) and return the pages copied."""
+    pages = 0
+
+    def count(status: int, remaining: int, total: int) -> None:
+        nonlocal pages
+        pages = total
+
+    src.backup(out, progress=count)
+    _check_engrammar_db(out, what)
+    return pages
+
+
 def _check_engrammar_db(conn: sqlite3.Connection, what: str) -> None:
     try:
         ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
@@ -38,18 +52,11 @@ def backup_file(db_file: str | Path, target: str | Path, *, busy_timeout_ms: int
         raise ValidationError("file", "the backup must not be the store itself")
     partial = dest.with_name(dest.name + ".partial")
     partial.unlink(missing_ok=True)
-    pages = 0
     try:
         src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000)
         out = sqlite3.connect(partial)
         try:
-
-            def count(status: int, remaining: int, total: int) -> None:
-                nonlocal pages
-                pages = total
-
-            src.backup(out, progress=count)
-            _check_engrammar_db(out, f"the backup {partial}")
+            pages = _copy(src, out, f"the backup {partial}")
         finally:
             out.close()
             src.close()
@@ -72,7 +79,6 @@ def restore_file(backup: str | Path, db_file: str | Path, *, busy_timeout_ms: in
     source, dest = Path(backup), Path(db_file)
     if not source.is_file():
         raise ValidationError("file", f"no backup file at {source}")
-    pages = 0
     try:
         src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
         try:
@@ -80,13 +86,7 @@ def restore_file(backup: str | Path, db_file: str | Path, *, busy_timeout_ms: in
             dest.parent.mkdir(parents=True, exist_ok=True)
             out = sqlite3.connect(dest, timeout=busy_timeout_ms / 1000)
             try:
-
-                def count(status: int, remaining: int, total: int) -> None:
-                    nonlocal pages
-                    pages = total
-
-                src.backup(out, progress=count)
-                _check_engrammar_db(out, f"the restored store {dest}")
+                pages = _copy(src, out, f"the restored store {dest}")
             finally:
                 out.close()
         finally:

@@ -304,6 +304,44 @@ class SQLiteStore(SQLiteSearch):
         except sqlite3.Error as exc:
             raise StoreError(f"add failed: {exc}") from exc
 
+    def _insert_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str | None:
+        """Insert ``row`` with its windows and its history line; if a memory with the same
+        ``dedup_key`` is there already, insert nothing and return that memory's id."""
+        existing = conn.execute(
+            "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
+        ).fetchone()
+        if existing is not None:
+            return str(existing[0])
+        conn.execute(
+            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
+            "content, kind, status, created_at, updated_at, metadata, dedup_key, "
+            "embedding, valid_until, superseded_by, index_terms) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                row.id,
+                row.workspace,
+                row.user_id,
+                row.agent_id,
+                row.session_id,
+                row.role,
+                row.content,
+                row.kind,
+                row.status,
+                row.created_at,
+                now if row.updated_at is None else row.updated_at,
+                json.dumps(row.metadata, ensure_ascii=False),
+                row.dedup_key,
+                np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
+                row.valid_until,
+                row.superseded_by,
+                memory_terms(row.content, row.metadata),
+            ),
+        )
+        if row.chunks:
+            conn.executemany(_CHUNK_INSERT, chunk_params(row, row.chunks, _blob))
+        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+        return None
+
     def _add_rows(
         self,
         conn: sqlite3.Connection,
@@ -314,42 +352,10 @@ class SQLiteStore(SQLiteSearch):
         out: list[tuple[str, bool]] = []
         rename: dict[str, str] = {}
         for row in rows:
-            existing = conn.execute(
-                "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
-            ).fetchone()
+            existing = self._insert_memory(conn, row, now)
             if existing is not None:
-                rename[row.id] = existing[0]
-                out.append((existing[0], False))
-                continue
-            conn.execute(
-                "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
-                "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-                "embedding, valid_until, superseded_by, index_terms) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    row.id,
-                    row.workspace,
-                    row.user_id,
-                    row.agent_id,
-                    row.session_id,
-                    row.role,
-                    row.content,
-                    row.kind,
-                    row.status,
-                    row.created_at,
-                    now if row.updated_at is None else row.updated_at,
-                    json.dumps(row.metadata, ensure_ascii=False),
-                    row.dedup_key,
-                    np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
-                    row.valid_until,
-                    row.superseded_by,
-                    memory_terms(row.content, row.metadata),
-                ),
-            )
-            if row.chunks:
-                conn.executemany(_CHUNK_INSERT, chunk_params(row, row.chunks, _blob))
-            self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
-            out.append((row.id, True))
+                rename[row.id] = existing
+            out.append((row.id, True) if existing is None else (existing, False))
         workspace = rows[0].workspace if rows else ""
         self._insert_edges(conn, workspace, edges, rename, now)
         self._supersede(conn, workspace, edges, rename)
@@ -692,33 +698,6 @@ class SQLiteStore(SQLiteSearch):
     # -- feedback records ------------------------------------------------------------------------
     def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
-        existing = conn.execute(
-            "SELECT id FROM memories WHERE dedup_key = ?", (row.dedup_key,)
-        ).fetchone()
-        if existing is not None:
-            return str(existing[0])
-        conn.execute(
-            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, "
-            "kind, status, created_at, updated_at, metadata, dedup_key, embedding, index_terms) "
-            "VALUES (?,?,?,?,?,?,?,?,'active',?,?,?,?,?,?)",
-            (
-                row.id,
-                row.workspace,
-                row.user_id,
-                row.agent_id,
-                row.session_id,
-                row.role,
-                row.content,
-                row.kind,
-                row.created_at,
-                now,
-                json.dumps(row.metadata, ensure_ascii=False),
-                row.dedup_key,
-                _blob(row.embedding),
-                memory_terms(row.content, row.metadata),
-            ),
-        )
-        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
-        return row.id
+        return self._insert_memory(conn, row, now) or row.id
 
     # -- API keys --------------------------------------------------------------------------------

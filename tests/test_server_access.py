@@ -1,0 +1,111 @@
+"""What `engrammar serve` answers at the edges of access, over real HTTP on loopback: how JSON
+answers are marked, bodies that cannot be read, and MemWire's routes beside /v1."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from engrammar import Config, HashEmbedder, Memory
+from engrammar.keys import create_api_key
+from serving import serve_in_thread
+
+pytestmark = pytest.mark.processes
+
+
+@pytest.fixture(params=[False, True], ids=["v1", "memwire"])
+def served(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[tuple[str, str, bool]]:
+    memory = Memory(
+        Config(path=f"{tmp_path}/store", max_request_bytes=200_000), embedder=HashEmbedder()
+    )
+    key = create_api_key(memory.store, "acme")[0]
+    for base in serve_in_thread(memory, memwire_compat=request.param):
+        yield base, key, request.param
+    memory.close()
+
+
+def test_every_json_answer_is_nosniff_and_no_store(served: tuple[str, str, bool]) -> None:
+    base, key, memwire = served
+    search = "/v1/memories/search" if memwire else "/v1/search"
+    with httpx.Client(base_url=base, timeout=30) as c:
+        auth = {"Authorization": f"Bearer {key}"}
+        answers = [
+            c.post(search, headers=auth, json={"user_id": "u", "query": "tea"}),  # 200
+            c.post(search, json={"user_id": "u", "query": "tea"}),  # 401
+            c.post(search, headers=auth, json={"user_id": "u"}),  # 422
+            c.post(search, headers=auth, json={"user_id": "u", "query": "x" * 300_000}),  # 413
+            c.get("/no/such/path", headers=auth),  # 404
+            c.post("/mcp", headers=auth, json={}),  # MCP's own error
+        ]
+        assert [r.status_code for r in answers[:5]] == [200, 401, 422, 413, 404]
+        for r in answers:
+            assert r.headers["content-type"].startswith("application/json"), r.text
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert r.headers["cache-control"] == "no-store"
+
+
+def test_json_nested_past_the_parser_is_a_400_in_json(served: tuple[str, str, bool]) -> None:
+    base, key, memwire = served
+    deep = "[" * 50_000 + "]" * 50_000
+    path = "/v1/memories/search" if memwire else "/v1/search"
+    with httpx.Client(base_url=base, timeout=30) as c:
+        r = c.post(
+            path,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            content='{"user_id": "u", "query": ' + deep + "}",
+        )
+        assert r.status_code == 400, r.text
+        message = r.json()["detail"] if memwire else r.json()["error"]["message"]
+        assert "not valid JSON" in message
+
+
+def _trickle(base: str, key: str, pause_s: float, stop_after: int | None = None) -> bytes:
+    """Sends a valid body to /v1/memories a byte every ``pause_s`` (stopping after
+    ``stop_after`` bytes, if given); the server's answer, or b"" if it gave none in 30 s."""
+    port = int(base.rsplit(":", 1)[1])
+    body = b'{"content": "' + b"x" * 100 + b'", "user_id": "u"}'
+    head = (
+        "POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(head.encode())
+        s.settimeout(pause_s)
+        for i, byte in enumerate(body):
+            if stop_after is not None and i >= stop_after:
+                break
+            try:
+                s.sendall(bytes([byte]))
+                answer = s.recv(4096)  # waits pause_s for an answer between bytes
+            except TimeoutError:
+                continue
+            except OSError:
+                return b""
+            if answer or time.monotonic() - started > 30:
+                return answer
+        s.settimeout(30)
+        return s.recv(4096)
+
+
+def test_a_body_trickled_in_is_cut_at_the_whole_body_deadline(tmp_path: object) -> None:
+    config = Config(path=f"{tmp_path}/store", body_timeout_s=1.5, body_deadline_s=2.5)
+    memory = Memory(config, embedder=HashEmbedder())
+    key = create_api_key(memory.store, "acme")[0]
+    for base in serve_in_thread(memory):
+        started = time.monotonic()
+        # Each byte comes well within body_timeout_s; the whole body would take ~60 s.
+        answer = _trickle(base, key, pause_s=0.5)
+        took = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"body_deadline_s" in answer and b"request_timeout" in answer
+        assert 2.5 <= took < 15
+        # A body that stops coming is cut after body_timeout_s.
+        answer = _trickle(base, key, pause_s=0.2, stop_after=3)
+        assert answer.startswith(b"HTTP/1.1 408") and b"(body_timeout_s)" in answer, answer
+    assert memory.stats(workspace="acme")["memories"] == 0
+    memory.close()
