@@ -88,6 +88,8 @@ _SEPARABLE = re.compile(
     r"\b(put|putting|cut|called|gave|given|shaved) (?:my|our|the|it|them|\w+)(?: \w+){0,2}? "
     r"(up|down|out|off)\b"
 )
+# "a second helmet", "an extra key": one more of a kind, not a replacement.
+_ONE_MORE = re.compile(r"\b(?:a|an) (?:second|extra|spare)\b(?! (?:year|floor|place)\b)")
 _GAVE_AWAY = re.compile(r"\b(?:gave|given|handed|sold) (?:my|our|the) (?:\w+ ){1,3}?(?:to|away)\b")
 # "It turns out I'm not allergic": what follows is the statement.
 _HEDGE = re.compile(r"^\s*(?:it\s+)?turn(?:s|ed)\s+out(?:\s+that)?,?\s*", re.I)
@@ -382,12 +384,9 @@ def read(statement: str) -> Reading:
                 x == "stopped" and nxt == "working" and words[i - 1 : i] not in (["i"], ["we"])
             )
             and not (x == "left" and set(words[i + 1 :]) & _DAYTIME)
-            # "Lost the Fitbit", "we lost Squeak"; not "getting lost in a book", "lost my work"
-            and not (
-                x == "lost"
-                and (words[i + 2] if nxt in ("the", "my", "our") and i + 2 < len(words) else nxt)
-                not in names
-            )
+            # "Lost the Fitbit", "I've lost my sweet tooth", "we lost Squeak"; not "getting
+            # lost in a book" (what is lost must be what the older names: TRANSITIVE)
+            and not (x == "lost" and nxt not in ("the", "my", "our") and nxt not in names)
             # "Bolt got adopted": gone to a new home; "I adopted a pup" is one more
             and not (
                 x == "adopted" and words[i - 1 : i] not in (["got"], ["been"], ["was"], ["is"])
@@ -449,7 +448,8 @@ def read(statement: str) -> Reading:
             and not (x == "another" and words[i + 1 : i + 2] in (["time"], ["day"]))
             for i, x in enumerate(words)
         )
-        or "as well" in joined,
+        or "as well" in joined
+        or bool(_ONE_MORE.search(joined)),
         used_to="used to" in joined,
         past=bool(set(words) & PAST) or any(x.endswith("ed") and len(x) > 4 for x in words),
         # "I don't need the stick anymore" is a fact, not a request.

@@ -103,6 +103,7 @@ CANCELS = _phrases(
 # Changes done to an object: the object must be what the older statement names.
 TRANSITIVE = _phrases(
     "replaced|switched|sold|changed|swapped|upgraded|dropped|cancelled|deleted|migrated|instead of"
+    "|lost"
 )
 # A reply that opens with one of these corrects what was said before it.
 CORRECTION = re.compile(
@@ -133,7 +134,7 @@ STATUS = _words("single married divorced engaged widowed separated dating")
 # Exclusive states: a term of a class replaces another of the same class.
 CLASSES = {
     "diet": "vegetarian vegan pescatarian meat omnivore",
-    "tenure": "rent renting rented renter own owner homeowner mortgage",
+    "tenure": "rent renting rented renter own owner homeowner mortgage bought",
     "employment": "unemployed employed hired jobless",
     "commute": "drive drives driving cycle cycles cycling bike bikes walk walks walking bus "
     "train subway metro tube",
@@ -188,7 +189,7 @@ OPPOSITES = [
     ("big", "small"),
     ("open", "closed"),
     ("alive", "dead"),
-    ("fine healthy healed", "hurt injured broken sick ill"),
+    ("fine healthy healed fixed", "hurt injured broken broke tore torn sprained sick ill"),
 ]
 OPPOSITE = {
     w: frozenset(other.split())

@@ -264,14 +264,14 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
         a.polarity != b.polarity
         and about
         and not b.correction  # a reply's "No, not ..." answers a question; corrections above
-        and (len(common) >= 2 or not about_a or not about_b)
+        and (len(common) >= 2 or not about_a or not about_b or present)
         and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(common) < 2)
         and not (a.polarity < 0 and {"before", "yet"} & set(a.words))  # "never ... before"
         and not (b.polarity < 0 and {"before", "yet"} & set(b.words))
         and (not about_a or not about_b or (present and len(about_a | about_b) <= 3))
         # "I take the bus" / "I don't take the bus on weekends": a narrower case, no denial;
         # "... in the morning" / "... in the evening": two times, no denial either
-        and not (_dates(b) - _dates(a) - _adjunct(b) and (not _dates(a) or _dates(a) - _dates(b)))
+        and not (_habits(b) - _dates(a) - _adjunct(b) and (not _dates(a) or _dates(a) - _dates(b)))
     ):
         return ("negation", plain, "opposite statements about the same thing")
     words_b = set(b.words)
@@ -298,6 +298,19 @@ def _contacts(p: Reading) -> set[str]:
 
 def _dates(p: Reading) -> set[str]:
     return {k for k, (t, _) in p.values.items() if t == "date"}
+
+
+def _habits(p: Reading) -> set[str]:
+    """Times a habit is narrowed to: in the plural after "on" / "at" / "in" ("on weekends",
+    "on Monday mornings"); "most nights" says how often."""
+    return {
+        _stem(w)
+        for i, w in enumerate(p.words)
+        if w.endswith("s")
+        and _stem(w) in p.values
+        and p.values[_stem(w)][0] == "date"
+        and {"on", "at", "in"} & set(p.words[max(0, i - 2) : i])
+    }
 
 
 def _amounts(p: Reading) -> set[str]:
@@ -495,7 +508,10 @@ def _value_change(a: Reading, b: Reading) -> str:
             return ""
         attr_a, attr_b = attr_a - _UNIT_STEMS, attr_b - _UNIT_STEMS
         common = shared(attr_a, attr_b)
-        if attr_a - common and attr_b - shared(attr_b, attr_a):
+        extra_b = attr_b - shared(attr_b, attr_a)
+        # Two attributes: "piano on Mondays" / "French on Fridays"; a time is said of the
+        # same doing ("I run every morning" / "I run with my dog on weekends" is another).
+        if (attr_a - common and extra_b) or (types == {"date"} and extra_b):
             return ""
         # Names alone ("I've been using Ibotta" / "... my RedCard"): one of many things
         # used, unless the frame holds one value or a change is said.
