@@ -53,4 +53,8 @@ def test_key_creation_validates_its_scope(mem: Memory) -> None:
         create_api_key(mem.store, "  ")
     with pytest.raises(ValidationError, match="user_id"):
         create_api_key(mem.store, "acme", user_id="x" * 300)
+    # <org>/<x>/<y> is where MemWire's routes take the key of <org>: no other key may own it.
+    with pytest.raises(ValidationError, match="must not contain '/'") as info:
+        create_api_key(mem.store, "acme/team_1/app_a")
+    assert info.value.field == "workspace"
     assert list_api_keys(mem.store) == []

@@ -3,6 +3,7 @@ answers are marked, bodies that cannot be read, and MemWire's routes beside /v1.
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key
+from engrammar.store import ApiKeyRecord
 from serving import serve_in_thread
 
 pytestmark = pytest.mark.processes
@@ -108,4 +110,31 @@ def test_a_body_trickled_in_is_cut_at_the_whole_body_deadline(tmp_path: object) 
         answer = _trickle(base, key, pause_s=0.2, stop_after=3)
         assert answer.startswith(b"HTTP/1.1 408") and b"(body_timeout_s)" in answer, answer
     assert memory.stats(workspace="acme")["memories"] == 0
+    memory.close()
+
+
+def test_memwire_org_key_does_not_reach_a_workspace_another_key_owns(tmp_path: object) -> None:
+    memory = Memory(Config(path=f"{tmp_path}/store"), embedder=HashEmbedder())
+    org = create_api_key(memory.store, "acme")[0]
+    # A key named 'acme/x/y' can no longer be created; a store from before may still hold one.
+    other = "egr_0123456789ab_" + "s" * 43
+    memory.store.create_api_key(
+        ApiKeyRecord(
+            "0123456789ab", hashlib.sha256(other.encode()).hexdigest(), "acme/x/y", None, "", 0.0
+        )
+    )
+    say = {"user_id": "u", "messages": [{"role": "user", "content": "Launch is on May 4."}]}
+    ask = {"user_id": "u", "query": "launch", "workspace_id": "x", "app_id": "y"}
+    for base in serve_in_thread(memory, memwire_compat=True):
+        with httpx.Client(base_url=base, timeout=30) as c:
+            assert c.post("/v1/memories", headers={"X-API-Key": other}, json=say).status_code == 200
+            r = c.post("/v1/memories/search", headers={"X-API-Key": org}, json=ask)
+            assert r.status_code == 403 and "another API key" in r.json()["detail"], r.text
+            # The organisation's own sub-workspaces are still its own.
+            mine = {**say, "workspace_id": "x", "app_id": "z"}
+            assert c.post("/v1/memories", headers={"X-API-Key": org}, json=mine).status_code == 200
+            r = c.post(
+                "/v1/memories/search", headers={"X-API-Key": org}, json={**ask, "app_id": "z"}
+            )
+            assert [h["memory"]["content"] for h in r.json()] == ["Launch is on May 4."]
     memory.close()

@@ -14,6 +14,7 @@ from .errors import (
     MissingExtraError,
     NotFoundError,
     StoreError,
+    TooLargeError,
     ValidationError,
 )
 from .memory import Memory
@@ -66,6 +67,7 @@ __all__ = [
     "Skipped",
     "StoreError",
     "Tension",
+    "TooLargeError",
     "ValidationError",
     "__version__",
 ]

@@ -207,6 +207,14 @@ class Config:
     # -- input limits ------------------------------------------------------------------------
     max_content_chars: int = _opt(1_000_000, "Longest memory content accepted, in characters.")
     max_messages_per_add: int = _opt(10_000, "Most messages accepted by one add call.")
+    max_chunks_per_knowledge_base: int = _opt(
+        5_000, "Most passages one knowledge base holds (a larger document is refused, 413)."
+    )
+    max_knowledge_chunks_per_scope: int = _opt(
+        20_000,
+        "Most knowledge-base passages one workspace and user holds across its knowledge bases "
+        "(adding past it is refused, 413).",
+    )
     max_request_bytes: int = _opt(
         4 * 1024 * 1024, "Largest HTTP request body `engrammar serve` accepts (413 above)."
     )

@@ -139,6 +139,8 @@ def validate(cfg: Config) -> None:
             "embed_batch_size",
             "max_content_chars",
             "max_messages_per_add",
+            "max_chunks_per_knowledge_base",
+            "max_knowledge_chunks_per_scope",
             "recall_limit",
             "candidate_pool",
             "window_limit",

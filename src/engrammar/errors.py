@@ -4,6 +4,7 @@ Every error the library raises on purpose derives from :class:`EngrammarError`::
 
     EngrammarError
     ├── ValidationError      bad input; names the field (``.field``) and the problem
+    │   └── TooLargeError    input over a configured size limit; names the setting
     ├── NotFoundError        a memory, recall or record that does not exist in this scope
     ├── ConflictError        an idempotency key reused with a different payload
     ├── AuthError            a missing, unknown or revoked API key
@@ -29,6 +30,7 @@ __all__ = [
     "MissingExtraError",
     "NotFoundError",
     "StoreError",
+    "TooLargeError",
     "ValidationError",
 ]
 
@@ -52,6 +54,11 @@ class ValidationError(EngrammarError, ValueError):
         self.field = escaped(field)
         self.problem = escaped(problem)
         super().__init__(f"{self.field}: {self.problem}")
+
+
+class TooLargeError(ValidationError):
+    """Input that would pass a configured size limit (``Config.max_*``); the message names
+    the setting. HTTP answers it with 413; nothing is written."""
 
 
 class NotFoundError(EngrammarError, LookupError):

@@ -13,7 +13,7 @@ import secrets
 import time
 
 from .engine import validate as v
-from .errors import AuthError
+from .errors import AuthError, ValidationError
 from .store import ApiKeyRecord, ApiKeyStore
 
 __all__ = ["create_api_key", "list_api_keys", "revoke_api_key", "verify_api_key"]
@@ -40,6 +40,14 @@ def create_api_key(
     """
     ws = v.scope_id("workspace", workspace, required=True)
     assert ws is not None
+    if "/" in ws:
+        # MemWire's routes reach <org>/<workspace_id>/<app_id> with the key of <org>: a key
+        # of its own for such a name would share that workspace with another key.
+        raise ValidationError(
+            "workspace",
+            f"must not contain '/' (got {ws!r}): names with '/' are the workspaces MemWire's "
+            "routes make below an organisation's key (<org>/<workspace_id>/<app_id>)",
+        )
     user = v.scope_id("user_id", user_id)
     label = v.text("name", name, 200) if name else ""
     key_id = secrets.token_hex(6)

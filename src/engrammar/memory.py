@@ -580,8 +580,8 @@ class Memory:
             name: what the knowledge base is called (e.g. ``"Company handbook"``).
             chunks: passages as strings or ``{"content", "metadata"}`` dicts, stored as given.
             text: a whole document instead, split into passages of at most ``chunk_chars``
-                characters at paragraph and sentence ends (``chunk_overlap`` characters
-                repeated where a sentence must be cut).
+                characters (at least 100) at paragraph and sentence ends (``chunk_overlap``
+                characters repeated where a sentence must be cut). Blank passages are dropped.
             user_id, agent_id, session_id, workspace: the scope; at least one of the first three.
             metadata: kept with the knowledge base.
 
@@ -590,6 +590,9 @@ class Memory:
 
         Raises:
             ValidationError: naming the first bad field; nothing is written.
+            TooLargeError: more passages than ``Config.max_chunks_per_knowledge_base``, or
+                more than ``Config.max_knowledge_chunks_per_scope`` in the workspace and user
+                with the ones already there; nothing is written.
         """
         scope = self._scope(user_id, agent_id, session_id, workspace)
         name = v.text("name", name, 500)
@@ -599,7 +602,9 @@ class Memory:
         passages: builtins.list[tuple[str, dict[str, Any]]] = []
         if text is not None:
             text = v.text("text", text, self.config.max_content_chars * 100)
-            size = v.positive_int("chunk_chars", chunk_chars, maximum=100_000)
+            size = v.positive_int(
+                "chunk_chars", chunk_chars, minimum=knowledge.MIN_CHUNK_CHARS, maximum=100_000
+            )
             v.non_negative_int("chunk_overlap", chunk_overlap)
             passages = [(p, {}) for p in knowledge.split_document(text, size, chunk_overlap)]
         else:
@@ -617,7 +622,8 @@ class Memory:
                     f"chunks[{i}].content",
                     f"must be at most {self.config.max_content_chars} characters",
                 )
-        return knowledge.add(self._engine, scope, name, passages, meta)
+        source = "text" if text is not None else "chunks"
+        return knowledge.add(self._engine, scope, name, passages, meta, source)
 
     def search_knowledge(
         self,

@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from ..embed import Embedder
-from ..engine.knowledge import split_document
+from ..engine.knowledge import MIN_CHUNK_CHARS, split_document
 from ..errors import NotFoundError, ValidationError
 from ..memory import Memory
 from ..models import KnowledgeChunk as EngrammarChunk
@@ -553,6 +553,10 @@ class MemWire:
         path = Path(file_path)
         text = read_document(path)
         size = chunk_max_characters or self.config.ingest_chunk_max_characters
+        if size < MIN_CHUNK_CHARS:
+            raise ValidationError(
+                "chunk_max_characters", f"must be >= {MIN_CHUNK_CHARS}, got {size}"
+            )
         overlap = self.config.ingest_chunk_overlap if chunk_overlap is None else chunk_overlap
         ws = self._ws(workspace_id, app_id)
         parts = split_document(text, size, overlap)

@@ -32,7 +32,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import AuthError, EngrammarError, ForbiddenError, NotFoundError, ValidationError
+from ..errors import (
+    AuthError,
+    EngrammarError,
+    ForbiddenError,
+    NotFoundError,
+    TooLargeError,
+    ValidationError,
+)
 from ..keys import verify_api_key
 from ..memory import Memory
 from .memwire import (
@@ -126,6 +133,17 @@ class _Tenants:
             return self._facades[org_id]
 
 
+def _not_another_keys(memory: Memory, org: str, data: dict[str, Any]) -> None:
+    """Refuse a workspace below the organisation that an API key of its own names (a store
+    made before such keys were refused may hold one): it belongs to that key, not to this."""
+    ws_id, app_id = data.get("workspace_id"), data.get("app_id")
+    if not all(isinstance(x, str | None) for x in (ws_id, app_id)):
+        return  # the route's own checks refuse it
+    ws = workspace_of(org, ws_id, app_id)
+    if ws != org and memory.store.list_api_keys(ws):
+        raise ForbiddenError(f"workspace {ws!r} belongs to another API key")
+
+
 def _principal(request: Request, auth: bool) -> tuple[str, str | None]:
     """(organisation, bound user) of the request, from its engrammar API key."""
     memory: Memory = request.app.state.memory
@@ -185,6 +203,9 @@ def _handler(
                 refused = admit(request, writes, data)
                 if refused is not None:
                     return refused
+            if auth and isinstance(data, dict):
+                memory: Memory = request.app.state.memory
+                await anyio.to_thread.run_sync(_not_another_keys, memory, org, data)
             facade = request.app.state.tenants.get(org)
             out = await anyio.to_thread.run_sync(fn, facade, data, request)
         except ForbiddenError as exc:
@@ -195,7 +216,9 @@ def _handler(
             return JSONResponse({"detail": str(exc)}, status_code=404)
         except ValidationError as exc:
             detail = [{"loc": ["body", exc.field], "msg": exc.problem, "type": "value_error"}]
-            return JSONResponse({"detail": detail}, status_code=422)
+            return JSONResponse(
+                {"detail": detail}, status_code=413 if isinstance(exc, TooLargeError) else 422
+            )
         except EngrammarError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=500)
         return JSONResponse(out)

@@ -10,11 +10,17 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TooLargeError
 from ..models import KnowledgeBase, KnowledgeChunk, Scope
 from ..recall.chunks import split_document
+from ..store.sql.knowledge import scope_full
 from .base import Engine
 
-__all__ = ["add", "search", "split_document"]
+__all__ = ["MIN_CHUNK_CHARS", "add", "search", "split_document"]
+
+#: The shortest passage a document may be split into: below about a sentence a passage
+#: means nothing on its own, and a document becomes as many vectors as it has characters.
+MIN_CHUNK_CHARS = 100
 
 
 def add(
@@ -23,8 +29,34 @@ def add(
     name: str,
     passages: Sequence[tuple[str, dict[str, Any]]],
     metadata: dict[str, Any],
+    source: str = "chunks",
 ) -> KnowledgeBase:
-    """Embed checked ``(content, metadata)`` passages and store them as one knowledge base."""
+    """Embed checked ``(content, metadata)`` passages and store them as one knowledge base.
+
+    Refused with :class:`~engrammar.errors.TooLargeError` before anything is embedded when
+    the passages pass ``Config.max_chunks_per_knowledge_base`` or, with what the workspace
+    and user hold already, ``Config.max_knowledge_chunks_per_scope`` (the store checks the
+    latter again in the write's transaction)."""
+    config = engine.config
+    field = "text" if source == "text" else "chunks"
+    if len(passages) > config.max_chunks_per_knowledge_base:
+        raise TooLargeError(
+            field,
+            f"makes {len(passages)} passages; a knowledge base holds at most "
+            f"{config.max_chunks_per_knowledge_base} (max_chunks_per_knowledge_base)",
+        )
+    held = engine.store.count_knowledge_chunks(scope.workspace, scope.user_id)
+    if held + len(passages) > config.max_knowledge_chunks_per_scope:
+        raise TooLargeError(
+            field,
+            scope_full(
+                scope.workspace,
+                scope.user_id,
+                held,
+                len(passages),
+                config.max_knowledge_chunks_per_scope,
+            ),
+        )
     now = time.time()
     base = KnowledgeBase(
         id=f"kb_{uuid.uuid4().hex}",
@@ -60,7 +92,7 @@ def add(
         )
         for i, (content, meta) in enumerate(passages)
     ]
-    engine.store.add_knowledge(base, chunks)
+    engine.store.add_knowledge(base, chunks, config.max_knowledge_chunks_per_scope)
     return base
 
 
@@ -69,19 +101,4 @@ def search(
 ) -> list[KnowledgeChunk]:
     """The scope's chunks most similar to ``query`` (cosine, clipped to [0, 1]), best first;
     those scoring below ``min_score`` are left out."""
-    found = engine.store.knowledge_chunks(scope)
-    if not found:
-        return []
-    q = engine.embed_one(query)
-    matrix = np.stack([v for _, v in found])
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
-    scores = np.clip(matrix @ q / np.where(norms == 0, 1.0, norms), 0.0, 1.0)
-    order = sorted(range(len(found)), key=lambda i: (-float(scores[i]), i))
-    out = []
-    for i in order[:limit]:
-        if float(scores[i]) < min_score:
-            break
-        chunk = found[i][0]
-        chunk.score = round(float(scores[i]), 6)
-        out.append(chunk)
-    return out
+    return engine.store.search_knowledge(scope, engine.embed_one(query), limit, min_score)

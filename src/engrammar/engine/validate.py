@@ -92,11 +92,11 @@ def optional_text(name: str, value: Any, max_chars: int) -> str | None:
     return None if value is None else text(name, value, max_chars)
 
 
-def positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
+def positive_int(name: str, value: Any, *, maximum: int | None = None, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(name, f"must be an integer, got {shown(value)}")
-    if value < 1:
-        raise ValidationError(name, f"must be >= 1, got {value}")
+    if value < minimum:
+        raise ValidationError(name, f"must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
         raise ValidationError(name, f"must be <= {maximum}, got {value}")
     return value

@@ -769,9 +769,9 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
             param(
                 "chunk_chars",
                 int,
-                "Most characters of one passage of `text`.",
+                "Most characters of one passage of `text` (at least 100).",
                 1000,
-                low=1,
+                low=100,
                 high=100_000,
             ),
             param("chunk_overlap", int, "Characters repeated where a sentence is cut.", 100, low=0),

@@ -35,6 +35,7 @@ from ..errors import (
     EngrammarError,
     ForbiddenError,
     NotFoundError,
+    TooLargeError,
     ValidationError,
     escaped,
 )
@@ -96,6 +97,8 @@ def _error(status: int, kind: str, message: str, field: str | None = None) -> JS
 
 def error_response(exc: EngrammarError) -> JSONResponse:
     """The JSON error response for an engrammar error."""
+    if isinstance(exc, TooLargeError):
+        return _error(413, "payload_too_large", str(exc), exc.field)
     if isinstance(exc, ValidationError):
         return _error(422, "validation_error", str(exc), exc.field)
     if isinstance(exc, NotFoundError):

@@ -142,9 +142,12 @@ def split_document(text: str, max_chars: int, overlap: int) -> list[str]:
                 pieces.append(sentence)
                 continue
             step = max_chars - overlap
-            pieces += [sentence[i : i + max_chars] for i in range(0, len(sentence) - overlap, step)]
+            cuts = (sentence[i : i + max_chars] for i in range(0, len(sentence) - overlap, step))
+            pieces += [cut.strip() for cut in cuts]
     passages: list[str] = []
     for piece in pieces:
+        if not piece:
+            continue
         if passages and len(passages[-1]) + 1 + len(piece) <= max_chars:
             passages[-1] = f"{passages[-1]}\n{piece}"
         else:

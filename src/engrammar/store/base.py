@@ -518,7 +518,8 @@ class ReadAhead(Protocol):
         are not seen by its reads of memories already read. What the caller will ask, so that
         it can be read ahead: ``feedback_since``, the oldest feedback record;
         ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
-        (0: none); ``knowledge``, whether it reads the scope's knowledge chunks;
+        (0: none); ``knowledge``, whether it searches the scope's knowledge (a hint only:
+        a knowledge search is one query of its own, by vector, never read ahead whole);
         ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
         their neighbourhood is not read ahead); ``learning``, what the learned ranking will
         ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
@@ -726,12 +727,28 @@ class KnowledgeStore(Protocol):
     """Knowledge bases: written whole (the base and all its chunks) or not at all."""
 
     def add_knowledge(
-        self, base: KnowledgeBase, chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
+        self,
+        base: KnowledgeBase,
+        chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]],
+        max_scope_chunks: int | None = None,
     ) -> None:
-        """Store a knowledge base and its chunks (with their vectors) in one transaction."""
+        """Store a knowledge base and its chunks (with their vectors) in one transaction.
 
-    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
-        """Every chunk of the scope's knowledge bases with its vector, oldest first."""
+        With ``max_scope_chunks``, raises :class:`~engrammar.errors.TooLargeError` and writes
+        nothing when the base's workspace and user would then hold more chunks than that
+        (counted inside the transaction: two writers racing cannot both pass it)."""
+
+    def count_knowledge_chunks(self, workspace: str, user_id: str | None) -> int:
+        """How many chunks the knowledge bases of this workspace and user (``None``: the
+        workspace's own, of no user) hold."""
+
+    def search_knowledge(
+        self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
+    ) -> list[KnowledgeChunk]:
+        """The scope's ``limit`` chunks nearest ``vector`` by cosine, best first (ties: the
+        older first), each with ``score`` the cosine clipped to [0, 1]; those below
+        ``min_score`` are left out. Found by the database's vector search or an index kept
+        between calls: a search never reads every vector of the scope into the caller."""
 
     def list_knowledge(self, scope: Scope) -> list[KnowledgeBase]:
         """The scope's knowledge bases, oldest first."""

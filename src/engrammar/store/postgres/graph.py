@@ -501,6 +501,7 @@ class PostgresGraph(Connected):
             with conn.pipeline():
                 with planned_once(conn):
                     finish = self._queue_scope_reads(conn, snap, scope)
+                    knowledge = self._queue_knowledge(conn, snap, scope, query.array)
                     extra = also(conn) if also is not None else None
                 if statement is not None:
                     execute_searching(cur, *statement)
@@ -510,6 +511,7 @@ class PostgresGraph(Connected):
                                               "since": since})  # fmt: skip
                         learned = self._queue_learning(conn, snap, scope, since, query.array)
             finish()
+            knowledge()
             if extra is not None:
                 extra()
             if since is not None:
@@ -562,6 +564,10 @@ class PostgresGraph(Connected):
 
         def _queue_scope_reads(
             self, conn: Conn, snap: Snapshot, scope: Scope
+        ) -> Callable[[], None]: ...
+
+        def _queue_knowledge(
+            self, conn: Conn, snap: Snapshot, scope: Scope, vector: Any
         ) -> Callable[[], None]: ...
 
         def _queue_learning(

@@ -101,13 +101,6 @@ class PostgresReads(PostgresGraph):
     def _record(self, row: Sequence[Any]) -> MemoryRecord:
         raise NotImplementedError
 
-    @staticmethod
-    def _chunks_query(scope: Scope) -> tuple[str, list[Any]]:
-        raise NotImplementedError
-
-    def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
-        raise NotImplementedError
-
     #: :meth:`..sql.feedback.SQLRecords._learning_reader` (the store's feedback half).
     _learning_reader: Callable[
         [Scope, Sequence[str], float | None, int | None, tuple[bool, bool, bool]],
@@ -169,9 +162,9 @@ class PostgresReads(PostgresGraph):
 
     def _queue_scope_reads(self, conn: Conn, snap: Snapshot, scope: Scope) -> Callable[[], None]:
         """Queue, in the open pipeline of ``conn``, the scope reads the session was told of
-        (the newest preferences with their vectors, the knowledge chunks); the returned
-        function stores their answers once the pipeline has delivered them."""
-        if snap.scope_read or not (snap.preferences or snap.knowledge):
+        (the newest preferences with their vectors); the returned function stores their
+        answers once the pipeline has delivered them."""
+        if snap.scope_read or not snap.preferences:
             return lambda: None
         snap.scope_read = True
         where = " AND ".join(
@@ -181,25 +174,17 @@ class PostgresReads(PostgresGraph):
             getattr(scope, k) for k in _SCOPE_KEYS if getattr(scope, k) is not None
         ]
         prefs = conn.cursor(binary=True)
-        chunks = conn.cursor(binary=True)
         limit = snap.preferences
-        if limit:
-            prefs.execute(
-                f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
-                "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
-                [*params, limit],
-            )
-        if snap.knowledge:
-            sql, args = self._chunks_query(scope)
-            chunks.execute(sql.replace("?", "%s"), args)
+        prefs.execute(
+            f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
+            "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
+            [*params, limit],
+        )
 
         def finish() -> None:
-            if limit:
-                rows = prefs.fetchall()
-                self._keep_rows(snap, rows, 0)
-                snap.kinds[("preference", limit)] = [snap.records[r[0]] for r in rows]
-            if snap.knowledge:
-                snap.chunks = self._chunks(chunks.fetchall())
+            rows = prefs.fetchall()
+            self._keep_rows(snap, rows, 0)
+            snap.kinds[("preference", limit)] = [snap.records[r[0]] for r in rows]
 
         return finish
 
@@ -208,12 +193,6 @@ class PostgresReads(PostgresGraph):
         if snap is None or snap.scope != scope:
             return None
         return snap.kinds.get((kind, limit))
-
-    def _cached_chunks(self, scope: Scope) -> list[Any] | None:
-        snap = self._snap(scope.workspace)
-        if snap is None or snap.scope != scope:
-            return None
-        return snap.chunks
 
     # -- cached reads --------------------------------------------------------------------------
     def _cached_records(self, workspace: str, ids: list[str]) -> dict[str, MemoryRecord] | None:

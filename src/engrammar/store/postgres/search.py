@@ -20,13 +20,14 @@ from ...recall.text import index_text, speaker_of, terms
 from ..base import ChunkVector
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
+from ..sql.knowledge import CHUNK_COLUMNS
 from ..sql.store import Dialect, SQLStore
 from ..tables import COPY_TABLES, MEMORY_COLUMNS
 from .connection import Conn
 from .ingest import PostgresIngest
 from .keyword import keyword_query, quote_lexeme
 from .reads import PostgresReads
-from .snapshot import keep_raw
+from .snapshot import Snapshot, keep_raw
 from .statements import M_RAW, N_MEMORY, pg_scope_where, planned_once, replies_statement
 from .vectors import Vector, chunk_scope, own_hits, register_vector, scope_keys
 
@@ -301,9 +302,70 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         cached = self._cached_kind(scope, kind, limit)
         return list(cached) if cached is not None else super().memories_of_kind(scope, kind, limit)
 
-    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
-        cached = self._cached_chunks(scope)
-        return list(cached) if cached is not None else super().knowledge_chunks(scope)
+    def search_knowledge(
+        self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
+    ) -> list[KnowledgeChunk]:
+        snap = self._snap(scope.workspace)
+        ahead = snap.knowledge_ahead if snap is not None and snap.scope == scope else None
+        if ahead is not None and np.array_equal(ahead[0], vector):
+            rows = ahead[1]
+            if limit <= len(rows) or len(rows) < KNOWLEDGE_AHEAD:
+                return self._scored_chunks(rows[:limit], min_score)
+        sql, args = self._knowledge_query(scope, vector, limit)
+        rows = self._read("searching knowledge", lambda c: c.execute(sql, args).fetchall())
+        return self._scored_chunks(rows, min_score)
+
+    @staticmethod
+    def _knowledge_query(scope: Scope, vector: np.ndarray, limit: int) -> tuple[str, list[Any]]:
+        # The server ranks the scope's chunks (within max_knowledge_chunks_per_scope per
+        # workspace and user, by the scope index) and sends back only the top ``limit``,
+        # without their vectors. Scores equal to 6 places are ties, the older first, as in
+        # every store (the server's float arithmetic differs from numpy's in the last bits).
+        where, params = pg_scope_where(scope)
+        sql = (
+            f"SELECT {CHUNK_COLUMNS}, distance FROM (SELECT {CHUNK_COLUMNS}, seq, "
+            f"embedding <=> %b AS distance FROM knowledge_chunks "
+            f"WHERE {where}) c ORDER BY round(distance::numeric, 6), seq "
+            "LIMIT %s"
+        )
+        return sql, [Vector(vector), *params, limit]
+
+    def _queue_knowledge(
+        self, conn: Conn, snap: Snapshot, scope: Scope, vector: np.ndarray
+    ) -> Callable[[], None]:
+        """Queue, in the open pipeline of ``conn``, the knowledge search a recall makes next
+        (its ``KNOWLEDGE_AHEAD`` nearest chunks to the recall's query vector), if the session
+        was told of one; the returned function keeps the answer."""
+        if not snap.knowledge or snap.knowledge_ahead is not None:
+            return lambda: None
+        cur = conn.cursor(binary=True)
+        cur.execute(*self._knowledge_query(scope, vector, KNOWLEDGE_AHEAD))
+        query = np.array(vector, dtype=np.float32)
+
+        def finish() -> None:
+            snap.knowledge_ahead = (query, cur.fetchall())
+
+        return finish
+
+    def _scored_chunks(
+        self, rows: Sequence[Sequence[Any]], min_score: float
+    ) -> list[KnowledgeChunk]:
+        out = []
+        for row in rows:
+            distance = float(row[-1])
+            score = 0.0 if distance != distance else min(1.0, max(0.0, 1.0 - distance))
+            if score < min_score:
+                break
+            chunk = self._chunk(row)
+            chunk.score = round(score, 6)
+            out.append(chunk)
+        return out
+
+    def _lock_knowledge_partition(self, conn: Any, workspace: str, user_id: str | None) -> None:
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"knowledge|{workspace}|{user_id or ''}",),
+        )
 
     def edges_from(
         self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
@@ -590,6 +652,10 @@ def redact_url(url: str) -> str:
 
 #: psycopg's placeholders (a vector travels in pgvector's binary format), arrays for IN lists,
 #: and row locks where concurrent writers meet.
+#: The nearest knowledge chunks a recall's session reads with its vector search (recall asks
+#: for ``knowledge_recall_limit``, 3 by default; a larger ask is a query of its own).
+KNOWLEDGE_AHEAD = 10
+
 DIALECT = Dialect(
     name="postgresql",
     mark="%s",

@@ -123,12 +123,14 @@ class Snapshot:
     prefetched: bool = False
     #: what the caller said it will read of the scope (see Store.reading), and the answers
     preferences: int = 0
+    #: whether a knowledge search follows: its top rows are read with the vector search
     knowledge: bool = False
+    #: (the query vector, the scope's nearest chunks to it, as ``search_knowledge`` reads them)
+    knowledge_ahead: tuple[np.ndarray, list[Any]] | None = None
     scope_read: bool = False
     #: the scope's graph the session falls back on (``.graph``), if any
     graph: Any = None
     kinds: dict[tuple[str, int], list[MemoryRecord]] = field(default_factory=dict)
-    chunks: list[Any] | None = None
     #: memory id -> its chunk vectors (``memory_chunks``; empty: none), for the ids read
     windows: dict[str, list[ChunkVector]] = field(default_factory=dict)
     #: no feedback record of the scope at or after ``feedback_since`` (the probe's answer)

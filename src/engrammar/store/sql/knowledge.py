@@ -1,6 +1,7 @@
 """The knowledge-base half of the shared SQL: named documents of a scope, stored as chunks with
-their vectors. Chunks are read whole per scope and ranked by the engine (a scope's knowledge is
-small next to its memories), so the SQL is the same in every database."""
+their vectors. Writing, listing and deleting are the same SQL in every database; searching is
+each backend's own (:meth:`search_knowledge`): the database's vector search, or an index kept
+between calls, so no search reads every vector of the scope."""
 
 from __future__ import annotations
 
@@ -9,34 +10,61 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import TooLargeError
 from ...models import KnowledgeBase, KnowledgeChunk, Scope
 from .dialect import scope_where
 from .feedback import SQLRecords
 
-__all__ = ["SQLKnowledge"]
+__all__ = ["CHUNK_COLUMNS", "SQLKnowledge", "scope_full"]
 
 _BASE_COLUMNS = (
     "id, name, workspace, user_id, agent_id, session_id, chunk_count, created_at, metadata"
 )
-_CHUNK_COLUMNS = (
-    "id, kb_id, position, content, workspace, user_id, agent_id, session_id, created_at, "
-    "metadata, embedding"
+#: A chunk's columns without its vector, in the order :meth:`SQLKnowledge._chunk` reads them.
+CHUNK_COLUMNS = (
+    "id, kb_id, position, content, workspace, user_id, agent_id, session_id, created_at, metadata"
 )
+
+
+def scope_full(workspace: str, user_id: str | None, held: int, adding: int, most: int) -> str:
+    """What a :class:`~engrammar.errors.TooLargeError` says when a knowledge base does not
+    fit in its workspace and user."""
+    whose = f"workspace {workspace!r}" + (f" and user {user_id!r}" if user_id else "")
+    return (
+        f"{adding} passages would make {held + adding} in {whose}; at most {most} "
+        "(max_knowledge_chunks_per_scope): delete a knowledge base first"
+    )
 
 
 class SQLKnowledge(SQLRecords):
     """Knowledge bases over the shared SQL (``knowledge_bases``, ``knowledge_chunks``)."""
 
     def add_knowledge(
-        self, base: KnowledgeBase, chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
+        self,
+        base: KnowledgeBase,
+        chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]],
+        max_scope_chunks: int | None = None,
     ) -> None:
         j, vec, q = self.dialect.json, self.dialect.vector, self._q
         base_sql = q(f"INSERT INTO knowledge_bases ({_BASE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)")
         chunk_sql = q(
-            f"INSERT INTO knowledge_chunks ({_CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?v)"
+            f"INSERT INTO knowledge_chunks ({CHUNK_COLUMNS}, embedding) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?v)"
         )
 
         def run(conn: Any) -> None:
+            if max_scope_chunks is not None:
+                # Counted in the write's own transaction, so two writers racing cannot both
+                # pass the limit (the backend serialises them for this partition).
+                self._lock_knowledge_partition(conn, base.workspace, base.user_id)
+                held = self._count_chunks(conn, base.workspace, base.user_id)
+                if held + len(chunks) > max_scope_chunks:
+                    raise TooLargeError(
+                        "chunks",
+                        scope_full(
+                            base.workspace, base.user_id, held, len(chunks), max_scope_chunks
+                        ),
+                    )
             conn.execute(
                 base_sql,
                 (
@@ -56,25 +84,34 @@ class SQLKnowledge(SQLRecords):
 
         self._run("storing the knowledge base", run)
 
-    def knowledge_chunks(self, scope: Scope) -> list[tuple[KnowledgeChunk, np.ndarray]]:
-        sql, params = self._chunks_query(scope)
-        return self._chunks(self._fetch("reading knowledge", sql, params))
+    def count_knowledge_chunks(self, workspace: str, user_id: str | None) -> int:
+        return int(
+            self._run(
+                "counting knowledge",
+                lambda conn: self._count_chunks(conn, workspace, user_id),
+                write=False,
+            )
+        )
 
-    @staticmethod
-    def _chunks_query(scope: Scope) -> tuple[str, list[Any]]:
-        """The statement (``?`` placeholders) that reads a scope's chunks, and its parameters."""
-        where, params = scope_where(scope)
-        return f"SELECT {_CHUNK_COLUMNS} FROM knowledge_chunks WHERE {where} ORDER BY seq", params
+    def _count_chunks(self, conn: Any, workspace: str, user_id: str | None) -> int:
+        user = "user_id IS NULL" if user_id is None else "user_id = ?"
+        params = [workspace] if user_id is None else [workspace, user_id]
+        row = conn.execute(
+            self._q(f"SELECT count(*) FROM knowledge_chunks WHERE workspace = ? AND {user}"),
+            params,
+        ).fetchone()
+        return int(row[0])
 
-    def _chunks(self, rows: Sequence[Sequence[Any]]) -> list[tuple[KnowledgeChunk, np.ndarray]]:
-        out = []
-        for r in rows:
-            chunk = KnowledgeChunk(
-                r[0], r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], float(r[8]),
-                self.dialect.from_json(r[9]),
-            )  # fmt: skip
-            out.append((chunk, np.asarray(self.dialect.from_vector(r[10]), dtype=np.float32)))
-        return out
+    def _lock_knowledge_partition(self, conn: Any, workspace: str, user_id: str | None) -> None:
+        """Hold off other writers of this (workspace, user)'s knowledge until the transaction
+        ends; nothing to do where writers are serial anyway."""
+
+    def _chunk(self, r: Sequence[Any]) -> KnowledgeChunk:
+        """A chunk from a row of :data:`CHUNK_COLUMNS`."""
+        return KnowledgeChunk(
+            r[0], r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], float(r[8]),
+            self.dialect.from_json(r[9]),
+        )  # fmt: skip
 
     def list_knowledge(self, scope: Scope) -> list[KnowledgeBase]:
         where, params = scope_where(scope)

@@ -22,15 +22,17 @@ import numpy as np
 
 from ...errors import StoreError
 from ...learn.scoring import ReplyFacts
-from ...models import MemoryRecord, RecallFilter, Scope
+from ...models import KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, terms
 from ..base import ChunkVector
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
+from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
 from ..sql.store import SQLStore
 from ..tables import MEMORY_COLUMNS
 from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
 from .index_terms import read_terms
+from .knowledge_index import KnowledgeIndex, load_knowledge, partition_version
 
 __all__ = ["CHUNK_COLUMNS", "SQLiteSearch", "chunk_lists"]
 
@@ -70,6 +72,17 @@ def _partition_users(conn: sqlite3.Connection, scope: Scope, table: str) -> list
     ]
 
 
+class _Versioned(tuple[int, KnowledgeIndex]):
+    """A cached knowledge index with the ``data_version`` it was last checked at."""
+
+    def __new__(cls, data_version: int, index: KnowledgeIndex) -> _Versioned:
+        return super().__new__(cls, (data_version, index))
+
+    @property
+    def nbytes(self) -> int:
+        return self[1].nbytes
+
+
 class SQLiteSearch(SQLStore):
     """Search, row reads and recall matching of :class:`~.store.SQLiteStore`."""
 
@@ -80,6 +93,7 @@ class SQLiteSearch(SQLStore):
     _sync_conn: sqlite3.Connection
     _indexes: ByteLRU[ScopeIndex]
     _contexts: ByteLRU[ContextIndex]
+    _knowledge: ByteLRU[_Versioned]
     _rows: OrderedDict[str, tuple[Any, ...]]
     _rows_lock: threading.Lock
     _rows_rev: int
@@ -178,6 +192,67 @@ class SQLiteSearch(SQLStore):
                     # one empty read per search, and no memory however many there are.
                     self._indexes.pop(key)
                 out.append(index)
+            return out
+
+    def search_knowledge(
+        self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
+    ) -> list[KnowledgeChunk]:
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        try:
+            indexes = self._knowledge_partitions(scope)
+        except sqlite3.Error as exc:
+            raise StoreError(f"searching knowledge failed: {exc}") from exc
+        hits = [
+            hit
+            for index in indexes
+            for hit in index.top(query, limit, min_score, scope.agent_id, scope.session_id)
+        ]
+        hits.sort(key=lambda h: (-round(h[0], 6), h[1]))
+        hits = hits[:limit]
+        if not hits:
+            return []
+        marks = ",".join("?" * len(hits))
+        rows = self._read(
+            f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge_chunks "
+            f"WHERE workspace = ? AND id IN ({marks})",
+            [scope.workspace, *(h[2] for h in hits)],
+        )
+        found = {r[0]: r for r in rows}
+        out = []
+        for score, _, chunk_id in hits:
+            row = found.get(chunk_id)
+            if row is None:  # deleted since the index was read
+                continue
+            chunk = self._chunk(row)
+            chunk.score = round(score, 6)
+            out.append(chunk)
+        return out
+
+    def _knowledge_partitions(self, scope: Scope) -> list[KnowledgeIndex]:
+        """The current knowledge index of every (workspace, user) partition the scope covers
+        (reloaded where its chunks changed; checked only when the database changed)."""
+        with self._index_lock:
+            conn = self._sync_conn
+            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            out = []
+            for user in _partition_users(conn, scope, "knowledge_chunks"):
+                key = ("knowledge", scope.workspace, user)
+                cached = self._knowledge.get(key)
+                if cached is not None and cached[0] == data_version:
+                    out.append(cached[1])
+                    continue
+                if cached is None or cached[1].version != partition_version(
+                    conn, scope.workspace, user
+                ):
+                    index = load_knowledge(conn, scope.workspace, user)
+                else:
+                    index = cached[1]
+                if index.ids:
+                    self._knowledge.put(key, _Versioned(data_version, index))
+                    out.append(index)
+                else:
+                    self._knowledge.pop(key)
             return out
 
     def _dimension(self) -> int:
