@@ -308,7 +308,8 @@ def test_feedback_reads_the_recall_with_its_memories_in_one_exchange(
     # Two workspaces filled alike: feedback changes the graph, so the plain reads get a store
     # in the state the session's reads saw. Ids differ between them; contents stand in.
     mems = [
-        Memory(Config(store=pg_url, workspace=w), embedder=HashEmbedder()) for w in ("fast", "plain")
+        Memory(Config(store=pg_url, workspace=w), embedder=HashEmbedder())
+        for w in ("fast", "plain")
     ]
     try:
         names: list[str] = []
