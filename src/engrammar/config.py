@@ -464,8 +464,7 @@ class Config:
         "Learned query terms: a memory rated accepted for a question learns the question's "
         "topic terms it does not contain; a later query sharing them gives that rating a "
         "signal weighing this times the share of the query's IDF weight they cover, whatever "
-        "the two questions' cosine (corrected ratings the other way). 0 = off, the default: "
-        "on LoCoMo it carried little to related questions (bench/results/feedback_carryover.md).",
+        "the two questions' cosine (corrected ratings the other way). 0 = off.",
     )
     feedback_reply_context_min: float = _opt(
         0.85,

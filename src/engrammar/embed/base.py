@@ -48,10 +48,8 @@ def blend_context(
     """Each unit vector plus ``weight`` x the vector of the message it replies to, renormalised.
 
     ``sources[i]`` is a row of ``vectors``, -1 for ``before`` (the vector of the message stored
-    just before these), or None. On LoCoMo this ranked as well as embedding a reply's text
-    together with the message it answers (recall@10 0.770 against 0.777 on conversations 1-5,
-    0.741 against 0.744 on 6-10; bench/results/locomo_notes.md) without embedding any text
-    twice.
+    just before these), or None. A reply so carries the subject of the message it answers
+    without embedding any text twice.
     """
     table = vectors if before is None else np.vstack([vectors, before[None, :]])
     pairs = [

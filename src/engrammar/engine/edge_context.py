@@ -3,9 +3,7 @@
 MemWire's rule (``engine.feedback``) raises the edges of the paths a reply aligned with and
 lowers the others, for every later query alike. A reply answers one question, though: after a
 round of feedback on one topic many of its edges sit at the ceiling, and every neighbour of a
-seed on that topic gains graph support, also for questions the replies never answered (on
-LoCoMo that was most of what unseen, unrelated questions lost; see
-bench/results/feedback_learning.md).
+seed on that topic gains graph support, also for questions the replies never answered.
 
 With ``Config.feedback_edge_context`` the walk reads each edge as its weight before feedback
 plus every logged change (``edge_changes``, after clamping) times how well the query matches

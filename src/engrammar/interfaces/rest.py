@@ -128,7 +128,7 @@ async def in_worker(app: Any, fn: Callable[..., Any], *args: Any) -> Any:
     Bounded because the work is mostly Python under one GIL plus a model run that already
     uses every core: with anyio's default of 40 threads, a burst above capacity became 40
     threads thrashing the GIL, the write lock and the model's own threads, the CPU spent per
-    request rose from ~10 to ~17 ms and the queue never drained (bench/results/reliability.md).
+    request rose and the queue never drained.
     Requests past the bound now wait their turn instead.
     """
     state = app.state

@@ -110,10 +110,9 @@ _EARLIER_QUESTION = re.compile(
 
 
 # The state a change led to: "Did I switch to more water per tablespoon or less?", "What did
-# I upgrade to?" ask for the latest value though they are in the past tense. (The present held
-# against the past, "Do I go to the gym more often than I did previously?", was tried too: on
-# the store with the evidence at random dates it lifted later non-gold turns above the gold
-# ones, bench/results/lme_notes.md, session 11.)
+# I upgrade to?" ask for the latest value though they are in the past tense. A present held
+# against the past ("Do I go to the gym more often than I did previously?") is not read as
+# asking for the latest value: it asks about both.
 _CHANGED_TO = re.compile(
     r"\b(?:switch|switched|change|changed|upgrade|upgraded|move|moved|downgrade|downgraded)"
     r"\s+to\b(?!.*\b(?:before|first|originally|at first)\b)",

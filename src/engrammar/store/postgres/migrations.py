@@ -514,7 +514,7 @@ def m014_keyword_index_current(conn: Conn) -> None:
     unsorted list, up to ``gin_pending_list_limit`` (4 MB: ~17,000 memories) of the whole
     table, until a vacuum or the write that overflows it merges them; every keyword search
     reads that whole list, for any user, and plans against its cost: at 10,000 memories in
-    the list a search took 8-10 ms longer (bench/results/pg_scale.md)."""
+    the list a search takes measurably longer."""
     _run(
         conn,
         "ALTER INDEX memories_terms SET (fastupdate = off)",
@@ -537,8 +537,7 @@ def m016_keyword_postings(conn: Conn) -> None:
     per active memory holding the term (its ``seq``, term frequency and length), kept exact by
     a trigger like ``keyword_terms``. Keyword search scores these rows by an
     index-only scan instead of reading each matching memory and unnesting all its terms
-    (see :mod:`.keyword`): at 10,000 memories in one scope that was most of the
-    search's time (bench/results/pg_scale.md)."""
+    (see :mod:`.keyword`), which in a large scope is most of the search's time."""
     _run(
         conn,
         """
