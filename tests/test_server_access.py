@@ -138,3 +138,43 @@ def test_memwire_org_key_does_not_reach_a_workspace_another_key_owns(tmp_path: o
             )
             assert [h["memory"]["content"] for h in r.json()] == ["Launch is on May 4."]
     memory.close()
+
+
+def test_explain_names_no_other_key_to_a_user_bound_key(tmp_path: object) -> None:
+    memory = Memory(Config(path=f"{tmp_path}/store"), embedder=HashEmbedder())
+    team, team_record = create_api_key(memory.store, "acme")
+    alice, alice_record = create_api_key(memory.store, "acme", user_id="alice")
+    question = "When are deploys?"
+    for base in serve_in_thread(memory):
+        with (
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {team}"}) as t,
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {alice}"}) as a,
+        ):
+            stored = a.post("/v1/memories", json={"content": "Deploys are on Wednesdays."})
+            assert stored.status_code == 201, stored.text
+            memory_id = stored.json()["ids"][0]
+            for client, scope in ((t, {"user_id": "alice"}), (a, {})):
+                recall_id = client.post("/v1/recall", json={"query": question, **scope}).json()[
+                    "recall_id"
+                ]
+                rated = client.post("/v1/ratings", json={"memory_id": memory_id, **scope,
+                                    "verdict": "accepted", "recall_id": recall_id})  # fmt: skip
+                assert rated.status_code == 201, rated.text
+            ask = {"query": question, "memory_id": memory_id}
+            seen_by_team = t.post("/v1/explain", json={**ask, "user_id": "alice"}).json()
+            seen_by_alice = a.post("/v1/explain", json=ask).json()
+    memory.close()
+    # The workspace's key sees every source; alice's key sees its own and "another API key".
+    assert {s["source"] for s in seen_by_team["sources"]} == {
+        f"key:{team_record.key_id}",
+        f"key:{alice_record.key_id}",
+    }
+    assert team_record.key_id not in str(seen_by_alice)
+    assert sorted(s["source"] for s in seen_by_alice["sources"]) == sorted(
+        [f"key:{alice_record.key_id}", "another API key"]
+    )
+    hidden = [r for r in seen_by_alice["records"] if r["source"] == "another API key"]
+    assert len(hidden) == 1 and "record_id" not in hidden[0]
+    assert sum(s["contribution"] for s in seen_by_alice["sources"]) == pytest.approx(
+        sum(s["contribution"] for s in seen_by_team["sources"])
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.base import shared
 from ..errors import ForbiddenError, NotFoundError, ValidationError
 from ..memory import Memory
 
@@ -20,10 +21,12 @@ __all__ = [
     "Call",
     "Principal",
     "attribute",
+    "hide_other_keys",
     "narrow_ids",
     "own_event",
     "own_memory",
     "own_recall",
+    "readable_memory",
     "resolve",
 ]
 
@@ -101,13 +104,13 @@ def feedback_source(principal: Principal, args: dict[str, Any]) -> str | None:
     return None
 
 
-def _own_memory_id(call: Call, memory_id: Any) -> Any:
+def _own_memory_id(call: Call, memory_id: Any, read: bool = False) -> Any:
     if not isinstance(memory_id, str):
         raise ValidationError("memory_id", "must be a string")
     ws = call.args["workspace"]
     record = call.memory.get(memory_id, workspace=ws)
     bound = call.principal.bound_user
-    if bound is not None and record.user_id != bound:
+    if bound is not None and record.user_id != bound and not (read and shared(record)):
         # Same answer as an absent id: a key must not learn what other users hold.
         raise NotFoundError(f"memory {memory_id!r} not found in workspace {ws!r}")
     return record
@@ -116,6 +119,14 @@ def _own_memory_id(call: Call, memory_id: Any) -> Any:
 def own_memory(call: Call) -> None:
     """The memory named by ``memory_id`` is within the principal's reach."""
     _own_memory_id(call, call.args["memory_id"])
+
+
+def readable_memory(call: Call) -> None:
+    """The memory named by ``memory_id`` is the principal's, or the workspace's knowledge
+    (a decision or preference recorded without a user), which every recall of the workspace
+    shows: it may be read, explained and rated (a user's rating reaches that user's recalls
+    only), not changed or forgotten."""
+    _own_memory_id(call, call.args["memory_id"], read=True)
 
 
 def own_event(call: Call) -> None:
@@ -168,3 +179,36 @@ def own_record(call: Call, kind: str, record: dict[str, Any], record_id: Any) ->
             f"{kind} {record_id!r} not found in workspace {call.args['workspace']!r}"
         )
     return record
+
+
+#: How explain names a source that is another API key, to a key bound to a user.
+ANOTHER_KEY = "another API key"
+
+
+def hide_other_keys(principal: Principal, explanation: dict[str, Any]) -> None:
+    """A user-bound key's ``explain`` names no other key: feedback from another API key shows
+    as :data:`ANOTHER_KEY` (its records without their ids, its sources summed in one row).
+    Its own key, and sources that are not keys, stay as they are."""
+    if principal.bound_user is None:
+        return
+    own = f"key:{principal.key_id}"
+
+    def other(source: Any) -> bool:
+        return isinstance(source, str) and source.startswith("key:") and source != own
+
+    for row in explanation.get("records", []):
+        if other(row.get("source")):
+            row.pop("record_id", None)
+            row["source"] = ANOTHER_KEY
+    sources, merged = [], None
+    for row in explanation.get("sources", []):
+        if not other(row.get("source")):
+            sources.append(row)
+        elif merged is None:
+            merged = {**row, "source": ANOTHER_KEY}
+            sources.append(merged)
+        else:
+            merged["contribution"] = round(merged["contribution"] + row["contribution"], 6)
+            if "placement" in row:
+                merged["placement"] = max(merged.get("placement", 0.0), row["placement"])
+    explanation["sources"] = sources

@@ -392,49 +392,43 @@ def _sqlite_file(path: str | None, store_url: str | None) -> Any:
     return config
 
 
-def _copy_file(
-    copy: Callable[[Any, str], int],
-    file: str,
-    as_json: bool,
-    path: str | None,
-    store_url: str | None,
-    done: str,
-) -> None:
-    """Run a backup or restore of the embedded store and say ``done`` with the pages copied."""
-    config = _sqlite_file(path, store_url)
-    try:
-        pages = copy(config, file)
-    except EngrammarError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    emit(as_json, {"file": file, "pages": pages}, lambda d: f"{done} ({pages} pages)")
+def _file_command(name: str, doc: str, copy: str, done: str) -> click.Command:
+    """The command ``name`` that copies the embedded store to or from FILE with ``copy`` (a
+    function of :mod:`..engine.admin`) and says ``done`` with the pages copied."""
+
+    @click.command(name, help=doc)
+    @click.argument("file", type=click.Path(dir_okay=False))
+    @store_options
+    def command(
+        file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
+    ) -> None:
+        from ..engine import admin
+
+        config = _sqlite_file(path, store_url)
+        try:
+            pages = getattr(admin, copy)(config, file)
+        except EngrammarError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        said = done.format(file=file)
+        emit(as_json, {"file": file, "pages": pages}, lambda d: f"{said} ({pages} pages)")
+
+    return command
 
 
-@click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
-@store_options
-def backup(
-    file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
-) -> None:
-    """Copy the embedded store to FILE while it is in use (SQLite online backup), checked."""
-    from ..engine.admin import backup_sqlite
-
-    _copy_file(backup_sqlite, file, as_json, path, store_url, f"backed up to {file}")
-
-
-@click.command()
-@click.argument("file", type=click.Path(dir_okay=False))
-@store_options
-def restore(
-    file: str, as_json: bool, path: str | None, store_url: str | None, embedder: Any
-) -> None:
-    """Replace the embedded store's contents with the backup FILE (checked first).
-
-    Running servers on the store should be restarted afterwards.
-    """
-    from ..engine.admin import restore_sqlite
-
-    _copy_file(restore_sqlite, file, as_json, path, store_url, f"restored from {file}")
+backup = _file_command(
+    "backup",
+    "Copy the embedded store to FILE while it is in use (SQLite online backup), checked.",
+    "backup_sqlite",
+    "backed up to {file}",
+)
+restore = _file_command(
+    "restore",
+    "Replace the embedded store's contents with the backup FILE (checked first).\n\n"
+    "Running servers on the store should be restarted afterwards.",
+    "restore_sqlite",
+    "restored from {file}",
+)
 
 
 def register(group: click.Group) -> None:

@@ -22,11 +22,12 @@ from .access import (
     Principal,
     attribute,
     feedback_source,
+    hide_other_keys,
     narrow_ids,
     own_event,
-    own_memory,
     own_recall,
     own_record,
+    readable_memory,
     resolve,
 )
 from .texts import feedback_summary, plural, recall_tool_text, recalled_text, short
@@ -52,6 +53,7 @@ from .op_params import (
     OWNED,
     PAGE,
     QUERY,
+    READ,
     REASON,
     RECALL_MIN_SCORE,
     SCOPE,
@@ -148,7 +150,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
         cli=("get",),
         cli_doc="Show one memory.",
-        guards=OWNED,
+        guards=READ,
         text=memory_lines,
         schemas=(None, "Memory"),
         errors=(401, 403, 404, 422),
@@ -177,7 +179,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
         cli=("history",),
         cli_doc="Show what changed a memory, and why, oldest first.",
-        guards=OWNED,
+        guards=READ,
         shape=lambda out, args: {"memory_id": args["memory_id"], "history": out},
         text=lambda d: "\n".join(
             f"{h['rev']}  {iso(h['at'])[:19]}  {h['op']:<8} {h['reason'] or ''}".rstrip()
@@ -328,7 +330,7 @@ OPERATIONS: tuple[Operation, ...] = (
         http=(HttpRoute("POST", "/v1/explain", 200),),
         cli=("explain",),
         cli_doc="Explain why MEMORY_ID ranks where it does for QUERY: every part of its score.",
-        guards=OWNED,
+        guards=READ,
         text=explain_text,
         schemas=("ExplainRequest", "Explanation"),
         errors=(401, 403, 404, 422),
@@ -639,7 +641,7 @@ _RECORDS = (
             http=(HttpRoute("POST", "/v1/ratings", 201, "create_memory_ratings"),),
             cli=("rate", "create"),
             cli_doc="Rate MEMORY_ID: accepted, rejected or corrected (MCP memory_feedback).",
-            guards=(resolve, own_memory, own_recall, attribute),
+            guards=(resolve, readable_memory, own_recall, attribute),
             text=lambda d: f"rated memory {d['memory_id']}: {d['verdict']} ({d['id']})",
             schemas=("RatingRequest", "MemoryRating"),
             errors=(401, 403, 404, 409, 422),
@@ -929,6 +931,8 @@ def dispatch(
         data = dict(out)
     if op.owned_as is not None:
         own_record(call, op.owned_as, data, call.args[op.fields[0]])
+    if name == "explain":
+        hide_other_keys(principal, data)
     if name == "stats" and principal.fixed:
         # Where the store lives on the server, and how big it is with every other tenant's
         # data in it, is none of a remote client's business (the local user still sees both).

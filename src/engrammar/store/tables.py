@@ -86,7 +86,7 @@ MEMORY_COLUMNS = (
 )
 EVENT_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
-    "user_correction, corrected_output, reason, state, source_event_id, created_at, metadata, "
+    "user_correction, corrected_output, state, reason, source_event_id, created_at, metadata, "
     "source"
 )
 
@@ -96,7 +96,7 @@ FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
     "decision_review": (
         "decision_reviews",
         "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
-        "reversed, reason, decision_memory_id, created_at, source",
+        "reversed, created_at, reason, decision_memory_id, source",
         False,
     ),
     "preference_pair": (

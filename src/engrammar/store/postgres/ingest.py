@@ -47,7 +47,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from psycopg import errors as pg_errors
@@ -64,6 +64,7 @@ from .exact_vectors import nearest, stacked
 from .reads import M_COLUMNS
 from .vectors import Vector, exact_rows, execute_searching, scope_keys
 
+V = TypeVar("V")
 __all__ = ["PostgresIngest"]
 
 _N_MEMORY = len(MEMORY_COLUMNS.split(","))
@@ -450,19 +451,13 @@ class PostgresIngest(Connected):
 
     def _added_vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray] | None:
         snap = self._add_snap()
-        if snap is None or workspace != snap.scope.workspace or not snap.read:
-            return None
-        if not all(i in snap.vecs for i in ids):
-            return None
-        return {i: snap.vecs[i] for i in ids}
+        return (
+            _of_session(snap, workspace, ids, snap.vecs) if snap is not None and snap.read else None
+        )
 
     def _added_records(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord] | None:
         snap = self._add_snap()
-        if snap is None or workspace != snap.scope.workspace:
-            return None
-        if not all(i in snap.records for i in ids):
-            return None
-        return {i: snap.records[i] for i in ids}
+        return _of_session(snap, workspace, ids, snap.records) if snap is not None else None
 
     def _added_postings(self, scope: Scope, terms: Sequence[str], limit: int) -> Postings | None:
         snap = self._add_snap()
@@ -478,11 +473,7 @@ class PostgresIngest(Connected):
 
     def _added_counts(self, workspace: str, ids: Sequence[str]) -> dict[str, int] | None:
         snap = self._add_snap()
-        if snap is None or workspace != snap.scope.workspace:
-            return None
-        if not all(i in snap.counts for i in ids):
-            return None
-        return {i: snap.counts[i] for i in dict.fromkeys(ids)}
+        return _of_session(snap, workspace, ids, snap.counts) if snap is not None else None
 
     def _added_searches(
         self, scope: Scope, queries: np.ndarray, k: int
@@ -710,3 +701,13 @@ _SUPERSEDE = (
     "CASE WHEN u.at = trunc(u.at) AND abs(u.at) < 1e16 THEN trunc(u.at)::numeric::text || '.0' "
     "ELSE u.at::text END || '}', '', %(now)s FROM u"
 )
+
+
+def _of_session(
+    snap: AddSnapshot, workspace: str, ids: Sequence[str], known: dict[str, V]
+) -> dict[str, V] | None:
+    """``known``'s entries for ``ids``, from the add session ``snap`` if it covers
+    ``workspace`` and has them all; ``None`` sends the read to the database."""
+    if workspace != snap.scope.workspace or any(i not in known for i in ids):
+        return None
+    return {i: known[i] for i in dict.fromkeys(ids)}

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +35,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...errors import ConflictError, NotFoundError, StoreError
 from ...models import MemoryRecord, Scope
 from ..base import ChunkVector, NewEdge, NewMemory, RecallRecord
+from ..sql.store import apply_migrations
 from ..tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
 from .connection import Conn
 from .copy import PostgresCopy
@@ -182,18 +182,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                             "pgvector is not installed on the PostgreSQL server "
                             f"({exc}); install it (e.g. the postgresql-NN-pgvector package)"
                         ) from exc
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS migrations "
-                    "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"
-                )
-                done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
-                for migration in MIGRATIONS:
-                    if migration.__name__ not in done:
-                        migration(conn)
-                        conn.execute(
-                            "INSERT INTO migrations (name, applied_at) VALUES (%s, %s)",
-                            (migration.__name__, time.time()),
-                        )
+                apply_migrations(conn, MIGRATIONS, DIALECT, "DOUBLE PRECISION NOT NULL")
                 conn.commit()
         except psycopg.Error as exc:
             raise StoreError(f"cannot prepare the store {redact_url(self.url)}: {exc}") from exc
@@ -527,12 +516,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                     f"another memory of the same scope already has this content ({exc})"
                 ) from exc
             assert new is not None
-            op = "update" if content is not None else ("status" if status else "metadata")
-            after = content if content is not None else (status or json.dumps(metadata))
-            before = old.content if content is not None else (old.status if status else None)
-            self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
-            if edges is not None:
-                self._replace_edges(conn, workspace, memory_id, edges)
+            self._updated(conn, old, content, metadata, status, reason, edges)
             return self._record(new)
 
         return self._tx("update", run)

@@ -241,10 +241,12 @@ class SQLRecords:
         """``learning_facts`` as a ``_read_together`` sender: it executes every statement
         and returns the function that reads their answers. ``parts``: whether to read the
         events, the pairs, the ratings (the caller knows there are none of the others)."""
-        user_clause = ""
+        # A user's own records and the workspace-wide ones (no user) apply to that user; a
+        # recall made without a user reads only the workspace-wide ones: what a user recorded
+        # (a pair, an event, a rating) reaches no one else's recalls.
+        user_clause = " AND user_id IS NULL"
         params: list[Any] = [scope.workspace]
         if scope.user_id is not None:
-            # A user's own records and the workspace-wide ones (no user) apply to that user.
             user_clause = " AND (user_id = ? OR user_id IS NULL)"
             params.append(scope.user_id)
         ids = list(dict.fromkeys(memory_ids))
@@ -278,10 +280,11 @@ class SQLRecords:
                 self._cursor(conn).execute(
                     q(
                         "SELECT id, memory_id, verdict, weight, created_at, "
-                        "context_embedding, recall_id, source, context FROM memory_ratings "
-                        f"WHERE workspace = ? AND {cond} AND created_at >= ?{order}"
+                        "context_embedding, recall_id, source, context, user_id "
+                        "FROM memory_ratings "
+                        f"WHERE workspace = ? AND {cond}{user_clause} AND created_at >= ?{order}"
                     ),
-                    [scope.workspace, *chunk, start],
+                    [scope.workspace, *chunk, *params[1:], start],
                 )
                 for cond, chunk in (in_list("memory_id", ids) if with_ratings else ())
             ]
@@ -369,6 +372,7 @@ class SQLRecords:
                     r[6],
                     r[7],
                     r[8],
+                    r[9],
                 )
                 for rows in rating_rows
                 for r in rows.fetchall()
@@ -387,32 +391,19 @@ class SQLRecords:
         return self._event(conn, row)
 
     def _event(self, conn: Any, row: Sequence[Any]) -> FeedbackEvent:
+        values = list(row)  # EVENT_COLUMNS: the dataclass's fields but the decision memory
+        answer = {"corrected": "corrected", "adopted": "ai_output"}.get(values[10], "")
         link = conn.execute(
             self._q(
                 "SELECT memory_id FROM decision_memories WHERE workspace = ? AND event_id = ? "
                 "AND answer = ?"
             ),
-            (row[1], row[0], {"corrected": "corrected", "adopted": "ai_output"}.get(row[11], "")),
+            (values[1], values[0], answer),
         ).fetchone()
-        return FeedbackEvent(
-            id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            input_context=row[5],
-            ai_output=row[6],
-            user_reaction=row[7],
-            user_correction=row[8],
-            corrected_output=row[9],
-            state=row[11],
-            reason=row[10],
-            source_event_id=visible_key(row[12]),
-            created_at=row[13],
-            metadata=self.dialect.from_json(row[14]),
-            decision_memory_id=link[0] if link else None,
-            source=row[15],
-        )
+        values[12] = visible_key(values[12])  # source_event_id
+        values[14] = self.dialect.from_json(values[14])  # metadata
+        values.insert(15, link[0] if link else None)  # decision_memory_id
+        return FeedbackEvent(*values)
 
     def create_decision_review(
         self, review: DecisionReview, decision: NewMemory | None, answer: str | None
@@ -590,34 +581,14 @@ class SQLRecords:
     def _feedback_record(self, conn: Any, kind: str, row: Sequence[Any]) -> FeedbackRecord:
         if kind == "feedback_event":
             return self._event(conn, row)
+        # The columns of FEEDBACK_TABLES are in dataclass order: rows fill records in place.
+        values = list(row)
         if kind == "decision_review":
-            return DecisionReview(
-                id=row[0],
-                workspace=row[1],
-                user_id=row[2],
-                agent_id=row[3],
-                event_id=row[4],
-                final_decision=row[5],
-                outcome=row[6],
-                confidence=row[7],
-                reversed=bool(row[8]),
-                reason=row[9],
-                decision_memory_id=row[10],
-                created_at=row[11],
-                source=row[12],
-            )
+            values[8] = bool(values[8])  # reversed
+            return DecisionReview(*values)
         if kind == "preference_pair":
-            return PreferencePair(*row)
+            return PreferencePair(*values)
         if kind == "logged_event":
-            return LoggedEvent(
-                id=row[0],
-                workspace=row[1],
-                user_id=row[2],
-                agent_id=row[3],
-                session_id=row[4],
-                kind=row[5],
-                payload=self.dialect.from_json(row[6]),
-                created_at=row[7],
-                source=row[8],
-            )
-        return MemoryRating(*row)
+            values[6] = self.dialect.from_json(values[6])  # payload
+            return LoggedEvent(*values)
+        return MemoryRating(*values)

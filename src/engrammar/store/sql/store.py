@@ -28,6 +28,7 @@ __all__ = [
     "RECALL_COLUMNS",
     "Dialect",
     "SQLStore",
+    "apply_migrations",
     "memory_record",
     "recall_values",
     "scope_where",
@@ -204,6 +205,25 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
 
         return self._run("stats", run, write=False)
 
+    def _updated(
+        self,
+        conn: Any,
+        old: MemoryRecord,
+        content: str | None,
+        metadata: dict[str, Any] | None,
+        status: str | None,
+        reason: str,
+        edges: Sequence[NewEdge] | None,
+    ) -> None:
+        """After ``update_memory`` changed ``old``: its history line (op ``update``, ``status``
+        or ``metadata``) and, when given, its new content-derived edges."""
+        op = "update" if content is not None else ("status" if status else "metadata")
+        after = content if content is not None else (status or json.dumps(metadata))
+        before = old.content if content is not None else (old.status if status else None)
+        self._log(conn, old.id, old.workspace, old.user_id, op, before, after, reason)
+        if edges is not None:
+            self._replace_edges(conn, old.workspace, old.id, edges)
+
     def _replace_edges(
         self, conn: Any, workspace: str, memory_id: str, edges: Sequence[NewEdge]
     ) -> None:
@@ -357,20 +377,9 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
     def _recall_record(self, row: Any) -> RecallRecord | None:
         if row is None:
             return None
-        from_json = self.dialect.from_json
-        return RecallRecord(
-            recall_id=row[0],
-            workspace=row[1],
-            user_id=row[2],
-            agent_id=row[3],
-            session_id=row[4],
-            query=row[5],
-            created_at=row[6],
-            memory_ids=from_json(row[7]),
-            paths=from_json(row[8]),
-            tensions=from_json(row[9]),
-            consumed_at=row[10],
-        )
+        values = list(row)  # RECALL_COLUMNS is in field order
+        values[7:10] = [self.dialect.from_json(v) for v in values[7:10]]  # the JSON lists
+        return RecallRecord(*values)
 
     # -- API keys ------------------------------------------------------------------------------
     def create_api_key(self, record: ApiKeyRecord) -> None:
@@ -441,3 +450,19 @@ def supersessions(edges: Sequence[NewEdge], rename: dict[str, str]) -> Iterator[
         new, old = rename.get(edge.src, edge.src), rename.get(edge.dst, edge.dst)
         if new != old:
             yield new, old
+
+
+def apply_migrations(
+    conn: Any, migrations: Sequence[Callable[[Any], None]], dialect: Dialect, time_type: str
+) -> None:
+    """Run, in order, each of ``migrations`` the store's ``migrations`` table does not list,
+    and list it there (``time_type``: the SQL type of the time it was applied)."""
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at {time_type})"
+    )
+    done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+    insert = dialect.sql("INSERT INTO migrations (name, applied_at) VALUES (?, ?)")
+    for migration in migrations:
+        if migration.__name__ not in done:
+            migration(conn)
+            conn.execute(insert, (migration.__name__, time.time()))

@@ -98,39 +98,25 @@ class SQLUndo(SQLRecords):
         # (memory id, metadata key and value naming this record, the times it may be from)
         linked: list[tuple[str, str, str, frozenset[float]]] = []
         when = frozenset({created_at})
+
+        def take(table: str, columns: str) -> Any:
+            """The record's ``columns``, read as its row is deleted."""
+            key = (workspace, record_id)
+            where = "WHERE workspace = ? AND id = ?"
+            row = conn.execute(q(f"SELECT {columns} FROM {table} {where}"), key).fetchone()
+            conn.execute(q(f"DELETE FROM {table} {where}"), key)
+            return row
+
         if kind == "memory_rating":
-            row = conn.execute(
-                q("SELECT memory_id, correction_memory_id FROM memory_ratings "
-                  "WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            ).fetchone()  # fmt: skip
+            row = take("memory_ratings", "memory_id, correction_memory_id")
             if row[1] is not None:
                 linked.append((row[1], "corrects", row[0], when))
-            conn.execute(
-                q("DELETE FROM memory_ratings WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            )
         elif kind == "preference_pair":
-            row = conn.execute(
-                q("SELECT memory_id FROM preference_pairs WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            ).fetchone()
+            row = take("preference_pairs", "memory_id")
             if row[0] is not None:
                 linked.append((row[0], "pair_id", record_id, when))
-            conn.execute(
-                q("DELETE FROM preference_pairs WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            )
         elif kind == "decision_review":
-            row = conn.execute(
-                q("SELECT event_id, decision_memory_id FROM decision_reviews "
-                  "WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            ).fetchone()  # fmt: skip
-            conn.execute(
-                q("DELETE FROM decision_reviews WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            )
+            row = take("decision_reviews", "event_id, decision_memory_id")
             if row[1] is not None:
                 linked.append((row[1], "event_id", row[0], when))
         elif kind == "feedback_event":
@@ -157,10 +143,7 @@ class SQLUndo(SQLRecords):
                     (workspace, record_id),
                 )
         else:
-            conn.execute(
-                q("DELETE FROM logged_events WHERE workspace = ? AND id = ?"),
-                (workspace, record_id),
-            )
+            take("logged_events", "id")
         removed = self._remove_linked(conn, workspace, linked, record_id, lo, hi)
         return {"undone": undone, "memories_removed": removed, "edges_restored": 0}
 

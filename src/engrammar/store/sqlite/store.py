@@ -30,7 +30,7 @@ from ...models import Edge, MemoryRecord, Scope
 from ..base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
-from ..sql.store import Dialect, scope_where
+from ..sql.store import Dialect, apply_migrations, scope_where
 from ..tables import (
     COPY_BOOL_FIELDS,
     COPY_JSON_FIELDS,
@@ -226,17 +226,7 @@ class SQLiteStore(SQLiteSearch):
     def _migrate(self) -> None:
         try:
             with self._write() as conn:
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)"
-                )
-                done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
-                for migration in MIGRATIONS:
-                    if migration.__name__ not in done:
-                        migration(conn)
-                        conn.execute(
-                            "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
-                            (migration.__name__, time.time()),
-                        )
+                apply_migrations(conn, MIGRATIONS, DIALECT, "REAL")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot prepare the store {self.file}: {exc}") from exc
 
@@ -482,12 +472,7 @@ class SQLiteStore(SQLiteSearch):
                 conn.execute(
                     f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", [*params, memory_id]
                 )
-                op = "update" if content is not None else ("status" if status else "metadata")
-                after = content if content is not None else (status or json.dumps(metadata))
-                before = old.content if content is not None else (old.status if status else None)
-                self._log(conn, memory_id, workspace, old.user_id, op, before, after, reason)
-                if edges is not None:
-                    self._replace_edges(conn, workspace, memory_id, edges)
+                self._updated(conn, old, content, metadata, status, reason, edges)
                 new = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
