@@ -176,7 +176,9 @@ def main() -> None:
         if r is None:
             continue
         add = r["add"]
-        ended = f"{add.get('status')} after {add.get('seconds', '?')} s"
+        ended = str(add.get("status"))
+        if "seconds" in add:
+            ended += f" after {add['seconds']} s"
         if add.get("retry_after"):
             ended += f" (Retry-After {add['retry_after']})"
         lines.append(
