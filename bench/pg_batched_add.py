@@ -62,7 +62,7 @@ class Recorder:
 
 
 def clear_parse_caches(package: Any) -> None:
-    for name in ("tension_parse", "tension_subject", "tension_compare", "tension_cues"):
+    for name in ("tension_read",):
         module = sys.modules.get(f"{package.__name__}.recall.{name}")
         for value in vars(module).values() if module is not None else ():
             if callable(getattr(value, "cache_clear", None)):

@@ -353,3 +353,32 @@ def test_one_source_moves_a_memory_at_most_by_the_bound_two_sources_each_within_
         gone = next(s for s in out if s.id == "gone")
         assert gone.injected and gone.adjustment.placed_by["user"] > 0
         assert gone.score <= most + 1e-9
+
+
+def test_a_rejection_by_the_memorys_own_user_puts_it_below_the_next_one() -> None:
+    """However far apart the scores, the memory goes one place down (below the next memory
+    not rejected so), for the rated question and nearly the same ones; a flood of the same
+    rejections moves it no further; someone else's rejection and a far question leave only
+    the bounded signal."""
+    from dataclasses import replace
+
+    cands = [("top", 1.0), ("next", 0.4), ("last", 0.3)]
+    vecs = {"top": unit(1, 0.3), "next": unit(1, 0.6), "last": unit(1, 1)}
+    wrong = RatingFacts("w", "top", "rejected", 1.0, NOW, Q, "rec", "key:alice", None, "alice")
+
+    def order(ratings: list[RatingFacts], query: np.ndarray = Q) -> list[str]:
+        out = learned_ranking(cands, query, vecs, [], [], ratings, PARAMS, NOW)
+        scores = [s.score for s in out]
+        assert scores == sorted(scores, reverse=True)  # later stages keep the order
+        return [s.id for s in out]
+
+    assert order([replace(wrong, own=False)]) == ["top", "next", "last"]
+    assert order([replace(wrong, own=True)]) == ["next", "top", "last"]
+    flood = [replace(wrong, rating_id=f"w{i}", own=True, created_at=NOW - i) for i in range(50)]
+    assert order(flood) == ["next", "top", "last"]
+    assert order([replace(wrong, own=True)], unit(0, 0, 1)) == ["top", "next", "last"]
+    # Without a question (the inspector's "Keep this one" on the other side): everywhere.
+    assert order([replace(wrong, own=True, context_vec=None)], FAR) == ["next", "top", "last"]
+    # Two rejected in a row keep their order below the next.
+    both = [replace(wrong, own=True), replace(wrong, rating_id="n", memory_id="next", own=True)]
+    assert order(both) == ["last", "top", "next"]

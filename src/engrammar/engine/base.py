@@ -26,7 +26,10 @@ __all__ = [
     "dedup_key",
     "embed_memories",
     "in_scope",
+    "reaches",
     "reading",
+    "recorded",
+    "shared",
     "statement",
 ]
 
@@ -125,17 +128,42 @@ def dedup_key(scope: Scope, role: str, content: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def recorded(record: MemoryRecord) -> bool:
+    """Whether a memory is what a feedback record left behind (an event's or a review's
+    decision, a pair's preference): its reach is the record's, not a conversation's
+    (docs/learning.md, "Who sees a record")."""
+    return (record.kind == "decision" and "event_id" in record.metadata) or (
+        record.kind == "preference" and "pair_id" in record.metadata
+    )
+
+
+def shared(record: MemoryRecord) -> bool:
+    """Whether a memory is the workspace's knowledge: a decision or preference recorded
+    without a user, seen by every agent, session and user of its workspace."""
+    return record.user_id is None and recorded(record)
+
+
+def reaches(record: MemoryRecord, scope: Scope) -> bool:
+    """Whether a memory the scope's keys select may reach a recall of ``scope``: what a
+    user's record left reaches that user's recalls only (a recall made without a user
+    selects every user's memories, but no one's records)."""
+    return record.user_id in (None, scope.user_id) or not recorded(record)
+
+
 def in_scope(record: MemoryRecord, scope: Scope, where: RecallFilter | None = None) -> bool:
-    """Whether an active memory belongs to ``scope`` and passes ``where`` (what graph walks
-    may bring in)."""
-    return (
-        (where is None or where.matches(record))
-        and record.workspace == scope.workspace
-        and record.status == "active"
-        and all(
-            getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)
-            for key in ("user_id", "agent_id", "session_id")
-        )
+    """Whether an active memory belongs to ``scope`` (or is its workspace's knowledge) and
+    passes ``where`` (what graph walks may bring in)."""
+    if (
+        (where is not None and not where.matches(record))
+        or record.workspace != scope.workspace
+        or record.status != "active"
+    ):
+        return False
+    if shared(record):
+        return True
+    return reaches(record, scope) and all(
+        getattr(scope, key) is None or getattr(record, key) == getattr(scope, key)
+        for key in ("user_id", "agent_id", "session_id")
     )
 
 

@@ -41,7 +41,7 @@ from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, parse_query, sequence_support, time_match
 from ..store import LearningAhead, RefineAhead
-from .base import Engine, in_scope, reading
+from .base import Engine, in_scope, reaches, reading
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity
@@ -149,9 +149,29 @@ def candidates(
     store = engine.store
     pool = engine.config.candidate_pool
     keyword_hits, vector_hits = store.searches(scope, query.text, qvec, pool, where)
+    if scope.user_id is None:
+        keyword_hits, vector_hits = _reaching(engine, scope, keyword_hits, vector_hits)
     vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
     cands = fuse(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
     return _refine(engine, scope, query, profile, cands, qvec, where, edges or store.edges_from)
+
+
+def _reaching(
+    engine: Engine,
+    scope: Scope,
+    keyword_hits: list[tuple[str, float]],
+    vector_hits: list[tuple[str, float]],
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The hits of a scope without a user that may reach it: a search of every user's
+    memories finds the users' decisions and preferences too, which are theirs alone."""
+    ids = list(dict.fromkeys(i for i, _ in [*keyword_hits, *vector_hits]))
+    records = engine.store.get_memories(scope.workspace, ids)
+    gone = {i for i, r in records.items() if not reaches(r, scope)}
+    if not gone:
+        return keyword_hits, vector_hits
+    return [h for h in keyword_hits if h[0] not in gone], [
+        h for h in vector_hits if h[0] not in gone
+    ]
 
 
 def _complete_vector_hits(
@@ -359,6 +379,10 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -
     extra = learned_term_signals(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
+    if ratings:  # whose rating it is: the rated memory's own user's rejection places it
+        owners = store.get_memories(scope.workspace, sorted({r.memory_id for r in ratings}))
+        for r in ratings:
+            r.own = r.memory_id in owners and owners[r.memory_id].user_id == r.user_id
     params = LearnParams(
         half_life_days=cfg.feedback_half_life_days,
         min_samples=cfg.feedback_min_samples,
@@ -437,6 +461,7 @@ def _validity(
     while rest and len(head) < depth:
         step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
         found = store.get_memories(scope.workspace, [e.id for e in step])
+        found = {i: r for i, r in found.items() if reaches(r, scope)}
         if where is not None:
             found = {i: r for i, r in found.items() if where.matches(r)}
         head += [e for e in step if e.id in found]

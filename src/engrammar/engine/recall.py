@@ -46,7 +46,8 @@ __all__ = ["explain", "recall", "search", "session"]
 # it in no way: the cut leaves it out rather than pad the list with it.
 _NO_MATCH = 0.1
 # Memories placed by something other than search stay whatever their match: prior decisions
-# feedback brought in, replacements of a ranked memory, and what the graph reached.
+# and preferences whose records bear on the query (brought in by feedback, or found by search
+# as well), replacements of a ranked memory, and what the graph reached.
 _PLACED = ("feedback", "validity", "graph")
 
 
@@ -54,6 +55,8 @@ def _matches(item: Ranked) -> bool:
     comps = item.components
     return (
         item.via in _PLACED
+        # a decision or preference whose record bears on the query, found by search too
+        or comps.get("context_match", 0.0) > 0
         or comps.get("keyword", 0.0) > 0
         or comps.get("vector", 0.0) >= _NO_MATCH
         or comps.get("graph", 0.0) * comps.get("graph_weight", 0.0) > 0
@@ -238,9 +241,11 @@ def standing_preferences(
         where is not None and where.kinds is not None and "preference" not in where.kinds
     ):
         return []
-    found = engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
-    if where is not None:
-        found = [m for m in found if where.matches(m)]
+    found = [
+        m
+        for m in engine.store.memories_of_kind(scope, "preference", _PREFERENCES_READ)
+        if in_scope(m, scope, where)
+    ]
     if not found:
         return []
     vecs = engine.store.vectors(scope.workspace, [m.id for m in found])

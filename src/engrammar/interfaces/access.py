@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.base import shared
 from ..errors import ForbiddenError, NotFoundError, ValidationError
 from ..memory import Memory
 
@@ -25,6 +26,7 @@ __all__ = [
     "own_event",
     "own_memory",
     "own_recall",
+    "readable_memory",
     "resolve",
 ]
 
@@ -102,13 +104,13 @@ def feedback_source(principal: Principal, args: dict[str, Any]) -> str | None:
     return None
 
 
-def _own_memory_id(call: Call, memory_id: Any) -> Any:
+def _own_memory_id(call: Call, memory_id: Any, read: bool = False) -> Any:
     if not isinstance(memory_id, str):
         raise ValidationError("memory_id", "must be a string")
     ws = call.args["workspace"]
     record = call.memory.get(memory_id, workspace=ws)
     bound = call.principal.bound_user
-    if bound is not None and record.user_id != bound:
+    if bound is not None and record.user_id != bound and not (read and shared(record)):
         # Same answer as an absent id: a key must not learn what other users hold.
         raise NotFoundError(f"memory {memory_id!r} not found in workspace {ws!r}")
     return record
@@ -117,6 +119,14 @@ def _own_memory_id(call: Call, memory_id: Any) -> Any:
 def own_memory(call: Call) -> None:
     """The memory named by ``memory_id`` is within the principal's reach."""
     _own_memory_id(call, call.args["memory_id"])
+
+
+def readable_memory(call: Call) -> None:
+    """The memory named by ``memory_id`` is the principal's, or the workspace's knowledge
+    (a decision or preference recorded without a user), which every recall of the workspace
+    shows: it may be read, explained and rated (a user's rating reaches that user's recalls
+    only), not changed or forgotten."""
+    _own_memory_id(call, call.args["memory_id"], read=True)
 
 
 def own_event(call: Call) -> None:

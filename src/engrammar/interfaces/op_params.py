@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..recall.format import score_breakdown
-from .access import own_memory, resolve
+from .access import own_memory, readable_memory, resolve
 from .spec import REQUIRED, Param
 from .texts import plural, short
 
@@ -162,3 +162,4 @@ def listed(key: str) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
 # -- the operations ------------------------------------------------------------------------------
 SCOPED = (resolve,)
 OWNED = (resolve, own_memory)
+READ = (resolve, readable_memory)

@@ -4,7 +4,8 @@ Pure: the store hands over facts (records with their vectors), ``Memory`` hands 
 vector and the candidates; :func:`learned_ranking` returns new scores, every part explained.
 
 How each record acts on a recall whose query matches its context (``match`` in [0, 1], see
-:func:`~engrammar.learn.rates.context_match`):
+:func:`~engrammar.learn.rates.context_match`; an event matches by its context or by what was
+answered for it, the closest of the three):
 
 * **Feedback event** (corrected / adopted / rejected). Its *verdict* is the ``final_decision`` of
   its latest review, else its ``state``. The *standing answer* is the corrected output
@@ -27,6 +28,12 @@ How each record acts on a recall whose query matches its context (``match`` in [
   context counts in proportion to the match (:func:`rating_match`: accepted and corrected say
   something about the memory and carry to related questions that are as close to the memory
   as the rated one, rejected only about that question), one without counts everywhere.
+  A rejection by the memory's own user (the inspector's "Wrong", "Keep this one" on the
+  other side of a tension) is a person saying "not this, here": besides its bounded signal,
+  for the query it was given for and near-identical ones (the rejection's ramp; everywhere
+  without a context) the memory is placed below the next memory not rejected so
+  (:func:`rejected_below`), whatever the scores. One place, however many rejections: a flood
+  moves it no further, and signals from other sources stay within their bound.
 * **Reply signal** (``feedback(response=...)``). The memories the reply drew on (its best
   matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
   ``reply_weight`` times the context match. The reply is an independent witness of the ratings
@@ -63,6 +70,7 @@ __all__ = [
     "learned_ranking",
     "memory_match",
     "rating_match",
+    "rejected_below",
     "standing_answer",
     "verdict",
 ]
@@ -124,6 +132,8 @@ class RatingFacts:
     recall_id: str | None = None
     source: str | None = None
     context: str | None = None  # the question it was rated for (a recall's query)
+    user_id: str | None = None  # whose rating it is
+    own: bool = False  # given by the rated memory's own user (see ``rejected_below``)
 
 
 @dataclass
@@ -308,6 +318,17 @@ def _placed(
     return rel, lifts
 
 
+def _event_cos(query_vec: np.ndarray, event: EventFacts) -> float:
+    """How close a query comes to what an event is about: its context, or what was answered
+    for it (the agent's output, the correction). "How should the sender retry failed
+    deliveries?" asks about "Add retries to the webhook sender" in the words of its answer
+    ("Retry every 30 seconds ..."), not of the request."""
+    texts = [event.context_vec, event.ai_output_vec]
+    if event.corrected_vec is not None:
+        texts.append(event.corrected_vec)
+    return max(_cos(query_vec, v) for v in texts)
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -372,9 +393,7 @@ def learned_ranking(
         )
 
     for event in events:
-        m = context_match(
-            _cos(query_vec, event.context_vec), params.context_min, params.context_full
-        )
+        m = context_match(_event_cos(query_vec, event), params.context_min, params.context_full)
         if m <= 0:
             continue
         current = verdict(event)
@@ -538,6 +557,8 @@ def learned_ranking(
 
     out: list[LearnedScore] = []
     floor = levels[-1] if levels else 0.0
+    own = _own_rejections(ratings, query_vec, params, candidate_vecs)
+    unrejected: dict[str, float] = {}  # the score of an own-rejected memory without them
     unmatched_pairs = {p.memory_id for p in pairs if p.memory_id is not None} - set(injected)
     for memory_id in dict.fromkeys([*ids, *injected, *drawn]):
         if memory_id in unmatched_pairs:
@@ -567,6 +588,19 @@ def learned_ranking(
             by_rating, _ = _placed(base, floor, placing[-len(rated) :], adj, params.max_adjustment)
             lifted = rel if by_rating == rel > base else 0.0
         score = rel * (1.0 + adj.value)
+        if memory_id in own:
+            kept = [x for x in signals.get(memory_id, ()) if x.record not in own[memory_id]]
+            unrejected[memory_id] = rel * (
+                1.0
+                + aggregate(
+                    kept,
+                    now=now,
+                    half_life_days=params.half_life_days,
+                    min_samples=params.min_samples,
+                    max_adjustment=params.max_adjustment,
+                    source_window_s=params.source_window_s,
+                ).value
+            )
         prior = memory_id in decision_notes and adj.value >= 0
         comps = {"learned": round(adj.value, 6), "learned_evidence": round(adj.evidence, 6)}
         for source, share in adj.by_source.items():
@@ -590,4 +624,51 @@ def learned_ranking(
             )
         )
     out.sort(key=lambda s: (not s.prior_decision, -s.score))
+    return rejected_below(out, unrejected)
+
+
+def _own_rejections(
+    ratings: Sequence[RatingFacts],
+    query_vec: np.ndarray,
+    params: LearnParams,
+    candidate_vecs: Mapping[str, np.ndarray],
+) -> dict[str, set[str | None]]:
+    """The memories their own user rejected for this query (or one nearly the same), with
+    the ratings that did."""
+    out: dict[str, set[str | None]] = {}
+    for r in ratings:
+        if (
+            r.own
+            and r.verdict == "rejected"
+            and rating_match(r, query_vec, params, candidate_vecs.get(r.memory_id)) > 0
+        ):
+            out.setdefault(r.memory_id, set()).add(r.rating_id)
     return out
+
+
+def rejected_below(ranked: list[LearnedScore], rejected: Mapping[str, float]) -> list[LearnedScore]:
+    """``ranked`` (best first) with each memory of ``rejected`` (by id: its score without its
+    own user's rejections) put back where that score ranks it, then moved just below the next
+    memory that was not rejected: its score a little under that one's (so that every later
+    stage keeps the order), noted, no longer a prior decision. One place, whatever the
+    scores; with no such memory below it, it stays. Each carries ``rejected_by_user``."""
+    if not rejected:
+        return ranked
+    for item in ranked:
+        if item.id in rejected:
+            item.prior_decision = False
+            item.components["rejected_by_user"] = 1.0
+    ranked = sorted(ranked, key=lambda s: (not s.prior_decision, -rejected.get(s.id, s.score)))
+    out: list[LearnedScore] = []
+    waiting: list[LearnedScore] = []
+    for item in ranked:
+        if item.id in rejected:
+            waiting.append(item)
+            continue
+        out.append(item)
+        for k, moved in enumerate(waiting, 1):
+            moved.score = min(rejected[moved.id], item.score * (1.0 - 1e-3 * k))
+            moved.note = "rejected by its user for this question"
+        out += waiting
+        waiting = []
+    return out + waiting

@@ -241,10 +241,12 @@ class SQLRecords:
         """``learning_facts`` as a ``_read_together`` sender: it executes every statement
         and returns the function that reads their answers. ``parts``: whether to read the
         events, the pairs, the ratings (the caller knows there are none of the others)."""
-        user_clause = ""
+        # A user's own records and the workspace-wide ones (no user) apply to that user; a
+        # recall made without a user reads only the workspace-wide ones: what a user recorded
+        # (a pair, an event, a rating) reaches no one else's recalls.
+        user_clause = " AND user_id IS NULL"
         params: list[Any] = [scope.workspace]
         if scope.user_id is not None:
-            # A user's own records and the workspace-wide ones (no user) apply to that user.
             user_clause = " AND (user_id = ? OR user_id IS NULL)"
             params.append(scope.user_id)
         ids = list(dict.fromkeys(memory_ids))
@@ -278,10 +280,11 @@ class SQLRecords:
                 self._cursor(conn).execute(
                     q(
                         "SELECT id, memory_id, verdict, weight, created_at, "
-                        "context_embedding, recall_id, source, context FROM memory_ratings "
-                        f"WHERE workspace = ? AND {cond} AND created_at >= ?{order}"
+                        "context_embedding, recall_id, source, context, user_id "
+                        "FROM memory_ratings "
+                        f"WHERE workspace = ? AND {cond}{user_clause} AND created_at >= ?{order}"
                     ),
-                    [scope.workspace, *chunk, start],
+                    [scope.workspace, *chunk, *params[1:], start],
                 )
                 for cond, chunk in (in_list("memory_id", ids) if with_ratings else ())
             ]
@@ -369,6 +372,7 @@ class SQLRecords:
                     r[6],
                     r[7],
                     r[8],
+                    r[9],
                 )
                 for rows in rating_rows
                 for r in rows.fetchall()
