@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from engrammar.engine.filters import parse_filters
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
 from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex
@@ -88,3 +89,35 @@ def test_context_index_matches_recent_similar_queries_and_prunes_old_ones() -> N
     assert {r for _, r in index.matching(base, 0.99, 0.0)} == {"r2000", "r2500"}
     index.add(6001, "new", 3000.0, base)
     assert index.matching(base, 0.99, 0.0)[-1] == (6001, "new")
+
+
+def test_a_filter_on_more_keys_than_value_indexes_rebuilds_none() -> None:
+    rng = np.random.default_rng(3)
+    idx = ScopeIndex(4, 1.2, 0.1)
+    kept = {}
+    for i in range(300):
+        meta = {f"k{j}": int(rng.choice(3, p=[0.49, 0.49, 0.02])) for j in range(32)}
+        v = rng.normal(size=4).astype(np.float32)
+        idx.upsert(IndexRow(f"m{i}", None, None, 0.0, f"note {i}", v / np.linalg.norm(v),
+                            metadata=meta))  # fmt: skip
+        kept[f"m{i}"] = meta
+    query = np.array([1, 0, 0, 0], dtype=np.float32)
+
+    def search(keys: int) -> set[str]:
+        where = parse_filters({"metadata": {f"k{j}": {"in": [0, 1]} for j in range(keys)}})
+        assert where is not None
+        found = {i for i, _ in idx.vector_search(query, 300, where=where)}
+        # The same rows as the filter's own row-by-row check.
+        assert found == {m for m, meta in kept.items() if where.matches_fields("message", "user",
+                         0.0, meta)}  # fmt: skip
+        return found
+
+    search(16)  # fits: one value index per key, kept
+    built = dict(idx._by_value)
+    assert len(built) == 16
+    for _ in range(2):
+        assert search(32)  # uses those 16, reads the other 16 keys row by row
+        assert search(16)
+        # Nothing rebuilt, nothing evicted: the same indexes every time.
+        assert idx._by_value.keys() == built.keys()
+        assert all(idx._by_value[k] is postings for k, postings in built.items())
