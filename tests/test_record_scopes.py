@@ -225,3 +225,27 @@ def test_a_user_bound_key_reads_and_rates_the_workspaces_decision_but_cannot_cha
             assert d.delete(f"/v1/memories/{decision}").status_code == 404
             assert d.post("/v1/forget", json={"memory_id": decision}).status_code == 404
     assert real_mem.get(decision, workspace="payments-api").content == DECIDED
+
+
+def test_a_users_replies_reach_only_that_users_recalls(real_mem: Memory) -> None:
+    """The implicit signals of ``feedback(response=...)`` on a user's recall are that user's."""
+    first, second = "Refunds are approved by the shift lead.", "Refund approvals take two days."
+    real_mem.add(
+        [{"role": "user", "content": first}], workspace="shop", agent_id="ops", user_id="alice"
+    )
+    real_mem.add(
+        [{"role": "user", "content": second}], workspace="shop", agent_id="ops", user_id="alice"
+    )
+    asked = "Who approves refunds?"
+    before = [
+        m.memory.content for m in real_mem.recall(asked, workspace="shop", agent_id="ops").memories
+    ]
+    assert before[:2] == [first, second]
+    for _ in range(3):
+        r = real_mem.recall(asked, workspace="shop", user_id="alice")
+        real_mem.feedback(response=second, workspace="shop", user_id="alice", recall_id=r.recall_id)
+    mine = real_mem.recall(asked, workspace="shop", user_id="alice").memories
+    assert any(m.components.get("learned", 0.0) != 0.0 for m in mine)
+    others = real_mem.recall(asked, workspace="shop", agent_id="ops").memories
+    assert [m.memory.content for m in others] == before
+    assert all(m.components.get("learned", 0.0) == 0.0 for m in others)

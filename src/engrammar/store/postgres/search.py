@@ -509,7 +509,9 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             if ahead is not None:
                 return _reply_facts(ahead)
         where, params = pg_scope_where(scope, "m")
-        user_clause = ""
+        # A user's signals and the workspace-wide ones count for that user; a recall made
+        # without a user reads only the workspace-wide ones.
+        user_clause = " AND user_id IS NULL"
         user_params: list[Any] = []
         if scope.user_id is not None:
             user_clause = " AND (user_id = %s OR user_id IS NULL)"

@@ -151,7 +151,7 @@ def replies_statement(
     the newest of its matching signals' times (null if it did not match) and the number
     of matching recalls found (before ``limit`` cut them)."""
     where, params = pg_scope_where(scope, "m")
-    user_clause, user_params = "", []
+    user_clause, user_params = " AND user_id IS NULL", []
     if scope.user_id is not None:
         user_clause, user_params = " AND (user_id = %s OR user_id IS NULL)", [scope.user_id]
     if context is None:

@@ -601,9 +601,11 @@ class SQLiteSearch(SQLStore):
         with self._index_lock:
             conn = self._sync_conn
             data_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            users = _partition_users(conn, scope, "reply_signals")
+            # A user's fed-back recalls count for that user, the workspace-wide ones (no
+            # user) for everyone: a recall made without a user reads no user's.
+            users: list[str | None] = [None]
             if scope.user_id is not None:
-                users.append(None)  # workspace-wide recalls count for every user
+                users.insert(0, scope.user_id)
             indexes = []
             for user in users:
                 key = ("context", scope.workspace, user)
