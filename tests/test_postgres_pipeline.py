@@ -631,7 +631,10 @@ def test_feedback_in_three_exchanges_equals_plain_reads(
     assert fast[0][0]["strengthened"] + fast[0][0]["weakened"] > 0
     # the last: both searches again, one by one (the sequence edges from the graph still)
     assert [n for _, n in fast] == ([2, 2, 4] if graph else [3, 3, 5])
-    assert all(p > f for (_, p), (_, f) in zip(plain, fast, strict=True))
+    # fewer exchanges than the reads one by one; for the recall of one session, whose searches
+    # sent ahead go unused, no more
+    counts = [(p, f) for (_, p), (_, f) in zip(plain, fast, strict=True)]
+    assert all(p > f for p, f in counts[:2]) and counts[2][0] >= counts[2][1], counts
 
 
 def test_superseding_add_waits_once_and_equals_sqlite(

@@ -90,10 +90,12 @@ def _same_search_and_explain(mem: Memory, query: str, limit: int, target: str) -
 class _Close(float):
     """A float equal to another within a relative 1e-5: learned scores decay with time, so
     two recalls a few milliseconds apart differ in the tenth digit, and vector hits found in
-    process (store/postgres/local.py) agree with the server's distances to ~1e-7."""
+    process (store/postgres/local.py) agree with the server's distances to ~1e-7. Scores are
+    rounded to six places in ``to_dict``, so such a difference can also show as one unit in the
+    sixth place."""
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, float) and math.isclose(self, other, rel_tol=1e-5, abs_tol=1e-9)
+        return isinstance(other, float) and math.isclose(self, other, rel_tol=1e-5, abs_tol=1.5e-6)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -274,14 +276,14 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
         assert max(degree.values()) > 3  # seeds with more neighbours than the walk follows
         count = _Exchanges(monkeypatch)
         queries = ["garden plans", "What did Caroline say about the harbour?", "studio week 3"]
+        edges_only = 0
         for query in queries:
             with store.reading(0.0):
                 mem.recall(query, user_id="u1", limit=5)
                 snap = store._snap()
                 assert snap is not None and snap.prefetched
-                # some nodes came with their edges only
                 full = [*snap.out_edges, *snap.narrow_edges]
-                assert any(i not in snap.records for i in full), query
+                edges_only += sum(i not in snap.records for i in full)
             count.n = 0
             fast = mem.recall(query, user_id="u1", limit=5)
             fast_trips = count.n
@@ -292,6 +294,7 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
             assert _recall_view(fast) == _recall_view(slow), query
             assert fast_trips < slow_trips, query
             _same_search_and_explain(mem, query, 5, fast.memories[-1].id)
+        assert edges_only  # some nodes came with their edges only: the misses were exercised
     finally:
         mem.close()
 
@@ -302,9 +305,13 @@ def test_feedback_reads_the_recall_with_its_memories_in_one_exchange(
     """In feedback's read session the recall row comes with the records and vectors of the
     memories it names (shown, on its paths): no exchange of its own for their vectors, and the
     feedback's outcome equals the plain reads'."""
-    mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
+    # Two workspaces filled alike: feedback changes the graph, so the plain reads get a store
+    # in the state the session's reads saw. Ids differ between them; contents stand in.
+    mems = [
+        Memory(Config(store=pg_url, workspace=w), embedder=HashEmbedder())
+        for w in ("fast", "plain")
+    ]
     try:
-        _fill(mem)
         names: list[str] = []
         original = PostgresStore._tx
 
@@ -312,25 +319,41 @@ def test_feedback_reads_the_recall_with_its_memories_in_one_exchange(
             names.append(what)
             return original(store, what, *args, **kw)
 
-        monkeypatch.setattr(PostgresStore, "_tx", naming)
         outcomes = []
         counts = []
-        for plain in (False, True):
+        for mem, plain in zip(mems, (False, True), strict=True):
+            _fill(mem)
             first = mem.recall(QUERIES[0], user_id="u1", limit=5)
             assert first.paths  # the graph named memories beyond those shown
             reply = f"{first.memories[0].content} And {first.memories[1].content}"
+            contents = {m.id: m.content for m in mem.list(user_id="u1", limit=100)}
             names.clear()
-            with _plain() if plain else contextlib.nullcontext():
-                outcome = mem.feedback(response=reply, user_id="u1", recall_id=first.recall_id)
+            with monkeypatch.context() as patch:
+                patch.setattr(PostgresStore, "_tx", naming)
+                with _plain() if plain else contextlib.nullcontext():
+                    outcome = mem.feedback(response=reply, user_id="u1", recall_id=first.recall_id)
             counts.append(len(names))
             if not plain:
                 assert names[0] == "reading the recall"
                 assert names[1] not in ("get", "reading vectors"), names
-            outcomes.append(_rounded(outcome))
+            outcomes.append(_rounded(_by_content(outcome, contents)))
         assert outcomes[0] == outcomes[1]
         assert counts[0] < counts[1], counts
     finally:
-        mem.close()
+        for mem in mems:
+            mem.close()
+
+
+def _by_content(value: Any, contents: dict[str, str]) -> Any:
+    """``value`` with every memory id replaced by that memory's content, and the recall's own
+    id left out."""
+    if isinstance(value, str):
+        return contents.get(value, value)
+    if isinstance(value, dict):
+        return {k: _by_content(v, contents) for k, v in value.items() if k != "recall_id"}
+    if isinstance(value, list | tuple):
+        return [_by_content(v, contents) for v in value]
+    return value
 
 
 def test_session_is_per_thread_and_ends_with_the_block(pg_url: str) -> None:

@@ -112,9 +112,7 @@ def rank(
     """Every stage in order; ``focus`` (explain) is kept in the list wherever it lands, even
     when neither search nor the graph found it."""
     qvec = engine.embed_one(query.text)
-    # The weights feedback gave edges count near the recalls that earned them.
-    reader = edge_reader(engine, scope, qvec, feedback_since(engine)) if graph else None
-    edges_from: EdgesFrom = engine.store.edges_from if reader is None else reader.edges_from
+    edges_from: EdgesFrom = _edge_reads(engine, scope, qvec) if graph else engine.store.edges_from
     cands = candidates(engine, scope, query, profile, qvec, where=where, edges=edges_from)
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
     walks: list[Walk] = []
@@ -131,6 +129,23 @@ def rank(
     items = learned(engine, scope, query.text, items)
     items = _validity(engine, scope, query, profile, items, limit, where, focus)
     return Ranking(query, items, walks, seeds, match)
+
+
+def _edge_reads(engine: Engine, scope: Scope, qvec: np.ndarray) -> EdgesFrom:
+    """Edges with the weights feedback gave them counted near the recalls that earned them,
+    the reply signals read at the first edge read (after the searches, so that a store's read
+    session can fetch them with the searches' neighbourhood)."""
+    readers: list[EdgesFrom] = []
+
+    def edges_from(
+        workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        if not readers:
+            reader = edge_reader(engine, scope, qvec, feedback_since(engine))
+            readers.append(engine.store.edges_from if reader is None else reader.edges_from)
+        return readers[0](workspace, ids, min_weight, kind)
+
+    return edges_from
 
 
 # -- candidates, fusion and refinement --------------------------------------------------------
