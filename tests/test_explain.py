@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
+from engrammar.models import Scope
 
 
 def test_explain_matches_recall(mem: Memory) -> None:
@@ -58,3 +59,32 @@ def test_explain_records_nothing_and_checks_input(mem: Memory) -> None:
         mem.explain("alpha", mid, user_id="someone-else")
     with pytest.raises(ValidationError):
         mem.explain("", mid, user_id="u")
+
+
+def test_rank_shifts_give_each_memory_the_rank_explain_gives_it(mem: Memory) -> None:
+    topics = ["deploys", "billing", "oncall", "backups"]
+    mem.add(
+        [f"Note {i}: the {topics[i % 4]} rule number {i} for the team." for i in range(80)],
+        user_id="alice",
+    )
+    for q, topic in enumerate(topics):
+        result = mem.recall(f"What is the {topic} rule?", user_id="alice", limit=3)
+        for k, hit in enumerate(result.memories[:3]):
+            verdict = "rejected" if (q + k) % 2 else "accepted"
+            mem.rate_memory(hit.id, verdict, recall_id=result.recall_id, user_id="alice")
+    # Newer memories that answer two of the questions word for word push their rated ones
+    # out of the list ranked now: those are explained one by one, the rest read off one ranking.
+    mem.add([f"What is the {t} rule? Rule {i} of {t}." for t in topics[:2] for i in range(10)],
+            user_id="alice")  # fmt: skip
+    shifts = mem.rank_shifts(user_id="alice", limit=50)["shifts"]
+    assert len(shifts) == 12
+    moved = 0
+    for shift in shifts:
+        scope = Scope(mem.config.workspace, "alice")
+        recalled = mem.store.get_recall(scope, shift["recall_id"])
+        assert recalled is not None
+        explained = mem.explain(shift["query"], shift["memory_id"], user_id="alice",
+                                limit=len(recalled.memory_ids))  # fmt: skip
+        assert shift["rank_after"] == explained["rank"], shift
+        moved += shift["rank_after"] != shift["rank_before"]
+    assert moved  # the ratings moved some of them

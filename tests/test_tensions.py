@@ -206,6 +206,9 @@ CHANGES_WORDED_OTHERWISE = [
     ("My commute takes an hour.", "My commute is 20 minutes since we moved."),
     ("My hair is long.", "My hair is short now."),
     ("I have a student loan.", "I paid off my student loan."),
+    # a class named in several words
+    ("I'm a night owl.", "I've become a morning person since the baby."),
+    ("I like my steak well done.", "I order my steak medium rare."),
 ]
 LOOK_ALIKES_WORDED_OTHERWISE = [
     ("I support Liverpool.", "Liverpool switched managers again."),  # the team's change
@@ -217,6 +220,8 @@ LOOK_ALIKES_WORDED_OTHERWISE = [
     ("I work at the hospital.", "I left the hospital late tonight."),  # a place left
     ("We live in Hackney.", "Our neighbours just moved to Kent."),  # others
     ("I'm planning a trip to Peru.", "The Peru trip is too expensive."),  # not "too" = also
+    ("I prefer aisle seats.", "Got an aisle seat on the flight to Rome."),  # the same class
+    ("I like swimming in the morning.", "I don't like swimming in the evening."),  # two times
 ]
 
 

@@ -8,6 +8,7 @@ from .embed import CachedEmbedder, Embedder, HashEmbedder
 from .errors import (
     AuthError,
     ConflictError,
+    DeadlineError,
     EmbedderError,
     EngrammarError,
     ForbiddenError,
@@ -44,6 +45,7 @@ __all__ = [
     "CachedEmbedder",
     "Config",
     "ConflictError",
+    "DeadlineError",
     "DecisionReview",
     "Edge",
     "Embedder",

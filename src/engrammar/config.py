@@ -203,6 +203,12 @@ class Config:
     embedder_url: str = _opt("", "Base URL of an OpenAI-compatible embeddings endpoint.")
     embed_batch_size: int = _opt(64, "Texts per forward pass of the embedding model.")
     embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
+    embed_slice_s: float = _opt(
+        0.1,
+        "About how long one large embedding call (an add of many messages, a document) holds "
+        "the default model at a time; between its slices other calls' texts are embedded, so "
+        "a search waits at most about this long for another request's add.",
+    )
 
     # -- input limits ------------------------------------------------------------------------
     max_content_chars: int = _opt(1_000_000, "Longest memory content accepted, in characters.")
@@ -258,6 +264,23 @@ class Config:
     body_timeout_s: float = _opt(
         30.0, "Seconds `engrammar serve` waits for each next piece of a request body (408 after)."
     )
+    request_deadline_s: float = _opt(
+        300.0,
+        "Seconds of work `engrammar serve` gives one request; an add or knowledge base still "
+        "embedding after it is stopped before it writes anything (503 with Retry-After); "
+        "0 = no deadline.",
+    )
+    cost_budget_chars_per_s: float = _opt(
+        50_000.0,
+        "Characters to embed (messages, documents, queries) one API key's requests may bring "
+        "per second to `engrammar serve`, on average; a key over its budget gets 429 with "
+        "Retry-After until it is paid back; 0 = no budget.",
+    )
+    cost_budget_chars_burst: int = _opt(
+        8_000_000,
+        "Characters one API key may bring at once above `cost_budget_chars_per_s` (a request "
+        "costing more is still let through once the key's budget is full, and then paid back).",
+    )
     body_deadline_s: float = _opt(
         120.0,
         "Seconds `engrammar serve` allows for a whole request body, however steadily its "
@@ -307,7 +330,7 @@ class Config:
     )
     window_limit: int = _opt(
         4,
-        "Most window vectors one message gets (its first windows); full-text search still "
+        "Most window vectors one message gets (its first windows; 1 to 64): full-text search still "
         "reads the whole text, so a fact past them is found by its words.",
     )
     ranking: RankingProfile = _opt(  # noqa: RUF009 - a frozen dataclass, immutable

@@ -35,6 +35,8 @@ def validate(cfg: Config) -> None:
             "graph_sequence_weight",
             "rate_limit_per_s",
             "feedback_rate_limit_per_s",
+            "request_deadline_s",
+            "cost_budget_chars_per_s",
             "feedback_source_window_s",
             "feedback_recall_window_s",
             "feedback_reply_top",
@@ -141,6 +143,7 @@ def validate(cfg: Config) -> None:
             "max_messages_per_add",
             "max_chunks_per_knowledge_base",
             "max_knowledge_chunks_per_scope",
+            "cost_budget_chars_burst",
             "recall_limit",
             "candidate_pool",
             "window_limit",
@@ -174,7 +177,9 @@ def validate(cfg: Config) -> None:
         )
     if cfg.hnsw_ef_search > 1000:
         raise ValidationError("hnsw_ef_search", f"must be <= 1000, got {cfg.hnsw_ef_search}")
-    for name in ("header_timeout_s", "body_timeout_s", "body_deadline_s"):
+    if cfg.window_limit > 64:
+        raise ValidationError("window_limit", f"must be <= 64, got {cfg.window_limit}")
+    for name in ("header_timeout_s", "body_timeout_s", "body_deadline_s", "embed_slice_s"):
         if getattr(cfg, name) <= 0:
             raise ValidationError(name, f"must be > 0, got {getattr(cfg, name)!r}")
     if cfg.scope_cache_bytes < 0:

@@ -10,6 +10,8 @@ Every error the library raises on purpose derives from :class:`EngrammarError`::
     ├── AuthError            a missing, unknown or revoked API key
     │   └── ForbiddenError   a valid key asking for a workspace or user it does not own
     ├── StoreError           the storage backend failed (I/O, corruption, lock timeout)
+    ├── DeadlineError        the call passed its deadline (a server's request_deadline_s)
+    │                        before writing anything; try again later
     ├── EmbedderError        the embedding model is missing, broken or mismatched with the store
     └── MissingExtraError    a feature whose optional dependencies are not installed; names the
                              extra to install (``pip install 'engrammar[server]'``)
@@ -24,6 +26,7 @@ from __future__ import annotations
 __all__ = [
     "AuthError",
     "ConflictError",
+    "DeadlineError",
     "EmbedderError",
     "EngrammarError",
     "ForbiddenError",
@@ -59,6 +62,11 @@ class ValidationError(EngrammarError, ValueError):
 class TooLargeError(ValidationError):
     """Input that would pass a configured size limit (``Config.max_*``); the message names
     the setting. HTTP answers it with 413; nothing is written."""
+
+
+class DeadlineError(EngrammarError, TimeoutError):
+    """The call's work passed its deadline and was stopped before it wrote anything (HTTP
+    503 with ``Retry-After``)."""
 
 
 class NotFoundError(EngrammarError, LookupError):

@@ -19,7 +19,7 @@ def make_embedder(config: Config) -> Embedder:
     if kind == "minilm":
         from .onnx import MiniLMEmbedder
 
-        return MiniLMEmbedder(batch_size=config.embed_batch_size)
+        return MiniLMEmbedder(batch_size=config.embed_batch_size, slice_s=config.embed_slice_s)
     if kind == "hash":
         return HashEmbedder()
     if kind == "openai":

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from ..deadline import check as check_deadline
 from ..errors import EmbedderError
 from .base import normalise
 
@@ -49,6 +51,7 @@ class MiniLMEmbedder:
         tokenizer_path: str | os.PathLike[str] | None = None,
         batch_size: int = 64,
         threads: int | None = None,
+        slice_s: float = 0.1,
     ) -> None:
         try:
             import onnxruntime as ort
@@ -89,6 +92,9 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()  # one model run at a time
         self._queue_lock = threading.Lock()
         self._pending: list[_Slot] = []
+        #: Seconds one slice of a large call should hold the model (what a search may wait).
+        self.slice_s = slice_s
+        self._slice = 8  # texts in the next slice; adapts to the pace measured
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; safe from many threads.
@@ -97,35 +103,77 @@ class MiniLMEmbedder:
         one to get the model embeds every queued text in one batch. A server answering many
         requests at once then pays one model run per batch, not per request, at the cost of
         no extra latency (nobody waits for a batch to fill).
+
+        A large call runs in slices of about ``slice_s`` seconds each (sized from the
+        model's pace on this machine, at most a batch), and before each slice embeds what
+        small calls queued meanwhile: a search waits at most one slice for the model, not
+        for the whole of another request's add. Between slices the call's deadline, if it
+        has one (:func:`engrammar.deadline.within`), is checked.
         """
         texts = list(texts)
-        if not texts or len(texts) >= self._batch_size:
-            with self._lock:
-                return self._run(texts)
+        if not texts:
+            return np.empty((0, DIM), dtype=np.float32)
+        if len(texts) > self._batch_size:
+            return self._sliced(texts)
         slot = _Slot(texts)
         with self._queue_lock:
             self._pending.append(slot)
-        with self._lock:
-            if not slot.done:
-                with self._queue_lock:
-                    batch, self._pending = self._pending, []
-                joined = [t for queued in batch for t in queued.texts]
+        while True:
+            if self._lock.acquire(blocking=False):
                 try:
-                    vectors: np.ndarray | None = self._run(joined)
-                    error = None
-                except EmbedderError as exc:
-                    vectors, error = None, exc
-                start = 0
-                for queued in batch:
-                    end = start + len(queued.texts)
-                    queued.vectors = None if vectors is None else vectors[start:end]
-                    queued.error = error
-                    queued.done = True
-                    start = end
+                    if not slot.done.is_set():
+                        self._serve_pending()
+                finally:
+                    self._lock.release()
+            # Served by whoever holds the model (a large call between its slices), or
+            # try again for the model in a moment.
+            if slot.done.wait(0.002):
+                break
         if slot.error is not None:
             raise slot.error
         assert slot.vectors is not None
         return slot.vectors
+
+    def _serve_pending(self) -> None:
+        """Embed every queued small call in one run (the caller holds ``self._lock``)."""
+        with self._queue_lock:
+            batch, self._pending = self._pending, []
+        if not batch:
+            return
+        joined = [t for queued in batch for t in queued.texts]
+        try:
+            vectors: np.ndarray | None = self._run(joined)
+            error = None
+        except EmbedderError as exc:
+            vectors, error = None, exc
+        start = 0
+        for queued in batch:
+            end = start + len(queued.texts)
+            queued.vectors = None if vectors is None else vectors[start:end]
+            queued.error = error
+            queued.done.set()
+            start = end
+
+    def _sliced(self, texts: list[str]) -> np.ndarray:
+        """A large call, a slice at a time, letting queued small calls go between slices."""
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        # Similar lengths together keep each slice's padding (wasted compute) small.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        start = 0
+        while start < len(order):
+            check_deadline("embedding")
+            size = self._slice
+            idx = order[start : start + size]
+            with self._lock:
+                self._serve_pending()
+                began = time.perf_counter()
+                out[idx] = self._run([texts[i] for i in idx])
+                took = time.perf_counter() - began
+            start += len(idx)
+            # The next slice sized to take about slice_s at the pace just measured.
+            per_text = took / len(idx)
+            self._slice = max(1, min(self._batch_size, int(self.slice_s / max(per_text, 1e-6))))
+        return out
 
     def _run(self, texts: list[str]) -> np.ndarray:
         """The model on ``texts`` (the caller holds ``self._lock``)."""
@@ -166,4 +214,4 @@ class _Slot:
         self.texts = texts
         self.vectors: np.ndarray | None = None
         self.error: EmbedderError | None = None
-        self.done = False
+        self.done = threading.Event()

@@ -82,7 +82,7 @@ def embed_memories(
     is memory too. A windowed message's own vector is the mean of its windows' (the model
     reads only a text's start, and embedding that start twice would buy nothing)."""
     size, cap = engine.config.chunk_chars, engine.config.window_limit
-    spans = [message_windows(content, size)[:cap] for content, _, _ in items]
+    spans = [message_windows(content, size, cap) for content, _, _ in items]
     texts = [
         embedding_text(content, who)
         for (content, who, _), windows in zip(items, spans, strict=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deadline import check as check_deadline
 from ..embed.base import blend_context
 from ..learn.preferences import recognise_preference
 from ..models import MemoryRecord, Scope
@@ -104,6 +105,8 @@ def _add(
         )
         for i, m in enumerate(messages)
     ]
+    # The last point where the request's deadline may stop it: nothing is written yet.
+    check_deadline("adding")
     # A server store may start writing the rows while their edges are built.
     if (server := read_ahead(engine.store)) is not None:
         server.add_ahead(rows)

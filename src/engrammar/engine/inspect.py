@@ -17,9 +17,9 @@ from ..learn.rates import Signal, aggregate
 from ..learn.scoring import VERDICT_VALUE
 from ..models import KINDS, ROLES, MemoryRecord, Scope
 from ..store import MemoryFilter
-from . import recall
+from . import ranking, recall
 from . import validate as v
-from .base import Engine
+from .base import Engine, in_scope
 
 __all__ = ["TIMELINE_TYPES", "Inspector"]
 
@@ -325,20 +325,17 @@ class Inspector:
         for record in recalls[:limit]:
             # Each rank "now" is an explain: spend the budget on explicit verdicts first.
             ranked = sorted(touched[record.recall_id].items(), key=lambda kv: (kv[1][0], kv[0]))
+            wanted = []
             for memory_id, (_, value) in ranked:
-                if memory_id not in record.memory_ids or budget == 0:
-                    continue
-                budget -= 1
-                before = record.memory_ids.index(memory_id) + 1
-                try:
-                    now = recall.explain(
-                        self.engine,
-                        Scope(scope.workspace, record.user_id, record.agent_id, record.session_id),
-                        record.query,
-                        memory_id,
-                        len(record.memory_ids),
-                    )
-                except (NotFoundError, ValidationError):
+                if memory_id in record.memory_ids and budget > 0:
+                    budget -= 1
+                    wanted.append((memory_id, value))
+            if not wanted:
+                continue
+            here = Scope(scope.workspace, record.user_id, record.agent_id, record.session_id)
+            now = self._ranks_now(here, record.query, [m for m, _ in wanted], record.memory_ids)
+            for memory_id, value in wanted:
+                if memory_id not in now:
                     continue  # forgotten since, or out of the scope asked for
                 shifts.append(
                     {
@@ -347,11 +344,36 @@ class Inspector:
                         "recalled_at": record.created_at,
                         "memory_id": memory_id,
                         "signal": value,
-                        "rank_before": before,
-                        "rank_after": now.get("rank"),
+                        "rank_before": record.memory_ids.index(memory_id) + 1,
+                        "rank_after": now[memory_id],
                     }
                 )
         return {"shifts": shifts}
+
+    def _ranks_now(
+        self, scope: Scope, query: str, memory_ids: Sequence[str], recalled: Sequence[str]
+    ) -> dict[str, int | None]:
+        """Each memory's rank for ``query`` now, as ``explain`` gives it (memories forgotten
+        or out of ``scope`` left out). One ranking serves every memory it holds: where a
+        memory is in the list anyway, ``explain``'s focus on it changes nothing; only those
+        it does not hold are explained one by one."""
+        engine, limit = self.engine, len(recalled)
+        records = engine.store.get_memories(scope.workspace, list(memory_ids))
+        ids = [m for m in memory_ids if m in records and in_scope(records[m], scope)]
+        if not ids:
+            return {}
+        with ranking.session(engine, query, whole=False):
+            listed = ranking.rank(engine, scope, ranking.query_at(query, None),
+                                  engine.config.ranking, limit)  # fmt: skip
+        at = {e.id: k for k, e in enumerate(listed.items, 1)}
+        out: dict[str, int | None] = {}
+        for memory_id in ids:
+            if memory_id in at:
+                out[memory_id] = at[memory_id]
+                continue
+            with contextlib.suppress(NotFoundError, ValidationError):
+                out[memory_id] = recall.explain(engine, scope, query, memory_id, limit)["rank"]
+        return out
 
     # -- tensions -----------------------------------------------------------------------------
     def tensions(self, scope: Scope, limit: Any = None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deadline import check as check_deadline
 from ..errors import TooLargeError
 from ..models import KnowledgeBase, KnowledgeChunk, Scope
 from ..recall.chunks import split_document
@@ -92,6 +93,7 @@ def add(
         )
         for i, (content, meta) in enumerate(passages)
     ]
+    check_deadline("storing the knowledge base")  # nothing is written yet
     engine.store.add_knowledge(base, chunks, config.max_knowledge_chunks_per_scope)
     return base
 

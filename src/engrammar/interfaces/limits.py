@@ -70,6 +70,60 @@ class TokenBucket:
             return (1 - tokens) / self.rate
 
 
+class CostBudget:
+    """Per-client budgets of work, counted in characters to embed: ``rate`` a second, at
+    most ``burst`` saved up. A request is let through when the client's budget holds its cost
+    (or, for a request costing more than ``burst``, when the budget is full) and its whole
+    cost is then spent, going below zero if need be: a large add is allowed, and the key then
+    waits until it is paid back. Pure apart from the clock, which the caller passes in."""
+
+    def __init__(self, rate: float, burst: int, max_clients: int = 100_000) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.max_clients = max_clients
+        self._budgets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def spend(self, client: str, cost: float, now: float) -> float:
+        """Spend ``cost`` of ``client``'s budget: 0 if allowed, else the seconds until it is."""
+        with self._lock:
+            held, last = self._budgets.get(client, (self.burst, now))
+            held = min(self.burst, held + (now - last) * self.rate)
+            need = min(cost, self.burst)
+            if held >= need:
+                self._budgets[client] = (held - cost, now)
+                if len(self._budgets) > self.max_clients:
+                    # Full budgets carry no state worth keeping; drop them to bound memory.
+                    for k in [k for k, (b, _) in self._budgets.items() if b >= self.burst]:
+                        del self._budgets[k]
+                return 0.0
+            self._budgets[client] = (held, now)
+            return (need - held) / self.rate
+
+
+def request_cost(value: Any) -> int:
+    """What a request may cost to embed: the characters of every string it carries."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(request_cost(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(request_cost(v) for v in value)
+    return 0
+
+
+def over_budget(wait: float) -> Any:
+    """The 429 of a key whose cost budget is spent."""
+    return rate_limited(
+        wait, "this API key's requests are over its cost budget (cost_budget_chars_per_s)"
+    )
+
+
+def past_deadline(message: str, retry: int = 30) -> Any:
+    """The 503 of a request stopped by its deadline (nothing written)."""
+    return _error(503, "deadline_exceeded", message, {"Retry-After": str(retry)})
+
+
 def _error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Any:
     return JSONResponse(
         {"error": {"type": kind, "message": message}}, status_code=status, headers=headers

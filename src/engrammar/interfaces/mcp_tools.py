@@ -13,6 +13,7 @@ import inspect
 import json
 import math
 import re
+import time
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -24,11 +25,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from .. import __version__
+from .. import __version__, deadline
 from ..engine.validate import shown
 from ..errors import EngrammarError
 from ..memory import Memory
 from ..models import KINDS, RATING_VERDICTS, ROLES
+from .limits import CostBudget, request_cost
 from .op_params import AGENT, SESSION, USER, WORKSPACE
 from .operations import (
     OPERATIONS,
@@ -218,15 +220,30 @@ def _argument_error(exc: PydanticValidationError) -> str:
 Gate = Callable[[Context, Principal, str, dict[str, Any]], None]
 
 
-def _budget_gate(bucket: Budget | None) -> Gate:
-    """The per-source limit on feedback writes (``feedback_over_budget``) for calls that came
-    over HTTP; stdio has one client, the process that started the server."""
+def _budget_gate(bucket: Budget | None, cost_budget: CostBudget | None = None) -> Gate:
+    """The per-source limit on feedback writes (``feedback_over_budget``) and the per-key
+    cost budget (``cost_budget_chars_per_s``) for calls that came over HTTP; stdio has one
+    client, the process that started the server."""
 
     def gate(ctx: Context, principal: Principal, name: str, args: dict[str, Any]) -> None:
         request = ctx.request_context.request
-        if request is None or bucket is None:
+        if request is None:
             return
         client = getattr(request, "client", None)
+        if cost_budget is not None:
+            who = (
+                f"key:{principal.key_id}"
+                if principal.key_id
+                else "ip:" + (client.host if client else "?")
+            )
+            wait = cost_budget.spend(who, request_cost(args), time.monotonic())
+            if wait > 0:
+                raise ToolError(
+                    "RateLimited: this API key's requests are over its cost budget "
+                    f"(cost_budget_chars_per_s); retry in {max(1, math.ceil(wait))} s"
+                )
+        if bucket is None:
+            return
         refused = feedback_over_budget(
             bucket, principal, name, args, client.host if client else "?"
         )
@@ -263,7 +280,10 @@ def _tool(
         def call() -> dict[str, Any]:
             principal = principal_of(ctx)
             gate(ctx, principal, op.name, given)
-            return dispatch(memory, principal, op.name, given)
+            # Over HTTP a call has the server's per-request deadline; on stdio, none.
+            over_http = ctx.request_context.request is not None
+            with deadline.within(memory.config.request_deadline_s if over_http else None):
+                return dispatch(memory, principal, op.name, given)
 
         data = _run(call)
         render = op.mcp_text or _text
@@ -287,7 +307,10 @@ def _tool(
 
 
 def build_mcp_server(
-    memory: Memory, default: Principal, feedback_bucket: Budget | None = None
+    memory: Memory,
+    default: Principal,
+    feedback_bucket: Budget | None = None,
+    cost_budget: CostBudget | None = None,
 ) -> MCPServer[Any]:
     """The MCP server over ``memory``.
 
@@ -296,8 +319,10 @@ def build_mcp_server(
         default: the principal of calls without an HTTP request (stdio).
         feedback_bucket: the per-source budget of feedback writes over HTTP (shared with the
             REST routes of the same app); ``None``: no limit.
+        cost_budget: the per-key budget of characters to embed over HTTP (shared with the
+            REST routes); ``None``: no budget.
     """
-    gate = _budget_gate(feedback_bucket)
+    gate = _budget_gate(feedback_bucket, cost_budget)
     server: MCPServer[Any] = _StrictServer(
         "engrammar",
         title="engrammar memory",

@@ -27,11 +27,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import __version__
+from .. import __version__, deadline
 from ..engine.validate import shown
 from ..errors import (
     AuthError,
     ConflictError,
+    DeadlineError,
     EngrammarError,
     ForbiddenError,
     NotFoundError,
@@ -42,7 +43,15 @@ from ..errors import (
 from ..keys import verify_api_key
 from ..memory import Memory
 from .http_guard import HostGuard, allowed_hosts, guarded_h11
-from .limits import LimitsMiddleware, TokenBucket, rate_limited
+from .limits import (
+    CostBudget,
+    LimitsMiddleware,
+    TokenBucket,
+    over_budget,
+    past_deadline,
+    rate_limited,
+    request_cost,
+)
 from .mcp_tools import PRINCIPAL_KEY, build_mcp_server
 from .openapi import MAX_INT, openapi_document
 from .operations import (
@@ -328,6 +337,7 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
     from_body = method in ("POST", "PATCH")
 
     async def endpoint(request: Request) -> Response:
+        arrived = time.monotonic()
         principal = request.scope.get(PRINCIPAL_KEY)
         if not isinstance(principal, Principal):
             return _error(401, "unauthorized", "this request carries no authenticated principal")
@@ -344,11 +354,17 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
                     )
                 args[key] = request.path_params[key]
             limited = _feedback_limited(request, principal, op.name, args)
+            if limited is None:
+                limited = _cost_limited(request, principal, args)
             if limited is not None:
                 return limited
-            data = await in_worker(request.app, dispatch, memory, principal, op.name, args)
+            data = await in_worker(request.app, _within_deadline(request, arrived), memory,
+                                   principal, op.name, args)  # fmt: skip
         except _BadRequest as exc:
             return _error(400, "bad_request", str(exc), "body")
+        except DeadlineError as exc:
+            response: Response = past_deadline(str(exc))
+            return response
         except EngrammarError as exc:
             return error_response(exc)
         except ClientDisconnect:
@@ -359,6 +375,33 @@ def _endpoint(op: Operation, route: HttpRoute) -> Callable[[Request], Any]:
         return JSONResponse(data, status_code=status)
 
     return endpoint
+
+
+def _within_deadline(request: Request, arrived: float) -> Callable[..., Any]:
+    """``dispatch`` under the request's deadline (``request_deadline_s`` from its arrival,
+    the wait for a worker thread included)."""
+    seconds = request.app.state.memory.config.request_deadline_s
+
+    def run(*args: Any) -> Any:
+        left = max(seconds - (time.monotonic() - arrived), 1e-3) if seconds else None
+        with deadline.within(left):
+            return dispatch(*args)
+
+    return run
+
+
+def _cost_limited(request: Request, principal: Principal, args: dict[str, Any]) -> Response | None:
+    """The 429 of a key over its cost budget (``cost_budget_chars_per_s``)."""
+    budget: CostBudget | None = getattr(request.app.state, "cost_budget", None)
+    if budget is None:
+        return None
+    address = request.client.host if request.client else "?"
+    client = f"key:{principal.key_id}" if principal.key_id else f"ip:{address}"
+    wait = budget.spend(client, request_cost(args), time.monotonic())
+    if wait <= 0:
+        return None
+    response: Response = over_budget(wait)
+    return response
 
 
 def _feedback_limited(
@@ -475,7 +518,13 @@ def build_app(
         if cfg.feedback_rate_limit_per_s
         else None
     )
-    mcp = build_mcp_server(memory, default, feedback_bucket)
+    # One work budget per key, whether its requests come over REST or MCP.
+    cost_budget = (
+        CostBudget(cfg.cost_budget_chars_per_s, cfg.cost_budget_chars_burst)
+        if cfg.cost_budget_chars_per_s
+        else None
+    )
+    mcp = build_mcp_server(memory, default, feedback_bucket, cost_budget)
     app: Starlette = mcp.streamable_http_app(
         host=host,
         stateless_http=True,
@@ -488,6 +537,7 @@ def build_app(
     app.state.memory = memory
     app.state.server_threads = cfg.server_threads
     app.state.feedback_bucket = feedback_bucket
+    app.state.cost_budget = cost_budget
     app.add_exception_handler(Exception, _internal_error)
     app.add_exception_handler(HTTPException, _http_error)
     bucket = (

@@ -16,10 +16,13 @@ from .text import terms
 _BREAK = re.compile(r"(?<=[.!?\n])\s+|\n")
 
 
-def chunk_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+def chunk_spans(
+    text: str, size: int, overlap: int, limit: int | None = None
+) -> list[tuple[int, int]]:
     """``(start, end)`` windows of at most ``size`` characters covering ``text``, each
     overlapping the one before by about ``overlap``; cut at a sentence end or a space where
-    one lies in the window's last third. A text of ``size`` or less is one window."""
+    one lies in the window's last third. A text of ``size`` or less is one window. With
+    ``limit``, only the first ``limit`` windows (the rest of a long text is not looked at)."""
     if size < 1 or not 0 <= overlap < size:
         raise ValueError(f"need size >= 1 and 0 <= overlap < size, got {size}, {overlap}")
     n = len(text)
@@ -35,7 +38,7 @@ def chunk_spans(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
             if cut > floor:
                 end = cut
         spans.append((start, end))
-        if end >= n:
+        if end >= n or len(spans) == limit:
             return spans
         nxt = max(end - overlap, start + 1)
         space = text.find(" ", nxt, end)
@@ -70,13 +73,13 @@ def excerpt(text: str, query: str, size: int) -> str | None:
     return marked(text, *span)
 
 
-def message_windows(text: str, size: int) -> list[tuple[int, int]]:
-    """The windows of a message longer than ``size`` that get vectors of their own: those of
-    :func:`chunk_spans` (overlapping by a fifth). Empty when the text fits in ``size`` or
-    ``size`` is 0 (off): the message's own vector reads it whole."""
+def message_windows(text: str, size: int, limit: int | None = None) -> list[tuple[int, int]]:
+    """The windows of a message longer than ``size`` that get vectors of their own: the
+    first ``limit`` of :func:`chunk_spans` (overlapping by a fifth). Empty when the text fits
+    in ``size`` or ``size`` is 0 (off): the message's own vector reads it whole."""
     if size <= 0 or len(text) <= size:
         return []
-    return chunk_spans(text, size, size // 5)
+    return chunk_spans(text, size, size // 5, limit)
 
 
 def widened(text: str, start: int, end: int, size: int) -> tuple[int, int]:

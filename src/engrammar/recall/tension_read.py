@@ -13,6 +13,7 @@ from .tension_words import (
     CHANGE,
     CHANGE_PHRASES,
     CLASS_OF,
+    CLASS_PHRASES,
     COPULA,
     CORRECTION,
     GENERAL,
@@ -421,6 +422,12 @@ def read(statement: str) -> Reading:
             and words[i + 1 : i + 2] != ["of"]
         )
     }
+    for phrase, kind in CLASS_PHRASES.items():
+        if f" {phrase} " in f" {joined} ":
+            values[" ".join(_stem(w) for w in phrase.split())] = (kind, phrase)
+            for w in phrase.split():  # its words name the class, not a time or a thing
+                values.pop(_stem(w), None)
+                content = content - {_stem(w)}
     # "07700 900123": the digit groups after a phone number's first part are the number too.
     for i, x in enumerate(words[1:], 1):
         if x.isdigit() and values.get(_stem(words[i - 1]), ("",))[0] == "contact":

@@ -141,6 +141,16 @@ CLASSES = {
     "os": "windows linux macos mac ubuntu",
 }
 CLASS_OF = {term: name for name, terms in CLASSES.items() for term in terms.split()}
+# Classes named in several words: a night owl is no morning person.
+CLASS_PHRASES = {
+    phrase: name
+    for name, phrases in {
+        "chronotype": "morning person|night owl|early bird|early riser|night person",
+        "doneness": "well done|medium rare|rare",
+        "seat": "window seat|window seats|aisle seat|aisle seats|middle seat",
+    }.items()
+    for phrase in phrases.split("|")
+}
 # Words for one thing: "job" / "work", "doctor" / "GP"; a kind and its general word.
 SYNONYMS = [
     "college university school student studies studying uni degree course",

@@ -271,7 +271,8 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
         and (not about_a or not about_b or (present and len(about_a | about_b) <= 3))
         # "I take the bus" / "I don't take the bus on weekends": a narrower case, no denial;
         # "... in the morning" / "... in the evening": two times, no denial either
-        and not (_habits(b) - _dates(a) - _adjunct(b) and (not _dates(a) or _dates(a) - _dates(b)))
+        and not (_habits(b) - _dates(a) - _adjunct(b) and not _dates(a))
+        and not (_dates(a) and _dates(b) - _adjunct(b) and _dates(a) != _dates(b))
     ):
         return ("negation", plain, "opposite statements about the same thing")
     words_b = set(b.words)
