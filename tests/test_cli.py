@@ -389,3 +389,18 @@ def test_decision_and_feedback_records(store: Path) -> None:
     assert bad.returncode == 2
     missing = run(store, "rate", "create", "nope", "--verdict", "accepted")
     assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+def test_recall_shows_knowledge_passages_and_says_when_nothing_matched(store: Path) -> None:
+    ok(store, "add", "The garden gate squeaks in the wind.", "-u", "bob")
+    empty = ok(store, "recall", "What is the refund window?", "-u", "alice")
+    assert "No memories matched." in empty
+    assert js(store, "recall", "What is the refund window?", "-u", "alice")["formatted"] == (
+        "No memories matched."
+    )
+    ok(store, "knowledge", "add", "policies", "-u", "alice",
+       "--text", "Refunds are accepted within a thirty day refund window of purchase.")  # fmt: skip
+    passage = "Refunds are accepted within a thirty day refund window of purchase."
+    out = ok(store, "recall", passage, "-u", "alice")  # the test embedder: the same words
+    assert "knowledge " in out and "thirty day refund window" in out
+    assert "No memories matched." not in out

@@ -27,7 +27,11 @@ def recalled_text(d: dict[str, Any]) -> str:
         f"{i}. {m['score']:.3f}  {m['memory']['id']}  {short(m['memory']['content'])}\n"
         f"   {score_breakdown(m['score'], m['components'])}"
         for i, m in enumerate(d["memories"], 1)
-    ] or ["No memories matched."]
+    ]
+    for k in d.get("knowledge") or ():
+        lines.append(f"knowledge {k['score']:.3f}  {k['kb_id']}  {short(k['content'])}")
+    if not lines:
+        lines.append("No memories matched.")
     for t in d.get("tensions") or ():
         lines.append(f"tension: {t['a']} vs {t['b']} ({t.get('reason') or t.get('kind', '')})")
     return "\n".join([*lines, "", f"recall_id: {d['recall_id']}"])

@@ -7,7 +7,7 @@ import re
 from ..models import MemoryRecord, ScoredMemory, Tension, iso
 from .repeats import repeat_key
 
-__all__ = ["format_memories", "pair_choice", "score_breakdown", "score_parts"]
+__all__ = ["NOTHING_MATCHED", "format_memories", "pair_choice", "score_breakdown", "score_parts"]
 
 
 def _quoted(text: str) -> str:
@@ -60,6 +60,10 @@ def _line(item: ScoredMemory, flagged: set[str], said: dict[str, str] | None = N
     return f"- [{day}] {who}: {text}{mark}{note}"
 
 
+# What ``formatted`` says when no memory matched the query by words or by meaning.
+NOTHING_MATCHED = "No memories matched."
+
+
 def format_memories(
     items: list[ScoredMemory],
     tensions: list[Tension],
@@ -73,6 +77,8 @@ def format_memories(
     budget), then ``Memories:`` with the other items; the whole stays within ``max_chars``.
     A text said several times (``recall.repeats``) takes one line, its first copy's.
     """
+    if not items and not preferences:
+        return NOTHING_MATCHED[: max(0, max_chars)]
     flagged = {t.a for t in tensions} | {t.b for t in tensions}
     contents = {i.memory.id: i.memory.content for i in [*(preferences or []), *items]}
     lines: list[str] = []
