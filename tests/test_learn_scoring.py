@@ -377,6 +377,10 @@ def test_a_rejection_by_the_memorys_own_user_puts_it_below_the_next_one() -> Non
     flood = [replace(wrong, rating_id=f"w{i}", own=True, created_at=NOW - i) for i in range(50)]
     assert order(flood) == ["next", "top", "last"]
     assert order([replace(wrong, own=True)], unit(0, 0, 1)) == ["top", "next", "last"]
+    # A nearly identical question: placed, unless the memory is closer to it than to the
+    # rejected one (then it may be what this question asks for; only the bounded signal).
+    assert order([replace(wrong, own=True)], unit(1, -0.25)) == ["next", "top", "last"]
+    assert order([replace(wrong, own=True)], unit(1, 0.25)) == ["top", "next", "last"]
     # Without a question (the inspector's "Keep this one" on the other side): everywhere.
     assert order([replace(wrong, own=True, context_vec=None)], FAR) == ["next", "top", "last"]
     # Two rejected in a row keep their order below the next.

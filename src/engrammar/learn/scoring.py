@@ -634,15 +634,23 @@ def _own_rejections(
     candidate_vecs: Mapping[str, np.ndarray],
 ) -> dict[str, set[str | None]]:
     """The memories their own user rejected for this query (or one nearly the same), with
-    the ratings that did."""
+    the ratings that did. A memory closer to this query than to the rejected one may be
+    what this one asks for: the rejection only counts within its bound there."""
     out: dict[str, set[str | None]] = {}
     for r in ratings:
+        vec = candidate_vecs.get(r.memory_id)
         if (
-            r.own
-            and r.verdict == "rejected"
-            and rating_match(r, query_vec, params, candidate_vecs.get(r.memory_id)) > 0
+            not r.own
+            or r.verdict != "rejected"
+            or rating_match(r, query_vec, params, vec) <= 0
+            or (
+                vec is not None
+                and r.context_vec is not None
+                and _cos(query_vec, vec) > _cos(r.context_vec, vec) + 1e-6
+            )
         ):
-            out.setdefault(r.memory_id, set()).add(r.rating_id)
+            continue
+        out.setdefault(r.memory_id, set()).add(r.rating_id)
     return out
 
 
