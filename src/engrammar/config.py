@@ -204,7 +204,7 @@ class Config:
     embed_batch_size: int = _opt(64, "Texts per forward pass of the embedding model.")
     embed_cache_size: int = _opt(4096, "Entries in the LRU cache of embedded texts.")
     embed_slice_s: float = _opt(
-        0.2,
+        0.1,
         "About how long one large embedding call (an add of many messages, a document) holds "
         "the default model at a time; between its slices other calls' texts are embedded, so "
         "a search waits at most about this long for another request's add.",

@@ -51,7 +51,7 @@ class MiniLMEmbedder:
         tokenizer_path: str | os.PathLike[str] | None = None,
         batch_size: int = 64,
         threads: int | None = None,
-        slice_s: float = 0.2,
+        slice_s: float = 0.1,
     ) -> None:
         try:
             import onnxruntime as ort
