@@ -63,6 +63,14 @@ def test_json_nested_past_the_parser_is_a_400_in_json(served: tuple[str, str, bo
         assert r.status_code == 400, r.text
         message = r.json()["detail"] if memwire else r.json()["error"]["message"]
         assert "not valid JSON" in message
+        # Just within what the parser reads: every later step copes too (a 422, not a 500).
+        within = "[" * 900 + "]" * 900
+        r = c.post(
+            path,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            content='{"user_id": "u", "query": ' + within + "}",
+        )
+        assert r.status_code == 422, r.text
 
 
 def _trickle(base: str, key: str, pause_s: float, stop_after: int | None = None) -> bytes:
