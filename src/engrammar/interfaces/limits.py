@@ -102,14 +102,19 @@ class CostBudget:
 
 
 def request_cost(value: Any) -> int:
-    """What a request may cost to embed: the characters of every string it carries."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(request_cost(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return sum(request_cost(v) for v in value)
-    return 0
+    """What a request may cost to embed: the characters of every string it carries (walked
+    without recursion: a body nested as deep as the JSON parser allows is counted, not a
+    RecursionError)."""
+    total, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return total
 
 
 def over_budget(wait: float) -> Any:
