@@ -318,7 +318,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     config = Config(
         # A write every 1,000 s once the burst is spent: however slowly a loaded machine runs
         # the calls, none comes back before the test ends.
-        path=str(tmp_path / "store"), feedback_rate_limit_per_s=0.001, feedback_rate_limit_burst=3
+        path=str(tmp_path / "store"),
+        feedback_rate_limit_per_s=0.001,
+        feedback_rate_limit_burst=3,
     )
     memory = Memory(config, embedder=HashEmbedder())
     memory.add(FACTS, user_id="u")
