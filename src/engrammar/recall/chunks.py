@@ -45,23 +45,32 @@ def chunk_spans(
         start = space + 1 if space != -1 else nxt
 
 
-def best_excerpt(
-    text: str, query: str, size: int, overlap: int, stop: Collection[str] = ()
-) -> tuple[int, int] | None:
-    """The window of ``text`` (see :func:`chunk_spans`) holding the most of the query's
-    terms (distinct terms first, then occurrences); ``None`` when ``text`` fits in one
-    window. Ties go to the earliest window."""
+def best_window(
+    text: str, wanted: Collection[str], size: int, overlap: int
+) -> tuple[tuple[int, int], int] | None:
+    """The window of ``text`` (see :func:`chunk_spans`) holding the most of the ``wanted``
+    terms (distinct terms first, then occurrences) and how many distinct ones it holds;
+    ``None`` when ``text`` fits in one window. Ties go to the earliest window."""
     if len(text) <= size:
         return None
-    wanted = {t for t in terms(query) if t not in stop}
-    best: tuple[int, int] | None = None
+    best = (0, 0)
     best_key = (-1, -1)
     for start, end in chunk_spans(text, size, overlap):
         found = [t for t in terms(text[start:end]) if t in wanted]
         key = (len(set(found)), len(found))
         if key > best_key:
             best, best_key = (start, end), key
-    return best
+    return best, best_key[0]
+
+
+def best_excerpt(
+    text: str, query: str, size: int, overlap: int, stop: Collection[str] = ()
+) -> tuple[int, int] | None:
+    """The window of ``text`` (see :func:`chunk_spans`) holding the most of the query's
+    terms (distinct terms first, then occurrences); ``None`` when ``text`` fits in one
+    window. Ties go to the earliest window."""
+    found = best_window(text, {t for t in terms(query) if t not in stop}, size, overlap)
+    return found[0] if found is not None else None
 
 
 def excerpt(text: str, query: str, size: int) -> str | None:
@@ -109,6 +118,7 @@ def marked(text: str, start: int, end: int) -> str:
 
 __all__ = [
     "best_excerpt",
+    "best_window",
     "chunk_spans",
     "excerpt",
     "marked",
