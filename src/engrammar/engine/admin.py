@@ -7,15 +7,11 @@ contract of `make lint`): they name a store by its configuration, never by its m
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..store import ApiKeyStore, open_store
-
-if TYPE_CHECKING:
-    from ..store.migrate import MigrationReport
+from ..store.migrate import migrate
 
 __all__ = ["backup_sqlite", "copy_store", "key_store", "restore_sqlite"]
 
@@ -39,14 +35,6 @@ def restore_sqlite(config: Config, backup: str | Path) -> int:
     return restore_file(backup, config.sqlite_file, busy_timeout_ms=config.busy_timeout_ms)
 
 
-def copy_store(
-    source: str,
-    destination: str,
-    *,
-    batch: int = 1000,
-    progress: Callable[[str, int], None] | None = None,
-) -> MigrationReport:
-    """Copy the store at ``source`` into the empty one at ``destination``, then verify it."""
-    from ..store.migrate import migrate
-
-    return migrate(source, destination, batch=batch, progress=progress)
+#: Copy the store at ``source`` into the empty one at ``destination``, then verify it (see
+#: :func:`~engrammar.store.migrate.migrate`).
+copy_store = migrate
