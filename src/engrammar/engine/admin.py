@@ -1,7 +1,7 @@
 """Store administration the command line needs beside `Memory`: the API-key store, the embedded
 store's online backup and restore, and the copy of one store into another.
 
-Interfaces reach a store backend only through here (ARCHITECTURE.md, rule 5; the `admin`
+Interfaces reach a store backend only through here (ARCHITECTURE.md, rule 6; the `admin`
 contract of `make lint`): they name a store by its configuration, never by its module.
 """
 
