@@ -96,6 +96,8 @@ class Ranking:
     walks: list[Walk]
     seeds: list[str]
     match: float
+    #: Candidates the cut left below ``items`` (``explain`` ranks one of them right after it).
+    beyond: frozenset[str] = frozenset()
 
 
 # -- the pipeline -----------------------------------------------------------------------------
@@ -128,8 +130,8 @@ def rank(
         item.components["score_before_learning"] = round(item.score, 6)
         item.components["rank_before_learning"] = position
     items = learned(engine, scope, query.text, items)
-    items = _validity(engine, scope, query, profile, items, limit, where, focus)
-    return Ranking(query, items, walks, seeds, match)
+    items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus)
+    return Ranking(query, items, walks, seeds, match, beyond)
 
 
 def _edge_reads(engine: Engine, scope: Scope, qvec: np.ndarray) -> EdgesFrom:
@@ -466,9 +468,10 @@ def _validity(
     limit: int,
     where: RecallFilter | None,
     focus: str | None,
-) -> list[Ranked]:
+) -> tuple[list[Ranked], frozenset[str]]:
     """The head of the learned list (its records read; with ``where``, only what it matches)
-    re-ranked by what is current (:mod:`.validity`); the rest follows as it was."""
+    re-ranked by what is current (:mod:`.validity`), ``focus`` after it if the cut left it
+    out; and the ids of the candidates the cut left out."""
     depth = limit * 4 if query.pinned else limit * 2
     store = engine.store
     head: list[Ranked] = []
@@ -509,7 +512,7 @@ def _validity(
             out.append(tail)
     for position, entry in enumerate(out, 1):
         entry.components["rank"] = position
-    return out
+    return out, frozenset(e.id for e in rest)
 
 
 # -- one read session per recall ----------------------------------------------------------------

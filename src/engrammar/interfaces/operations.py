@@ -45,9 +45,6 @@ __all__ = [
 ]
 from .op_params import (
     AGENT,
-    AS_OF,
-    FILTERS,
-    LIMIT,
     MEMORY_ID,
     METADATA,
     OWNED,
@@ -68,6 +65,7 @@ from .op_params import (
     added_lines,
     added_text,
     explain_text,
+    handler_params,
     listed,
     mcp_listing,
     memory_lines,
@@ -191,7 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "recall",
         "recall",
-        (QUERY, *SCOPE, LIMIT, AS_OF, FILTERS, RECALL_MIN_SCORE),
+        handler_params(Memory.recall, python_only=("profile",), min_score=RECALL_MIN_SCORE),
         "Recall what matters for the next turn (recorded for feedback)",
         http=(HttpRoute("POST", "/v1/recall", 200),),
         mcp="memory_recall",
@@ -211,14 +209,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         "search",
-        (
-            QUERY,
-            *SCOPE,
-            LIMIT,
-            SEARCH_MIN_SCORE,
-            AS_OF,
-            FILTERS,
-        ),
+        handler_params(Memory.search, python_only=("profile",), min_score=SEARCH_MIN_SCORE),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
         mcp="memory_search",
@@ -318,11 +309,11 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "explain",
         "explain",
-        (
-            QUERY,
-            param("memory_id", str, "The memory whose rank is explained.", REQUIRED, cli="arg"),
-            *SCOPE,
-            param(
+        handler_params(
+            Memory.explain,
+            python_only=("profile",),
+            memory_id=param("memory_id", str, "The memory whose rank is explained.", cli="arg"),
+            limit=param(
                 "limit", int | None, "The result size ranked against.", short="n", low=1, high=1000
             ),
         ),
