@@ -132,14 +132,21 @@ def test_every_handler_parameter_is_served_or_known_as_python_only(op: Operation
     assert set(handler) - {"self"} - served == PYTHON_ONLY.get(op.name, set()), op.name
 
 
-@pytest.mark.parametrize("name", ["recall", "search", "explain"])
-def test_the_ranked_reads_take_names_order_and_defaults_from_memory(name: str) -> None:
+# The operations whose parameters the table reads off Memory's signatures (handler_params).
+FROM_SIGNATURE = [
+    *("recall", "search", "explain", "get", "history", "stats", "memory_learning"),
+    *("list_knowledge", "timeline", "rank_shifts", "tensions", "scopes"),
+]
+
+
+@pytest.mark.parametrize("name", FROM_SIGNATURE)
+def test_operations_take_names_order_and_defaults_from_memory(name: str) -> None:
     op = next(o for o in OPERATIONS if o.name == name)
     handler = inspect.signature(getattr(Memory, op.handler)).parameters
     expected = [
         (n, REQUIRED if p.default is inspect.Parameter.empty else p.default)
         for n, p in handler.items()
-        if n != "self" and n not in PYTHON_ONLY[name]
+        if n != "self" and n not in PYTHON_ONLY.get(name, set())
     ]
     assert [(p.name, p.default) for p in op.params] == expected
 

@@ -143,7 +143,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "get",
         "get",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.get),
         "One memory",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
         cli=("get",),
@@ -172,7 +172,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "history",
         "history",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.history),
         "What changed a memory and why",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
         cli=("history",),
@@ -261,7 +261,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "stats",
         "stats",
-        SCOPE,
+        handler_params(Memory.stats),
         "Counts of a scope",
         http=(HttpRoute("GET", "/v1/stats", 200),),
         cli=("stats",),
@@ -671,7 +671,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "scopes",
         "scopes",
-        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
+        handler_params(Memory.scopes, limit=_limit(2_000, 10_000)),
         "The users, agents and sessions of the key's workspace, with memory counts",
         http=(HttpRoute("GET", "/v1/scopes", 200),),
         guards=SCOPED,
@@ -696,7 +696,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "memory_learning",
         "memory_learning",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.memory_learning),
         "The feedback signals on a memory and its learned multiplier after each",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
         guards=OWNED,
@@ -706,7 +706,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "timeline",
         "timeline",
-        (*SCOPE, _limit(200, 2_000)),
+        handler_params(Memory.timeline, limit=_limit(200, 2_000)),
         "A scope's feedback of every kind on one time line, newest first",
         http=(HttpRoute("GET", "/v1/timeline", 200),),
         guards=SCOPED,
@@ -715,7 +715,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "rank_shifts",
         "rank_shifts",
-        (*SCOPE, _limit(10, 50)),
+        handler_params(Memory.rank_shifts, limit=_limit(10, 50)),
         "Ranks of memories that feedback touched: in the recall rated, and now",
         http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
         guards=SCOPED,
@@ -724,7 +724,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "tensions",
         "tensions",
-        (*SCOPE, _limit(100, 1_000)),
+        handler_params(Memory.tensions, limit=_limit(100, 1_000)),
         "Contradictions between a scope's memories, with the ratings of each side",
         http=(HttpRoute("GET", "/v1/tensions", 200),),
         guards=SCOPED,
@@ -805,7 +805,7 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list_knowledge",
         "list_knowledge",
-        SCOPE,
+        handler_params(Memory.list_knowledge),
         "List the knowledge bases of a scope",
         http=(HttpRoute("GET", "/v1/knowledge", 200),),
         cli=("knowledge", "list"),
