@@ -54,6 +54,7 @@ __all__ = [
     "feedback_since",
     "learned",
     "query_at",
+    "query_vector",
     "rank",
     "session",
 ]
@@ -113,7 +114,7 @@ def rank(
 ) -> Ranking:
     """Every stage in order; ``focus`` (explain) is kept in the list wherever it lands, even
     when neither search nor the graph found it."""
-    qvec = engine.embed_one(query.text)
+    qvec = query_vector(engine, query.text)
     edges_from: EdgesFrom = _edge_reads(engine, scope, qvec) if graph else engine.store.edges_from
     cands = candidates(engine, scope, query, profile, qvec, where=where, edges=edges_from)
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
@@ -577,6 +578,12 @@ def _context(engine: Engine, query: str) -> QueryVector:
     """The session's query vector when it is this query's, else a new one."""
     found: QueryVector | None = getattr(_SESSION, "context", None)
     return found if found is not None and found.query == query else QueryVector(engine, query)
+
+
+def query_vector(engine: Engine, query: str) -> np.ndarray:
+    """The vector of ``query``: embedded once per read session (ranking, excerpts, standing
+    preferences and knowledge passages of one recall share it), else now."""
+    return _context(engine, query)()
 
 
 def query_at(text: str, as_of: float | None) -> Query:
