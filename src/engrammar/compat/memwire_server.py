@@ -115,6 +115,11 @@ def _limit(value: Any, name: str = "limit") -> int:
     return value
 
 
+def _owner(args: dict[str, Any]) -> dict[str, Any]:
+    """The user and tenant keys of checked request fields, as the facade's keyword arguments."""
+    return {k: args[k] for k in ("user_id", *_TENANT)}
+
+
 def _spec(**required: Any) -> dict[str, tuple[Any, Any]]:
     spec: dict[str, tuple[Any, Any]] = {k: (v, ...) for k, v in required.items()}
     spec.update({k: (v, None) for k, v in _TENANT.items()})
@@ -276,11 +281,8 @@ def _add(mw: MemWire, body: Any, _: Request) -> Any:
         if not isinstance(m.get("content"), str):
             raise ValidationError(f"messages[{i}].content", "field required")
     records = mw.add(
-        user_id=args["user_id"],
         messages=[{"role": m["role"], "content": m["content"]} for m in args["messages"]],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
     return [_memory_json(r) for r in records]
 
@@ -289,10 +291,7 @@ def _recall(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, _spec(query=str, user_id=str))
     result = mw.recall(
         args["query"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
     return {
         "query": result.query,
@@ -310,10 +309,7 @@ def _search(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, spec)
     hits = mw.search(
         args["query"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
         category=args["category"],
         top_k=_limit(args["limit"]),
     )
@@ -324,10 +320,7 @@ def _feedback(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, _spec(assistant_response=str, user_id=str))
     return mw.feedback(
         args["assistant_response"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
 
 
@@ -341,10 +334,7 @@ def _add_knowledge(mw: MemWire, body: Any, _: Request) -> Any:
     kb_id = mw.add_knowledge(
         args["name"],
         args["chunks"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
     return {"kb_id": kb_id}
 
@@ -355,10 +345,7 @@ def _search_knowledge(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, spec)
     chunks = mw.search_knowledge(
         args["query"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
         top_k=_limit(args["limit"]),
     )
     return [_chunk_json(c) for c in chunks]
@@ -383,10 +370,7 @@ def _delete_knowledge(mw: MemWire, query: Any, request: Request) -> Any:
 def _stats(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, _spec(user_id=str))
     return mw.get_stats(
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
 
 

@@ -45,9 +45,6 @@ __all__ = [
 ]
 from .op_params import (
     AGENT,
-    AS_OF,
-    FILTERS,
-    LIMIT,
     MEMORY_ID,
     METADATA,
     OWNED,
@@ -68,6 +65,7 @@ from .op_params import (
     added_lines,
     added_text,
     explain_text,
+    handler_params,
     listed,
     mcp_listing,
     memory_lines,
@@ -145,7 +143,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "get",
         "get",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.get),
         "One memory",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
         cli=("get",),
@@ -174,7 +172,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "history",
         "history",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.history),
         "What changed a memory and why",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
         cli=("history",),
@@ -191,7 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "recall",
         "recall",
-        (QUERY, *SCOPE, LIMIT, AS_OF, FILTERS, RECALL_MIN_SCORE),
+        handler_params(Memory.recall, python_only=("profile",), min_score=RECALL_MIN_SCORE),
         "Recall what matters for the next turn (recorded for feedback)",
         http=(HttpRoute("POST", "/v1/recall", 200),),
         mcp="memory_recall",
@@ -211,14 +209,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         "search",
-        (
-            QUERY,
-            *SCOPE,
-            LIMIT,
-            SEARCH_MIN_SCORE,
-            AS_OF,
-            FILTERS,
-        ),
+        handler_params(Memory.search, python_only=("profile",), min_score=SEARCH_MIN_SCORE),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
         mcp="memory_search",
@@ -270,7 +261,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "stats",
         "stats",
-        SCOPE,
+        handler_params(Memory.stats),
         "Counts of a scope",
         http=(HttpRoute("GET", "/v1/stats", 200),),
         cli=("stats",),
@@ -318,11 +309,11 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "explain",
         "explain",
-        (
-            QUERY,
-            param("memory_id", str, "The memory whose rank is explained.", REQUIRED, cli="arg"),
-            *SCOPE,
-            param(
+        handler_params(
+            Memory.explain,
+            python_only=("profile",),
+            memory_id=param("memory_id", str, "The memory whose rank is explained.", cli="arg"),
+            limit=param(
                 "limit", int | None, "The result size ranked against.", short="n", low=1, high=1000
             ),
         ),
@@ -680,7 +671,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "scopes",
         "scopes",
-        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
+        handler_params(Memory.scopes, limit=_limit(2_000, 10_000)),
         "The users, agents and sessions of the key's workspace, with memory counts",
         http=(HttpRoute("GET", "/v1/scopes", 200),),
         guards=SCOPED,
@@ -705,7 +696,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "memory_learning",
         "memory_learning",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.memory_learning),
         "The feedback signals on a memory and its learned multiplier after each",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
         guards=OWNED,
@@ -715,7 +706,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "timeline",
         "timeline",
-        (*SCOPE, _limit(200, 2_000)),
+        handler_params(Memory.timeline, limit=_limit(200, 2_000)),
         "A scope's feedback of every kind on one time line, newest first",
         http=(HttpRoute("GET", "/v1/timeline", 200),),
         guards=SCOPED,
@@ -724,7 +715,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "rank_shifts",
         "rank_shifts",
-        (*SCOPE, _limit(10, 50)),
+        handler_params(Memory.rank_shifts, limit=_limit(10, 50)),
         "Ranks of memories that feedback touched: in the recall rated, and now",
         http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
         guards=SCOPED,
@@ -733,7 +724,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "tensions",
         "tensions",
-        (*SCOPE, _limit(100, 1_000)),
+        handler_params(Memory.tensions, limit=_limit(100, 1_000)),
         "Contradictions between a scope's memories, with the ratings of each side",
         http=(HttpRoute("GET", "/v1/tensions", 200),),
         guards=SCOPED,
@@ -814,7 +805,7 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list_knowledge",
         "list_knowledge",
-        SCOPE,
+        handler_params(Memory.list_knowledge),
         "List the knowledge bases of a scope",
         http=(HttpRoute("GET", "/v1/knowledge", 200),),
         cli=("knowledge", "list"),
