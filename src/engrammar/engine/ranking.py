@@ -281,20 +281,25 @@ def _join_neighbours(
     found = engine.store.get_memories(scope.workspace, sorted(reached - set(by_id)))
     fresh = sorted(i for i, r in found.items() if in_scope(r, scope, where))
     vecs = engine.store.vectors(scope.workspace, fresh)
-    joined = [_vector_only(m, float(vecs[m] @ qvec), cands, profile) for m in fresh if m in vecs]
+    scale = _vector_scale(cands, profile)
+    joined = [_vector_only(m, float(vecs[m] @ qvec), scale) for m in fresh if m in vecs]
     moved_ids = {c.id for c in moved}
     return head + moved + joined, [c for c in tail if c.id not in moved_ids]
 
 
-def _vector_only(
-    memory_id: str, cos: float, cands: Sequence[Candidate], profile: RankingProfile
-) -> Candidate:
-    """A memory that no search found, scored by its cosine on the fused scale."""
+def _vector_scale(cands: Sequence[Candidate], profile: RankingProfile) -> tuple[float, float]:
+    """The fused scale of a cosine: the vector share of relevance and the best vector hit's
+    cosine (read once for every memory :func:`_vector_only` scores)."""
     has_vector = any(c.vector_rank is not None for c in cands)
     has_keyword = any(c.keyword_rank is not None for c in cands)
     kw = profile.keyword_weight if has_vector and has_keyword else (1.0 if has_keyword else 0.0)
     top = max((max(c.vector, 0.0) for c in cands if c.vector_rank is not None), default=0.0)
-    rel = (1 - kw) * max(cos, 0.0) / (top or 1.0)
+    return 1 - kw, top or 1.0
+
+
+def _vector_only(memory_id: str, cos: float, scale: tuple[float, float]) -> Candidate:
+    """A memory that no search found, scored by its cosine on the fused scale."""
+    rel = scale[0] * max(cos, 0.0) / scale[1]
     cand = Candidate(memory_id, vector=cos, relevance=rel)
     cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
     return cand
@@ -338,8 +343,9 @@ def _graph(
         valid = {n for n, r in records.items() if in_scope(r, scope, where)}
         walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
         vecs = engine.store.vectors(scope.workspace, sorted(valid))
+        scale = _vector_scale(cands, profile)
         for n in sorted(valid):
-            by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, cands, profile)
+            by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, scale)
     support = best_support(walks)
     for cand in by_id.values():
         walk = support.get(cand.id)
