@@ -338,7 +338,7 @@ def write_table(doc: dict[str, Any], path: Path) -> None:
         lines.append(
             f"- {p}: "
             + "; ".join(
-                f"{t} {figs['default']['types'][t]:.3f} (BM25 {figs['plain BM25']['types'].get(t, 0):.3f})"
+                f"{t}: {figs['default']['types'][t]:.3f} (BM25 {figs['plain BM25']['types'].get(t, 0):.3f})"
                 for t in types
             )
         )
