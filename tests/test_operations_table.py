@@ -134,8 +134,12 @@ def test_every_handler_parameter_is_served_or_known_as_python_only(op: Operation
 
 # The operations whose parameters the table reads off Memory's signatures (handler_params).
 FROM_SIGNATURE = [
-    *("recall", "search", "explain", "get", "history", "stats", "memory_learning"),
+    *("recall", "search", "explain", "get", "history", "stats", "memory_learning", "list"),
     *("list_knowledge", "timeline", "rank_shifts", "tensions", "scopes"),
+    *("list_feedback_events", "list_decision_reviews", "list_preference_pairs"),
+    *("list_logged_events", "list_memory_ratings"),
+    *("get_feedback_event", "get_decision_review", "get_preference_pair"),
+    *("get_logged_event", "get_memory_rating"),
 ]
 
 

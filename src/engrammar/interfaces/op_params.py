@@ -100,21 +100,22 @@ SHARED: dict[str, Param] = {
 
 
 def handler_params(
-    handler: Callable[..., Any], *, python_only: tuple[str, ...] = (), **shown: Param
+    handler: Callable[..., Any], *own: Param, python_only: tuple[str, ...] = ()
 ) -> tuple[Param, ...]:
     """The parameters of ``handler`` (a ``Memory`` method) as the interfaces show them.
 
     The handler's signature is the one declaration of their names, order and defaults (no
-    default: required); each is shown as ``shown`` names it, else as the shared parameter of
-    its name (:data:`SHARED`). ``python_only``: the handler's parameters no interface serves
-    (Python objects such as a ``RankingProfile``).
+    default: required); each is shown as the parameter of its name among ``own``, else as the
+    shared one (:data:`SHARED`). ``python_only``: the handler's parameters no interface
+    serves (Python objects such as a ``RankingProfile``).
 
     Raises:
-        ValueError: a parameter with no way to show it, or a ``python_only`` or ``shown``
-            name the handler does not take.
+        ValueError: a parameter with no way to show it, or a ``python_only`` or ``own`` name
+            the handler does not take.
     """
     signature = inspect.signature(handler)
     names = [n for n in signature.parameters if n != "self"]
+    shown = {p.name: p for p in own}
     unknown = sorted((set(python_only) | set(shown)) - set(names))
     if unknown:
         raise ValueError(f"{handler.__qualname__} takes no parameter {', '.join(unknown)}")

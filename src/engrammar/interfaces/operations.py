@@ -124,7 +124,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list",
         "list",
-        (*SCOPE, *PAGE),
+        handler_params(Memory.list, *PAGE),
         "List memories of a scope, oldest first",
         cli=("list",),
         cli_doc="List memories of a scope, oldest first.",
@@ -189,7 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "recall",
         "recall",
-        handler_params(Memory.recall, python_only=("profile",), min_score=RECALL_MIN_SCORE),
+        handler_params(Memory.recall, RECALL_MIN_SCORE, python_only=("profile",)),
         "Recall what matters for the next turn (recorded for feedback)",
         http=(HttpRoute("POST", "/v1/recall", 200),),
         mcp="memory_recall",
@@ -209,7 +209,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         "search",
-        handler_params(Memory.search, python_only=("profile",), min_score=SEARCH_MIN_SCORE),
+        handler_params(Memory.search, SEARCH_MIN_SCORE, python_only=("profile",)),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
         mcp="memory_search",
@@ -311,11 +311,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "explain",
         handler_params(
             Memory.explain,
-            python_only=("profile",),
-            memory_id=param("memory_id", str, "The memory whose rank is explained.", cli="arg"),
-            limit=param(
+            param("memory_id", str, "The memory whose rank is explained.", cli="arg"),
+            param(
                 "limit", int | None, "The result size ranked against.", short="n", low=1, high=1000
             ),
+            python_only=("profile",),
         ),
         "Why a memory ranks where it does for a query",
         http=(HttpRoute("POST", "/v1/explain", 200),),
@@ -376,14 +376,13 @@ def _record_ops(
     group: str,
     create: Operation,
     summary: Callable[[dict[str, Any]], str],
-    scope: tuple[Param, ...] = SCOPE,
 ) -> tuple[Operation, ...]:
     """A kind of feedback record: its create operation, then list and get."""
     record = "".join(w.title() for w in title.split())
     lister = Operation(
         f"list_{key}",
         f"list_{key}",
-        (*scope, *PAGE),
+        handler_params(getattr(Memory, f"list_{key}"), *PAGE),
         f"List {title}s of a scope, oldest first",
         http=(HttpRoute("GET", f"/v1/{path}", 200, f"list_{key}"),),
         cli=(group, "list"),
@@ -398,7 +397,10 @@ def _record_ops(
     getter = Operation(
         f"get_{key[:-1]}",
         f"get_{key[:-1]}",
-        (param(id_name, str, f"The {title}'s id.", REQUIRED, cli="arg"), WORKSPACE),
+        handler_params(
+            getattr(Memory, f"get_{key[:-1]}"),
+            param(id_name, str, f"The {title}'s id.", cli="arg"),
+        ),
         f"One {title}",
         http=(HttpRoute("GET", f"/v1/{path}/{{{id_name}}}", 200, f"get_{key}"),),
         cli=(group, "get"),
@@ -528,7 +530,6 @@ _RECORDS = (
             f"event {r['event_id']} -> {r['final_decision']} ({r['outcome']})"
             + (" REVERSED" if r["reversed"] else "")
         ),
-        scope=(USER, AGENT, WORKSPACE),
     ),
     *_record_ops(
         "preference-pairs",
@@ -671,7 +672,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "scopes",
         "scopes",
-        handler_params(Memory.scopes, limit=_limit(2_000, 10_000)),
+        handler_params(Memory.scopes, _limit(2_000, 10_000)),
         "The users, agents and sessions of the key's workspace, with memory counts",
         http=(HttpRoute("GET", "/v1/scopes", 200),),
         guards=SCOPED,
@@ -706,7 +707,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "timeline",
         "timeline",
-        handler_params(Memory.timeline, limit=_limit(200, 2_000)),
+        handler_params(Memory.timeline, _limit(200, 2_000)),
         "A scope's feedback of every kind on one time line, newest first",
         http=(HttpRoute("GET", "/v1/timeline", 200),),
         guards=SCOPED,
@@ -715,7 +716,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "rank_shifts",
         "rank_shifts",
-        handler_params(Memory.rank_shifts, limit=_limit(10, 50)),
+        handler_params(Memory.rank_shifts, _limit(10, 50)),
         "Ranks of memories that feedback touched: in the recall rated, and now",
         http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
         guards=SCOPED,
@@ -724,7 +725,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "tensions",
         "tensions",
-        handler_params(Memory.tensions, limit=_limit(100, 1_000)),
+        handler_params(Memory.tensions, _limit(100, 1_000)),
         "Contradictions between a scope's memories, with the ratings of each side",
         http=(HttpRoute("GET", "/v1/tensions", 200),),
         guards=SCOPED,
