@@ -214,9 +214,9 @@ def rating_match(
     *corrected* that it misleads: both are about the memory, so they carry to related
     questions (ramp ``rating_context_min`` to ``rating_context_full``). *Rejected* only says
     the memory was not what that question needed: like a reply signal it counts for nearly
-    the same question (``reply_context_min`` to ``reply_context_full``). On LoCoMo a memory
-    rejected for one question is evidence for a related one about as often as any other
-    candidate, so a wide ramp for rejections pushed down the evidence of unseen questions.
+    the same question (``reply_context_min`` to ``reply_context_full``): a memory rejected for
+    one question is evidence for a related one about as often as any other candidate, so a
+    wide ramp for rejections would push down the evidence of unseen questions.
 
     A carried verdict is about the memory *as an answer to questions like the rated one*: with
     the memory's vector it counts in full only when the memory is at least as close to the

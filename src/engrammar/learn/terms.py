@@ -16,9 +16,9 @@ aggregation as every other signal (``rates.aggregate``: decay by the rating's ag
 shrinkage by ``min_samples``, the bound), each under the rating's id, so ``explain`` shows
 their share and undoing the rating takes them back: nothing is stored but the records.
 
-Replies teach no terms: a reply draws on its few best matches, and on LoCoMo letting them
-learn the question's words (even weighted by how alike each is to the reply) lifted them for
-unrelated questions. Off by default (``feedback_term_weight`` 0; docs/learning.md).
+Replies teach no terms: a reply draws on its few best matches, and letting them learn the
+question's words (even weighted by how alike each is to the reply) lifts them for unrelated
+questions. Off by default (``feedback_term_weight`` 0; docs/learning.md).
 
 Pure: the engine tokenizes (``recall.text.terms``) and hands over term sets and weights.
 """

@@ -124,10 +124,8 @@ def asks_about_own_facts(query: str) -> bool:
     """Whether ``query`` asks the speaker about their own facts as they stand, not about how
     things were or what came first: where later statements on the same matter update earlier
     ones ("How many bikes do I own?", "How much did I earn on my most recent visit?", "How
-    many sessions did I attend?"). On the LongMemEval dev set counting the past-tense
-    questions that ask for the latest state or a total raised turn recall_all@5 on the tune
-    half 0.705 -> 0.727 (held-out 0.750, ndcg_any@10 0.744 -> 0.753); LoCoMo's questions are
-    about third persons and do not change."""
+    many sessions did I attend?"). Questions about third persons are not about the asker's
+    own facts."""
     if not _FIRST_PERSON.search(query):
         return False
     if _CHANGED_TO.search(query):

@@ -50,7 +50,7 @@ __all__ = ["GRAPH_MAX", "MEMORY_BYTES", "STALE_S", "PostgresGraph", "ScopeGraph"
 #: the budget, at :data:`MEMORY_BYTES` each, are kept in any case).
 GRAPH_MAX = 100_000
 #: What a memory costs in a graph: its row and vector (~2 kB) and its edge lists (measured:
-#: ~42 MB for 10,000 LoCoMo memories with 128,722 edges). All of a store's graphs together
+#: ~42 MB for 10,000 chat turns with about 129,000 edges). All of a store's graphs together
 #: stay within ``scope_cache_bytes`` at this rate; past it the least recently used go.
 MEMORY_BYTES = 4096
 #: A copy not refreshed for this long is read again whole (``change_log`` keeps an hour).

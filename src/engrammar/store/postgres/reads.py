@@ -75,8 +75,8 @@ __all__ = ["M_COLUMNS", "PostgresReads", "Snapshot"]
 
 _METADATA = 11
 # Candidates whose one-hop graph neighbours are read ahead: the head of either list and of the
-# guessed fused list (the walk starts from the best few refined candidates; on LoCoMo at 10k
-# the top 12 of the lists held them in 87 of 100 recalls, the top 20 in 94).
+# guessed fused list (the walk starts from the best few refined candidates, which are nearly
+# always among the head of the two lists).
 _SEED_GUESS = 12
 # Edges of a likely seed the walk may follow (graph_fanout 3, plus up to graph_depth 2 to
 # nodes it has visited): the nodes they reach come with their records and vectors.

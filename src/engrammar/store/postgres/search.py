@@ -221,8 +221,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         # coming back short.
         ef = min(1000, max(self._ef_search, k))
         # A long memory scores its best window too: the scope's chunk vectors are scanned
-        # exactly (only texts longer than chunk_chars have them: about one LoCoMo message in
-        # nine at the default 250) and merged in.
+        # exactly (only texts longer than chunk_chars have them) and merged in.
         sql = (
             f"WITH hits AS MATERIALIZED ({own_hits(keys, narrowed, rows)}), "
             # The chunk vectors nearest first, each memory checked by key (no scan of the
