@@ -67,6 +67,7 @@ __all__ = [
     "RatingFacts",
     "ReplyFacts",
     "ReviewFacts",
+    "carried",
     "learned_ranking",
     "memory_match",
     "rating_match",
@@ -75,6 +76,10 @@ __all__ = [
     "verdict",
 ]
 
+# An own user's rejection places the memory (one place down, whatever the scores) only where
+# it counts at least this much (its ramp past the middle): a move that is all or nothing needs
+# a question more like the rejected one than not.
+_PLACING_MATCH = 0.5
 OUTCOME_VALUE = {"success": 1.0, "partial": 0.5, "unknown": 0.0, "failure": -1.0}
 VERDICT_VALUE = {"accepted": 1.0, "corrected": -0.5, "rejected": -1.0}
 
@@ -218,32 +223,54 @@ def rating_match(
     rejected for one question is evidence for a related one about as often as any other
     candidate, so a wide ramp for rejections pushed down the evidence of unseen questions.
 
-    A carried verdict is about the memory *as an answer to questions like the rated one*: with
-    the memory's vector it counts in full only when the memory is at least as close to the
-    query as to the rated question, and fades to nothing ``rating_memory_margin`` (cosine)
-    below that (0 switches this off). A question that shares the rated one's topic but asks
-    about something else than what the memory says is not lifted (or sunk) by it; the rated
-    question itself always is (the two cosines are equal).
+    A carried verdict is about the memory *as an answer to questions like the rated one*
+    (:func:`carried`): with the memory's vector, a gain counts in full only when the memory is
+    at least as close to the query as to the rated question, a loss only when it is no closer,
+    each fading to nothing ``rating_memory_margin`` (cosine) beyond that (0 switches this off).
+    A question that shares the rated one's topic but asks about something else than what the
+    memory says is not lifted by an acceptance; one that asks for what the memory says more
+    than the rated question did is not sunk by a rejection. The rated question itself always
+    counts in full (the two cosines are equal).
     """
     if rating.context_vec is None:
         return 1.0
     cos = _cos(query_vec, rating.context_vec)
     if rating.verdict == "rejected":
-        return context_match(cos, params.reply_context_min, params.reply_context_full)
-    m = context_match(cos, params.rating_context_min, params.rating_context_full)
-    if m > 0 and memory_vec is not None and params.rating_memory_margin > 0:
-        m *= memory_match(
-            _cos(query_vec, memory_vec),
-            _cos(rating.context_vec, memory_vec),
-            params.rating_memory_margin,
+        m = context_match(cos, params.reply_context_min, params.reply_context_full)
+    else:
+        m = context_match(cos, params.rating_context_min, params.rating_context_full)
+    if m > 0:
+        m *= carried(
+            VERDICT_VALUE[rating.verdict], query_vec, rating.context_vec, memory_vec, params
         )
     return m
 
 
+def carried(
+    value: float,
+    query_vec: np.ndarray,
+    context_vec: np.ndarray,
+    memory_vec: np.ndarray | None,
+    params: LearnParams,
+) -> float:
+    """How far a signal of sign ``value`` about a memory, given for the question
+    ``context_vec``, carries to ``query_vec`` by how close the memory is to each: a gain in
+    full when the memory is at least as close to the query as to that question, a loss in
+    full when it is no closer (:func:`memory_match`, margin ``rating_memory_margin``; 1
+    without the memory's vector or with the margin 0)."""
+    if memory_vec is None or params.rating_memory_margin <= 0 or value == 0:
+        return 1.0
+    query_cos, rated_cos = _cos(query_vec, memory_vec), _cos(context_vec, memory_vec)
+    if value > 0:
+        return memory_match(query_cos, rated_cos, params.rating_memory_margin)
+    return memory_match(rated_cos, query_cos, params.rating_memory_margin)
+
+
 def memory_match(query_cos: float, rated_cos: float, margin: float) -> float:
-    """How far a verdict on a memory carries from the rated question to a query, by how close
+    """How far a gain on a memory carries from the rated question to a query, by how close
     the memory is to each (cosines): 1 when the query is at least as close as the rated
-    question was, 0 from ``margin`` (> 0) less, linear in between."""
+    question was, 0 from ``margin`` (> 0) less, linear in between (a loss: the two cosines
+    swapped, see :func:`carried`)."""
     gap = rated_cos - query_cos
     if gap <= 1e-6:  # the rated question itself (float noise aside)
         return 1.0
@@ -258,12 +285,13 @@ def _accepted_levels(
     params: LearnParams,
     said: Mapping[tuple[str | None, str], ReplyFacts],
     anchor: float,
+    memory_vecs: Mapping[str, np.ndarray],
 ) -> dict[str, dict[str | None, float]]:
     """The level each candidate accepted for nearly this question is placed at, per source of
     the acceptance: the query's ``reply_top``-th relevance times the match of the rated question
-    (the reply ramp, ``reply_context_min`` to ``reply_context_full``), as for a memory a reply
-    drew on. An acceptance the reply of its own recall contradicts, or without a question,
-    places none."""
+    (the reply ramp, ``reply_context_min`` to ``reply_context_full``, times :func:`carried`),
+    as for a memory a reply drew on. An acceptance the reply of its own recall contradicts, or
+    without a question, places none."""
     out: dict[str, dict[str | None, float]] = {}
     if not params.rating_anchor:
         return out
@@ -278,6 +306,10 @@ def _accepted_levels(
             params.reply_context_min,
             params.reply_context_full,
         )
+        if m > 0:
+            m *= carried(
+                1.0, query_vec, rating.context_vec, memory_vecs.get(rating.memory_id), params
+            )
         if m > 0:
             _raise(out.setdefault(rating.memory_id, {}), rating.source, m * anchor)
     return out
@@ -530,9 +562,12 @@ def learned_ranking(
     anchor = levels[min(params.reply_top, len(levels)) - 1] if levels else 1.0
     # So is a memory the user accepted for nearly the same question (the reply ramp), unless
     # the reply of that recall left it, and only while what it learned in all is a gain.
-    accepted = _accepted_levels(ratings, query_vec, params, said, anchor)
+    accepted = _accepted_levels(ratings, query_vec, params, said, anchor, candidate_vecs)
     for reply in replies:
         m = replied_to(reply)
+        if m > 0:
+            vec = candidate_vecs.get(reply.memory_id)
+            m *= carried(reply.value, query_vec, reply.context_vec, vec, params)
         if m > 0:
             w = params.reply_weight * m
             if (reply.recall_id, reply.memory_id) in disputed:
@@ -633,16 +668,18 @@ def _own_rejections(
     params: LearnParams,
     candidate_vecs: Mapping[str, np.ndarray],
 ) -> dict[str, set[str | None]]:
-    """The memories their own user rejected for this query (or one nearly the same), with
-    the ratings that did. A memory closer to this query than to the rejected one may be
-    what this one asks for: the rejection only counts within its bound there."""
+    """The memories their own user rejected for this query (or one nearly the same: where the
+    rejection counts at least ``_PLACING_MATCH``), with the ratings that did. On a question
+    less like the rejected one, or where the memory is closer to this query than to the
+    rejected one (it may be what this one asks for), the rejection only counts within its
+    bound."""
     out: dict[str, set[str | None]] = {}
     for r in ratings:
         vec = candidate_vecs.get(r.memory_id)
         if (
             not r.own
             or r.verdict != "rejected"
-            or rating_match(r, query_vec, params, vec) <= 0
+            or rating_match(r, query_vec, params, vec) < _PLACING_MATCH
             or (
                 vec is not None
                 and r.context_vec is not None
