@@ -224,13 +224,13 @@ def rating_match(
     candidate, so a wide ramp for rejections pushed down the evidence of unseen questions.
 
     A carried verdict is about the memory *as an answer to questions like the rated one*
-    (:func:`carried`): with the memory's vector, a gain counts in full only when the memory is
-    at least as close to the query as to the rated question, a loss only when it is no closer,
-    each fading to nothing ``rating_memory_margin`` (cosine) beyond that (0 switches this off).
-    A question that shares the rated one's topic but asks about something else than what the
-    memory says is not lifted by an acceptance; one that asks for what the memory says more
-    than the rated question did is not sunk by a rejection. The rated question itself always
-    counts in full (the two cosines are equal).
+    (:func:`carried`): with the memory's vector, an acceptance or a correction counts in full
+    only when the memory is at least as close to the query as to the rated question, a
+    rejection only when it is no closer, each fading to nothing ``rating_memory_margin``
+    (cosine) beyond that (0 switches this off). A question that shares the rated one's topic
+    but asks about something else than what the memory says is not lifted by an acceptance;
+    one that asks for what the memory says more than the rated question did is not sunk by a
+    rejection. The rated question itself always counts in full (the two cosines are equal).
     """
     if rating.context_vec is None:
         return 1.0
@@ -240,9 +240,10 @@ def rating_match(
     else:
         m = context_match(cos, params.rating_context_min, params.rating_context_full)
     if m > 0:
-        m *= carried(
-            VERDICT_VALUE[rating.verdict], query_vec, rating.context_vec, memory_vec, params
-        )
+        # A correction is about the memory itself (it misleads): it carries where the memory
+        # answers the query, as an acceptance does.
+        sign = -1.0 if rating.verdict == "rejected" else 1.0
+        m *= carried(sign, query_vec, rating.context_vec, memory_vec, params)
     return m
 
 
