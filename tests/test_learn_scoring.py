@@ -283,8 +283,21 @@ def test_a_loss_carries_only_where_the_memory_is_no_closer_to_the_query() -> Non
         same = adjustments(Q, -1.0, kind)
         assert same["near"] == pytest.approx(same["about"])
         assert same["near"] < 0
+    # A reply's gain carries by the questions' likeness alone (placed, as a drawn-on memory).
     gained = adjustments(rated, 1.0, "reply")
-    assert gained["near"] > 0 and gained["about"] == 0
+    assert gained["near"] > 0 and gained["about"] > 0
+    # A rejection the likeness fades still disputes the reply of its recall that drew on the
+    # memory: the memory is not placed among the query's best on that reply's word.
+    low = [("top", 0.9), ("a", 0.8), ("b", 0.7), ("c", 0.6), ("d", 0.5), ("near", 0.2)]
+    lvecs = {m: unit(0, 0, 1, i) for i, m in enumerate(["top", "a", "b", "c", "d"], 1)}
+    lvecs["near"] = near
+    drew = [ReplyFacts("near", "rec", 1.0, NOW, rated)]
+    wrong = [RatingFacts("w", "near", "rejected", 1.0, NOW, rated, "rec")]
+    out = {
+        s.id: s for s in learned_ranking(low, Q, lvecs, [], [], wrong, PARAMS, NOW, replies=drew)
+    }
+    assert not out["near"].adjustment.placed_by
+    assert out["near"].score < 0.5
     # Linear in between, mirrored by sign; no vector, or the margin 0: in full.
     assert carried(-1.0, Q, rated, unit(1, -0.2), PARAMS) == pytest.approx(
         1 - (float(unit(1, -0.2) @ Q) - float(unit(1, -0.2) @ rated)) / PARAMS.rating_memory_margin

@@ -27,7 +27,8 @@ answered for it, the closest of the three):
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
   context counts in proportion to the match (:func:`rating_match`: accepted and corrected say
   something about the memory and carry to related questions that are as close to the memory
-  as the rated one, rejected only about that question), one without counts everywhere.
+  as the rated one, rejected only about nearly that question and where the memory is no
+  closer to the query than to it), one without counts everywhere.
   A rejection by the memory's own user (the inspector's "Wrong", "Keep this one" on the
   other side of a tension) is a person saying "not this, here": besides its bounded signal,
   for the query it was given for and near-identical ones (the rejection's ramp; everywhere
@@ -36,7 +37,9 @@ answered for it, the closest of the three):
   moves it no further, and signals from other sources stay within their bound.
 * **Reply signal** (``feedback(response=...)``). The memories the reply drew on (its best
   matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
-  ``reply_weight`` times the context match. The reply is an independent witness of the ratings
+  ``reply_weight`` times the context match (a -1, like a rejection, only where the memory is no
+  closer to the query than to the reply's question, :func:`carried`). The reply is an
+  independent witness of the ratings
   of the same recall: a rating it contradicts (opposite signs) keeps only ``conflict_weight`` of
   its weight (so does the reply signal): conflicting signals nearly cancel, while a rating the
   reply confirms is corroborated (less shrinkage, see ``rates``). A memory drawn on for a
@@ -286,13 +289,12 @@ def _accepted_levels(
     params: LearnParams,
     said: Mapping[tuple[str | None, str], ReplyFacts],
     anchor: float,
-    memory_vecs: Mapping[str, np.ndarray],
 ) -> dict[str, dict[str | None, float]]:
     """The level each candidate accepted for nearly this question is placed at, per source of
     the acceptance: the query's ``reply_top``-th relevance times the match of the rated question
-    (the reply ramp, ``reply_context_min`` to ``reply_context_full``, times :func:`carried`),
-    as for a memory a reply drew on. An acceptance the reply of its own recall contradicts, or
-    without a question, places none."""
+    (the reply ramp, ``reply_context_min`` to ``reply_context_full``), as for a memory a reply
+    drew on. An acceptance the reply of its own recall contradicts, or without a question,
+    places none."""
     out: dict[str, dict[str | None, float]] = {}
     if not params.rating_anchor:
         return out
@@ -307,10 +309,6 @@ def _accepted_levels(
             params.reply_context_min,
             params.reply_context_full,
         )
-        if m > 0:
-            m *= carried(
-                1.0, query_vec, rating.context_vec, memory_vecs.get(rating.memory_id), params
-            )
         if m > 0:
             _raise(out.setdefault(rating.memory_id, {}), rating.source, m * anchor)
     return out
@@ -531,7 +529,12 @@ def learned_ranking(
     }
     for rating in ratings:
         m = rating_match(rating, query_vec, params, candidate_vecs.get(rating.memory_id))
-        if m > 0:
+        # Whether the reply of its recall contradicts a rating is about that recall, not about
+        # how far the rating carries: a rejection the memory's likeness fades still disputes.
+        heard = m > 0 or (
+            rating.verdict == "rejected" and rating_match(rating, query_vec, params) > 0
+        )
+        if heard:
             value = VERDICT_VALUE[rating.verdict]
             witness = said.get((rating.recall_id, rating.memory_id))
             agree = 0.0 if witness is None else witness.value * value
@@ -545,16 +548,17 @@ def learned_ranking(
                 agreed.add((rating.recall_id, rating.memory_id))
                 # Corroboration is about the reply's own question: it counts where that matches.
                 corroborated = replied_to(witness)
-            add(
-                rating.memory_id,
-                value,
-                rating.weight * m * trust,
-                rating.created_at,
-                "rating",
-                corroborated,
-                rating.rating_id,
-                rating.source,
-            )
+            if m > 0:
+                add(
+                    rating.memory_id,
+                    value,
+                    rating.weight * m * trust,
+                    rating.created_at,
+                    "rating",
+                    corroborated,
+                    rating.rating_id,
+                    rating.source,
+                )
 
     # A memory a past reply drew on for a matching question (undisputed by a rating) is placed
     # at least at the level of the recall's ``reply_top``-th candidate, scaled by the match,
@@ -563,10 +567,10 @@ def learned_ranking(
     anchor = levels[min(params.reply_top, len(levels)) - 1] if levels else 1.0
     # So is a memory the user accepted for nearly the same question (the reply ramp), unless
     # the reply of that recall left it, and only while what it learned in all is a gain.
-    accepted = _accepted_levels(ratings, query_vec, params, said, anchor, candidate_vecs)
+    accepted = _accepted_levels(ratings, query_vec, params, said, anchor)
     for reply in replies:
         m = replied_to(reply)
-        if m > 0:
+        if m > 0 and reply.value < 0:  # "left" is a loss: it carries as a rejection does
             vec = candidate_vecs.get(reply.memory_id)
             m *= carried(reply.value, query_vec, reply.context_vec, vec, params)
         if m > 0:
