@@ -65,6 +65,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "- session evidence": {"session_weight": 0.0},
     "+ neighbours 0.3": {"neighbour_weight": 0.3},
     "- time": {"time_weight": 0.0},
+    "- whose words": {"role_weight": 0.0},
     "- graph": {"graph_depth": 0},
     "- validity": {"superseded_factor": 1.0, "recency_similarity": 1.0},
 }
@@ -337,7 +338,7 @@ def write_table(doc: dict[str, Any], path: Path) -> None:
         lines.append(
             f"- {p}: "
             + "; ".join(
-                f"{t} {figs['default']['types'][t]:.3f} (BM25 {figs['plain BM25']['types'].get(t, 0):.3f})"
+                f"{t}: {figs['default']['types'][t]:.3f} (BM25 {figs['plain BM25']['types'].get(t, 0):.3f})"
                 for t in types
             )
         )

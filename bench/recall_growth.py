@@ -5,7 +5,9 @@ plan (60 % recall, 25 % add, 15 % feedback with a reply) in rounds of operations
 the median and p99 of each operation per round. The load test's p99 depends on the server's
 CPU per request staying flat over a run; this isolates the part that grows with the data.
 
-    python bench/recall_growth.py [--rounds 6] [--per-round 500] [--reply-weight W]
+    python bench/recall_growth.py [--rounds N] [--per-round M] [--reply-weight W]
+
+(by default 6 rounds of 500 operations).
 
 `--reply-weight 0` switches reply learning off (`feedback_reply_weight`), to tell growth that
 comes from the scopes getting bigger (adds) from growth that comes from the feedback.

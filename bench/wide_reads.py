@@ -135,8 +135,10 @@ def main() -> None:
         "needed; it now builds none and reads the keys without an index row by row, on the rows "
         "the other conditions left in.",
         "- Rank shifts re-rank each recall's query once and read every rated memory's rank off "
-        "that ranking; only a memory the ranking no longer holds is explained on its own. Under "
-        "load most of the remaining time is those single explains.",
+        "that ranking: a memory the cut left below it is ranked right after it, as explain "
+        "ranks it, without a ranking of its own (only one that is no candidate at all is "
+        "explained on its own); the ratings are read newest first with one indexed query, not "
+        "counted through the scope's statistics. What remains is one ranking per recall shown.",
         "",
     ]
     (RESULTS / "wide_reads.md").write_text("\n".join(lines), encoding="utf-8")

@@ -8,9 +8,13 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import httpx
 import numpy as np
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
 
 from engrammar import Config, DeadlineError, HashEmbedder, Memory, ValidationError, deadline
 from engrammar.embed.onnx import MiniLMEmbedder
@@ -129,3 +133,83 @@ def test_http_answers_429_over_the_cost_budget_per_key(tmp_path: Path) -> None:
             assert "cost_budget_chars_per_s" in again.json()["error"]["message"]
             assert add(bob).status_code == 201  # bob's budget is his own
         assert len(mem.list(user_id="alice")) == 20
+
+
+def _memwire_add(base: str, key: str, n: int) -> httpx.Response:
+    messages = [{"role": "user", "content": text} for text in _texts(n)]
+    return httpx.post(f"{base}/v1/memories", headers={"X-API-Key": key}, timeout=30,
+                      json={"user_id": "alice", "messages": messages})  # fmt: skip
+
+
+def test_memwire_routes_answer_503_past_the_deadline_and_write_nothing(tmp_path: Path) -> None:
+    with _memory(tmp_path, request_deadline_s=1e-6) as mem:
+        key, _ = create_api_key(mem.store, "acme")
+        for base in serve_in_thread(mem, memwire_compat=True):
+            added = _memwire_add(base, key, 10)
+            assert added.status_code == 503, added.text
+            assert added.headers["Retry-After"].isdigit()
+            message = added.json()["detail"]  # MemWire's error shape
+            assert "request_deadline_s" in message and "nothing was written" in message
+            # A read has nothing to cut and answers as ever; nothing was stored.
+            found = httpx.post(f"{base}/v1/memories/search", headers={"X-API-Key": key},
+                               timeout=30, json={"user_id": "alice", "query": "copper"})  # fmt: skip
+            assert found.status_code == 200 and found.json() == []
+        assert mem.list(user_id="alice", workspace="acme") == []
+
+
+def test_memwire_routes_answer_429_over_the_cost_budget_per_key(tmp_path: Path) -> None:
+    with _memory(tmp_path, cost_budget_chars_per_s=1.0, cost_budget_chars_burst=2000) as mem:
+        alice, _ = create_api_key(mem.store, "acme")
+        bob, _ = create_api_key(mem.store, "acme")
+        for base in serve_in_thread(mem, memwire_compat=True):
+            assert _memwire_add(base, alice, 20).status_code == 200  # a full budget: let through
+            again = _memwire_add(base, alice, 20)
+            assert again.status_code == 429 and int(again.headers["Retry-After"]) > 100
+            assert "cost_budget_chars_per_s" in again.json()["detail"]
+            # The budget is the key's, on every route (a search costs its query too).
+            search = httpx.post(f"{base}/v1/memories/search", headers={"X-API-Key": alice},
+                                timeout=30, json={"user_id": "alice", "query": "copper"})  # fmt: skip
+            assert search.status_code == 429
+            assert _memwire_add(base, bob, 20).status_code == 200  # bob's budget is his own
+        assert len(mem.list(user_id="alice", workspace="acme", limit=100)) == 40
+
+
+def test_mcp_over_http_answers_over_the_cost_budget_per_key(tmp_path: Path) -> None:
+    """The per-key budget is one across /v1 and /mcp: a key that spent it over REST is refused
+    by MCP's tools, with the wait; another key still adds; nothing refused is stored."""
+    with _memory(tmp_path, cost_budget_chars_per_s=1.0, cost_budget_chars_burst=2000) as mem:
+        alice, _ = create_api_key(mem.store, "default", user_id="alice")
+        bob, _ = create_api_key(mem.store, "default", user_id="bob")
+        for base in serve_in_thread(mem):
+            outcomes: list[CallToolResult] = []
+
+            async def add(
+                key: str, base: str = base, outcomes: list[CallToolResult] = outcomes
+            ) -> None:
+                headers = {"Authorization": f"Bearer {key}"}
+                async with (
+                    httpx.AsyncClient(headers=headers, timeout=30) as http,
+                    streamable_http_client(f"{base}/mcp", http_client=http) as streams,
+                    ClientSession(streams[0], streams[1]) as session,
+                ):
+                    await session.initialize()
+                    for _ in range(2):
+                        args = {"messages": [{"content": t} for t in _texts(20)]}
+                        outcomes.append(await session.call_tool("memory_add", args))
+
+            anyio.run(add, alice)
+            assert [r.is_error for r in outcomes] == [False, True]
+            refused = outcomes[1].content[0]
+            assert isinstance(refused, TextContent)
+            assert refused.text.startswith("RateLimited: this API key's requests are over its "
+                                           "cost budget (cost_budget_chars_per_s)")  # fmt: skip
+            assert int(refused.text.rsplit("retry in ", 1)[1].split()[0]) > 100
+            # Spent over MCP, refused over REST as well: one budget per key.
+            rest = httpx.post(f"{base}/v1/memories", json={"messages": _texts(1)}, timeout=30,
+                              headers={"Authorization": f"Bearer {alice}"})  # fmt: skip
+            assert rest.status_code == 429
+            outcomes.clear()
+            anyio.run(add, bob)
+            assert [r.is_error for r in outcomes] == [False, True]  # bob's budget is his own
+        assert len(mem.list(user_id="alice", limit=100)) == 20
+        assert len(mem.list(user_id="bob", limit=100)) == 20

@@ -236,7 +236,7 @@ def _wait(base: str, proc: subprocess.Popen[str]) -> None:
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
         try:
-            if httpx.get(f"{base}/healthz").status_code == 200:
+            if httpx.get(f"{base}/healthz", timeout=60).status_code == 200:
                 return
         except httpx.TransportError:
             time.sleep(0.1)
@@ -250,11 +250,12 @@ def test_serve_subprocess_with_keys_and_without(store: Path) -> None:
     proc, base = _serve(store)
     try:
         _wait(base, proc)
-        assert httpx.get(f"{base}/v1/stats").status_code == 401
+        assert httpx.get(f"{base}/v1/stats", timeout=60).status_code == 401
         r = httpx.post(
             f"{base}/v1/memories",
             json={"content": "Served.", "user_id": "u"},
             headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
         )
         assert r.status_code == 201
     finally:
@@ -264,7 +265,7 @@ def test_serve_subprocess_with_keys_and_without(store: Path) -> None:
     proc, base = _serve(store, "--no-auth")
     try:
         _wait(base, proc)
-        assert httpx.get(f"{base}/v1/stats").json()["memories"] == 1
+        assert httpx.get(f"{base}/v1/stats", timeout=60).json()["memories"] == 1
     finally:
         proc.terminate()
         proc.communicate(timeout=20)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
+from engrammar.engine import ranking, recall
 from engrammar.models import Scope
 
 
@@ -61,21 +63,27 @@ def test_explain_records_nothing_and_checks_input(mem: Memory) -> None:
         mem.explain("", mid, user_id="u")
 
 
-def test_rank_shifts_give_each_memory_the_rank_explain_gives_it(mem: Memory) -> None:
-    topics = ["deploys", "billing", "oncall", "backups"]
+TOPICS = ["deploys", "billing", "oncall", "backups"]
+
+
+def _rated_then_outranked(mem: Memory) -> None:
+    """Four rated recalls; then newer memories that answer two of the questions word for word
+    push their rated ones out of the list ranked now."""
     mem.add(
-        [f"Note {i}: the {topics[i % 4]} rule number {i} for the team." for i in range(80)],
+        [f"Note {i}: the {TOPICS[i % 4]} rule number {i} for the team." for i in range(80)],
         user_id="alice",
     )
-    for q, topic in enumerate(topics):
+    for q, topic in enumerate(TOPICS):
         result = mem.recall(f"What is the {topic} rule?", user_id="alice", limit=3)
         for k, hit in enumerate(result.memories[:3]):
             verdict = "rejected" if (q + k) % 2 else "accepted"
             mem.rate_memory(hit.id, verdict, recall_id=result.recall_id, user_id="alice")
-    # Newer memories that answer two of the questions word for word push their rated ones
-    # out of the list ranked now: those are explained one by one, the rest read off one ranking.
-    mem.add([f"What is the {t} rule? Rule {i} of {t}." for t in topics[:2] for i in range(10)],
+    mem.add([f"What is the {t} rule? Rule {i} of {t}." for t in TOPICS[:2] for i in range(10)],
             user_id="alice")  # fmt: skip
+
+
+def test_rank_shifts_give_each_memory_the_rank_explain_gives_it(mem: Memory) -> None:
+    _rated_then_outranked(mem)
     shifts = mem.rank_shifts(user_id="alice", limit=50)["shifts"]
     assert len(shifts) == 12
     moved = 0
@@ -88,3 +96,39 @@ def test_rank_shifts_give_each_memory_the_rank_explain_gives_it(mem: Memory) -> 
         assert shift["rank_after"] == explained["rank"], shift
         moved += shift["rank_after"] != shift["rank_before"]
     assert moved  # the ratings moved some of them
+
+
+@pytest.mark.every_store
+def test_rank_shifts_rank_each_recall_once(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rated memory the cut left below the list ranked now is placed where ``explain``
+    places it (right after the list) without a ranking of its own: one ranking per recall."""
+    _rated_then_outranked(mem)
+    calls = {"rank": 0, "explain": 0}
+    for module, name in ((ranking, "rank"), (recall, "explain")):
+        real = getattr(module, name)
+
+        def counted(*args: object, real: Any = real, name: str = name, **kw: object) -> Any:
+            calls[name] += 1
+            return real(*args, **kw)
+
+        monkeypatch.setattr(module, name, counted)
+    shifts = mem.rank_shifts(user_id="alice", limit=50)["shifts"]
+    assert len({s["recall_id"] for s in shifts}) == 4 and len(shifts) == 12
+    assert calls == {"rank": 4, "explain": 0}
+    # The outranked recalls' rated memories are below the list of six ranked now (a recall of
+    # three reads twice that far): each is ranked right after it, as explain ranks it.
+    assert sum(s["rank_after"] == 7 for s in shifts) == 6
+
+
+@pytest.mark.every_store
+def test_rank_shifts_show_the_newest_rating_of_a_memory_in_a_recall(mem: Memory) -> None:
+    mem.add(["Deploys go out on Tuesdays.", "Billing closes on the 5th."], user_id="alice")
+    result = mem.recall("When do deploys go out?", user_id="alice")
+    top = result.memories[0].id
+    mem.rate_memory(top, "accepted", recall_id=result.recall_id, user_id="alice")
+    mem.rate_memory(top, "rejected", recall_id=result.recall_id, user_id="alice")
+    (shift,) = [s for s in mem.rank_shifts(user_id="alice")["shifts"] if s["memory_id"] == top]
+    assert shift["signal"] == -1.0
+    mem.rate_memory(top, "accepted", recall_id=result.recall_id, user_id="alice")
+    (shift,) = [s for s in mem.rank_shifts(user_id="alice")["shifts"] if s["memory_id"] == top]
+    assert shift["signal"] == 1.0

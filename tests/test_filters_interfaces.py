@@ -90,7 +90,9 @@ def test_rest_recall_and_search_take_filters(tmp_path: Path) -> None:
     key = create_api_key(memory.store, "default")[0]
     try:
         for base in serve_in_thread(memory):
-            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as c:
+            with httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            ) as c:
                 _rest(c, made)
     finally:
         memory.close()

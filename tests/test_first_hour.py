@@ -176,6 +176,7 @@ def test_04_10_serve_names_its_store_and_keys_and_a_busy_port_is_one_line(
                         f"http://127.0.0.1:{port}/v1/memories",
                         headers={"Authorization": f"Bearer {key}"},
                         json={"content": "I write docs before code.", "user_id": "alice"},
+                        timeout=60,
                     )
                     break
                 except httpx.ConnectError:
@@ -183,7 +184,7 @@ def test_04_10_serve_names_its_store_and_keys_and_a_busy_port_is_one_line(
             assert r.status_code == 201, r.text
         finally:
             proc.terminate()
-            proc.wait(10)
+            proc.wait(60)
     empty = tmp_path / "empty"
     Memory(Config(path=str(empty)), embedder=HashEmbedder()).close()
     with socket.socket() as probe:
@@ -204,7 +205,7 @@ def test_04_10_serve_names_its_store_and_keys_and_a_busy_port_is_one_line(
             assert f"engrammar keys create --workspace W --path {empty}" in warning
         finally:
             proc.terminate()
-            proc.wait(10)
+            proc.wait(60)
 
 
 # -- items 5, 6, 7: import -----------------------------------------------------------------------

@@ -260,7 +260,7 @@ def test_forget_removes_the_edge_history(srv: Srv, tmp_path: Path) -> None:
 
 
 def test_ui_files_need_no_key_and_carry_a_strict_policy(srv: Srv) -> None:
-    with httpx.Client(base_url=srv.base) as c:
+    with httpx.Client(base_url=srv.base, timeout=60) as c:
         assert c.get("/ui").status_code == 308
         page = c.get("/ui/")
         assert page.status_code == 200 and "engrammar inspector" in page.text

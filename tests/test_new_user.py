@@ -149,7 +149,7 @@ def test_a_refused_limit_reads_the_same_on_every_interface(mem: Memory) -> None:
             return str(r.content[0].text)
 
     for base in serve_in_thread(mem, auth=False):
-        with httpx.Client(base_url=base) as http:
+        with httpx.Client(base_url=base, timeout=60) as http:
             for bad, message in wanted.items():
                 with pytest.raises(ValidationError) as raised:
                     mem.search("q", user_id="u", limit=bad)
@@ -184,11 +184,13 @@ def test_serve_says_where_its_parts_are_and_home_and_icon_need_no_key(tmp_path: 
     with Memory(Config(path=str(tmp_path / "s")), embedder=HashEmbedder()) as memory:
         create_api_key(memory.store, "team")
         for base in serve_in_thread(memory):
-            home = httpx.get(f"{base}/")
+            home = httpx.get(f"{base}/", timeout=60)
             assert home.status_code == 200
             assert {home.json()[k] for k in ("ui", "mcp", "rest")} == {"/ui/", "/mcp", "/v1"}
-            assert httpx.get(f"{base}/favicon.ico").status_code == 204
-            assert httpx.get(f"{base}/v1/stats").status_code == 401  # the API still needs one
+            assert httpx.get(f"{base}/favicon.ico", timeout=60).status_code == 204
+            assert (
+                httpx.get(f"{base}/v1/stats", timeout=60).status_code == 401
+            )  # the API still needs one
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}
     env["ENGRAMMAR_EMBEDDER"] = "hash"
     help_text = subprocess.run(

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from engrammar import Config, models
+from engrammar.interfaces.op_params import QUERY, handler_params
 from engrammar.interfaces.openapi import openapi_document
 from engrammar.interfaces.operations import NOT_EXPOSED, OPERATIONS, Operation
+from engrammar.interfaces.spec import REQUIRED
 from engrammar.memory import Memory
 
 
@@ -111,3 +113,65 @@ def test_the_answer_schemas_of_records_are_their_models() -> None:
         schema = schemas[name]
         assert set(schema["properties"]) == set(record.to_dict()), name
         assert set(schema["required"]) == set(record.to_dict()), name
+
+
+# The handler parameters no interface serves: Python objects, or an alias kept for MemWire.
+PYTHON_ONLY = {
+    "add": {"dedup"},
+    "feedback": {"assistant_response"},
+    "recall": {"profile"},
+    "search": {"profile"},
+    "explain": {"profile"},
+}
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: op.name)
+def test_every_handler_parameter_is_served_or_known_as_python_only(op: Operation) -> None:
+    handler = inspect.signature(getattr(Memory, op.handler)).parameters
+    served = {p.name for p in op.params}
+    assert set(handler) - {"self"} - served == PYTHON_ONLY.get(op.name, set()), op.name
+
+
+# The operations whose parameters the table reads off Memory's signatures (handler_params).
+FROM_SIGNATURE = [
+    *("recall", "search", "explain", "get", "history", "stats", "memory_learning", "list"),
+    *("list_knowledge", "timeline", "rank_shifts", "tensions", "scopes"),
+    *("list_feedback_events", "list_decision_reviews", "list_preference_pairs"),
+    *("list_logged_events", "list_memory_ratings"),
+    *("get_feedback_event", "get_decision_review", "get_preference_pair"),
+    *("get_logged_event", "get_memory_rating"),
+]
+
+
+@pytest.mark.parametrize("name", FROM_SIGNATURE)
+def test_operations_take_names_order_and_defaults_from_memory(name: str) -> None:
+    op = next(o for o in OPERATIONS if o.name == name)
+    handler = inspect.signature(getattr(Memory, op.handler)).parameters
+    expected = [
+        (n, REQUIRED if p.default is inspect.Parameter.empty else p.default)
+        for n, p in handler.items()
+        if n != "self" and n not in PYTHON_ONLY.get(name, set())
+    ]
+    assert [(p.name, p.default) for p in op.params] == expected
+
+
+def test_handler_params_follow_a_changed_signature_and_refuse_what_they_cannot_show() -> None:
+    def recall(self: Any, query: str, *, user_id: str | None = None, limit: int = 5) -> None:
+        """A handler whose signature moved on."""
+
+    got = handler_params(recall)
+    assert [(p.name, p.default) for p in got] == [
+        ("query", REQUIRED),
+        ("user_id", None),
+        ("limit", 5),
+    ]
+    assert got[0].doc == QUERY.doc
+
+    def unknown(self: Any, query: str, shade: str = "blue") -> None:
+        """A handler with a parameter no interface spec covers."""
+
+    with pytest.raises(ValueError, match="'shade'"):
+        handler_params(unknown)
+    assert [p.name for p in handler_params(unknown, python_only=("shade",))] == ["query"]
+    with pytest.raises(ValueError, match="no parameter profile"):
+        handler_params(recall, python_only=("profile",))

@@ -89,6 +89,26 @@ def _state(store: PostgresStore, user: str) -> tuple[Any, ...]:
     return store._tx("state", run, transaction=False)
 
 
+def _holds_a_write(store: PostgresStore, pid: int) -> bool:
+    """Whether the server session ``pid`` is in a transaction that has written (an xid)."""
+    return bool(
+        _count(
+            store,
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND backend_xid IS NOT NULL",
+            (pid,),
+        )
+    )
+
+
+def _until_no_write_is_open(store: PostgresStore) -> int:
+    """``_open_early`` once it is 0, or after a minute: a transaction the server has not yet
+    finished on a loaded machine ends on its own, one left open does not."""
+    deadline = time.monotonic() + 60
+    while (open_now := _open_early(store)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return open_now
+
+
 def test_write_begun_ahead_equals_the_write_at_the_end(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,34 +118,51 @@ def test_write_begun_ahead_equals_the_write_at_the_end(
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     store = mem.store
     assert isinstance(store, PostgresStore)
-    seen: list[int] = []
+    # The server sessions each add's rows were queued on, in order.
+    queued: list[int] = []
+    queue_new = PostgresStore._queue_new
+
+    def queueing(self: PostgresStore, conn: Any, *a: Any, **k: Any) -> Any:
+        queued.append(conn.info.backend_pid)
+        return queue_new(self, conn, *a, **k)
+
+    # Per add: whether its rows were queued before ``add_memories`` on a session that then
+    # held an open write (judged on that session alone: whatever else the server is still
+    # finishing does not count).
+    seen: list[bool] = []
     original = PostgresStore.add_memories
 
     def watching(self: PostgresStore, *a: Any, **k: Any) -> Any:
-        # The rows were sent, not awaited: the server gets to them (an xid) on its own, as
-        # soon as it gets the processor (a loaded machine may take seconds).
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if _open_early(self) or not self._local.add.write:
-                break
-            time.sleep(0.01)
-        seen.append(_open_early(self))
+        begun = list(queued)
+        queued.clear()
+        open_ahead = False
+        if begun:
+            # The rows were sent, not awaited: the server gets to them (an xid) on its own,
+            # as soon as it gets the processor (a loaded machine may take seconds).
+            deadline = time.monotonic() + 60
+            while not (open_ahead := _holds_a_write(self, begun[-1])):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+        seen.append(open_ahead)
         return original(self, *a, **k)
 
+    monkeypatch.setattr(PostgresStore, "_queue_new", queueing)
     monkeypatch.setattr(PostgresStore, "add_memories", watching)
     try:
         for text in TURNS:
             mem.add(text, user_id="ahead", session_id="s1")
-        assert seen == [1] * len(TURNS)  # begun before add_memories was called
+        assert seen == [True] * len(TURNS)  # begun before add_memories was called
         seen.clear()
+        queued.clear()
         monkeypatch.setattr(PostgresStore, "_write_ahead", False)
         for text in TURNS:
             mem.add(text, user_id="end", session_id="s1")
-        assert seen == [0] * len(TURNS)
+        assert seen == [False] * len(TURNS)
         ahead = _state(store, "ahead")
         assert ahead == _state(store, "end")
         assert any(k == "supersedes" for _, _, k, _ in ahead[1]) and ahead[3] > 0
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
     finally:
         mem.close()
 
@@ -147,7 +184,7 @@ def test_write_begun_ahead_meets_a_duplicate(pg_url: str) -> None:
         assert out[1] == first[2] and out[0] not in first
         assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == 4
         assert _count(store, "SELECT count(*) FROM memory_changes WHERE memory_id = %s", (out[0],))
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
     finally:
         mem.close()
 
@@ -197,7 +234,7 @@ def test_batch_repeating_a_message_is_written_once_in_one_go(
         assert _state(store, "ahead") == expected
         assert _state(store, "one trip") == expected
         assert len(expected[0]) == 3 and any(k == "supersedes" for _, _, k, _ in expected[1])
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
     finally:
         mem.close()
 
@@ -239,7 +276,7 @@ def test_searches_sent_ahead_with_the_write_beside_them(
             mem.add(TURNS[:5], user_id=user, session_id="s1")  # below the minimum
             mem.add(batch, user_id=user, session_id="s1")
             assert sent == [False, ahead]
-            assert _open_early(store) == 0
+            assert _until_no_write_is_open(store) == 0
             states.append(_state(store, user))
         finally:
             mem.close()
@@ -286,7 +323,7 @@ def test_batch_repeating_stored_messages_is_written_in_one_go(
         out = mem.add([TURNS[4], TURNS[1]], user_id="gone", session_id="s1")
         assert out[1] != first[1] and mem.get(out[1]).content == TURNS[1]
         assert calls == [True]
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
     finally:
         mem.close()
 
@@ -320,7 +357,7 @@ def test_add_failing_after_its_write_began_leaves_nothing(
                 mem.add(TURNS[7], user_id="u1", session_id="s1")
         assert began == [1]
         assert _state(store, "u1") == before
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
         assert len(mem.add(TURNS[2], user_id="u1", session_id="s1")) == 1
         assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == 3
     finally:
@@ -355,7 +392,7 @@ def test_add_failing_while_its_searches_travel_leaves_nothing(
                 mem.add(batch, user_id=user, session_id="s1")
         assert began == [True]
         assert _state(store, user) == before
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
         assert len(mem.add(batch, user_id=user, session_id="s1")) == 20
         assert _count(store, "SELECT count(*) FROM memories WHERE user_id = %s", (user,)) == 22
     finally:
@@ -387,7 +424,7 @@ def test_write_begun_ahead_that_fails_at_commit_writes_once(
         assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == 3
         assert _count(store, "SELECT count(*) FROM memory_changes WHERE op = 'add'") == 3
         assert store.edges_from("default", ids)
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
     finally:
         mem.close()
 
@@ -417,7 +454,7 @@ def test_concurrent_adds_with_writes_begun_ahead(pg_url: str) -> None:
         n = 4 * len(TURNS)
         assert _count(store, "SELECT count(*) FROM memories WHERE user_id = 'u1'") == n
         assert _count(store, "SELECT n FROM keyword_stats WHERE user_key = 'u1'") == n
-        assert _open_early(store) == 0
+        assert _until_no_write_is_open(store) == 0
     finally:
         mem.close()
 

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.embed.base import blend_context
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.query import query_time_range, sequence_support, time_match
-from engrammar.recall.text import context_sources, embedding_text, index_text, terms
+from engrammar.recall.text import (
+    STOP_WORDS,
+    context_sources,
+    embedding_text,
+    index_text,
+    stem,
+    terms,
+    word_list,
+)
 
 
 def _ts(*args: int) -> float:
@@ -184,3 +195,48 @@ def test_a_forgotten_neighbour_never_joins(tmp_path: Path) -> None:
         result = m.recall("painted sunrise lake", user_id="u", limit=10)
         assert ids[2] not in {h.id for h in result.memories}
         assert ids[0] == result.memories[0].id
+
+
+def test_a_recall_embeds_its_query_once(tmp_path: Path) -> None:
+    """Ranking, the excerpt of a long memory, the standing preferences and the knowledge
+    passages of one recall all read the query's one vector (no embedding cache to hide a
+    second embedding)."""
+    embedder = _Recording()
+    with Memory(Config(path=str(tmp_path), embed_cache_size=0), embedder=embedder) as m:
+        long = " ".join(f"Sentence {i} is about the harbour crane schedule." for i in range(80))
+        m.add(long, user_id="u")
+        m.add("I prefer short answers about the harbour.", user_id="u", kind="preference")
+        m.add_knowledge("handbook", ["The harbour crane starts at six."], user_id="u")
+        embedder.seen.clear()
+        query = "When does the harbour crane start?"
+        result = m.recall(query, user_id="u")
+        assert result.memories[0].excerpt is not None  # the long memory was excerpted
+        assert result.preferences and result.knowledge
+        assert embedder.seen.count(query) == 1
+
+
+_WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
+# Words, apostrophes in every place, digits, non-ASCII letters (some that lower-case to ASCII
+# or to two characters), lone surrogates and separators.
+_TEXT = st.lists(
+    st.sampled_from(
+        [*"abcxyz09'' .,\n\t-", "don't", "it's9", "The", "İs", "K", "Σ", "é", "\ud800"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@given(_TEXT)
+def test_words_are_what_the_word_pattern_finds(text: str) -> None:
+    """The byte-translated word split finds exactly the regex's words, and the terms are
+    the stemmed ones of them that are no stop words."""
+    lowered = text.lower()
+    assert word_list(lowered) == _WORD.findall(lowered)
+    expected = []
+    for word in _WORD.findall(lowered):
+        if word in STOP_WORDS:  # "don't"
+            continue
+        word = word.split("'", 1)[0]  # "it's" -> "it", a stop word
+        if word and word not in STOP_WORDS:
+            expected.append(stem(word))
+    assert terms(text) == expected

@@ -114,7 +114,9 @@ def test_the_next_agent_of_the_workspace_starts_from_the_decision(real_mem: Memo
         [{"role": "user", "content": CODEX_CHAT}], workspace="payments-api", agent_id="codex"
     )
     for base in serve_in_thread(real_mem):
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as c:
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as c:
             created = c.post("/v1/feedback-events", json=SEED_EVENT)
             assert created.status_code == 201, created.text
             event = created.json()
@@ -165,8 +167,12 @@ def test_a_user_bound_keys_records_leave_other_recalls_alone(real_mem: Memory) -
     )
     for base in serve_in_thread(real_mem):
         with (
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {org}"}) as c,
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {alice}"}) as a,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {org}"}, timeout=60
+            ) as c,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {alice}"}, timeout=60
+            ) as a,
         ):
 
             def ranked() -> list[str]:
@@ -205,8 +211,12 @@ def test_a_user_bound_key_reads_and_rates_the_workspaces_decision_but_cannot_cha
     dana = create_api_key(real_mem.store, "payments-api", user_id="dana")[0]
     for base in serve_in_thread(real_mem):
         with (
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {org}"}) as c,
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {dana}"}) as d,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {org}"}, timeout=60
+            ) as c,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {dana}"}, timeout=60
+            ) as d,
         ):
             event = c.post("/v1/feedback-events", json=SEED_EVENT).json()
             decision = event["decision_memory_id"]

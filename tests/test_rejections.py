@@ -64,7 +64,9 @@ def test_keep_this_one_on_the_tensions_page_changes_the_answer(real_mem: Memory)
     key = create_api_key(real_mem.store, "default")[0]
     question = {"query": "Where do I live?", "user_id": "u"}
     for base in serve_in_thread(real_mem):
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as c:
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as c:
             first = c.post("/v1/recall", json=question).json()["memories"][0]["memory"]
             assert first["content"] == "I moved to Berlin."
             (tension,) = c.get("/v1/tensions", params={"user_id": "u", "limit": 100}).json()[

@@ -232,7 +232,7 @@ def test_every_route_needs_a_valid_key(srv: Server) -> None:
     before = srv.memory.stats(workspace="team-a")["memories"]
     for header in (None, "Bearer", "Bearer nope", f"Basic {srv.keys['a']}", f"Bearer {token}"):
         headers = {"Authorization": header} if header else {}
-        with httpx.Client(base_url=srv.base, headers=headers) as c:
+        with httpx.Client(base_url=srv.base, headers=headers, timeout=60) as c:
             for method, path in probes:
                 r = c.request(method, path, json={"content": "sneaky", "user_id": "eve"})
                 assert r.status_code == 401, (header, method, path)
@@ -526,7 +526,7 @@ def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:
 def test_no_auth_on_loopback_serves_the_local_user(tmp_path: Path) -> None:
     with Memory(Config(path=str(tmp_path / "s")), embedder=HashEmbedder()) as memory:
         for base in serve_in_thread(memory, auth=False):
-            with httpx.Client(base_url=base) as c:
+            with httpx.Client(base_url=base, timeout=60) as c:
                 r = c.post("/v1/memories", json={"content": "local", "user_id": "me"})
                 assert r.status_code == 201 and r.json()["workspace"] == "default"
                 r = c.post(

@@ -60,8 +60,8 @@ def test_large_bodies_get_413_and_store_nothing(limited: tuple[str, Memory, str,
 def test_rate_limit_per_key_gives_429(limited: tuple[str, Memory, str, str]) -> None:
     base, _, key_a, key_b = limited
     with (
-        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key_a}"}) as a,
-        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key_b}"}) as b,
+        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key_a}"}, timeout=60) as a,
+        httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key_b}"}, timeout=60) as b,
     ):
         codes = [a.get("/v1/stats").status_code for _ in range(8)]
         assert codes[:5] == [200] * 5 and 429 in codes[5:]

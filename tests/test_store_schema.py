@@ -4,6 +4,7 @@ older PostgreSQL store opens migrated with its memories found again."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -11,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from engrammar.store.schema import differences
+from engrammar import models
+from engrammar.store.schema import TABLES, differences
 from engrammar.store.sqlite.migrations import MIGRATIONS
 from engrammar.store.sqlite.store import SQLiteStore
+from engrammar.store.tables import EVENT_COLUMNS, FEEDBACK_TABLES, MEMORY_COLUMNS
 
 Found = dict[str, tuple[list[str], list[list[str]]]]
 
@@ -197,3 +200,14 @@ def test_decision_links_keep_their_data_through_the_workspace_key(tmp_path: Path
             ("w2", "e-gone", "corrected", "m2", 4.0),
         ]
         assert differences("sqlite", _sqlite_schema(conn)) == []
+
+
+def test_the_records_read_only_columns_of_the_logical_schema() -> None:
+    # The select lists follow the records' fields; each must be a column the schema declares.
+    reads = {t: cols for t, cols, _ in FEEDBACK_TABLES.values()} | {"memories": MEMORY_COLUMNS}
+    for table, columns in reads.items():
+        missing = [c for c in columns.split(", ") if c not in TABLES[table].columns]
+        assert not missing, f"{table} reads {missing}, which the schema does not declare"
+    fields = [f.name for f in dataclasses.fields(models.MemoryRating)]
+    assert FEEDBACK_TABLES["memory_rating"][1].split(", ") == fields
+    assert "decision_memory_id" not in EVENT_COLUMNS.split(", ")

@@ -257,6 +257,7 @@ def test_inspector_pages_in_chromium(served: dict[str, Any], tmp_path: Path) -> 
             f"{url}/v1/ratings",
             params={"user_id": "alice"},
             headers={"Authorization": f"Bearer {served['key_a']}"},
+            timeout=60,
         ).json()["memory_ratings"]
         verdicts = {(r["verdict"], r["recall_id"]) for r in ratings}
         assert ("accepted", None) in verdicts and ("rejected", None) in verdicts

@@ -316,7 +316,11 @@ def test_export_and_import_carry_sources_and_undo_works_after(mem: Memory, tmp_p
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     config = Config(
-        path=str(tmp_path / "store"), feedback_rate_limit_per_s=0.5, feedback_rate_limit_burst=3
+        # A write every 1,000 s once the burst is spent: however slowly a loaded machine runs
+        # the calls, none comes back before the test ends.
+        path=str(tmp_path / "store"),
+        feedback_rate_limit_per_s=0.001,
+        feedback_rate_limit_burst=3,
     )
     memory = Memory(config, embedder=HashEmbedder())
     memory.add(FACTS, user_id="u")

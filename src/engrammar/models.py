@@ -7,7 +7,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 __all__ = [
     "AddResult",
@@ -127,6 +127,24 @@ class Scope(_Dict):
     user_id: str | None = None
     agent_id: str | None = None
     session_id: str | None = None
+
+    def owner(self) -> ScopeFields:
+        """The four keys as the keyword arguments of a record that belongs to this scope."""
+        return {
+            "workspace": self.workspace,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+        }
+
+
+class ScopeFields(TypedDict):
+    """The keys every scoped record carries (see :meth:`Scope.owner`)."""
+
+    workspace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
 
 
 @dataclass

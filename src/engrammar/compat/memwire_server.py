@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +33,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import deadline
 from ..errors import (
     AuthError,
+    DeadlineError,
     EngrammarError,
     ForbiddenError,
     NotFoundError,
@@ -112,6 +115,11 @@ def _limit(value: Any, name: str = "limit") -> int:
     return value
 
 
+def _owner(args: dict[str, Any]) -> dict[str, Any]:
+    """The user and tenant keys of checked request fields, as the facade's keyword arguments."""
+    return {k: args[k] for k in ("user_id", *_TENANT)}
+
+
 def _spec(**required: Any) -> dict[str, tuple[Any, Any]]:
     spec: dict[str, tuple[Any, Any]] = {k: (v, ...) for k, v in required.items()}
     spec.update({k: (v, None) for k, v in _TENANT.items()})
@@ -162,9 +170,10 @@ def _principal(request: Request, auth: bool) -> tuple[str, str | None]:
 #: How a request's (organisation, bound user) is found, when something in front of the app
 #: (``engrammar serve``'s authentication) has already checked its key.
 Who = Callable[[Request], tuple[str, str | None]]
-#: Asked before a feedback write (named as engrammar's operation) with its fields; a response
-#: it returns is the answer instead (``engrammar serve``'s per-source feedback budget).
-Admit = Callable[[Request, str, dict[str, Any]], Response | None]
+#: Asked before each request with its fields and the feedback write it makes, if any (named as
+#: engrammar's operation); a response it returns is the answer instead (``engrammar serve``'s
+#: per-key cost budget and per-source feedback budget).
+Admit = Callable[[Request, str | None, dict[str, Any]], Response | None]
 
 
 def _handler(
@@ -176,6 +185,7 @@ def _handler(
     """The endpoint of one route; ``writes`` names the feedback write it makes, if any."""
 
     async def endpoint(request: Request) -> Response:
+        arrived = time.monotonic()
         auth: bool = request.app.state.auth
         who: Who | None = request.app.state.who
         try:
@@ -199,7 +209,7 @@ def _handler(
                     raise ForbiddenError(f"this API key acts only for user_id {bound!r}")
                 data["user_id"] = bound
             admit: Admit | None = request.app.state.admit
-            if writes is not None and admit is not None and isinstance(data, dict):
+            if admit is not None and isinstance(data, dict):
                 refused = admit(request, writes, data)
                 if refused is not None:
                     return refused
@@ -207,7 +217,11 @@ def _handler(
                 memory: Memory = request.app.state.memory
                 await anyio.to_thread.run_sync(_not_another_keys, memory, org, data)
             facade = request.app.state.tenants.get(org)
-            out = await anyio.to_thread.run_sync(fn, facade, data, request)
+            run = _within_deadline(fn, request.app.state.deadline_s, arrived)
+            out = await anyio.to_thread.run_sync(run, facade, data, request)
+        except DeadlineError as exc:
+            # Stopped before it wrote anything: the client may send it again later.
+            return JSONResponse({"detail": str(exc)}, status_code=503, headers=_RETRY_LATER)
         except ForbiddenError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=403)
         except AuthError as exc:
@@ -227,6 +241,21 @@ def _handler(
 
 
 _TOO_DEEP = "the body is not valid JSON: nested too deeply"
+_RETRY_LATER = {"Retry-After": "30"}
+
+
+def _within_deadline(
+    fn: Callable[[MemWire, Any, Request], Any], seconds: float, arrived: float
+) -> Callable[[MemWire, Any, Request], Any]:
+    """``fn`` under the request's deadline: ``seconds`` from its arrival (the wait for a
+    worker thread included); 0: none."""
+
+    def run(facade: MemWire, data: Any, request: Request) -> Any:
+        left = max(seconds - (time.monotonic() - arrived), 1e-3) if seconds else None
+        with deadline.within(left):
+            return fn(facade, data, request)
+
+    return run
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -252,11 +281,8 @@ def _add(mw: MemWire, body: Any, _: Request) -> Any:
         if not isinstance(m.get("content"), str):
             raise ValidationError(f"messages[{i}].content", "field required")
     records = mw.add(
-        user_id=args["user_id"],
         messages=[{"role": m["role"], "content": m["content"]} for m in args["messages"]],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
     return [_memory_json(r) for r in records]
 
@@ -265,10 +291,7 @@ def _recall(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, _spec(query=str, user_id=str))
     result = mw.recall(
         args["query"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
     return {
         "query": result.query,
@@ -286,10 +309,7 @@ def _search(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, spec)
     hits = mw.search(
         args["query"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
         category=args["category"],
         top_k=_limit(args["limit"]),
     )
@@ -300,10 +320,7 @@ def _feedback(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, _spec(assistant_response=str, user_id=str))
     return mw.feedback(
         args["assistant_response"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
 
 
@@ -317,10 +334,7 @@ def _add_knowledge(mw: MemWire, body: Any, _: Request) -> Any:
     kb_id = mw.add_knowledge(
         args["name"],
         args["chunks"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
     return {"kb_id": kb_id}
 
@@ -331,10 +345,7 @@ def _search_knowledge(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, spec)
     chunks = mw.search_knowledge(
         args["query"],
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
         top_k=_limit(args["limit"]),
     )
     return [_chunk_json(c) for c in chunks]
@@ -359,10 +370,7 @@ def _delete_knowledge(mw: MemWire, query: Any, request: Request) -> Any:
 def _stats(mw: MemWire, body: Any, _: Request) -> Any:
     args = _fields(body, _spec(user_id=str))
     return mw.get_stats(
-        user_id=args["user_id"],
-        agent_id=args["agent_id"],
-        app_id=args["app_id"],
-        workspace_id=args["workspace_id"],
+        **_owner(args),
     )
 
 
@@ -404,12 +412,14 @@ def create_app(
     auth: bool = True,
     who: Who | None = None,
     admit: Admit | None = None,
+    deadline_s: float = 0.0,
 ) -> Starlette:
     """MemWire's REST API over ``memory`` (mount it, or serve it with uvicorn).
 
     ``engrammar serve --memwire-compat`` serves it behind engrammar's authentication, which
-    also applies the per-key rate limit and the per-source feedback budget of ``/v1``; mounted
-    on its own, it checks keys itself and limits nothing.
+    also applies the per-key rate limit, the per-key cost budget, the per-source feedback
+    budget and the request deadline of ``/v1``; mounted on its own, it checks keys itself and
+    limits nothing.
 
     Args:
         memory: the engrammar memory every request acts on; its store holds the API keys.
@@ -417,7 +427,10 @@ def create_app(
             ``False`` only for local development.
         who: the (organisation, bound user) of a request whose key was checked in front of
             this app; when given, the app does not check keys itself.
-        admit: asked before each feedback write (see :data:`Admit`).
+        admit: asked before each request (see :data:`Admit`).
+        deadline_s: seconds of work a request is given; an add or knowledge base still
+            embedding after it is stopped before it writes anything (503 with Retry-After,
+            MemWire's ``{"detail"}`` shape); 0: none.
     """
     app = Starlette(
         routes=route_table(),
@@ -427,5 +440,6 @@ def create_app(
     app.state.auth = auth
     app.state.who = who
     app.state.admit = admit
+    app.state.deadline_s = deadline_s
     app.state.tenants = _Tenants(memory)
     return app

@@ -1,21 +1,17 @@
 """Store administration the command line needs beside `Memory`: the API-key store, the embedded
 store's online backup and restore, and the copy of one store into another.
 
-Interfaces reach a store backend only through here (ARCHITECTURE.md, rule 5; the `admin`
+Interfaces reach a store backend only through here (ARCHITECTURE.md, rule 6; the `admin`
 contract of `make lint`): they name a store by its configuration, never by its module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..store import ApiKeyStore, open_store
-
-if TYPE_CHECKING:
-    from ..store.migrate import MigrationReport
+from ..store.migrate import migrate
 
 __all__ = ["backup_sqlite", "copy_store", "key_store", "restore_sqlite"]
 
@@ -39,14 +35,6 @@ def restore_sqlite(config: Config, backup: str | Path) -> int:
     return restore_file(backup, config.sqlite_file, busy_timeout_ms=config.busy_timeout_ms)
 
 
-def copy_store(
-    source: str,
-    destination: str,
-    *,
-    batch: int = 1000,
-    progress: Callable[[str, int], None] | None = None,
-) -> MigrationReport:
-    """Copy the store at ``source`` into the empty one at ``destination``, then verify it."""
-    from ..store.migrate import migrate
-
-    return migrate(source, destination, batch=batch, progress=progress)
+#: Copy the store at ``source`` into the empty one at ``destination``, then verify it (see
+#: :func:`~engrammar.store.migrate.migrate`).
+copy_store = migrate

@@ -90,10 +90,7 @@ def _add(
     rows = [
         NewMemory(
             id=uuid.uuid4().hex,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
+            **scope.owner(),
             role=m.role,
             content=m.content,
             kind=m.kind,
@@ -179,10 +176,7 @@ def update(
         # New content means new neighbours, shared names and contradictions.
         changed = NewMemory(
             id=current.id,
-            workspace=workspace,
-            user_id=current.user_id,
-            agent_id=current.agent_id,
-            session_id=current.session_id,
+            **scope.owner(),
             role=current.role,
             content=text,
             kind=current.kind,

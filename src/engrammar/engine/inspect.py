@@ -308,12 +308,11 @@ class Inspector:
         for row in store.reply_signal_rows(scope, None, 2_000):
             order = 1 if row["value"] > 0 else 2
             touched.setdefault(row["recall_id"], {})[row["memory_id"]] = (order, row["value"])
-        total = int(store.stats(scope)["feedback_records"].get("memory_rating", 0))
-        for rating in store.list_feedback_records("memory_rating", scope, 500, max(0, total - 500)):
-            data = rating.to_dict()
-            if data.get("recall_id"):
-                value = VERDICT_VALUE.get(data["verdict"], 0.0)
-                touched.setdefault(data["recall_id"], {})[data["memory_id"]] = (0, value)
+        rated: set[tuple[str, str]] = set()
+        for recall_id, memory_id, verdict in store.rating_rows(scope, 500):  # newest first
+            if (recall_id, memory_id) not in rated:  # a later rating replaces an earlier one
+                rated.add((recall_id, memory_id))
+                touched.setdefault(recall_id, {})[memory_id] = (0, VERDICT_VALUE.get(verdict, 0.0))
         recalls = []
         for recall_id in touched:
             record = store.get_recall(scope, recall_id)
@@ -355,8 +354,9 @@ class Inspector:
     ) -> dict[str, int | None]:
         """Each memory's rank for ``query`` now, as ``explain`` gives it (memories forgotten
         or out of ``scope`` left out). One ranking serves every memory it holds: where a
-        memory is in the list anyway, ``explain``'s focus on it changes nothing; only those
-        it does not hold are explained one by one."""
+        memory is in the list anyway, ``explain``'s focus on it changes nothing, and one the
+        cut left below the list is what ``explain`` puts right after it; only those that are
+        no candidate at all are explained one by one."""
         engine, limit = self.engine, len(recalled)
         records = engine.store.get_memories(scope.workspace, list(memory_ids))
         ids = [m for m in memory_ids if m in records and in_scope(records[m], scope)]
@@ -370,6 +370,9 @@ class Inspector:
         for memory_id in ids:
             if memory_id in at:
                 out[memory_id] = at[memory_id]
+                continue
+            if memory_id in listed.beyond:
+                out[memory_id] = len(listed.items) + 1
                 continue
             with contextlib.suppress(NotFoundError, ValidationError):
                 out[memory_id] = recall.explain(engine, scope, query, memory_id, limit)["rank"]

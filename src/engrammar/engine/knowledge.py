@@ -16,6 +16,7 @@ from ..models import KnowledgeBase, KnowledgeChunk, Scope
 from ..recall.chunks import split_document
 from ..store.sql.knowledge import scope_full
 from .base import Engine
+from .ranking import query_vector
 
 __all__ = ["MIN_CHUNK_CHARS", "add", "search", "split_document"]
 
@@ -62,10 +63,7 @@ def add(
     base = KnowledgeBase(
         id=f"kb_{uuid.uuid4().hex}",
         name=name,
-        workspace=scope.workspace,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        session_id=scope.session_id,
+        **scope.owner(),
         chunk_count=len(passages),
         created_at=now,
         metadata=metadata,
@@ -82,10 +80,7 @@ def add(
                 kb_id=base.id,
                 position=i,
                 content=content,
-                workspace=scope.workspace,
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-                session_id=scope.session_id,
+                **scope.owner(),
                 created_at=now,
                 metadata=meta,
             ),
@@ -103,4 +98,4 @@ def search(
 ) -> list[KnowledgeChunk]:
     """The scope's chunks most similar to ``query`` (cosine, clipped to [0, 1]), best first;
     those scoring below ``min_score`` are left out."""
-    return engine.store.search_knowledge(scope, engine.embed_one(query), limit, min_score)
+    return engine.store.search_knowledge(scope, query_vector(engine, query), limit, min_score)

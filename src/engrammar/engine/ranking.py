@@ -4,12 +4,14 @@
 stage          what it does (the weights are a :class:`~engrammar.RankingProfile`)
 =============  ===========================================================================
 query          parsed once (:func:`~engrammar.recall.query.parse_query`): terms, the time
-               it names, whether it asks about the past or the asker's own present
+               it names, whether it asks about the past or the asker's own present, whose
+               words it asks about
 candidates     full-text search (BM25 over every message's whole text) and vector search
                (a long message is matched by its best window), ``candidate_pool`` each
 fusion         each score divided by the best of its list, blended by ``keyword_weight``
 refinement     session evidence (``session_weight``), conversation neighbours
-               (``neighbour_weight``), the time the query names (``time_weight``)
+               (``neighbour_weight``), the time the query names (``time_weight``), whose
+               words it asks about, the asker's or the assistant's (``role_weight``)
 graph          walks from the best candidates along weighted edges (``graph_*``)
 learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``)
 validity       what is current first; a newer restatement above the older (``recency_*``)
@@ -19,7 +21,8 @@ cut            the first ``limit``
 ``search`` runs every stage but the graph; ``recall`` runs them all and ``explain`` reads one
 memory off the very list ``recall`` cuts, so both report the same rank and score. No stage
 looks at what kind of conversation the candidates come from: each weighs evidence of the
-memory itself (its words, its vectors, its session, its date, its edges, its feedback).
+memory itself (its words, its vectors, its session, its date, its role, its edges, its
+feedback).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ __all__ = [
     "feedback_since",
     "learned",
     "query_at",
+    "query_vector",
     "rank",
     "session",
 ]
@@ -66,6 +70,9 @@ _HORIZON_HALF_LIVES = 10
 # The newest recalls whose replies count for a query (200 matching recalls already saturate
 # the shrinkage N / (N + feedback_min_samples)).
 _MATCHING_RECALLS = 200
+
+# For a question about one side's words, the side whose messages count less (role_weight).
+_OTHER_SIDE = {"user": "assistant", "assistant": "user"}
 
 EdgesFrom = Callable[[str, Sequence[str], float, str | None], list[Edge]]
 
@@ -95,6 +102,8 @@ class Ranking:
     walks: list[Walk]
     seeds: list[str]
     match: float
+    #: Candidates the cut left below ``items`` (``explain`` ranks one of them right after it).
+    beyond: frozenset[str] = frozenset()
 
 
 # -- the pipeline -----------------------------------------------------------------------------
@@ -111,7 +120,7 @@ def rank(
 ) -> Ranking:
     """Every stage in order; ``focus`` (explain) is kept in the list wherever it lands, even
     when neither search nor the graph found it."""
-    qvec = engine.embed_one(query.text)
+    qvec = query_vector(engine, query.text)
     edges_from: EdgesFrom = _edge_reads(engine, scope, qvec) if graph else engine.store.edges_from
     cands = candidates(engine, scope, query, profile, qvec, where=where, edges=edges_from)
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
@@ -127,8 +136,8 @@ def rank(
         item.components["score_before_learning"] = round(item.score, 6)
         item.components["rank_before_learning"] = position
     items = learned(engine, scope, query.text, items)
-    items = _validity(engine, scope, query, profile, items, limit, where, focus)
-    return Ranking(query, items, walks, seeds, match)
+    items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus)
+    return Ranking(query, items, walks, seeds, match, beyond)
 
 
 def _edge_reads(engine: Engine, scope: Scope, qvec: np.ndarray) -> EdgesFrom:
@@ -223,7 +232,8 @@ def _refine(
     where: RecallFilter | None,
     edges_from: EdgesFrom,
 ) -> list[Candidate]:
-    """Session evidence, neighbour support and the named time, on the head of the list."""
+    """Session evidence, neighbour support, the named time and whose words the question asks
+    about, on the head of the list."""
     head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
     if not head:
         return cands
@@ -252,6 +262,14 @@ def _refine(
                 cand.relevance *= 1.0 + profile.time_weight * hit
                 cand.components["time"] = round(profile.time_weight * hit, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
+    other = _OTHER_SIDE.get(query.whose or "")
+    if profile.role_weight > 0 and other is not None:
+        for cand in head:
+            record = records.get(cand.id)
+            if record is not None and record.role == other:
+                cand.relevance *= 1.0 - profile.role_weight
+                cand.components["role"] = round(-profile.role_weight, 6)
+                cand.components["relevance"] = round(cand.relevance, 6)
     in_head = {c.id for c in head}
     return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
 
@@ -278,20 +296,25 @@ def _join_neighbours(
     found = engine.store.get_memories(scope.workspace, sorted(reached - set(by_id)))
     fresh = sorted(i for i, r in found.items() if in_scope(r, scope, where))
     vecs = engine.store.vectors(scope.workspace, fresh)
-    joined = [_vector_only(m, float(vecs[m] @ qvec), cands, profile) for m in fresh if m in vecs]
+    scale = _vector_scale(cands, profile)
+    joined = [_vector_only(m, float(vecs[m] @ qvec), scale) for m in fresh if m in vecs]
     moved_ids = {c.id for c in moved}
     return head + moved + joined, [c for c in tail if c.id not in moved_ids]
 
 
-def _vector_only(
-    memory_id: str, cos: float, cands: Sequence[Candidate], profile: RankingProfile
-) -> Candidate:
-    """A memory that no search found, scored by its cosine on the fused scale."""
+def _vector_scale(cands: Sequence[Candidate], profile: RankingProfile) -> tuple[float, float]:
+    """The fused scale of a cosine: the vector share of relevance and the best vector hit's
+    cosine (read once for every memory :func:`_vector_only` scores)."""
     has_vector = any(c.vector_rank is not None for c in cands)
     has_keyword = any(c.keyword_rank is not None for c in cands)
     kw = profile.keyword_weight if has_vector and has_keyword else (1.0 if has_keyword else 0.0)
     top = max((max(c.vector, 0.0) for c in cands if c.vector_rank is not None), default=0.0)
-    rel = (1 - kw) * max(cos, 0.0) / (top or 1.0)
+    return 1 - kw, top or 1.0
+
+
+def _vector_only(memory_id: str, cos: float, scale: tuple[float, float]) -> Candidate:
+    """A memory that no search found, scored by its cosine on the fused scale."""
+    rel = scale[0] * max(cos, 0.0) / scale[1]
     cand = Candidate(memory_id, vector=cos, relevance=rel)
     cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
     return cand
@@ -335,8 +358,9 @@ def _graph(
         valid = {n for n, r in records.items() if in_scope(r, scope, where)}
         walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
         vecs = engine.store.vectors(scope.workspace, sorted(valid))
+        scale = _vector_scale(cands, profile)
         for n in sorted(valid):
-            by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, cands, profile)
+            by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, scale)
     support = best_support(walks)
     for cand in by_id.values():
         walk = support.get(cand.id)
@@ -465,9 +489,10 @@ def _validity(
     limit: int,
     where: RecallFilter | None,
     focus: str | None,
-) -> list[Ranked]:
+) -> tuple[list[Ranked], frozenset[str]]:
     """The head of the learned list (its records read; with ``where``, only what it matches)
-    re-ranked by what is current (:mod:`.validity`); the rest follows as it was."""
+    re-ranked by what is current (:mod:`.validity`), ``focus`` after it if the cut left it
+    out; and the ids of the candidates the cut left out."""
     depth = limit * 4 if query.pinned else limit * 2
     store = engine.store
     head: list[Ranked] = []
@@ -508,7 +533,7 @@ def _validity(
             out.append(tail)
     for position, entry in enumerate(out, 1):
         entry.components["rank"] = position
-    return out
+    return out, frozenset(e.id for e in rest)
 
 
 # -- one read session per recall ----------------------------------------------------------------
@@ -574,6 +599,12 @@ def _context(engine: Engine, query: str) -> QueryVector:
     """The session's query vector when it is this query's, else a new one."""
     found: QueryVector | None = getattr(_SESSION, "context", None)
     return found if found is not None and found.query == query else QueryVector(engine, query)
+
+
+def query_vector(engine: Engine, query: str) -> np.ndarray:
+    """The vector of ``query``: embedded once per read session (ranking, excerpts, standing
+    preferences and knowledge passages of one recall share it), else now."""
+    return _context(engine, query)()
 
 
 def query_at(text: str, as_of: float | None) -> Query:

@@ -31,14 +31,14 @@ from ..models import (
     ScoredMemory,
     Tension,
 )
-from ..recall.chunks import best_excerpt, excerpt, marked, widened
+from ..recall.chunks import best_excerpt, best_window, marked, widened
 from ..recall.format import format_memories
 from ..recall.graph import Walk
 from ..recall.tensions import detect_tension
 from ..recall.text import terms
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement, states_facts
-from .ranking import Ranked, Ranking, query_at, rank, session
+from .ranking import Ranked, Ranking, query_at, query_vector, rank, session
 
 __all__ = ["explain", "recall", "search", "session"]
 
@@ -108,16 +108,6 @@ def search(
         out.append(found)
     set_excerpts(engine, scope.workspace, query, out)
     return out
-
-
-def _holds(window: str, text: str, query: str, size: int) -> bool:
-    """Whether ``window`` holds as many distinct query terms as the text's best window by
-    terms: a vector window wins only where the words do not say more (the windows with
-    vectors are the first ``window_limit``; a fact past them is found by its words)."""
-    wanted = set(terms(query))
-    span = best_excerpt(text, query, size, size // 5)
-    by_terms = text[span[0] : span[1]] if span is not None else text
-    return len(wanted & set(terms(window))) >= len(wanted & set(terms(by_terms)))
 
 
 # -- recall ---------------------------------------------------------------------------------
@@ -203,15 +193,22 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
     chunks = engine.store.memory_chunks(workspace, [item.memory.id for item in long])
     own: dict[str, np.ndarray] = {}
     if chunks:
-        qvec = engine.embed_one(query)
+        qvec = query_vector(engine, query)
         own = engine.store.vectors(workspace, list(chunks))
+    wanted = set(terms(query))
     for item in long:
         text = item.memory.content
+        by_terms = best_window(text, wanted, size, size // 5)
+        assert by_terms is not None  # the text is longer than one window
         found = chunks.get(item.memory.id)
         if found and item.memory.id in own:
             best = max(found, key=lambda c: float(c.embedding @ qvec))
-            if float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec) and _holds(
-                text[best.start : best.end], text, query, size
+            # A vector window wins only where the words do not say more: it holds as many
+            # distinct query terms as the window with most of them (the windows with vectors
+            # are the first ``window_limit``; a fact past them is found by its words).
+            if (
+                float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec)
+                and len(wanted & set(terms(text[best.start : best.end]))) >= by_terms[1]
             ):
                 start, end = best.start, best.end
                 inner = best_excerpt(text[start:end], query, size, size // 5)
@@ -221,7 +218,7 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
                     start, end = widened(text, start, end, size)
                 item.excerpt = marked(text, start, end)
                 continue
-        item.excerpt = excerpt(text, query, size)
+        item.excerpt = marked(text, *by_terms[0])
 
 
 # Recall weighs at most this many of a scope's newest standing preferences for its slot.
@@ -249,7 +246,7 @@ def standing_preferences(
     if not found:
         return []
     vecs = engine.store.vectors(scope.workspace, [m.id for m in found])
-    qvec = engine.embed_one(query)
+    qvec = query_vector(engine, query)
     chosen = select_preferences(
         [(m.id, float(vecs[m.id] @ qvec)) for m in found if m.id in vecs],
         min_similarity=engine.config.preferences_min_similarity,

@@ -67,10 +67,7 @@ def linked_memory(
     role = "user" if kind == "fact" else "assistant"
     return NewMemory(
         id=uuid.uuid4().hex,
-        workspace=scope.workspace,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        session_id=scope.session_id,
+        **scope.owner(),
         role=role,
         content=content,
         kind=kind,
@@ -103,10 +100,7 @@ def create_feedback_event(
     its decision memory; an event with a known ``source_event_id`` returns the stored one."""
     event = FeedbackEvent(
         id=uuid.uuid4().hex,
-        workspace=scope.workspace,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        session_id=scope.session_id,
+        **scope.owner(),
         input_context=input_context,
         ai_output=ai_output,
         user_reaction=user_reaction,
@@ -246,10 +240,7 @@ def create_preference_pair(
     vectors = engine.embed([context, accepted_output, rejected_output])
     pair = PreferencePair(
         id=uuid.uuid4().hex,
-        workspace=scope.workspace,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        session_id=scope.session_id,
+        **scope.owner(),
         context=context,
         accepted_output=accepted_output,
         rejected_output=rejected_output,
@@ -279,10 +270,7 @@ def log_event(
     """Store any other event of ``scope`` (e.g. a checkpoint)."""
     event = LoggedEvent(
         id=uuid.uuid4().hex,
-        workspace=scope.workspace,
-        user_id=scope.user_id,
-        agent_id=scope.agent_id,
-        session_id=scope.session_id,
+        **scope.owner(),
         kind=kind,
         payload=payload,
         created_at=when,
@@ -328,10 +316,7 @@ def rate_memory(
     as a memory of kind ``fact`` in the rated memory's scope."""
     rating = MemoryRating(
         id=uuid.uuid4().hex,
-        workspace=rater.workspace,
-        user_id=rater.user_id,
-        agent_id=rater.agent_id,
-        session_id=rater.session_id,
+        **rater.owner(),
         memory_id=target.id,
         verdict=verdict,
         correction=correction,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..errors import escaped
 
-__all__ = ["LOOPBACK_HOSTS", "HostGuard", "allowed_hosts", "guarded_h11"]
+__all__ = ["LOOPBACK_HOSTS", "HostGuard", "HttpCheck", "allowed_hosts", "guarded_h11"]
 
 log = logging.getLogger("engrammar.server")
 
@@ -50,7 +51,26 @@ def _error(status: int, kind: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
 
 
-class HostGuard:
+class HttpCheck(ABC):
+    """An ASGI middleware that checks HTTP requests only: other traffic (lifespan) and the
+    ``exempt`` paths (health checks) go straight to ``app``."""
+
+    def __init__(self, app: ASGIApp, exempt: frozenset[str]) -> None:
+        self.app = app
+        self.exempt = exempt
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        await self.check(scope, receive, send)
+
+    @abstractmethod
+    async def check(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer the request, or pass it to ``self.app``."""
+
+
+class HostGuard(HttpCheck):
     """Refuses a request whose ``Host`` is not an allowed name (421), whose ``Origin`` is a
     site other than an allowed host (403), or whose body is not declared JSON (415).
 
@@ -68,17 +88,13 @@ class HostGuard:
         exempt: frozenset[str],
         origins: Iterable[str] = (),
     ) -> None:
-        self.app = app
+        super().__init__(app, exempt)
         self.hosts = frozenset(hosts)
         # The CORS origins an operator allowed (setting cors_origins) are trusted sites too.
         self.origins = frozenset(origins)
         self.enforce_hosts = enforce_hosts
-        self.exempt = exempt
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.exempt:
-            await self.app(scope, receive, send)
-            return
+    async def check(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k: v.decode("latin-1") for k, v in scope["headers"]}
         problem = self._problem(scope, headers)
         if problem is not None:

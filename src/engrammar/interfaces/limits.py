@@ -13,6 +13,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .http_guard import HttpCheck
+
 
 class _TooLarge(HTTPException):
     """Raised inside ``receive`` when a streamed body passes the limit; the app's handler of
@@ -40,64 +42,65 @@ def _too_large_message(max_bytes: int) -> str:
     return f"request body is larger than {max_bytes} bytes (max_request_bytes)"
 
 
-class TokenBucket:
-    """Per-client token buckets: ``rate`` tokens a second, at most ``burst`` saved up.
-
-    Pure apart from the clock, which the caller passes in (so it is testable without sleeping).
-    """
+class _Refilled:
+    """Per-client amounts refilled at ``rate`` a second up to ``burst`` (full for a client not
+    seen yet), for at most about ``max_clients`` clients. Pure apart from the clock, which the
+    caller passes in (so it is testable without sleeping)."""
 
     def __init__(self, rate: float, burst: int, max_clients: int = 100_000) -> None:
         self.rate = rate
         self.burst = float(burst)
         self.max_clients = max_clients
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self._held: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+
+    def _refill(self, client: str, now: float) -> float:
+        held, last = self._held.get(client, (self.burst, now))
+        return min(self.burst, held + (now - last) * self.rate)
+
+    def _bound(self, full: float) -> None:
+        # Clients holding at least ``full`` carry no state worth keeping; drop them to bound
+        # memory.
+        if len(self._held) > self.max_clients:
+            for k in [k for k, (h, _) in self._held.items() if h >= full]:
+                del self._held[k]
+
+
+class TokenBucket(_Refilled):
+    """Per-client token buckets: ``rate`` tokens a second, at most ``burst`` saved up.
+
+    Pure apart from the clock, which the caller passes in (so it is testable without sleeping).
+    """
 
     def take(self, client: str, now: float) -> float:
         """Spend one token of ``client``; 0 if allowed, else the seconds until one is free."""
         with self._lock:
-            tokens, last = self._buckets.get(client, (self.burst, now))
-            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            tokens = self._refill(client, now)
             if tokens >= 1:
-                self._buckets[client] = (tokens - 1, now)
+                self._held[client] = (tokens - 1, now)
                 return 0.0
-            self._buckets[client] = (tokens, now)
-            if len(self._buckets) > self.max_clients:
-                # Full buckets carry no state worth keeping; drop them to bound memory.
-                full = [k for k, (t, _) in self._buckets.items() if t >= self.burst - 1]
-                for k in full:
-                    del self._buckets[k]
+            self._held[client] = (tokens, now)
+            self._bound(self.burst - 1)
             return (1 - tokens) / self.rate
 
 
-class CostBudget:
+class CostBudget(_Refilled):
     """Per-client budgets of work, counted in characters to embed: ``rate`` a second, at
     most ``burst`` saved up. A request is let through when the client's budget holds its cost
     (or, for a request costing more than ``burst``, when the budget is full) and its whole
     cost is then spent, going below zero if need be: a large add is allowed, and the key then
     waits until it is paid back. Pure apart from the clock, which the caller passes in."""
 
-    def __init__(self, rate: float, burst: int, max_clients: int = 100_000) -> None:
-        self.rate = rate
-        self.burst = float(burst)
-        self.max_clients = max_clients
-        self._budgets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
     def spend(self, client: str, cost: float, now: float) -> float:
         """Spend ``cost`` of ``client``'s budget: 0 if allowed, else the seconds until it is."""
         with self._lock:
-            held, last = self._budgets.get(client, (self.burst, now))
-            held = min(self.burst, held + (now - last) * self.rate)
+            held = self._refill(client, now)
             need = min(cost, self.burst)
             if held >= need:
-                self._budgets[client] = (held - cost, now)
-                if len(self._budgets) > self.max_clients:
-                    # Full budgets carry no state worth keeping; drop them to bound memory.
-                    for k in [k for k, (b, _) in self._budgets.items() if b >= self.burst]:
-                        del self._budgets[k]
+                self._held[client] = (held - cost, now)
+                self._bound(self.burst)
                 return 0.0
-            self._budgets[client] = (held, now)
+            self._held[client] = (held, now)
             return (need - held) / self.rate
 
 
@@ -141,7 +144,7 @@ def rate_limited(wait: float, what: str = "too many requests for this API key") 
     return _error(429, "rate_limited", f"{what}; retry in {retry} s", {"Retry-After": str(retry)})
 
 
-class LimitsMiddleware:
+class LimitsMiddleware(HttpCheck):
     """Refuses bodies over ``max_bytes`` with 413, and with 408 a body whose next piece takes
     longer than ``body_timeout_s`` or which is not whole ``body_deadline_s`` after the request
     began (a client trickling a valid body piece by piece holds a connection that long at
@@ -156,16 +159,12 @@ class LimitsMiddleware:
         body_deadline_s: float,
         exempt: frozenset[str],
     ) -> None:
-        self.app = app
+        super().__init__(app, exempt)
         self.max_bytes = max_bytes
         self.body_timeout_s = body_timeout_s
         self.body_deadline_s = body_deadline_s
-        self.exempt = exempt
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.exempt:
-            await self.app(scope, receive, send)
-            return
+    async def check(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope["headers"]:
             if name == b"content-length":
                 try:

@@ -4,6 +4,8 @@ one declaration of ``user_id``, ``query``, ``as_of`` ... for every interface, an
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -88,6 +90,46 @@ SOURCE = param(
     "key's id. One source's burst counts as one signal.",
     mcp=False,
 )
+
+
+#: The shared parameters by name: what :func:`handler_params` shows for a handler's parameter
+#: of that name unless told otherwise.
+SHARED: dict[str, Param] = {
+    p.name: p for p in (QUERY, *SCOPE, LIMIT, AS_OF, FILTERS, MEMORY_ID, METADATA, REASON)
+}
+
+
+def handler_params(
+    handler: Callable[..., Any], *own: Param, python_only: tuple[str, ...] = ()
+) -> tuple[Param, ...]:
+    """The parameters of ``handler`` (a ``Memory`` method) as the interfaces show them.
+
+    The handler's signature is the one declaration of their names, order and defaults (no
+    default: required); each is shown as the parameter of its name among ``own``, else as the
+    shared one (:data:`SHARED`). ``python_only``: the handler's parameters no interface
+    serves (Python objects such as a ``RankingProfile``).
+
+    Raises:
+        ValueError: a parameter with no way to show it, or a ``python_only`` or ``own`` name
+            the handler does not take.
+    """
+    signature = inspect.signature(handler)
+    names = [n for n in signature.parameters if n != "self"]
+    shown = {p.name: p for p in own}
+    unknown = sorted((set(python_only) | set(shown)) - set(names))
+    if unknown:
+        raise ValueError(f"{handler.__qualname__} takes no parameter {', '.join(unknown)}")
+    out: list[Param] = []
+    for name in names:
+        if name in python_only:
+            continue
+        spec = shown.get(name) or SHARED.get(name)
+        if spec is None:
+            raise ValueError(f"{handler.__qualname__}: no interface spec for parameter {name!r}")
+        real = signature.parameters[name].default
+        default = REQUIRED if real is inspect.Parameter.empty else real
+        out.append(dataclasses.replace(spec, default=default))
+    return tuple(out)
 
 
 # -- rendering -----------------------------------------------------------------------------------

@@ -45,9 +45,6 @@ __all__ = [
 ]
 from .op_params import (
     AGENT,
-    AS_OF,
-    FILTERS,
-    LIMIT,
     MEMORY_ID,
     METADATA,
     OWNED,
@@ -68,6 +65,7 @@ from .op_params import (
     added_lines,
     added_text,
     explain_text,
+    handler_params,
     listed,
     mcp_listing,
     memory_lines,
@@ -126,7 +124,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list",
         "list",
-        (*SCOPE, *PAGE),
+        handler_params(Memory.list, *PAGE),
         "List memories of a scope, oldest first",
         cli=("list",),
         cli_doc="List memories of a scope, oldest first.",
@@ -145,7 +143,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "get",
         "get",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.get),
         "One memory",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}", 200),),
         cli=("get",),
@@ -174,7 +172,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "history",
         "history",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.history),
         "What changed a memory and why",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/history", 200),),
         cli=("history",),
@@ -191,7 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "recall",
         "recall",
-        (QUERY, *SCOPE, LIMIT, AS_OF, FILTERS, RECALL_MIN_SCORE),
+        handler_params(Memory.recall, RECALL_MIN_SCORE, python_only=("profile",)),
         "Recall what matters for the next turn (recorded for feedback)",
         http=(HttpRoute("POST", "/v1/recall", 200),),
         mcp="memory_recall",
@@ -211,14 +209,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "search",
         "search",
-        (
-            QUERY,
-            *SCOPE,
-            LIMIT,
-            SEARCH_MIN_SCORE,
-            AS_OF,
-            FILTERS,
-        ),
+        handler_params(Memory.search, SEARCH_MIN_SCORE, python_only=("profile",)),
         "Hybrid search without the graph",
         http=(HttpRoute("POST", "/v1/search", 200),),
         mcp="memory_search",
@@ -270,7 +261,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "stats",
         "stats",
-        SCOPE,
+        handler_params(Memory.stats),
         "Counts of a scope",
         http=(HttpRoute("GET", "/v1/stats", 200),),
         cli=("stats",),
@@ -318,13 +309,13 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "explain",
         "explain",
-        (
-            QUERY,
-            param("memory_id", str, "The memory whose rank is explained.", REQUIRED, cli="arg"),
-            *SCOPE,
+        handler_params(
+            Memory.explain,
+            param("memory_id", str, "The memory whose rank is explained.", cli="arg"),
             param(
                 "limit", int | None, "The result size ranked against.", short="n", low=1, high=1000
             ),
+            python_only=("profile",),
         ),
         "Why a memory ranks where it does for a query",
         http=(HttpRoute("POST", "/v1/explain", 200),),
@@ -385,14 +376,13 @@ def _record_ops(
     group: str,
     create: Operation,
     summary: Callable[[dict[str, Any]], str],
-    scope: tuple[Param, ...] = SCOPE,
 ) -> tuple[Operation, ...]:
     """A kind of feedback record: its create operation, then list and get."""
     record = "".join(w.title() for w in title.split())
     lister = Operation(
         f"list_{key}",
         f"list_{key}",
-        (*scope, *PAGE),
+        handler_params(getattr(Memory, f"list_{key}"), *PAGE),
         f"List {title}s of a scope, oldest first",
         http=(HttpRoute("GET", f"/v1/{path}", 200, f"list_{key}"),),
         cli=(group, "list"),
@@ -407,7 +397,10 @@ def _record_ops(
     getter = Operation(
         f"get_{key[:-1]}",
         f"get_{key[:-1]}",
-        (param(id_name, str, f"The {title}'s id.", REQUIRED, cli="arg"), WORKSPACE),
+        handler_params(
+            getattr(Memory, f"get_{key[:-1]}"),
+            param(id_name, str, f"The {title}'s id.", cli="arg"),
+        ),
         f"One {title}",
         http=(HttpRoute("GET", f"/v1/{path}/{{{id_name}}}", 200, f"get_{key}"),),
         cli=(group, "get"),
@@ -537,7 +530,6 @@ _RECORDS = (
             f"event {r['event_id']} -> {r['final_decision']} ({r['outcome']})"
             + (" REVERSED" if r["reversed"] else "")
         ),
-        scope=(USER, AGENT, WORKSPACE),
     ),
     *_record_ops(
         "preference-pairs",
@@ -680,7 +672,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "scopes",
         "scopes",
-        (USER, AGENT, WORKSPACE, _limit(2_000, 10_000)),
+        handler_params(Memory.scopes, _limit(2_000, 10_000)),
         "The users, agents and sessions of the key's workspace, with memory counts",
         http=(HttpRoute("GET", "/v1/scopes", 200),),
         guards=SCOPED,
@@ -705,7 +697,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "memory_learning",
         "memory_learning",
-        (MEMORY_ID, WORKSPACE),
+        handler_params(Memory.memory_learning),
         "The feedback signals on a memory and its learned multiplier after each",
         http=(HttpRoute("GET", "/v1/memories/{memory_id}/learning", 200),),
         guards=OWNED,
@@ -715,7 +707,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "timeline",
         "timeline",
-        (*SCOPE, _limit(200, 2_000)),
+        handler_params(Memory.timeline, _limit(200, 2_000)),
         "A scope's feedback of every kind on one time line, newest first",
         http=(HttpRoute("GET", "/v1/timeline", 200),),
         guards=SCOPED,
@@ -724,7 +716,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "rank_shifts",
         "rank_shifts",
-        (*SCOPE, _limit(10, 50)),
+        handler_params(Memory.rank_shifts, _limit(10, 50)),
         "Ranks of memories that feedback touched: in the recall rated, and now",
         http=(HttpRoute("GET", "/v1/rank-shifts", 200),),
         guards=SCOPED,
@@ -733,7 +725,7 @@ INSPECTOR_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "tensions",
         "tensions",
-        (*SCOPE, _limit(100, 1_000)),
+        handler_params(Memory.tensions, _limit(100, 1_000)),
         "Contradictions between a scope's memories, with the ratings of each side",
         http=(HttpRoute("GET", "/v1/tensions", 200),),
         guards=SCOPED,
@@ -814,7 +806,7 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list_knowledge",
         "list_knowledge",
-        SCOPE,
+        handler_params(Memory.list_knowledge),
         "List the knowledge bases of a scope",
         http=(HttpRoute("GET", "/v1/knowledge", 200),),
         cli=("knowledge", "list"),

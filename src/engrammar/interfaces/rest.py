@@ -547,8 +547,10 @@ def build_app(
     if memwire_compat:
         from ..compat.memwire_server import create_app
 
-        memwire = create_app(memory, auth=auth, who=_memwire_who, admit=_memwire_admit)
+        memwire = create_app(memory, auth=auth, who=_memwire_who, admit=_memwire_admit,
+                             deadline_s=cfg.request_deadline_s)  # fmt: skip
         memwire.state.feedback_bucket = feedback_bucket
+        memwire.state.cost_budget = cost_budget
         inner = _MemWireFront(memwire, app)
     # One authentication and one rate limit in front of every route, MemWire's included.
     served: ASGIApp = AuthMiddleware(
@@ -637,12 +639,15 @@ def _memwire_who(request: Request) -> tuple[str, str | None]:
     return principal.workspace, principal.bound_user
 
 
-def _memwire_admit(request: Request, name: str, args: dict[str, Any]) -> Response | None:
-    """The 429 of a MemWire feedback write over its source's budget, in MemWire's shape."""
+def _memwire_admit(request: Request, name: str | None, args: dict[str, Any]) -> Response | None:
+    """The 429 of a MemWire request over its key's cost budget, or of a MemWire feedback
+    write over its source's budget, in MemWire's shape (the budgets of ``/v1`` and ``/mcp``)."""
     principal = request.scope.get(PRINCIPAL_KEY)
     if not isinstance(principal, Principal):
         return None
-    limited = _feedback_limited(request, principal, name, args)
+    limited = _feedback_limited(request, principal, name, args) if name else None
+    if limited is None:
+        limited = _cost_limited(request, principal, args)
     return None if limited is None else _memwire_limited(limited)
 
 

@@ -9,7 +9,9 @@ its budget and shows the part that matched rather than the opening.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Collection
+from functools import lru_cache
 
 from .text import terms
 
@@ -45,23 +47,59 @@ def chunk_spans(
         start = space + 1 if space != -1 else nxt
 
 
+def best_window(
+    text: str, wanted: Collection[str], size: int, overlap: int
+) -> tuple[tuple[int, int], int] | None:
+    """The window of ``text`` (see :func:`chunk_spans`) holding the most of the ``wanted``
+    terms (distinct terms first, then occurrences) and how many distinct ones it holds;
+    ``None`` when ``text`` fits in one window. Ties go to the earliest window."""
+    if len(text) <= size:
+        return None
+    best = (0, 0)
+    best_key = (-1, -1)
+    for span, counts in _window_terms(text, size, overlap):
+        held = [counts[t] for t in wanted if t in counts]
+        key = (len(held), sum(held))
+        if key > best_key:
+            best, best_key = span, key
+    return best, best_key[0]
+
+
+# The windows of the texts excerpted last, with the terms of each: a recall excerpts the same
+# long memories its scope's earlier recalls did (a text past _KEPT_CHARS is read anew).
+_KEPT_TEXTS = 256
+_KEPT_CHARS = 8_000
+
+
+def _window_terms(
+    text: str, size: int, overlap: int
+) -> tuple[tuple[tuple[int, int], Counter[str]], ...]:
+    """Each window of ``text`` (:func:`chunk_spans`) with how often it holds each term."""
+    if len(text) > _KEPT_CHARS:
+        return _read_windows(text, size, overlap)
+    return _kept_windows(text, size, overlap)
+
+
+def _read_windows(
+    text: str, size: int, overlap: int
+) -> tuple[tuple[tuple[int, int], Counter[str]], ...]:
+    return tuple(
+        ((start, end), Counter(terms(text[start:end])))
+        for start, end in chunk_spans(text, size, overlap)
+    )
+
+
+_kept_windows = lru_cache(maxsize=_KEPT_TEXTS)(_read_windows)
+
+
 def best_excerpt(
     text: str, query: str, size: int, overlap: int, stop: Collection[str] = ()
 ) -> tuple[int, int] | None:
     """The window of ``text`` (see :func:`chunk_spans`) holding the most of the query's
     terms (distinct terms first, then occurrences); ``None`` when ``text`` fits in one
     window. Ties go to the earliest window."""
-    if len(text) <= size:
-        return None
-    wanted = {t for t in terms(query) if t not in stop}
-    best: tuple[int, int] | None = None
-    best_key = (-1, -1)
-    for start, end in chunk_spans(text, size, overlap):
-        found = [t for t in terms(text[start:end]) if t in wanted]
-        key = (len(set(found)), len(found))
-        if key > best_key:
-            best, best_key = (start, end), key
-    return best
+    found = best_window(text, {t for t in terms(query) if t not in stop}, size, overlap)
+    return found[0] if found is not None else None
 
 
 def excerpt(text: str, query: str, size: int) -> str | None:
@@ -109,6 +147,7 @@ def marked(text: str, start: int, end: int) -> str:
 
 __all__ = [
     "best_excerpt",
+    "best_window",
     "chunk_spans",
     "excerpt",
     "marked",

@@ -17,6 +17,8 @@ __all__ = [
     "stem",
     "terms",
     "topic_terms",
+    "word_list",
+    "word_term",
 ]
 
 # Numbers said in words, for the readers of amounts ("six times", "two weeks ago").
@@ -63,6 +65,8 @@ QUESTION_WORDS = frozenset(
 )
 
 _WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
+# Every byte no word holds (anything but [0-9a-z'], non-ASCII text encoded as "?") as a space.
+_SPACES = bytes(c if chr(c) in "0123456789abcdefghijklmnopqrstuvwxyz'" else 32 for c in range(256))
 
 
 @lru_cache(maxsize=1)
@@ -80,15 +84,34 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Index terms of ``text``: lower-cased words, stop words dropped, Snowball-stemmed."""
-    out = []
-    for word in _WORD.findall(text.lower()):
-        if word in STOP_WORDS:
-            continue
-        if "'" in word:
-            word = word.split("'", 1)[0]
-            if not word or word in STOP_WORDS:
-                continue
-        out.append(stem(word))
+    return [t for word in word_list(text.lower()) if (t := word_term(word)) is not None]
+
+
+@lru_cache(maxsize=65536)
+def word_term(word: str) -> str | None:
+    """The index term of one lower-cased word as :func:`terms` finds it (None: a stop word)."""
+    if word in STOP_WORDS:
+        return None
+    if "'" in word:
+        word = word.split("'", 1)[0]
+        if not word or word in STOP_WORDS:
+            return None
+    return stem(word)
+
+
+def word_list(lowered: str) -> list[str]:
+    """The words of lower-cased text, in order (``_WORD``): the runs of the characters a word
+    holds (``[0-9a-z']``; other text, non-ASCII included, separates them), found by a byte
+    translation, a run with an apostrophe read by the regex (``it's9``: ``it's``, ``9``)."""
+    runs = lowered.encode("ascii", "replace").translate(_SPACES).decode("ascii").split()
+    if "'" not in lowered:
+        return runs
+    out: list[str] = []
+    for run in runs:
+        if "'" in run:
+            out += _WORD.findall(run)
+        else:
+            out.append(run)
     return out
 
 

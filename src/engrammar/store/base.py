@@ -666,6 +666,10 @@ class InspectorReads(Protocol):
         ``src``, ``dst``, ``kind``, ``delta`` (as asked, before clamping), ``weight`` (after),
         ``recall_id``, ``at``."""
 
+    def rating_rows(self, scope: Scope, limit: int) -> list[tuple[str, str, str]]:
+        """(recall_id, memory_id, verdict) of the scope's newest ``limit`` memory ratings
+        made for a recall, newest first."""
+
     def reply_signal_rows(
         self, scope: Scope, memory_id: str | None, limit: int
     ) -> list[dict[str, Any]]:

@@ -6,9 +6,11 @@ can be copied into a store of another (see :mod:`.migrate`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..models import DecisionReview, FeedbackEvent, LoggedEvent, MemoryRating, PreferencePair
 from .schema import TABLES
 
 __all__ = [
@@ -79,43 +81,31 @@ COPY_VECTOR_FIELDS = frozenset(
 #: Exported fields holding booleans (SQLite stores them as 0 / 1).
 COPY_BOOL_FIELDS = frozenset({"reversed"})
 
-#: Columns of a memory row, in MemoryRecord order (both stores select them this way).
+#: Columns of a memory row, in the order both stores select them and read them into a
+#: MemoryRecord (``store.sql.dialect``).
 MEMORY_COLUMNS = (
     "id, workspace, user_id, agent_id, session_id, role, content, kind, status, created_at, "
     "updated_at, metadata, valid_until, superseded_by"
 )
-EVENT_COLUMNS = (
-    "id, workspace, user_id, agent_id, session_id, input_context, ai_output, user_reaction, "
-    "user_correction, corrected_output, state, reason, source_event_id, created_at, metadata, "
-    "source"
-)
 
-# kind -> (table, columns in dataclass order, whether the table has a session_id column)
+
+def _filling(record: type, leave_out: tuple[str, ...] = ()) -> str:
+    """The columns whose values fill ``record`` in place: its fields, in order (``leave_out``:
+    the fields read from elsewhere)."""
+    return ", ".join(f.name for f in dataclasses.fields(record) if f.name not in leave_out)
+
+
+#: A feedback event's columns: every field of the record but its decision memory (read from
+#: ``decision_memories``).
+EVENT_COLUMNS = _filling(FeedbackEvent, ("decision_memory_id",))
+
+# kind -> (table, the columns that fill its record, whether the table has a session_id column)
 FEEDBACK_TABLES: dict[str, tuple[str, str, bool]] = {
     "feedback_event": ("feedback_events", EVENT_COLUMNS, True),
-    "decision_review": (
-        "decision_reviews",
-        "id, workspace, user_id, agent_id, event_id, final_decision, outcome, confidence, "
-        "reversed, created_at, reason, decision_memory_id, source",
-        False,
-    ),
-    "preference_pair": (
-        "preference_pairs",
-        "id, workspace, user_id, agent_id, session_id, context, accepted_output, rejected_output, "
-        "weight, created_at, memory_id, source",
-        True,
-    ),
-    "logged_event": (
-        "logged_events",
-        "id, workspace, user_id, agent_id, session_id, kind, payload, created_at, source",
-        True,
-    ),
-    "memory_rating": (
-        "memory_ratings",
-        "id, workspace, user_id, agent_id, session_id, memory_id, verdict, correction, weight, "
-        "created_at, recall_id, context, correction_memory_id, source",
-        True,
-    ),
+    "decision_review": ("decision_reviews", _filling(DecisionReview), False),
+    "preference_pair": ("preference_pairs", _filling(PreferencePair), True),
+    "logged_event": ("logged_events", _filling(LoggedEvent), True),
+    "memory_rating": ("memory_ratings", _filling(MemoryRating), True),
 }
 
 #: The tables an export (``Memory.export``) carries besides memories and edges, in the order

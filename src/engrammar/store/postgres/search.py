@@ -134,6 +134,22 @@ def write_chunks(
             )
 
 
+def _held(
+    ids: list[str],
+    workspace: str,
+    *aheads: Callable[[str, list[str]], dict[str, T] | None],
+) -> dict[str, T] | None:
+    """What the first read-ahead that covers ``ids`` holds of them (a recall's, else an
+    add's); ``{}`` for no ids; None when no read-ahead covers them."""
+    if not ids:
+        return {}
+    for ahead in aheads:
+        held = ahead(workspace, ids)
+        if held is not None:
+            return held
+    return None
+
+
 class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     """Search and vector reads of :class:`~.store.PostgresStore`."""
 
@@ -143,13 +159,9 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        cached = self._cached_records(workspace, ids)
-        if cached is None:
-            cached = self._added_records(workspace, ids)
-        if cached is not None:
-            return cached
+        held = _held(ids, workspace, self._cached_records, self._added_records)
+        if held is not None:
+            return held
         rows = self._read(
             "get",
             lambda c: c.execute(
@@ -397,13 +409,9 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        cached = self._cached_vectors(workspace, ids)
-        if cached is None:
-            cached = self._added_vectors(workspace, ids)
-        if cached is not None:
-            return cached
+        held = _held(ids, workspace, self._cached_vectors, self._added_vectors)
+        if held is not None:
+            return held
 
         def run(conn: Conn) -> dict[str, np.ndarray]:
             with conn.cursor(binary=True) as cur:

@@ -162,6 +162,16 @@ class SQLInspect:
             ]
         return out
 
+    def rating_rows(self, scope: Scope, limit: int) -> list[tuple[str, str, str]]:
+        cond, params = scope_where(scope)
+        rows = self._fetch(
+            "reading ratings",
+            f"SELECT recall_id, memory_id, verdict FROM memory_ratings WHERE {cond} "
+            "AND recall_id IS NOT NULL ORDER BY seq DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
     def reply_signal_rows(
         self, scope: Scope, memory_id: str | None, limit: int
     ) -> list[dict[str, Any]]:
