@@ -65,6 +65,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "- session evidence": {"session_weight": 0.0},
     "+ neighbours 0.3": {"neighbour_weight": 0.3},
     "- time": {"time_weight": 0.0},
+    "- whose words": {"role_weight": 0.0},
     "- graph": {"graph_depth": 0},
     "- validity": {"superseded_factor": 1.0, "recency_similarity": 1.0},
 }

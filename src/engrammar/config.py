@@ -62,6 +62,14 @@ class RankingProfile:
         "Relevance x (1 + this) for a memory dated within a few days of the date or period the "
         "query names ('in May 2023', 'two weeks ago'); half that within a month after it.",
     )
+    role_weight: float = _w(
+        0.5,
+        "Relevance x (1 - this) for the other side's messages when the question says whose "
+        "words it asks about: the assistant's for a first-person question about the asker "
+        "('Where did I park?'), the user's for one about what the assistant said ('the hotel "
+        "you recommended'). At most 0.5; 0 = off.",
+        high=0.5,
+    )
     graph_weight: float = _w(
         0.0,
         "Score + this x graph support (a seed's relevance x the edge weights along the best "

@@ -4,12 +4,14 @@
 stage          what it does (the weights are a :class:`~engrammar.RankingProfile`)
 =============  ===========================================================================
 query          parsed once (:func:`~engrammar.recall.query.parse_query`): terms, the time
-               it names, whether it asks about the past or the asker's own present
+               it names, whether it asks about the past or the asker's own present, whose
+               words it asks about
 candidates     full-text search (BM25 over every message's whole text) and vector search
                (a long message is matched by its best window), ``candidate_pool`` each
 fusion         each score divided by the best of its list, blended by ``keyword_weight``
 refinement     session evidence (``session_weight``), conversation neighbours
-               (``neighbour_weight``), the time the query names (``time_weight``)
+               (``neighbour_weight``), the time the query names (``time_weight``), whose
+               words it asks about, the asker's or the assistant's (``role_weight``)
 graph          walks from the best candidates along weighted edges (``graph_*``)
 learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``)
 validity       what is current first; a newer restatement above the older (``recency_*``)
@@ -19,7 +21,8 @@ cut            the first ``limit``
 ``search`` runs every stage but the graph; ``recall`` runs them all and ``explain`` reads one
 memory off the very list ``recall`` cuts, so both report the same rank and score. No stage
 looks at what kind of conversation the candidates come from: each weighs evidence of the
-memory itself (its words, its vectors, its session, its date, its edges, its feedback).
+memory itself (its words, its vectors, its session, its date, its role, its edges, its
+feedback).
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ _HORIZON_HALF_LIVES = 10
 # The newest recalls whose replies count for a query (200 matching recalls already saturate
 # the shrinkage N / (N + feedback_min_samples)).
 _MATCHING_RECALLS = 200
+
+# For a question about one side's words, the side whose messages count less (role_weight).
+_OTHER_SIDE = {"user": "assistant", "assistant": "user"}
 
 EdgesFrom = Callable[[str, Sequence[str], float, str | None], list[Edge]]
 
@@ -226,7 +232,8 @@ def _refine(
     where: RecallFilter | None,
     edges_from: EdgesFrom,
 ) -> list[Candidate]:
-    """Session evidence, neighbour support and the named time, on the head of the list."""
+    """Session evidence, neighbour support, the named time and whose words the question asks
+    about, on the head of the list."""
     head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
     if not head:
         return cands
@@ -254,6 +261,14 @@ def _refine(
             if hit:
                 cand.relevance *= 1.0 + profile.time_weight * hit
                 cand.components["time"] = round(profile.time_weight * hit, 6)
+                cand.components["relevance"] = round(cand.relevance, 6)
+    other = _OTHER_SIDE.get(query.whose or "")
+    if profile.role_weight > 0 and other is not None:
+        for cand in head:
+            record = records.get(cand.id)
+            if record is not None and record.role == other:
+                cand.relevance *= 1.0 - profile.role_weight
+                cand.components["role"] = round(-profile.role_weight, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
     in_head = {c.id for c in head}
     return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)

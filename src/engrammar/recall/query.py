@@ -1,7 +1,8 @@
 """What a query says beyond its words, read once per call (pure functions, no I/O).
 
 :func:`parse_query` reads the time a query names ("in October 2023", "two weeks ago") and
-whether it asks how things were or how the asker's own facts stand now; ranking passes the
+whether it asks how things were or how the asker's own facts stand now, and whose words (the
+asker's or the assistant's) it asks about; ranking passes the
 :class:`Query` down instead of reading the text again. :func:`time_match` and
 :func:`sequence_support` are the refinement stage's evidence of date and conversation.
 """
@@ -18,7 +19,14 @@ from .fusion import Candidate
 from .text import topic_terms
 from .timeref import relative_time_range
 
-__all__ = ["Query", "parse_query", "query_time_range", "sequence_support", "time_match"]
+__all__ = [
+    "Query",
+    "parse_query",
+    "query_time_range",
+    "sequence_support",
+    "time_match",
+    "whose_words",
+]
 
 _DAY = 86_400.0
 # A named time ending less than this before the question reaches it ("this year" ends now,
@@ -46,6 +54,39 @@ _PATTERNS = (
     ("my", re.compile(rf"\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b")),
     ("y", re.compile(rf"\b(?:in|of|during|since|by|from|until)\s+{_YEAR}\b")),
 )
+
+
+# What the assistant said, done or gave: "you recommended", "did you say", "your advice".
+_ASSISTANT_SAID = re.compile(
+    r"\byou(?:'ve|'d)?\s+(?:\w+\s+){0,2}?(?:said|told|suggested|recommended|mentioned|gave|"
+    r"provided|listed|wrote|proposed|shared|explained|described|called|named|created|"
+    r"came up with|helped|made)\b"
+    r"|\bdid you\s+(?:\w+\s+)?(?:say|tell|suggest|recommend|mention|give|provide|list|write|"
+    r"propose|share|explain|describe|call|name|create)\b"
+    r"|\byour\s+(?:\w+\s+)?(?:suggestion|recommendation|answer|list|advice|response|"
+    r"explanation|idea|tip)s?\b",
+    re.IGNORECASE,
+)
+# A past conversation as such ("our last chat", "we discussed"): either side may hold it.
+_THE_CONVERSATION = re.compile(
+    r"\b(?:our|the|that)\s+(?:\w+\s+)?(?:conversation|chat|discussion)s?\b"
+    r"|\bwe\s+(?:\w+\s+)?(?:discussed|talked|spoke|chatted|went over|covered)\b",
+    re.IGNORECASE,
+)
+_ASKER = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def whose_words(text: str) -> str | None:
+    """Whose words hold the answer to ``text``, as its wording says: ``"assistant"`` for a
+    question about what the assistant said or gave ("What was the hotel you recommended?"),
+    ``"user"`` for a question in the first person about the asker's own life ("Where did I
+    park?"); ``None`` when it says neither, or asks about a past conversation as such ("What
+    did we discuss about the budget?")."""
+    if _ASSISTANT_SAID.search(text):
+        return "assistant"
+    if _THE_CONVERSATION.search(text) or not _ASKER.search(text):
+        return None
+    return "user"
 
 
 def _month(word: str) -> int:
@@ -163,6 +204,7 @@ class Query:
     past: bool  # asks how things were ("What did I use before?")
     own_facts: bool  # asks about the asker's own facts as they stand
     names_past_time: bool  # names a time that ended before it is asked: what held then
+    whose: str | None = None  # whose words answer it: "user", "assistant" (whose_words)
 
 
 def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
@@ -183,4 +225,5 @@ def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
         names_past_time=span is not None
         and span[1] < as_of - _NOW_SLACK
         and not names_upcoming_time(text),
+        whose=whose_words(text),
     )
