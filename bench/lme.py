@@ -44,7 +44,6 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engrammar.recall.events import event_terms
 
 from _common import RESULTS, machine, pct
 from _embcache import CACHE_ROOT, DiskCachedEmbedder
@@ -451,15 +450,11 @@ def speed(
     max_sessions: int = 0,
     store: Path | None = None,
     shared: Any = None,
-    events: Sequence[dict[str, Any]] = (),
-    event_store: Path | None = None,
 ) -> dict[str, Any]:
     """``add`` time against the bare model's time on the same texts (the first
     ``max_sessions`` sessions of each question when given: on a loaded machine a whole
     haystack takes the model most of an hour); recall latency on the whole ~500-turn scope
-    (in ``store``, the ingested store, when given); and in ``event_store`` (the ingested
-    store) on ``events``, questions that name several events (``event_cover`` reads more for
-    them)."""
+    (in ``store``, the ingested store, when given)."""
     rec = _Recorder(model)
     cfg = Config(path=str(root / "speed"), embed_cache_size=0, max_content_chars=1_000_000)
     add_s, turns = 0.0, 0
@@ -488,13 +483,6 @@ def speed(
         with Memory(Config(path=str(store), max_content_chars=1_000_000), embedder=shared) as big:
             ask(big, entries, limit=10)  # warm the scope's index and the query vectors
             _run, seconds = ask(big, entries * 10, limit=10)
-    timed = {}
-    if event_store is not None and events:
-        cfg = Config(path=str(event_store), max_content_chars=1_000_000)
-        with Memory(cfg, embedder=shared) as big:
-            ask(big, events, limit=10)
-            _run, event_seconds = ask(big, list(events) * 3, limit=10)
-        timed = {"event_recall_ms": _ms(event_seconds)}
     return {
         "questions": len(entries),
         "turns": turns,
@@ -505,8 +493,6 @@ def speed(
         "sessions": max_sessions,
         "recall_scope_turns": [sum(map(len, e["haystack_sessions"])) for e in entries],
         "recall_ms": _ms(seconds),
-        "event_questions": len(events),
-        **timed,
     }
 
 
@@ -647,8 +633,6 @@ def main() -> None:
             args.speed_sessions,
             store if args.speed_sessions else None,
             shared,
-            [e for e in data if event_terms(e["question"])][:20],
-            store,
         )
         print(f"speed: {doc['speed']}")
         write_reports(doc, out, args.name)
@@ -753,13 +737,6 @@ def write_reports(doc: dict[str, Any], out: Path, name: str) -> None:
             f"Recall (default, limit 10, tension check on), each question 10 times: p50 "
             f"**{s['recall_ms']['p50']} ms**, p95 {s['recall_ms']['p95']} ms (n={s['recall_ms']['n']}).",
         ]
-        if "event_recall_ms" in s:
-            e = s["event_recall_ms"]
-            lines.append(
-                f"Questions naming several events ({s['event_questions']} of the ingested, "
-                f"the event step's reads included), each 3 times: p50 **{e['p50']} ms**, p95 "
-                f"{e['p95']} ms (n={e['n']})."
-            )
         lines.append("")
     lines += [f"![recall_all@k]({name}_recall_at_k.png)", ""]
     (out / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")

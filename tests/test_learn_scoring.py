@@ -246,6 +246,68 @@ def test_a_carried_verdict_needs_the_memory_as_close_to_the_query_as_to_the_rate
     assert memory_match(0.6, 0.55, 0.1) == 1.0 and memory_match(0.4, 0.55, 0.1) == 0.0
 
 
+def test_a_loss_carries_only_where_the_memory_is_no_closer_to_the_query() -> None:
+    """A rejection, or a reply that left a memory, given for a question nearly like the query:
+    it sinks the memory for the query in full where the memory is no closer to the query than
+    to that question, and not at all where it is closer by ``rating_memory_margin``. ("When did
+    Caroline apply to adoption agencies?" rejected the turn saying why she chose the agency; it
+    is not sunk for "Why did Caroline choose the adoption agency?".) A reply's gain carries the
+    other way round, like an acceptance."""
+    from engrammar.learn.scoring import ReplyFacts, carried
+
+    rated = unit(1, 0.3)  # a past question inside the reply ramp (cosine 0.96 with Q)
+    assert PARAMS.reply_context_min < float(rated @ Q) < PARAMS.reply_context_full
+    # "near": far closer to the query than to the rated question; "rated": the reverse.
+    near, about = unit(1, -1), unit(1, 1)
+    assert float(near @ Q) - float(near @ rated) > PARAMS.rating_memory_margin
+    assert float(about @ rated) - float(about @ Q) > PARAMS.rating_memory_margin
+    cands = [("near", 0.8), ("about", 0.8)]
+    vecs = {"near": near, "about": about}
+
+    def adjustments(ctx: np.ndarray, value: float, kind: str) -> dict[str, float]:
+        ratings, replies = [], []
+        for m in vecs:
+            if kind == "rating":
+                verdict = "accepted" if value > 0 else "rejected"
+                ratings.append(RatingFacts(f"r-{m}", m, verdict, 1.0, NOW, ctx, None))
+            else:
+                replies.append(ReplyFacts(m, "rec", value, NOW, ctx))
+        out = learned_ranking(cands, Q, vecs, [], [], ratings, PARAMS, NOW, replies=replies)
+        return {s.id: s.adjustment.value for s in out}
+
+    for kind in ("rating", "reply"):
+        lost = adjustments(rated, -1.0, kind)
+        assert lost["near"] == 0, kind
+        assert lost["about"] < 0, kind
+        # The rated question itself: both lose, the same.
+        same = adjustments(Q, -1.0, kind)
+        assert same["near"] == pytest.approx(same["about"])
+        assert same["near"] < 0
+    # A reply's gain carries by the questions' likeness alone (placed, as a drawn-on memory).
+    gained = adjustments(rated, 1.0, "reply")
+    assert gained["near"] > 0 and gained["about"] > 0
+    # A rejection the likeness fades still disputes the reply of its recall that drew on the
+    # memory: the memory is not placed among the query's best on that reply's word.
+    low = [("top", 0.9), ("a", 0.8), ("b", 0.7), ("c", 0.6), ("d", 0.5), ("near", 0.2)]
+    lvecs = {m: unit(0, 0, 1, i) for i, m in enumerate(["top", "a", "b", "c", "d"], 1)}
+    lvecs["near"] = near
+    drew = [ReplyFacts("near", "rec", 1.0, NOW, rated)]
+    wrong = [RatingFacts("w", "near", "rejected", 1.0, NOW, rated, "rec")]
+    out = {
+        s.id: s for s in learned_ranking(low, Q, lvecs, [], [], wrong, PARAMS, NOW, replies=drew)
+    }
+    assert not out["near"].adjustment.placed_by
+    assert out["near"].score < 0.5
+    # Linear in between, mirrored by sign; no vector, or the margin 0: in full.
+    assert carried(-1.0, Q, rated, unit(1, -0.2), PARAMS) == pytest.approx(
+        1 - (float(unit(1, -0.2) @ Q) - float(unit(1, -0.2) @ rated)) / PARAMS.rating_memory_margin
+    )
+    assert carried(-1.0, Q, rated, None, PARAMS) == 1.0
+    from dataclasses import replace
+
+    assert carried(-1.0, Q, rated, near, replace(PARAMS, rating_memory_margin=0.0)) == 1.0
+
+
 def test_without_records_the_ranking_is_unchanged() -> None:
     cands = [("a", 0.9), ("b", 0.7), ("c", 0.7), ("d", 0.1)]
     vecs = {"a": Q, "b": CTX, "c": FAR, "d": AI}
@@ -377,10 +439,19 @@ def test_a_rejection_by_the_memorys_own_user_puts_it_below_the_next_one() -> Non
     flood = [replace(wrong, rating_id=f"w{i}", own=True, created_at=NOW - i) for i in range(50)]
     assert order(flood) == ["next", "top", "last"]
     assert order([replace(wrong, own=True)], unit(0, 0, 1)) == ["top", "next", "last"]
-    # A nearly identical question: placed, unless the memory is closer to it than to the
-    # rejected one (then it may be what this question asks for; only the bounded signal).
+    # A nearly identical question (the rejection's ramp past its middle): placed, unless the
+    # memory is closer to it than to the rejected one (then it may be what this question asks
+    # for; only the bounded signal).
+    middle = (PARAMS.reply_context_min + PARAMS.reply_context_full) / 2
+    assert float(unit(1, -0.25) @ Q) > middle
     assert order([replace(wrong, own=True)], unit(1, -0.25)) == ["next", "top", "last"]
     assert order([replace(wrong, own=True)], unit(1, 0.25)) == ["top", "next", "last"]
+    # A question only a little like the rejected one (inside the ramp, below its middle): only
+    # the bounded signal, although the memory is no closer to it than to the rejected one.
+    partly = unit(1, -0.55)
+    assert PARAMS.reply_context_min < float(partly @ Q) < middle
+    assert float(vecs["top"] @ partly) < float(vecs["top"] @ Q)
+    assert order([replace(wrong, own=True)], partly) == ["top", "next", "last"]
     # Without a question (the inspector's "Keep this one" on the other side): everywhere.
     assert order([replace(wrong, own=True, context_vec=None)], FAR) == ["next", "top", "last"]
     # Two rejected in a row keep their order below the next.

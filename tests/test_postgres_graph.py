@@ -162,7 +162,7 @@ def _held(mem: Memory, user: str) -> Any:
     """The scope's graph once its read behind the recalls is done (or what is there then)."""
     graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
     behind = mem.store._graphs_behind  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while ("default", user) in behind and time.monotonic() < deadline:
         time.sleep(0.02)
     return graphs.get(("default", user))
@@ -285,7 +285,7 @@ def test_reading_one_scopes_graph_does_not_hold_up_another_scopes_recall(
         def slow(store: PostgresStore, scope: Any, limit: int, budget: int | None = None) -> Any:
             if scope.user_id == "u1":
                 started.set()
-                release.wait(30)
+                release.wait(180)  # u1's read holds until u2's recall is judged
             return original(store, scope, limit, budget)
 
         monkeypatch.setattr(PostgresStore, "_read_graph", slow)
@@ -294,11 +294,11 @@ def test_reading_one_scopes_graph_does_not_hold_up_another_scopes_recall(
         assert started.wait(30)
         other = threading.Thread(target=lambda: mem.recall("bees", user_id="u2"))
         other.start()
-        other.join(20)
+        other.join(120)  # however slow a loaded machine: it is not waiting for u1
         done = not other.is_alive()
         release.set()
-        first.join(30)
-        other.join(30)
+        first.join(120)
+        other.join(120)
         assert done, "u2's recall waited for u1's graph"
         graphs = mem.store._scope_graphs  # type: ignore[attr-defined]
         assert isinstance(graphs[("default", "u1")], postgres_graph.ScopeGraph)

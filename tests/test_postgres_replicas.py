@@ -165,7 +165,10 @@ def test_standby_stops_mid_load_then_returns(pair: Pair) -> None:
         while _replica_reads(mem) == stalled and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _replica_reads(mem) > stalled, "reads did not return to the standby"
-        time.sleep(0.3)
+        # Load enough to mean something however slow the machine: more than ten adds.
+        deadline = time.monotonic() + 120
+        while len(written) <= 10 and not errors and time.monotonic() < deadline:
+            time.sleep(0.1)
     finally:
         stop.set()
         for t in threads:

@@ -444,10 +444,13 @@ class Config:
     )
     feedback_rating_memory_margin: float = _opt(
         0.1,
-        "An accepting or correcting rating carries to another query in full only when the "
-        "memory is at least as close (cosine) to that query as to the rated one; its weight "
-        "falls to 0 when the memory is this much less close (a question on the rated one's "
-        "topic but about something else is not lifted by it). 0 = off.",
+        "A rating or a reply's signal on a memory, given for one question, carries to another "
+        "query by how close the memory is to each (cosine): an acceptance or a correction in "
+        "full only when the memory is at least as close to that query as to the rated one, a "
+        "rejection or a reply that left it only when it is no closer; the weight falls to 0 "
+        "when the memory is this much less (or, for a loss, more) close. A question on the "
+        "rated one's topic but about something else is not lifted by an acceptance; one asking "
+        "for what the memory says is not sunk by a rejection. 0 = off.",
     )
     feedback_rating_anchor: bool = _opt(
         True,

@@ -27,7 +27,8 @@ answered for it, the closest of the three):
 * **Memory rating.** accepted +1, corrected -0.5, rejected -1, times its weight; a rating with a
   context counts in proportion to the match (:func:`rating_match`: accepted and corrected say
   something about the memory and carry to related questions that are as close to the memory
-  as the rated one, rejected only about that question), one without counts everywhere.
+  as the rated one, rejected only about nearly that question and where the memory is no
+  closer to the query than to it), one without counts everywhere.
   A rejection by the memory's own user (the inspector's "Wrong", "Keep this one" on the
   other side of a tension) is a person saying "not this, here": besides its bounded signal,
   for the query it was given for and near-identical ones (the rejection's ramp; everywhere
@@ -36,7 +37,9 @@ answered for it, the closest of the three):
   moves it no further, and signals from other sources stay within their bound.
 * **Reply signal** (``feedback(response=...)``). The memories the reply drew on (its best
   matches in the recall's scope) gain +1, the recalled memories it did not draw on -1, each
-  ``reply_weight`` times the context match. The reply is an independent witness of the ratings
+  ``reply_weight`` times the context match (a -1, like a rejection, only where the memory is no
+  closer to the query than to the reply's question, :func:`carried`). The reply is an
+  independent witness of the ratings
   of the same recall: a rating it contradicts (opposite signs) keeps only ``conflict_weight`` of
   its weight (so does the reply signal): conflicting signals nearly cancel, while a rating the
   reply confirms is corroborated (less shrinkage, see ``rates``). A memory drawn on for a
@@ -67,6 +70,7 @@ __all__ = [
     "RatingFacts",
     "ReplyFacts",
     "ReviewFacts",
+    "carried",
     "learned_ranking",
     "memory_match",
     "rating_match",
@@ -75,6 +79,10 @@ __all__ = [
     "verdict",
 ]
 
+# An own user's rejection places the memory (one place down, whatever the scores) only where
+# it counts at least this much (its ramp past the middle): a move that is all or nothing needs
+# a question more like the rejected one than not.
+_PLACING_MATCH = 0.5
 OUTCOME_VALUE = {"success": 1.0, "partial": 0.5, "unknown": 0.0, "failure": -1.0}
 VERDICT_VALUE = {"accepted": 1.0, "corrected": -0.5, "rejected": -1.0}
 
@@ -218,32 +226,55 @@ def rating_match(
     one question is evidence for a related one about as often as any other candidate, so a
     wide ramp for rejections would push down the evidence of unseen questions.
 
-    A carried verdict is about the memory *as an answer to questions like the rated one*: with
-    the memory's vector it counts in full only when the memory is at least as close to the
-    query as to the rated question, and fades to nothing ``rating_memory_margin`` (cosine)
-    below that (0 switches this off). A question that shares the rated one's topic but asks
-    about something else than what the memory says is not lifted (or sunk) by it; the rated
-    question itself always is (the two cosines are equal).
+    A carried verdict is about the memory *as an answer to questions like the rated one*
+    (:func:`carried`): with the memory's vector, an acceptance or a correction counts in full
+    only when the memory is at least as close to the query as to the rated question, a
+    rejection only when it is no closer, each fading to nothing ``rating_memory_margin``
+    (cosine) beyond that (0 switches this off). A question that shares the rated one's topic
+    but asks about something else than what the memory says is not lifted by an acceptance;
+    one that asks for what the memory says more than the rated question did is not sunk by a
+    rejection. The rated question itself always counts in full (the two cosines are equal).
     """
     if rating.context_vec is None:
         return 1.0
     cos = _cos(query_vec, rating.context_vec)
     if rating.verdict == "rejected":
-        return context_match(cos, params.reply_context_min, params.reply_context_full)
-    m = context_match(cos, params.rating_context_min, params.rating_context_full)
-    if m > 0 and memory_vec is not None and params.rating_memory_margin > 0:
-        m *= memory_match(
-            _cos(query_vec, memory_vec),
-            _cos(rating.context_vec, memory_vec),
-            params.rating_memory_margin,
-        )
+        m = context_match(cos, params.reply_context_min, params.reply_context_full)
+    else:
+        m = context_match(cos, params.rating_context_min, params.rating_context_full)
+    if m > 0:
+        # A correction is about the memory itself (it misleads): it carries where the memory
+        # answers the query, as an acceptance does.
+        sign = -1.0 if rating.verdict == "rejected" else 1.0
+        m *= carried(sign, query_vec, rating.context_vec, memory_vec, params)
     return m
 
 
+def carried(
+    value: float,
+    query_vec: np.ndarray,
+    context_vec: np.ndarray,
+    memory_vec: np.ndarray | None,
+    params: LearnParams,
+) -> float:
+    """How far a signal of sign ``value`` about a memory, given for the question
+    ``context_vec``, carries to ``query_vec`` by how close the memory is to each: a gain in
+    full when the memory is at least as close to the query as to that question, a loss in
+    full when it is no closer (:func:`memory_match`, margin ``rating_memory_margin``; 1
+    without the memory's vector or with the margin 0)."""
+    if memory_vec is None or params.rating_memory_margin <= 0 or value == 0:
+        return 1.0
+    query_cos, rated_cos = _cos(query_vec, memory_vec), _cos(context_vec, memory_vec)
+    if value > 0:
+        return memory_match(query_cos, rated_cos, params.rating_memory_margin)
+    return memory_match(rated_cos, query_cos, params.rating_memory_margin)
+
+
 def memory_match(query_cos: float, rated_cos: float, margin: float) -> float:
-    """How far a verdict on a memory carries from the rated question to a query, by how close
+    """How far a gain on a memory carries from the rated question to a query, by how close
     the memory is to each (cosines): 1 when the query is at least as close as the rated
-    question was, 0 from ``margin`` (> 0) less, linear in between."""
+    question was, 0 from ``margin`` (> 0) less, linear in between (a loss: the two cosines
+    swapped, see :func:`carried`)."""
     gap = rated_cos - query_cos
     if gap <= 1e-6:  # the rated question itself (float noise aside)
         return 1.0
@@ -498,7 +529,12 @@ def learned_ranking(
     }
     for rating in ratings:
         m = rating_match(rating, query_vec, params, candidate_vecs.get(rating.memory_id))
-        if m > 0:
+        # Whether the reply of its recall contradicts a rating is about that recall, not about
+        # how far the rating carries: a rejection the memory's likeness fades still disputes.
+        heard = m > 0 or (
+            rating.verdict == "rejected" and rating_match(rating, query_vec, params) > 0
+        )
+        if heard:
             value = VERDICT_VALUE[rating.verdict]
             witness = said.get((rating.recall_id, rating.memory_id))
             agree = 0.0 if witness is None else witness.value * value
@@ -512,16 +548,17 @@ def learned_ranking(
                 agreed.add((rating.recall_id, rating.memory_id))
                 # Corroboration is about the reply's own question: it counts where that matches.
                 corroborated = replied_to(witness)
-            add(
-                rating.memory_id,
-                value,
-                rating.weight * m * trust,
-                rating.created_at,
-                "rating",
-                corroborated,
-                rating.rating_id,
-                rating.source,
-            )
+            if m > 0:
+                add(
+                    rating.memory_id,
+                    value,
+                    rating.weight * m * trust,
+                    rating.created_at,
+                    "rating",
+                    corroborated,
+                    rating.rating_id,
+                    rating.source,
+                )
 
     # A memory a past reply drew on for a matching question (undisputed by a rating) is placed
     # at least at the level of the recall's ``reply_top``-th candidate, scaled by the match,
@@ -533,6 +570,9 @@ def learned_ranking(
     accepted = _accepted_levels(ratings, query_vec, params, said, anchor)
     for reply in replies:
         m = replied_to(reply)
+        if m > 0 and reply.value < 0:  # "left" is a loss: it carries as a rejection does
+            vec = candidate_vecs.get(reply.memory_id)
+            m *= carried(reply.value, query_vec, reply.context_vec, vec, params)
         if m > 0:
             w = params.reply_weight * m
             if (reply.recall_id, reply.memory_id) in disputed:
@@ -633,16 +673,18 @@ def _own_rejections(
     params: LearnParams,
     candidate_vecs: Mapping[str, np.ndarray],
 ) -> dict[str, set[str | None]]:
-    """The memories their own user rejected for this query (or one nearly the same), with
-    the ratings that did. A memory closer to this query than to the rejected one may be
-    what this one asks for: the rejection only counts within its bound there."""
+    """The memories their own user rejected for this query (or one nearly the same: where the
+    rejection counts at least ``_PLACING_MATCH``), with the ratings that did. On a question
+    less like the rejected one, or where the memory is closer to this query than to the
+    rejected one (it may be what this one asks for), the rejection only counts within its
+    bound."""
     out: dict[str, set[str | None]] = {}
     for r in ratings:
         vec = candidate_vecs.get(r.memory_id)
         if (
             not r.own
             or r.verdict != "rejected"
-            or rating_match(r, query_vec, params, vec) <= 0
+            or rating_match(r, query_vec, params, vec) < _PLACING_MATCH
             or (
                 vec is not None
                 and r.context_vec is not None

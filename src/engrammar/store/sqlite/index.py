@@ -280,10 +280,18 @@ class ScopeIndex:
         self._terms = [None] * n
         self._bm25.add_many(0, self._packed_terms)
         self._slot = slots
-        # In slot order, as upsert one row at a time would add them.
+        # In slot order, as upsert one row at a time would add them: one matrix at once.
         owned = [(slots[m], c) for m, c in (rows.chunks or {}).items() if c and m in slots]
-        for slot, chunks in sorted(owned, key=lambda sc: sc[0]):
-            self._add_chunks(slot, chunks)
+        owned.sort(key=lambda sc: sc[0])
+        if owned:
+            vectors = [c.embedding for _, chunks in owned for c in chunks]
+            self._chunks = np.stack(vectors).astype(np.float32, copy=False)
+            self._owners = np.repeat(
+                np.array([slot for slot, _ in owned], dtype=np.int64),
+                [len(chunks) for _, chunks in owned],
+            )
+            self._n_chunks = len(self._owners)
+            self._chunk_rows.update(owned)
 
     @staticmethod
     def _row(rows: IndexColumns, i: int) -> IndexRow:
