@@ -5,10 +5,14 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import uvicorn
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import Memory
 from engrammar.interfaces.rest import server_config
@@ -40,3 +44,15 @@ def serve_in_thread(memory: Memory, auth: bool = True, **options: Any) -> Iterat
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@asynccontextmanager
+async def mcp_session(base: str, key: str) -> AsyncIterator[ClientSession]:
+    """A real MCP client, initialised, on the server at ``base`` with the bearer ``key``."""
+    async with (
+        httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
+        streamable_http_client(f"{base}/mcp", http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        yield session

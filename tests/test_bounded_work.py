@@ -12,8 +12,6 @@ import anyio
 import httpx
 import numpy as np
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from engrammar import Config, DeadlineError, HashEmbedder, Memory, ValidationError, deadline
@@ -21,7 +19,7 @@ from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.interfaces.limits import CostBudget, request_cost
 from engrammar.keys import create_api_key
 from engrammar.recall.chunks import chunk_spans, message_windows
-from serving import serve_in_thread
+from serving import mcp_session, serve_in_thread
 
 
 def _texts(n: int) -> list[str]:
@@ -186,13 +184,7 @@ def test_mcp_over_http_answers_over_the_cost_budget_per_key(tmp_path: Path) -> N
             async def add(
                 key: str, base: str = base, outcomes: list[CallToolResult] = outcomes
             ) -> None:
-                headers = {"Authorization": f"Bearer {key}"}
-                async with (
-                    httpx.AsyncClient(headers=headers, timeout=30) as http,
-                    streamable_http_client(f"{base}/mcp", http_client=http) as streams,
-                    ClientSession(streams[0], streams[1]) as session,
-                ):
-                    await session.initialize()
+                async with mcp_session(base, key) as session:
                     for _ in range(2):
                         args = {"messages": [{"content": t} for t in _texts(20)]}
                         outcomes.append(await session.call_tool("memory_add", args))

@@ -13,13 +13,11 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from backends import open_memory
 from engrammar import Memory
 from engrammar.keys import create_api_key
-from serving import serve_in_thread
+from serving import mcp_session, serve_in_thread
 
 pytestmark = pytest.mark.processes
 
@@ -219,13 +217,7 @@ def test_mcp_refuses_a_limit_given_as_a_string(tmp_path: Path) -> None:
         memory.add("We deploy on Tuesdays.", user_id="u", workspace="team")
 
         async def run(base: str = base, key: str = key) -> tuple[bool, bool]:
-            headers = {"Authorization": f"Bearer {key}"}
-            async with (
-                httpx.AsyncClient(headers=headers, timeout=30) as http,
-                streamable_http_client(f"{base}/mcp", http_client=http) as streams,
-                ClientSession(streams[0], streams[1]) as session,
-            ):
-                await session.initialize()
+            async with mcp_session(base, key) as session:
                 bad = await session.call_tool(
                     "memory_search", {"query": "deploy", "user_id": "u", "limit": "5"}
                 )

@@ -11,11 +11,10 @@ import anyio
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from engrammar import Memory
 from engrammar.keys import create_api_key
-from serving import serve_in_thread
+from serving import mcp_session, serve_in_thread
 
 pytestmark = pytest.mark.every_store
 
@@ -92,12 +91,7 @@ CODEX_CHAT = "Codex notes: the staging database was reset on Monday."
 
 def _mcp(base: str, key: str, body: Callable[[ClientSession], Awaitable[Any]]) -> Any:
     async def run() -> Any:
-        async with (
-            httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http,
-            streamable_http_client(f"{base}/mcp", http_client=http) as streams,
-            ClientSession(streams[0], streams[1]) as session,
-        ):
-            await session.initialize()
+        async with mcp_session(base, key) as session:
             return await body(session)
 
     return anyio.run(run)

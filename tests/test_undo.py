@@ -19,7 +19,6 @@ import anyio
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from backends import open_memory
 from engrammar import Config, HashEmbedder, Memory, NotFoundError
@@ -27,7 +26,7 @@ from engrammar.keys import create_api_key
 from engrammar.learn.rates import Signal, aggregate
 from engrammar.learn.replay import LoggedChange, replay_edge
 from engrammar.store import EdgeDelta
-from serving import serve_in_thread
+from serving import mcp_session, serve_in_thread
 
 FACTS = [
     "alpha beta gamma release notes",
@@ -364,12 +363,7 @@ def test_mcp_over_http_shares_the_feedback_budget(served: tuple[str, str, str]) 
     base, key_a, key_b = served
 
     async def session(key: str, body: Callable[[ClientSession], Awaitable[None]]) -> None:
-        async with (
-            httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http,
-            streamable_http_client(f"{base}/mcp", http_client=http) as streams,
-            ClientSession(streams[0], streams[1]) as s,
-        ):
-            await s.initialize()
+        async with mcp_session(base, key) as s:
             await body(s)
 
     with httpx.Client(base_url=base, timeout=30) as c:
