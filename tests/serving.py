@@ -56,3 +56,8 @@ async def mcp_session(base: str, key: str) -> AsyncIterator[ClientSession]:
     ):
         await session.initialize()
         yield session
+
+
+def keyed_client(base: str, key: str) -> httpx.Client:
+    """An HTTP client of the server at ``base`` with the bearer ``key``."""
+    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)

@@ -14,7 +14,7 @@ from mcp import ClientSession
 
 from engrammar import Memory
 from engrammar.keys import create_api_key
-from serving import mcp_session, serve_in_thread
+from serving import keyed_client, mcp_session, serve_in_thread
 
 pytestmark = pytest.mark.every_store
 
@@ -160,14 +160,7 @@ def test_a_user_bound_keys_records_leave_other_recalls_alone(real_mem: Memory) -
         [{"role": "user", "content": BOBS}], workspace="shop", agent_id="ops", user_id="bob"
     )
     for base in serve_in_thread(real_mem):
-        with (
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {org}"}, timeout=60
-            ) as c,
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {alice}"}, timeout=60
-            ) as a,
-        ):
+        with keyed_client(base, org) as c, keyed_client(base, alice) as a:
 
             def ranked() -> list[str]:
                 r = c.post("/v1/recall", json={"query": QUESTION, "agent_id": "ops"})
@@ -204,14 +197,7 @@ def test_a_user_bound_key_reads_and_rates_the_workspaces_decision_but_cannot_cha
     org = create_api_key(real_mem.store, "payments-api")[0]
     dana = create_api_key(real_mem.store, "payments-api", user_id="dana")[0]
     for base in serve_in_thread(real_mem):
-        with (
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {org}"}, timeout=60
-            ) as c,
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {dana}"}, timeout=60
-            ) as d,
-        ):
+        with keyed_client(base, org) as c, keyed_client(base, dana) as d:
             event = c.post("/v1/feedback-events", json=SEED_EVENT).json()
             decision = event["decision_memory_id"]
             seen = d.post("/v1/recall", json={"query": ASKED}).json()

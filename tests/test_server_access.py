@@ -14,7 +14,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.keys import create_api_key
 from engrammar.store import ApiKeyRecord
-from serving import serve_in_thread
+from serving import keyed_client, serve_in_thread
 
 pytestmark = pytest.mark.processes
 
@@ -188,14 +188,7 @@ def test_explain_names_no_other_key_to_a_user_bound_key(tmp_path: object) -> Non
     alice, alice_record = create_api_key(memory.store, "acme", user_id="alice")
     question = "When are deploys?"
     for base in serve_in_thread(memory):
-        with (
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {team}"}, timeout=60
-            ) as t,
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {alice}"}, timeout=60
-            ) as a,
-        ):
+        with keyed_client(base, team) as t, keyed_client(base, alice) as a:
             stored = a.post("/v1/memories", json={"content": "Deploys are on Wednesdays."})
             assert stored.status_code == 201, stored.text
             memory_id = stored.json()["ids"][0]
