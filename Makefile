@@ -63,7 +63,7 @@ $(BENCH_STAMP): $(STAMP)
 # bench/peers.py creates the peer systems' own environments under bench/.venvs/ on first use.
 bench: $(BENCH_STAMP)
 	$(PY) bench/speed.py
-	$(PY) bench/locomo.py --ingest-ablations
+	$(PY) bench/ranking.py --sample 100
 	$(PY) bench/feedback_learning.py --rounds 2
 	$(PY) bench/graph.py
 	$(PY) bench/peers.py

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, machine, pct
 from _embcache import CACHE_ROOT, DiskCachedEmbedder
-from engrammar import CachedEmbedder, Config, Memory
+from engrammar import CachedEmbedder, Config, Memory, RankingProfile
 from engrammar.embed.onnx import MiniLMEmbedder
 
 # ../shared/eval beside the repository (or beside the folder of git worktrees).
@@ -69,89 +69,28 @@ TYPES = (
     "temporal-reasoning",
 )
 
-OFF: dict[str, Any] = {
-    "speaker_boost": 0.0,
-    "time_boost": 0.0,
-    "neighbour_weight": 0.0,
-    "second_neighbour_weight": 0.0,
-    "query_without_speakers": False,
-    "question_penalty": 0.0,
-    "assistant_penalty": 0.0,
-    "graph_depth": 0,
-}
-# Every recall step switched off one at a time (the same names as bench/locomo.py).
+# Stages switched off for the plain baselines (RankingProfile weights).
+OFF: dict[str, Any] = {"session_weight": 0.0, "time_weight": 0.0, "role_weight": 0.0}
+# Every ranking stage switched off one at a time (RankingProfile weights, as bench/ranking.py);
+# a name starting with "_" changes how the question is asked, not the profile.
 VARIANTS: dict[str, dict[str, Any]] = {
-    "bm25": {"keyword_weight": 1.0, **OFF},
-    "vector": {"keyword_weight": 0.0, **OFF},
-    "fused": {**OFF},
-    "fused + graph": {k: v for k, v in OFF.items() if k != "graph_depth"},
+    "bm25": {"keyword_weight": 1.0, **OFF, "graph_depth": 0},
+    "vector": {"keyword_weight": 0.0, **OFF, "graph_depth": 0},
+    "fused": {**OFF, "graph_depth": 0},
     "default": {},
-    "default - speaker boost": {"speaker_boost": 0.0},
-    "default - time boost": {"time_boost": 0.0},
-    "default - names in the query vector": {"query_without_speakers": False},
-    "default - question penalty": {"question_penalty": 0.0},
-    "default - assistant penalty": {"assistant_penalty": 0.0},
+    "default - session evidence": {"session_weight": 0.0},
+    "default - time": {"time_weight": 0.0},
+    "default - whose words": {"role_weight": 0.0},
     "default - question date (as_of)": {"_no_as_of": True},
     "default, as_of the question date even before later sessions": {"_strict_as_of": True},
-    "default - neighbours": {"neighbour_weight": 0.0},
-    "default - second neighbours": {"second_neighbour_weight": 0.0},
+    "default + neighbours 0.3": {"neighbour_weight": 0.3},
     "default - graph": {"graph_depth": 0},
-    "default - session spread": {"session_spread": 0.0},
-    "default - newer first": {"recency_similarity": 1.0},
-    "default - event cover": {"event_cover": False},
-    "default - group repeats": {"group_repeats": False},
-    "default - proximity": {"proximity_weight": 0.0},
-    "default - request rules": {
-        "request_keywords": False,
-        "session_spread_requests": True,
-        "request_keyword_weight": 0.45,
-    },
+    "default - validity": {"superseded_factor": 1.0, "recency_similarity": 1.0},
 }
 PROBES: dict[str, dict[str, Any]] = {
-    "default - request frame words": {"request_keywords": False},
-    "default - requests not spread": {"session_spread_requests": True},
-    "default - request keyword weight": {"request_keyword_weight": 0.45},
-    "default with recency_similarity 0.5": {"recency_similarity": 0.5},
-    "default with recency_similarity 0.6": {"recency_similarity": 0.6},
-    "default with recency_similarity 0.7": {"recency_similarity": 0.7},
-    "older defaults: session_spread 0 + bm25_b 0.1": {"session_spread": 0.0, "bm25_b": 0.1},
-    "newer first by likeness only": {
-        "recency_similarity": 0.4,
-        "recency_term_share": 0.0,
-    },
-    **{f"default with assistant_penalty {w}": {"assistant_penalty": w} for w in (0.3, 0.7, 0.9)},
-    **{f"default with bm25_b {w}": {"bm25_b": w} for w in (0.3, 0.5, 0.75)},
+    **{f"default with recency_similarity {w}": {"recency_similarity": w} for w in (0.3, 0.5)},
     **{f"default with keyword_weight {w}": {"keyword_weight": w} for w in (0.3, 0.6)},
-    **{f"default with question_penalty {w}": {"question_penalty": w} for w in (0.0, 0.5)},
-    **{f"default with session_spread {w}": {"session_spread": w} for w in (0.1, 0.2, 0.3, 0.5)},
-    **{f"default with graph_depth {w}": {"graph_depth": w} for w in (0, 1)},
-    "default with session_spread 0.4": {"session_spread": 0.4},
-    "spread 0.3 + graph off": {"session_spread": 0.3, "graph_depth": 0},
-    "spread 0.3 + bm25_b 0.5": {"session_spread": 0.3, "bm25_b": 0.5},
-    "spread 0.3 + keyword_weight 0.6": {"session_spread": 0.3, "keyword_weight": 0.6},
-    "spread 0.3 + graph off + bm25_b 0.5": {
-        "session_spread": 0.3,
-        "graph_depth": 0,
-        "bm25_b": 0.5,
-    },
-    "spread 0.3 + bm25_b 0.75": {"session_spread": 0.3, "bm25_b": 0.75},
-    "spread 0.3 + graph off + bm25_b 0.75": {
-        "session_spread": 0.3,
-        "graph_depth": 0,
-        "bm25_b": 0.75,
-    },
-    "spread 0.3 + graph off + bm25_b 0.75 + keyword_weight 0.6": {
-        "session_spread": 0.3,
-        "graph_depth": 0,
-        "bm25_b": 0.75,
-        "keyword_weight": 0.6,
-    },
-    "spread 0.3 + graph off + bm25_b 0.5 + keyword_weight 0.6": {
-        "session_spread": 0.3,
-        "graph_depth": 0,
-        "bm25_b": 0.5,
-        "keyword_weight": 0.6,
-    },
+    **{f"default with role_weight {w}": {"role_weight": w} for w in (0.3,)},
 }
 
 
@@ -579,7 +518,10 @@ def main() -> None:
         "questions": {g: len(v) for g, v in groups.items()},
         "recall_limit": args.recall_limit,
         "spread_evidence": args.spread_evidence,
-        "defaults": {k: v[0] for k, v in Config.describe().items() if k in _SHOWN},
+        "defaults": {
+            **{k: v[0] for k, v in Config.describe().items() if k in _SHOWN},
+            **{k: v[0] for k, v in RankingProfile.describe().items()},
+        },
         "variants": {},
     }
     doc["variants"]["bm25 (referee protocol)"] = {"config": "plain Okapi BM25, not engrammar"}
@@ -593,7 +535,8 @@ def main() -> None:
             path=str(store),
             tension_min_similarity=1.0,
             max_content_chars=1_000_000,
-            **{**args.ingest, **settings},
+            ranking=RankingProfile(**settings),
+            **args.ingest,
         )
         t0 = time.perf_counter()
         with Memory(cfg, embedder=shared) as mem:
@@ -639,22 +582,7 @@ def main() -> None:
     print(f"wrote {out / (args.name + '.md')}")
 
 
-_SHOWN = (
-    "keyword_weight",
-    "bm25_k1",
-    "bm25_b",
-    "embed_context",
-    "speaker_boost",
-    "time_boost",
-    "neighbour_weight",
-    "second_neighbour_weight",
-    "query_without_speakers",
-    "question_penalty",
-    "proximity_weight",
-    "proximity_window",
-    "graph_depth",
-    "graph_weight",
-)
+_SHOWN = ("bm25_k1", "bm25_b", "chunk_chars", "window_limit", "candidate_pool")
 
 
 def write_reports(doc: dict[str, Any], out: Path, name: str) -> None:

@@ -537,7 +537,7 @@ def render(report: dict[str, Any], out: Path) -> None:
     w("")
     w(
         "Inputs: engrammar ingests through its own LoCoMo path (`bench/_locomo.py's ingest`, as "
-        "bench/locomo.py: one add per session, the speaker as the message name, the session date "
+        "bench/ranking.py's locomo-rich: one add per session, the speaker as the message name, the session date "
         "as its timestamp) and embeds for real; every other system gets the referee's canonical "
         "text per turn (`Speaker: text [shared image: …]`). mem0 and numpy take those turns with "
         "the vectors engrammar's raw embedder computed in the speed pass (same model and code, "

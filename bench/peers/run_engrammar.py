@@ -62,7 +62,7 @@ class Engrammar(Adapter):
         embedder = None
         self.locomo: dict[str, Any] | None = None
         if job["phase"] == "quality":
-            # engrammar's own LoCoMo ingestion (bench/_locomo.py, as bench/locomo.py):
+            # engrammar's own LoCoMo ingestion (bench/_locomo.py, as bench/ranking.py's locomo-rich):
             # one add per session, speaker as the message name, session date as timestamp.
             import sys
 
