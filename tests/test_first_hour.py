@@ -51,7 +51,7 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-# -- item 2: the extras --------------------------------------------------------------------------
+# -- the extras -----------------------------------------------------------------------------------
 _BLOCK = """
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):
@@ -133,7 +133,7 @@ def test_02_the_extras_in_pyproject() -> None:
     assert "langgraph" in " ".join(extras["langgraph"]) and "langgraph" not in core
 
 
-# -- items 4 and 10: serve says what it serves; a busy port is one line ---------------------------
+# -- serve says what it serves; a busy port is one line -------------------------------------------
 @pytest.mark.processes
 def test_04_10_serve_names_its_store_and_keys_and_a_busy_port_is_one_line(
     tmp_path: Path,
@@ -208,7 +208,7 @@ def test_04_10_serve_names_its_store_and_keys_and_a_busy_port_is_one_line(
             proc.wait(60)
 
 
-# -- items 5, 6, 7: import -----------------------------------------------------------------------
+# -- import ---------------------------------------------------------------------------------------
 @pytest.mark.processes
 def test_05_06_07_import_errors_links_and_what_it_wrote(tmp_path: Path) -> None:
     store = tmp_path / "store"
@@ -235,7 +235,7 @@ def test_05_06_07_import_errors_links_and_what_it_wrote(tmp_path: Path) -> None:
     )
 
 
-# -- item 13: reads on a missing store -----------------------------------------------------------
+# -- reads on a missing store ---------------------------------------------------------------------
 @pytest.mark.processes
 def test_13_reads_refuse_a_missing_store_and_an_empty_list_says_so(tmp_path: Path) -> None:
     typo = tmp_path / "newtypo"
@@ -249,7 +249,7 @@ def test_13_reads_refuse_a_missing_store_and_an_empty_list_says_so(tmp_path: Pat
     assert listed.returncode == 0 and listed.stdout.strip() == "No memories."
 
 
-# -- item 15: configuration typos ----------------------------------------------------------------
+# -- configuration typos --------------------------------------------------------------------------
 def test_15_a_misspelt_setting_is_a_validation_error_everywhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -273,7 +273,7 @@ def test_15_the_readme_error_tree_is_the_errors_module() -> None:
         assert name in readme, f"README's error tree lacks {name}"
 
 
-# -- items 16, 17, 18: what the CLI prints -------------------------------------------------------
+# -- what the CLI prints --------------------------------------------------------------------------
 @pytest.mark.processes
 def test_16_17_18_counts_recall_ids_and_forgetting_a_scope(tmp_path: Path) -> None:
     store = tmp_path / "store"
@@ -312,7 +312,7 @@ def test_16_migrate_prints_an_aligned_table(tmp_path: Path) -> None:
         assert line[: header.index("rows") + 4].rstrip()[-1].isdigit()
 
 
-# -- item 18: MCP tool annotations ---------------------------------------------------------------
+# -- MCP tool annotations -------------------------------------------------------------------------
 @pytest.mark.processes
 def test_08_18_19_mcp_errors_annotations_resources_and_prompts(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMMAR_")}
@@ -380,7 +380,7 @@ def test_08_18_19_mcp_errors_annotations_resources_and_prompts(tmp_path: Path) -
     assert "memory_recall" in text and "memory_feedback" in text and "alice" in text
 
 
-# -- item 23: CORS -------------------------------------------------------------------------------
+# -- CORS -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     path = tmp_path_factory.mktemp("cors") / "store"
@@ -434,7 +434,7 @@ def test_23_cors_origins_are_checked() -> None:
     )
 
 
-# -- item 9: every printed breakdown adds up -----------------------------------------------------
+# -- every printed breakdown adds up --------------------------------------------------------------
 def _parts_add_up(score: float, components: dict[str, float]) -> None:
     parts = score_parts(score, components)
     total = components.get("ranking", score)
@@ -472,7 +472,7 @@ def test_09_score_breakdowns_add_up_before_and_after_feedback(mem: Memory) -> No
         assert "graph" not in hit.components and "sequence" not in hit.components
 
 
-# -- item 14: search scores are absolute ---------------------------------------------------------
+# -- search scores are absolute -------------------------------------------------------------------
 @pytest.mark.model
 def test_14_search_scores_compare_across_queries_and_min_score_cuts(
     tmp_path: Path, minilm: Any
