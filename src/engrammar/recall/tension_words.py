@@ -140,17 +140,23 @@ CLASSES = {
     "train subway metro tube",
     "os": "windows linux macos mac ubuntu",
 }
-CLASS_OF = {term: name for name, terms in CLASSES.items() for term in terms.split()}
+
+
+def _by_item(table: dict[str, str], sep: str | None = None) -> dict[str, str]:
+    """``{name: "item item ..."}`` read the other way: each item to its name."""
+    return {item: name for name, items in table.items() for item in items.split(sep)}
+
+
+CLASS_OF = _by_item(CLASSES)
 # Classes named in several words: a night owl is no morning person.
-CLASS_PHRASES = {
-    phrase: name
-    for name, phrases in {
+CLASS_PHRASES = _by_item(
+    {
         "chronotype": "morning person|night owl|early bird|early riser|night person",
         "doneness": "well done|medium rare|rare",
         "seat": "window seat|window seats|aisle seat|aisle seats|middle seat",
-    }.items()
-    for phrase in phrases.split("|")
-}
+    },
+    "|",
+)
 # Words for one thing: "job" / "work", "doctor" / "GP"; a kind and its general word.
 SYNONYMS = [
     "college university school student studies studying uni degree course",
@@ -226,9 +232,8 @@ NOT_CONTENT = (
         giving take taking find go done"""
     )
 )
-IRREGULAR = {
-    form: base
-    for base, forms in {
+IRREGULAR = _by_item(
+    {
         "eat": "ate eaten",
         "drink": "drank drunk",
         "run": "ran",
@@ -241,9 +246,8 @@ IRREGULAR = {
         "teach": "taught",
         "fly": "flew flown",
         "speak": "spoke spoken",
-    }.items()
-    for form in forms.split()
-}
+    }
+)
 # A request, plan, wish or hedge (lower-cased words, contractions split): no statement of fact.
 TENTATIVE = re.compile(
     r"^(?:(?:and|but|so|well|actually|just|oh) )*(?:"
