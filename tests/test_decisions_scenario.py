@@ -5,20 +5,11 @@ from __future__ import annotations
 import pytest
 
 from engrammar import Memory
+from examples import SEED_EVENT
 
 pytestmark = pytest.mark.model
 
-WEBHOOK = {
-    "input_context": "Add retries to the webhook sender",
-    "ai_output": "Retry every 30 seconds until it succeeds.",
-    "user_reaction": "Changed the retry policy",
-    "user_correction": "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
-    "corrected_output": "Exponential backoff, max 5 attempts, skip 4xx.",
-    "state": "corrected",
-    "reason": "A 4xx means the request is wrong; sending it again won't fix it.",
-    "agent_id": "codex",
-    "workspace": "payments-api",
-}
+WEBHOOK = SEED_EVENT
 LATER = "How should our webhook delivery retry failed requests?"
 
 

@@ -15,18 +15,9 @@ from engrammar import (
     NotFoundError,
     ValidationError,
 )
+from examples import SEED_EVENT
 
-WEBHOOK: dict[str, Any] = {
-    "input_context": "Add retries to the webhook sender",
-    "ai_output": "Retry every 30 seconds until it succeeds.",
-    "user_reaction": "Changed the retry policy",
-    "user_correction": "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
-    "corrected_output": "Exponential backoff, max 5 attempts, skip 4xx.",
-    "state": "corrected",
-    "reason": "A 4xx means the request is wrong; sending it again won't fix it.",
-    "agent_id": "codex",
-    "workspace": "payments-api",
-}
+WEBHOOK = SEED_EVENT
 pytestmark = pytest.mark.every_store
 
 

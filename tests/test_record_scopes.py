@@ -14,6 +14,7 @@ from mcp import ClientSession
 
 from engrammar import Memory
 from engrammar.keys import create_api_key
+from examples import SEED_EVENT
 from serving import keyed_client, mcp_session, serve_in_thread
 
 pytestmark = pytest.mark.every_store
@@ -68,17 +69,6 @@ def test_a_users_rating_reaches_only_that_users_recalls(real_mem: Memory) -> Non
 
 
 # -- decisions recorded without a user are the workspace's -----------------------------------------
-SEED_EVENT = {  # the example of the seed's "Decisions and feedback" page
-    "input_context": "Add retries to the webhook sender",
-    "ai_output": "Retry every 30 seconds until it succeeds.",
-    "user_reaction": "Changed the retry policy",
-    "user_correction": "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
-    "corrected_output": "Exponential backoff, max 5 attempts, skip 4xx.",
-    "state": "corrected",
-    "reason": "A 4xx means the request is wrong; sending it again won't fix it.",
-    "agent_id": "codex",
-    "workspace": "payments-api",
-}
 ASKED = "How should the payment notification sender retry failed deliveries?"
 DECIDED = SEED_EVENT["corrected_output"]
 CLAUDES = [

@@ -19,6 +19,7 @@ from engrammar import AuthError, Config, HashEmbedder, Memory
 from engrammar.interfaces.rest import rest_operations
 from engrammar.keys import create_api_key, revoke_api_key
 from engrammar.server import openapi_document, serve
+from examples import SEED_EVENT as EXAMPLE
 from serving import serve_in_thread
 
 pytestmark = pytest.mark.processes
@@ -38,16 +39,7 @@ TOOLS = {
     "memory_delete_knowledge",
     "memory_undo",
 }
-SEED_EVENT = {
-    "input_context": "Add retries to the webhook sender",
-    "ai_output": "Retry every 30 seconds until it succeeds.",
-    "user_reaction": "Changed the retry policy",
-    "user_correction": "Use exponential backoff, at most 5 attempts. Don't retry 4xx.",
-    "corrected_output": "Exponential backoff, max 5 attempts, skip 4xx.",
-    "state": "corrected",
-    "reason": "A 4xx means the request is wrong; sending it again won't fix it.",
-    "agent_id": "codex",
-}
+SEED_EVENT = {k: v for k, v in EXAMPLE.items() if k != "workspace"}  # the key names it
 
 
 @dataclass
