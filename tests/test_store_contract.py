@@ -21,7 +21,15 @@ from engrammar.errors import ConflictError, EmbedderError, NotFoundError, StoreE
 from engrammar.models import Scope
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
-from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store, open_store
+from engrammar.store import (
+    EdgeDelta,
+    MemoryUpdate,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    Store,
+    open_store,
+)
 from engrammar.store.base import ReplySignal
 
 EMB = HashEmbedder()
@@ -153,25 +161,19 @@ def test_update_content_metadata_status_and_history(store: Store) -> None:
     rec = store.update_memory(
         WS,
         row.id,
-        content=moved.content,
-        embedding=moved.embedding,
-        dedup_key=moved.dedup_key,
-        metadata=None,
-        status=None,
-        reason="moved",
+        MemoryUpdate(
+            content=moved.content,
+            embedding=moved.embedding,
+            dedup_key=moved.dedup_key,
+            reason="moved",
+        ),
     )
     assert rec.content == "I live in Berlin" and rec.updated_at >= rec.created_at
     np.testing.assert_allclose(store.vectors(WS, [row.id])[row.id], moved.embedding, atol=1e-7)
     assert store.keyword_search(Scope(WS, "alice"), "paris", 5) == []
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "berlin", 5)] == [row.id]
-    store.update_memory(
-        WS, row.id, content=None, embedding=None, dedup_key=None,
-        metadata={"tag": "home"}, status=None, reason="tagged",
-    )  # fmt: skip
-    rec = store.update_memory(
-        WS, row.id, content=None, embedding=None, dedup_key=None,
-        metadata=None, status="superseded", reason="newer fact",
-    )  # fmt: skip
+    store.update_memory(WS, row.id, MemoryUpdate(metadata={"tag": "home"}, reason="tagged"))
+    rec = store.update_memory(WS, row.id, MemoryUpdate(status="superseded", reason="newer fact"))
     assert rec.status == "superseded" and rec.metadata == {"tag": "home"}
     history = store.history(WS, row.id)
     assert [(h["op"], h["before"], h["after"], h["reason"]) for h in history] == [
@@ -193,9 +195,12 @@ def test_get_memories_sees_other_clients_changes(clients: StoreClients) -> None:
     assert store.get_memories(WS, [a.id, b.id])[a.id].content == "first text"  # read once
     emb = EMB.embed(["changed text"])[0]
     other.update_memory(
-        WS, a.id, content="changed text", embedding=emb, dedup_key="k2", metadata={"x": 1},
-        status=None, reason="edit",
-    )  # fmt: skip
+        WS,
+        a.id,
+        MemoryUpdate(
+            content="changed text", embedding=emb, dedup_key="k2", metadata={"x": 1}, reason="edit"
+        ),
+    )
     other.forget(Scope(WS, "alice"), [b.id])
     got = store.get_memories(WS, [a.id, b.id])
     assert (got[a.id].content, got[a.id].metadata) == ("changed text", {"x": 1})
@@ -210,21 +215,22 @@ def test_update_errors_leave_memory_unchanged(store: Store) -> None:
     add(store, a, b)
     with pytest.raises(ConflictError):
         store.update_memory(
-            WS, a.id, content=b.content, embedding=b.embedding, dedup_key=b.dedup_key,
-            metadata={"x": 1}, status=None, reason="clash",
-        )  # fmt: skip
+            WS,
+            a.id,
+            MemoryUpdate(
+                content=b.content,
+                embedding=b.embedding,
+                dedup_key=b.dedup_key,
+                metadata={"x": 1},
+                reason="clash",
+            ),
+        )
     assert store.get_memories(WS, [a.id])[a.id].content == "first text"
     assert store.get_memories(WS, [a.id])[a.id].metadata == {}
     with pytest.raises(NotFoundError):
-        store.update_memory(
-            WS, "nope", content=None, embedding=None, dedup_key=None,
-            metadata={}, status=None, reason="",
-        )  # fmt: skip
+        store.update_memory(WS, "nope", MemoryUpdate(metadata={}, reason=""))
     with pytest.raises(NotFoundError):
-        store.update_memory(
-            "w2", a.id, content=None, embedding=None, dedup_key=None,
-            metadata={}, status=None, reason="",
-        )  # fmt: skip
+        store.update_memory("w2", a.id, MemoryUpdate(metadata={}, reason=""))
     with pytest.raises(NotFoundError):
         store.history(WS, "nope")
 
@@ -736,10 +742,7 @@ def test_latest_memories_and_term_postings(store: Store) -> None:
     latest = store.latest_memories(Scope(WS, "alice"), 3)
     assert [m.id for m in latest] == [r.id for r in alice[::-1][:3]]
     superseded = alice[-1]
-    store.update_memory(
-        WS, superseded.id, content=None, embedding=None, dedup_key=None,
-        metadata=None, status="superseded", reason="test",
-    )  # fmt: skip
+    store.update_memory(WS, superseded.id, MemoryUpdate(status="superseded", reason="test"))
     assert superseded.id not in [m.id for m in store.latest_memories(Scope(WS, "alice"), 3)]
     n, postings = store.term_postings(Scope(WS, "alice"), ["violin", "dog", "zebra", "dog"], 1)
     assert n == len(alice) - 1
@@ -762,10 +765,7 @@ def test_memories_of_kind_newest_first_active_in_scope(store: Store) -> None:
     other_user = new("I prefer coffee.", kind="preference", user_id="bob")
     gone = new("I always cycle.", kind="preference")
     add(store, older, newer, message, other_user, gone)
-    store.update_memory(
-        WS, gone.id, content=None, embedding=None, dedup_key=None,
-        metadata=None, status="superseded", reason="test",
-    )  # fmt: skip
+    store.update_memory(WS, gone.id, MemoryUpdate(status="superseded", reason="test"))
     found = store.memories_of_kind(Scope(WS, "alice"), "preference", 10)
     assert [m.id for m in found] == [newer.id, older.id]
     assert [m.id for m in store.memories_of_kind(Scope(WS, "alice"), "preference", 1)] == [newer.id]
@@ -785,11 +785,20 @@ def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
     )  # fmt: skip
     store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.3)], LO, HI)  # learned: 0.8
     store.update_memory(
-        WS, a.id, content="changed text", embedding=EMB.embed(["changed text"])[0],
-        dedup_key="changed-key", metadata=None, status=None, reason="edit",
-        edges=[NewEdge(a.id, b.id, "semantic", 0.5), NewEdge(a.id, d.id, "contradicts", 0.5),
-               NewEdge(d.id, a.id, "contradicts", 0.5)],
-    )  # fmt: skip
+        WS,
+        a.id,
+        MemoryUpdate(
+            content="changed text",
+            embedding=EMB.embed(["changed text"])[0],
+            dedup_key="changed-key",
+            reason="edit",
+            edges=[
+                NewEdge(a.id, b.id, "semantic", 0.5),
+                NewEdge(a.id, d.id, "contradicts", 0.5),
+                NewEdge(d.id, a.id, "contradicts", 0.5),
+            ],
+        ),
+    )
     out_of_a = {(e.dst, e.kind): round(e.weight, 9) for e in store.edges_from(WS, [a.id])}
     assert out_of_a == {(b.id, "semantic"): 0.8, (d.id, "contradicts"): 0.5}
     into_a = {(e.src, e.kind) for e in store.edges_to(WS, [a.id])}
@@ -799,10 +808,7 @@ def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
     assert {(e.dst, e.kind) for e in store.edges_from(WS, [b.id])} == {
         (a.id, "sequence"), (c.id, "semantic")}  # fmt: skip
     # A metadata-only update (no edges given) changes no edge.
-    store.update_memory(
-        WS, a.id, content=None, embedding=None, dedup_key=None, metadata={"x": 1},
-        status=None, reason="meta",
-    )  # fmt: skip
+    store.update_memory(WS, a.id, MemoryUpdate(metadata={"x": 1}, reason="meta"))
     assert len(store.edges_from(WS, [a.id])) == 2
 
 
@@ -831,10 +837,7 @@ def test_keyword_index_holds_the_speaker(store: Store) -> None:
     row = new("I went hiking in the Alps", metadata={"speaker": "Caroline"})
     add(store, row, new("Mountains are lovely", metadata={"speaker": "Mel"}))
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Caroline", 5)] == [row.id]
-    store.update_memory(
-        WS, row.id, content=None, embedding=None, dedup_key=None,
-        metadata={"speaker": "Jon"}, status=None, reason="renamed",
-    )  # fmt: skip
+    store.update_memory(WS, row.id, MemoryUpdate(metadata={"speaker": "Jon"}, reason="renamed"))
     assert store.keyword_search(Scope(WS, "alice"), "Caroline", 5) == []
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Jon hiking", 5)] == [row.id]
 

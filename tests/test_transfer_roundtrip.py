@@ -15,6 +15,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.learn.scoring import verdict
 from engrammar.models import Scope
+from engrammar.store import MemoryUpdate
 
 
 def _rich(mem: Memory) -> None:
@@ -55,10 +56,7 @@ def _rich(mem: Memory) -> None:
         mem.log_event("checkpoint", {"step": 3, "ok": True}, user_id=user, session_id="s9")
         handbook = f"{user}'s handbook. Expenses over 500 need a manager's approval. " * 3
         mem.add_knowledge("Handbook", text=handbook, user_id=user, chunk_chars=100, chunk_overlap=0)
-        mem.store.update_memory(
-            "default", ids[2], content=None, embedding=None, dedup_key=None, metadata=None,
-            status="superseded", reason="test",
-        )  # fmt: skip
+        mem.store.update_memory("default", ids[2], MemoryUpdate(status="superseded", reason="test"))
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

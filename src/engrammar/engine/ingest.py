@@ -29,7 +29,7 @@ from ..recall.graph import (
 )
 from ..recall.tensions import ParseAhead, Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms
-from ..store import ChunkVector, NewEdge, NewMemory, read_ahead
+from ..store import ChunkVector, MemoryUpdate, NewEdge, NewMemory, read_ahead
 from .base import Engine, adding, dedup_key, embed_memories, speaker, statement, states_facts
 from .validate import Message
 
@@ -189,14 +189,15 @@ def update(
     return engine.store.update_memory(
         workspace,
         memory_id,
-        content=text,
-        embedding=embedding,
-        dedup_key=dedup,
-        metadata=metadata,
-        status=None,
-        reason=reason,
-        edges=edges,
-        chunks=chunks,
+        MemoryUpdate(
+            reason,
+            content=text,
+            embedding=embedding,
+            dedup_key=dedup,
+            metadata=metadata,
+            edges=edges,
+            chunks=chunks,
+        ),
     )
 
 

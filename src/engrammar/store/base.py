@@ -52,6 +52,7 @@ __all__ = [
     "KnowledgeStore",
     "LearningAhead",
     "MemoryFilter",
+    "MemoryUpdate",
     "NewEdge",
     "NewFeedbackEvent",
     "NewMemory",
@@ -168,6 +169,25 @@ class NewEdge:
     kind: str
     weight: float
     updated_at: float | None = None
+
+
+@dataclass(frozen=True)
+class MemoryUpdate:
+    """What ``Store.update_memory`` changes of a stored memory; ``None`` leaves it as it is.
+
+    A new text is ``content`` with its ``embedding`` and ``dedup_key`` (the three together, or
+    the text stays) and the vectors of its windows (``chunks``); ``edges`` replace its
+    content-derived edges. ``reason`` is written into the memory's history.
+    """
+
+    reason: str
+    content: str | None = None
+    embedding: np.ndarray | None = None
+    dedup_key: str | None = None
+    metadata: dict[str, Any] | None = None
+    status: str | None = None
+    edges: Sequence[NewEdge] | None = None
+    chunks: Sequence[ChunkVector] = ()
 
 
 def rebuilt_edges(
@@ -300,26 +320,13 @@ class Store(Protocol):
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         """Memories of the scope, oldest first: by ``created_at``, then in the order stored."""
 
-    def update_memory(
-        self,
-        workspace: str,
-        memory_id: str,
-        *,
-        content: str | None,
-        embedding: np.ndarray | None,
-        dedup_key: str | None,
-        metadata: dict[str, Any] | None,
-        status: str | None,
-        reason: str,
-        edges: Sequence[NewEdge] | None = None,
-        chunks: Sequence[ChunkVector] = (),
-    ) -> MemoryRecord:
-        """Change a memory; records the change in its history.
+    def update_memory(self, workspace: str, memory_id: str, change: MemoryUpdate) -> MemoryRecord:
+        """Change a memory as ``change`` says; records the change in its history.
 
-        ``edges`` (given with a content change) replace, in the same transaction, the
+        ``change.edges`` (given with a content change) replace, in the same transaction, the
         memory's content-derived edges in both directions: every kind but ``sequence``. An
         edge present before and after keeps its learned weight. With a content change the
-        memory's chunk vectors become ``chunks``.
+        memory's chunk vectors become ``change.chunks``.
         """
 
     def forget(

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
+from ..base import EdgeDelta, MemoryUpdate, NewEdge, NewMemory, ReplySignal
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..sql.store import Dialect, apply_migrations, scope_where
@@ -412,20 +412,9 @@ class SQLiteStore(SQLiteSearch):
                 ),
             )
 
-    def update_memory(
-        self,
-        workspace: str,
-        memory_id: str,
-        *,
-        content: str | None,
-        embedding: np.ndarray | None,
-        dedup_key: str | None,
-        metadata: dict[str, Any] | None,
-        status: str | None,
-        reason: str,
-        edges: Sequence[NewEdge] | None = None,
-        chunks: Sequence[ChunkVector] = (),
-    ) -> MemoryRecord:
+    def update_memory(self, workspace: str, memory_id: str, change: MemoryUpdate) -> MemoryRecord:
+        content, embedding, dedup_key = change.content, change.embedding, change.dedup_key
+        metadata, status = change.metadata, change.status
         try:
             with self._write() as conn:
                 row = conn.execute(
@@ -456,7 +445,7 @@ class SQLiteStore(SQLiteSearch):
                     ]
                     # The windows of the old text go; the new text's (if long) replace them.
                     conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
-                    conn.executemany(_CHUNK_INSERT, chunk_params(old, chunks, _blob))
+                    conn.executemany(_CHUNK_INSERT, chunk_params(old, change.chunks, _blob))
                 if metadata is not None:
                     sets.append("metadata = ?")
                     params.append(json.dumps(metadata, ensure_ascii=False))
@@ -472,7 +461,7 @@ class SQLiteStore(SQLiteSearch):
                 conn.execute(
                     f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", [*params, memory_id]
                 )
-                self._updated(conn, old, content, metadata, status, reason, edges)
+                self._updated(conn, old, change)
                 new = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
