@@ -13,7 +13,7 @@ from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationErr
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.learn.alignment import alignment_deltas
 from engrammar.models import Scope
-from engrammar.store import EdgeDelta, RecallRecord
+from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta, RecallRecord
 
 
 def _weights(mem: Memory, ids: list[str]) -> dict[tuple[str, str, str], float]:
@@ -145,11 +145,13 @@ def test_weakening_stops_at_the_floor(mem: Memory) -> None:
     ids = mem.add(["alpha beta gamma", "alpha beta gamma delta"], user_id="u")
     edge = mem.store.edges_from("default", ids)[0]
     changed = mem.store.adjust_edges(
-        "default", [EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], 0.01, 1.0
+        "default",
+        EdgeAdjustment([EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], EdgeBounds(0.01, 1.0)),
     )
     assert changed is not None and changed[0].weight == pytest.approx(0.01)
     again = mem.store.adjust_edges(
-        "default", [EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], 0.01, 1.0
+        "default",
+        EdgeAdjustment([EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], EdgeBounds(0.01, 1.0)),
     )
     assert again == []  # already at the floor: nothing written
 

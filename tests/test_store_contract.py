@@ -22,6 +22,8 @@ from engrammar.models import Scope
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
 from engrammar.store import (
+    EdgeAdjustment,
+    EdgeBounds,
     EdgeDelta,
     MemoryUpdate,
     NewEdge,
@@ -406,25 +408,35 @@ def test_adjust_edges_clamps_and_reports_changes(store: Store) -> None:
     )  # fmt: skip
     changed = store.adjust_edges(
         WS,
-        [
-            EdgeDelta(a.id, b.id, "semantic", 0.2),
-            EdgeDelta(a.id, c.id, "semantic", 0.5),  # clamps to 1.0
-            EdgeDelta(a.id, b.id, "sequence", 0.2),  # no such edge: nothing happens
-        ],
-        LO,
-        HI,
+        EdgeAdjustment(
+            [
+                EdgeDelta(a.id, b.id, "semantic", 0.2),
+                EdgeDelta(a.id, c.id, "semantic", 0.5),  # clamps to 1.0
+                EdgeDelta(a.id, b.id, "sequence", 0.2),  # no such edge: nothing happens
+            ],
+            EdgeBounds(LO, HI),
+        ),
     )
     assert changed is not None
     assert sorted((e.dst, round(e.weight, 9)) for e in changed) == sorted(
         [(b.id, 0.7), (c.id, 1.0)]
     )
     # Already at the ceiling: no change, not reported.
-    again = store.adjust_edges(WS, [EdgeDelta(a.id, c.id, "semantic", 0.1)], LO, HI)
+    again = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, c.id, "semantic", 0.1)], EdgeBounds(LO, HI))
+    )
     assert again == []
-    down = store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", -5.0)], LO, HI)
+    down = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", -5.0)], EdgeBounds(LO, HI))
+    )
     assert down is not None and [e.weight for e in down] == [LO]
     # Another workspace's call never touches these edges.
-    assert store.adjust_edges("w2", [EdgeDelta(a.id, b.id, "semantic", 0.5)], LO, HI) == []
+    assert (
+        store.adjust_edges(
+            "w2", EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.5)], EdgeBounds(LO, HI))
+        )
+        == []
+    )
     weights = {e.dst: e.weight for e in store.edges_from(WS, [a.id])}
     assert weights == {b.id: LO, c.id: 1.0}
 
@@ -433,11 +445,15 @@ def test_adjust_edges_consumes_recall_once(store: Store) -> None:
     a, b = new("x"), new("y")
     add(store, a, b, edges=(NewEdge(a.id, b.id, "semantic", 0.5),))
     store.save_recall(RecallRecord("r1", WS, "alice", None, None, "q", time.time(), [a.id]))
-    first = store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.1)], LO, HI, "r1")
+    first = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.1)], EdgeBounds(LO, HI), "r1")
+    )
     assert first is not None and len(first) == 1
-    second = store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.1)], LO, HI, "r1")
+    second = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.1)], EdgeBounds(LO, HI), "r1")
+    )
     assert second is None
-    assert store.adjust_edges(WS, [], LO, HI, "no-such-recall") is None
+    assert store.adjust_edges(WS, EdgeAdjustment([], EdgeBounds(LO, HI), "no-such-recall")) is None
     assert [round(e.weight, 9) for e in store.edges_from(WS, [a.id])] == [0.6]
     rec = store.get_recall(Scope(WS, "alice"), "r1")
     assert rec is not None and rec.consumed_at is not None
@@ -458,7 +474,10 @@ def _feed_back(
         ReplySignal(WS, "alice", None, None, recall_id, m, v, 0.5, t, context)
         for m, v in verdicts.items()
     ]
-    assert store.adjust_edges(WS, [], LO, HI, recall_id, signals) is not None
+    assert (
+        store.adjust_edges(WS, EdgeAdjustment([], EdgeBounds(LO, HI), recall_id, signals))
+        is not None
+    )
 
 
 def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
@@ -537,7 +556,7 @@ def test_recalls_roundtrip_newest_and_scope(store: Store) -> None:
     assert newest is not None and newest.recall_id == "r2"
     assert store.get_recall(Scope(WS, "bob"), "r1") is None
     assert store.get_recall(Scope("w2"), None) is None
-    store.adjust_edges(WS, [], LO, HI, "r2")
+    store.adjust_edges(WS, EdgeAdjustment([], EdgeBounds(LO, HI), "r2"))
     # Consumed or not, the newest is the newest: feedback refuses it rather than reaching back.
     newest = store.get_recall(Scope(WS, "alice"), None)
     assert newest is not None and newest.recall_id == "r2" and newest.consumed_at is not None
@@ -592,7 +611,7 @@ def test_adjust_edges_threads_lose_no_update(clients: StoreClients) -> None:
     def work(w: int) -> None:
         try:
             for deltas in _deltas(w, hub, spokes, rounds):
-                stores[w % 2].adjust_edges(WS, deltas, LO, HI)
+                stores[w % 2].adjust_edges(WS, EdgeAdjustment(deltas, EdgeBounds(LO, HI)))
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
@@ -611,7 +630,7 @@ def _process_worker(location: str, w: int, hub: str, spokes: list[str], rounds: 
     store = open_store(config_for(location))
     try:
         for deltas in _deltas(w, hub, spokes, rounds):
-            store.adjust_edges(WS, deltas, LO, HI)
+            store.adjust_edges(WS, EdgeAdjustment(deltas, EdgeBounds(LO, HI)))
     finally:
         store.close()
 
@@ -642,7 +661,7 @@ def test_adjust_edges_saturates_at_the_clamp_under_contention(clients: StoreClie
 
     def work(w: int) -> None:
         for _ in range(10):
-            stores[w % 2].adjust_edges(WS, up, LO, HI)
+            stores[w % 2].adjust_edges(WS, EdgeAdjustment(up, EdgeBounds(LO, HI)))
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
     for t in threads:
@@ -685,7 +704,9 @@ def test_feedback_consumes_a_recall_once_under_contention(clients: StoreClients)
 
     def work(w: int) -> None:
         barrier.wait()
-        outcomes.append(stores[w % 2].adjust_edges(WS, deltas, LO, HI, "rc"))
+        outcomes.append(
+            stores[w % 2].adjust_edges(WS, EdgeAdjustment(deltas, EdgeBounds(LO, HI), "rc"))
+        )
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
     for t in threads:
@@ -715,7 +736,11 @@ def test_mixed_clients_add_recall_and_adjust_at_once(clients: StoreClients) -> N
                     mem.add(f"client {w} says thing {i}", user_id=f"user{w}")
                     mem.recall(f"thing {i}", user_id=f"user{w}")
                     mem.store.adjust_edges(
-                        WS, [EdgeDelta(hub, s, "semantic", 0.001) for s in spokes], LO, HI
+                        WS,
+                        EdgeAdjustment(
+                            [EdgeDelta(hub, s, "semantic", 0.001) for s in spokes],
+                            EdgeBounds(LO, HI),
+                        ),
                     )
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -783,7 +808,9 @@ def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
         edges=(NewEdge(a.id, b.id, "semantic", 0.5), NewEdge(c.id, a.id, "entity", 0.4),
                NewEdge(b.id, a.id, "sequence", 0.5), NewEdge(b.id, c.id, "semantic", 0.3)),
     )  # fmt: skip
-    store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.3)], LO, HI)  # learned: 0.8
+    store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.3)], EdgeBounds(LO, HI))
+    )  # learned: 0.8
     store.update_memory(
         WS,
         a.id,

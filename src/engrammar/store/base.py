@@ -46,8 +46,11 @@ __all__ = [
     "ApiKeyStore",
     "Backend",
     "ChunkVector",
+    "EdgeAdjustment",
+    "EdgeBounds",
     "EdgeDelta",
     "FeedbackRecords",
+    "ImportBundle",
     "InspectorReads",
     "KnowledgeStore",
     "LearningAhead",
@@ -202,6 +205,14 @@ def rebuilt_edges(
     ]
 
 
+class EdgeBounds(NamedTuple):
+    """The range feedback keeps an edge's weight in: ``[lo, hi]``, the configured
+    ``[edge_weight_min, edge_weight_max]``."""
+
+    lo: float
+    hi: float
+
+
 @dataclass
 class EdgeDelta:
     """A change to an existing edge's weight, applied and clamped inside the store."""
@@ -227,6 +238,29 @@ class ReplySignal:
     created_at: float
     context_embedding: np.ndarray  # the recall's query
     source: str | None = None  # who sent the reply (see ``models.FeedbackEvent.source``)
+
+
+@dataclass(frozen=True)
+class EdgeAdjustment:
+    """One feedback write (``Store.adjust_edges``): the ``deltas`` to add to edges' weights,
+    each clamped to ``bounds``; the recall the reply consumes (``consume_recall``) and the
+    ``reply_signals`` it leaves, written in the same transaction."""
+
+    deltas: Sequence[EdgeDelta]
+    bounds: EdgeBounds
+    consume_recall: str | None = None
+    reply_signals: Sequence[ReplySignal] = ()
+
+
+@dataclass(frozen=True)
+class ImportBundle:
+    """What one import writes in one transaction (``Store.import_bundle``): the memories
+    (``rows``), their ``edges``, and the feedback ``records`` as ``(table, row)`` of
+    :data:`.tables.RECORD_TABLES` in the :meth:`~RowCopy.export_rows` format."""
+
+    rows: Sequence[NewMemory]
+    edges: Sequence[NewEdge]
+    records: Sequence[tuple[str, dict[str, Any]]]
 
 
 @dataclass
@@ -330,16 +364,13 @@ class Store(Protocol):
         """
 
     def forget(
-        self,
-        scope: Scope,
-        ids: Sequence[str] | None,
-        edge_bounds: tuple[float, float] | None = None,
+        self, scope: Scope, ids: Sequence[str] | None, edge_bounds: EdgeBounds | None = None
     ) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their
         edges; returns how many were deleted. A memory one of them had superseded is current
         again (``valid_until`` and ``superseded_by`` cleared, op ``restore``). Forgetting a
-        whole scope deletes its feedback records too, and (given ``edge_bounds``, the
-        configured ``[edge_weight_min, edge_weight_max]``) takes back the edge changes its
+        whole scope deletes its feedback records too, and (given ``edge_bounds``) takes back
+        the edge changes its
         replies made to edges that remain, as :meth:`undo_record` does."""
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
@@ -427,25 +458,19 @@ class Store(Protocol):
         given): ``(src, dst, kind, recall_id, applied)`` per logged change, ``applied`` the
         change of the weight after clamping (see ``engine.edge_context``)."""
 
-    def adjust_edges(
-        self,
-        workspace: str,
-        deltas: Sequence[EdgeDelta],
-        lo: float,
-        hi: float,
-        consume_recall: str | None = None,
-        reply_signals: Sequence[ReplySignal] = (),
-    ) -> list[Edge] | None:
-        """Add each delta to its edge's weight, clamped to [lo, hi], atomically in the database;
-        returns the edges whose weight actually changed (with their new weights).
+    def adjust_edges(self, workspace: str, change: EdgeAdjustment) -> list[Edge] | None:
+        """Add each of ``change.deltas`` to its edge's weight, clamped to ``change.bounds``,
+        atomically in the database; returns the edges whose weight actually changed (with
+        their new weights).
 
         Every delta to an existing edge is logged in ``edge_changes`` with the weight before and
         after (also when clamping left the weight as it was: undoing an earlier change may make
         it count, see :meth:`undo_record`).
 
-        With ``consume_recall``, that recall is marked consumed in the same transaction; if it
-        was already consumed (by a concurrent call), nothing is written and ``None`` returned.
-        ``reply_signals`` are appended in the same transaction (and only then).
+        With ``change.consume_recall``, that recall is marked consumed in the same transaction;
+        if it was already consumed (by a concurrent call), nothing is written and ``None``
+        returned. ``change.reply_signals`` are appended in the same transaction (and only
+        then).
         """
 
     def save_recall(self, record: RecallRecord) -> None:
@@ -701,15 +726,9 @@ class RowCopy(Protocol):
         """Write rows exported by any store's :meth:`export_rows` as they are, in one
         transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""
 
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
-        """What :meth:`add_memories` does, then insert ``records`` — ``(table, row)`` of
-        :data:`.tables.RECORD_TABLES` in the :meth:`export_rows` format — all in one
-        transaction (``Memory.import_``).
+    def import_bundle(self, bundle: ImportBundle) -> list[tuple[str, bool]]:
+        """What :meth:`add_memories` does with ``bundle.rows`` and ``bundle.edges``, then
+        insert ``bundle.records``, all in one transaction (``Memory.import_``).
 
         Memory ids in records follow rows that collapsed onto an existing memory. A record whose
         id exists already (or, for a feedback event, whose ``source_event_id`` exists in its

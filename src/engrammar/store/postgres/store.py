@@ -33,7 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConflictError, NotFoundError, StoreError
 from ...models import MemoryRecord, Scope
-from ..base import MemoryUpdate, NewEdge, NewMemory, RecallRecord
+from ..base import EdgeBounds, ImportBundle, MemoryUpdate, NewEdge, NewMemory, RecallRecord
 from ..sql.store import apply_migrations
 from ..tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
 from .connection import Conn
@@ -365,12 +365,8 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                 raise
         return self._tx("add", self._adder(rows, edges), pipeline=True, rerunnable=True)
 
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
+    def import_bundle(self, bundle: ImportBundle) -> list[tuple[str, bool]]:
+        rows, edges, records = bundle.rows, bundle.edges, bundle.records
         add = self._adder(rows, edges)
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
@@ -511,10 +507,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
         return self._tx("update", run)
 
     def forget(
-        self,
-        scope: Scope,
-        ids: Sequence[str] | None,
-        edge_bounds: tuple[float, float] | None = None,
+        self, scope: Scope, ids: Sequence[str] | None, edge_bounds: EdgeBounds | None = None
     ) -> int:
         where, params = pg_scope_where(scope)
 

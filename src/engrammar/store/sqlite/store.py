@@ -27,7 +27,14 @@ import numpy as np
 
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...models import Edge, MemoryRecord, Scope
-from ..base import EdgeDelta, MemoryUpdate, NewEdge, NewMemory, ReplySignal
+from ..base import (
+    EdgeAdjustment,
+    EdgeBounds,
+    ImportBundle,
+    MemoryUpdate,
+    NewEdge,
+    NewMemory,
+)
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..sql.store import Dialect, apply_migrations, scope_where
@@ -352,12 +359,8 @@ class SQLiteStore(SQLiteSearch):
         self._supersede(conn, workspace, edges, rename)
         return out
 
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
+    def import_bundle(self, bundle: ImportBundle) -> list[tuple[str, bool]]:
+        rows, edges, records = bundle.rows, bundle.edges, bundle.records
         try:
             with self._write() as conn:
                 out = self._add_rows(conn, rows, edges, time.time())
@@ -470,10 +473,7 @@ class SQLiteStore(SQLiteSearch):
         return self._record(new)
 
     def forget(
-        self,
-        scope: Scope,
-        ids: Sequence[str] | None,
-        edge_bounds: tuple[float, float] | None = None,
+        self, scope: Scope, ids: Sequence[str] | None, edge_bounds: EdgeBounds | None = None
     ) -> int:
         where, params = scope_where(scope)
         try:
@@ -522,15 +522,9 @@ class SQLiteStore(SQLiteSearch):
         return len(rows)
 
     # -- graph -----------------------------------------------------------------------------------
-    def adjust_edges(
-        self,
-        workspace: str,
-        deltas: Sequence[EdgeDelta],
-        lo: float,
-        hi: float,
-        consume_recall: str | None = None,
-        reply_signals: Sequence[ReplySignal] = (),
-    ) -> list[Edge] | None:
+    def adjust_edges(self, workspace: str, change: EdgeAdjustment) -> list[Edge] | None:
+        deltas, (lo, hi) = change.deltas, change.bounds
+        consume_recall, reply_signals = change.consume_recall, change.reply_signals
         now = time.time()
         changed: list[Edge] = []
         try:
