@@ -14,7 +14,15 @@ from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
 from engrammar.interfaces.cli_migrate import migrate_command
 from engrammar.keys import create_api_key, verify_api_key
 from engrammar.models import Scope
-from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta, NewEdge, NewMemory, RecallRecord
+from engrammar.store import (
+    EdgeAdjustment,
+    EdgeBounds,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    ReplyQuery,
+)
 from engrammar.store.base import FEEDBACK_RECORD_KINDS, ApiKeyRecord
 from engrammar.store.migrate import migrate, open_location, table_checksums
 
@@ -128,7 +136,9 @@ def _snapshot(location: str) -> dict[str, object]:
         }
         out["facts"] = repr(mem.store.learning_facts(Scope("default", "alice"), []))
         anything = np.eye(mem.embedder.dim, dtype=np.float32)[0]  # every recall is >= -2
-        replies = mem.store.reply_facts(Scope("default", "alice"), lambda: anything, -2.0, 0.0, 100)
+        replies = mem.store.reply_facts(
+            Scope("default", "alice"), ReplyQuery(lambda: anything, -2.0, 0.0, 100)
+        )
         assert replies  # the reply to the "peanuts" recall was kept
         out["replies"] = repr(sorted(replies, key=lambda r: (r.recall_id, r.memory_id)))
         for m in out["list:default"]:  # type: ignore[attr-defined]

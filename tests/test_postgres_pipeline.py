@@ -17,6 +17,7 @@ from engrammar import Config, HashEmbedder, Memory, Scope
 from engrammar.engine.ingest import graph_scope
 from engrammar.recall.text import terms
 from engrammar.store import (
+    AddAhead,
     ChunkVector,
     EdgeAdjustment,
     EdgeBounds,
@@ -100,7 +101,7 @@ def test_add_session_answers_equal_plain_reads(
             return original(self, *args, **kw)
 
         monkeypatch.setattr(PostgresStore, "_tx", counting)
-        with store.adding(scope, graph, words, cap):
+        with store.adding(AddAhead(scope, graph, words, cap)):
             fast = answers()
         assert fast == plain
         assert exchanges == 2  # the latest memory and postings; the searches and counts

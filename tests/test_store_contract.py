@@ -29,6 +29,7 @@ from engrammar.store import (
     NewEdge,
     NewMemory,
     RecallRecord,
+    ReplyQuery,
     Store,
     open_store,
 )
@@ -488,14 +489,16 @@ def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
     _feed_back(store, "r-near", near, {a.id: 1.0, b.id: -1.0})
     _feed_back(store, "r-far", far, {c.id: 1.0, b.id: 1.0})
     alice = Scope(WS, "alice")
-    got = store.reply_facts(alice, lambda: _unit(1.0, 0.1), 0.9, 0.0, 100)
+    got = store.reply_facts(alice, ReplyQuery(lambda: _unit(1.0, 0.1), 0.9, 0.0, 100))
     assert {(r.recall_id, r.memory_id, r.value) for r in got} == {
         ("r-near", a.id, 1.0),
         ("r-near", b.id, -1.0),
     }
     assert np.allclose(got[0].context_vec, near, atol=1e-6)
     # A rating's own recall is read whatever its query: only the pair it names.
-    got = store.reply_facts(alice, lambda: near, 0.9, 0.0, 100, witnesses=[("r-far", c.id)])
+    got = store.reply_facts(
+        alice, ReplyQuery(lambda: near, 0.9, 0.0, 100), witnesses=[("r-far", c.id)]
+    )
     assert {(r.recall_id, r.memory_id) for r in got} == {
         ("r-near", a.id),
         ("r-near", b.id),
@@ -504,22 +507,24 @@ def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
     assert next(r for r in got if r.recall_id == "r-far").context_vec @ far > 0.999
     # Another client's feedback is seen at once; the newest ``limit`` recalls are kept.
     _feed_back(other, "r-near2", _unit(1.0, 0.05), {c.id: 1.0})
-    got = store.reply_facts(alice, lambda: near, 0.9, 0.0, 1)
+    got = store.reply_facts(alice, ReplyQuery(lambda: near, 0.9, 0.0, 1))
     assert {r.recall_id for r in got} == {"r-near2"}
 
     # Other users, old signals, forgotten memories and deleted signals are not returned.
     def unwanted() -> np.ndarray:
         raise AssertionError("a scope without fed-back recalls needs no query vector")
 
-    assert store.reply_facts(Scope(WS, "bob"), unwanted, 0.9, 0.0, 100) == []
-    assert store.reply_facts(alice, lambda: near, 0.9, time.time() + 60, 100) == []
+    assert store.reply_facts(Scope(WS, "bob"), ReplyQuery(unwanted, 0.9, 0.0, 100)) == []
+    assert store.reply_facts(alice, ReplyQuery(lambda: near, 0.9, time.time() + 60, 100)) == []
     store.forget(alice, [a.id])
-    assert {r.memory_id for r in store.reply_facts(alice, lambda: near, 0.9, 0.0, 100)} == {
+    assert {
+        r.memory_id for r in store.reply_facts(alice, ReplyQuery(lambda: near, 0.9, 0.0, 100))
+    } == {
         b.id,
         c.id,
     }
     other.forget(alice, None)
-    assert store.reply_facts(alice, lambda: near, -2.0, 0.0, 100) == []
+    assert store.reply_facts(alice, ReplyQuery(lambda: near, -2.0, 0.0, 100)) == []
 
 
 # -- recalls -------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.learn.scoring import verdict
 from engrammar.models import Scope
-from engrammar.store import MemoryUpdate
+from engrammar.store import MemoryUpdate, ReplyQuery
 
 
 def _rich(mem: Memory) -> None:
@@ -122,7 +122,9 @@ def test_round_trip_keeps_every_record_kind(mem: Memory, tmp_path: Path) -> None
             every = np.eye(m.embedder.dim, dtype=np.float32)[0]  # any recall is >= -2
             return sorted(
                 (r.recall_id, r.memory_id, r.value, tuple(np.round(r.context_vec, 5)))
-                for r in m.store.reply_facts(Scope("default", "alice"), lambda: every, -2, 0, 99)
+                for r in m.store.reply_facts(
+                    Scope("default", "alice"), ReplyQuery(lambda: every, -2, 0, 99)
+                )
             )
 
         assert signals(fresh) == signals(mem) and signals(mem)

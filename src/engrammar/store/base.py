@@ -42,6 +42,7 @@ from ..models import (
 
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
+    "AddAhead",
     "ApiKeyRecord",
     "ApiKeyStore",
     "Backend",
@@ -62,6 +63,7 @@ __all__ = [
     "ReadAhead",
     "RecallRecord",
     "RefineAhead",
+    "ReplyQuery",
     "ReplySignal",
     "RowCopy",
     "Store",
@@ -103,6 +105,34 @@ class MemoryFilter:
     until: float | None = None
     text: str | None = None
     newest_first: bool = False
+
+
+class ReplyQuery(NamedTuple):
+    """Which recalls' reply signals count (``Store.reply_facts``): of those created at or
+    after ``since``, the newest ``limit`` recalls whose query has a cosine of at least
+    ``context_min`` with ``context()``, the vector of the query asked now (called only when
+    there are such signals at all)."""
+
+    context: Callable[[], np.ndarray]
+    context_min: float
+    since: float
+    limit: int
+
+
+@dataclass(frozen=True)
+class AddAhead:
+    """What an add session (``ReadAhead.adding``) will ask: ``latest_memories(scope, 1)`` and
+    the vectors of what it returns, ``term_postings(graph, terms, limit)``,
+    ``vector_searches(graph, ..., k)`` with the records of the hits, and ``edge_counts`` of
+    the memories those return. ``keys``: the dedup keys of the rows the add will write (a
+    server store learns which the scope holds already, and writes those as duplicates
+    without a failed try)."""
+
+    scope: Scope
+    graph: Scope
+    terms: Sequence[str]
+    limit: int
+    keys: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -494,19 +524,14 @@ class Store(Protocol):
         at or after it; with ``limit``, only the newest ``limit`` events and pairs."""
 
     def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
+        self, scope: Scope, ask: ReplyQuery, witnesses: Sequence[tuple[str, str]] = ()
     ) -> list[ReplyFacts]:
-        """Reply signals created at or after ``since`` that recall can use: every signal of
-        the newest ``limit`` recalls of ``scope.user_id`` (and user-less ones) whose query has
-        a cosine of at least ``context_min`` with the vector ``context()``, about memories
-        active in ``scope``; and the signals naming a ``(recall_id, memory_id)`` of
-        ``witnesses`` (the recalls ratings were given on), whatever their query.
+        """Reply signals created at or after ``ask.since`` that recall can use: every signal
+        of the newest ``ask.limit`` recalls of ``scope.user_id`` (and user-less ones) whose
+        query has a cosine of at least ``ask.context_min`` with the vector ``ask.context()``,
+        about memories active in ``scope``; and the signals naming a ``(recall_id,
+        memory_id)`` of ``witnesses`` (the recalls ratings were given on), whatever their
+        query.
 
         ``context`` is called only if the scope has such recalls at all: a scope without
         feedback costs no query embedding. The cost follows the matching recalls, not the
@@ -523,8 +548,8 @@ class Store(Protocol):
         reply_limit: int,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
         """Everything the learned ranking reads, in one call: ``learning_facts(scope,
-        memory_ids, since, limit)`` and ``reply_facts(scope, context, context_min, since,
-        reply_limit, witnesses)`` with the recalls the ratings were given on as witnesses
+        memory_ids, since, limit)`` and ``reply_facts(scope, ReplyQuery(context, context_min,
+        since, reply_limit), witnesses)`` with the recalls the ratings were given on as witnesses
         (a server store sends them together)."""
 
 
@@ -557,22 +582,11 @@ class ReadAhead(Protocol):
         ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
         how the search's candidates are fused and refined."""
 
-    def adding(
-        self,
-        scope: Scope,
-        graph: Scope,
-        terms: Sequence[str],
-        limit: int,
-        keys: Sequence[str] = (),
-    ) -> AbstractContextManager[None]:
+    def adding(self, ahead: AddAhead) -> AbstractContextManager[None]:
         """An add session of the calling thread: until the block ends the store may answer
-        the reads of one add in ``scope`` from what it read ahead (a server store, in two
-        round trips). Every answer equals the plain call's. What the caller will ask:
-        ``latest_memories(scope, 1)`` and the vectors of what it returns,
-        ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
-        records of the hits, and ``edge_counts`` of the memories those return. ``keys``:
-        the dedup keys of the rows the add will write (a server store learns which the
-        scope holds already, and writes those as duplicates without a failed try)."""
+        the reads of one add in ``ahead.scope`` from what it read ahead (a server store, in
+        two round trips). Every answer equals the plain call's. What the caller will ask:
+        :class:`AddAhead`."""
 
     def add_ahead(self, rows: Sequence[NewMemory]) -> None:
         """Announce, in an add session, the rows its :meth:`add_memories` will write (with
