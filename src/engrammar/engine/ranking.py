@@ -60,6 +60,7 @@ __all__ = [
     "query_vector",
     "rank",
     "session",
+    "shown",
 ]
 
 # Only the head of the fused list can reach the results: refinement reads records and edges
@@ -75,6 +76,18 @@ _MATCHING_RECALLS = 200
 _OTHER_SIDE = {"user": "assistant", "assistant": "user"}
 
 EdgesFrom = Callable[[str, Sequence[str], float, str | None], list[Edge]]
+
+# The components the stages keep unrounded while they rank (a recall weighs ~150 candidates
+# and shows a few): :func:`shown` rounds them to 6 places where a ranking is handed out.
+_UNROUNDED = frozenset(
+    {"vector", "keyword", "relevance", "session", "final", "score_before_learning"}
+)
+
+
+def shown(components: dict[str, float]) -> dict[str, float]:
+    """A ranked item's components as recall, search and explain hand them out: a new dict,
+    every score rounded to 6 places."""
+    return {k: round(v, 6) if k in _UNROUNDED else v for k, v in components.items()}
 
 
 @dataclass
@@ -133,7 +146,7 @@ def rank(
     items = [_ranked(c, profile.graph_weight if graph else None, support.get(c.id)) for c in cands]
     items.sort(key=lambda e: (-e.score, e.id))
     for position, item in enumerate(items, 1):
-        item.components["score_before_learning"] = round(item.score, 6)
+        item.components["score_before_learning"] = item.score
         item.components["rank_before_learning"] = position
     items = learned(engine, scope, query.text, items)
     items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus)
@@ -316,7 +329,7 @@ def _vector_only(memory_id: str, cos: float, scale: tuple[float, float]) -> Cand
     """A memory that no search found, scored by its cosine on the fused scale."""
     rel = scale[0] * max(cos, 0.0) / scale[1]
     cand = Candidate(memory_id, vector=cos, relevance=rel)
-    cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
+    cand.components = {"vector": cos, "keyword": 0.0, "relevance": rel}
     return cand
 
 
@@ -385,7 +398,7 @@ def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> R
         comps["vector_rank"] = cand.vector_rank + 1
     if cand.keyword_rank is not None:
         comps["keyword_rank"] = cand.keyword_rank + 1
-    comps["final"] = round(score, 6)
+    comps["final"] = score
     return Ranked(cand.id, score, comps, "search" if found else "graph", walk=walk)
 
 
