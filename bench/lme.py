@@ -592,7 +592,8 @@ def write_reports(doc: dict[str, Any], out: Path, name: str) -> None:
         "",
         f"Command: `{doc['command']}`  ",
         f"Date: {doc['date']}; machine: {doc['machine']['cpu']}, {doc['machine']['cores']} cores "
-        f"(shared with other jobs; load at start {doc['machine']['load_avg_at_start']}).  ",
+        "(shared with other jobs; load average at start "
+        f"{', '.join(f'{x:.1f}' for x in doc['machine']['load_avg_at_start'])}).  ",
         "Protocol: each question's haystack in its own user scope, user and assistant turns, one "
         "`add` per session dated by the session, empty turns left out; every question through "
         f"`Memory.recall(limit={doc['recall_limit']})`; gold = user turns with `has_answer` "
