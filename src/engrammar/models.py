@@ -245,6 +245,16 @@ class Path(_Dict):
     kinds: list[str]
     score: float
 
+    def to_dict(self) -> dict[str, Any]:
+        # Field by field: every recall records its paths, and dataclasses.asdict's generic
+        # recursion cost more than the graph walk that found them.
+        return {
+            "nodes": list(self.nodes),
+            "weights": list(self.weights),
+            "kinds": list(self.kinds),
+            "score": self.score,
+        }
+
 
 @dataclass
 class Tension(_Dict):

@@ -60,6 +60,7 @@ __all__ = [
     "query_vector",
     "rank",
     "session",
+    "shown",
 ]
 
 # Only the head of the fused list can reach the results: refinement reads records and edges
@@ -75,6 +76,20 @@ _MATCHING_RECALLS = 200
 _OTHER_SIDE = {"user": "assistant", "assistant": "user"}
 
 EdgesFrom = Callable[[str, Sequence[str], float, str | None], list[Edge]]
+# The records of the given ids that are stored (as ``Store.get_memories`` answers).
+Records = Callable[[Sequence[str]], dict[str, MemoryRecord]]
+
+# The components the stages keep unrounded while they rank (a recall weighs ~150 candidates
+# and shows a few): :func:`shown` rounds them to 6 places where a ranking is handed out.
+_UNROUNDED = frozenset(
+    {"vector", "keyword", "relevance", "session", "final", "score_before_learning"}
+)
+
+
+def shown(components: dict[str, float]) -> dict[str, float]:
+    """A ranked item's components as recall, search and explain hand them out: a new dict,
+    every score rounded to 6 places."""
+    return {k: round(v, 6) if k in _UNROUNDED else v for k, v in components.items()}
 
 
 @dataclass
@@ -122,21 +137,26 @@ def rank(
     when neither search nor the graph found it."""
     qvec = query_vector(engine, query.text)
     edges_from: EdgesFrom = _edge_reads(engine, scope, qvec) if graph else engine.store.edges_from
-    cands = candidates(engine, scope, query, profile, qvec, where=where, edges=edges_from)
+    read = _records(engine, scope)
+    cands = candidates(
+        engine, scope, query, profile, qvec, where=where, edges=edges_from, read=read
+    )
     match = max((max(c.vector, 0.0) for c in cands), default=0.0)
     walks: list[Walk] = []
     seeds: list[str] = []
     support: dict[str, Walk] = {}
     if graph:
-        cands, walks, seeds = _graph(engine, scope, profile, cands, qvec, edges_from, where, focus)
+        cands, walks, seeds = _graph(
+            engine, scope, profile, cands, qvec, edges_from, where, focus, read
+        )
         support = best_support(walks)
     items = [_ranked(c, profile.graph_weight if graph else None, support.get(c.id)) for c in cands]
     items.sort(key=lambda e: (-e.score, e.id))
     for position, item in enumerate(items, 1):
-        item.components["score_before_learning"] = round(item.score, 6)
+        item.components["score_before_learning"] = item.score
         item.components["rank_before_learning"] = position
     items = learned(engine, scope, query.text, items)
-    items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus)
+    items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus, read)
     return Ranking(query, items, walks, seeds, match, beyond)
 
 
@@ -157,6 +177,21 @@ def _edge_reads(engine: Engine, scope: Scope, qvec: np.ndarray) -> EdgesFrom:
     return edges_from
 
 
+def _records(engine: Engine, scope: Scope) -> Records:
+    """The records one ranking reads, each read (and decoded) once however many stages ask."""
+    held: dict[str, MemoryRecord | None] = {}
+
+    def read(ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        missing = [i for i in dict.fromkeys(ids) if i not in held]
+        if missing:
+            found = engine.store.get_memories(scope.workspace, missing)
+            for i in missing:
+                held[i] = found.get(i)
+        return {i: r for i in ids if (r := held[i]) is not None}
+
+    return read
+
+
 # -- candidates, fusion and refinement --------------------------------------------------------
 def candidates(
     engine: Engine,
@@ -167,29 +202,33 @@ def candidates(
     *,
     where: RecallFilter | None = None,
     edges: EdgesFrom | None = None,
+    read: Records | None = None,
 ) -> list[Candidate]:
     """Search, fusion and refinement: the candidates of ``query`` (of the memories ``where``
     matches) best first."""
     store = engine.store
+    read = read or _records(engine, scope)
     pool = engine.config.candidate_pool
     keyword_hits, vector_hits = store.searches(scope, query.text, qvec, pool, where)
     if scope.user_id is None:
-        keyword_hits, vector_hits = _reaching(engine, scope, keyword_hits, vector_hits)
+        keyword_hits, vector_hits = _reaching(scope, keyword_hits, vector_hits, read)
     vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
     cands = fuse(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
-    return _refine(engine, scope, query, profile, cands, qvec, where, edges or store.edges_from)
+    return _refine(
+        engine, scope, query, profile, cands, qvec, where, edges or store.edges_from, read
+    )
 
 
 def _reaching(
-    engine: Engine,
     scope: Scope,
     keyword_hits: list[tuple[str, float]],
     vector_hits: list[tuple[str, float]],
+    read: Records,
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """The hits of a scope without a user that may reach it: a search of every user's
     memories finds the users' decisions and preferences too, which are theirs alone."""
     ids = list(dict.fromkeys(i for i, _ in [*keyword_hits, *vector_hits]))
-    records = engine.store.get_memories(scope.workspace, ids)
+    records = read(ids)
     gone = {i for i, r in records.items() if not reaches(r, scope)}
     if not gone:
         return keyword_hits, vector_hits
@@ -231,25 +270,25 @@ def _refine(
     qvec: np.ndarray,
     where: RecallFilter | None,
     edges_from: EdgesFrom,
+    read: Records,
 ) -> list[Candidate]:
     """Session evidence, neighbour support, the named time and whose words the question asks
     about, on the head of the list."""
     head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
     if not head:
         return cands
-    store = engine.store
     if profile.neighbour_weight > 0:
         neighbours: dict[str, list[tuple[str, float]]] = {}
         for edge in edges_from(scope.workspace, [c.id for c in head], 0.0, "sequence"):
             if edge.kind == "sequence":
                 neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
         head, tail = _join_neighbours(
-            engine, scope, profile, cands, head, tail, qvec, neighbours, where
+            engine, scope, profile, cands, head, tail, qvec, neighbours, where, read
         )
         known = {c.id for c in head}
         neighbours = {k: [o for o in v if o[0] in known] for k, v in neighbours.items()}
         head = sequence_support(head, neighbours, profile.neighbour_weight)
-    records = store.get_memories(scope.workspace, [c.id for c in head])
+    records = read([c.id for c in head])
     if profile.session_weight > 0:
         head = session_evidence(
             head, {i: r.session_id for i, r in records.items()}, profile.session_weight
@@ -284,6 +323,7 @@ def _join_neighbours(
     qvec: np.ndarray,
     neighbours: dict[str, list[tuple[str, float]]],
     where: RecallFilter | None,
+    read: Records,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """``head`` plus the neighbours of its memories: tail candidates move up as they are,
     others join with their own vector relevance (on the fused scale)."""
@@ -293,7 +333,7 @@ def _join_neighbours(
         return head, tail
     by_id = {c.id: c for c in tail}
     moved = [by_id[i] for i in sorted(reached) if i in by_id]
-    found = engine.store.get_memories(scope.workspace, sorted(reached - set(by_id)))
+    found = read(sorted(reached - set(by_id)))
     fresh = sorted(i for i, r in found.items() if in_scope(r, scope, where))
     vecs = engine.store.vectors(scope.workspace, fresh)
     scale = _vector_scale(cands, profile)
@@ -316,7 +356,7 @@ def _vector_only(memory_id: str, cos: float, scale: tuple[float, float]) -> Cand
     """A memory that no search found, scored by its cosine on the fused scale."""
     rel = scale[0] * max(cos, 0.0) / scale[1]
     cand = Candidate(memory_id, vector=cos, relevance=rel)
-    cand.components = {"vector": round(cos, 6), "keyword": 0.0, "relevance": round(rel, 6)}
+    cand.components = {"vector": cos, "keyword": 0.0, "relevance": rel}
     return cand
 
 
@@ -330,6 +370,7 @@ def _graph(
     edges_from: EdgesFrom,
     where: RecallFilter | None,
     focus: str | None,
+    read: Records,
 ) -> tuple[list[Candidate], list[Walk], list[str]]:
     """Walks from the best candidates; what they reach joins the list with its own vector
     relevance, and every candidate carries its best walk's score as ``graph``."""
@@ -354,7 +395,7 @@ def _graph(
     if focus is not None and focus not in by_id:
         outside.add(focus)
     if outside:
-        records = engine.store.get_memories(scope.workspace, sorted(outside))
+        records = read(sorted(outside))
         valid = {n for n, r in records.items() if in_scope(r, scope, where)}
         walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
         vecs = engine.store.vectors(scope.workspace, sorted(valid))
@@ -385,7 +426,7 @@ def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> R
         comps["vector_rank"] = cand.vector_rank + 1
     if cand.keyword_rank is not None:
         comps["keyword_rank"] = cand.keyword_rank + 1
-    comps["final"] = round(score, 6)
+    comps["final"] = score
     return Ranked(cand.id, score, comps, "search" if found else "graph", walk=walk)
 
 
@@ -489,18 +530,18 @@ def _validity(
     limit: int,
     where: RecallFilter | None,
     focus: str | None,
+    read: Records,
 ) -> tuple[list[Ranked], frozenset[str]]:
     """The head of the learned list (its records read; with ``where``, only what it matches)
     re-ranked by what is current (:mod:`.validity`), ``focus`` after it if the cut left it
     out; and the ids of the candidates the cut left out."""
     depth = limit * 4 if query.pinned else limit * 2
-    store = engine.store
     head: list[Ranked] = []
     records: dict[str, MemoryRecord] = {}
     rest = list(items)
     while rest and len(head) < depth:
         step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
-        found = store.get_memories(scope.workspace, [e.id for e in step])
+        found = read([e.id for e in step])
         found = {i: r for i, r in found.items() if reaches(r, scope)}
         if where is not None:
             found = {i: r for i, r in found.items() if where.matches(r)}
@@ -529,7 +570,7 @@ def _validity(
     if focus is not None and all(e.id != focus for e in out):
         tail = next((e for e in rest if e.id == focus), None)
         if tail is not None:
-            tail.record = store.get_memories(scope.workspace, [focus]).get(focus)
+            tail.record = read([focus]).get(focus)
             out.append(tail)
     for position, entry in enumerate(out, 1):
         entry.components["rank"] = position

@@ -38,7 +38,7 @@ from ..recall.tensions import detect_tension
 from ..recall.text import terms
 from ..store import RecallRecord
 from .base import Engine, in_scope, statement, states_facts
-from .ranking import Ranked, Ranking, query_at, query_vector, rank, session
+from .ranking import Ranked, Ranking, query_at, query_vector, rank, session, shown
 
 __all__ = ["explain", "recall", "search", "session"]
 
@@ -51,8 +51,8 @@ _NO_MATCH = 0.1
 _PLACED = ("feedback", "validity", "graph")
 
 
-def _matches(item: Ranked) -> bool:
-    comps = item.components
+def _matches(item: Ranked, comps: dict[str, float]) -> bool:
+    """Whether ``item`` (its components as :func:`shown` gives them) matches the query."""
     return (
         item.via in _PLACED
         # a decision or preference whose record bears on the query, found by search too
@@ -64,9 +64,8 @@ def _matches(item: Ranked) -> bool:
     )
 
 
-def _scored(item: Ranked, match: float) -> ScoredMemory:
+def _scored(item: Ranked, comps: dict[str, float], match: float) -> ScoredMemory:
     assert item.record is not None
-    comps = dict(item.components)
     comps["absolute"] = round(item.score * match, 6)
     return ScoredMemory(item.record, item.score, comps, via=item.via, note=item.note)
 
@@ -97,9 +96,10 @@ def search(
     out = []
     for item in ranking.items[:limit]:
         score = item.score * ranking.match
-        if score < min_score or not _matches(item):
+        comps = shown(item.components)
+        if score < min_score or not _matches(item, comps):
             continue
-        found = _scored(item, ranking.match)
+        found = _scored(item, comps, ranking.match)
         found.score = score
         found.components.pop("absolute", None)
         found.components["ranking"] = round(item.score, 6)
@@ -134,11 +134,11 @@ def recall(
     profile = profile or config.ranking
     with session(engine, query, profile=profile, preferences=_PREFERENCES_READ):
         ranking = rank(engine, scope, query_at(query, as_of), profile, limit, where=where)
-        items = [
-            _scored(item, ranking.match)
-            for item in ranking.items[:limit]
-            if _matches(item) and item.score * ranking.match >= min_score
-        ]
+        items = []
+        for item in ranking.items[:limit]:
+            comps = shown(item.components)
+            if _matches(item, comps) and item.score * ranking.match >= min_score:
+                items.append(_scored(item, comps, ranking.match))
         set_excerpts(engine, scope.workspace, query, items)
         # A preference pair's memory bears on the query only where its context matches (the
         # learned ranking then gave it a ``context_match``).
@@ -152,8 +152,8 @@ def recall(
                 p.memory.valid_until is None or (as_of is not None and p.memory.valid_until > as_of)
             )
         ]
-        shown = {i.memory.id for i in items}
-        paths = result_paths(ranking.walks, shown, config.graph_max_paths)
+        listed = {i.memory.id for i in items}
+        paths = result_paths(ranking.walks, listed, config.graph_max_paths)
         tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
     result = RecallResult(
         recall_id=uuid.uuid4().hex,
@@ -370,14 +370,16 @@ def _explanation(
     best = walk.to_path().to_dict() if walk is not None else None
     if best is not None and not set(best["nodes"]) <= readable:
         best = None
-    shown = entry is not None and position is not None and position < limit and _matches(entry)
-    comps = dict(entry.components) if entry is not None else {}
+    comps = shown(entry.components) if entry is not None else {}
+    listed = (
+        entry is not None and position is not None and position < limit and _matches(entry, comps)
+    )
     out: dict[str, Any] = {
         "memory_id": memory_id,
         "content": found.content,
         "query": ranking.query.text,
         "rank": position + 1 if position is not None else None,
-        "in_results": shown,
+        "in_results": listed,
         "limit": limit,
         "via": entry.via if entry is not None else None,
         "is_seed": memory_id in ranking.seeds,

@@ -52,10 +52,11 @@ def fuse(
         v = max(cand.vector, 0.0) / top_vec
         k = cand.keyword / top_kw
         cand.relevance = (1 - keyword_weight) * v + keyword_weight * k
+        # Unrounded: most candidates are never shown (rounded where a ranking is handed out).
         cand.components = {
-            "vector": round(cand.vector, 6),
-            "keyword": round(cand.keyword, 6),
-            "relevance": round(cand.relevance, 6),
+            "vector": cand.vector,
+            "keyword": cand.keyword,
+            "relevance": cand.relevance,
         }
     return sorted(cands.values(), key=lambda c: (-c.relevance, c.id))
 
@@ -79,6 +80,6 @@ def session_evidence(
             before + weight * (best.get(sid, before) if sid is not None else before)
         ) / (1.0 + weight)
         gain = cand.relevance - before
-        cand.components["session"] = round(gain, 6)
-        cand.components["relevance"] = round(cand.relevance, 6)
+        cand.components["session"] = gain
+        cand.components["relevance"] = cand.relevance
     return sorted(cands, key=lambda c: (-c.relevance, c.id))
