@@ -92,6 +92,28 @@ def test_vectors_survive_as_float32(store_path: Path) -> None:
     store.close()
 
 
+def test_a_rows_metadata_is_decoded_once_and_each_record_gets_its_own(store_path: Path) -> None:
+    from engrammar.store.sqlite.search import _flat_metadata
+
+    m = _open(store_path)
+    (flat,) = m.add(
+        [{"role": "user", "content": "a", "metadata": {"turn_id": "D1:1"}}], user_id="u"
+    )
+    (deep,) = m.add([{"role": "user", "content": "b", "metadata": {"tags": ["x"]}}], user_id="u")
+    first = m.store.get_memories("default", [flat, deep])
+    hits = _flat_metadata.cache_info().hits
+    again = m.store.get_memories("default", [flat, deep])
+    assert _flat_metadata.cache_info().hits > hits  # the flat object was not decoded again
+    for i, meta in ((flat, {"turn_id": "D1:1"}), (deep, {"tags": ["x"]})):
+        assert first[i].metadata == again[i].metadata == meta
+        assert first[i].metadata is not again[i].metadata
+    # A caller changing its record changes no one else's.
+    first[flat].metadata["turn_id"] = "changed"
+    first[deep].metadata["tags"].append("y")
+    assert m.get(flat).metadata == {"turn_id": "D1:1"} and m.get(deep).metadata == {"tags": ["x"]}
+    m.close()
+
+
 def test_index_follows_updates_and_forgets_from_another_handle(store_path: Path) -> None:
     a, b = _open(store_path), _open(store_path)
     (mid,) = a.add("original wording about sailing", user_id="u")

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..base import ChunkVector
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
-from ..sql.store import SQLStore
+from ..sql.store import SQLStore, memory_record
 from ..tables import MEMORY_COLUMNS
 from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
 from .index_terms import read_terms
@@ -53,6 +54,24 @@ def chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]
     for row in rows:
         grouped.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
     return grouped
+
+
+@lru_cache(maxsize=_ROW_CACHE)
+def _flat_metadata(text: str) -> dict[str, Any] | None:
+    """``text`` decoded when it is a JSON object of scalars (whose copy is a ``dict`` call),
+    else ``None``: kept for the next read of the same row (json.loads cost ~5 us a record)."""
+    value = json.loads(text)
+    if isinstance(value, dict) and all(
+        v is None or isinstance(v, str | int | float) for v in value.values()
+    ):
+        return value
+    return None
+
+
+def _metadata(text: Any) -> Any:
+    """A memory row's metadata column decoded, a new object for each record."""
+    flat = _flat_metadata(text) if isinstance(text, str) else None
+    return dict(flat) if flat is not None else json.loads(text)
 
 
 def _speaker(metadata: Any) -> str | None:
@@ -103,6 +122,9 @@ class SQLiteSearch(SQLStore):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (provided by ``SQLiteStore``)."""
         raise NotImplementedError
+
+    def _record(self, row: Sequence[Any]) -> MemoryRecord:
+        return memory_record(row, _metadata(row[11]))
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         # Recall reads the rows of ~200 candidates and neighbours several times over; most
