@@ -114,6 +114,34 @@ def test_a_rows_metadata_is_decoded_once_and_each_record_gets_its_own(store_path
     m.close()
 
 
+def test_a_recall_reads_feedback_tables_only_where_the_scope_has_records(store_path: Path) -> None:
+    m = _open(store_path)
+    tea, _ = m.add(["I like green tea.", "I moved to Berlin in May."], user_id="u")
+    m.recall("green tea", user_id="u")  # this thread's connection is open
+    statements: list[str] = []
+    for conn in m.store._all_conns:
+        conn.set_trace_callback(statements.append)
+
+    def reads(table: str) -> int:
+        return sum(f"FROM {table}" in s and "EXISTS" not in s for s in statements)
+
+    m.recall("green tea", user_id="u")
+    assert reads("memory_ratings") == reads("feedback_events") == 0
+    # Another user's rating is not this user's: still nothing to read.
+    m.rate_memory(tea, "rejected", context="green tea", user_id="v")
+    statements.clear()
+    m.recall("green tea", user_id="u")
+    assert reads("memory_ratings") == 0
+    # The user's own rating is read, and the learned ranking acts on it.
+    m.rate_memory(tea, "rejected", context="green tea", user_id="u")
+    statements.clear()
+    got = m.recall("green tea", user_id="u")
+    assert reads("memory_ratings") >= 1 and reads("feedback_events") == 0
+    rated = next(x for x in got.memories if x.id == tea)
+    assert rated.components["learned_rating"] < 0
+    m.close()
+
+
 def test_index_follows_updates_and_forgets_from_another_handle(store_path: Path) -> None:
     a, b = _open(store_path), _open(store_path)
     (mid,) = a.add("original wording about sailing", user_id="u")
