@@ -415,9 +415,24 @@ class SQLiteSearch(SQLStore):
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
+        return self._vector_hits(self._searched(scope), scope, query, k, where)
+
+    def _searched(self, scope: Scope) -> list[ScopeIndex]:
         try:
-            parts = self._partitions(scope)
-            hits: list[tuple[str, float]] = []
+            return self._partitions(scope)
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+
+    def _vector_hits(
+        self,
+        parts: list[ScopeIndex],
+        scope: Scope,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None,
+    ) -> list[tuple[str, float]]:
+        hits: list[tuple[str, float]] = []
+        try:
             with self._index_lock:
                 for index in parts:
                     hits += index.vector_search(query, k, scope.agent_id, scope.session_id, where)
@@ -451,8 +466,10 @@ class SQLiteSearch(SQLStore):
         k: int,
         where: RecallFilter | None = None,
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        return self.keyword_search(scope, text, k, where), self.vector_search(
-            scope, query, k, where
+        # The partitions synced once for both searches.
+        parts = self._searched(scope)
+        return self._keyword_hits(parts, scope, terms(text), k, where), self._vector_hits(
+            parts, scope, query, k, where
         )
 
     def keyword_search(
@@ -461,9 +478,20 @@ class SQLiteSearch(SQLStore):
         query_terms = terms(text)
         if not query_terms:
             return []
+        return self._keyword_hits(self._searched(scope), scope, query_terms, k, where)
+
+    def _keyword_hits(
+        self,
+        parts: list[ScopeIndex],
+        scope: Scope,
+        query_terms: list[str],
+        k: int,
+        where: RecallFilter | None,
+    ) -> list[tuple[str, float]]:
+        if not query_terms:
+            return []
+        hits: list[tuple[str, float]] = []
         try:
-            parts = self._partitions(scope)
-            hits: list[tuple[str, float]] = []
             with self._index_lock:
                 for index in parts:
                     hits += index.keyword_search(
