@@ -142,6 +142,34 @@ def test_a_recall_reads_feedback_tables_only_where_the_scope_has_records(store_p
     m.close()
 
 
+def test_a_recall_rereads_only_what_changed_since_the_last(store_path: Path) -> None:
+    # Each recall writes its record, so the next one finds the database changed: it looks at
+    # the scope's change log once, and does not reload a scope that has no knowledge or no
+    # feedback signals.
+    m = _open(store_path)
+    m.add(["I like green tea.", "I moved to Berlin in May."], user_id="u")
+    m.recall("green tea", user_id="u")
+    statements: list[str] = []
+    for conn in m.store._all_conns:
+        conn.set_trace_callback(statements.append)
+    m.recall("green tea", user_id="u")
+    assert not [s for s in statements if "FROM knowledge_chunks" in s and "ORDER BY seq" in s]
+    assert sum("FROM reply_signals" in s for s in statements) <= 2  # once per partition
+    assert not [
+        s
+        for s in statements
+        if s.startswith("SELECT rev, memory_id FROM memory_changes WHERE workspace")
+    ]
+    # What changes is still seen: another handle's memory and knowledge.
+    other = _open(store_path)
+    (new,) = other.add("I started learning the cello.", user_id="u")
+    other.add_knowledge("Handbook", ["Cello lessons are on Tuesdays."], user_id="u")
+    other.close()
+    got = m.recall("cello", user_id="u")
+    assert new in [x.id for x in got.memories] and got.knowledge
+    m.close()
+
+
 def test_index_follows_updates_and_forgets_from_another_handle(store_path: Path) -> None:
     a, b = _open(store_path), _open(store_path)
     (mid,) = a.add("original wording about sailing", user_id="u")

@@ -262,7 +262,8 @@ class SQLiteSearch(SQLStore):
                 key = ("knowledge", scope.workspace, user)
                 cached = self._knowledge.get(key)
                 if cached is not None and cached[0] == data_version:
-                    out.append(cached[1])
+                    if cached[1].ids:
+                        out.append(cached[1])
                     continue
                 if cached is None or cached[1].version != partition_version(
                     conn, scope.workspace, user
@@ -270,11 +271,10 @@ class SQLiteSearch(SQLStore):
                     index = load_knowledge(conn, scope.workspace, user)
                 else:
                     index = cached[1]
+                # Empty too: a scope without knowledge is read again only once it changed.
+                self._knowledge.put(key, _Versioned(data_version, index))
                 if index.ids:
-                    self._knowledge.put(key, _Versioned(data_version, index))
                     out.append(index)
-                else:
-                    self._knowledge.pop(key)
             return out
 
     def _dimension(self) -> int:
@@ -373,6 +373,13 @@ class SQLiteSearch(SQLStore):
 
     def _refresh(self, index: ScopeIndex, workspace: str, user: str | None) -> None:
         conn = self._sync_conn
+        # The database changed, most often elsewhere (another scope, a recall's record): one
+        # look at the partition's log before the transaction that reads what changed in it.
+        if not conn.execute(
+            "SELECT 1 FROM memory_changes WHERE workspace = ? AND user_id IS ? AND rev > ? LIMIT 1",
+            (workspace, user, index.rev),
+        ).fetchall():
+            return
         conn.execute("BEGIN")
         try:
             changes = conn.execute(
@@ -666,10 +673,8 @@ class SQLiteSearch(SQLStore):
                     self._catch_up(index, scope.workspace, user)
                     index.data_version = data_version
                     index.prune(since)
-                if len(index):
-                    self._contexts.put(key, index)
-                else:
-                    self._contexts.pop(key)
+                # Empty too: a scope without signals is read again only once it changed.
+                self._contexts.put(key, index)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []
