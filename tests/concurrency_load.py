@@ -25,7 +25,7 @@ import traceback
 from typing import Any
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store.base import EdgeDelta
+from engrammar.store.base import EdgeAdjustment, EdgeBounds, EdgeDelta
 
 
 def _config(location: str) -> Config:
@@ -121,7 +121,8 @@ def _thread(
                 delta = 0.01 if (i // 5) % 2 else -0.007
                 src, dst, kind, _ = edges[k]
                 mem.store.adjust_edges(
-                    mem.config.workspace, [EdgeDelta(src, dst, kind, delta)], LO, HI
+                    mem.config.workspace,
+                    EdgeAdjustment([EdgeDelta(src, dst, kind, delta)], EdgeBounds(LO, HI)),
                 )
                 applied[k] += delta
                 ops["adjust"] += 1

@@ -26,6 +26,7 @@ import pytest
 import crash_worker
 from backends import open_memory
 from engrammar import Config, HashEmbedder, Memory
+from engrammar.store import MemoryUpdate
 
 KILLS = int(os.environ.get("ENGRAMMAR_CRASH_KILLS", "4"))
 WORKER = Path(__file__).with_name("crash_worker.py")
@@ -224,9 +225,8 @@ def test_killed_imports_land_whole_or_not_at_all(location: str, tmp_path: Path) 
         )
         for memory_id, status in ((ids[0], "superseded"), (ids[1], "forgotten")):
             src.store.update_memory(
-                "default", memory_id, content=None, embedding=None, dedup_key=None,
-                metadata=None, status=status, reason="test",
-            )  # fmt: skip
+                "default", memory_id, MemoryUpdate(status=status, reason="test")
+            )
         src.export(source)
         exported = [json.loads(line) for line in source.read_text().splitlines()]
     n_memories = sum(1 for x in exported if x["type"] == "memory")

@@ -13,7 +13,7 @@ from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationErr
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.learn.alignment import alignment_deltas
 from engrammar.models import Scope
-from engrammar.store import EdgeDelta, RecallRecord
+from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta, RecallRecord, ReplyQuery
 
 
 def _weights(mem: Memory, ids: list[str]) -> dict[tuple[str, str, str], float]:
@@ -145,11 +145,13 @@ def test_weakening_stops_at_the_floor(mem: Memory) -> None:
     ids = mem.add(["alpha beta gamma", "alpha beta gamma delta"], user_id="u")
     edge = mem.store.edges_from("default", ids)[0]
     changed = mem.store.adjust_edges(
-        "default", [EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], 0.01, 1.0
+        "default",
+        EdgeAdjustment([EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], EdgeBounds(0.01, 1.0)),
     )
     assert changed is not None and changed[0].weight == pytest.approx(0.01)
     again = mem.store.adjust_edges(
-        "default", [EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], 0.01, 1.0
+        "default",
+        EdgeAdjustment([EdgeDelta(edge.src, edge.dst, edge.kind, -5.0)], EdgeBounds(0.01, 1.0)),
     )
     assert again == []  # already at the floor: nothing written
 
@@ -343,13 +345,15 @@ def test_the_reply_feeds_the_learned_ranking(real_mem: Memory) -> None:
     assert ids[0] in out["drawn_on"]
     assert set(out["left"]) <= {m.id for m in before.memories} - set(out["drawn_on"])
     anything = mem.embedder.embed([question])[0]  # with a minimum of -2 every recall matches
-    replies = mem.store.reply_facts(Scope("default", "u"), lambda: anything, -2.0, 0.0, 100)
+    replies = mem.store.reply_facts(
+        Scope("default", "u"), ReplyQuery(lambda: anything, -2.0, 0.0, 100)
+    )
     assert {r.memory_id for r in replies if r.value > 0} == set(out["drawn_on"])
     assert all(r.recall_id == before.recall_id for r in replies)
     # Consumed once: a second reply to the same recall adds nothing.
     assert mem.feedback(response="Something else entirely.", user_id="u")["consumed"] is False
     assert len(
-        mem.store.reply_facts(Scope("default", "u"), lambda: anything, -2.0, 0.0, 100)
+        mem.store.reply_facts(Scope("default", "u"), ReplyQuery(lambda: anything, -2.0, 0.0, 100))
     ) == len(replies)
     after = mem.recall(question, user_id="u", limit=4)
     top = next(m for m in after.memories if m.id == ids[0])
@@ -360,7 +364,10 @@ def test_the_reply_feeds_the_learned_ranking(real_mem: Memory) -> None:
     assert all("learned_reply" not in m.components for m in other)
     # forget(user_id=...) takes the reply signals with the user's other records.
     mem.forget(user_id="u")
-    assert mem.store.reply_facts(Scope("default", "u"), lambda: anything, -2.0, 0.0, 100) == []
+    assert (
+        mem.store.reply_facts(Scope("default", "u"), ReplyQuery(lambda: anything, -2.0, 0.0, 100))
+        == []
+    )
 
 
 def test_a_rating_the_reply_contradicts_is_shrunk(store_path: Path, minilm: MiniLMEmbedder) -> None:

@@ -24,7 +24,7 @@ from engrammar.recall.graph import (
     semantic_edges,
     sequence_edges,
 )
-from engrammar.store import EdgeDelta
+from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta
 
 
 def _edges(mem: Memory, ids: list[str]) -> list[Edge]:
@@ -239,12 +239,16 @@ def test_edge_weights_change_what_surfaces(mem: Memory) -> None:
     mem.add("pi rho sigma", user_id="u")  # unconnected
     # Below graph_min_edge_weight the edge to "left" is not followed: "right" is reached and
     # "left", which matches the query in no other way, is not returned at all.
-    mem.store.adjust_edges("default", [EdgeDelta(seed, left, "sequence", -1.0)], 0.01, 1.0)
+    mem.store.adjust_edges(
+        "default", EdgeAdjustment([EdgeDelta(seed, left, "sequence", -1.0)], EdgeBounds(0.01, 1.0))
+    )
     weighted = {"graph_weight": 0.1}
     before = [m.id for m in mem.recall("alpha beta gamma", user_id="u", profile=weighted).memories]
     assert right in before and left not in before
     # Learned strength on the edge to "left" lifts it above "right".
-    mem.store.adjust_edges("default", [EdgeDelta(seed, left, "sequence", 2.0)], 0.01, 1.0)
+    mem.store.adjust_edges(
+        "default", EdgeAdjustment([EdgeDelta(seed, left, "sequence", 2.0)], EdgeBounds(0.01, 1.0))
+    )
     after = [m.id for m in mem.recall("alpha beta gamma", user_id="u", profile=weighted).memories]
     assert after.index(left) < after.index(right)
 

@@ -14,7 +14,15 @@ from engrammar import Config, HashEmbedder, Memory, StoreError, ValidationError
 from engrammar.interfaces.cli_migrate import migrate_command
 from engrammar.keys import create_api_key, verify_api_key
 from engrammar.models import Scope
-from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord
+from engrammar.store import (
+    EdgeAdjustment,
+    EdgeBounds,
+    EdgeDelta,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    ReplyQuery,
+)
 from engrammar.store.base import FEEDBACK_RECORD_KINDS, ApiKeyRecord
 from engrammar.store.migrate import migrate, open_location, table_checksums
 
@@ -59,10 +67,15 @@ def _fill(location: str) -> None:
             ],
         )
         mem.store.adjust_edges(
-            "default", [EdgeDelta("anchor", ids[0], "semantic", 0.123456789)], 0.01, 1.0
+            "default",
+            EdgeAdjustment(
+                [EdgeDelta("anchor", ids[0], "semantic", 0.123456789)], EdgeBounds(0.01, 1.0)
+            ),
         )
         r = mem.recall("Where does the user live?", user_id="alice")
-        mem.store.adjust_edges("default", [], 0.01, 1.0, consume_recall=r.recall_id)
+        mem.store.adjust_edges(
+            "default", EdgeAdjustment([], EdgeBounds(0.01, 1.0), consume_recall=r.recall_id)
+        )
         mem.recall("peanuts", user_id="alice", session_id="s1")
         mem.feedback(response="The user is allergic to peanuts.", user_id="alice", session_id="s1")
         # Feedback state: an event with its decision memory, a reversing review, a pair, a
@@ -123,7 +136,9 @@ def _snapshot(location: str) -> dict[str, object]:
         }
         out["facts"] = repr(mem.store.learning_facts(Scope("default", "alice"), []))
         anything = np.eye(mem.embedder.dim, dtype=np.float32)[0]  # every recall is >= -2
-        replies = mem.store.reply_facts(Scope("default", "alice"), lambda: anything, -2.0, 0.0, 100)
+        replies = mem.store.reply_facts(
+            Scope("default", "alice"), ReplyQuery(lambda: anything, -2.0, 0.0, 100)
+        )
         assert replies  # the reply to the "peanuts" recall was kept
         out["replies"] = repr(sorted(replies, key=lambda r: (r.recall_id, r.memory_id)))
         for m in out["list:default"]:  # type: ignore[attr-defined]

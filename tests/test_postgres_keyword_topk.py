@@ -14,7 +14,7 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.models import Scope
-from engrammar.store import NewEdge, NewMemory
+from engrammar.store import MemoryUpdate, NewEdge, NewMemory
 from engrammar.store.postgres import keyword as postgres_keyword
 from engrammar.store.postgres.keyword import keyword_query
 from engrammar.store.postgres.store import PostgresStore
@@ -74,9 +74,10 @@ def test_postings_stay_exact_through_every_write_path(pg_url: str, tmp_path: Any
         store = mem.store
         assert isinstance(store, PostgresStore)
         ws = mem.config.workspace
-        status = {"content": None, "embedding": None, "dedup_key": None, "metadata": None}
         steps.append(
-            lambda: store.update_memory(ws, ids[2], **status, status="superseded", reason="test")
+            lambda: store.update_memory(
+                ws, ids[2], MemoryUpdate(status="superseded", reason="test")
+            )
         )
         for step in steps:
             step()

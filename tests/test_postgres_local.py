@@ -14,6 +14,7 @@ from tests.test_postgres_reads import QUERIES, _fill, _recall_view
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import Scope
+from engrammar.store import MemoryUpdate
 from engrammar.store.postgres import graph as postgres_graph
 from engrammar.store.postgres import local as postgres_local
 from engrammar.store.postgres import reply as postgres_reply
@@ -91,8 +92,9 @@ def test_local_hits_equal_the_servers_vector_statement(pg_url: str, embedder: An
         mem.forget(memory_id=gone, user_id="u1")
         # As an import restores one: kept, not searched.
         hidden = mem.recall("guitar", user_id="u1").memories[0].id
-        store.update_memory(mem.config.workspace, hidden, content=None, embedding=None,
-                            dedup_key=None, metadata=None, status="superseded", reason="test")  # fmt: skip
+        store.update_memory(
+            mem.config.workspace, hidden, MemoryUpdate(status="superseded", reason="test")
+        )
         mem.recall(QUERIES[0], user_id="u1")  # holds the graph, refreshed past both
         graph = _graph(mem)
         assert graph.wins, "the long memory's windows should be in the graph"

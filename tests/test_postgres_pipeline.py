@@ -17,7 +17,10 @@ from engrammar import Config, HashEmbedder, Memory, Scope
 from engrammar.engine.ingest import graph_scope
 from engrammar.recall.text import terms
 from engrammar.store import (
+    AddAhead,
     ChunkVector,
+    EdgeAdjustment,
+    EdgeBounds,
     EdgeDelta,
     NewEdge,
     NewMemory,
@@ -98,7 +101,7 @@ def test_add_session_answers_equal_plain_reads(
             return original(self, *args, **kw)
 
         monkeypatch.setattr(PostgresStore, "_tx", counting)
-        with store.adding(scope, graph, words, cap):
+        with store.adding(AddAhead(scope, graph, words, cap)):
             fast = answers()
         assert fast == plain
         assert exchanges == 2  # the latest memory and postings; the searches and counts
@@ -241,11 +244,12 @@ def test_edge_update_consumes_a_recall_once_under_concurrent_calls(pg_url: str) 
             results.append(
                 store.adjust_edges(
                     "default",
-                    deltas,
-                    0.0,
-                    1.0,
-                    consume_recall=record.recall_id,
-                    reply_signals=[_signal(record, m) for m in ids],
+                    EdgeAdjustment(
+                        deltas,
+                        EdgeBounds(0.0, 1.0),
+                        consume_recall=record.recall_id,
+                        reply_signals=[_signal(record, m) for m in ids],
+                    ),
                 )
             )
 
@@ -265,7 +269,13 @@ def test_edge_update_consumes_a_recall_once_under_concurrent_calls(pg_url: str) 
         other[0].recall_id = record.recall_id
         assert (
             store.adjust_edges(
-                "default", deltas, 0.0, 1.0, consume_recall=record.recall_id, reply_signals=other
+                "default",
+                EdgeAdjustment(
+                    deltas,
+                    EdgeBounds(0.0, 1.0),
+                    consume_recall=record.recall_id,
+                    reply_signals=other,
+                ),
             )
             is None
         )
@@ -291,11 +301,12 @@ def test_edge_update_that_fails_part_way_leaves_nothing(pg_url: str) -> None:
         with pytest.raises(Exception, match="edge update failed"):
             store.adjust_edges(
                 "default",
-                deltas,
-                0.0,
-                1.0,
-                consume_recall=record.recall_id,
-                reply_signals=[_signal(record, ids[1]), bad],
+                EdgeAdjustment(
+                    deltas,
+                    EdgeBounds(0.0, 1.0),
+                    consume_recall=record.recall_id,
+                    reply_signals=[_signal(record, ids[1]), bad],
+                ),
             )
         assert (
             store.get_recall(Scope("default", "u1", None, "s1"), record.recall_id).consumed_at
@@ -361,13 +372,20 @@ def test_edge_update_in_one_statement_equals_the_pipelined_transaction(
             monkeypatch.setattr(PostgresStore, "_tx", counting)
             trips.clear()
             changed = store.adjust_edges(
-                workspace, deltas, 0.05, 1.0, consume_recall=record.recall_id,
-                reply_signals=signals,
-            )  # fmt: skip
+                workspace,
+                EdgeAdjustment(
+                    deltas,
+                    EdgeBounds(0.05, 1.0),
+                    consume_recall=record.recall_id,
+                    reply_signals=signals,
+                ),
+            )
             assert trips == ["edge update"]
             monkeypatch.setattr(PostgresStore, "_tx", original)
             assert changed is not None
-            again = store.adjust_edges(workspace, deltas, 0.05, 1.0, record.recall_id, signals)
+            again = store.adjust_edges(
+                workspace, EdgeAdjustment(deltas, EdgeBounds(0.05, 1.0), record.recall_id, signals)
+            )
             assert again is None  # consumed: nothing more
 
             def rows(sql: str, workspace: str = workspace) -> list[tuple[Any, ...]]:
@@ -401,7 +419,7 @@ def test_edge_update_in_one_statement_equals_the_pipelined_transaction(
         # Repeated edges take the pipelined transaction, clamping one delta after the other.
         monkeypatch.setattr(PostgresStore, "_edges_at_once", True)
         twice = [EdgeDelta("m0", "m1", "semantic", 0.6), EdgeDelta("m0", "m1", "semantic", -0.1)]
-        got = store.adjust_edges("w1", twice, 0.05, 1.0)
+        got = store.adjust_edges("w1", EdgeAdjustment(twice, EdgeBounds(0.05, 1.0)))
         assert got is not None and [round(e.weight, 9) for e in got] == [1.0, 0.9]
     finally:
         store.close()
@@ -421,7 +439,12 @@ def test_edge_update_in_one_statement_that_fails_leaves_nothing(pg_url: str) -> 
             s.workspace = "w1"
             s.context_embedding = np.full(HashEmbedder().dim, np.nan, dtype=np.float32)
         with pytest.raises(Exception, match="edge update failed"):
-            store.adjust_edges("w1", [EdgeDelta("m0", "m1", "semantic", 0.2)], 0.05, 1.0, "r1", bad)
+            store.adjust_edges(
+                "w1",
+                EdgeAdjustment(
+                    [EdgeDelta("m0", "m1", "semantic", 0.2)], EdgeBounds(0.05, 1.0), "r1", bad
+                ),
+            )
         assert _count(store, "recalls", "id = 'r1' AND consumed_at IS NULL") == 1
         assert _count(store, "reply_signals") == 0 and _count(store, "edge_changes") == 0
         assert [e.weight for e in store.edges_from("w1", ["m0"]) if e.dst == "m1"] == [0.5]
@@ -533,7 +556,10 @@ def test_pipelined_writes_send_one_sync(pg_url: str, monkeypatch: pytest.MonkeyP
         signal = _signal(record, "m0")
         signal.workspace = "w0"
         assert store.adjust_edges(
-            "w0", [EdgeDelta("m0", "m1", "semantic", 0.1)], 0.05, 1.0, "r0", [signal]
+            "w0",
+            EdgeAdjustment(
+                [EdgeDelta("m0", "m1", "semantic", 0.1)], EdgeBounds(0.05, 1.0), "r0", [signal]
+            ),
         )
         assert len(syncs) == 1
         again = dataclasses.replace(_row("A heron by the lake.", "k-heron"), workspace="w0")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
+from engrammar.store import MemoryUpdate
 from engrammar.store.postgres.search import PostgresSearch
 from engrammar.store.postgres.store import PostgresStore
 
@@ -421,9 +422,8 @@ def test_keyword_rare_terms_first_equals_the_exact_ranking(
         store = mem.store
         assert isinstance(store, PostgresStore)
         store.update_memory(
-            mem.config.workspace, ids[2], content=None, embedding=None, dedup_key=None,
-            metadata=None, status="superseded", reason="test",
-        )  # fmt: skip
+            mem.config.workspace, ids[2], MemoryUpdate(status="superseded", reason="test")
+        )
         kept, counted = _term_counts(pg_url)
         assert kept == counted
         ws = mem.config.workspace

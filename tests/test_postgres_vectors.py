@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from engrammar.models import Scope
-from engrammar.store import NewMemory
+from engrammar.store import AddAhead, NewMemory
 from engrammar.store.postgres.store import PostgresStore
 from engrammar.store.postgres.vectors import BUCKETS, EXACT_MAX, vector_index_names
 
@@ -109,7 +109,7 @@ def test_small_user_exact_large_user_through_its_bucket(pg_url: str) -> None:
             queries = np.stack([vecs[i * 7] + 0.2 * vecs[i * 7 + 3] for i in range(40)])
             queries /= np.linalg.norm(queries, axis=1, keepdims=True)
             one_by_one = [store.vector_search(scope, q, 12) for q in queries]
-            with store.adding(scope, scope, [], 12):
+            with store.adding(AddAhead(scope, scope, [], 12)):
                 batched = store.vector_searches(scope, queries, 12)
             assert batched == one_by_one and all(len(h) == 12 for h in batched)
     finally:

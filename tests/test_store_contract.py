@@ -21,7 +21,18 @@ from engrammar.errors import ConflictError, EmbedderError, NotFoundError, StoreE
 from engrammar.models import Scope
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
-from engrammar.store import EdgeDelta, NewEdge, NewMemory, RecallRecord, Store, open_store
+from engrammar.store import (
+    EdgeAdjustment,
+    EdgeBounds,
+    EdgeDelta,
+    MemoryUpdate,
+    NewEdge,
+    NewMemory,
+    RecallRecord,
+    ReplyQuery,
+    Store,
+    open_store,
+)
 from engrammar.store.base import ReplySignal
 
 EMB = HashEmbedder()
@@ -153,25 +164,19 @@ def test_update_content_metadata_status_and_history(store: Store) -> None:
     rec = store.update_memory(
         WS,
         row.id,
-        content=moved.content,
-        embedding=moved.embedding,
-        dedup_key=moved.dedup_key,
-        metadata=None,
-        status=None,
-        reason="moved",
+        MemoryUpdate(
+            content=moved.content,
+            embedding=moved.embedding,
+            dedup_key=moved.dedup_key,
+            reason="moved",
+        ),
     )
     assert rec.content == "I live in Berlin" and rec.updated_at >= rec.created_at
     np.testing.assert_allclose(store.vectors(WS, [row.id])[row.id], moved.embedding, atol=1e-7)
     assert store.keyword_search(Scope(WS, "alice"), "paris", 5) == []
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "berlin", 5)] == [row.id]
-    store.update_memory(
-        WS, row.id, content=None, embedding=None, dedup_key=None,
-        metadata={"tag": "home"}, status=None, reason="tagged",
-    )  # fmt: skip
-    rec = store.update_memory(
-        WS, row.id, content=None, embedding=None, dedup_key=None,
-        metadata=None, status="superseded", reason="newer fact",
-    )  # fmt: skip
+    store.update_memory(WS, row.id, MemoryUpdate(metadata={"tag": "home"}, reason="tagged"))
+    rec = store.update_memory(WS, row.id, MemoryUpdate(status="superseded", reason="newer fact"))
     assert rec.status == "superseded" and rec.metadata == {"tag": "home"}
     history = store.history(WS, row.id)
     assert [(h["op"], h["before"], h["after"], h["reason"]) for h in history] == [
@@ -193,9 +198,12 @@ def test_get_memories_sees_other_clients_changes(clients: StoreClients) -> None:
     assert store.get_memories(WS, [a.id, b.id])[a.id].content == "first text"  # read once
     emb = EMB.embed(["changed text"])[0]
     other.update_memory(
-        WS, a.id, content="changed text", embedding=emb, dedup_key="k2", metadata={"x": 1},
-        status=None, reason="edit",
-    )  # fmt: skip
+        WS,
+        a.id,
+        MemoryUpdate(
+            content="changed text", embedding=emb, dedup_key="k2", metadata={"x": 1}, reason="edit"
+        ),
+    )
     other.forget(Scope(WS, "alice"), [b.id])
     got = store.get_memories(WS, [a.id, b.id])
     assert (got[a.id].content, got[a.id].metadata) == ("changed text", {"x": 1})
@@ -210,21 +218,22 @@ def test_update_errors_leave_memory_unchanged(store: Store) -> None:
     add(store, a, b)
     with pytest.raises(ConflictError):
         store.update_memory(
-            WS, a.id, content=b.content, embedding=b.embedding, dedup_key=b.dedup_key,
-            metadata={"x": 1}, status=None, reason="clash",
-        )  # fmt: skip
+            WS,
+            a.id,
+            MemoryUpdate(
+                content=b.content,
+                embedding=b.embedding,
+                dedup_key=b.dedup_key,
+                metadata={"x": 1},
+                reason="clash",
+            ),
+        )
     assert store.get_memories(WS, [a.id])[a.id].content == "first text"
     assert store.get_memories(WS, [a.id])[a.id].metadata == {}
     with pytest.raises(NotFoundError):
-        store.update_memory(
-            WS, "nope", content=None, embedding=None, dedup_key=None,
-            metadata={}, status=None, reason="",
-        )  # fmt: skip
+        store.update_memory(WS, "nope", MemoryUpdate(metadata={}, reason=""))
     with pytest.raises(NotFoundError):
-        store.update_memory(
-            "w2", a.id, content=None, embedding=None, dedup_key=None,
-            metadata={}, status=None, reason="",
-        )  # fmt: skip
+        store.update_memory("w2", a.id, MemoryUpdate(metadata={}, reason=""))
     with pytest.raises(NotFoundError):
         store.history(WS, "nope")
 
@@ -400,25 +409,35 @@ def test_adjust_edges_clamps_and_reports_changes(store: Store) -> None:
     )  # fmt: skip
     changed = store.adjust_edges(
         WS,
-        [
-            EdgeDelta(a.id, b.id, "semantic", 0.2),
-            EdgeDelta(a.id, c.id, "semantic", 0.5),  # clamps to 1.0
-            EdgeDelta(a.id, b.id, "sequence", 0.2),  # no such edge: nothing happens
-        ],
-        LO,
-        HI,
+        EdgeAdjustment(
+            [
+                EdgeDelta(a.id, b.id, "semantic", 0.2),
+                EdgeDelta(a.id, c.id, "semantic", 0.5),  # clamps to 1.0
+                EdgeDelta(a.id, b.id, "sequence", 0.2),  # no such edge: nothing happens
+            ],
+            EdgeBounds(LO, HI),
+        ),
     )
     assert changed is not None
     assert sorted((e.dst, round(e.weight, 9)) for e in changed) == sorted(
         [(b.id, 0.7), (c.id, 1.0)]
     )
     # Already at the ceiling: no change, not reported.
-    again = store.adjust_edges(WS, [EdgeDelta(a.id, c.id, "semantic", 0.1)], LO, HI)
+    again = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, c.id, "semantic", 0.1)], EdgeBounds(LO, HI))
+    )
     assert again == []
-    down = store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", -5.0)], LO, HI)
+    down = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", -5.0)], EdgeBounds(LO, HI))
+    )
     assert down is not None and [e.weight for e in down] == [LO]
     # Another workspace's call never touches these edges.
-    assert store.adjust_edges("w2", [EdgeDelta(a.id, b.id, "semantic", 0.5)], LO, HI) == []
+    assert (
+        store.adjust_edges(
+            "w2", EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.5)], EdgeBounds(LO, HI))
+        )
+        == []
+    )
     weights = {e.dst: e.weight for e in store.edges_from(WS, [a.id])}
     assert weights == {b.id: LO, c.id: 1.0}
 
@@ -427,11 +446,15 @@ def test_adjust_edges_consumes_recall_once(store: Store) -> None:
     a, b = new("x"), new("y")
     add(store, a, b, edges=(NewEdge(a.id, b.id, "semantic", 0.5),))
     store.save_recall(RecallRecord("r1", WS, "alice", None, None, "q", time.time(), [a.id]))
-    first = store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.1)], LO, HI, "r1")
+    first = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.1)], EdgeBounds(LO, HI), "r1")
+    )
     assert first is not None and len(first) == 1
-    second = store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.1)], LO, HI, "r1")
+    second = store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.1)], EdgeBounds(LO, HI), "r1")
+    )
     assert second is None
-    assert store.adjust_edges(WS, [], LO, HI, "no-such-recall") is None
+    assert store.adjust_edges(WS, EdgeAdjustment([], EdgeBounds(LO, HI), "no-such-recall")) is None
     assert [round(e.weight, 9) for e in store.edges_from(WS, [a.id])] == [0.6]
     rec = store.get_recall(Scope(WS, "alice"), "r1")
     assert rec is not None and rec.consumed_at is not None
@@ -452,7 +475,10 @@ def _feed_back(
         ReplySignal(WS, "alice", None, None, recall_id, m, v, 0.5, t, context)
         for m, v in verdicts.items()
     ]
-    assert store.adjust_edges(WS, [], LO, HI, recall_id, signals) is not None
+    assert (
+        store.adjust_edges(WS, EdgeAdjustment([], EdgeBounds(LO, HI), recall_id, signals))
+        is not None
+    )
 
 
 def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
@@ -463,14 +489,16 @@ def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
     _feed_back(store, "r-near", near, {a.id: 1.0, b.id: -1.0})
     _feed_back(store, "r-far", far, {c.id: 1.0, b.id: 1.0})
     alice = Scope(WS, "alice")
-    got = store.reply_facts(alice, lambda: _unit(1.0, 0.1), 0.9, 0.0, 100)
+    got = store.reply_facts(alice, ReplyQuery(lambda: _unit(1.0, 0.1), 0.9, 0.0, 100))
     assert {(r.recall_id, r.memory_id, r.value) for r in got} == {
         ("r-near", a.id, 1.0),
         ("r-near", b.id, -1.0),
     }
     assert np.allclose(got[0].context_vec, near, atol=1e-6)
     # A rating's own recall is read whatever its query: only the pair it names.
-    got = store.reply_facts(alice, lambda: near, 0.9, 0.0, 100, witnesses=[("r-far", c.id)])
+    got = store.reply_facts(
+        alice, ReplyQuery(lambda: near, 0.9, 0.0, 100), witnesses=[("r-far", c.id)]
+    )
     assert {(r.recall_id, r.memory_id) for r in got} == {
         ("r-near", a.id),
         ("r-near", b.id),
@@ -479,22 +507,24 @@ def test_reply_facts_follow_the_matching_recalls(clients: StoreClients) -> None:
     assert next(r for r in got if r.recall_id == "r-far").context_vec @ far > 0.999
     # Another client's feedback is seen at once; the newest ``limit`` recalls are kept.
     _feed_back(other, "r-near2", _unit(1.0, 0.05), {c.id: 1.0})
-    got = store.reply_facts(alice, lambda: near, 0.9, 0.0, 1)
+    got = store.reply_facts(alice, ReplyQuery(lambda: near, 0.9, 0.0, 1))
     assert {r.recall_id for r in got} == {"r-near2"}
 
     # Other users, old signals, forgotten memories and deleted signals are not returned.
     def unwanted() -> np.ndarray:
         raise AssertionError("a scope without fed-back recalls needs no query vector")
 
-    assert store.reply_facts(Scope(WS, "bob"), unwanted, 0.9, 0.0, 100) == []
-    assert store.reply_facts(alice, lambda: near, 0.9, time.time() + 60, 100) == []
+    assert store.reply_facts(Scope(WS, "bob"), ReplyQuery(unwanted, 0.9, 0.0, 100)) == []
+    assert store.reply_facts(alice, ReplyQuery(lambda: near, 0.9, time.time() + 60, 100)) == []
     store.forget(alice, [a.id])
-    assert {r.memory_id for r in store.reply_facts(alice, lambda: near, 0.9, 0.0, 100)} == {
+    assert {
+        r.memory_id for r in store.reply_facts(alice, ReplyQuery(lambda: near, 0.9, 0.0, 100))
+    } == {
         b.id,
         c.id,
     }
     other.forget(alice, None)
-    assert store.reply_facts(alice, lambda: near, -2.0, 0.0, 100) == []
+    assert store.reply_facts(alice, ReplyQuery(lambda: near, -2.0, 0.0, 100)) == []
 
 
 # -- recalls -------------------------------------------------------------------------------------
@@ -531,7 +561,7 @@ def test_recalls_roundtrip_newest_and_scope(store: Store) -> None:
     assert newest is not None and newest.recall_id == "r2"
     assert store.get_recall(Scope(WS, "bob"), "r1") is None
     assert store.get_recall(Scope("w2"), None) is None
-    store.adjust_edges(WS, [], LO, HI, "r2")
+    store.adjust_edges(WS, EdgeAdjustment([], EdgeBounds(LO, HI), "r2"))
     # Consumed or not, the newest is the newest: feedback refuses it rather than reaching back.
     newest = store.get_recall(Scope(WS, "alice"), None)
     assert newest is not None and newest.recall_id == "r2" and newest.consumed_at is not None
@@ -586,7 +616,7 @@ def test_adjust_edges_threads_lose_no_update(clients: StoreClients) -> None:
     def work(w: int) -> None:
         try:
             for deltas in _deltas(w, hub, spokes, rounds):
-                stores[w % 2].adjust_edges(WS, deltas, LO, HI)
+                stores[w % 2].adjust_edges(WS, EdgeAdjustment(deltas, EdgeBounds(LO, HI)))
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
@@ -605,7 +635,7 @@ def _process_worker(location: str, w: int, hub: str, spokes: list[str], rounds: 
     store = open_store(config_for(location))
     try:
         for deltas in _deltas(w, hub, spokes, rounds):
-            store.adjust_edges(WS, deltas, LO, HI)
+            store.adjust_edges(WS, EdgeAdjustment(deltas, EdgeBounds(LO, HI)))
     finally:
         store.close()
 
@@ -636,7 +666,7 @@ def test_adjust_edges_saturates_at_the_clamp_under_contention(clients: StoreClie
 
     def work(w: int) -> None:
         for _ in range(10):
-            stores[w % 2].adjust_edges(WS, up, LO, HI)
+            stores[w % 2].adjust_edges(WS, EdgeAdjustment(up, EdgeBounds(LO, HI)))
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
     for t in threads:
@@ -679,7 +709,9 @@ def test_feedback_consumes_a_recall_once_under_contention(clients: StoreClients)
 
     def work(w: int) -> None:
         barrier.wait()
-        outcomes.append(stores[w % 2].adjust_edges(WS, deltas, LO, HI, "rc"))
+        outcomes.append(
+            stores[w % 2].adjust_edges(WS, EdgeAdjustment(deltas, EdgeBounds(LO, HI), "rc"))
+        )
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
     for t in threads:
@@ -709,7 +741,11 @@ def test_mixed_clients_add_recall_and_adjust_at_once(clients: StoreClients) -> N
                     mem.add(f"client {w} says thing {i}", user_id=f"user{w}")
                     mem.recall(f"thing {i}", user_id=f"user{w}")
                     mem.store.adjust_edges(
-                        WS, [EdgeDelta(hub, s, "semantic", 0.001) for s in spokes], LO, HI
+                        WS,
+                        EdgeAdjustment(
+                            [EdgeDelta(hub, s, "semantic", 0.001) for s in spokes],
+                            EdgeBounds(LO, HI),
+                        ),
                     )
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -736,10 +772,7 @@ def test_latest_memories_and_term_postings(store: Store) -> None:
     latest = store.latest_memories(Scope(WS, "alice"), 3)
     assert [m.id for m in latest] == [r.id for r in alice[::-1][:3]]
     superseded = alice[-1]
-    store.update_memory(
-        WS, superseded.id, content=None, embedding=None, dedup_key=None,
-        metadata=None, status="superseded", reason="test",
-    )  # fmt: skip
+    store.update_memory(WS, superseded.id, MemoryUpdate(status="superseded", reason="test"))
     assert superseded.id not in [m.id for m in store.latest_memories(Scope(WS, "alice"), 3)]
     n, postings = store.term_postings(Scope(WS, "alice"), ["violin", "dog", "zebra", "dog"], 1)
     assert n == len(alice) - 1
@@ -762,10 +795,7 @@ def test_memories_of_kind_newest_first_active_in_scope(store: Store) -> None:
     other_user = new("I prefer coffee.", kind="preference", user_id="bob")
     gone = new("I always cycle.", kind="preference")
     add(store, older, newer, message, other_user, gone)
-    store.update_memory(
-        WS, gone.id, content=None, embedding=None, dedup_key=None,
-        metadata=None, status="superseded", reason="test",
-    )  # fmt: skip
+    store.update_memory(WS, gone.id, MemoryUpdate(status="superseded", reason="test"))
     found = store.memories_of_kind(Scope(WS, "alice"), "preference", 10)
     assert [m.id for m in found] == [newer.id, older.id]
     assert [m.id for m in store.memories_of_kind(Scope(WS, "alice"), "preference", 1)] == [newer.id]
@@ -783,13 +813,24 @@ def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
         edges=(NewEdge(a.id, b.id, "semantic", 0.5), NewEdge(c.id, a.id, "entity", 0.4),
                NewEdge(b.id, a.id, "sequence", 0.5), NewEdge(b.id, c.id, "semantic", 0.3)),
     )  # fmt: skip
-    store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 0.3)], LO, HI)  # learned: 0.8
+    store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 0.3)], EdgeBounds(LO, HI))
+    )  # learned: 0.8
     store.update_memory(
-        WS, a.id, content="changed text", embedding=EMB.embed(["changed text"])[0],
-        dedup_key="changed-key", metadata=None, status=None, reason="edit",
-        edges=[NewEdge(a.id, b.id, "semantic", 0.5), NewEdge(a.id, d.id, "contradicts", 0.5),
-               NewEdge(d.id, a.id, "contradicts", 0.5)],
-    )  # fmt: skip
+        WS,
+        a.id,
+        MemoryUpdate(
+            content="changed text",
+            embedding=EMB.embed(["changed text"])[0],
+            dedup_key="changed-key",
+            reason="edit",
+            edges=[
+                NewEdge(a.id, b.id, "semantic", 0.5),
+                NewEdge(a.id, d.id, "contradicts", 0.5),
+                NewEdge(d.id, a.id, "contradicts", 0.5),
+            ],
+        ),
+    )
     out_of_a = {(e.dst, e.kind): round(e.weight, 9) for e in store.edges_from(WS, [a.id])}
     assert out_of_a == {(b.id, "semantic"): 0.8, (d.id, "contradicts"): 0.5}
     into_a = {(e.src, e.kind) for e in store.edges_to(WS, [a.id])}
@@ -799,10 +840,7 @@ def test_update_with_edges_replaces_content_edges_and_keeps_learned_weights(
     assert {(e.dst, e.kind) for e in store.edges_from(WS, [b.id])} == {
         (a.id, "sequence"), (c.id, "semantic")}  # fmt: skip
     # A metadata-only update (no edges given) changes no edge.
-    store.update_memory(
-        WS, a.id, content=None, embedding=None, dedup_key=None, metadata={"x": 1},
-        status=None, reason="meta",
-    )  # fmt: skip
+    store.update_memory(WS, a.id, MemoryUpdate(metadata={"x": 1}, reason="meta"))
     assert len(store.edges_from(WS, [a.id])) == 2
 
 
@@ -831,10 +869,7 @@ def test_keyword_index_holds_the_speaker(store: Store) -> None:
     row = new("I went hiking in the Alps", metadata={"speaker": "Caroline"})
     add(store, row, new("Mountains are lovely", metadata={"speaker": "Mel"}))
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Caroline", 5)] == [row.id]
-    store.update_memory(
-        WS, row.id, content=None, embedding=None, dedup_key=None,
-        metadata={"speaker": "Jon"}, status=None, reason="renamed",
-    )  # fmt: skip
+    store.update_memory(WS, row.id, MemoryUpdate(metadata={"speaker": "Jon"}, reason="renamed"))
     assert store.keyword_search(Scope(WS, "alice"), "Caroline", 5) == []
     assert [h for h, _ in store.keyword_search(Scope(WS, "alice"), "Jon hiking", 5)] == [row.id]
 

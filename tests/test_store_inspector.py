@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from engrammar.models import Scope
-from engrammar.store import EdgeDelta, MemoryFilter, NewEdge, RecallRecord, Store
+from engrammar.store import (
+    EdgeAdjustment,
+    EdgeBounds,
+    EdgeDelta,
+    MemoryFilter,
+    NewEdge,
+    RecallRecord,
+    Store,
+)
 from engrammar.store.base import ReplySignal
 from test_store_contract import EMB, HI, LO, WS, add, new
 
@@ -96,14 +104,17 @@ def test_edge_changes_are_logged_and_forgotten_with_their_memory(store: Store) -
     signal = ReplySignal(WS, "alice", None, None, "r1", a.id, 1.0, 0.8, 5.0, vec)
     changed = store.adjust_edges(
         WS,
-        [EdgeDelta(a.id, b.id, "semantic", 0.2), EdgeDelta(b.id, c.id, "semantic", -0.1)],
-        LO,
-        HI,
-        consume_recall="r1",
-        reply_signals=[signal],
+        EdgeAdjustment(
+            [EdgeDelta(a.id, b.id, "semantic", 0.2), EdgeDelta(b.id, c.id, "semantic", -0.1)],
+            EdgeBounds(LO, HI),
+            consume_recall="r1",
+            reply_signals=[signal],
+        ),
     )
     assert changed is not None and len(changed) == 2
-    store.adjust_edges(WS, [EdgeDelta(a.id, b.id, "semantic", 5.0)], LO, HI)
+    store.adjust_edges(
+        WS, EdgeAdjustment([EdgeDelta(a.id, b.id, "semantic", 5.0)], EdgeBounds(LO, HI))
+    )
     log = store.edge_changes(WS, [a.id], 100)
     assert [(x["dst"], round(x["weight"], 6), x["delta"], x["recall_id"]) for x in log] == [
         (b.id, 0.7, 0.2, "r1"),

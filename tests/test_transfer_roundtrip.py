@@ -15,6 +15,7 @@ import pytest
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.learn.scoring import verdict
 from engrammar.models import Scope
+from engrammar.store import MemoryUpdate, ReplyQuery
 
 
 def _rich(mem: Memory) -> None:
@@ -55,10 +56,7 @@ def _rich(mem: Memory) -> None:
         mem.log_event("checkpoint", {"step": 3, "ok": True}, user_id=user, session_id="s9")
         handbook = f"{user}'s handbook. Expenses over 500 need a manager's approval. " * 3
         mem.add_knowledge("Handbook", text=handbook, user_id=user, chunk_chars=100, chunk_overlap=0)
-        mem.store.update_memory(
-            "default", ids[2], content=None, embedding=None, dedup_key=None, metadata=None,
-            status="superseded", reason="test",
-        )  # fmt: skip
+        mem.store.update_memory("default", ids[2], MemoryUpdate(status="superseded", reason="test"))
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -124,7 +122,9 @@ def test_round_trip_keeps_every_record_kind(mem: Memory, tmp_path: Path) -> None
             every = np.eye(m.embedder.dim, dtype=np.float32)[0]  # any recall is >= -2
             return sorted(
                 (r.recall_id, r.memory_id, r.value, tuple(np.round(r.context_vec, 5)))
-                for r in m.store.reply_facts(Scope("default", "alice"), lambda: every, -2, 0, 99)
+                for r in m.store.reply_facts(
+                    Scope("default", "alice"), ReplyQuery(lambda: every, -2, 0, 99)
+                )
             )
 
         assert signals(fresh) == signals(mem) and signals(mem)

@@ -25,7 +25,7 @@ from engrammar import Config, HashEmbedder, Memory, NotFoundError
 from engrammar.keys import create_api_key
 from engrammar.learn.rates import Signal, aggregate
 from engrammar.learn.replay import LoggedChange, replay_edge
-from engrammar.store import EdgeDelta
+from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta
 from serving import mcp_session, serve_in_thread
 
 FACTS = [
@@ -162,7 +162,7 @@ def test_a_reply_undone_replays_the_edges_it_clamped(mem: Memory) -> None:
     deltas = [+0.9, +0.5, -0.3]  # the first lifts the edge to the ceiling, the second is clamped
     for rid, d in zip(recalls, deltas, strict=True):
         changed = mem.store.adjust_edges(
-            "default", [EdgeDelta(*key, d)], lo, hi, consume_recall=rid
+            "default", EdgeAdjustment([EdgeDelta(*key, d)], EdgeBounds(lo, hi), consume_recall=rid)
         )
         assert changed is not None
     w0 = edge.weight
@@ -272,10 +272,11 @@ def test_forgetting_a_user_takes_back_its_replies_edge_changes(mem: Memory) -> N
     recall = mem.recall("alpha beta gamma", agent_id="team", user_id="v")
     mem.store.adjust_edges(
         "default",
-        [EdgeDelta(*k, 0.3) for k in sorted(before)],
-        mem.config.edge_weight_min,
-        mem.config.edge_weight_max,
-        consume_recall=recall.recall_id,
+        EdgeAdjustment(
+            [EdgeDelta(*k, 0.3) for k in sorted(before)],
+            EdgeBounds(mem.config.edge_weight_min, mem.config.edge_weight_max),
+            consume_recall=recall.recall_id,
+        ),
     )
     changed = {(e.src, e.dst, e.kind): e.weight for e in mem.store.edges_from("default", shared)}
     assert changed != before

@@ -45,7 +45,7 @@ from .models import (
     ScoredMemory,
     Skipped,
 )
-from .store import Backend, open_store
+from .store import Backend, EdgeBounds, open_store
 
 __all__ = ["Memory"]
 
@@ -239,7 +239,7 @@ class Memory:
         """
         if memory_id is None:
             scope = self._scope(user_id, agent_id, session_id, workspace)
-            bounds = (self.config.edge_weight_min, self.config.edge_weight_max)
+            bounds = EdgeBounds(self.config.edge_weight_min, self.config.edge_weight_max)
             return self.store.forget(scope, None, bounds)
         if not isinstance(memory_id, str | builtins.list | tuple):
             raise ValidationError(

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..learn.rates import context_match
 from ..models import Edge, Scope
+from ..store import ReplyQuery
 from .base import Engine
 
 __all__ = ["EdgeReader", "edge_reader", "reads_edge_parts"]
@@ -93,7 +94,7 @@ def edge_reader(engine: Engine, scope: Scope, qvec: np.ndarray, since: float) ->
         return qvec
 
     facts = engine.store.reply_facts(
-        scope, context, config.feedback_reply_context_min, since, _RECALLS
+        scope, ReplyQuery(context, config.feedback_reply_context_min, since, _RECALLS)
     )
     if not asked:
         return None

@@ -20,7 +20,7 @@ from ..errors import NotFoundError
 from ..learn.alignment import alignment_deltas, tension_deltas
 from ..models import Scope
 from ..recall.tensions import agreed_side
-from ..store import EdgeDelta, RecallRecord, ReplySignal, read_ahead
+from ..store import EdgeAdjustment, EdgeBounds, EdgeDelta, RecallRecord, ReplySignal, read_ahead
 from .base import Engine, reading
 from .ranking import candidates, query_at
 
@@ -105,11 +105,12 @@ def _apply(
     signals = reply_signals(engine, record, reply, reply_vec, source)
     changed = store.adjust_edges(
         record.workspace,
-        [EdgeDelta(src, dst, kind, d) for (src, dst, kind), d in sorted(deltas.items()) if d],
-        config.edge_weight_min,
-        config.edge_weight_max,
-        consume_recall=record.recall_id,
-        reply_signals=signals,
+        EdgeAdjustment(
+            [EdgeDelta(src, dst, kind, d) for (src, dst, kind), d in sorted(deltas.items()) if d],
+            EdgeBounds(config.edge_weight_min, config.edge_weight_max),
+            consume_recall=record.recall_id,
+            reply_signals=signals,
+        ),
     )
     if changed is None:  # another reply consumed it in the meantime
         return _nothing(record, _refused(record, False, 0) or "")

@@ -29,7 +29,7 @@ from ..recall.graph import (
 )
 from ..recall.tensions import ParseAhead, Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms
-from ..store import ChunkVector, NewEdge, NewMemory, read_ahead
+from ..store import AddAhead, ChunkVector, MemoryUpdate, NewEdge, NewMemory, read_ahead
 from .base import Engine, adding, dedup_key, embed_memories, speaker, statement, states_facts
 from .validate import Message
 
@@ -47,14 +47,10 @@ def add(
     # The reads of the add announced, so that a server store answers them in few round trips.
     batch_terms = sorted({t for m in messages for t in terms(m.content)})
     keys = [dedup_key(scope, m.role, m.content) for m in messages] if dedup else []
-    with adding(
-        engine.store,
-        scope,
-        graph_scope(scope),
-        batch_terms,
-        engine.config.graph_max_edges_per_memory,
-        keys,
-    ):
+    ahead = AddAhead(
+        scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory, keys
+    )
+    with adding(engine.store, ahead):
         return _add(engine, scope, messages, keys)
 
 
@@ -189,14 +185,15 @@ def update(
     return engine.store.update_memory(
         workspace,
         memory_id,
-        content=text,
-        embedding=embedding,
-        dedup_key=dedup,
-        metadata=metadata,
-        status=None,
-        reason=reason,
-        edges=edges,
-        chunks=chunks,
+        MemoryUpdate(
+            reason,
+            content=text,
+            embedding=embedding,
+            dedup_key=dedup,
+            metadata=metadata,
+            edges=edges,
+            chunks=chunks,
+        ),
     )
 
 

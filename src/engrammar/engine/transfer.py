@@ -40,7 +40,7 @@ from ..models import (
     Scope,
 )
 from ..recall.text import context_sources, speaker_of
-from ..store import ChunkVector, NewEdge, NewMemory
+from ..store import ChunkVector, ImportBundle, NewEdge, NewMemory
 from ..store.tables import (
     COPY_JSON_FIELDS,
     COPY_TABLES,
@@ -510,7 +510,7 @@ def import_jsonl(
     before = _written(engine, targets, records)
     known = _knowledge(engine, targets, records)
     # One transaction: every memory, edge and record, or nothing.
-    results = engine.store.import_bundle(new_rows, kept_edges, records)
+    results = engine.store.import_bundle(ImportBundle(new_rows, kept_edges, records))
     created = sum(1 for _, made in results if made)
     after = _written(engine, targets, records)
     bases, passages = _knowledge(engine, targets, records)

@@ -42,22 +42,28 @@ from ..models import (
 
 __all__ = [
     "FEEDBACK_RECORD_KINDS",
+    "AddAhead",
     "ApiKeyRecord",
     "ApiKeyStore",
     "Backend",
     "ChunkVector",
+    "EdgeAdjustment",
+    "EdgeBounds",
     "EdgeDelta",
     "FeedbackRecords",
+    "ImportBundle",
     "InspectorReads",
     "KnowledgeStore",
     "LearningAhead",
     "MemoryFilter",
+    "MemoryUpdate",
     "NewEdge",
     "NewFeedbackEvent",
     "NewMemory",
     "ReadAhead",
     "RecallRecord",
     "RefineAhead",
+    "ReplyQuery",
     "ReplySignal",
     "RowCopy",
     "Store",
@@ -99,6 +105,34 @@ class MemoryFilter:
     until: float | None = None
     text: str | None = None
     newest_first: bool = False
+
+
+class ReplyQuery(NamedTuple):
+    """Which recalls' reply signals count (``Store.reply_facts``): of those created at or
+    after ``since``, the newest ``limit`` recalls whose query has a cosine of at least
+    ``context_min`` with ``context()``, the vector of the query asked now (called only when
+    there are such signals at all)."""
+
+    context: Callable[[], np.ndarray]
+    context_min: float
+    since: float
+    limit: int
+
+
+@dataclass(frozen=True)
+class AddAhead:
+    """What an add session (``ReadAhead.adding``) will ask: ``latest_memories(scope, 1)`` and
+    the vectors of what it returns, ``term_postings(graph, terms, limit)``,
+    ``vector_searches(graph, ..., k)`` with the records of the hits, and ``edge_counts`` of
+    the memories those return. ``keys``: the dedup keys of the rows the add will write (a
+    server store learns which the scope holds already, and writes those as duplicates
+    without a failed try)."""
+
+    scope: Scope
+    graph: Scope
+    terms: Sequence[str]
+    limit: int
+    keys: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +204,25 @@ class NewEdge:
     updated_at: float | None = None
 
 
+@dataclass(frozen=True)
+class MemoryUpdate:
+    """What ``Store.update_memory`` changes of a stored memory; ``None`` leaves it as it is.
+
+    A new text is ``content`` with its ``embedding`` and ``dedup_key`` (the three together, or
+    the text stays) and the vectors of its windows (``chunks``); ``edges`` replace its
+    content-derived edges. ``reason`` is written into the memory's history.
+    """
+
+    reason: str
+    content: str | None = None
+    embedding: np.ndarray | None = None
+    dedup_key: str | None = None
+    metadata: dict[str, Any] | None = None
+    status: str | None = None
+    edges: Sequence[NewEdge] | None = None
+    chunks: Sequence[ChunkVector] = ()
+
+
 def rebuilt_edges(
     edges: Sequence[NewEdge], learned: dict[tuple[str, str, str], float]
 ) -> list[NewEdge]:
@@ -180,6 +233,14 @@ def rebuilt_edges(
         for e in edges
         if e.kind != "sequence"
     ]
+
+
+class EdgeBounds(NamedTuple):
+    """The range feedback keeps an edge's weight in: ``[lo, hi]``, the configured
+    ``[edge_weight_min, edge_weight_max]``."""
+
+    lo: float
+    hi: float
 
 
 @dataclass
@@ -207,6 +268,29 @@ class ReplySignal:
     created_at: float
     context_embedding: np.ndarray  # the recall's query
     source: str | None = None  # who sent the reply (see ``models.FeedbackEvent.source``)
+
+
+@dataclass(frozen=True)
+class EdgeAdjustment:
+    """One feedback write (``Store.adjust_edges``): the ``deltas`` to add to edges' weights,
+    each clamped to ``bounds``; the recall the reply consumes (``consume_recall``) and the
+    ``reply_signals`` it leaves, written in the same transaction."""
+
+    deltas: Sequence[EdgeDelta]
+    bounds: EdgeBounds
+    consume_recall: str | None = None
+    reply_signals: Sequence[ReplySignal] = ()
+
+
+@dataclass(frozen=True)
+class ImportBundle:
+    """What one import writes in one transaction (``Store.import_bundle``): the memories
+    (``rows``), their ``edges``, and the feedback ``records`` as ``(table, row)`` of
+    :data:`.tables.RECORD_TABLES` in the :meth:`~RowCopy.export_rows` format."""
+
+    rows: Sequence[NewMemory]
+    edges: Sequence[NewEdge]
+    records: Sequence[tuple[str, dict[str, Any]]]
 
 
 @dataclass
@@ -300,39 +384,23 @@ class Store(Protocol):
     def list_memories(self, scope: Scope, limit: int, offset: int) -> list[MemoryRecord]:
         """Memories of the scope, oldest first: by ``created_at``, then in the order stored."""
 
-    def update_memory(
-        self,
-        workspace: str,
-        memory_id: str,
-        *,
-        content: str | None,
-        embedding: np.ndarray | None,
-        dedup_key: str | None,
-        metadata: dict[str, Any] | None,
-        status: str | None,
-        reason: str,
-        edges: Sequence[NewEdge] | None = None,
-        chunks: Sequence[ChunkVector] = (),
-    ) -> MemoryRecord:
-        """Change a memory; records the change in its history.
+    def update_memory(self, workspace: str, memory_id: str, change: MemoryUpdate) -> MemoryRecord:
+        """Change a memory as ``change`` says; records the change in its history.
 
-        ``edges`` (given with a content change) replace, in the same transaction, the
+        ``change.edges`` (given with a content change) replace, in the same transaction, the
         memory's content-derived edges in both directions: every kind but ``sequence``. An
         edge present before and after keeps its learned weight. With a content change the
-        memory's chunk vectors become ``chunks``.
+        memory's chunk vectors become ``change.chunks``.
         """
 
     def forget(
-        self,
-        scope: Scope,
-        ids: Sequence[str] | None,
-        edge_bounds: tuple[float, float] | None = None,
+        self, scope: Scope, ids: Sequence[str] | None, edge_bounds: EdgeBounds | None = None
     ) -> int:
         """Delete the given memories (or all of the scope's when ``ids`` is None) with their
         edges; returns how many were deleted. A memory one of them had superseded is current
         again (``valid_until`` and ``superseded_by`` cleared, op ``restore``). Forgetting a
-        whole scope deletes its feedback records too, and (given ``edge_bounds``, the
-        configured ``[edge_weight_min, edge_weight_max]``) takes back the edge changes its
+        whole scope deletes its feedback records too, and (given ``edge_bounds``) takes back
+        the edge changes its
         replies made to edges that remain, as :meth:`undo_record` does."""
 
     def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
@@ -420,25 +488,19 @@ class Store(Protocol):
         given): ``(src, dst, kind, recall_id, applied)`` per logged change, ``applied`` the
         change of the weight after clamping (see ``engine.edge_context``)."""
 
-    def adjust_edges(
-        self,
-        workspace: str,
-        deltas: Sequence[EdgeDelta],
-        lo: float,
-        hi: float,
-        consume_recall: str | None = None,
-        reply_signals: Sequence[ReplySignal] = (),
-    ) -> list[Edge] | None:
-        """Add each delta to its edge's weight, clamped to [lo, hi], atomically in the database;
-        returns the edges whose weight actually changed (with their new weights).
+    def adjust_edges(self, workspace: str, change: EdgeAdjustment) -> list[Edge] | None:
+        """Add each of ``change.deltas`` to its edge's weight, clamped to ``change.bounds``,
+        atomically in the database; returns the edges whose weight actually changed (with
+        their new weights).
 
         Every delta to an existing edge is logged in ``edge_changes`` with the weight before and
         after (also when clamping left the weight as it was: undoing an earlier change may make
         it count, see :meth:`undo_record`).
 
-        With ``consume_recall``, that recall is marked consumed in the same transaction; if it
-        was already consumed (by a concurrent call), nothing is written and ``None`` returned.
-        ``reply_signals`` are appended in the same transaction (and only then).
+        With ``change.consume_recall``, that recall is marked consumed in the same transaction;
+        if it was already consumed (by a concurrent call), nothing is written and ``None``
+        returned. ``change.reply_signals`` are appended in the same transaction (and only
+        then).
         """
 
     def save_recall(self, record: RecallRecord) -> None:
@@ -462,19 +524,14 @@ class Store(Protocol):
         at or after it; with ``limit``, only the newest ``limit`` events and pairs."""
 
     def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
+        self, scope: Scope, ask: ReplyQuery, witnesses: Sequence[tuple[str, str]] = ()
     ) -> list[ReplyFacts]:
-        """Reply signals created at or after ``since`` that recall can use: every signal of
-        the newest ``limit`` recalls of ``scope.user_id`` (and user-less ones) whose query has
-        a cosine of at least ``context_min`` with the vector ``context()``, about memories
-        active in ``scope``; and the signals naming a ``(recall_id, memory_id)`` of
-        ``witnesses`` (the recalls ratings were given on), whatever their query.
+        """Reply signals created at or after ``ask.since`` that recall can use: every signal
+        of the newest ``ask.limit`` recalls of ``scope.user_id`` (and user-less ones) whose
+        query has a cosine of at least ``ask.context_min`` with the vector ``ask.context()``,
+        about memories active in ``scope``; and the signals naming a ``(recall_id,
+        memory_id)`` of ``witnesses`` (the recalls ratings were given on), whatever their
+        query.
 
         ``context`` is called only if the scope has such recalls at all: a scope without
         feedback costs no query embedding. The cost follows the matching recalls, not the
@@ -491,8 +548,8 @@ class Store(Protocol):
         reply_limit: int,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
         """Everything the learned ranking reads, in one call: ``learning_facts(scope,
-        memory_ids, since, limit)`` and ``reply_facts(scope, context, context_min, since,
-        reply_limit, witnesses)`` with the recalls the ratings were given on as witnesses
+        memory_ids, since, limit)`` and ``reply_facts(scope, ReplyQuery(context, context_min,
+        since, reply_limit), witnesses)`` with the recalls the ratings were given on as witnesses
         (a server store sends them together)."""
 
 
@@ -525,22 +582,11 @@ class ReadAhead(Protocol):
         ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
         how the search's candidates are fused and refined."""
 
-    def adding(
-        self,
-        scope: Scope,
-        graph: Scope,
-        terms: Sequence[str],
-        limit: int,
-        keys: Sequence[str] = (),
-    ) -> AbstractContextManager[None]:
+    def adding(self, ahead: AddAhead) -> AbstractContextManager[None]:
         """An add session of the calling thread: until the block ends the store may answer
-        the reads of one add in ``scope`` from what it read ahead (a server store, in two
-        round trips). Every answer equals the plain call's. What the caller will ask:
-        ``latest_memories(scope, 1)`` and the vectors of what it returns,
-        ``term_postings(graph, terms, limit)``, ``vector_searches(graph, ..., k)`` with the
-        records of the hits, and ``edge_counts`` of the memories those return. ``keys``:
-        the dedup keys of the rows the add will write (a server store learns which the
-        scope holds already, and writes those as duplicates without a failed try)."""
+        the reads of one add in ``ahead.scope`` from what it read ahead (a server store, in
+        two round trips). Every answer equals the plain call's. What the caller will ask:
+        :class:`AddAhead`."""
 
     def add_ahead(self, rows: Sequence[NewMemory]) -> None:
         """Announce, in an add session, the rows its :meth:`add_memories` will write (with
@@ -694,15 +740,9 @@ class RowCopy(Protocol):
         """Write rows exported by any store's :meth:`export_rows` as they are, in one
         transaction (no history entries, no new timestamps); ``meta`` rows are upserted."""
 
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
-        """What :meth:`add_memories` does, then insert ``records`` — ``(table, row)`` of
-        :data:`.tables.RECORD_TABLES` in the :meth:`export_rows` format — all in one
-        transaction (``Memory.import_``).
+    def import_bundle(self, bundle: ImportBundle) -> list[tuple[str, bool]]:
+        """What :meth:`add_memories` does with ``bundle.rows`` and ``bundle.edges``, then
+        insert ``bundle.records``, all in one transaction (``Memory.import_``).
 
         Memory ids in records follow rows that collapsed onto an existing memory. A record whose
         id exists already (or, for a feedback event, whose ``source_event_id`` exists in its

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...models import Edge
-from ..base import EdgeDelta, ReplySignal
+from ..base import EdgeAdjustment, EdgeDelta, ReplySignal
 from .connection import Conn, Connected
 from .search import Vector
 from .statements import planned_once
@@ -30,15 +30,9 @@ class PostgresEdges(Connected):
     #: transaction, as for repeated edges; the tests compare the two).
     _edges_at_once = True
 
-    def adjust_edges(
-        self,
-        workspace: str,
-        deltas: Sequence[EdgeDelta],
-        lo: float,
-        hi: float,
-        consume_recall: str | None = None,
-        reply_signals: Sequence[ReplySignal] = (),
-    ) -> list[Edge] | None:
+    def adjust_edges(self, workspace: str, change: EdgeAdjustment) -> list[Edge] | None:
+        deltas, (lo, hi) = change.deltas, change.bounds
+        consume_recall, reply_signals = change.consume_recall, change.reply_signals
         # A stable sort keeps the order of repeated deltas to one edge (clamping is not
         # commutative) while locking distinct edges in one global order.
         ordered = sorted(deltas, key=lambda d: (d.src, d.dst, d.kind))

@@ -54,7 +54,7 @@ from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 
 from ...models import MemoryRecord, Scope
-from ..base import NewEdge, NewMemory
+from ..base import AddAhead, NewEdge, NewMemory
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..sql.store import supersessions
 from ..tables import MEMORY_COLUMNS
@@ -213,21 +213,14 @@ class PostgresIngest(Connected):
 
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
-    def adding(
-        self,
-        scope: Scope,
-        graph: Scope,
-        terms: Sequence[str],
-        limit: int,
-        keys: Sequence[str] = (),
-    ) -> Iterator[None]:
+    def adding(self, ahead: AddAhead) -> Iterator[None]:
         """Answer this thread's reads of one add from few exchanges until the block ends (see
         the module docstring and :meth:`~..base.ReadAhead.adding`)."""
         if getattr(self._local, "add", None) is not None:
             yield
             return
-        snap = AddSnapshot(scope, graph, list(dict.fromkeys(terms)), limit)
-        snap.keys = list(dict.fromkeys(keys))
+        snap = AddSnapshot(ahead.scope, ahead.graph, list(dict.fromkeys(ahead.terms)), ahead.limit)
+        snap.keys = list(dict.fromkeys(ahead.keys))
         if self._read_ahead:
             snap.ahead = _AHEAD.submit(self._read_first_ahead, snap)
         self._local.add = snap

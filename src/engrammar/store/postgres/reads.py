@@ -43,7 +43,7 @@ import numpy as np
 
 from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ChunkVector, LearningAhead, RefineAhead
+from ..base import ChunkVector, LearningAhead, RefineAhead, ReplyQuery
 from ..tables import MEMORY_COLUMNS
 from .connection import Conn
 from .graph import PostgresGraph, hint_key
@@ -626,18 +626,12 @@ class PostgresReads(PostgresGraph):
             replies if snap.signals else [],
         )
 
-    def _replies_ahead(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-    ) -> list[Any] | None:
+    def _replies_ahead(self, scope: Scope, ask: ReplyQuery) -> list[Any] | None:
         """``reply_facts`` without witnesses (the edge context's read) from the session, as
         rows, or ``None`` when the session cannot answer it: the probe found no reply signal
         of the user (none), or the signals were read ahead with the same arguments and the
         same vector."""
+        context, context_min, since, limit = ask
         snap = self._snap(scope.workspace)
         if (
             snap is None

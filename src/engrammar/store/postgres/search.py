@@ -17,7 +17,7 @@ from psycopg.types.json import Jsonb
 from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ...models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, speaker_of, terms
-from ..base import ChunkVector
+from ..base import ChunkVector, ReplyQuery
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
 from ..sql.knowledge import CHUNK_COLUMNS
@@ -500,19 +500,14 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         return added if added is not None else super().edge_counts(workspace, ids)
 
     def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
+        self, scope: Scope, ask: ReplyQuery, witnesses: Sequence[tuple[str, str]] = ()
     ) -> list[ReplyFacts]:
+        context, context_min, since, limit = ask
         empty = self._empty_replies(scope, since)
         if empty is not None:
             return empty
         if not witnesses:  # the edge context's read: maybe read with the neighbourhood
-            ahead = self._replies_ahead(scope, context, context_min, since, limit)
+            ahead = self._replies_ahead(scope, ask)
             if ahead is not None:
                 return _reply_facts(ahead)
         where, params = pg_scope_where(scope, "m")

@@ -27,14 +27,13 @@ from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any, TypeVar
 
-import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConflictError, NotFoundError, StoreError
 from ...models import MemoryRecord, Scope
-from ..base import ChunkVector, NewEdge, NewMemory, RecallRecord
+from ..base import EdgeBounds, ImportBundle, MemoryUpdate, NewEdge, NewMemory, RecallRecord
 from ..sql.store import apply_migrations
 from ..tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
 from .connection import Conn
@@ -366,12 +365,8 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                 raise
         return self._tx("add", self._adder(rows, edges), pipeline=True, rerunnable=True)
 
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
+    def import_bundle(self, bundle: ImportBundle) -> list[tuple[str, bool]]:
+        rows, edges, records = bundle.rows, bundle.edges, bundle.records
         add = self._adder(rows, edges)
 
         def run(conn: Conn) -> list[tuple[str, bool]]:
@@ -453,20 +448,10 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
             conn.execute(INSERT_MEMORIES, [list(c) for c in zip(*params, strict=True)])
         self._log_added(conn, rows, now, Vector)
 
-    def update_memory(
-        self,
-        workspace: str,
-        memory_id: str,
-        *,
-        content: str | None,
-        embedding: np.ndarray | None,
-        dedup_key: str | None,
-        metadata: dict[str, Any] | None,
-        status: str | None,
-        reason: str,
-        edges: Sequence[NewEdge] | None = None,
-        chunks: Sequence[ChunkVector] = (),
-    ) -> MemoryRecord:
+    def update_memory(self, workspace: str, memory_id: str, change: MemoryUpdate) -> MemoryRecord:
+        content, embedding, dedup_key = change.content, change.embedding, change.dedup_key
+        metadata, status = change.metadata, change.status
+
         def run(conn: Conn) -> MemoryRecord:
             row = conn.execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace = %s AND id = %s "
@@ -491,7 +476,7 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                     )
                 sets += ["content = %s", "embedding = %b", "dedup_key = %s"]
                 params += [content, Vector(embedding), dedup_key]
-                write_chunks(conn, [(old, chunks)], replace=True)
+                write_chunks(conn, [(old, change.chunks)], replace=True)
             if metadata is not None:
                 sets.append("metadata = %s")
                 params.append(jsonb(metadata))
@@ -516,16 +501,13 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
                     f"another memory of the same scope already has this content ({exc})"
                 ) from exc
             assert new is not None
-            self._updated(conn, old, content, metadata, status, reason, edges)
+            self._updated(conn, old, change)
             return self._record(new)
 
         return self._tx("update", run)
 
     def forget(
-        self,
-        scope: Scope,
-        ids: Sequence[str] | None,
-        edge_bounds: tuple[float, float] | None = None,
+        self, scope: Scope, ids: Sequence[str] | None, edge_bounds: EdgeBounds | None = None
     ) -> int:
         where, params = pg_scope_where(scope)
 

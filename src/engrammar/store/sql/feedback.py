@@ -20,7 +20,7 @@ from ...models import (
     Scope,
     visible_key,
 )
-from ..base import FeedbackRecord, NewFeedbackEvent, NewMemory
+from ..base import FeedbackRecord, NewFeedbackEvent, NewMemory, ReplyQuery
 from ..tables import EVENT_COLUMNS, FEEDBACK_TABLES
 from .dialect import Dialect, scope_where
 
@@ -221,14 +221,13 @@ class SQLRecords:
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
         events, pairs, ratings = self.learning_facts(scope, memory_ids, since, limit)
         witnesses = [(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None]
-        replies = self.reply_facts(scope, context, context_min, since, reply_limit, witnesses)
+        replies = self.reply_facts(
+            scope, ReplyQuery(context, context_min, since, reply_limit), witnesses
+        )
         return events, pairs, ratings, replies
 
     #: The backend's search half answers it (``Store.reply_facts``).
-    reply_facts: Callable[
-        [Scope, Callable[[], np.ndarray], float, float, int, Sequence[tuple[str, str]]],
-        list[ReplyFacts],
-    ]
+    reply_facts: Callable[[Scope, ReplyQuery, Sequence[tuple[str, str]]], list[ReplyFacts]]
 
     def _learning_reader(
         self,

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from ...errors import ConflictError, EmbedderError, NotFoundError
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ApiKeyRecord, NewEdge, RecallRecord, rebuilt_edges
+from ..base import ApiKeyRecord, MemoryUpdate, NewEdge, RecallRecord, rebuilt_edges
 from ..tables import FEEDBACK_TABLES, MEMORY_COLUMNS
 from .dialect import Dialect, memory_record, scope_where
 from .inspect import SQLInspect
@@ -205,24 +205,16 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
 
         return self._run("stats", run, write=False)
 
-    def _updated(
-        self,
-        conn: Any,
-        old: MemoryRecord,
-        content: str | None,
-        metadata: dict[str, Any] | None,
-        status: str | None,
-        reason: str,
-        edges: Sequence[NewEdge] | None,
-    ) -> None:
+    def _updated(self, conn: Any, old: MemoryRecord, change: MemoryUpdate) -> None:
         """After ``update_memory`` changed ``old``: its history line (op ``update``, ``status``
         or ``metadata``) and, when given, its new content-derived edges."""
+        content, metadata, status = change.content, change.metadata, change.status
         op = "update" if content is not None else ("status" if status else "metadata")
         after = content if content is not None else (status or json.dumps(metadata))
         before = old.content if content is not None else (old.status if status else None)
-        self._log(conn, old.id, old.workspace, old.user_id, op, before, after, reason)
-        if edges is not None:
-            self._replace_edges(conn, old.workspace, old.id, edges)
+        self._log(conn, old.id, old.workspace, old.user_id, op, before, after, change.reason)
+        if change.edges is not None:
+            self._replace_edges(conn, old.workspace, old.id, change.edges)
 
     def _replace_edges(
         self, conn: Any, workspace: str, memory_id: str, edges: Sequence[NewEdge]

@@ -25,7 +25,7 @@ from ...errors import StoreError
 from ...learn.scoring import ReplyFacts
 from ...models import KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, terms
-from ..base import ChunkVector
+from ..base import ChunkVector, ReplyQuery
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
@@ -601,14 +601,9 @@ class SQLiteSearch(SQLStore):
         return total, merged
 
     def reply_facts(
-        self,
-        scope: Scope,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        since: float,
-        limit: int,
-        witnesses: Sequence[tuple[str, str]] = (),
+        self, scope: Scope, ask: ReplyQuery, witnesses: Sequence[tuple[str, str]] = ()
     ) -> list[ReplyFacts]:
+        context, context_min, since, limit = ask
         found, known = self._matching_recalls(scope, context, context_min, since)
         matched = [r for _, r in sorted(found, reverse=True)[:limit]]
         wanted_pairs = set(witnesses)

@@ -27,7 +27,14 @@ import numpy as np
 
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ChunkVector, EdgeDelta, NewEdge, NewMemory, ReplySignal
+from ..base import (
+    EdgeAdjustment,
+    EdgeBounds,
+    ImportBundle,
+    MemoryUpdate,
+    NewEdge,
+    NewMemory,
+)
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..sql.feedback import Facts
@@ -383,12 +390,8 @@ class SQLiteStore(SQLiteSearch):
         self._supersede(conn, workspace, edges, rename)
         return out
 
-    def import_bundle(
-        self,
-        rows: Sequence[NewMemory],
-        edges: Sequence[NewEdge],
-        records: Sequence[tuple[str, dict[str, Any]]],
-    ) -> list[tuple[str, bool]]:
+    def import_bundle(self, bundle: ImportBundle) -> list[tuple[str, bool]]:
+        rows, edges, records = bundle.rows, bundle.edges, bundle.records
         try:
             with self._write() as conn:
                 out = self._add_rows(conn, rows, edges, time.time())
@@ -443,20 +446,9 @@ class SQLiteStore(SQLiteSearch):
                 ),
             )
 
-    def update_memory(
-        self,
-        workspace: str,
-        memory_id: str,
-        *,
-        content: str | None,
-        embedding: np.ndarray | None,
-        dedup_key: str | None,
-        metadata: dict[str, Any] | None,
-        status: str | None,
-        reason: str,
-        edges: Sequence[NewEdge] | None = None,
-        chunks: Sequence[ChunkVector] = (),
-    ) -> MemoryRecord:
+    def update_memory(self, workspace: str, memory_id: str, change: MemoryUpdate) -> MemoryRecord:
+        content, embedding, dedup_key = change.content, change.embedding, change.dedup_key
+        metadata, status = change.metadata, change.status
         try:
             with self._write() as conn:
                 row = conn.execute(
@@ -487,7 +479,7 @@ class SQLiteStore(SQLiteSearch):
                     ]
                     # The windows of the old text go; the new text's (if long) replace them.
                     conn.execute("DELETE FROM memory_chunks WHERE memory_id = ?", (memory_id,))
-                    conn.executemany(_CHUNK_INSERT, chunk_params(old, chunks, _blob))
+                    conn.executemany(_CHUNK_INSERT, chunk_params(old, change.chunks, _blob))
                 if metadata is not None:
                     sets.append("metadata = ?")
                     params.append(json.dumps(metadata, ensure_ascii=False))
@@ -503,7 +495,7 @@ class SQLiteStore(SQLiteSearch):
                 conn.execute(
                     f"UPDATE memories SET {', '.join(sets)} WHERE id = ?", [*params, memory_id]
                 )
-                self._updated(conn, old, content, metadata, status, reason, edges)
+                self._updated(conn, old, change)
                 new = conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
@@ -512,10 +504,7 @@ class SQLiteStore(SQLiteSearch):
         return self._record(new)
 
     def forget(
-        self,
-        scope: Scope,
-        ids: Sequence[str] | None,
-        edge_bounds: tuple[float, float] | None = None,
+        self, scope: Scope, ids: Sequence[str] | None, edge_bounds: EdgeBounds | None = None
     ) -> int:
         where, params = scope_where(scope)
         try:
@@ -564,15 +553,9 @@ class SQLiteStore(SQLiteSearch):
         return len(rows)
 
     # -- graph -----------------------------------------------------------------------------------
-    def adjust_edges(
-        self,
-        workspace: str,
-        deltas: Sequence[EdgeDelta],
-        lo: float,
-        hi: float,
-        consume_recall: str | None = None,
-        reply_signals: Sequence[ReplySignal] = (),
-    ) -> list[Edge] | None:
+    def adjust_edges(self, workspace: str, change: EdgeAdjustment) -> list[Edge] | None:
+        deltas, (lo, hi) = change.deltas, change.bounds
+        consume_recall, reply_signals = change.consume_recall, change.reply_signals
         now = time.time()
         changed: list[Edge] = []
         try:
