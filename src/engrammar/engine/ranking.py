@@ -415,8 +415,9 @@ def _graph(
 
 def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> Ranked:
     """A candidate as a ranked item: its relevance plus ``graph_weight`` x graph support; one
-    that no search found came ``via`` the graph (its edges, sequence edges included)."""
-    comps = dict(cand.components)
+    that no search found came ``via`` the graph (its edges, sequence edges included); it takes
+    over the candidate's components."""
+    comps = cand.components
     found = cand.vector_rank is not None or cand.keyword_rank is not None
     score = cand.relevance
     if graph_weight is not None:

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..base import ChunkVector, ReplyQuery
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
-from ..sql.store import SQLStore
+from ..sql.store import SQLStore, memory_record
 from ..tables import MEMORY_COLUMNS
 from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
 from .index_terms import read_terms
@@ -53,6 +54,24 @@ def chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]
     for row in rows:
         grouped.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
     return grouped
+
+
+@lru_cache(maxsize=_ROW_CACHE)
+def _flat_metadata(text: str) -> dict[str, Any] | None:
+    """``text`` decoded when it is a JSON object of scalars (whose copy is a ``dict`` call),
+    else ``None``: kept for the next read of the same row (json.loads cost ~5 us a record)."""
+    value = json.loads(text)
+    if isinstance(value, dict) and all(
+        v is None or isinstance(v, str | int | float) for v in value.values()
+    ):
+        return value
+    return None
+
+
+def _metadata(text: Any) -> Any:
+    """A memory row's metadata column decoded, a new object for each record."""
+    flat = _flat_metadata(text) if isinstance(text, str) else None
+    return dict(flat) if flat is not None else json.loads(text)
 
 
 def _speaker(metadata: Any) -> str | None:
@@ -103,6 +122,9 @@ class SQLiteSearch(SQLStore):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (provided by ``SQLiteStore``)."""
         raise NotImplementedError
+
+    def _record(self, row: Sequence[Any]) -> MemoryRecord:
+        return memory_record(row, _metadata(row[11]))
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         # Recall reads the rows of ~200 candidates and neighbours several times over; most
@@ -240,7 +262,8 @@ class SQLiteSearch(SQLStore):
                 key = ("knowledge", scope.workspace, user)
                 cached = self._knowledge.get(key)
                 if cached is not None and cached[0] == data_version:
-                    out.append(cached[1])
+                    if cached[1].ids:
+                        out.append(cached[1])
                     continue
                 if cached is None or cached[1].version != partition_version(
                     conn, scope.workspace, user
@@ -248,11 +271,10 @@ class SQLiteSearch(SQLStore):
                     index = load_knowledge(conn, scope.workspace, user)
                 else:
                     index = cached[1]
+                # Empty too: a scope without knowledge is read again only once it changed.
+                self._knowledge.put(key, _Versioned(data_version, index))
                 if index.ids:
-                    self._knowledge.put(key, _Versioned(data_version, index))
                     out.append(index)
-                else:
-                    self._knowledge.pop(key)
             return out
 
     def _dimension(self) -> int:
@@ -351,6 +373,13 @@ class SQLiteSearch(SQLStore):
 
     def _refresh(self, index: ScopeIndex, workspace: str, user: str | None) -> None:
         conn = self._sync_conn
+        # The database changed, most often elsewhere (another scope, a recall's record): one
+        # look at the partition's log before the transaction that reads what changed in it.
+        if not conn.execute(
+            "SELECT 1 FROM memory_changes WHERE workspace = ? AND user_id IS ? AND rev > ? LIMIT 1",
+            (workspace, user, index.rev),
+        ).fetchall():
+            return
         conn.execute("BEGIN")
         try:
             changes = conn.execute(
@@ -393,9 +422,24 @@ class SQLiteSearch(SQLStore):
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
+        return self._vector_hits(self._searched(scope), scope, query, k, where)
+
+    def _searched(self, scope: Scope) -> list[ScopeIndex]:
         try:
-            parts = self._partitions(scope)
-            hits: list[tuple[str, float]] = []
+            return self._partitions(scope)
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+
+    def _vector_hits(
+        self,
+        parts: list[ScopeIndex],
+        scope: Scope,
+        query: np.ndarray,
+        k: int,
+        where: RecallFilter | None,
+    ) -> list[tuple[str, float]]:
+        hits: list[tuple[str, float]] = []
+        try:
             with self._index_lock:
                 for index in parts:
                     hits += index.vector_search(query, k, scope.agent_id, scope.session_id, where)
@@ -429,8 +473,10 @@ class SQLiteSearch(SQLStore):
         k: int,
         where: RecallFilter | None = None,
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        return self.keyword_search(scope, text, k, where), self.vector_search(
-            scope, query, k, where
+        # The partitions synced once for both searches.
+        parts = self._searched(scope)
+        return self._keyword_hits(parts, scope, terms(text), k, where), self._vector_hits(
+            parts, scope, query, k, where
         )
 
     def keyword_search(
@@ -439,9 +485,20 @@ class SQLiteSearch(SQLStore):
         query_terms = terms(text)
         if not query_terms:
             return []
+        return self._keyword_hits(self._searched(scope), scope, query_terms, k, where)
+
+    def _keyword_hits(
+        self,
+        parts: list[ScopeIndex],
+        scope: Scope,
+        query_terms: list[str],
+        k: int,
+        where: RecallFilter | None,
+    ) -> list[tuple[str, float]]:
+        if not query_terms:
+            return []
+        hits: list[tuple[str, float]] = []
         try:
-            parts = self._partitions(scope)
-            hits: list[tuple[str, float]] = []
             with self._index_lock:
                 for index in parts:
                     hits += index.keyword_search(
@@ -611,10 +668,8 @@ class SQLiteSearch(SQLStore):
                     self._catch_up(index, scope.workspace, user)
                     index.data_version = data_version
                     index.prune(since)
-                if len(index):
-                    self._contexts.put(key, index)
-                else:
-                    self._contexts.pop(key)
+                # Empty too: a scope without signals is read again only once it changed.
+                self._contexts.put(key, index)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []
