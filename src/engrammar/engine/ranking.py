@@ -44,7 +44,7 @@ from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, parse_query, sequence_support, time_match
 from ..store import LearningAhead, RefineAhead
-from .base import Engine, in_scope, reaches, reading
+from .base import Engine, in_scope, pinned, reaches, reading
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity
@@ -648,7 +648,8 @@ def session(
             return
         _SESSION.context = context
         try:
-            yield
+            with pinned(engine.store):
+                yield
         finally:
             _SESSION.context = None
 
