@@ -153,6 +153,7 @@ def test_a_recall_rereads_only_what_changed_since_the_last(store_path: Path) -> 
     for conn in m.store._all_conns:
         conn.set_trace_callback(statements.append)
     m.recall("green tea", user_id="u")
+    assert statements.count("PRAGMA data_version") == 1  # whether anything changed: once
     assert not [s for s in statements if "FROM knowledge_chunks" in s and "ORDER BY seq" in s]
     assert sum("FROM reply_signals" in s for s in statements) <= 2  # once per partition
     assert not [

@@ -14,7 +14,8 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
@@ -109,6 +110,7 @@ class SQLiteSearch(SQLStore):
     _b: float
     _ann_threshold: int
     _index_lock: threading.Lock
+    _local: threading.local
     _sync_conn: sqlite3.Connection
     _indexes: ByteLRU[ScopeIndex]
     _contexts: ByteLRU[ContextIndex]
@@ -161,13 +163,38 @@ class SQLiteSearch(SQLStore):
                 cache.popitem(last=False)
         return {memory_id: self._record(row) for memory_id, row in rows.items()}
 
+    def _data_version(self) -> int:
+        """``PRAGMA data_version`` of the sync connection (call with ``_index_lock`` held):
+        inside :meth:`pinned`, read once for the whole block."""
+        pin: list[int | None] | None = getattr(self._local, "pin", None)
+        if pin is not None and pin[0] is not None:
+            return pin[0]
+        version: int = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+        if pin is not None:
+            pin[0] = version
+        return version
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """One recall's reads in this thread: whether the database changed is looked at once,
+        at the first read, instead of at each of them (a cache checked then may have been
+        caught up further since, never less)."""
+        if getattr(self._local, "pin", None) is not None:
+            yield
+            return
+        self._local.pin = [None]
+        try:
+            yield
+        finally:
+            self._local.pin = None
+
     def _sync_rows(self) -> int:
         """Drop the cached rows of memories changed since the last look (by any process, from
         the change log), and return the cache's epoch (bumped on every drop)."""
         with self._index_lock:
             conn = self._sync_conn
             try:
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                version = self._data_version()
                 if version == self._rows_version:
                     return self._rows_epoch
                 if self._rows_version is None:  # nothing cached yet: start at the log's end
@@ -195,7 +222,7 @@ class SQLiteSearch(SQLStore):
         """The synced indexes of every (workspace, user) partition the scope covers."""
         with self._index_lock:
             conn = self._sync_conn
-            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            data_version = self._data_version()
             out = []
             users = _partition_users(conn, scope, "memories")
             for user in users:
@@ -256,7 +283,7 @@ class SQLiteSearch(SQLStore):
         (reloaded where its chunks changed; checked only when the database changed)."""
         with self._index_lock:
             conn = self._sync_conn
-            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            data_version = self._data_version()
             out = []
             for user in _partition_users(conn, scope, "knowledge_chunks"):
                 key = ("knowledge", scope.workspace, user)
@@ -532,7 +559,7 @@ class SQLiteSearch(SQLStore):
     def _current_scope_indexes(self, workspace: str) -> list[ScopeIndex]:
         """The in-process scope indexes of ``workspace`` that are current (no commit since
         they were synced: the same ``data_version``). Call with ``_index_lock`` held."""
-        data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+        data_version = self._data_version()
         return [
             index
             for (kind, index_workspace, _), index in self._indexes.items()
@@ -651,8 +678,7 @@ class SQLiteSearch(SQLStore):
         :class:`~.index.ContextIndex`), as ``(seq, recall_id)``, and their query vectors.
         Each partition's index catches up from ``seq`` whenever the database changed."""
         with self._index_lock:
-            conn = self._sync_conn
-            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            data_version = self._data_version()
             # A user's fed-back recalls count for that user, the workspace-wide ones (no
             # user) for everyone: a recall made without a user reads no user's.
             users: list[str | None] = [None]
