@@ -66,6 +66,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "+ neighbours 0.3": {"neighbour_weight": 0.3},
     "- time": {"time_weight": 0.0},
     "- whose words": {"role_weight": 0.0},
+    "- questions": {"question_weight": 0.0},
     "- graph": {"graph_depth": 0},
     "- validity": {"superseded_factor": 1.0, "recency_similarity": 1.0},
 }

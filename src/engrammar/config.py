@@ -70,6 +70,13 @@ class RankingProfile:
         "you recommended'). At most 0.5; 0 = off.",
         high=0.5,
     )
+    question_weight: float = _w(
+        0.3,
+        "Relevance x (1 - this) for a message whose every sentence is a question: it asks "
+        "for a fact and states none, so it matches the query's words without answering it. "
+        "0 = off.",
+        high=0.9,
+    )
     graph_weight: float = _w(
         0.0,
         "Score + this x graph support (a seed's relevance x the edge weights along the best "
@@ -347,7 +354,10 @@ class Config:
         "table [engrammar.ranking], or a JSON object in ENGRAMMAR_RANKING; a call may pass its "
         "own profile.",
     )
-    bm25_k1: float = _opt(1.2, "BM25 term-frequency saturation.")
+    bm25_k1: float = _opt(
+        0.9,
+        "BM25 term-frequency saturation: the lower, the less a term's repeats in one message add.",
+    )
     bm25_b: float = _opt(0.5, "BM25 length normalisation (0 = none, 1 = full).")
     recognise_preferences: bool = _opt(
         True,

@@ -11,7 +11,8 @@ candidates     full-text search (BM25 over every message's whole text) and vecto
 fusion         each score divided by the best of its list, blended by ``keyword_weight``
 refinement     session evidence (``session_weight``), conversation neighbours
                (``neighbour_weight``), the time the query names (``time_weight``), whose
-               words it asks about, the asker's or the assistant's (``role_weight``)
+               words it asks about, the asker's or the assistant's (``role_weight``), a
+               message that only asks (``question_weight``)
 graph          walks from the best candidates along weighted edges (``graph_*``)
 learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``)
 validity       what is current first; a newer restatement above the older (``recency_*``)
@@ -42,7 +43,7 @@ from ..learn.scoring import LearnParams, learned_ranking
 from ..models import Edge, MemoryRecord, RecallFilter, Scope
 from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
-from ..recall.query import Query, parse_query, sequence_support, time_match
+from ..recall.query import Query, only_asks, parse_query, sequence_support, time_match
 from ..store import LearningAhead, RefineAhead
 from .base import Engine, in_scope, pinned, reaches, reading
 from .edge_context import edge_reader, reads_edge_parts
@@ -316,6 +317,13 @@ def _refine(
             if hit:
                 cand.relevance *= 1.0 + profile.time_weight * hit
                 cand.components["time"] = round(profile.time_weight * hit, 6)
+                cand.components["relevance"] = round(cand.relevance, 6)
+    if profile.question_weight > 0:
+        for cand in head:
+            record = records.get(cand.id)
+            if record is not None and only_asks(record.content):
+                cand.relevance *= 1.0 - profile.question_weight
+                cand.components["question"] = round(-profile.question_weight, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
     other = _OTHER_SIDE.get(query.whose or "")
     if profile.role_weight > 0 and other is not None:

@@ -89,6 +89,19 @@ def whose_words(text: str) -> str | None:
     return "user"
 
 
+# A sentence: a run of text up to its closing punctuation (or the end of the text).
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+def only_asks(text: str) -> bool:
+    """Whether every sentence of ``text`` is a question: the message asks for something and
+    states nothing ("How long have you had Susie?"), so its words echo a question without
+    answering it."""
+    sentences = [s.strip() for s in _SENTENCE.findall(text)]
+    sentences = [s for s in sentences if len(s) > 3]
+    return bool(sentences) and all(s.endswith("?") for s in sentences)
+
+
 def _month(word: str) -> int:
     return _MONTH_NUMBER[word.rstrip(".")]
 
