@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ...learn.scoring import EventFacts, PairFacts, ReplyFacts
 from ...models import Edge, MemoryRecord, Scope
 from ..base import ChunkVector, LearningAhead, RefineAhead, ReplyQuery
 from ..tables import MEMORY_COLUMNS
@@ -676,11 +676,6 @@ class PostgresReads(PostgresGraph):
             and since is not None
             and since >= snap.feedback_since
         )
-
-    def _empty_facts(
-        self, scope: Scope, since: float | None
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]] | None:
-        return ([], [], []) if self._no_feedback(scope, since) else None
 
     def _empty_replies(self, scope: Scope, since: float) -> list[ReplyFacts] | None:
         return [] if self._no_feedback(scope, since) else None

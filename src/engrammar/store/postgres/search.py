@@ -14,12 +14,13 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ...learn.scoring import ReplyFacts
 from ...models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, speaker_of, terms
-from ..base import ChunkVector, ReplyQuery
+from ..base import ChunkVector, LearningAhead, ReplyQuery
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
+from ..sql.feedback import LearningReads
 from ..sql.knowledge import CHUNK_COLUMNS
 from ..sql.store import Dialect, SQLStore
 from ..tables import COPY_TABLES, MEMORY_COLUMNS
@@ -394,17 +395,8 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             cached if cached is not None else super().learned_edge_parts(workspace, src_ids, kind)
         )
 
-    def learning_facts(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-        empty = self._empty_facts(scope, since)
-        if empty is not None:
-            return empty
-        return super().learning_facts(scope, memory_ids, since, limit)
+    def _no_feedback_since(self, scope: Scope, since: float | None) -> bool:
+        return self._no_feedback(scope, since)
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(ids))
@@ -574,16 +566,9 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             rows = self._read("reading reply signals", run, transaction=True)
         return _reply_facts(rows)
 
-    def learning_reads(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float,
-        limit: int,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        reply_limit: int,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+    def _learning_reads_ahead(
+        self, scope: Scope, memory_ids: Sequence[str], since: float, ask: LearningAhead
+    ) -> LearningReads | None:
         if self._no_feedback(scope, since):
             return [], [], [], []
         snap = self._snap(scope.workspace)
@@ -593,9 +578,9 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             or snap.feedback_since is None
             or since < snap.feedback_since
         ):
-            return super().learning_reads(
-                scope, memory_ids, since, limit, context, context_min, reply_limit
-            )
+            return None  # not this session's: the plain reads
+        context, limit = ask.context, ask.limit
+        context_min, reply_limit = ask.context_min, ask.reply_limit
         ahead = self._learned_ahead(scope, since, limit, context_min, reply_limit)
         if ahead is not None:  # read with the neighbourhood
             events, pairs, rows = ahead
