@@ -59,6 +59,7 @@ __all__ = [
     "MemoryUpdate",
     "NewEdge",
     "NewFeedbackEvent",
+    "NewKnowledgeBase",
     "NewMemory",
     "ReadAhead",
     "RecallRecord",
@@ -190,6 +191,15 @@ class NewMemory:
     superseded_by: str | None = None
     # The windows of a long text past the first (``Config.chunk_chars``), stored with it.
     chunks: tuple[ChunkVector, ...] = ()
+
+
+@dataclass(frozen=True)
+class NewKnowledgeBase:
+    """A knowledge base about to be written whole: the ``base`` and each of its ``chunks``
+    with its vector."""
+
+    base: KnowledgeBase
+    chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
 
 
 @dataclass
@@ -770,12 +780,7 @@ class ApiKeyStore(Protocol):
 class KnowledgeStore(Protocol):
     """Knowledge bases: written whole (the base and all its chunks) or not at all."""
 
-    def add_knowledge(
-        self,
-        base: KnowledgeBase,
-        chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]],
-        max_scope_chunks: int | None = None,
-    ) -> None:
+    def add_knowledge(self, new: NewKnowledgeBase, max_scope_chunks: int | None = None) -> None:
         """Store a knowledge base and its chunks (with their vectors) in one transaction.
 
         With ``max_scope_chunks``, raises :class:`~engrammar.errors.TooLargeError` and writes
