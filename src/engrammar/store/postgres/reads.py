@@ -43,7 +43,7 @@ import numpy as np
 
 from ...learn.scoring import EventFacts, PairFacts, ReplyFacts
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ChunkVector, LearningAhead, RefineAhead, ReplyQuery
+from ..base import ChunkVector, ReadPlan, ReplyQuery
 from ..tables import MEMORY_COLUMNS
 from .connection import Conn
 from .graph import PostgresGraph, hint_key
@@ -109,27 +109,20 @@ class PostgresReads(PostgresGraph):
 
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
-    def reading(
-        self,
-        feedback_since: float | None = None,
-        preferences: int = 0,
-        knowledge: bool = False,
-        neighbourhood: bool = True,
-        learning: LearningAhead | None = None,
-        refine: RefineAhead | None = None,
-    ) -> Iterator[None]:
+    def reading(self, plan: ReadPlan | None = None) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~..base.ReadAhead.reading` for the arguments)."""
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
+        plan = plan if plan is not None else ReadPlan()
         snap = Snapshot(
-            feedback_since,
-            preferences=preferences,
-            knowledge=knowledge,
-            neighbourhood=neighbourhood,
-            ahead=learning,
-            refine=refine,
+            plan.feedback_since,
+            preferences=plan.preferences,
+            knowledge=plan.knowledge,
+            neighbourhood=plan.neighbourhood,
+            ahead=plan.learning,
+            refine=plan.refine,
         )
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap

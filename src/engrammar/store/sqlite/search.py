@@ -24,7 +24,7 @@ from ...errors import StoreError
 from ...learn.scoring import ReplyFacts
 from ...models import KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, terms
-from ..base import ChunkVector, ReplyQuery
+from ..base import ChunkVector, ReplyQuery, SearchQuery
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
@@ -422,13 +422,9 @@ class SQLiteSearch(SQLStore):
         return out
 
     def searches(
-        self,
-        scope: Scope,
-        text: str,
-        query: np.ndarray,
-        k: int,
-        where: RecallFilter | None = None,
+        self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        text, query, k, where = ask
         return self.keyword_search(scope, text, k, where), self.vector_search(
             scope, query, k, where
         )
