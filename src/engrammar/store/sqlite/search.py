@@ -30,7 +30,7 @@ from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
 from ..sql.store import SQLStore
 from ..tables import MEMORY_COLUMNS
-from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
+from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex, Within
 from .index_terms import read_terms
 from .knowledge_index import KnowledgeIndex, load_knowledge, partition_version
 
@@ -393,12 +393,26 @@ class SQLiteSearch(SQLStore):
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
+        return self._best_of_partitions(
+            scope, k, where, lambda index, within: index.vector_search(query, k, within)
+        )
+
+    def _best_of_partitions(
+        self,
+        scope: Scope,
+        k: int,
+        where: RecallFilter | None,
+        search: Callable[[ScopeIndex, Within], list[tuple[str, float]]],
+    ) -> list[tuple[str, float]]:
+        """The best ``k`` hits of ``search`` in every partition of ``scope``, each narrowed
+        to the scope's agent and session and to ``where``."""
+        within = Within(scope.agent_id, scope.session_id, where)
         try:
             parts = self._partitions(scope)
             hits: list[tuple[str, float]] = []
             with self._index_lock:
                 for index in parts:
-                    hits += index.vector_search(query, k, scope.agent_id, scope.session_id, where)
+                    hits += search(index, within)
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
         hits.sort(key=lambda h: -h[1])
@@ -412,7 +426,9 @@ class SQLiteSearch(SQLStore):
             out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
             with self._index_lock:
                 for index in parts:
-                    found = index.vector_searches(queries, k, scope.agent_id, scope.session_id)
+                    found = index.vector_searches(
+                        queries, k, Within(scope.agent_id, scope.session_id)
+                    )
                     for row, hits in zip(out, found, strict=True):
                         row += hits
         except sqlite3.Error as exc:
@@ -435,18 +451,9 @@ class SQLiteSearch(SQLStore):
         query_terms = terms(text)
         if not query_terms:
             return []
-        try:
-            parts = self._partitions(scope)
-            hits: list[tuple[str, float]] = []
-            with self._index_lock:
-                for index in parts:
-                    hits += index.keyword_search(
-                        query_terms, k, scope.agent_id, scope.session_id, where
-                    )
-        except sqlite3.Error as exc:
-            raise StoreError(f"search failed: {exc}") from exc
-        hits.sort(key=lambda h: -h[1])
-        return hits[:k]
+        return self._best_of_partitions(
+            scope, k, where, lambda index, within: index.keyword_search(query_terms, k, within)
+        )
 
     def fts_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         """Full-text search with SQLite FTS5 (porter stemming, its fixed BM25 parameters).
@@ -530,7 +537,9 @@ class SQLiteSearch(SQLStore):
             parts = self._partitions(scope)
             with self._index_lock:
                 for index in parts:
-                    n, found = index.term_postings(wanted, limit, scope.agent_id, scope.session_id)
+                    n, found = index.term_postings(
+                        wanted, limit, Within(scope.agent_id, scope.session_id)
+                    )
                     total += n
                     for term, (df, ids) in found.items():
                         old_df, old_ids = merged[term]
