@@ -477,7 +477,7 @@ def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
             with session(mem._engine, query):
                 mem.recall(query, user_id="u1", limit=5)
                 snap = store._snap()
-                assert snap is not None and snap.refine is not None
+                assert snap is not None and snap.plan.refine is not None
                 narrow = [i for i in snap.narrow_edges if i not in snap.out_edges]
                 if narrow:
                     narrow_seen = True

@@ -111,7 +111,7 @@ class PostgresReply(_Base):
     def _reply_snap(self, workspace: str) -> Any:
         """This thread's read session if it is one without a graph walk (feedback's)."""
         snap = self._snap(workspace)
-        if snap is None or snap.neighbourhood or not self._reply_reads:
+        if snap is None or snap.plan.neighbourhood or not self._reply_reads:
             return None
         return snap
 

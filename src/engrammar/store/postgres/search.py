@@ -178,7 +178,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         if k <= 0:
             return []
         snap = self._snap()
-        ahead = snap is not None and snap.neighbourhood and not snap.prefetched
+        ahead = snap is not None and snap.plan.neighbourhood and not snap.prefetched
         if snap is not None and ahead and snap.scope in (None, scope):
             snap.scope = scope
             own_f, own_args = pg_filter_where(where, "", "vf")
@@ -348,7 +348,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         """Queue, in the open pipeline of ``conn``, the knowledge search a recall makes next
         (its ``KNOWLEDGE_AHEAD`` nearest chunks to the recall's query vector), if the session
         was told of one; the returned function keeps the answer."""
-        if not snap.knowledge or snap.knowledge_ahead is not None:
+        if not snap.plan.knowledge or snap.knowledge_ahead is not None:
             return lambda: None
         cur = conn.cursor(binary=True)
         cur.execute(*self._knowledge_query(scope, vector, KNOWLEDGE_AHEAD))
@@ -575,8 +575,8 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         if (
             snap is None
             or snap.scope != scope
-            or snap.feedback_since is None
-            or since < snap.feedback_since
+            or snap.plan.feedback_since is None
+            or since < snap.plan.feedback_since
         ):
             return None  # not this session's: the plain reads
         context, limit = ask.context, ask.limit
