@@ -16,7 +16,13 @@ from backends import config_for, open_memory
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.models import Scope
-from engrammar.recall.chunks import chunk_spans, message_windows, widened
+from engrammar.recall.chunks import (
+    _window_terms,
+    best_window,
+    chunk_spans,
+    message_windows,
+    widened,
+)
 from engrammar.recall.text import embedding_text
 from engrammar.store.migrate import migrate
 
@@ -55,6 +61,17 @@ def test_a_narrow_window_is_widened_with_the_text_around_it() -> None:
     # Wide enough already, or a text shorter than the size: as it is / the whole text.
     assert widened(LONG, 10, 1500, 1000) == (10, 1500)
     assert widened(FACT, 4, 20, 1000) == (0, len(FACT))
+
+
+def test_the_windows_of_a_long_excerpted_text_are_kept() -> None:
+    # A message of tens of thousands of characters (a report an assistant wrote) is excerpted
+    # on every recall that shows it: its windows' terms are read once, not on every recall.
+    report = " ".join(f"Section {i}: {FILLER}" for i in range(40)) + f" {FACT}"
+    assert len(report) > 20_000
+    first = best_window(report, {"flowerpot"}, 1000, 200)
+    assert first is not None and FACT in report[first[0][0] : first[0][1]]
+    assert _window_terms(report, 1000, 200) is _window_terms(report, 1000, 200)
+    assert best_window(report, {"flowerpot"}, 1000, 200) == first
 
 
 @pytest.mark.every_store

@@ -92,6 +92,85 @@ def test_vectors_survive_as_float32(store_path: Path) -> None:
     store.close()
 
 
+def test_a_rows_metadata_is_decoded_once_and_each_record_gets_its_own(store_path: Path) -> None:
+    from engrammar.store.sqlite.search import _flat_metadata
+
+    m = _open(store_path)
+    (flat,) = m.add(
+        [{"role": "user", "content": "a", "metadata": {"turn_id": "D1:1"}}], user_id="u"
+    )
+    (deep,) = m.add([{"role": "user", "content": "b", "metadata": {"tags": ["x"]}}], user_id="u")
+    first = m.store.get_memories("default", [flat, deep])
+    hits = _flat_metadata.cache_info().hits
+    again = m.store.get_memories("default", [flat, deep])
+    assert _flat_metadata.cache_info().hits > hits  # the flat object was not decoded again
+    for i, meta in ((flat, {"turn_id": "D1:1"}), (deep, {"tags": ["x"]})):
+        assert first[i].metadata == again[i].metadata == meta
+        assert first[i].metadata is not again[i].metadata
+    # A caller changing its record changes no one else's.
+    first[flat].metadata["turn_id"] = "changed"
+    first[deep].metadata["tags"].append("y")
+    assert m.get(flat).metadata == {"turn_id": "D1:1"} and m.get(deep).metadata == {"tags": ["x"]}
+    m.close()
+
+
+def test_a_recall_reads_feedback_tables_only_where_the_scope_has_records(store_path: Path) -> None:
+    m = _open(store_path)
+    tea, _ = m.add(["I like green tea.", "I moved to Berlin in May."], user_id="u")
+    m.recall("green tea", user_id="u")  # this thread's connection is open
+    statements: list[str] = []
+    for conn in m.store._all_conns:
+        conn.set_trace_callback(statements.append)
+
+    def reads(table: str) -> int:
+        return sum(f"FROM {table}" in s and "EXISTS" not in s for s in statements)
+
+    m.recall("green tea", user_id="u")
+    assert reads("memory_ratings") == reads("feedback_events") == 0
+    # Another user's rating is not this user's: still nothing to read.
+    m.rate_memory(tea, "rejected", context="green tea", user_id="v")
+    statements.clear()
+    m.recall("green tea", user_id="u")
+    assert reads("memory_ratings") == 0
+    # The user's own rating is read, and the learned ranking acts on it.
+    m.rate_memory(tea, "rejected", context="green tea", user_id="u")
+    statements.clear()
+    got = m.recall("green tea", user_id="u")
+    assert reads("memory_ratings") >= 1 and reads("feedback_events") == 0
+    rated = next(x for x in got.memories if x.id == tea)
+    assert rated.components["learned_rating"] < 0
+    m.close()
+
+
+def test_a_recall_rereads_only_what_changed_since_the_last(store_path: Path) -> None:
+    # Each recall writes its record, so the next one finds the database changed: it looks at
+    # the scope's change log once, and does not reload a scope that has no knowledge or no
+    # feedback signals.
+    m = _open(store_path)
+    m.add(["I like green tea.", "I moved to Berlin in May."], user_id="u")
+    m.recall("green tea", user_id="u")
+    statements: list[str] = []
+    for conn in m.store._all_conns:
+        conn.set_trace_callback(statements.append)
+    m.recall("green tea", user_id="u")
+    assert statements.count("PRAGMA data_version") == 1  # whether anything changed: once
+    assert not [s for s in statements if "FROM knowledge_chunks" in s and "ORDER BY seq" in s]
+    assert sum("FROM reply_signals" in s for s in statements) <= 2  # once per partition
+    assert not [
+        s
+        for s in statements
+        if s.startswith("SELECT rev, memory_id FROM memory_changes WHERE workspace")
+    ]
+    # What changes is still seen: another handle's memory and knowledge.
+    other = _open(store_path)
+    (new,) = other.add("I started learning the cello.", user_id="u")
+    other.add_knowledge("Handbook", ["Cello lessons are on Tuesdays."], user_id="u")
+    other.close()
+    got = m.recall("cello", user_id="u")
+    assert new in [x.id for x in got.memories] and got.knowledge
+    m.close()
+
+
 def test_index_follows_updates_and_forgets_from_another_handle(store_path: Path) -> None:
     a, b = _open(store_path), _open(store_path)
     (mid,) = a.add("original wording about sailing", user_id="u")

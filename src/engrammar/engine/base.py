@@ -26,6 +26,7 @@ __all__ = [
     "dedup_key",
     "embed_memories",
     "in_scope",
+    "pinned",
     "reaches",
     "reading",
     "recorded",
@@ -65,6 +66,13 @@ def reading(store: object, *args: Any, **kwargs: Any) -> AbstractContextManager[
     answered as they come."""
     ahead = read_ahead(store)
     return ahead.reading(ReadPlan(*args, **kwargs)) if ahead is not None else nullcontext()
+
+
+def pinned(store: object) -> AbstractContextManager[None]:
+    """The store's reads of one recall checked for changes once (``SQLiteStore.pinned``), when
+    it has that; otherwise nothing. Only around reads: a write inside would not be seen."""
+    pin = getattr(store, "pinned", None)
+    return pin() if callable(pin) else nullcontext()
 
 
 def adding(store: object, *args: Any, **kwargs: Any) -> AbstractContextManager[None]:

@@ -44,7 +44,7 @@ from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, parse_query, sequence_support, time_match
 from ..store import LearningAhead, RefineAhead, SearchQuery
-from .base import Engine, in_scope, reaches, reading
+from .base import Engine, in_scope, pinned, reaches, reading
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
 from .validity import by_validity
@@ -141,7 +141,7 @@ def rank(
     cands = candidates(
         engine, scope, query, profile, qvec, where=where, edges=edges_from, read=read
     )
-    match = max((max(c.vector, 0.0) for c in cands), default=0.0)
+    match = _best_cosine(cands)
     walks: list[Walk] = []
     seeds: list[str] = []
     support: dict[str, Walk] = {}
@@ -158,6 +158,16 @@ def rank(
     items = learned(engine, scope, query.text, items)
     items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus, read)
     return Ranking(query, items, walks, seeds, match, beyond)
+
+
+def _best_cosine(cands: Sequence[Candidate]) -> float:
+    """The best cosine any candidate has with the query, 0 at least (and with none)."""
+    best: float | None = None
+    for c in cands:
+        cos = 0.0 if c.vector < 0.0 else c.vector  # max(c.vector, 0.0), without the call
+        if best is None or cos > best:
+            best = cos
+    return 0.0 if best is None else best
 
 
 def _edge_reads(engine: Engine, scope: Scope, qvec: np.ndarray) -> EdgesFrom:
@@ -253,11 +263,17 @@ def _complete_vector_hits(
         return vector_hits
     vecs = engine.store.vectors(scope.workspace, missing)
     chunks = engine.store.memory_chunks(scope.workspace, missing)
-    extra = [
-        (m, max([float(vecs[m] @ qvec), *(float(c.embedding @ qvec) for c in chunks.get(m, ()))]))
-        for m in missing
-        if m in vecs
-    ]
+    extra = []
+    for m in missing:
+        own = vecs.get(m)
+        if own is None:
+            continue
+        best = float(own @ qvec)
+        for c in chunks.get(m, ()):
+            cos = float(c.embedding @ qvec)
+            if cos > best:
+                best = cos
+        extra.append((m, best))
     return vector_hits + sorted(extra, key=lambda h: -h[1])
 
 
@@ -415,8 +431,9 @@ def _graph(
 
 def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> Ranked:
     """A candidate as a ranked item: its relevance plus ``graph_weight`` x graph support; one
-    that no search found came ``via`` the graph (its edges, sequence edges included)."""
-    comps = dict(cand.components)
+    that no search found came ``via`` the graph (its edges, sequence edges included); it takes
+    over the candidate's components."""
+    comps = cand.components
     found = cand.vector_rank is not None or cand.keyword_rank is not None
     score = cand.relevance
     if graph_weight is not None:
@@ -505,7 +522,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -
     for s in ranked:
         before = base.get(s.id)
         comps = {**(before.components if before else {}), **s.components}
-        comps["final"] = round(s.score, 6)
+        comps["final"] = s.score
         out.append(
             Ranked(
                 s.id,
@@ -631,7 +648,8 @@ def session(
             return
         _SESSION.context = context
         try:
-            yield
+            with pinned(engine.store):
+                yield
         finally:
             _SESSION.context = None
 

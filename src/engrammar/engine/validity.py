@@ -106,7 +106,7 @@ def by_validity(
         if memory_id in why:
             comps["supersession"] = round(score - before, 6)
             note = note or why[memory_id]
-        comps["final"] = round(score, 6)
+        comps["final"] = score  # rounded where the ranking is handed out
         out.append((records[memory_id], score, comps, note, via))
     out = _keep_order(out, [r.id for r in items], set(why))
     if profile.recency_similarity < 1.0 and query.own_facts and len(out) > 1:

@@ -9,9 +9,9 @@ its budget and shows the part that matched rather than the opening.
 from __future__ import annotations
 
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Collection
-from functools import lru_cache
 
 from .text import terms
 
@@ -66,30 +66,55 @@ def best_window(
 
 
 # The windows of the texts excerpted last, with the terms of each: a recall excerpts the same
-# long memories its scope's earlier recalls did (a text past _KEPT_CHARS is read anew).
+# long memories its scope's earlier recalls did. At most _KEPT_TEXTS texts of _KEPT_CHARS
+# characters in all; a text longer than _KEPT_ONE is read anew each time.
 _KEPT_TEXTS = 256
-_KEPT_CHARS = 8_000
+_KEPT_CHARS = 2_000_000
+_KEPT_ONE = 200_000
+
+Windows = tuple[tuple[tuple[int, int], Counter[str]], ...]
 
 
-def _window_terms(
-    text: str, size: int, overlap: int
-) -> tuple[tuple[tuple[int, int], Counter[str]], ...]:
+class _Kept:
+    """The least recently used windows, bounded by count and characters (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.items: OrderedDict[tuple[str, int, int], Windows] = OrderedDict()
+        self.chars = 0
+        self.lock = threading.Lock()
+
+    def get(self, text: str, size: int, overlap: int) -> Windows:
+        key = (text, size, overlap)
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None:
+                self.items.move_to_end(key)
+                return found
+        found = _read_windows(text, size, overlap)
+        if len(text) <= _KEPT_ONE:
+            with self.lock:
+                if key not in self.items:
+                    self.items[key] = found
+                    self.chars += len(text)
+                    while len(self.items) > _KEPT_TEXTS or self.chars > _KEPT_CHARS:
+                        (old, _, _), _ = self.items.popitem(last=False)
+                        self.chars -= len(old)
+        return found
+
+
+_KEPT = _Kept()
+
+
+def _window_terms(text: str, size: int, overlap: int) -> Windows:
     """Each window of ``text`` (:func:`chunk_spans`) with how often it holds each term."""
-    if len(text) > _KEPT_CHARS:
-        return _read_windows(text, size, overlap)
-    return _kept_windows(text, size, overlap)
+    return _KEPT.get(text, size, overlap)
 
 
-def _read_windows(
-    text: str, size: int, overlap: int
-) -> tuple[tuple[tuple[int, int], Counter[str]], ...]:
+def _read_windows(text: str, size: int, overlap: int) -> Windows:
     return tuple(
         ((start, end), Counter(terms(text[start:end])))
         for start, end in chunk_spans(text, size, overlap)
     )
-
-
-_kept_windows = lru_cache(maxsize=_KEPT_TEXTS)(_read_windows)
 
 
 def best_excerpt(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 __all__ = ["Candidate", "fuse", "session_evidence"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """A memory found by search, with the raw evidence behind its relevance."""
 
@@ -39,7 +39,9 @@ def fuse(
     for rank, (memory_id, sim) in enumerate(vector_hits):
         cands[memory_id] = Candidate(memory_id, vector=sim, vector_rank=rank)
     for rank, (memory_id, score) in enumerate(keyword_hits):
-        cand = cands.setdefault(memory_id, Candidate(memory_id))
+        cand = cands.get(memory_id)
+        if cand is None:
+            cand = cands[memory_id] = Candidate(memory_id)
         cand.keyword = score
         cand.keyword_rank = rank
     if not keyword_hits:
@@ -48,16 +50,13 @@ def fuse(
         keyword_weight = 1.0
     top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
     top_kw = max((s for _, s in keyword_hits), default=0.0) or 1.0
+    vector_weight = 1 - keyword_weight
     for cand in cands.values():
-        v = max(cand.vector, 0.0) / top_vec
-        k = cand.keyword / top_kw
-        cand.relevance = (1 - keyword_weight) * v + keyword_weight * k
+        vector = cand.vector
+        v = (0.0 if vector < 0.0 else vector) / top_vec  # max(vector, 0.0), without the call
+        cand.relevance = vector_weight * v + keyword_weight * (cand.keyword / top_kw)
         # Unrounded: most candidates are never shown (rounded where a ranking is handed out).
-        cand.components = {
-            "vector": cand.vector,
-            "keyword": cand.keyword,
-            "relevance": cand.relevance,
-        }
+        cand.components = {"vector": vector, "keyword": cand.keyword, "relevance": cand.relevance}
     return sorted(cands.values(), key=lambda c: (-c.relevance, c.id))
 
 

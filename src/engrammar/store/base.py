@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -825,6 +825,15 @@ class Backend(
     may also be a :class:`ReadAhead`."""
 
 
+# Whether a type of store reads ahead: a protocol's isinstance check looks up every method,
+# and a recall asks it several times.
+_READS_AHEAD: dict[type, bool] = {}
+
+
 def read_ahead(store: object) -> ReadAhead | None:
     """``store`` as a :class:`ReadAhead` when it reads ahead, else ``None``."""
-    return store if isinstance(store, ReadAhead) else None
+    kind = type(store)
+    found = _READS_AHEAD.get(kind)
+    if found is None:
+        found = _READS_AHEAD[kind] = isinstance(store, ReadAhead)
+    return cast(ReadAhead, store) if found else None

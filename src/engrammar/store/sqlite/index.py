@@ -158,9 +158,10 @@ class ContextIndex:
 
     @property
     def nbytes(self) -> int:
-        """The memory this index holds, roughly."""
+        """The memory this index holds, roughly (an empty one counts as a row: the cache
+        keeps those too, so that a scope without signals is not read again until it changes)."""
         arrays = self._seqs.nbytes + self._times.nbytes + self._vectors.nbytes
-        return arrays + ROW_OVERHEAD * self._used
+        return arrays + ROW_OVERHEAD * (self._used + 1)
 
     def vector(self, recall_id: str) -> np.ndarray | None:
         slot = self._slot.get(recall_id)

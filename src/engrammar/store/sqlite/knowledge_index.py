@@ -29,7 +29,8 @@ class KnowledgeIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes) + len(self.ids) * ROW_OVERHEAD
+        # An empty index counts as a row: the cache keeps those too.
+        return int(self.matrix.nbytes) + (len(self.ids) + 1) * ROW_OVERHEAD
 
     def top(
         self,

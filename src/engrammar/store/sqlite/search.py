@@ -14,7 +14,9 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -28,7 +30,7 @@ from ..base import ChunkVector, ReplyQuery, SearchQuery
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
-from ..sql.store import SQLStore
+from ..sql.store import SQLStore, memory_record
 from ..tables import MEMORY_COLUMNS
 from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex, Within
 from .index_terms import read_terms
@@ -53,6 +55,24 @@ def chunk_lists(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[ChunkVector]]
     for row in rows:
         grouped.setdefault(row[0], []).append(chunk_vector(row[1:], _vec))
     return grouped
+
+
+@lru_cache(maxsize=_ROW_CACHE)
+def _flat_metadata(text: str) -> dict[str, Any] | None:
+    """``text`` decoded when it is a JSON object of scalars (whose copy is a ``dict`` call),
+    else ``None``: kept for the next read of the same row (json.loads cost ~5 us a record)."""
+    value = json.loads(text)
+    if isinstance(value, dict) and all(
+        v is None or isinstance(v, str | int | float) for v in value.values()
+    ):
+        return value
+    return None
+
+
+def _metadata(text: Any) -> Any:
+    """A memory row's metadata column decoded, a new object for each record."""
+    flat = _flat_metadata(text) if isinstance(text, str) else None
+    return dict(flat) if flat is not None else json.loads(text)
 
 
 def _speaker(metadata: Any) -> str | None:
@@ -90,6 +110,7 @@ class SQLiteSearch(SQLStore):
     _b: float
     _ann_threshold: int
     _index_lock: threading.Lock
+    _local: threading.local
     _sync_conn: sqlite3.Connection
     _indexes: ByteLRU[ScopeIndex]
     _contexts: ByteLRU[ContextIndex]
@@ -103,6 +124,9 @@ class SQLiteSearch(SQLStore):
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (provided by ``SQLiteStore``)."""
         raise NotImplementedError
+
+    def _record(self, row: Sequence[Any]) -> MemoryRecord:
+        return memory_record(row, _metadata(row[11]))
 
     def get_memories(self, workspace: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         # Recall reads the rows of ~200 candidates and neighbours several times over; most
@@ -139,13 +163,38 @@ class SQLiteSearch(SQLStore):
                 cache.popitem(last=False)
         return {memory_id: self._record(row) for memory_id, row in rows.items()}
 
+    def _data_version(self) -> int:
+        """``PRAGMA data_version`` of the sync connection (call with ``_index_lock`` held):
+        inside :meth:`pinned`, read once for the whole block."""
+        pin: list[int | None] | None = getattr(self._local, "pin", None)
+        if pin is not None and pin[0] is not None:
+            return pin[0]
+        version: int = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+        if pin is not None:
+            pin[0] = version
+        return version
+
+    @contextmanager
+    def pinned(self) -> Iterator[None]:
+        """One recall's reads in this thread: whether the database changed is looked at once,
+        at the first read, instead of at each of them (a cache checked then may have been
+        caught up further since, never less)."""
+        if getattr(self._local, "pin", None) is not None:
+            yield
+            return
+        self._local.pin = [None]
+        try:
+            yield
+        finally:
+            self._local.pin = None
+
     def _sync_rows(self) -> int:
         """Drop the cached rows of memories changed since the last look (by any process, from
         the change log), and return the cache's epoch (bumped on every drop)."""
         with self._index_lock:
             conn = self._sync_conn
             try:
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                version = self._data_version()
                 if version == self._rows_version:
                     return self._rows_epoch
                 if self._rows_version is None:  # nothing cached yet: start at the log's end
@@ -173,7 +222,7 @@ class SQLiteSearch(SQLStore):
         """The synced indexes of every (workspace, user) partition the scope covers."""
         with self._index_lock:
             conn = self._sync_conn
-            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            data_version = self._data_version()
             out = []
             users = _partition_users(conn, scope, "memories")
             for user in users:
@@ -234,13 +283,14 @@ class SQLiteSearch(SQLStore):
         (reloaded where its chunks changed; checked only when the database changed)."""
         with self._index_lock:
             conn = self._sync_conn
-            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            data_version = self._data_version()
             out = []
             for user in _partition_users(conn, scope, "knowledge_chunks"):
                 key = ("knowledge", scope.workspace, user)
                 cached = self._knowledge.get(key)
                 if cached is not None and cached[0] == data_version:
-                    out.append(cached[1])
+                    if cached[1].ids:
+                        out.append(cached[1])
                     continue
                 if cached is None or cached[1].version != partition_version(
                     conn, scope.workspace, user
@@ -248,11 +298,10 @@ class SQLiteSearch(SQLStore):
                     index = load_knowledge(conn, scope.workspace, user)
                 else:
                     index = cached[1]
+                # Empty too: a scope without knowledge is read again only once it changed.
+                self._knowledge.put(key, _Versioned(data_version, index))
                 if index.ids:
-                    self._knowledge.put(key, _Versioned(data_version, index))
                     out.append(index)
-                else:
-                    self._knowledge.pop(key)
             return out
 
     def _dimension(self) -> int:
@@ -351,6 +400,13 @@ class SQLiteSearch(SQLStore):
 
     def _refresh(self, index: ScopeIndex, workspace: str, user: str | None) -> None:
         conn = self._sync_conn
+        # The database changed, most often elsewhere (another scope, a recall's record): one
+        # look at the partition's log before the transaction that reads what changed in it.
+        if not conn.execute(
+            "SELECT 1 FROM memory_changes WHERE workspace = ? AND user_id IS ? AND rev > ? LIMIT 1",
+            (workspace, user, index.rev),
+        ).fetchall():
+            return
         conn.execute("BEGIN")
         try:
             changes = conn.execute(
@@ -393,23 +449,30 @@ class SQLiteSearch(SQLStore):
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
-        return self._best_of_partitions(
-            scope, k, where, lambda index, within: index.vector_search(query, k, within)
+        return self._best_hits(
+            self._searched(scope),
+            Within(scope.agent_id, scope.session_id, where),
+            k,
+            lambda index, within: index.vector_search(query, k, within),
         )
 
-    def _best_of_partitions(
+    def _searched(self, scope: Scope) -> list[ScopeIndex]:
+        try:
+            return self._partitions(scope)
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+
+    def _best_hits(
         self,
-        scope: Scope,
+        parts: list[ScopeIndex],
+        within: Within,
         k: int,
-        where: RecallFilter | None,
         search: Callable[[ScopeIndex, Within], list[tuple[str, float]]],
     ) -> list[tuple[str, float]]:
-        """The best ``k`` hits of ``search`` in every partition of ``scope``, each narrowed
-        to the scope's agent and session and to ``where``."""
-        within = Within(scope.agent_id, scope.session_id, where)
+        """The best ``k`` hits of ``search`` in the partitions ``parts``, each narrowed by
+        ``within``."""
+        hits: list[tuple[str, float]] = []
         try:
-            parts = self._partitions(scope)
-            hits: list[tuple[str, float]] = []
             with self._index_lock:
                 for index in parts:
                     hits += search(index, within)
@@ -441,8 +504,19 @@ class SQLiteSearch(SQLStore):
         self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         text, query, k, where = ask
-        return self.keyword_search(scope, text, k, where), self.vector_search(
-            scope, query, k, where
+        # The partitions synced once for both searches.
+        parts = self._searched(scope)
+        within = Within(scope.agent_id, scope.session_id, where)
+        query_terms = terms(text)
+        keyword = (
+            self._best_hits(
+                parts, within, k, lambda index, w: index.keyword_search(query_terms, k, w)
+            )
+            if query_terms
+            else []
+        )
+        return keyword, self._best_hits(
+            parts, within, k, lambda index, w: index.vector_search(query, k, w)
         )
 
     def keyword_search(
@@ -451,8 +525,11 @@ class SQLiteSearch(SQLStore):
         query_terms = terms(text)
         if not query_terms:
             return []
-        return self._best_of_partitions(
-            scope, k, where, lambda index, within: index.keyword_search(query_terms, k, within)
+        return self._best_hits(
+            self._searched(scope),
+            Within(scope.agent_id, scope.session_id, where),
+            k,
+            lambda index, within: index.keyword_search(query_terms, k, within),
         )
 
     def fts_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
@@ -478,7 +555,7 @@ class SQLiteSearch(SQLStore):
     def _current_scope_indexes(self, workspace: str) -> list[ScopeIndex]:
         """The in-process scope indexes of ``workspace`` that are current (no commit since
         they were synced: the same ``data_version``). Call with ``_index_lock`` held."""
-        data_version = self._sync_conn.execute("PRAGMA data_version").fetchone()[0]
+        data_version = self._data_version()
         return [
             index
             for (kind, index_workspace, _), index in self._indexes.items()
@@ -599,8 +676,7 @@ class SQLiteSearch(SQLStore):
         :class:`~.index.ContextIndex`), as ``(seq, recall_id)``, and their query vectors.
         Each partition's index catches up from ``seq`` whenever the database changed."""
         with self._index_lock:
-            conn = self._sync_conn
-            data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            data_version = self._data_version()
             # A user's fed-back recalls count for that user, the workspace-wide ones (no
             # user) for everyone: a recall made without a user reads no user's.
             users: list[str | None] = [None]
@@ -616,10 +692,8 @@ class SQLiteSearch(SQLStore):
                     self._catch_up(index, scope.workspace, user)
                     index.data_version = data_version
                     index.prune(since)
-                if len(index):
-                    self._contexts.put(key, index)
-                else:
-                    self._contexts.pop(key)
+                # Empty too: a scope without signals is read again only once it changed.
+                self._contexts.put(key, index)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []

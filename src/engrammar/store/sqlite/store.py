@@ -37,6 +37,7 @@ from ..base import (
 )
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
+from ..sql.feedback import Facts
 from ..sql.store import Dialect, apply_migrations, scope_where
 from ..tables import (
     COPY_BOOL_FIELDS,
@@ -266,6 +267,36 @@ class SQLiteStore(SQLiteSearch):
 
     def _read_together(self, what: str, send: Callable[[Any], Callable[[], T]]) -> T:
         return self._run(what, lambda conn: send(conn)(), write=False, snapshot=True)
+
+    def learning_facts(
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        since: float | None = None,
+        limit: int | None = None,
+    ) -> Facts:
+        # One probe first, in the same snapshot: a scope without events, pairs or ratings
+        # (most recalls' scopes) is not asked for them (five statements, one with an
+        # ``IN`` list of every candidate).
+        # The user's own records and the workspace-wide ones (each an index range).
+        users = [(" AND user_id IS NULL", [scope.workspace])]
+        if scope.user_id is not None:
+            users.insert(0, (" AND user_id = ?", [scope.workspace, scope.user_id]))
+        probe = " UNION ALL ".join(
+            "SELECT "
+            + " OR ".join(f"EXISTS (SELECT 1 FROM {t} WHERE workspace = ?{u})" for u, _ in users)
+            for t in ("feedback_events", "preference_pairs", "memory_ratings")
+        )
+        args = [a for _ in range(3) for _, part in users for a in part]
+
+        def send(conn: Any) -> Callable[[], Facts]:
+            found = [bool(r[0]) for r in conn.execute(probe, args).fetchall()]
+            if not any(found):
+                return lambda: ([], [], [])
+            parts = (found[0], found[1], found[2])
+            return self._learning_reader(scope, memory_ids, since, limit, parts)(conn)
+
+        return self._read_together("reading feedback", send)
 
     def _location(self) -> str:
         return str(self.file)
