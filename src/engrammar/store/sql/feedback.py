@@ -209,8 +209,15 @@ class SQLRecords:
         if self._no_feedback_since(scope, since):
             return [], [], []
         return self._read_together(
-            "reading feedback", self._learning_reader(scope, memory_ids, since, limit)
+            "reading feedback", self._facts_reader(scope, memory_ids, since, limit)
         )
+
+    def _facts_reader(
+        self, scope: Scope, memory_ids: Sequence[str], since: float | None, limit: int | None
+    ) -> Callable[[Any], Callable[[], Facts]]:
+        """``learning_facts`` as a ``_read_together`` sender: every kind of record (a store
+        may first probe which kinds the scope holds)."""
+        return self._learning_reader(scope, memory_ids, since, limit)
 
     def learning_reads(
         self,
