@@ -575,6 +575,14 @@ class ScopeIndex:
             out[term] = (len(kept), [self._ids[s] for s in kept[:limit]])
         return int(mask.sum()), out
 
+    def holds_kind(self, kind: str) -> bool:
+        """Whether a live memory of the partition is of ``kind``."""
+        code = self._codes.get(kind)
+        if code is None:
+            return False
+        n = len(self._ids)
+        return bool(np.any((self._kind_codes[:n] == code) & self._alive[:n]))
+
     def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
         return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}
 

@@ -446,6 +446,13 @@ class SQLiteSearch(SQLStore):
                 index.remove(memory_id)
         index.rev = top
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        # Every recall asks for the scope's preferences; most scopes have none, which the
+        # partitions' indexes tell without reading the table.
+        if not any(index.holds_kind(kind) for index in self._searched(scope)):
+            return []
+        return super().memories_of_kind(scope, kind, limit)
+
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
