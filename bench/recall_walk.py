@@ -60,7 +60,9 @@ def carries(value: Any) -> bool:
     if isinstance(value, str):
         return value == QUERY
     fields = getattr(value, "__dict__", None)
-    if fields is None and hasattr(type(value), "__slots__"):
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        fields = value._asdict()
+    elif fields is None and hasattr(type(value), "__slots__"):
         fields = {s: getattr(value, s, None) for s in type(value).__slots__}
     return isinstance(fields, dict) and any(
         v == QUERY for v in fields.values() if isinstance(v, str)

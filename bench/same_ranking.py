@@ -1,7 +1,7 @@
 """Does this checkout rank exactly as another version of the code? For speed work, which must not
 change what recall returns.
 
-    python bench/same_ranking.py --base REV [--questions 200] [--store DIR]
+    python bench/same_ranking.py --base REV [--questions 200] [--store DIR] [--time 2]
 
 Two scopes, each filled once (by this checkout) and copied for each version: one LoCoMo
 conversation added as ``bench/ranking.py`` adds its rich protocol (speakers as ``name``, session
@@ -12,6 +12,11 @@ questions of each scope (``limit`` 50, the clock frozen at one instant for both,
 embedding shared by both); every returned field is compared: ids, order, scores, every score
 component, excerpts, paths, tensions, preferences and the formatted text. Prints how many
 recalls are identical and the first difference, if any; exits 1 on any difference.
+
+``--time N``: then, side by side in one run (the same moments of a loaded machine), each
+version answers every question of each scope N more times, one call of each in turn, and the
+p50 of their time per recall is printed (wall and the process's CPU). Query vectors are
+embedded once before, so the figures are what recall costs besides embedding the query.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import io
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -112,6 +118,43 @@ def answers(
     return out
 
 
+def timed(
+    packages: dict[str, Any], stores: dict[str, Path], embedder: Shared, scopes: dict, rounds: int
+) -> None:
+    mems = {
+        label: package.Memory(
+            package.Config(
+                path=str(stores[label]), embed_cache_size=0, max_content_chars=1_000_000
+            ),
+            embedder=embedder,
+        )
+        for label, package in packages.items()
+    }
+    try:
+        for name, (user, as_of, questions) in scopes.items():
+            wall: dict[str, list[float]] = {label: [] for label in mems}
+            cpu: dict[str, list[float]] = {label: [] for label in mems}
+            for _ in range(rounds):
+                for q in questions:
+                    for label, m in mems.items():
+                        t, c = time.perf_counter(), time.process_time()
+                        m.recall(q, user_id=user, limit=50, as_of=as_of)
+                        wall[label].append(time.perf_counter() - t)
+                        cpu[label].append(time.process_time() - c)
+            p50 = {k: statistics.median(v) * 1000 for k, v in wall.items()}
+            c50 = {k: statistics.median(v) * 1000 for k, v in cpu.items()}
+            print(
+                f"{name} time per recall besides the query embedding, p50 of "
+                f"{len(wall['this'])}: base {p50['base']:.2f} ms wall / {c50['base']:.2f} ms "
+                f"CPU; this {p50['this']:.2f} / {c50['this']:.2f} ms "
+                f"(this / base: {p50['this'] / p50['base']:.3f} wall, "
+                f"{c50['this'] / c50['base']:.3f} CPU)"
+            )
+    finally:
+        for m in mems.values():
+            m.close()
+
+
 def first_difference(a: Any, b: Any, at: str = "") -> str | None:
     if isinstance(a, dict) and isinstance(b, dict):
         if list(a) != list(b):  # the same keys in the same order
@@ -137,6 +180,7 @@ def main() -> None:
     ap.add_argument("--base", required=True, help="git revision to compare against")
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--store", help="where the filled scopes are kept (default: a temp dir)")
+    ap.add_argument("--time", type=int, default=0, help="rounds of side-by-side timing")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -148,14 +192,17 @@ def main() -> None:
         frozen = time.time()
         real = time.time
         time.time = lambda: frozen  # both versions read the clock through the time module
+        packages = {"base": other, "this": engrammar}
+        copies = {label: tmp / f"copy-{label}" for label in packages}
         try:
             runs = {}
-            for label, package in (("base", other), ("this", engrammar)):
-                copy = tmp / f"copy-{label}"
-                shutil.copytree(store, copy, ignore=shutil.ignore_patterns("*.json"))
-                runs[label] = answers(package, copy, embedder, scopes)
+            for label, package in packages.items():
+                shutil.copytree(store, copies[label], ignore=shutil.ignore_patterns("*.json"))
+                runs[label] = answers(package, copies[label], embedder, scopes)
         finally:
             time.time = real
+        if args.time:
+            timed(packages, copies, embedder, scopes, args.time)
     same_all = True
     for name in scopes:
         a, b = runs["base"][name], runs["this"][name]

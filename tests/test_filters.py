@@ -12,7 +12,7 @@ import pytest
 from backends import open_memory
 from engrammar import Memory, ValidationError
 from engrammar.models import RecallFilter, Scope
-from engrammar.store.sqlite.index import IndexRow, ScopeIndex
+from engrammar.store.sqlite.index import IndexRow, ScopeIndex, Within
 
 both_stores = pytest.mark.every_store
 
@@ -263,8 +263,12 @@ def test_the_approximate_index_scans_what_a_filter_keeps_exactly() -> None:
         index.upsert(IndexRow(f"m{i}", None, None, float(i), f"text {i}", v, metadata=meta))
     query = vecs[1]
     rare = RecallFilter(metadata=(("tag", ("rare",)),))
-    assert {i for i, _ in index.vector_search(query, 10, where=rare)} == {"m7", "m1007", "m2007"}
+    assert {i for i, _ in index.vector_search(query, 10, Within(where=rare))} == {
+        "m7",
+        "m1007",
+        "m2007",
+    }
     late = RecallFilter(since=2995.0, kinds=("message",))
-    assert {i for i, _ in index.vector_search(query, 10, where=late)} == {
+    assert {i for i, _ in index.vector_search(query, 10, Within(where=late))} == {
         f"m{i}" for i in range(2995, 3000)
     }

@@ -7,7 +7,7 @@ import numpy as np
 from engrammar.engine.filters import parse_filters
 from engrammar.recall.keyword import BM25Index
 from engrammar.recall.text import terms
-from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex
+from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex, Within
 
 
 def _clustered(n: int, dim: int, seed: int = 1) -> np.ndarray:
@@ -44,12 +44,12 @@ def test_filters_apply_to_vector_and_keyword_search() -> None:
     v = np.array([1, 0, 0, 0], dtype=np.float32)
     idx.upsert(IndexRow("a", "agent1", "s1", 0.0, "blue kite", v))
     idx.upsert(IndexRow("b", "agent2", "s1", 0.0, "blue kite", v))
-    assert [i for i, _ in idx.vector_search(v, 5, agent_id="agent2")] == ["b"]
-    assert [i for i, _ in idx.keyword_search(terms("kite"), 5, session_id="s1")] in (
+    assert [i for i, _ in idx.vector_search(v, 5, Within(agent_id="agent2"))] == ["b"]
+    assert [i for i, _ in idx.keyword_search(terms("kite"), 5, Within(session_id="s1"))] in (
         ["a", "b"],
         ["b", "a"],
     )
-    assert idx.keyword_search(terms("kite"), 5, session_id="s2") == []
+    assert idx.keyword_search(terms("kite"), 5, Within(session_id="s2")) == []
 
 
 def test_bm25_prefers_rarer_terms_and_ignores_stop_words() -> None:
@@ -106,7 +106,7 @@ def test_a_filter_on_more_keys_than_value_indexes_rebuilds_none() -> None:
     def search(keys: int) -> set[str]:
         where = parse_filters({"metadata": {f"k{j}": {"in": [0, 1]} for j in range(keys)}})
         assert where is not None
-        found = {i for i, _ in idx.vector_search(query, 300, where=where)}
+        found = {i for i, _ in idx.vector_search(query, 300, Within(where=where))}
         # The same rows as the filter's own row-by-row check.
         assert found == {m for m, meta in kept.items() if where.matches_fields("message", "user",
                          0.0, meta)}  # fmt: skip

@@ -14,7 +14,7 @@ import numpy as np
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import index_text, terms
-from engrammar.store.sqlite.index import ScopeIndex
+from engrammar.store.sqlite.index import ScopeIndex, Within
 from engrammar.store.sqlite.index_terms import read_terms, stored_terms
 from engrammar.store.sqlite.migrations import MIGRATIONS
 from engrammar.store.sqlite.search import SQLiteSearch
@@ -115,8 +115,8 @@ def _same_index(bulk: ScopeIndex, ref: ScopeIndex, queries: list[str]) -> None:
     for text in queries:
         q = terms(text)
         _same_bm25(bulk._bm25, ref._bm25, n, [q])
-        for kw in ({}, {"session_id": "s1"}):
-            assert bulk.keyword_search(q, 50, **kw) == ref.keyword_search(q, 50, **kw)
+        for within in (Within(), Within(session_id="s1")):
+            assert bulk.keyword_search(q, 50, within) == ref.keyword_search(q, 50, within)
         vector = embedder.embed([text])[0]
         assert bulk.vector_search(vector, 20) == ref.vector_search(vector, 20)
         assert bulk.term_postings(q, 5) == ref.term_postings(q, 5)

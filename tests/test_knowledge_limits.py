@@ -25,6 +25,7 @@ from engrammar.compat.memwire import MemWire
 from engrammar.keys import create_api_key
 from engrammar.models import KnowledgeBase, KnowledgeChunk
 from engrammar.recall.chunks import split_document
+from engrammar.store import NewKnowledgeBase
 from serving import serve_in_thread
 
 
@@ -99,11 +100,11 @@ def test_the_store_checks_the_scope_cap_inside_its_write(capped: Memory) -> None
         for i, (p, v) in enumerate(zip(_passages(3), vectors, strict=True))
     ]
     with pytest.raises(TooLargeError) as err:
-        store.add_knowledge(base, chunks, 6)
+        store.add_knowledge(NewKnowledgeBase(base, chunks), 6)
     assert "3 passages would make 7" in str(err.value)
     assert store.count_knowledge_chunks("default", "alice") == 4
     assert len(capped.list_knowledge(user_id="alice")) == 1
-    store.add_knowledge(base, chunks, 7)
+    store.add_knowledge(NewKnowledgeBase(base, chunks), 7)
     assert store.count_knowledge_chunks("default", "alice") == 7
 
 

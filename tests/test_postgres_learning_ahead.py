@@ -115,7 +115,7 @@ def test_records_between_the_two_horizons_are_read_as_the_later_horizon_reads_th
     import numpy as np
 
     from engrammar.models import Scope
-    from engrammar.store import LearningAhead
+    from engrammar.store import LearningAhead, ReadPlan
 
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     try:
@@ -143,7 +143,7 @@ def test_records_between_the_two_horizons_are_read_as_the_later_horizon_reads_th
             # horizon with limit 1, the newest is the one between the horizons.
             assert [e.ai_output for e in plain[0]] == ["answer inside"]
             for _ in range(2):  # the first session tells the store which kinds the scope has
-                with store.reading(early, learning=ahead):
+                with store.reading(ReadPlan(early, learning=ahead)):
                     store.keyword_search(scope, QUERIES[0], 10)
                     store.vector_search(scope, qvec, 10)
                     names.names.clear()
@@ -202,7 +202,7 @@ def test_edge_context_reads_on_their_own_equal_the_session_reads(pg_url: str) ->
     """The parts of edges the session did not read in full (a node it never saw) are read with
     those edges, and equal the plain read, of one kind or all."""
     from engrammar.models import Scope
-    from engrammar.store import LearningAhead
+    from engrammar.store import LearningAhead, ReadPlan
 
     mem = Memory(Config(store=pg_url), embedder=HashEmbedder())
     try:
@@ -217,7 +217,7 @@ def test_edge_context_reads_on_their_own_equal_the_session_reads(pg_url: str) ->
         for kind in (None, "sequence"):
             plain = sorted(store.learned_edge_parts(ws, ids, kind))
             assert plain or kind is not None
-            with store.reading(0.0, learning=ahead):
+            with store.reading(ReadPlan(0.0, learning=ahead)):
                 store.keyword_search(Scope(ws, "u1"), QUERIES[0], 10)
                 store.vector_search(Scope(ws, "u1"), qvec, 10)
                 read = sorted(store.learned_edge_parts(ws, ids, kind))

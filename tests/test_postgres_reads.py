@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
-from engrammar.store import MemoryUpdate
+from engrammar.store import MemoryUpdate, ReadPlan
 from engrammar.store.postgres.search import PostgresSearch
 from engrammar.store.postgres.store import PostgresStore
 
@@ -279,7 +279,7 @@ def test_dense_graph_session_reads_only_likely_rows_and_equals_plain_reads(
         queries = ["garden plans", "What did Caroline say about the harbour?", "studio week 3"]
         edges_only = 0
         for query in queries:
-            with store.reading(0.0):
+            with store.reading(ReadPlan(0.0)):
                 mem.recall(query, user_id="u1", limit=5)
                 snap = store._snap()
                 assert snap is not None and snap.prefetched
@@ -477,7 +477,7 @@ def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
             with session(mem._engine, query):
                 mem.recall(query, user_id="u1", limit=5)
                 snap = store._snap()
-                assert snap is not None and snap.refine is not None
+                assert snap is not None and snap.plan.refine is not None
                 narrow = [i for i in snap.narrow_edges if i not in snap.out_edges]
                 if narrow:
                     narrow_seen = True

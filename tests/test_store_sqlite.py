@@ -147,13 +147,14 @@ def test_a_recall_rereads_only_what_changed_since_the_last(store_path: Path) -> 
     # the scope's change log once, and does not reload a scope that has no knowledge or no
     # feedback signals.
     m = _open(store_path)
-    m.add(["I like green tea.", "I moved to Berlin in May."], user_id="u")
-    m.recall("green tea", user_id="u")
+    m.add(["The train to Hamburg leaves at nine.", "I moved to Berlin in May."], user_id="u")
+    m.recall("the train", user_id="u")
     statements: list[str] = []
     for conn in m.store._all_conns:
         conn.set_trace_callback(statements.append)
-    m.recall("green tea", user_id="u")
+    m.recall("the train", user_id="u")
     assert statements.count("PRAGMA data_version") == 1  # whether anything changed: once
+    assert not [s for s in statements if "kind = 'preference'" in s]  # the index knows: none
     assert not [s for s in statements if "FROM knowledge_chunks" in s and "ORDER BY seq" in s]
     assert sum("FROM reply_signals" in s for s in statements) <= 2  # once per partition
     assert not [

@@ -355,7 +355,7 @@ class Config:
         "own profile.",
     )
     bm25_k1: float = _opt(
-        0.9,
+        1.2,
         "BM25 term-frequency saturation: the lower, the less a term's repeats in one message add.",
     )
     bm25_b: float = _opt(0.5, "BM25 length normalisation (0 = none, 1 = full).")

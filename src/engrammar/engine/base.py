@@ -18,7 +18,7 @@ from ..models import MemoryRecord, RecallFilter, Scope
 from ..recall.chunks import message_windows
 from ..recall.tensions import Statement
 from ..recall.text import embedding_text
-from ..store import Backend, ChunkVector, read_ahead
+from ..store import Backend, ChunkVector, ReadPlan, read_ahead
 
 __all__ = [
     "Engine",
@@ -61,10 +61,11 @@ class Engine:
 
 
 def reading(store: object, *args: Any, **kwargs: Any) -> AbstractContextManager[None]:
-    """A read session of ``store`` (:meth:`~engrammar.store.ReadAhead.reading`) when it reads
-    ahead; otherwise nothing: its reads are answered as they come."""
+    """A read session of ``store`` (:meth:`~engrammar.store.ReadAhead.reading`) with the plan
+    ``ReadPlan(*args, **kwargs)`` when it reads ahead; otherwise nothing: its reads are
+    answered as they come."""
     ahead = read_ahead(store)
-    return ahead.reading(*args, **kwargs) if ahead is not None else nullcontext()
+    return ahead.reading(ReadPlan(*args, **kwargs)) if ahead is not None else nullcontext()
 
 
 def pinned(store: object) -> AbstractContextManager[None]:

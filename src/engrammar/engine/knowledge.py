@@ -14,6 +14,7 @@ from ..deadline import check as check_deadline
 from ..errors import TooLargeError
 from ..models import KnowledgeBase, KnowledgeChunk, Scope
 from ..recall.chunks import split_document
+from ..store import NewKnowledgeBase
 from ..store.sql.knowledge import scope_full
 from .base import Engine
 from .ranking import query_vector
@@ -89,7 +90,9 @@ def add(
         for i, (content, meta) in enumerate(passages)
     ]
     check_deadline("storing the knowledge base")  # nothing is written yet
-    engine.store.add_knowledge(base, chunks, config.max_knowledge_chunks_per_scope)
+    engine.store.add_knowledge(
+        NewKnowledgeBase(base, chunks), config.max_knowledge_chunks_per_scope
+    )
     return base
 
 

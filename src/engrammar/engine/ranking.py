@@ -44,7 +44,7 @@ from ..models import Edge, MemoryRecord, RecallFilter, Scope
 from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, only_asks, parse_query, sequence_support, time_match
-from ..store import LearningAhead, RefineAhead
+from ..store import LearningAhead, RefineAhead, SearchQuery
 from .base import Engine, in_scope, pinned, reaches, reading
 from .edge_context import edge_reader, reads_edge_parts
 from .learned_terms import learned_term_signals
@@ -220,7 +220,7 @@ def candidates(
     store = engine.store
     read = read or _records(engine, scope)
     pool = engine.config.candidate_pool
-    keyword_hits, vector_hits = store.searches(scope, query.text, qvec, pool, where)
+    keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.text, qvec, pool, where))
     if scope.user_id is None:
         keyword_hits, vector_hits = _reaching(scope, keyword_hits, vector_hits, read)
     vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)

@@ -59,13 +59,16 @@ __all__ = [
     "MemoryUpdate",
     "NewEdge",
     "NewFeedbackEvent",
+    "NewKnowledgeBase",
     "NewMemory",
     "ReadAhead",
+    "ReadPlan",
     "RecallRecord",
     "RefineAhead",
     "ReplyQuery",
     "ReplySignal",
     "RowCopy",
+    "SearchQuery",
     "Store",
     "read_ahead",
     "rebuilt_edges",
@@ -163,6 +166,35 @@ class LearningAhead:
     edge_parts: bool = False
 
 
+@dataclass(frozen=True)
+class ReadPlan:
+    """What a read session (``ReadAhead.reading``) will ask, so that a server store can read
+    it ahead: ``feedback_since``, the oldest feedback record; ``preferences``, the ``limit``
+    of ``memories_of_kind(scope, "preference", limit)`` (0: none); ``knowledge``, whether it
+    searches the scope's knowledge (a hint only: a knowledge search is one query of its own,
+    by vector, never read ahead whole); ``neighbourhood``, whether it walks the graph from
+    the search's candidates (if not, their neighbourhood is not read ahead); ``learning``,
+    what the learned ranking will ask ``learning_reads`` (with ``since`` no older than
+    ``feedback_since``); ``refine``, how the search's candidates are fused and refined."""
+
+    feedback_since: float | None = None
+    preferences: int = 0
+    knowledge: bool = False
+    neighbourhood: bool = True
+    learning: LearningAhead | None = None
+    refine: RefineAhead | None = None
+
+
+class SearchQuery(NamedTuple):
+    """The two searches of one query (``Store.searches``): by its words (``text``) and by its
+    ``vector``, ``k`` hits each, of the memories ``where`` matches."""
+
+    text: str
+    vector: np.ndarray
+    k: int
+    where: RecallFilter | None = None
+
+
 @dataclass
 class NewMemory:
     """A memory about to be written; ``dedup_key`` makes exact duplicates collapse.
@@ -190,6 +222,15 @@ class NewMemory:
     superseded_by: str | None = None
     # The windows of a long text past the first (``Config.chunk_chars``), stored with it.
     chunks: tuple[ChunkVector, ...] = ()
+
+
+@dataclass(frozen=True)
+class NewKnowledgeBase:
+    """A knowledge base about to be written whole: the ``base`` and each of its ``chunks``
+    with its vector."""
+
+    base: KnowledgeBase
+    chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]]
 
 
 @dataclass
@@ -424,16 +465,11 @@ class Store(Protocol):
         neighbours of every new memory); one list per row."""
 
     def searches(
-        self,
-        scope: Scope,
-        text: str,
-        query: np.ndarray,
-        k: int,
-        where: RecallFilter | None = None,
+        self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """``(keyword_search(scope, text, k, where), vector_search(scope, query, k, where))``
-        when the query's vector is known before its keyword hits (a reply's): a server store
-        sends both at once."""
+        """``(keyword_search(scope, text, k, where), vector_search(scope, vector, k, where))``
+        of ``ask`` when the query's vector is known before its keyword hits (a reply's): a
+        server store sends both at once."""
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
@@ -560,27 +596,12 @@ class ReadAhead(Protocol):
     whose reads are function calls (SQLite) has none of this; the engine checks for it
     (:func:`read_ahead`) and calls the plain reads of :class:`Store` the same way either way."""
 
-    def reading(
-        self,
-        feedback_since: float | None = None,
-        preferences: int = 0,
-        knowledge: bool = False,
-        neighbourhood: bool = True,
-        learning: LearningAhead | None = None,
-        refine: RefineAhead | None = None,
-    ) -> AbstractContextManager[None]:
+    def reading(self, plan: ReadPlan | None = None) -> AbstractContextManager[None]:
         """A read session of the calling thread: until the block ends the store may answer
         reads from what it read ahead (a server store answers a recall's dozen questions in
         a few round trips). Every answer equals the plain call's; writes inside the block
         are not seen by its reads of memories already read. What the caller will ask, so that
-        it can be read ahead: ``feedback_since``, the oldest feedback record;
-        ``preferences``, the ``limit`` of ``memories_of_kind(scope, "preference", limit)``
-        (0: none); ``knowledge``, whether it searches the scope's knowledge (a hint only:
-        a knowledge search is one query of its own, by vector, never read ahead whole);
-        ``neighbourhood``, whether it walks the graph from the search's candidates (if not,
-        their neighbourhood is not read ahead); ``learning``, what the learned ranking will
-        ask ``learning_reads`` (with ``since`` no older than ``feedback_since``); ``refine``,
-        how the search's candidates are fused and refined."""
+        it can be read ahead: ``plan`` (none: nothing is known ahead)."""
 
     def adding(self, ahead: AddAhead) -> AbstractContextManager[None]:
         """An add session of the calling thread: until the block ends the store may answer
@@ -770,12 +791,7 @@ class ApiKeyStore(Protocol):
 class KnowledgeStore(Protocol):
     """Knowledge bases: written whole (the base and all its chunks) or not at all."""
 
-    def add_knowledge(
-        self,
-        base: KnowledgeBase,
-        chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]],
-        max_scope_chunks: int | None = None,
-    ) -> None:
+    def add_knowledge(self, new: NewKnowledgeBase, max_scope_chunks: int | None = None) -> None:
         """Store a knowledge base and its chunks (with their vectors) in one transaction.
 
         With ``max_scope_chunks``, raises :class:`~engrammar.errors.TooLargeError` and writes

@@ -493,7 +493,7 @@ class PostgresGraph(Connected):
         statement, the hits are found in process) and, with feedback records possibly there,
         the probe and the learned ranking's reads. Returns the statement's rows (none
         without one) and the probe's row (None without the probe)."""
-        since = snap.feedback_since
+        since = snap.plan.feedback_since
 
         def run(conn: Conn) -> tuple[list[Any], Any]:
             cur = conn.cursor(binary=True)

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ...learn.scoring import EventFacts, PairFacts, ReplyFacts
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ChunkVector, LearningAhead, RefineAhead, ReplyQuery
+from ..base import ChunkVector, ReadPlan, ReplyQuery
 from ..tables import MEMORY_COLUMNS
 from .connection import Conn
 from .graph import PostgresGraph, hint_key
@@ -109,28 +109,13 @@ class PostgresReads(PostgresGraph):
 
     # -- the session ---------------------------------------------------------------------------
     @contextmanager
-    def reading(
-        self,
-        feedback_since: float | None = None,
-        preferences: int = 0,
-        knowledge: bool = False,
-        neighbourhood: bool = True,
-        learning: LearningAhead | None = None,
-        refine: RefineAhead | None = None,
-    ) -> Iterator[None]:
+    def reading(self, plan: ReadPlan | None = None) -> Iterator[None]:
         """Answer this thread's reads from one snapshot until the block ends (see the module
         docstring and :meth:`~..base.ReadAhead.reading` for the arguments)."""
         if getattr(self._local, "snap", None) is not None:
             yield  # nested: the outer session goes on
             return
-        snap = Snapshot(
-            feedback_since,
-            preferences=preferences,
-            knowledge=knowledge,
-            neighbourhood=neighbourhood,
-            ahead=learning,
-            refine=refine,
-        )
+        snap = Snapshot(plan if plan is not None else ReadPlan())
         snap.records = Lazy(self._raw_record)
         self._local.snap = snap
         try:
@@ -164,7 +149,7 @@ class PostgresReads(PostgresGraph):
         """Queue, in the open pipeline of ``conn``, the scope reads the session was told of
         (the newest preferences with their vectors); the returned function stores their
         answers once the pipeline has delivered them."""
-        if snap.scope_read or not snap.preferences:
+        if snap.scope_read or not snap.plan.preferences:
             return lambda: None
         snap.scope_read = True
         where = " AND ".join(
@@ -174,7 +159,7 @@ class PostgresReads(PostgresGraph):
             getattr(scope, k) for k in _SCOPE_KEYS if getattr(scope, k) is not None
         ]
         prefs = conn.cursor(binary=True)
-        limit = snap.preferences
+        limit = snap.plan.preferences
         prefs.execute(
             f"SELECT {MEMORY_COLUMNS}, embedding FROM memories WHERE {where} "
             "AND status = 'active' AND kind = 'preference' ORDER BY seq DESC LIMIT %s",
@@ -263,7 +248,7 @@ class PostgresReads(PostgresGraph):
         self, workspace: str, ids: Sequence[str], min_weight: float, kind: str | None
     ) -> list[Edge] | None:
         snap = self._snap(workspace)
-        if snap is None or snap.scope is None or not snap.neighbourhood:
+        if snap is None or snap.scope is None or not snap.plan.neighbourhood:
             return None  # without a walk the plain read is the lighter one
         wanted = list(dict.fromkeys(ids))
         # A source read for its edges of the narrow kinds answers for those kinds.
@@ -368,7 +353,7 @@ class PostgresReads(PostgresGraph):
         # Refinement reads the conversation neighbours of the head of the fused candidates:
         # of the best ``depth`` (and a margin) by the fused score, the keyword hits' cosine
         # from their own vector (a chunk's may be higher), when the session knows the fusion.
-        refine = snap.refine
+        refine = snap.plan.refine
         head_cte = (
             HEAD_GUESS
             if refine is not None
@@ -527,7 +512,7 @@ class PostgresReads(PostgresGraph):
         memory id (known after the walk), so they are not read ahead. With the edge context,
         the reply signals matched by ``searched`` too (the vector search's query vector,
         which the edge context's ``reply_facts`` matches with) when it differs."""
-        ahead = snap.ahead
+        ahead = snap.plan.learning
         if ahead is None:
             return lambda: None
         events, pairs, _, signals = self._hints().get(hint_key(scope), (True, True, False, False))
@@ -593,13 +578,18 @@ class PostgresReads(PostgresGraph):
         arguments; or a record read lies between the two horizons (the read-ahead, cut at
         ``limit`` from the newest, may then hold what the later horizon leaves out)."""
         snap = self._snap(scope.workspace)
-        if snap is None or snap.learned is None or snap.ahead is None or snap.scope != scope:
+        if (
+            snap is None
+            or snap.learned is None
+            or snap.plan.learning is None
+            or snap.scope != scope
+        ):
             return None
-        got, ahead = snap.learned, snap.ahead
+        got, ahead = snap.learned, snap.plan.learning
         events, pairs, ratings = snap.found
         if (
-            snap.feedback_since is None
-            or since < snap.feedback_since
+            snap.plan.feedback_since is None
+            or since < snap.plan.feedback_since
             or ratings
             or (events and not got.sent[0])
             or (pairs and not got.sent[1])
@@ -637,13 +627,13 @@ class PostgresReads(PostgresGraph):
             snap is None
             or snap.scope != scope
             or not snap.prefetched
-            or snap.feedback_since is None
-            or since < snap.feedback_since
+            or snap.plan.feedback_since is None
+            or since < snap.plan.feedback_since
         ):
             return None
         if not snap.signals:
             return []  # no signal of the user since an older horizon: no recall matches
-        got, ahead = snap.learned, snap.ahead
+        got, ahead = snap.learned, snap.plan.learning
         if (
             got is None
             or ahead is None
@@ -672,15 +662,10 @@ class PostgresReads(PostgresGraph):
             snap is not None
             and snap.no_feedback
             and snap.scope == scope
-            and snap.feedback_since is not None
+            and snap.plan.feedback_since is not None
             and since is not None
-            and since >= snap.feedback_since
+            and since >= snap.plan.feedback_since
         )
-
-    def _empty_facts(
-        self, scope: Scope, since: float | None
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]] | None:
-        return ([], [], []) if self._no_feedback(scope, since) else None
 
     def _empty_replies(self, scope: Scope, since: float) -> list[ReplyFacts] | None:
         return [] if self._no_feedback(scope, since) else None

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...models import Edge, RecallFilter, Scope
-from ..base import RecallRecord
+from ..base import RecallRecord, SearchQuery
 from ..tables import MEMORY_COLUMNS
 from .connection import Conn
 from .local import local_hits, searched_locally
@@ -111,7 +111,7 @@ class PostgresReply(_Base):
     def _reply_snap(self, workspace: str) -> Any:
         """This thread's read session if it is one without a graph walk (feedback's)."""
         snap = self._snap(workspace)
-        if snap is None or snap.neighbourhood or not self._reply_reads:
+        if snap is None or snap.plan.neighbourhood or not self._reply_reads:
             return None
         return snap
 
@@ -169,13 +169,9 @@ class PostgresReply(_Base):
         return keep
 
     def searches(
-        self,
-        scope: Scope,
-        text: str,
-        query: np.ndarray,
-        k: int,
-        where: RecallFilter | None = None,
+        self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        text, query, k, where = ask
         snap = self._reply_snap(scope.workspace)
         done = getattr(snap, "reply_hits", None) if snap is not None else None
         if done is not None:

@@ -14,12 +14,13 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from ...learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
+from ...learn.scoring import ReplyFacts
 from ...models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, speaker_of, terms
-from ..base import ChunkVector, ReplyQuery
+from ..base import ChunkVector, LearningAhead, ReplyQuery
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, Owner, chunk_params, chunk_vector
+from ..sql.feedback import LearningReads
 from ..sql.knowledge import CHUNK_COLUMNS
 from ..sql.store import Dialect, SQLStore
 from ..tables import COPY_TABLES, MEMORY_COLUMNS
@@ -177,7 +178,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         if k <= 0:
             return []
         snap = self._snap()
-        ahead = snap is not None and snap.neighbourhood and not snap.prefetched
+        ahead = snap is not None and snap.plan.neighbourhood and not snap.prefetched
         if snap is not None and ahead and snap.scope in (None, scope):
             snap.scope = scope
             own_f, own_args = pg_filter_where(where, "", "vf")
@@ -347,7 +348,7 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         """Queue, in the open pipeline of ``conn``, the knowledge search a recall makes next
         (its ``KNOWLEDGE_AHEAD`` nearest chunks to the recall's query vector), if the session
         was told of one; the returned function keeps the answer."""
-        if not snap.knowledge or snap.knowledge_ahead is not None:
+        if not snap.plan.knowledge or snap.knowledge_ahead is not None:
             return lambda: None
         cur = conn.cursor(binary=True)
         cur.execute(*self._knowledge_query(scope, vector, KNOWLEDGE_AHEAD))
@@ -394,17 +395,8 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             cached if cached is not None else super().learned_edge_parts(workspace, src_ids, kind)
         )
 
-    def learning_facts(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
-        empty = self._empty_facts(scope, since)
-        if empty is not None:
-            return empty
-        return super().learning_facts(scope, memory_ids, since, limit)
+    def _no_feedback_since(self, scope: Scope, since: float | None) -> bool:
+        return self._no_feedback(scope, since)
 
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         ids = list(dict.fromkeys(ids))
@@ -574,28 +566,21 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
             rows = self._read("reading reply signals", run, transaction=True)
         return _reply_facts(rows)
 
-    def learning_reads(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float,
-        limit: int,
-        context: Callable[[], np.ndarray],
-        context_min: float,
-        reply_limit: int,
-    ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+    def _learning_reads_ahead(
+        self, scope: Scope, memory_ids: Sequence[str], since: float, ask: LearningAhead
+    ) -> LearningReads | None:
         if self._no_feedback(scope, since):
             return [], [], [], []
         snap = self._snap(scope.workspace)
         if (
             snap is None
             or snap.scope != scope
-            or snap.feedback_since is None
-            or since < snap.feedback_since
+            or snap.plan.feedback_since is None
+            or since < snap.plan.feedback_since
         ):
-            return super().learning_reads(
-                scope, memory_ids, since, limit, context, context_min, reply_limit
-            )
+            return None  # not this session's: the plain reads
+        context, limit = ask.context, ask.limit
+        context_min, reply_limit = ask.context_min, ask.reply_limit
         ahead = self._learned_ahead(scope, since, limit, context_min, reply_limit)
         if ahead is not None:  # read with the neighbourhood
             events, pairs, rows = ahead

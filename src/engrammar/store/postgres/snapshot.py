@@ -12,7 +12,7 @@ import numpy as np
 
 from ...learn.scoring import EventFacts, PairFacts
 from ...models import Edge, MemoryRecord, Scope
-from ..base import ChunkVector, LearningAhead, RefineAhead
+from ..base import ChunkVector, ReadPlan
 
 __all__ = [
     "NARROW_KINDS",
@@ -108,7 +108,8 @@ def edges(raw: tuple[str, list[str], list[str], list[float], list[float]]) -> li
 class Snapshot:
     """What one read session of one thread has read so far."""
 
-    feedback_since: float | None
+    #: what the caller said it will read (see ``Store.reading``)
+    plan: ReadPlan
     scope: Scope | None = None
     records: Lazy[MemoryRecord] = field(default_factory=lambda: Lazy(no_decoder))
     vecs: Lazy[np.ndarray] = field(default_factory=lambda: Lazy(vector))
@@ -118,13 +119,7 @@ class Snapshot:
     narrow_edges: Lazy[list[Edge]] = field(default_factory=lambda: Lazy(edges))
     keyword_ids: list[str] = field(default_factory=list)
     keyword_scores: list[float] = field(default_factory=list)
-    #: how the candidates will be fused and refined (their head's neighbours are read ahead)
-    refine: RefineAhead | None = None
     prefetched: bool = False
-    #: what the caller said it will read of the scope (see Store.reading), and the answers
-    preferences: int = 0
-    #: whether a knowledge search follows: its top rows are read with the vector search
-    knowledge: bool = False
     #: (the query vector, the scope's nearest chunks to it, as ``search_knowledge`` reads them)
     knowledge_ahead: tuple[np.ndarray, list[Any]] | None = None
     scope_read: bool = False
@@ -139,10 +134,7 @@ class Snapshot:
     signals: bool = False
     #: the probe found events, preference pairs, ratings at or after ``feedback_since``
     found: tuple[bool, bool, bool] = (True, True, True)
-    #: whether vector search reads the candidates' neighbourhood ahead (else only the hits')
-    neighbourhood: bool = True
-    #: what the learned ranking will ask, and what was read of it with the neighbourhood
-    ahead: LearningAhead | None = None
+    #: what was read of the learned ranking's records with the neighbourhood
     learned: Ahead | None = None
     #: src -> the logged changes of the edges leaving it (``learned_edge_parts`` rows), for
     #: every source read in full while ``ahead.edge_parts`` asked for them
@@ -231,4 +223,6 @@ def keep_parts(snap: Snapshot, sources: Sequence[str], rows: Sequence[Sequence[A
 
 def wants_parts(snap: Snapshot) -> bool:
     """Whether the session reads the edges' logged changes with their out-edges."""
-    return snap.ahead is not None and snap.ahead.edge_parts and snap.neighbourhood
+    return (
+        snap.plan.learning is not None and snap.plan.learning.edge_parts and snap.plan.neighbourhood
+    )

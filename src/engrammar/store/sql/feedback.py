@@ -20,7 +20,7 @@ from ...models import (
     Scope,
     visible_key,
 )
-from ..base import FeedbackRecord, NewFeedbackEvent, NewMemory, ReplyQuery
+from ..base import FeedbackRecord, LearningAhead, NewFeedbackEvent, NewMemory, ReplyQuery
 from ..tables import EVENT_COLUMNS, FEEDBACK_TABLES
 from .dialect import Dialect, scope_where
 
@@ -28,6 +28,7 @@ __all__ = ["SQLRecords"]
 
 T = TypeVar("T")
 Facts = tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]
+LearningReads = tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]
 
 
 class SQLRecords:
@@ -205,9 +206,18 @@ class SQLRecords:
         since: float | None = None,
         limit: int | None = None,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts]]:
+        if self._no_feedback_since(scope, since):
+            return [], [], []
         return self._read_together(
-            "reading feedback", self._learning_reader(scope, memory_ids, since, limit)
+            "reading feedback", self._facts_reader(scope, memory_ids, since, limit)
         )
+
+    def _facts_reader(
+        self, scope: Scope, memory_ids: Sequence[str], since: float | None, limit: int | None
+    ) -> Callable[[Any], Callable[[], Facts]]:
+        """``learning_facts`` as a ``_read_together`` sender: every kind of record (a store
+        may first probe which kinds the scope holds)."""
+        return self._learning_reader(scope, memory_ids, since, limit)
 
     def learning_reads(
         self,
@@ -219,12 +229,28 @@ class SQLRecords:
         context_min: float,
         reply_limit: int,
     ) -> tuple[list[EventFacts], list[PairFacts], list[RatingFacts], list[ReplyFacts]]:
+        ask = LearningAhead(context, limit, context_min, reply_limit)
+        ahead = self._learning_reads_ahead(scope, memory_ids, since, ask)
+        if ahead is not None:
+            return ahead
         events, pairs, ratings = self.learning_facts(scope, memory_ids, since, limit)
         witnesses = [(r.recall_id, r.memory_id) for r in ratings if r.recall_id is not None]
         replies = self.reply_facts(
             scope, ReplyQuery(context, context_min, since, reply_limit), witnesses
         )
         return events, pairs, ratings, replies
+
+    def _no_feedback_since(self, scope: Scope, since: float | None) -> bool:
+        """Whether the store knows, without a read, that ``scope`` has no feedback record
+        since ``since`` (a server store's read session probed for it); false: read."""
+        return False
+
+    def _learning_reads_ahead(
+        self, scope: Scope, memory_ids: Sequence[str], since: float, ask: LearningAhead
+    ) -> LearningReads | None:
+        """``learning_reads`` answered from what a read session read ahead (a server store),
+        or ``None``: read them now."""
+        return None
 
     #: The backend's search half answers it (``Store.reply_facts``).
     reply_facts: Callable[[Scope, ReplyQuery, Sequence[tuple[str, str]]], list[ReplyFacts]]

@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ...errors import TooLargeError
 from ...models import KnowledgeBase, KnowledgeChunk, Scope
+from ..base import NewKnowledgeBase
 from .dialect import scope_where
 from .feedback import SQLRecords
 
@@ -39,12 +38,8 @@ def scope_full(workspace: str, user_id: str | None, held: int, adding: int, most
 class SQLKnowledge(SQLRecords):
     """Knowledge bases over the shared SQL (``knowledge_bases``, ``knowledge_chunks``)."""
 
-    def add_knowledge(
-        self,
-        base: KnowledgeBase,
-        chunks: Sequence[tuple[KnowledgeChunk, np.ndarray]],
-        max_scope_chunks: int | None = None,
-    ) -> None:
+    def add_knowledge(self, new: NewKnowledgeBase, max_scope_chunks: int | None = None) -> None:
+        base, chunks = new.base, new.chunks
         j, vec, q = self.dialect.json, self.dialect.vector, self._q
         base_sql = q(f"INSERT INTO knowledge_bases ({_BASE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)")
         chunk_sql = q(

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -22,7 +22,16 @@ from ...recall.keyword import BM25Index, TermLists, pack_terms
 from ...recall.text import terms
 from ..base import ChunkVector
 
-__all__ = ["ByteLRU", "ContextIndex", "IndexColumns", "IndexRow", "ScopeIndex", "cosines"]
+__all__ = [
+    "EVERYWHERE",
+    "ByteLRU",
+    "ContextIndex",
+    "IndexColumns",
+    "IndexRow",
+    "ScopeIndex",
+    "Within",
+    "cosines",
+]
 
 #: What one indexed row holds besides its vector (id, scope keys, time, terms, postings),
 #: roughly, in bytes: counted so that a cache of many small scopes is bounded too.
@@ -49,6 +58,19 @@ def _time(value: object) -> float:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return float("nan")
+
+
+class Within(NamedTuple):
+    """What a search keeps of a partition: the memories of ``agent_id`` and of
+    ``session_id`` (``None``: any) that ``where`` matches (``None``: every one)."""
+
+    agent_id: str | None = None
+    session_id: str | None = None
+    where: RecallFilter | None = None
+
+
+#: The whole partition.
+EVERYWHERE = Within()
 
 
 @dataclass
@@ -394,11 +416,10 @@ class ScopeIndex:
         fresh.rev, fresh.data_version = self.rev, self.data_version
         self.__dict__.update(fresh.__dict__)
 
-    def _mask(
-        self, agent_id: str | None, session_id: str | None, where: RecallFilter | None = None
-    ) -> np.ndarray:
+    def _mask(self, within: Within) -> np.ndarray:
         n = len(self._ids)
         mask = self._alive[:n].copy()
+        agent_id, session_id, where = within
         if agent_id is not None:
             mask &= np.fromiter((a == agent_id for a in self._agents), dtype=bool, count=n)
         if session_id is not None:
@@ -462,18 +483,13 @@ class ScopeIndex:
         return postings
 
     def vector_search(
-        self,
-        query: np.ndarray,
-        k: int,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        where: RecallFilter | None = None,
+        self, query: np.ndarray, k: int, within: Within = EVERYWHERE
     ) -> list[tuple[str, float]]:
         n = len(self._ids)
         if not self._slot or k <= 0:
             return []
-        mask = self._mask(agent_id, session_id, where)
-        if where is not None and n >= self._ann_threshold:
+        mask = self._mask(within)
+        if within.where is not None and n >= self._ann_threshold:
             # A filter may keep only memories the probed cells miss: what it keeps, if
             # few enough, is scanned exactly instead.
             kept = np.flatnonzero(mask)
@@ -501,11 +517,7 @@ class ScopeIndex:
         return self._top(sims, k)
 
     def vector_searches(
-        self,
-        queries: np.ndarray,
-        k: int,
-        agent_id: str | None = None,
-        session_id: str | None = None,
+        self, queries: np.ndarray, k: int, within: Within = EVERYWHERE
     ) -> list[list[tuple[str, float]]]:
         """:meth:`vector_search` for each row of ``queries``: one matrix product per block of
         rows (compute-bound, unlike one matrix-vector product per row), so a batch of adds
@@ -514,8 +526,8 @@ class ScopeIndex:
         # A few rows: matrix-vector products by einsum (see :func:`cosines`); BLAS's threads
         # made one row of a single add take ~5 ms instead of ~0.1 ms on a busy machine.
         if not self._slot or k <= 0 or n >= self._ann_threshold or len(queries) < 16:
-            return [self.vector_search(q, k, agent_id, session_id) for q in queries]
-        mask = self._mask(agent_id, session_id)
+            return [self.vector_search(q, k, within) for q in queries]
+        mask = self._mask(within)
         matrix = self._vectors[:n]
         out: list[list[tuple[str, float]]] = []
         block = max(1, 4_000_000 // max(n, 1))  # ~16 MB of scores at a time
@@ -532,18 +544,13 @@ class ScopeIndex:
         return out
 
     def keyword_search(
-        self,
-        query_terms: list[str],
-        k: int,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        where: RecallFilter | None = None,
+        self, query_terms: list[str], k: int, within: Within = EVERYWHERE
     ) -> list[tuple[str, float]]:
         n = len(self._ids)
         if not self._slot or not query_terms or k <= 0:
             return []
         scores = self._bm25.scores(query_terms, n)
-        mask = self._mask(agent_id, session_id, where) & (scores > 0)
+        mask = self._mask(within) & (scores > 0)
         scores[~mask] = -np.inf
         return self._top(scores, k)
 
@@ -556,21 +563,25 @@ class ScopeIndex:
         return [(ids[i], s) for i, s in zip(idx.tolist(), scores[idx].tolist(), strict=True)]
 
     def term_postings(
-        self,
-        query_terms: list[str],
-        limit: int,
-        agent_id: str | None = None,
-        session_id: str | None = None,
+        self, query_terms: list[str], limit: int, within: Within = EVERYWHERE
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
         """Documents in the (filtered) partition, and per term its document frequency and up
         to ``limit`` of the documents holding it, newest first."""
-        mask = self._mask(agent_id, session_id)
+        mask = self._mask(within)
         out: dict[str, tuple[int, list[str]]] = {}
         for term in dict.fromkeys(query_terms):
             slots = self._bm25.slots(term)
             kept = np.sort(slots[mask[slots]])[::-1].tolist()
             out[term] = (len(kept), [self._ids[s] for s in kept[:limit]])
         return int(mask.sum()), out
+
+    def holds_kind(self, kind: str) -> bool:
+        """Whether a live memory of the partition is of ``kind``."""
+        code = self._codes.get(kind)
+        if code is None:
+            return False
+        n = len(self._ids)
+        return bool(np.any((self._kind_codes[:n] == code) & self._alive[:n]))
 
     def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
         return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}

@@ -26,13 +26,13 @@ from ...errors import StoreError
 from ...learn.scoring import ReplyFacts
 from ...models import KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, terms
-from ..base import ChunkVector, ReplyQuery
+from ..base import ChunkVector, ReplyQuery, SearchQuery
 from ..sql.chunk_rows import chunk_vector
 from ..sql.dialect import scope_where
 from ..sql.knowledge import CHUNK_COLUMNS as KNOWLEDGE_COLUMNS
 from ..sql.store import SQLStore, memory_record
 from ..tables import MEMORY_COLUMNS
-from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex
+from .index import ByteLRU, ContextIndex, IndexColumns, IndexRow, ScopeIndex, Within
 from .index_terms import read_terms
 from .knowledge_index import KnowledgeIndex, load_knowledge, partition_version
 
@@ -446,10 +446,22 @@ class SQLiteSearch(SQLStore):
                 index.remove(memory_id)
         index.rev = top
 
+    def memories_of_kind(self, scope: Scope, kind: str, limit: int) -> list[MemoryRecord]:
+        # Every recall asks for the scope's preferences; most scopes have none, which the
+        # partitions' indexes tell without reading the table.
+        if not any(index.holds_kind(kind) for index in self._searched(scope)):
+            return []
+        return super().memories_of_kind(scope, kind, limit)
+
     def vector_search(
         self, scope: Scope, query: np.ndarray, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
-        return self._vector_hits(self._searched(scope), scope, query, k, where)
+        return self._best_hits(
+            self._searched(scope),
+            Within(scope.agent_id, scope.session_id, where),
+            k,
+            lambda index, within: index.vector_search(query, k, within),
+        )
 
     def _searched(self, scope: Scope) -> list[ScopeIndex]:
         try:
@@ -457,19 +469,20 @@ class SQLiteSearch(SQLStore):
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
 
-    def _vector_hits(
+    def _best_hits(
         self,
         parts: list[ScopeIndex],
-        scope: Scope,
-        query: np.ndarray,
+        within: Within,
         k: int,
-        where: RecallFilter | None,
+        search: Callable[[ScopeIndex, Within], list[tuple[str, float]]],
     ) -> list[tuple[str, float]]:
+        """The best ``k`` hits of ``search`` in the partitions ``parts``, each narrowed by
+        ``within``."""
         hits: list[tuple[str, float]] = []
         try:
             with self._index_lock:
                 for index in parts:
-                    hits += index.vector_search(query, k, scope.agent_id, scope.session_id, where)
+                    hits += search(index, within)
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
         hits.sort(key=lambda h: -h[1])
@@ -483,7 +496,9 @@ class SQLiteSearch(SQLStore):
             out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
             with self._index_lock:
                 for index in parts:
-                    found = index.vector_searches(queries, k, scope.agent_id, scope.session_id)
+                    found = index.vector_searches(
+                        queries, k, Within(scope.agent_id, scope.session_id)
+                    )
                     for row, hits in zip(out, found, strict=True):
                         row += hits
         except sqlite3.Error as exc:
@@ -493,17 +508,22 @@ class SQLiteSearch(SQLStore):
         return out
 
     def searches(
-        self,
-        scope: Scope,
-        text: str,
-        query: np.ndarray,
-        k: int,
-        where: RecallFilter | None = None,
+        self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        text, query, k, where = ask
         # The partitions synced once for both searches.
         parts = self._searched(scope)
-        return self._keyword_hits(parts, scope, terms(text), k, where), self._vector_hits(
-            parts, scope, query, k, where
+        within = Within(scope.agent_id, scope.session_id, where)
+        query_terms = terms(text)
+        keyword = (
+            self._best_hits(
+                parts, within, k, lambda index, w: index.keyword_search(query_terms, k, w)
+            )
+            if query_terms
+            else []
+        )
+        return keyword, self._best_hits(
+            parts, within, k, lambda index, w: index.vector_search(query, k, w)
         )
 
     def keyword_search(
@@ -512,29 +532,12 @@ class SQLiteSearch(SQLStore):
         query_terms = terms(text)
         if not query_terms:
             return []
-        return self._keyword_hits(self._searched(scope), scope, query_terms, k, where)
-
-    def _keyword_hits(
-        self,
-        parts: list[ScopeIndex],
-        scope: Scope,
-        query_terms: list[str],
-        k: int,
-        where: RecallFilter | None,
-    ) -> list[tuple[str, float]]:
-        if not query_terms:
-            return []
-        hits: list[tuple[str, float]] = []
-        try:
-            with self._index_lock:
-                for index in parts:
-                    hits += index.keyword_search(
-                        query_terms, k, scope.agent_id, scope.session_id, where
-                    )
-        except sqlite3.Error as exc:
-            raise StoreError(f"search failed: {exc}") from exc
-        hits.sort(key=lambda h: -h[1])
-        return hits[:k]
+        return self._best_hits(
+            self._searched(scope),
+            Within(scope.agent_id, scope.session_id, where),
+            k,
+            lambda index, within: index.keyword_search(query_terms, k, within),
+        )
 
     def fts_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         """Full-text search with SQLite FTS5 (porter stemming, its fixed BM25 parameters).
@@ -618,7 +621,9 @@ class SQLiteSearch(SQLStore):
             parts = self._partitions(scope)
             with self._index_lock:
                 for index in parts:
-                    n, found = index.term_postings(wanted, limit, scope.agent_id, scope.session_id)
+                    n, found = index.term_postings(
+                        wanted, limit, Within(scope.agent_id, scope.session_id)
+                    )
                     total += n
                     for term, (df, ids) in found.items():
                         old_df, old_ids = merged[term]

@@ -268,13 +268,9 @@ class SQLiteStore(SQLiteSearch):
     def _read_together(self, what: str, send: Callable[[Any], Callable[[], T]]) -> T:
         return self._run(what, lambda conn: send(conn)(), write=False, snapshot=True)
 
-    def learning_facts(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        since: float | None = None,
-        limit: int | None = None,
-    ) -> Facts:
+    def _facts_reader(
+        self, scope: Scope, memory_ids: Sequence[str], since: float | None, limit: int | None
+    ) -> Callable[[Any], Callable[[], Facts]]:
         # One probe first, in the same snapshot: a scope without events, pairs or ratings
         # (most recalls' scopes) is not asked for them (five statements, one with an
         # ``IN`` list of every candidate).
@@ -296,7 +292,7 @@ class SQLiteStore(SQLiteSearch):
             parts = (found[0], found[1], found[2])
             return self._learning_reader(scope, memory_ids, since, limit, parts)(conn)
 
-        return self._read_together("reading feedback", send)
+        return send
 
     def _location(self) -> str:
         return str(self.file)
