@@ -196,9 +196,16 @@ def only_asks(text: str) -> bool:
     """Whether every sentence of ``text`` is a question: the message asks for something and
     states nothing ("How long have you had Susie?"), so its words echo a question without
     answering it."""
-    sentences = [s.strip() for s in _SENTENCE.findall(text)]
-    sentences = [s for s in sentences if len(s) > 3]
-    return bool(sentences) and all(s.endswith("?") for s in sentences)
+    if "?" not in text:  # no sentence of it asks (most messages: one scan in C)
+        return False
+    asks = False
+    for found in _SENTENCE.finditer(text):
+        sentence = found.group().strip()
+        if len(sentence) > 3:
+            if not sentence.endswith("?"):
+                return False
+            asks = True
+    return asks
 
 
 def _month(word: str) -> int:
