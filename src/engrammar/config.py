@@ -424,7 +424,7 @@ class Config:
         0.3, "Cosine two memories need before they are checked for a contradiction."
     )
 
-    # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
+    # -- learning from feedback records (docs/learning.md) ------------------------------------
     feedback_half_life_days: float = _opt(
         30.0, "Age in days at which a feedback signal counts half as much as a fresh one."
     )
