@@ -38,9 +38,10 @@ import dataclasses
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -162,13 +163,24 @@ def rank(
         )
         support = best_support(walks)
     items = [_ranked(c, profile.graph_weight if graph else None, support.get(c.id)) for c in cands]
-    items.sort(key=lambda e: (-e.score, e.id))
+    items = _best_first(items)
     for position, item in enumerate(items, 1):
         item.components["score_before_learning"] = item.score
         item.components["rank_before_learning"] = position
     items = learned(engine, scope, query, items, qvec)
     items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus, read)
     return Ranking(query, items, walks, seeds, match, beyond)
+
+
+_ID, _SCORE, _RELEVANCE = attrgetter("id"), attrgetter("score"), attrgetter("relevance")
+
+
+def _best_first(items: Iterable[Ranked]) -> list[Ranked]:
+    """``items`` by score, best first, equal ones by id (two sorts keyed in C: see
+    :func:`~engrammar.recall.fusion.best_first`)."""
+    out = sorted(items, key=_ID)
+    out.sort(key=_SCORE, reverse=True)
+    return out
 
 
 def _best_cosine(cands: Sequence[Candidate]) -> float:
@@ -344,7 +356,8 @@ def _refine(
                 cand.components["role"] = round(-profile.role_weight, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
     in_head = {c.id for c in head}
-    return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
+    rest = [c for c in tail if c.id not in in_head]
+    return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
 
 
 def _join_neighbours(
@@ -438,12 +451,13 @@ def _graph(
             by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, scale)
     support = best_support(walks)
     for cand in by_id.values():
-        walk = support.get(cand.id)
-        cand.components["graph"] = round(walk.score, 6) if walk is not None else 0.0
-        cand.components["graph_hops"] = len(walk.weights) if walk is not None else 0
-        cand.components["graph_edge_weight"] = (
-            round(math.prod(walk.weights), 6) if walk is not None else 0.0
-        )
+        comps, walk = cand.components, support.get(cand.id)
+        if walk is None:  # most candidates: no walk reached them
+            comps["graph"], comps["graph_hops"], comps["graph_edge_weight"] = 0.0, 0, 0.0
+        else:
+            comps["graph"] = round(walk.score, 6)
+            comps["graph_hops"] = len(walk.weights)
+            comps["graph_edge_weight"] = round(math.prod(walk.weights), 6)
     return list(by_id.values()), walks, seeds
 
 
@@ -462,7 +476,7 @@ def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> R
     if cand.keyword_rank is not None:
         comps["keyword_rank"] = cand.keyword_rank + 1
     comps["final"] = score
-    return Ranked(cand.id, score, comps, "search" if found else "graph", walk=walk)
+    return Ranked(cand.id, score, comps, "search" if found else "graph", None, walk)
 
 
 # -- learned ------------------------------------------------------------------------------------
@@ -480,7 +494,7 @@ def learned(
     preference pairs added (``via`` feedback) and every learned component in ``components``;
     ``qvec`` is the query's vector (reply signals count for recalls whose query is like it)."""
     store, cfg = engine.store, engine.config
-    items = sorted(items, key=lambda e: (-e.score, e.id))
+    items = _best_first(items)
     now = time.time()
     # Reply signals count only for a matching query, so the store searches the recalls'
     # queries before reading any.
