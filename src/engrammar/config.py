@@ -48,8 +48,9 @@ class RankingProfile:
     )
     session_weight: float = _w(
         0.2,
-        "Relevance + this x the best relevance of any candidate of the same session: the "
-        "turns of a conversation that matches the query strongly rise together. 0 = off.",
+        "(Relevance + this x the best relevance of any candidate of the same session) / "
+        "(1 + this): the turns of a conversation that matches the query strongly rise towards "
+        "its best turn together. 0 = off.",
     )
     neighbour_weight: float = _w(
         0.0,
