@@ -242,7 +242,7 @@ def candidates(
     store = engine.store
     read = read or _records(engine, scope)
     pool = engine.config.candidate_pool
-    keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.text, qvec, pool, where))
+    keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.terms, qvec, pool, where))
     if scope.user_id is None:
         keyword_hits, vector_hits = _reaching(scope, keyword_hits, vector_hits, read)
     vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)

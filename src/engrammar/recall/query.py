@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from .fusion import Candidate
-from .text import NUMBER_WORDS, topic_terms
+from .text import NUMBER_WORDS, terms, topic_terms
 
 __all__ = [
     "Query",
@@ -492,6 +492,7 @@ class Query:
     """A query as ranking reads it, parsed once per call (:func:`parse_query`)."""
 
     text: str
+    terms: tuple[str, ...]  # its index terms in order (what keyword search looks up)
     as_of: float  # when it is asked: relative times are read against it
     pinned: bool  # asked as of a given time (what was said later is left out), not now
     topic: frozenset[str]  # its index terms without the question's frame
@@ -508,6 +509,7 @@ def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
     span = query_time_range(text) or relative_time_range(text, as_of)
     return Query(
         text=text,
+        terms=tuple(terms(text)),
         as_of=as_of,
         pinned=pinned,
         topic=frozenset(topic_terms(text)),
