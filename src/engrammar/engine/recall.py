@@ -214,12 +214,13 @@ def set_excerpts(engine: Engine, workspace: str, query: str, items: Sequence[Sco
         assert by_terms is not None  # the text is longer than one window
         found = chunks.get(item.memory.id)
         if found and item.memory.id in own:
-            best = max(found, key=lambda c: float(c.embedding @ qvec))
+            # ``a.dot(b)``: ``a @ b``'s product (the same bits) at about half its cost a call.
+            best = max(found, key=lambda c: float(c.embedding.dot(qvec)))
             # A vector window wins only where the words do not say more: it holds as many
             # distinct query terms as the window with most of them (the windows with vectors
             # are the first ``window_limit``; a fact past them is found by its words).
             if (
-                float(best.embedding @ qvec) > float(own[item.memory.id] @ qvec)
+                float(best.embedding.dot(qvec)) > float(own[item.memory.id].dot(qvec))
                 and len(wanted & set(terms(text[best.start : best.end]))) >= by_terms[1]
             ):
                 start, end = best.start, best.end

@@ -485,7 +485,8 @@ class SQLiteSearch(SQLStore):
                     hits += search(index, within)
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
-        hits.sort(key=lambda h: -h[1])
+        if len(parts) > 1:  # one partition's hits come best first already
+            hits.sort(key=lambda h: -h[1])
         return hits[:k]
 
     def vector_searches(
