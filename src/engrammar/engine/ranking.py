@@ -811,7 +811,7 @@ def _newer_first(
         return held[memory_id]
 
     def updates_amount(older: str, newer: str) -> bool:
-        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query.text)
+        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query.names)
 
     # Only someone's own words restate one another; the rest keep their places.
     ids = [x[0].id for x in out if own_word(x[0].role, x[0].kind)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from .fusion import Candidate
-from .text import NUMBER_WORDS, terms, topic_terms
+from .text import NUMBER_WORDS, names, terms, topic_terms
 
 __all__ = [
     "Query",
@@ -496,6 +496,7 @@ class Query:
     as_of: float  # when it is asked: relative times are read against it
     pinned: bool  # asked as of a given time (what was said later is left out), not now
     topic: frozenset[str]  # its index terms without the question's frame
+    names: frozenset[tuple[str, ...]]  # the names of two or more words it names (stemmed)
     span: tuple[float, float] | None  # the time it names, if any
     past: bool  # asks how things were ("What did I use before?")
     own_facts: bool  # asks about the asker's own facts as they stand
@@ -513,6 +514,7 @@ def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
         as_of=as_of,
         pinned=pinned,
         topic=frozenset(topic_terms(text)),
+        names=names(text),
         span=span,
         past=asks_about_past(text),
         own_facts=asks_about_own_facts(text),
