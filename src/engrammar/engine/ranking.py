@@ -243,7 +243,7 @@ def candidates(
     store = engine.store
     read = read or _records(engine, scope)
     pool = engine.config.candidate_pool
-    keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.text, qvec, pool, where))
+    keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.terms, qvec, pool, where))
     if scope.user_id is None:
         keyword_hits, vector_hits = _reaching(scope, keyword_hits, vector_hits, read)
     vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
@@ -848,7 +848,7 @@ def _newer_first(
         return held[memory_id]
 
     def updates_amount(older: str, newer: str) -> bool:
-        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query.text)
+        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query.names)
 
     # Only someone's own words restate one another; the rest keep their places.
     ids = [x[0].id for x in out if own_word(x[0].role, x[0].kind)]
