@@ -116,6 +116,8 @@ class Ranked:
     walk: Walk | None = None
     adjustment: Adjustment | None = None  # the learned part, per record and source
     record: MemoryRecord | None = None
+    #: the candidate it was ranked from (its ranks in the two searches), until learning
+    candidate: Candidate | None = None
 
 
 @dataclass
@@ -164,7 +166,7 @@ def rank(
         support = best_support(walks)
     graph_weight = profile.graph_weight if graph else None
     items = _best_first([_ranked(c, graph_weight, support.get(c.id)) for c in cands])
-    finish = _Finish(cands, items, graph_weight)
+    finish = _Finish(items, graph_weight)
     items = learned(engine, scope, query, items, qvec, finish)
     items, beyond = _validity(
         engine, scope, query, profile, items, limit, where, focus, read, finish
@@ -472,7 +474,8 @@ def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> R
     if graph_weight is not None:
         score += graph_weight * cand.components.get("graph", 0.0)
     found = cand.vector_rank is not None or cand.keyword_rank is not None
-    return Ranked(cand.id, score, cand.components, "search" if found else "graph", None, walk)
+    via = "search" if found else "graph"
+    return Ranked(cand.id, score, cand.components, via, None, walk, None, None, cand)
 
 
 class _Finish:
@@ -482,21 +485,22 @@ class _Finish:
     only to the head the cut keeps and to the memory ``explain`` asks about. Most of a
     recall's ~150 candidates are never shown."""
 
-    def __init__(
-        self, cands: Sequence[Candidate], items: Sequence[Ranked], graph_weight: float | None
-    ) -> None:
-        by_id = {c.id: c for c in cands}
-        # What each item needs, by id: its candidate and its place before learning.
-        self._due = {item.id: (by_id[item.id], place) for place, item in enumerate(items, 1)}
+    def __init__(self, items: Sequence[Ranked], graph_weight: float | None) -> None:
+        self._items = items  # best first: an item's place before learning is its position
         self._graph_weight = graph_weight
 
     def __call__(self, items: Iterable[Ranked]) -> None:
-        graph_weight, due = self._graph_weight, self._due
-        for item in items:
-            found = due.pop(item.id, None)
-            if found is None:  # done already, or not ranked before learning
+        # Not done yet (``final`` is set here first, or by feedback for what it adds).
+        due = {item.id: item for item in items if "final" not in item.components}
+        graph_weight = self._graph_weight
+        for place, ranked in enumerate(self._items, 1):
+            if not due:
+                break
+            item = due.pop(ranked.id, None)
+            if item is None:
                 continue
-            cand, place = found
+            cand = item.candidate
+            assert cand is not None  # every item ranked before learning has its candidate
             comps = item.components
             if graph_weight is not None:
                 comps["graph_weight"] = graph_weight
