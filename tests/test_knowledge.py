@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from engrammar import HashEmbedder, Memory, NotFoundError, ValidationError
+from engrammar import HashEmbedder, Memory, NotFoundError, StoreError, ValidationError
 from engrammar.recall.chunks import split_document
 
 HANDBOOK = [
@@ -49,6 +50,21 @@ def test_recall_returns_knowledge_beside_the_memories(mem: Memory) -> None:
     assert result.to_dict()["knowledge"][0]["kb_id"] == result.knowledge[0].kb_id
     # Below knowledge_min_score nothing is added.
     assert mem.recall("zebra xylophone quantum", user_id="alice").knowledge == []
+
+
+def test_a_recall_whose_knowledge_search_fails_is_still_recorded(
+    mem: Memory, store_path: Path
+) -> None:
+    mem.add("Expenses need my manager's approval.", user_id="alice")
+    mem.add_knowledge("Handbook", HANDBOOK, user_id="alice")
+    with sqlite3.connect(store_path / "engrammar.db") as db:  # the knowledge table is lost
+        db.execute("DROP TABLE knowledge_chunks")
+    with pytest.raises(StoreError, match="knowledge"):
+        mem.recall("expenses approval", user_id="alice")
+    # The memories were ranked and the recall recorded before the knowledge search failed:
+    # feedback acts on it.
+    done = mem.feedback("Expenses need approval.", user_id="alice")
+    assert done["query"] == "expenses approval" and done["drawn_on"]
 
 
 def test_a_document_is_split_into_passages(mem: Memory) -> None:

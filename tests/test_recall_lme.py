@@ -13,7 +13,7 @@ import pytest
 
 from engrammar import Config, Memory
 from engrammar.errors import ValidationError
-from engrammar.recall.timeref import relative_time_range
+from engrammar.recall.query import relative_time_range
 
 
 def _ts(*args: int) -> float:

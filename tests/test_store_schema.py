@@ -14,6 +14,7 @@ import numpy as np
 
 from engrammar import models
 from engrammar.store.schema import TABLES, differences
+from engrammar.store.sql.dialect import memory_record
 from engrammar.store.sqlite.migrations import MIGRATIONS
 from engrammar.store.sqlite.store import SQLiteStore
 from engrammar.store.tables import EVENT_COLUMNS, FEEDBACK_TABLES, MEMORY_COLUMNS
@@ -211,3 +212,15 @@ def test_the_records_read_only_columns_of_the_logical_schema() -> None:
     fields = [f.name for f in dataclasses.fields(models.MemoryRating)]
     assert FEEDBACK_TABLES["memory_rating"][1].split(", ") == fields
     assert "decision_memory_id" not in EVENT_COLUMNS.split(", ")
+
+
+def test_a_memory_row_becomes_the_record_field_by_field() -> None:
+    # memory_record maps the columns by position: each column must land in its own field.
+    columns = MEMORY_COLUMNS.split(", ")
+    row = [f"{c} value" for c in columns]
+    row[columns.index("created_at")], row[columns.index("updated_at")] = 1.5, 2.5
+    row[columns.index("valid_until")] = 3.5
+    record = memory_record(row, {"decoded": True})
+    for column, value in zip(columns, row, strict=True):
+        expected = {"decoded": True} if column == "metadata" else value
+        assert getattr(record, column) == expected, column

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engrammar.recall.query import asks_about_own_facts, asks_about_past
 from engrammar.recall.supersession import (
     Replacement,
     Version,
-    asks_about_own_facts,
-    asks_about_past,
     current_at,
     merge_replacements,
     newer_first,
@@ -192,7 +191,7 @@ def test_memories_moved_to_equal_scores_keep_one_order() -> None:
     """Memories whose validity score changed are placed anew; when several end on the same
     score their order is by id, however the set of moved ids happens to iterate (it changes
     with the process's hash seed)."""
-    from engrammar.engine.validity import _keep_order
+    from engrammar.engine.ranking import keep_order
     from engrammar.models import MemoryRecord
 
     def item(memory_id: str, score: float) -> Any:
@@ -202,7 +201,7 @@ def test_memories_moved_to_equal_scores_keep_one_order() -> None:
     out = [item("top", 0.9), item("c", 0.5), item("a", 0.5), item("b", 0.5), item("low", 0.1)]
     before = ["top", "b", "low", "c", "a"]
     orders = {
-        tuple(r[0].id for r in _keep_order(out, before, moved))  # type: ignore[arg-type]
+        tuple(r[0].id for r in keep_order(out, before, moved))  # type: ignore[arg-type]
         for moved in (["a", "b", "c"], ["c", "b", "a"], ["b", "c", "a"])
     }
     assert orders == {("top", "a", "b", "c", "low")}

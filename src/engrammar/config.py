@@ -48,8 +48,9 @@ class RankingProfile:
     )
     session_weight: float = _w(
         0.2,
-        "Relevance + this x the best relevance of any candidate of the same session: the "
-        "turns of a conversation that matches the query strongly rise together. 0 = off.",
+        "(Relevance + this x the best relevance of any candidate of the same session) / "
+        "(1 + this): the turns of a conversation that matches the query strongly rise towards "
+        "its best turn together. 0 = off.",
     )
     neighbour_weight: float = _w(
         0.0,
@@ -424,7 +425,7 @@ class Config:
         0.3, "Cosine two memories need before they are checked for a contradiction."
     )
 
-    # -- learning from explicit feedback (seeds 002 and 003) ----------------------------------
+    # -- learning from feedback records (docs/learning.md) ------------------------------------
     feedback_half_life_days: float = _opt(
         30.0, "Age in days at which a feedback signal counts half as much as a fresh one."
     )

@@ -370,30 +370,9 @@ class Memory:
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
         ranking = self._profile(profile)
-        with recall.session(self._engine, query, profile=ranking):  # one read session
-            result = recall.recall(
-                self._engine,
-                scope,
-                query,
-                limit,
-                when,
-                where=where,
-                min_score=floor,
-                profile=ranking,
-            )
-            if self.config.knowledge_recall_limit:
-                result.knowledge = knowledge.search(
-                    self._engine,
-                    scope,
-                    query,
-                    self.config.knowledge_recall_limit,
-                    self.config.knowledge_min_score,
-                )
-            if result.knowledge:
-                block = "\n".join(f"- {k.content}" for k in result.knowledge)
-                text = f"Knowledge:\n{block}"
-                result.formatted = f"{result.formatted}\n\n{text}" if result.formatted else text
-        return result
+        return recall.recall(
+            self._engine, scope, query, limit, when, where=where, min_score=floor, profile=ranking
+        )
 
     # -- the feedback loop and explanations ---------------------------------------------------
     def feedback(

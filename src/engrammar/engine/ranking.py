@@ -14,8 +14,14 @@ refinement     session evidence (``session_weight``), conversation neighbours
                words it asks about, the asker's or the assistant's (``role_weight``), a
                message that only asks (``question_weight``)
 graph          walks from the best candidates along weighted edges (``graph_*``)
-learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``)
-validity       what is current first; a newer restatement above the older (``recency_*``)
+learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``);
+               a rating teaches a memory the words of the question it answered
+               (``learn.terms``)
+validity       what is current first: a superseded memory hands its score on to what
+               replaced it for a question about the present (``superseded_factor``) and
+               ranks above it for one about the past; ``as_of`` leaves out what was said
+               later; for the asker's own facts a newer restatement moves above the older
+               (``recency_*``)
 cut            the first ``limit``
 =============  ===========================================================================
 
@@ -28,27 +34,31 @@ feedback).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
 from ..config import RankingProfile
-from ..learn.rates import Adjustment
-from ..learn.scoring import LearnParams, learned_ranking
+from ..learn.rates import Adjustment, Signal
+from ..learn.scoring import LearnParams, RatingFacts, learned_ranking
+from ..learn.terms import TermUse, idf, term_signals
 from ..models import Edge, MemoryRecord, RecallFilter, Scope
 from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, only_asks, parse_query, sequence_support, time_match
+from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
+from ..recall.text import index_text, speaker_of, terms, topic_terms
 from ..store import LearningAhead, RefineAhead, SearchQuery
-from .base import Engine, in_scope, pinned, reaches, reading
+from .base import Engine, in_scope, own_word, pinned, reaches, reading, states_facts
 from .edge_context import edge_reader, reads_edge_parts
-from .learned_terms import learned_term_signals
-from .validity import by_validity
 
 __all__ = [
     "REFINE_DEPTH",
@@ -56,6 +66,7 @@ __all__ = [
     "Ranking",
     "candidates",
     "feedback_since",
+    "keep_order",
     "learned",
     "query_at",
     "query_vector",
@@ -152,13 +163,24 @@ def rank(
         )
         support = best_support(walks)
     items = [_ranked(c, profile.graph_weight if graph else None, support.get(c.id)) for c in cands]
-    items.sort(key=lambda e: (-e.score, e.id))
+    items = _best_first(items)
     for position, item in enumerate(items, 1):
         item.components["score_before_learning"] = item.score
         item.components["rank_before_learning"] = position
-    items = learned(engine, scope, query.text, items)
+    items = learned(engine, scope, query, items)
     items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus, read)
     return Ranking(query, items, walks, seeds, match, beyond)
+
+
+_ID, _SCORE, _RELEVANCE = attrgetter("id"), attrgetter("score"), attrgetter("relevance")
+
+
+def _best_first(items: Iterable[Ranked]) -> list[Ranked]:
+    """``items`` by score, best first, equal ones by id (two sorts keyed in C: see
+    :func:`~engrammar.recall.fusion.best_first`)."""
+    out = sorted(items, key=_ID)
+    out.sort(key=_SCORE, reverse=True)
+    return out
 
 
 def _best_cosine(cands: Sequence[Candidate]) -> float:
@@ -334,7 +356,8 @@ def _refine(
                 cand.components["role"] = round(-profile.role_weight, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
     in_head = {c.id for c in head}
-    return sorted(head + [c for c in tail if c.id not in in_head], key=lambda c: -c.relevance)
+    rest = [c for c in tail if c.id not in in_head]
+    return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
 
 
 def _join_neighbours(
@@ -428,12 +451,13 @@ def _graph(
             by_id[n] = _vector_only(n, float(vecs[n] @ qvec) if n in vecs else 0.0, scale)
     support = best_support(walks)
     for cand in by_id.values():
-        walk = support.get(cand.id)
-        cand.components["graph"] = round(walk.score, 6) if walk is not None else 0.0
-        cand.components["graph_hops"] = len(walk.weights) if walk is not None else 0
-        cand.components["graph_edge_weight"] = (
-            round(math.prod(walk.weights), 6) if walk is not None else 0.0
-        )
+        comps, walk = cand.components, support.get(cand.id)
+        if walk is None:  # most candidates: no walk reached them
+            comps["graph"], comps["graph_hops"], comps["graph_edge_weight"] = 0.0, 0, 0.0
+        else:
+            comps["graph"] = round(walk.score, 6)
+            comps["graph_hops"] = len(walk.weights)
+            comps["graph_edge_weight"] = round(math.prod(walk.weights), 6)
     return list(by_id.values()), walks, seeds
 
 
@@ -452,7 +476,7 @@ def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> R
     if cand.keyword_rank is not None:
         comps["keyword_rank"] = cand.keyword_rank + 1
     comps["final"] = score
-    return Ranked(cand.id, score, comps, "search" if found else "graph", walk=walk)
+    return Ranked(cand.id, score, comps, "search" if found else "graph", None, walk)
 
 
 # -- learned ------------------------------------------------------------------------------------
@@ -462,14 +486,14 @@ def feedback_since(engine: Engine, now: float | None = None) -> float:
     return now - _HORIZON_HALF_LIVES * engine.config.feedback_half_life_days * 86_400.0
 
 
-def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -> list[Ranked]:
+def learned(engine: Engine, scope: Scope, query: Query, items: Sequence[Ranked]) -> list[Ranked]:
     """Re-rank by the feedback records (:mod:`engrammar.learn.scoring`): items go in with
     scores near [0, 1] and come out re-ranked, with memories surfaced by matching decisions or
     preference pairs added (``via`` feedback) and every learned component in ``components``."""
     store, cfg = engine.store, engine.config
-    items = sorted(items, key=lambda e: (-e.score, e.id))
+    items = _best_first(items)
     now = time.time()
-    context = _context(engine, query)
+    context = _context(engine, query.text)
     # Reply signals count only for a matching query, so the store searches the recalls'
     # queries before reading any.
     events, pairs, ratings, replies = store.learning_reads(
@@ -481,7 +505,7 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -
         cfg.feedback_reply_context_min,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
-    extra = learned_term_signals(engine, scope, query, ratings)
+    extra = _learned_terms(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
     if ratings:  # whose rating it is: the rated memory's own user's rejection places it
@@ -545,6 +569,61 @@ def learned(engine: Engine, scope: Scope, query: str, items: Sequence[Ranked]) -
     return out
 
 
+# What a rating's verdict says about the memory for questions in the same words.
+_RATING_VERDICT = {"accepted": 1.0, "corrected": -1.0}
+
+
+def _learned_terms(
+    engine: Engine, scope: Scope, query: Query, ratings: Sequence[RatingFacts]
+) -> dict[str, list[Signal]]:
+    """Learned query terms: the ``terms`` signals (:mod:`engrammar.learn.terms`) of the rated
+    candidates whose accepted or corrected ratings' questions hold topic terms of ``query``
+    that the memory does not contain, weighed by their IDF among the scope's memories; empty
+    when ``feedback_term_weight`` is 0 or no rating taught them words. Derived from the stored
+    records at every recall: undoing a record takes its part back."""
+    store, cfg = engine.store, engine.config
+    if cfg.feedback_term_weight <= 0:
+        return {}
+    found = [r for r in ratings if r.verdict in _RATING_VERDICT and r.context]
+    if not found:
+        return {}
+    records = store.get_memories(scope.workspace, sorted({r.memory_id for r in found}))
+    own: dict[str, set[str]] = {
+        i: set(terms(index_text(r.content, speaker_of(r.metadata)))) for i, r in records.items()
+    }
+    asked: dict[str, set[str]] = {}
+
+    def topic(text: str) -> set[str]:
+        if text not in asked:
+            asked[text] = topic_terms(text)
+        return asked[text]
+
+    wanted = query.topic
+    if not wanted:
+        return {}
+    uses = []
+    for rating in found:
+        if rating.memory_id not in own or rating.context is None:
+            continue
+        learned = (topic(rating.context) & wanted) - own[rating.memory_id]
+        if learned:
+            uses.append(
+                TermUse(
+                    rating.memory_id,
+                    rating.rating_id,
+                    _RATING_VERDICT[rating.verdict],
+                    rating.created_at,
+                    frozenset(learned),
+                    rating.source,
+                )
+            )
+    if not uses:
+        return {}
+    n, postings = store.term_postings(scope, sorted(wanted), 0)
+    weights = {t: idf(postings[t][0], n) for t in wanted if t in postings}
+    return term_signals(uses, weights, cfg.feedback_term_weight)
+
+
 # -- validity and the cut -----------------------------------------------------------------------
 def _validity(
     engine: Engine,
@@ -558,7 +637,7 @@ def _validity(
     read: Records,
 ) -> tuple[list[Ranked], frozenset[str]]:
     """The head of the learned list (its records read; with ``where``, only what it matches)
-    re-ranked by what is current (:mod:`.validity`), ``focus`` after it if the cut left it
+    re-ranked by what is current (:func:`_by_validity`), ``focus`` after it if the cut left it
     out; and the ids of the candidates the cut left out."""
     depth = limit * 4 if query.pinned else limit * 2
     head: list[Ranked] = []
@@ -576,7 +655,7 @@ def _validity(
             break
     by_id = {e.id: e for e in head}
     out = []
-    for record, score, comps, note, via in by_validity(
+    for record, score, comps, note, via in _by_validity(
         engine, scope, query, profile, head, records, limit, where
     ):
         before = by_id.get(record.id)
@@ -600,6 +679,179 @@ def _validity(
     for position, entry in enumerate(out, 1):
         entry.components["rank"] = position
     return out, frozenset(e.id for e in rest)
+
+
+# Replacements followed from a superseded memory to the one current now.
+_MAX_HOPS = 5
+
+# (record, score, components, note, via) of one ranked memory.
+_Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
+
+
+def _version(record: MemoryRecord) -> Version:
+    return Version(
+        record.id,
+        record.created_at,
+        record.valid_until,
+        record.superseded_by,
+        session=record.session_id,
+    )
+
+
+def _versions(records: dict[str, MemoryRecord]) -> dict[str, Version]:
+    """The versions of ``records``; an assistant's answer never counts as replaced (stores
+    written before such replacements were left out at ingest, see
+    :func:`~engrammar.engine.base.states_facts`)."""
+    out = {}
+    for k, r in records.items():
+        v = _version(r)
+        if v.superseded_by is not None and not states_facts(r.role, r.kind):
+            v = dataclasses.replace(v, valid_until=None, superseded_by=None)
+        out[k] = v
+    return out
+
+
+def _by_validity(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    profile: RankingProfile,
+    ranked: Sequence[Any],
+    records: dict[str, MemoryRecord],
+    limit: int,
+    where: RecallFilter | None = None,
+) -> list[_Item]:
+    """``ranked`` (items with ``id``, ``score``, ``components``, ``note`` and ``via``, best
+    first, their ``records`` fetched) re-ranked by what is current: each memory with its
+    record, score, components (``supersession``: the change of score; ``newer``: 1 when a later
+    restatement moved above an earlier one), note and ``via``. A replacement is brought in only
+    if ``where`` matches it; restatements move only within the first ``limit``."""
+    as_of = query.as_of if query.pinned else None
+    items = [
+        r
+        for r in ranked
+        if r.id in records and (as_of is None or records[r.id].created_at <= as_of)
+    ]
+    if query.names_past_time:
+        # A question that names a past time ("two weeks ago", "in May 2023") asks what held
+        # then: the time stage ranks by date, and what replaced a memory later does not count.
+        return [(records[r.id], r.score, dict(r.components), r.note, r.via) for r in items]
+    # The memories that replaced the ranked ones, as far as the chains go.
+    wanted = {records[r.id].superseded_by for r in items} - {None} - set(records)
+    for _ in range(_MAX_HOPS):
+        if not wanted:
+            break
+        found = engine.store.get_memories(scope.workspace, sorted(w for w in wanted if w))
+        found = {k: v for k, v in found.items() if in_scope(v, scope, where)}
+        records.update(found)
+        wanted = {v.superseded_by for v in found.values()} - {None} - set(records)
+    versions = _versions(records)
+    # A replacement its user rejected for this question replaces nothing here: "keep this
+    # one" on the older side of a tension is the user saying the newer is not true.
+    rejected = {r.id for r in items if r.components.get("rejected_by_user")}
+    for k, v in versions.items():
+        if v.superseded_by in rejected:
+            versions[k] = dataclasses.replace(v, valid_until=None, superseded_by=None)
+    scores = {r.id: r.score for r in items}
+    moved, why = rank_by_validity(scores, versions, query.past, as_of, profile.superseded_factor)
+    by_id = {r.id: r for r in items}
+    out = []
+    for memory_id, score in moved.items():
+        if memory_id in by_id:
+            r = by_id[memory_id]
+            before, comps, note, via = r.score, dict(r.components), r.note, r.via
+        else:  # brought in as the memory that replaced a ranked one
+            before, comps, note, via = 0.0, {}, None, "validity"
+        if memory_id in why:
+            comps["supersession"] = round(score - before, 6)
+            note = note or why[memory_id]
+        comps["final"] = score  # rounded where the ranking is handed out
+        out.append((records[memory_id], score, comps, note, via))
+    out = keep_order(out, [r.id for r in items], set(why))
+    if profile.recency_similarity < 1.0 and query.own_facts and len(out) > 1:
+        out = _newer_first(engine, scope, query, profile, out[:limit]) + out[limit:]
+    return out
+
+
+def keep_order(
+    out: list[_Item],
+    before: list[str],
+    moved: set[str],
+) -> list[_Item]:
+    """The learned ranking's order (which need not follow the scores: prior decisions come
+    first), with only the memories whose score validity changed placed anew: each before the
+    first unchanged memory that now scores lower."""
+    by_id = {x[0].id: x for x in out}
+    kept = [by_id[i] for i in before if i in by_id and i not in moved]
+    # Equal scores by id: ``moved`` is a set, whose order changes from process to process.
+    for item in sorted((by_id[i] for i in moved if i in by_id), key=lambda x: (-x[1], x[0].id)):
+        at = next((k for k, x in enumerate(kept) if x[1] < item[1]), len(kept))
+        kept.insert(at, item)
+    return kept
+
+
+def _newer_first(
+    engine: Engine, scope: Scope, query: Query, profile: RankingProfile, out: list[_Item]
+) -> list[_Item]:
+    asked = set(query.topic)
+    contents = {x[0].id: x[0].content for x in out}
+    held: dict[str, set[str]] = {}
+
+    def query_terms(memory_id: str) -> set[str]:
+        # Tokenised only for the pairs that pass the cheaper tests (time, session, likeness,
+        # score), once each: a long message costs its stemming only when it matters.
+        if memory_id not in held:
+            held[memory_id] = set(terms(contents.get(memory_id, ""))) & asked
+        return held[memory_id]
+
+    def updates_amount(older: str, newer: str) -> bool:
+        return new_amount(contents.get(older, ""), contents.get(newer, ""), asked, query.text)
+
+    # Only someone's own words restate one another; the rest keep their places.
+    ids = [x[0].id for x in out if own_word(x[0].role, x[0].kind)]
+    if len(ids) < 2:
+        return out
+    vectors = engine.store.vectors(scope.workspace, ids)
+    versions = {x[0].id: _version(x[0]) for x in out if x[0].id in vectors}
+    times = [x[0].created_at for x in out]
+    if len(set(times)) < len(times):  # said at one time (one add): stored order tells
+        stored = engine.store.insertion_order(scope.workspace, ids)
+        versions = {k: dataclasses.replace(v, seq=stored.get(k, 0)) for k, v in versions.items()}
+    scores = {x[0].id: x[1] for x in out}
+    order = newer_first(
+        [x[0].id for x in out],
+        scores,
+        versions,
+        vectors,
+        profile.recency_similarity,
+        profile.recency_min_ratio,
+        query_terms,
+        profile.recency_term_share,
+        updates_amount,
+        # What feedback lowered for questions like this one keeps its place.
+        stay={x[0].id for x in out if x[2].get("learned", 0.0) < 0},
+    )
+    return _reordered(out, order, "newer")
+
+
+def _reordered(
+    out: list[_Item],
+    order: list[str],
+    component: str,
+) -> list[_Item]:
+    """``out`` in the order of the ids ``order`` (a permutation of theirs); a memory placed
+    above where it stood carries ``component`` = 1, so ``explain`` shows why it moved."""
+    before = {x[0].id: k for k, x in enumerate(out)}
+    if order == list(before):
+        return out
+    by_id = {x[0].id: x for x in out}
+    result = []
+    for position, memory_id in enumerate(order):
+        record, score, comps, note, via = by_id[memory_id]
+        if position < before[memory_id]:
+            comps = {**comps, component: 1.0}
+        result.append((record, score, comps, note, via))
+    return result
 
 
 # -- one read session per recall ----------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Recall, search and explain: what the ranking core (:mod:`.ranking`) returns, put to use.
 
 ``recall`` ranks with every stage, cuts the first ``limit``, sets excerpts, reads the standing
-preferences, the graph paths and the tensions among what it shows, and records itself for
-feedback. ``search`` ranks without the graph and records nothing; its scores are absolute.
+preferences, the graph paths and the tensions among what it shows, records itself for
+feedback and adds the scope's knowledge passages. ``search`` ranks without the graph and records nothing; its scores are absolute.
 ``explain`` reads one memory off the same ranking ``recall`` cuts: its rank and score are the
 ones ``recall`` gives it.
 """
@@ -123,7 +123,9 @@ def recall(
     profile: RankingProfile | None = None,
 ) -> RecallResult:
     """The ranked memories of ``query`` with their paths and tensions, recorded (as a
-    :class:`~engrammar.store.RecallRecord`) so that feedback can act on it. ``as_of`` is when
+    :class:`~engrammar.store.RecallRecord`) so that feedback can act on it, then the scope's
+    knowledge passages closest to it (``knowledge_recall_limit``), all in one read session
+    with one query vector. ``as_of`` is when
     the question is asked (default now): relative times in ``query`` are read against it, what
     was said later is left out and what was current then ranks first. ``where`` keeps recall
     to the memories it matches before the first ``limit`` are cut. ``min_score`` leaves out
@@ -155,29 +157,39 @@ def recall(
         listed = {i.memory.id for i in items}
         paths = result_paths(ranking.walks, listed, config.graph_max_paths)
         tensions = recall_tensions(engine, scope.workspace, [i.memory for i in items])
-    result = RecallResult(
-        recall_id=uuid.uuid4().hex,
-        query=query,
-        memories=items,
-        paths=paths,
-        tensions=tensions,
-        formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
-        preferences=preferences,
-    )
-    store.save_recall(
-        RecallRecord(
-            recall_id=result.recall_id,
-            workspace=scope.workspace,
-            user_id=scope.user_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
+        qvec = query_vector(engine, query)
+        result = RecallResult(
+            recall_id=uuid.uuid4().hex,
             query=query,
-            created_at=time.time(),
-            memory_ids=[m.memory.id for m in items],
-            paths=[p.to_dict() for p in paths],
-            tensions=[t.to_dict() for t in tensions],
+            memories=items,
+            paths=paths,
+            tensions=tensions,
+            formatted=format_memories(items, tensions, config.formatted_max_chars, preferences),
+            preferences=preferences,
         )
-    )
+        store.save_recall(
+            RecallRecord(
+                recall_id=result.recall_id,
+                workspace=scope.workspace,
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+                session_id=scope.session_id,
+                query=query,
+                created_at=time.time(),
+                memory_ids=[m.memory.id for m in items],
+                paths=[p.to_dict() for p in paths],
+                tensions=[t.to_dict() for t in tensions],
+            )
+        )
+        # Recorded first: a knowledge search that fails leaves the recall to act on.
+        if config.knowledge_recall_limit:
+            result.knowledge = store.search_knowledge(
+                scope, qvec, config.knowledge_recall_limit, config.knowledge_min_score
+            )
+    if result.knowledge:
+        block = "\n".join(f"- {k.content}" for k in result.knowledge)
+        text = f"Knowledge:\n{block}"
+        result.formatted = f"{result.formatted}\n\n{text}" if result.formatted else text
     return result
 
 

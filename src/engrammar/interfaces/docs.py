@@ -66,8 +66,8 @@ def config_page() -> str:
         f"{_HEADER}# Configuration reference\n\n"
         "Every field of `Config`, in the order it declares them. Precedence, per field: an argument "
         "to `Config` > the `ENGRAMMAR_<FIELD>` environment variable > a TOML file named by "
-        "`ENGRAMMAR_CONFIG` > the default. What the ranking settings do and how they were "
-        "measured: [configuration.md](../configuration.md).\n\n"
+        "`ENGRAMMAR_CONFIG` > the default. What the settings do, at more length, and how to "
+        "change the ranking: [configuration.md](../configuration.md).\n\n"
         "| field | type | default | environment | what it does |\n|---|---|---|---|---|\n"
         f"{rows}\n"
     )

@@ -11,8 +11,8 @@ it answers) and says whether it states a standing preference of the speaker:
 * **choice**: a pick between options the assistant has just offered ("I'll go with option 2",
   "the second one sounds good, the others don't appeal to me").
 
-Measured on a labelled set of hand-written sentences (``bench/data/preference_sentences.tsv``,
-``python bench/preference_recognition.py``): precision and recall on the held-out third.
+The rules read the wording only: a preference stated in words they do not cover stays a
+``message``, and a sentence they take for one by mistake becomes a ``preference``.
 
 :func:`select_preferences` picks, for a query, the standing preferences that bear on it: a
 preference counts when its similarity to the query reaches ``min_similarity``; the best

@@ -3,10 +3,11 @@ gives its turns (pure functions)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
-__all__ = ["Candidate", "fuse", "session_evidence"]
+__all__ = ["Candidate", "best_first", "fuse", "session_evidence"]
 
 
 @dataclass(slots=True)
@@ -36,14 +37,16 @@ def fuse(
     gives no evidence: the other decides alone.
     """
     cands: dict[str, Candidate] = {}
+    # Positional arguments: a recall fuses ~150 hits, and keywords cost twice the time here.
     for rank, (memory_id, sim) in enumerate(vector_hits):
-        cands[memory_id] = Candidate(memory_id, vector=sim, vector_rank=rank)
+        cands[memory_id] = Candidate(memory_id, sim, 0.0, rank)
     for rank, (memory_id, score) in enumerate(keyword_hits):
         cand = cands.get(memory_id)
         if cand is None:
-            cand = cands[memory_id] = Candidate(memory_id)
-        cand.keyword = score
-        cand.keyword_rank = rank
+            cands[memory_id] = Candidate(memory_id, 0.0, score, None, rank)
+        else:
+            cand.keyword = score
+            cand.keyword_rank = rank
     if not keyword_hits:
         keyword_weight = 0.0
     elif not vector_hits:
@@ -57,7 +60,19 @@ def fuse(
         cand.relevance = vector_weight * v + keyword_weight * (cand.keyword / top_kw)
         # Unrounded: most candidates are never shown (rounded where a ranking is handed out).
         cand.components = {"vector": vector, "keyword": cand.keyword, "relevance": cand.relevance}
-    return sorted(cands.values(), key=lambda c: (-c.relevance, c.id))
+    return best_first(cands.values())
+
+
+_ID = attrgetter("id")
+_RELEVANCE = attrgetter("relevance")
+
+
+def best_first(cands: Iterable[Candidate]) -> list[Candidate]:
+    """``cands`` by relevance, best first, equal ones by id: by id, then stably by relevance
+    (two sorts keyed in C take less time than one keyed by a tuple built for each)."""
+    out = sorted(cands, key=_ID)
+    out.sort(key=_RELEVANCE, reverse=True)
+    return out
 
 
 def session_evidence(
@@ -81,4 +96,4 @@ def session_evidence(
         gain = cand.relevance - before
         cand.components["session"] = gain
         cand.components["relevance"] = cand.relevance
-    return sorted(cands, key=lambda c: (-c.relevance, c.id))
+    return best_first(cands)

@@ -1,10 +1,13 @@
-"""What a query says beyond its words, read once per call (pure functions, no I/O).
+"""What a question says beyond its words, read once per call (pure functions, no I/O).
 
-:func:`parse_query` reads the time a query names ("in October 2023", "two weeks ago") and
-whether it asks how things were or how the asker's own facts stand now, and whose words (the
-asker's or the assistant's) it asks about; ranking passes the
-:class:`Query` down instead of reading the text again. :func:`time_match` and
-:func:`sequence_support` are the refinement stage's evidence of date and conversation.
+Everything ranking needs to know about a question is read here, by :func:`parse_query`, into
+one :class:`Query` that the stages are handed instead of the text: its topic terms, the time
+it names (a date, "in October 2023", or a time relative to the moment it is asked, "two
+weeks ago", "last weekend", "in May": recall passes that moment, ``as_of``, not the clock of
+the machine answering), whether it asks how things were or how the asker's own facts stand
+now, and whose words (the asker's or the assistant's) answer it. :func:`time_match`,
+:func:`sequence_support` and :func:`only_asks` are the refinement stage's evidence of date,
+conversation and a message that only asks.
 """
 
 from __future__ import annotations
@@ -13,16 +16,21 @@ import calendar
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from .fusion import Candidate
-from .text import topic_terms
-from .timeref import relative_time_range
+from .text import NUMBER_WORDS, topic_terms
 
 __all__ = [
     "Query",
+    "asks_about_own_facts",
+    "asks_about_past",
+    "asks_about_present",
+    "names_upcoming_time",
+    "only_asks",
     "parse_query",
     "query_time_range",
+    "relative_time_range",
     "sequence_support",
     "time_match",
     "whose_words",
@@ -89,6 +97,97 @@ def whose_words(text: str) -> str | None:
     return "user"
 
 
+# Words that ask for what came before, and a past auxiliary before "I" / "we" ("Was I
+# vegetarian?", "What dog did I have?"). "What was the name of the restaurant?" asks about an
+# event, not about a fact that changed, and does not count.
+_PAST_QUESTION = re.compile(
+    r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
+    r"earlier|at first|in the past|back then|back when|prior to)\b"
+    r"|\b(?:was|were|did|had)\b.*\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b"
+    r"|\b(?:did|was|were|had)\s+(?:i|we)\b",
+    re.IGNORECASE,
+)
+
+
+# A question about the speaker's present: "How many bikes do I currently own?", "Where do I
+# live?", "How long have I been ...?" ("do", "am", "is my", "have I" or a word like "now").
+_PRESENT_QUESTION = re.compile(
+    r"\b(?:now|currently|current|still|these days|nowadays|so far|at the moment|latest|"
+    r"most recent|most recently)\b"
+    r"|\b(?:do|does|am|is|are|have|has|can)\s+(?:i|we|my|our)\b"
+    r"|\b(?:i|we)\s+(?:do|am|have|own|live|work|keep|use|go)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_past(query: str) -> bool:
+    """Whether ``query`` asks how things were rather than how they are."""
+    return bool(_PAST_QUESTION.search(query))
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|we|we're|our|us)\b", re.IGNORECASE)
+
+
+def asks_about_present(query: str) -> bool:
+    """Whether ``query`` asks the speaker how things are now (and not how they were)."""
+    return bool(_PRESENT_QUESTION.search(query)) and not asks_about_past(query)
+
+
+# A time marked as past: "last Saturday", "two weeks ago", "in May 2023".
+_PAST_TIME = re.compile(
+    r"\b(?:last|ago|yesterday|previous|previously|earlier|past|before)\b|\b(?:19|20)\d\d\b",
+    re.IGNORECASE,
+)
+
+
+def names_upcoming_time(query: str) -> bool:
+    """Whether a question about the present names a time without marking it past: "Are we
+    flying to Greece on Saturday?", "What do I do on Sunday mornings?", "Is the reunion in
+    August?" ask about the next Saturday, every Sunday, the coming August, not the last one."""
+    return asks_about_present(query) and not _PAST_TIME.search(query)
+
+
+# Words that ask for the latest state or a running total, even in the past tense: "How much
+# did I earn on my most recent visit?", "How many sessions did I attend?" (all so far).
+_LATEST_QUESTION = re.compile(
+    r"\b(?:now|currently|current|still|these days|nowadays|so far|at the moment|latest|"
+    r"most recent|most recently|recent|recently|in total|total|how many|how much|how often)\b",
+    re.IGNORECASE,
+)
+# What asks how things were, however the question is worded ("did I" aside).
+_EARLIER_QUESTION = re.compile(
+    r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
+    r"earlier|at first|in the past|back then|back when|prior to|first)\b",
+    re.IGNORECASE,
+)
+
+
+# The state a change led to: "Did I switch to more water per tablespoon or less?", "What did
+# I upgrade to?" ask for the latest value though they are in the past tense. A present held
+# against the past ("Do I go to the gym more often than I did previously?") is not read as
+# asking for the latest value: it asks about both.
+_CHANGED_TO = re.compile(
+    r"\b(?:switch|switched|change|changed|upgrade|upgraded|move|moved|downgrade|downgraded)"
+    r"\s+to\b(?!.*\b(?:before|first|originally|at first)\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_about_own_facts(query: str) -> bool:
+    """Whether ``query`` asks the speaker about their own facts as they stand, not about how
+    things were or what came first: where later statements on the same matter update earlier
+    ones ("How many bikes do I own?", "How much did I earn on my most recent visit?", "How
+    many sessions did I attend?"). Questions about third persons are not about the asker's
+    own facts."""
+    if not _FIRST_PERSON.search(query):
+        return False
+    if _CHANGED_TO.search(query):
+        return True
+    if _EARLIER_QUESTION.search(query):
+        return False
+    return bool(_LATEST_QUESTION.search(query)) or not asks_about_past(query)
+
+
 # A sentence: a run of text up to its closing punctuation (or the end of the text).
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
@@ -97,9 +196,16 @@ def only_asks(text: str) -> bool:
     """Whether every sentence of ``text`` is a question: the message asks for something and
     states nothing ("How long have you had Susie?"), so its words echo a question without
     answering it."""
-    sentences = [s.strip() for s in _SENTENCE.findall(text)]
-    sentences = [s for s in sentences if len(s) > 3]
-    return bool(sentences) and all(s.endswith("?") for s in sentences)
+    if "?" not in text:  # no sentence of it asks (most messages: one scan in C)
+        return False
+    asks = False
+    for found in _SENTENCE.finditer(text):
+        sentence = found.group().strip()
+        if len(sentence) > 3:
+            if not sentence.endswith("?"):
+                return False
+            asks = True
+    return asks
 
 
 def _month(word: str) -> int:
@@ -153,6 +259,182 @@ def query_time_range(query: str) -> tuple[float, float] | None:
     if not starts:
         return None
     return min(starts), max(ends)
+
+
+# "twenty" and above are in NUMBER_WORDS too; _COUNT below never reads them.
+_NUMBER = {
+    "a": 1,
+    "an": 1,
+    **NUMBER_WORDS,
+    "a couple of": 2,
+    "a few": 3,
+    "few": 3,
+    "several": 3,
+}
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_COUNT = r"(\d{1,3}|a couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_UNIT = r"(day|week|month|year)s?"
+_AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
+_LAST = re.compile(
+    r"\b(the\s+)?(last|past|previous)\s+(weekend|week|month|year|night)\b(?!\s+of\b)"
+)
+# "in the last month", "the past year", "the last three months": a window ending now (not the
+# calendar month before, which is "last month"); "the last week of August" names a date.
+_RECENT = re.compile(rf"\b(?:the\s+)?(?:last|past)\s+{_COUNT}\s+{_UNIT}\b(?!\s+of\b)")
+_DAYS_IN = {"day": 1, "week": 7, "month": 31, "year": 366}
+_THIS = re.compile(r"\bthis\s+(weekend|week|month|year)\b")
+_LAST_DAY = re.compile(
+    r"\b(?:last|past|this past|on)\s+(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+)
+_DAY_WORDS = re.compile(r"\b(yesterday|today|tonight|the day before yesterday)\b")
+# "What time do I wake up on Saturday mornings?" asks about a habit, not a date: "on
+# <weekday>" names a day only in a question about one occasion (no habit word, or past tense).
+_HABIT = re.compile(
+    r"\b(?:usually|normally|typically|generally|always|often|every|each|do i|do we|does)\b"
+    r"|\b(?:morning|afternoon|evening|night)s\b"
+)
+_PAST_TENSE = re.compile(r"\b(?:did|was|were)\b")
+# "Can you recommend a movie for tonight?", "What should I cook this weekend?": a request or a
+# plan for the time ahead names no span to search; "this weekend", "this week", "today",
+# "tonight" and "on <weekday>" count only in a question that looks back ("What did I buy
+# today?", "How much have I made this week?").
+_AHEAD = re.compile(
+    r"\b(?:recommend\w*|suggest\w*|tips?|advice|ideas?|should (?:i|we)|plan(?:s|ning)?|going to|"
+    r"gonna|will (?:i|we)|upcoming|excited|thinking (?:about|of))\b"
+)
+_LOOKS_BACK = re.compile(r"\b(?:did|have (?:i|we)|has|had)\b|\bhow (?:much|many)\b")
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+)
+# "in May", "during March and April", "between June and August": months named without a
+# year (a list or a range of them spans from the first to the last).
+_IN_MONTH = re.compile(
+    rf"\b(?:in|during|of|since|early|late|mid|between|from)\s+{_MONTH}"
+    rf"(?:\s*(?:,|and|or|to|through|until|-)\s*(?:early |late |mid )?{_MONTH})*\b"
+    r"(?!\s*,?\s*(?:19|20)\d\d)"
+)
+_MONTH_NAME = re.compile(_MONTH)
+
+
+def _whole_day(dt: datetime) -> tuple[datetime, datetime]:
+    start = dt.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1) - timedelta(seconds=1)
+
+
+def _months_back(dt: datetime, months: int) -> datetime:
+    index = dt.year * 12 + dt.month - 1 - months
+    year, month = divmod(index, 12)
+    day = min(dt.day, calendar.monthrange(year, month + 1)[1])
+    return dt.replace(year=year, month=month + 1, day=day)
+
+
+def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
+    last = calendar.monthrange(year, month)[1]
+    return (
+        datetime(year, month, 1, tzinfo=UTC),
+        datetime(year, month, last, 23, 59, 59, tzinfo=UTC),
+    )
+
+
+def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
+    out: list[tuple[datetime, datetime]] = []
+    for m in _AGO.finditer(text):
+        count = int(m.group(1)) if m.group(1).isdigit() else _NUMBER[m.group(1)]
+        unit = m.group(2)
+        if unit == "day":
+            out.append(_whole_day(now - timedelta(days=count)))
+        elif unit == "week":
+            # "two weeks ago": that week, give or take a few days either side.
+            mid = now - timedelta(weeks=count)
+            out.append((mid - timedelta(days=3), mid + timedelta(days=3)))
+        elif unit == "month":
+            mid = _months_back(now, count)
+            out.append((mid - timedelta(days=15), mid + timedelta(days=15)))
+        else:
+            year = now.year - count
+            out.append((datetime(year, 1, 1, tzinfo=UTC), datetime(year, 12, 31, tzinfo=UTC)))
+    for m in _RECENT.finditer(text):
+        count = int(m.group(1)) if m.group(1).isdigit() else _NUMBER[m.group(1)]
+        out.append((now - timedelta(days=count * _DAYS_IN[m.group(2)]), now))
+    for m in _LAST.finditer(text):
+        what = m.group(3)
+        rolling = m.group(2) == "past" or (m.group(1) is not None and m.group(2) == "last")
+        if rolling and what in _DAYS_IN:
+            out.append((now - timedelta(days=_DAYS_IN[what]), now))
+        elif what == "night":
+            out.append(_whole_day(now - timedelta(days=1)))
+        elif what == "weekend":
+            # The Saturday and Sunday before today (a Sunday's "last weekend" is the one before).
+            back = (now.weekday() - 5) % 7 or 7
+            saturday = _whole_day(now - timedelta(days=back))[0]
+            out.append((saturday, saturday + timedelta(days=2) - timedelta(seconds=1)))
+        elif what == "week":
+            out.append((now - timedelta(days=13), now - timedelta(days=1)))
+        elif what == "month":
+            prev = _months_back(now, 1)
+            out.append(_month_span(prev.year, prev.month))
+        else:
+            out.append(
+                (
+                    datetime(now.year - 1, 1, 1, tzinfo=UTC),
+                    datetime(now.year - 1, 12, 31, 23, 59, 59, tzinfo=UTC),
+                )
+            )
+    ahead = _AHEAD.search(text) is not None and _LOOKS_BACK.search(text) is None
+    for m in _THIS.finditer(text):
+        what = m.group(1)
+        if ahead and what in ("weekend", "week"):
+            continue
+        if what == "weekend":
+            back = (now.weekday() - 5) % 7
+            saturday = _whole_day(now - timedelta(days=back))[0]
+            out.append((saturday, saturday + timedelta(days=2) - timedelta(seconds=1)))
+        elif what == "week":
+            monday = _whole_day(now - timedelta(days=now.weekday()))[0]
+            out.append((monday, now))
+        elif what == "month":
+            out.append((_month_span(now.year, now.month)[0], now))
+        else:
+            out.append((datetime(now.year, 1, 1, tzinfo=UTC), now))
+    habit = _HABIT.search(text) is not None and _PAST_TENSE.search(text) is None
+    for m in _LAST_DAY.finditer(text):
+        if (habit or ahead) and m.group(0).startswith("on "):
+            continue
+        back = (now.weekday() - _WEEKDAYS[m.group(1)]) % 7 or 7
+        out.append(_whole_day(now - timedelta(days=back)))
+    for m in _DAY_WORDS.finditer(text):
+        word = m.group(1)
+        if ahead and word in ("today", "tonight"):
+            continue
+        back = {"yesterday": 1, "the day before yesterday": 2}.get(word, 0)
+        out.append(_whole_day(now - timedelta(days=back)))
+    for m in _IN_MONTH.finditer(text):
+        # A month without a year: the latest such month up to now.
+        for name in _MONTH_NAME.findall(m.group(0)):
+            month = _MONTH_NUMBER[name]
+            year = now.year if month <= now.month else now.year - 1
+            out.append(_month_span(year, month))
+    return out
+
+
+def relative_time_range(query: str, as_of: float) -> tuple[float, float] | None:
+    """The span of time a query names relative to ``as_of`` (epoch seconds), or ``None``.
+
+    Understands "N days / weeks / months / years ago" (numbers as digits or words, "a couple
+    of", "a few"), "last / previous week, weekend, month, year, night" (the calendar one
+    before), "the last / past week, month, year" and "the past three months" (a window ending
+    at ``as_of``), "this week, weekend, month, year", "last Saturday", "yesterday", "today"
+    and months named without a year ("in May": the latest May up to ``as_of``; "in March and
+    April", "between June and August": from the first to the last). A request or
+    plan for the time ahead ("Can you recommend a film for tonight?") names no span with
+    "this week(end)", "today", "tonight" or "on <weekday>". Several give the span from the
+    earliest to the latest. Absolute dates are :func:`query_time_range`'s.
+    """
+    now = datetime.fromtimestamp(as_of, tz=UTC)
+    spans = _spans(query.lower(), now)
+    if not spans:
+        return None
+    return min(s for s, _ in spans).timestamp(), max(e for _, e in spans).timestamp()
 
 
 def time_match(created_at: float, span: tuple[float, float]) -> float:
@@ -223,9 +505,6 @@ class Query:
 def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
     """What ranking needs to know of ``text`` asked at ``as_of`` (epoch seconds); ``pinned``:
     the caller named that time, so what was said after it does not count."""
-    # Imported here: supersession's readers of the question live beside the rules they feed.
-    from .supersession import asks_about_own_facts, asks_about_past, names_upcoming_time
-
     span = query_time_range(text) or relative_time_range(text, as_of)
     return Query(
         text=text,

@@ -10,7 +10,8 @@ stored and recallable; only its rank changes:
   ranking if search missed it: "Where do I live?" finds "I live in Paris", and "I moved to
   Berlin" is what answers it) and keeps ``superseded_factor`` of its own;
 * a question about the past ("where did I live before Berlin?", "what was my old ...",
-  "used to") ranks a superseded memory above the memory that replaced it;
+  "used to"; :func:`~engrammar.recall.query.asks_about_past`) ranks a superseded memory
+  above the memory that replaced it;
 * ``as_of`` (a time) ranks by what was current then: memories created later are left out and
   a memory replaced only after ``as_of`` counts as current.
 
@@ -33,106 +34,12 @@ from .text import stem as _stem
 __all__ = [
     "Replacement",
     "Version",
-    "asks_about_own_facts",
-    "asks_about_past",
-    "asks_about_present",
     "current_at",
     "merge_replacements",
-    "names_upcoming_time",
     "new_amount",
     "newer_first",
     "rank_by_validity",
 ]
-
-# Words that ask for what came before, and a past auxiliary before "I" / "we" ("Was I
-# vegetarian?", "What dog did I have?"). "What was the name of the restaurant?" asks about an
-# event, not about a fact that changed, and does not count.
-_PAST_QUESTION = re.compile(
-    r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
-    r"earlier|at first|in the past|back then|back when|prior to)\b"
-    r"|\b(?:was|were|did|had)\b.*\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b"
-    r"|\b(?:did|was|were|had)\s+(?:i|we)\b",
-    re.IGNORECASE,
-)
-
-
-# A question about the speaker's present: "How many bikes do I currently own?", "Where do I
-# live?", "How long have I been ...?" ("do", "am", "is my", "have I" or a word like "now").
-_PRESENT_QUESTION = re.compile(
-    r"\b(?:now|currently|current|still|these days|nowadays|so far|at the moment|latest|"
-    r"most recent|most recently)\b"
-    r"|\b(?:do|does|am|is|are|have|has|can)\s+(?:i|we|my|our)\b"
-    r"|\b(?:i|we)\s+(?:do|am|have|own|live|work|keep|use|go)\b",
-    re.IGNORECASE,
-)
-
-
-def asks_about_past(query: str) -> bool:
-    """Whether ``query`` asks how things were rather than how they are."""
-    return bool(_PAST_QUESTION.search(query))
-
-
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|we|we're|our|us)\b", re.IGNORECASE)
-
-
-def asks_about_present(query: str) -> bool:
-    """Whether ``query`` asks the speaker how things are now (and not how they were)."""
-    return bool(_PRESENT_QUESTION.search(query)) and not asks_about_past(query)
-
-
-# A time marked as past: "last Saturday", "two weeks ago", "in May 2023".
-_PAST_TIME = re.compile(
-    r"\b(?:last|ago|yesterday|previous|previously|earlier|past|before)\b|\b(?:19|20)\d\d\b",
-    re.IGNORECASE,
-)
-
-
-def names_upcoming_time(query: str) -> bool:
-    """Whether a question about the present names a time without marking it past: "Are we
-    flying to Greece on Saturday?", "What do I do on Sunday mornings?", "Is the reunion in
-    August?" ask about the next Saturday, every Sunday, the coming August, not the last one."""
-    return asks_about_present(query) and not _PAST_TIME.search(query)
-
-
-# Words that ask for the latest state or a running total, even in the past tense: "How much
-# did I earn on my most recent visit?", "How many sessions did I attend?" (all so far).
-_LATEST_QUESTION = re.compile(
-    r"\b(?:now|currently|current|still|these days|nowadays|so far|at the moment|latest|"
-    r"most recent|most recently|recent|recently|in total|total|how many|how much|how often)\b",
-    re.IGNORECASE,
-)
-# What asks how things were, however the question is worded ("did I" aside).
-_EARLIER_QUESTION = re.compile(
-    r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
-    r"earlier|at first|in the past|back then|back when|prior to|first)\b",
-    re.IGNORECASE,
-)
-
-
-# The state a change led to: "Did I switch to more water per tablespoon or less?", "What did
-# I upgrade to?" ask for the latest value though they are in the past tense. A present held
-# against the past ("Do I go to the gym more often than I did previously?") is not read as
-# asking for the latest value: it asks about both.
-_CHANGED_TO = re.compile(
-    r"\b(?:switch|switched|change|changed|upgrade|upgraded|move|moved|downgrade|downgraded)"
-    r"\s+to\b(?!.*\b(?:before|first|originally|at first)\b)",
-    re.IGNORECASE,
-)
-
-
-def asks_about_own_facts(query: str) -> bool:
-    """Whether ``query`` asks the speaker about their own facts as they stand, not about how
-    things were or what came first: where later statements on the same matter update earlier
-    ones ("How many bikes do I own?", "How much did I earn on my most recent visit?", "How
-    many sessions did I attend?"). Questions about third persons are not about the asker's
-    own facts."""
-    if not _FIRST_PERSON.search(query):
-        return False
-    if _CHANGED_TO.search(query):
-        return True
-    if _EARLIER_QUESTION.search(query):
-        return False
-    return bool(_LATEST_QUESTION.search(query)) or not asks_about_past(query)
 
 
 def newer_first(

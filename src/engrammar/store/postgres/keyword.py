@@ -47,8 +47,8 @@ def keyword_query(
     """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) and its
     parameters; None when the text has no term or ``k`` is 0. ``narrowed`` is a recall
     filter's condition on alias ``m`` (`` AND ...``), its parameters ``narrow_params``.
-    ``plan`` forces a statement where it applies (``"exact"``, ``"rare"``; for tests and
-    bench/pg_keyword_topk.py), else the first that applies is used."""
+    ``plan`` forces a statement where it applies (``"exact"``, ``"rare"``: to compare the
+    pruned statements with the exact one), else the first that applies is used."""
     query_terms = terms(text)
     if not query_terms or k <= 0:
         return None

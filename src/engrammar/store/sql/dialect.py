@@ -104,19 +104,22 @@ def stored_time(value: Any) -> float:
 
 def memory_record(row: Sequence[Any], metadata: Any) -> MemoryRecord:
     """A :class:`MemoryRecord` from a row of ``MEMORY_COLUMNS`` (``metadata`` decoded)."""
+    # By position, in the order of MemoryRecord's fields (id, content, role, kind, workspace,
+    # user_id, agent_id, session_id, created_at, updated_at, status, metadata, valid_until,
+    # superseded_by): recall reads dozens of rows, and keywords cost three times the time.
     return MemoryRecord(
-        id=row[0],
-        workspace=row[1],
-        user_id=row[2],
-        agent_id=row[3],
-        session_id=row[4],
-        role=row[5],
-        content=row[6],
-        kind=row[7],
-        status=row[8],
-        created_at=stored_time(row[9]),
-        updated_at=stored_time(row[10]),
-        metadata=metadata,
-        valid_until=row[12],
-        superseded_by=row[13],
+        row[0],
+        row[6],
+        row[5],
+        row[7],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        stored_time(row[9]),
+        stored_time(row[10]),
+        row[8],
+        metadata,
+        row[12],
+        row[13],
     )

@@ -171,6 +171,8 @@ class ContextIndex:
         """Forget recalls older than ``before`` (past the learning horizon they never count
         again), once they are at least half of the index and over 1,024."""
         n = self._used
+        if n < 1024:  # fewer than 1,024 to forget, whatever their times
+            return
         keep = np.flatnonzero(self._times[:n] >= before)
         if n - len(keep) < max(1024, n // 2):
             return
