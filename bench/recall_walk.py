@@ -3,7 +3,8 @@ and how often it climbs back up a layer.
 
 A step is a call of a function of engrammar that receives the query, as the string itself or
 as an object holding it (the parsed query, a recall record); consecutive calls in one module
-are one step. A climb is a step into a module of a higher layer than the step before it (the
+are one step. A generator (a context manager's body) is called when it is first entered; its
+later resumptions are not calls. A climb is a step into a module of a higher layer than the step before it (the
 layers of ARCHITECTURE.md, `[tool.importlinter]` in pyproject.toml): the query went down and
 came back up. One recall on an embedded store of a few memories, after one warm-up recall.
 
@@ -72,14 +73,19 @@ def carries(value: Any) -> bool:
 def walk(memory: Memory) -> list[tuple[str, str]]:
     """The steps of one recall of :data:`QUERY`: (module, function)."""
     steps: list[tuple[str, str]] = []
+    generators: list[FrameType] = []  # the frames of the generators already entered (kept alive)
 
     def profile(frame: FrameType, event: str, _: Any) -> None:
         if event != "call":
             return
         module = frame.f_globals.get("__name__", "")
         code = frame.f_code
-        if not module.startswith("engrammar") or (code.co_flags & _GENERATOR and frame.f_lasti > 0):
-            return  # not ours, or a generator resumed rather than called
+        if not module.startswith("engrammar"):
+            return
+        if code.co_flags & _GENERATOR:  # a generator counts where it is first entered
+            if any(f is frame for f in generators):
+                return  # resumed, not called
+            generators.append(frame)
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
         if any(carries(frame.f_locals.get(n)) for n in names) and (
             not steps or steps[-1][0] != module

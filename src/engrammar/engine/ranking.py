@@ -167,7 +167,7 @@ def rank(
     for position, item in enumerate(items, 1):
         item.components["score_before_learning"] = item.score
         item.components["rank_before_learning"] = position
-    items = learned(engine, scope, query, items)
+    items = learned(engine, scope, query, items, qvec)
     items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus, read)
     return Ranking(query, items, walks, seeds, match, beyond)
 
@@ -486,14 +486,16 @@ def feedback_since(engine: Engine, now: float | None = None) -> float:
     return now - _HORIZON_HALF_LIVES * engine.config.feedback_half_life_days * 86_400.0
 
 
-def learned(engine: Engine, scope: Scope, query: Query, items: Sequence[Ranked]) -> list[Ranked]:
+def learned(
+    engine: Engine, scope: Scope, query: Query, items: Sequence[Ranked], qvec: np.ndarray
+) -> list[Ranked]:
     """Re-rank by the feedback records (:mod:`engrammar.learn.scoring`): items go in with
     scores near [0, 1] and come out re-ranked, with memories surfaced by matching decisions or
-    preference pairs added (``via`` feedback) and every learned component in ``components``."""
+    preference pairs added (``via`` feedback) and every learned component in ``components``;
+    ``qvec`` is the query's vector (reply signals count for recalls whose query is like it)."""
     store, cfg = engine.store, engine.config
     items = _best_first(items)
     now = time.time()
-    context = _context(engine, query.text)
     # Reply signals count only for a matching query, so the store searches the recalls'
     # queries before reading any.
     events, pairs, ratings, replies = store.learning_reads(
@@ -501,7 +503,7 @@ def learned(engine: Engine, scope: Scope, query: Query, items: Sequence[Ranked])
         [i.id for i in items],
         feedback_since(engine, now),
         cfg.feedback_records_limit,
-        context,
+        _given(qvec),
         cfg.feedback_reply_context_min,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
@@ -538,7 +540,7 @@ def learned(engine: Engine, scope: Scope, query: Query, items: Sequence[Ranked])
         texts = {memory_id: r.content for memory_id, r in records.items()}
     ranked = learned_ranking(
         [(i.id, i.score) for i in items if i.id in vecs],
-        context(),
+        qvec,
         vecs,
         events,
         pairs,
@@ -855,21 +857,12 @@ def _reordered(
 
 
 # -- one read session per recall ----------------------------------------------------------------
-class QueryVector:
-    """The query's vector for the learned ranking: embedded at most once, when first asked."""
-
-    def __init__(self, engine: Engine, query: str) -> None:
-        self._engine = engine
-        self.query = query
-        self._vec: np.ndarray | None = None
-
-    def __call__(self) -> np.ndarray:
-        if self._vec is None:
-            self._vec = self._engine.embed_one(self.query)
-        return self._vec
-
-
 _SESSION = threading.local()
+
+
+def _given(vector: np.ndarray) -> Callable[[], np.ndarray]:
+    """``vector`` as the store's protocol asks for the query's (a function returning it)."""
+    return lambda: vector
 
 
 @contextmanager
@@ -882,48 +875,48 @@ def session(
     preferences: int = 0,
 ) -> Iterator[None]:
     """One read session for a whole recall (see :meth:`~engrammar.store.Store.reading`); with
-    ``query``, the learned ranking's reads may be read ahead with the rest."""
+    ``query``, embedded once for every stage of the recall (:func:`query_vector`), the learned
+    ranking's reads may be read ahead with the rest: the store is given the query's vector,
+    never its text."""
     config = engine.config
     profile = profile or config.ranking
-    context = QueryVector(engine, query) if query is not None else None
-    outer = getattr(_SESSION, "context", None)
+    outer: tuple[str, np.ndarray] | None = getattr(_SESSION, "query", None)
+    held: tuple[str, np.ndarray] | None = None
+    if query is not None:
+        vector = outer[1] if outer is not None and outer[0] == query else engine.embed_one(query)
+        held = (query, vector)
     with reading(
         engine.store,
         feedback_since(engine),
         preferences=preferences if whole and config.preferences_limit else 0,
         knowledge=whole and config.knowledge_recall_limit > 0,
         learning=LearningAhead(
-            context,
+            _given(held[1]),
             config.feedback_records_limit,
             config.feedback_reply_context_min,
             min(config.feedback_records_limit, _MATCHING_RECALLS),
             edge_parts=reads_edge_parts(engine),
         )
-        if context is not None
+        if held is not None
         else None,
         refine=RefineAhead(profile.keyword_weight, REFINE_DEPTH),
     ):
-        if outer is not None or context is None:
+        if outer is not None or held is None:
             yield
             return
-        _SESSION.context = context
+        _SESSION.query = held
         try:
             with pinned(engine.store):
                 yield
         finally:
-            _SESSION.context = None
-
-
-def _context(engine: Engine, query: str) -> QueryVector:
-    """The session's query vector when it is this query's, else a new one."""
-    found: QueryVector | None = getattr(_SESSION, "context", None)
-    return found if found is not None and found.query == query else QueryVector(engine, query)
+            _SESSION.query = None
 
 
 def query_vector(engine: Engine, query: str) -> np.ndarray:
-    """The vector of ``query``: embedded once per read session (ranking, excerpts, standing
-    preferences and knowledge passages of one recall share it), else now."""
-    return _context(engine, query)()
+    """The vector of ``query``: the read session's when it is this query's (ranking, excerpts,
+    standing preferences and knowledge passages of one recall share it), else embedded now."""
+    held: tuple[str, np.ndarray] | None = getattr(_SESSION, "query", None)
+    return held[1] if held is not None and held[0] == query else engine.embed_one(query)
 
 
 def query_at(text: str, as_of: float | None) -> Query:
