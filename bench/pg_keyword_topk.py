@@ -118,6 +118,7 @@ def run(url: str, data: Path, k: int, limit: int) -> str:
 
     from engrammar import Config
     from engrammar.models import Scope
+    from engrammar.recall.text import terms
     from engrammar.store.postgres.keyword import keyword_query
     from store_bench import locomo_rows
 
@@ -145,7 +146,7 @@ def run(url: str, data: Path, k: int, limit: int) -> str:
             stmts = {}
             for plan in PLANS:
                 built = keyword_query(
-                    scope, question, k, k1=config.bm25_k1, b=config.bm25_b, plan=plan
+                    scope, terms(question), k, k1=config.bm25_k1, b=config.bm25_b, plan=plan
                 )
                 if built is None:
                     break

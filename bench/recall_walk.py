@@ -6,7 +6,8 @@ as an object holding it (the parsed query, a recall record); consecutive calls i
 are one step. A generator (a context manager's body) is called when it is first entered; its
 later resumptions are not calls. A climb is a step into a module of a higher layer than the step before it (the
 layers of ARCHITECTURE.md, `[tool.importlinter]` in pyproject.toml): the query went down and
-came back up. One recall on an embedded store of a few memories, after one warm-up recall.
+came back up. One recall on an embedded store of a few memories, one of them longer than
+``excerpt_chars`` (so that the excerpt stage runs too), after one warm-up recall.
 
     python bench/recall_walk.py [--hash]
 
@@ -44,6 +45,12 @@ LAYERS = (
     ("errors",),
 )
 QUERY = "where did I move after Berlin last spring?"
+# An answer longer than ``excerpt_chars`` (1,000), the move it speaks of past its first window.
+_LONG_ANSWER = (
+    "Moving countries is a lot of work, so here is a checklist. "
+    + "Sort out the paperwork first: registration, a tax number, a bank account. " * 12
+    + "Since you moved from Berlin to Lisbon last spring, your German deregistration is done."
+)
 _GENERATOR = 0x20  # inspect.CO_GENERATOR
 
 
@@ -116,6 +123,7 @@ def main() -> None:
                 {"role": "user", "content": "I lived in Berlin until March."},
                 {"role": "user", "content": "Last spring I moved to Lisbon for work."},
                 {"role": "assistant", "content": "Lisbon is lovely in spring."},
+                {"role": "assistant", "content": _LONG_ANSWER},
             ],
             user_id="u",
         )

@@ -12,7 +12,7 @@ from backends import open_memory
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
 from engrammar.recall.supersession import Version, new_amount, newer_first
-from engrammar.recall.text import topic_terms
+from engrammar.recall.text import names, topic_terms
 
 
 def _order(session_a: str | None, session_b: str | None) -> list[str]:
@@ -116,13 +116,13 @@ def test_what_is_not_a_new_figure() -> None:
         older_festival,
         "I attended the Austin Film Festival, where I watched 12 films.",
         topic_terms(festival),
-        festival,
+        names(festival),
     )
     assert new_amount(
         older_festival,
         "I went back to the Film Festival, so I've watched 12 films.",
         topic_terms(festival),
-        festival,
+        names(festival),
     )
     # The same time written two ways is the same figure.
     emails = topic_terms("What time do I stop checking work emails?")

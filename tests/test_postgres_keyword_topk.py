@@ -14,6 +14,7 @@ import pytest
 
 from engrammar import Config, HashEmbedder, Memory
 from engrammar.models import Scope
+from engrammar.recall.text import terms
 from engrammar.store import MemoryUpdate, NewEdge, NewMemory
 from engrammar.store.postgres import keyword as postgres_keyword
 from engrammar.store.postgres.keyword import keyword_query
@@ -163,8 +164,9 @@ def test_postings_first_returns_the_exact_top_k(
                      "orchard filler3 violin", "Melanie Melanie pottery", "nothing here"),
                     (1, 3, 10, 50, 500),
                 ):  # fmt: skip
-                    exact = keyword_query(scope, query, k, k1=1.2, b=0.5, plan="exact")
-                    fast = keyword_query(scope, query, k, k1=1.2, b=0.5)
+                    words = terms(query)
+                    exact = keyword_query(scope, words, k, k1=1.2, b=0.5, plan="exact")
+                    fast = keyword_query(scope, words, k, k1=1.2, b=0.5)
                     if exact is None or fast is None:
                         continue
                     want = conn.execute(*exact).fetchall()

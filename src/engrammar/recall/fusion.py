@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 __all__ = ["Candidate", "best_first", "fuse", "session_evidence"]
 
@@ -21,6 +21,11 @@ class Candidate:
     keyword_rank: int | None = None
     relevance: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
+
+
+_SCORE = itemgetter(1)  # of a (memory id, score) hit
+_ID = attrgetter("id")
+_RELEVANCE = attrgetter("relevance")
 
 
 def fuse(
@@ -51,8 +56,9 @@ def fuse(
         keyword_weight = 0.0
     elif not vector_hits:
         keyword_weight = 1.0
-    top_vec = max((max(s, 0.0) for _, s in vector_hits), default=0.0) or 1.0
-    top_kw = max((s for _, s in keyword_hits), default=0.0) or 1.0
+    top_vec = max(map(_SCORE, vector_hits), default=0.0)
+    top_vec = (top_vec if top_vec > 0.0 else 0.0) or 1.0
+    top_kw = max(map(_SCORE, keyword_hits), default=0.0) or 1.0
     vector_weight = 1 - keyword_weight
     for cand in cands.values():
         vector = cand.vector
@@ -61,10 +67,6 @@ def fuse(
         # Unrounded: most candidates are never shown (rounded where a ranking is handed out).
         cand.components = {"vector": vector, "keyword": cand.keyword, "relevance": cand.relevance}
     return best_first(cands.values())
-
-
-_ID = attrgetter("id")
-_RELEVANCE = attrgetter("relevance")
 
 
 def best_first(cands: Iterable[Candidate]) -> list[Candidate]:

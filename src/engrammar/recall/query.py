@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from .fusion import Candidate
-from .text import NUMBER_WORDS, topic_terms
+from .text import NUMBER_WORDS, names, terms, topic_terms
 
 __all__ = [
     "Query",
@@ -492,9 +492,11 @@ class Query:
     """A query as ranking reads it, parsed once per call (:func:`parse_query`)."""
 
     text: str
+    terms: tuple[str, ...]  # its index terms in order (what keyword search looks up)
     as_of: float  # when it is asked: relative times are read against it
     pinned: bool  # asked as of a given time (what was said later is left out), not now
     topic: frozenset[str]  # its index terms without the question's frame
+    names: frozenset[tuple[str, ...]]  # the names of two or more words it names (stemmed)
     span: tuple[float, float] | None  # the time it names, if any
     past: bool  # asks how things were ("What did I use before?")
     own_facts: bool  # asks about the asker's own facts as they stand
@@ -508,9 +510,11 @@ def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
     span = query_time_range(text) or relative_time_range(text, as_of)
     return Query(
         text=text,
+        terms=tuple(terms(text)),
         as_of=as_of,
         pinned=pinned,
         topic=frozenset(topic_terms(text)),
+        names=names(text),
         span=span,
         past=asks_about_past(text),
         own_facts=asks_about_own_facts(text),

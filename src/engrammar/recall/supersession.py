@@ -29,7 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .text import NUMBER_WORDS, STOP_WORDS, terms
+from .text import NUMBER_WORDS, STOP_WORDS, names, terms
 from .text import stem as _stem
 
 __all__ = [
@@ -144,26 +144,13 @@ _ZERO_MINUTES = re.compile(r":00$")
 # one must repeat: lower than ``recency_term_share``, since a new figure for the same unit
 # already says it is the same count.
 _AMOUNT_TERM_SHARE = 0.5
-# A name of two or more capitalised words: "Seattle International Film Festival".
-_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+")
-
-
-@lru_cache(maxsize=4096)
-def _names(text: str) -> frozenset[tuple[str, ...]]:
-    """The names of two or more words in ``text``, as stemmed words ("I" alone is none)."""
-    out = set()
-    for m in _NAME.finditer(text):
-        words = tuple(_stem(w.lower()) for w in m.group().split() if w != "I")
-        if len(words) >= 2:
-            out.add(words)
-    return frozenset(out)
 
 
 def _names_another(sentence: str, asked: frozenset[tuple[str, ...]]) -> bool:
     """Whether ``sentence`` names another thing of the kind the question names: "the Austin
     Film Festival" when the question asks about "the Seattle International Film Festival"
     (the same last word, other words); "the Film Festival" is a short form of it."""
-    return any(n[-1] == q[-1] and not set(n) <= set(q) for n in _names(sentence) for q in asked)
+    return any(n[-1] == q[-1] and not set(n) <= set(q) for n in names(sentence) for q in asked)
 
 
 def _amount(m: re.Match[str]) -> tuple[str, str]:
@@ -195,7 +182,12 @@ def _counted(text: str) -> tuple[tuple[frozenset[str], frozenset[tuple[str, str]
     return tuple(out)
 
 
-def new_amount(older: str, newer: str, asked: set[str], question: str = "") -> bool:
+def new_amount(
+    older: str,
+    newer: str,
+    asked: set[str],
+    named: frozenset[tuple[str, ...]] = frozenset(),
+) -> bool:
     """Whether ``newer`` gives a new figure for something ``older`` counted: a sentence of each
     counts the same unit, the newer one with a value the older one does not have, and the newer
     sentence repeats at least half of the question's words (``asked``, stemmed; the units
@@ -207,7 +199,8 @@ def new_amount(older: str, newer: str, asked: set[str], question: str = "") -> b
     bought 2 running shoes"), or sharing only the unit or a word or two of a longer statement
     ("I earned $420 at the Downtown Farmers Market on my most recent visit" / "I recently did
     well at the Spring Fling Market, $230"), is not an update; nor is one naming another
-    thing of the kind the ``question`` names ("How many months ago did I attend the Seattle
+    thing of the kind the question names (``named``, the question's
+    :func:`~engrammar.recall.text.names`: "How many months ago did I attend the Seattle
     International Film Festival?": "I attended the Austin Film Festival, where I watched 12
     films" does not update "I attended SIFF for a week, watched 8 films")."""
     if not asked:
@@ -219,7 +212,6 @@ def new_amount(older: str, newer: str, asked: set[str], question: str = "") -> b
             before.append((topic, counts))
     if not before:
         return False
-    named = _names(question)
     for held, found, sentence in _counted(newer):
         if named and _names_another(sentence, named):
             continue

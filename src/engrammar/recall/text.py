@@ -13,6 +13,7 @@ __all__ = [
     "context_sources",
     "embedding_text",
     "index_text",
+    "names",
     "speaker_of",
     "stem",
     "terms",
@@ -113,6 +114,21 @@ def word_list(lowered: str) -> list[str]:
         else:
             out.append(run)
     return out
+
+
+# A name of two or more capitalised words: "Seattle International Film Festival".
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)+")
+
+
+@lru_cache(maxsize=4096)
+def names(text: str) -> frozenset[tuple[str, ...]]:
+    """The names of two or more words in ``text``, as stemmed words ("I" alone is none)."""
+    out = set()
+    for m in _NAME.finditer(text):
+        words = tuple(stem(w.lower()) for w in m.group().split() if w != "I")
+        if len(words) >= 2:
+            out.add(words)
+    return frozenset(out)
 
 
 @lru_cache(maxsize=1)

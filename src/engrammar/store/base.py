@@ -186,10 +186,11 @@ class ReadPlan:
 
 
 class SearchQuery(NamedTuple):
-    """The two searches of one query (``Store.searches``): by its words (``text``) and by its
+    """The two searches of one query (``Store.searches``): by its index terms (``terms``, as
+    :func:`~engrammar.recall.text.terms` finds them in the query's text) and by its
     ``vector``, ``k`` hits each, of the memories ``where`` matches."""
 
-    text: str
+    terms: tuple[str, ...]
     vector: np.ndarray
     k: int
     where: RecallFilter | None = None
@@ -468,8 +469,8 @@ class Store(Protocol):
         self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """``(keyword_search(scope, text, k, where), vector_search(scope, vector, k, where))``
-        of ``ask`` when the query's vector is known before its keyword hits (a reply's): a
-        server store sends both at once."""
+        of ``ask`` (the keyword search by the text's ``terms``) when the query's vector is
+        known before its keyword hits (a reply's): a server store sends both at once."""
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None

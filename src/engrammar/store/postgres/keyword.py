@@ -17,10 +17,10 @@ document frequency is counted); scores differ only in the order of a float sum (
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from ...models import Scope
-from ...recall.text import terms
 
 __all__ = ["RARE_BUDGET", "keyword_query", "postings_first", "quote_lexeme", "rare_first"]
 
@@ -35,7 +35,7 @@ def quote_lexeme(term: str) -> str:
 
 def keyword_query(
     scope: Scope,
-    text: str,
+    query_terms: Sequence[str],
     k: int,
     *,
     k1: float,
@@ -44,12 +44,12 @@ def keyword_query(
     narrow_params: dict[str, Any] | None = None,
     plan: str = "",
 ) -> tuple[str, dict[str, Any]] | None:
-    """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) and its
-    parameters; None when the text has no term or ``k`` is 0. ``narrowed`` is a recall
+    """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) of a text's
+    index terms (``query_terms``, as :func:`~engrammar.recall.text.terms` finds them) and its
+    parameters; None when there is no term or ``k`` is 0. ``narrowed`` is a recall
     filter's condition on alias ``m`` (`` AND ...``), its parameters ``narrow_params``.
     ``plan`` forces a statement where it applies (``"exact"``, ``"rare"``: to compare the
     pruned statements with the exact one), else the first that applies is used."""
-    query_terms = terms(text)
     if not query_terms or k <= 0:
         return None
     counts = Counter(query_terms)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...models import Edge, RecallFilter, Scope
+from ...recall.text import terms
 from ..base import RecallRecord, SearchQuery
 from ..tables import MEMORY_COLUMNS
 from .connection import Conn
@@ -125,7 +126,7 @@ class PostgresReply(_Base):
     ) -> None:
         snap = self._reply_snap(scope.workspace)
         if snap is not None and not snap.keyword_ids and k > 0:
-            snap.reply_ahead = (scope, text, query, k, where)
+            snap.reply_ahead = (scope, tuple(terms(text)), query, k, where)
 
     def _queue_reply(self, conn: Conn, scope: Scope) -> Callable[[], None]:
         """Queue, in the open pipeline of ``conn`` (the recall's read), the reply's searches
@@ -157,42 +158,45 @@ class PostgresReply(_Base):
         if ahead is None or snap.keyword_ids or snap.scope not in (None, ahead[0]):
             return lambda: None
         snap.reply_ahead = None
-        a_scope, a_text, a_query, a_k, a_where = ahead
+        a_scope, a_words, a_query, a_k, a_where = ahead
         local = graph if a_scope == scope and a_where is None and searched_locally(graph) else None
-        got = self._queue_searches(conn, snap, a_scope, a_text, a_query, a_k, a_where, local)
+        got = self._queue_searches(conn, snap, a_scope, a_words, a_query, a_k, a_where, local)
         if got is None:
             return lambda: None
 
         def keep() -> None:
-            snap.reply_hits = ((a_scope, a_text, a_query(), a_k, a_where), got())
+            snap.reply_hits = ((a_scope, a_words, a_query(), a_k, a_where), got())
 
         return keep
 
     def searches(
         self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        text, query, k, where = ask
+        words, query, k, where = ask
         snap = self._reply_snap(scope.workspace)
         done = getattr(snap, "reply_hits", None) if snap is not None else None
         if done is not None:
-            (a_scope, a_text, a_query, a_k, a_where), got = done
+            (a_scope, a_words, a_query, a_k, a_where), got = done
             hits: tuple[list[tuple[str, float]], list[tuple[str, float]]] = got
             snap.reply_hits = None
-            if (a_scope, a_text, a_k, a_where) == (scope, text, k, where) and np.array_equal(
-                a_query, query
-            ):
+            if (a_scope, a_words, a_k, a_where) == (
+                scope,
+                tuple(words),
+                k,
+                where,
+            ) and np.array_equal(a_query, query):
                 return hits
         if snap is not None and not snap.keyword_ids and snap.scope in (None, scope):
 
             def run(conn: Conn) -> Callable[[], Any] | None:
                 with conn.pipeline():
-                    return self._queue_searches(conn, snap, scope, text, query, k, where)
+                    return self._queue_searches(conn, snap, scope, words, query, k, where)
 
             got = self._read("searching the reply", run)
             if got is not None:
                 found: tuple[list[tuple[str, float]], list[tuple[str, float]]] = got()
                 return found
-        return self.keyword_search(scope, text, k, where), self.vector_search(
+        return self._keyword_hits(scope, words, k, where), self.vector_search(
             scope, query, k, where
         )
 
@@ -201,7 +205,7 @@ class PostgresReply(_Base):
         conn: Conn,
         snap: Any,
         scope: Scope,
-        text: str,
+        words: Sequence[str],
         query: np.ndarray | Callable[[], np.ndarray],
         k: int,
         where: RecallFilter | None,
@@ -210,11 +214,11 @@ class PostgresReply(_Base):
         """Queue the keyword statement (its hits with their records, vectors and chunk
         vectors) and the vector statement in the open pipeline of ``conn``; the returned
         function keeps the keyword hits' rows in the session and returns both lists of hits.
-        None (nothing queued) when the text has no keyword term. ``query``: the vector, or
+        None (nothing queued) when there is no keyword term (``words``). ``query``: the vector, or
         what computes it (called once everything before the vector statement is on its way
         to the server). ``local``: a graph that will be up to date when the function is
         called: the vector hits come from it."""
-        keyword = self._keyword_query(scope, text, k, where)
+        keyword = self._keyword_query(scope, words, k, where)
         if keyword is None or k <= 0:
             return None
         snap.scope = scope

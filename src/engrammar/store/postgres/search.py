@@ -267,20 +267,27 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
         return [self.vector_search(scope, q, k) for q in queries]
 
     def _keyword_query(
-        self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
+        self, scope: Scope, words: Sequence[str], k: int, where: RecallFilter | None = None
     ) -> tuple[str, dict[str, Any]] | None:
-        """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) and its
-        parameters; None when the text has no term or ``k`` is 0 (see :mod:`.keyword`)."""
+        """The statement of ``keyword_search`` (rows ``id, score, seq``, best first) of the
+        index terms ``words`` and its parameters; None when there is no term or ``k`` is 0
+        (see :mod:`.keyword`)."""
         narrowed, narrow_params = pg_filter_where(where, "m", "filter")
         return keyword_query(
-            scope, text, k, k1=self._k1, b=self._b, narrowed=narrowed,
+            scope, words, k, k1=self._k1, b=self._b, narrowed=narrowed,
             narrow_params=named("filter", narrow_params),
         )  # fmt: skip
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
-        query = self._keyword_query(scope, text, k, where)
+        return self._keyword_hits(scope, terms(text), k, where)
+
+    def _keyword_hits(
+        self, scope: Scope, words: Sequence[str], k: int, where: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
+        """``keyword_search`` of a text whose index terms are ``words``."""
+        query = self._keyword_query(scope, words, k, where)
         if query is None:
             return []
         sql, params = query

@@ -485,7 +485,8 @@ class SQLiteSearch(SQLStore):
                     hits += search(index, within)
         except sqlite3.Error as exc:
             raise StoreError(f"search failed: {exc}") from exc
-        hits.sort(key=lambda h: -h[1])
+        if len(parts) > 1:  # one partition's hits come best first already
+            hits.sort(key=lambda h: -h[1])
         return hits[:k]
 
     def vector_searches(
@@ -510,11 +511,11 @@ class SQLiteSearch(SQLStore):
     def searches(
         self, scope: Scope, ask: SearchQuery
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        text, query, k, where = ask
+        words, query, k, where = ask
         # The partitions synced once for both searches.
         parts = self._searched(scope)
         within = Within(scope.agent_id, scope.session_id, where)
-        query_terms = terms(text)
+        query_terms = list(words)
         keyword = (
             self._best_hits(
                 parts, within, k, lambda index, w: index.keyword_search(query_terms, k, w)
