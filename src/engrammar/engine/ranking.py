@@ -39,7 +39,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -56,7 +56,7 @@ from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import Query, only_asks, parse_query, sequence_support, time_match
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.text import index_text, speaker_of, terms, topic_terms
-from ..store import LearningAhead, RefineAhead, SearchQuery
+from ..store import LearningAhead, RefineAhead, SearchQuery, read_ahead
 from .base import Engine, in_scope, own_word, pinned, reaches, reading, states_facts
 from .edge_context import edge_reader, reads_edge_parts
 
@@ -163,13 +163,12 @@ def rank(
         )
         support = best_support(walks)
     graph_weight = profile.graph_weight if graph else None
-    items = [_ranked(c, graph_weight, support.get(c.id)) for c in cands]
-    items = _best_first(items)
-    for position, item in enumerate(items, 1):
-        item.components["score_before_learning"] = item.score
-        item.components["rank_before_learning"] = position
-    items = learned(engine, scope, query, items, qvec)
-    items, beyond = _validity(engine, scope, query, profile, items, limit, where, focus, read)
+    items = _best_first([_ranked(c, graph_weight, support.get(c.id)) for c in cands])
+    finish = _Finish(cands, items, graph_weight)
+    items = learned(engine, scope, query, items, qvec, finish)
+    items, beyond = _validity(
+        engine, scope, query, profile, items, limit, where, focus, read, finish
+    )
     return Ranking(query, items, walks, seeds, match, beyond)
 
 
@@ -468,19 +467,46 @@ def _graph(
 def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> Ranked:
     """A candidate as a ranked item: its relevance plus ``graph_weight`` x graph support; one
     that no search found came ``via`` the graph (its edges, sequence edges included); it takes
-    over the candidate's components."""
-    comps = cand.components
-    found = cand.vector_rank is not None or cand.keyword_rank is not None
+    over the candidate's components (completed by :class:`_Finish`)."""
     score = cand.relevance
     if graph_weight is not None:
-        score += graph_weight * comps.get("graph", 0.0)
-        comps["graph_weight"] = graph_weight
-    if cand.vector_rank is not None:
-        comps["vector_rank"] = cand.vector_rank + 1
-    if cand.keyword_rank is not None:
-        comps["keyword_rank"] = cand.keyword_rank + 1
-    comps["final"] = score
-    return Ranked(cand.id, score, comps, "search" if found else "graph", None, walk)
+        score += graph_weight * cand.components.get("graph", 0.0)
+    found = cand.vector_rank is not None or cand.keyword_rank is not None
+    return Ranked(cand.id, score, cand.components, "search" if found else "graph", None, walk)
+
+
+class _Finish:
+    """The components a ranked item gets before learning (``graph_weight``, its ranks in the
+    two searches, ``final``, ``score_before_learning``, ``rank_before_learning``), added to an
+    item when a stage first reads them: to every item before feedback re-ranks them, else
+    only to the head the cut keeps and to the memory ``explain`` asks about. Most of a
+    recall's ~150 candidates are never shown."""
+
+    def __init__(
+        self, cands: Sequence[Candidate], items: Sequence[Ranked], graph_weight: float | None
+    ) -> None:
+        by_id = {c.id: c for c in cands}
+        # What each item needs, by id: its candidate and its place before learning.
+        self._due = {item.id: (by_id[item.id], place) for place, item in enumerate(items, 1)}
+        self._graph_weight = graph_weight
+
+    def __call__(self, items: Iterable[Ranked]) -> None:
+        graph_weight, due = self._graph_weight, self._due
+        for item in items:
+            found = due.pop(item.id, None)
+            if found is None:  # done already, or not ranked before learning
+                continue
+            cand, place = found
+            comps = item.components
+            if graph_weight is not None:
+                comps["graph_weight"] = graph_weight
+            if cand.vector_rank is not None:
+                comps["vector_rank"] = cand.vector_rank + 1
+            if cand.keyword_rank is not None:
+                comps["keyword_rank"] = cand.keyword_rank + 1
+            comps["final"] = item.score
+            comps["score_before_learning"] = item.score
+            comps["rank_before_learning"] = place
 
 
 # -- learned ------------------------------------------------------------------------------------
@@ -491,14 +517,21 @@ def feedback_since(engine: Engine, now: float | None = None) -> float:
 
 
 def learned(
-    engine: Engine, scope: Scope, query: Query, items: Sequence[Ranked], qvec: np.ndarray
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    items: Sequence[Ranked],
+    qvec: np.ndarray,
+    finish: Callable[[Iterable[Ranked]], None] | None = None,
 ) -> list[Ranked]:
-    """Re-rank by the feedback records (:mod:`engrammar.learn.scoring`): items go in with
-    scores near [0, 1] and come out re-ranked, with memories surfaced by matching decisions or
-    preference pairs added (``via`` feedback) and every learned component in ``components``;
-    ``qvec`` is the query's vector (reply signals count for recalls whose query is like it)."""
+    """Re-rank by the feedback records (:mod:`engrammar.learn.scoring`): items go in best
+    first (by score, then id), with scores near [0, 1], and come out re-ranked, with memories
+    surfaced by matching decisions or preference pairs added (``via`` feedback) and every
+    learned component in ``components``; ``qvec`` is the query's vector (reply signals count
+    for recalls whose query is like it); ``finish`` completes the items' components before
+    feedback's are added (:class:`_Finish`)."""
     store, cfg = engine.store, engine.config
-    items = _best_first(items)
+    items = list(items)
     now = time.time()
     # Reply signals count only for a matching query, so the store searches the recalls'
     # queries before reading any.
@@ -514,6 +547,8 @@ def learned(
     extra = _learned_terms(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
+    if finish is not None:
+        finish(items)
     if ratings:  # whose rating it is: the rated memory's own user's rejection places it
         owners = store.get_memories(scope.workspace, sorted({r.memory_id for r in ratings}))
         for r in ratings:
@@ -641,10 +676,12 @@ def _validity(
     where: RecallFilter | None,
     focus: str | None,
     read: Records,
+    finish: Callable[[Iterable[Ranked]], None],
 ) -> tuple[list[Ranked], frozenset[str]]:
     """The head of the learned list (its records read; with ``where``, only what it matches)
     re-ranked by what is current (:func:`_by_validity`), ``focus`` after it if the cut left it
-    out; and the ids of the candidates the cut left out."""
+    out; and the ids of the candidates the cut left out. ``finish`` completes the components
+    of the items it hands out (:class:`_Finish`)."""
     depth = limit * 4 if query.pinned else limit * 2
     head: list[Ranked] = []
     records: dict[str, MemoryRecord] = {}
@@ -659,6 +696,7 @@ def _validity(
         records.update(found)
         if where is None:
             break
+    finish(head)
     by_id = {e.id: e for e in head}
     out = []
     for record, score, comps, note, via in _by_validity(
@@ -680,6 +718,7 @@ def _validity(
     if focus is not None and all(e.id != focus for e in out):
         tail = next((e for e in rest if e.id == focus), None)
         if tail is not None:
+            finish([tail])
             tail.record = read([focus]).get(focus)
             out.append(tail)
     for position, entry in enumerate(out, 1):
@@ -695,12 +734,10 @@ _Item = tuple[MemoryRecord, float, dict[str, float], "str | None", str]
 
 
 def _version(record: MemoryRecord) -> Version:
+    # By position (id, created_at, valid_until, superseded_by, seq, session): a frozen
+    # dataclass set by keywords costs twice the time, for every record of the head.
     return Version(
-        record.id,
-        record.created_at,
-        record.valid_until,
-        record.superseded_by,
-        session=record.session_id,
+        record.id, record.created_at, record.valid_until, record.superseded_by, 0, record.session_id
     )
 
 
@@ -889,22 +926,28 @@ def session(
     if query is not None:
         vector = outer[1] if outer is not None and outer[0] == query else engine.embed_one(query)
         held = (query, vector)
-    with reading(
-        engine.store,
-        feedback_since(engine),
-        preferences=preferences if whole and config.preferences_limit else 0,
-        knowledge=whole and config.knowledge_recall_limit > 0,
-        learning=LearningAhead(
-            _given(held[1]),
-            config.feedback_records_limit,
-            config.feedback_reply_context_min,
-            min(config.feedback_records_limit, _MATCHING_RECALLS),
-            edge_parts=reads_edge_parts(engine),
+    # The plan only for a store that reads ahead (the embedded one answers as asked).
+    plan = (
+        reading(
+            engine.store,
+            feedback_since(engine),
+            preferences=preferences if whole and config.preferences_limit else 0,
+            knowledge=whole and config.knowledge_recall_limit > 0,
+            learning=LearningAhead(
+                _given(held[1]),
+                config.feedback_records_limit,
+                config.feedback_reply_context_min,
+                min(config.feedback_records_limit, _MATCHING_RECALLS),
+                edge_parts=reads_edge_parts(engine),
+            )
+            if held is not None
+            else None,
+            refine=RefineAhead(profile.keyword_weight, REFINE_DEPTH),
         )
-        if held is not None
-        else None,
-        refine=RefineAhead(profile.keyword_weight, REFINE_DEPTH),
-    ):
+        if read_ahead(engine.store) is not None
+        else nullcontext()
+    )
+    with plan:
         if outer is not None or held is None:
             yield
             return
