@@ -17,7 +17,9 @@ unseen*. Then:
 
 Also (unless ``--no-noise``): *both* with 20% of the ratings flipped at random, and an
 adversarial burst after a clean round: for some train questions one inverted rating (the
-best-ranked evidence rejected) each, checked against the configured bound on a single score.
+best-ranked evidence rejected by its own user) each, checked against what the rules promise: the
+rating's learned share of the score within ``feedback_max_adjustment``, and the memory passed by
+at most one memory not itself rejected.
 
 Ingestion (about 5.9k turns) is embedded once (``--store-cache`` keeps it between runs);
 every condition runs on a copy of that store.
@@ -268,10 +270,15 @@ class Bench:
         }
 
     def adversarial_burst(self, mem: Memory, rng: random.Random) -> dict[str, Any]:
-        """One inverted rating for each of some train questions; each checked against the bound."""
+        """One inverted rating for each of some train questions (the best-ranked evidence
+        rejected, by the memory's own user), each checked against what the rules promise: the
+        rating's learned share of the score moves at most ``feedback_max_adjustment``, and the
+        memory falls below at most one memory that was not itself rejected by its user."""
         bound = mem.config.feedback_max_adjustment
         targets = rng.sample(self.train, min(self.args.burst, len(self.train)))
-        worst = 0.0
+        worst_share = 0.0
+        worst_places = 0
+        rated = 0
         for q in targets:
             before = mem.recall(q["question"], user_id=q["sample_id"], limit=self.args.rate_depth)
             gold = set(q["evidence"])
@@ -280,16 +287,32 @@ class Bench:
             )
             if victim is None:
                 continue
+            rated += 1
             mem.rate_memory(victim.id, "rejected", recall_id=before.recall_id)
             after = mem.recall(
                 q["question"], user_id=q["sample_id"], limit=self.args.rate_depth * 5
             )
-            moved = next((m for m in after.memories if m.id == victim.id), None)
-            if moved is None:
-                worst = max(worst, 1.0)  # fell out of the list: count as a full move
+            ids = [m.id for m in after.memories]
+            if victim.id not in ids:
+                worst_places = max(worst_places, len(ids))  # fell out of the list
                 continue
-            worst = max(worst, abs(moved.score / victim.score - 1.0))
-        return {"ratings": len(targets), "max_relative_score_change": worst, "bound": bound}
+            moved = after.memories[ids.index(victim.id)]
+            was_below = {m.id for m in before.memories[before.memories.index(victim) + 1 :]}
+            passed = [
+                m
+                for m in after.memories[: ids.index(victim.id)]
+                if (m.id in was_below or m.id not in {x.id for x in before.memories})
+                and not m.components.get("rejected_by_user")
+            ]
+            worst_places = max(worst_places, len(passed))
+            share = moved.components.get("learned", 0.0) - victim.components.get("learned", 0.0)
+            worst_share = max(worst_share, abs(share))
+        return {
+            "ratings": rated,
+            "max_learned_share_change": worst_share,
+            "max_places": worst_places,
+            "bound": bound,
+        }
 
 
 MODES = ("ratings", "replies", "both")
@@ -562,12 +585,17 @@ def targets(out: dict[str, Any], args: argparse.Namespace) -> list[str]:
                 f"{clean:+.1f} = {100 * keep:.0f}% | {'yes' if keep >= 0.9 else 'no'} |"
             )
     adv = out.get("adversarial")
-    if adv:
+    if adv and "max_places" in adv:
         lines.append(
-            f"| one adversarial rating moves a score at most feedback_max_adjustment "
-            f"({adv['bound']}) | all | max relative change "
-            f"{adv['max_relative_score_change']:.3f} over {adv['ratings']} single ratings | "
-            f"{'yes' if adv['max_relative_score_change'] <= adv['bound'] + 1e-9 else 'no'} |"
+            f"| one adversarial rating moves the learned share of a score at most "
+            f"feedback_max_adjustment ({adv['bound']}) | all | max change "
+            f"{adv['max_learned_share_change']:.3f} over {adv['ratings']} single ratings | "
+            f"{'yes' if adv['max_learned_share_change'] <= adv['bound'] + 1e-9 else 'no'} |"
+        )
+        lines.append(
+            f"| one adversarial rejection by the memory's own user lets at most one memory "
+            f"(not itself rejected) past it | all | at most {adv['max_places']} over "
+            f"{adv['ratings']} single ratings | {'yes' if adv['max_places'] <= 1 else 'no'} |"
         )
     lines.append("")
     return lines

@@ -70,7 +70,12 @@ TYPES = (
 )
 
 # Stages switched off for the plain baselines (RankingProfile weights).
-OFF: dict[str, Any] = {"session_weight": 0.0, "time_weight": 0.0, "role_weight": 0.0}
+OFF: dict[str, Any] = {
+    "session_weight": 0.0,
+    "time_weight": 0.0,
+    "role_weight": 0.0,
+    "question_weight": 0.0,
+}
 # Every ranking stage switched off one at a time (RankingProfile weights, as bench/ranking.py);
 # a name starting with "_" changes how the question is asked, not the profile.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -85,7 +90,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default, as_of the question date even before later sessions": {"_strict_as_of": True},
     "default + neighbours 0.3": {"neighbour_weight": 0.3},
     "default - graph": {"graph_depth": 0},
-    "default - validity": {"superseded_factor": 1.0, "recency_similarity": 1.0},
+    "default, replaced memories x0.5": {"superseded_factor": 0.5},
 }
 PROBES: dict[str, dict[str, Any]] = {
     **{f"default with recency_similarity {w}": {"recency_similarity": w} for w in (0.3, 0.5)},

@@ -68,7 +68,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "- whose words": {"role_weight": 0.0},
     "- questions": {"question_weight": 0.0},
     "- graph": {"graph_depth": 0},
-    "- validity": {"superseded_factor": 1.0, "recency_similarity": 1.0},
+    "replaced x0.5": {"superseded_factor": 0.5},
 }
 
 

@@ -89,9 +89,10 @@ class RankingProfile:
     graph_seeds: int = _w(5, "Best candidates the walks start from.", low=1)
     graph_min_edge_weight: float = _w(0.2, "Edges weaker than this are not followed.", high=1.0)
     superseded_factor: float = _w(
-        0.5,
-        "Share of its score a replaced memory keeps for a question about the present (its "
-        "score passes to the memory that replaced it); 1 ranks it as if current.",
+        1.0,
+        "For a question about the present, the memory that replaced another ranks above it "
+        "(with at least its score) and the replaced one keeps this share of its score, "
+        "staying below its replacement: 1 keeps it just below, lower pushes it further down.",
         high=1.0,
     )
     recency_similarity: float = _w(

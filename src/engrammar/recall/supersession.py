@@ -8,7 +8,8 @@ stored and recallable; only its rank changes:
 * a question about the present ranks the current memory above the ones it replaced: each
   superseded candidate hands its score on to the memory that replaced it (brought into the
   ranking if search missed it: "Where do I live?" finds "I live in Paris", and "I moved to
-  Berlin" is what answers it) and keeps ``superseded_factor`` of its own;
+  Berlin" is what answers it) and keeps ``superseded_factor`` of its own (all of it by
+  default), below the memory that replaced it;
 * a question about the past ("where did I live before Berlin?", "what was my old ...",
   "used to"; :func:`~engrammar.recall.query.asks_about_past`) ranks a superseded memory
   above the memory that replaced it;
