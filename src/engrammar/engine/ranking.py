@@ -792,15 +792,22 @@ def _by_validity(
         found = {k: v for k, v in found.items() if in_scope(v, scope, where)}
         records.update(found)
         wanted = {v.superseded_by for v in found.values()} - {None} - set(records)
-    versions = _versions(records)
-    # A replacement its user rejected for this question replaces nothing here: "keep this
-    # one" on the older side of a tension is the user saying the newer is not true.
-    rejected = {r.id for r in items if r.components.get("rejected_by_user")}
-    for k, v in versions.items():
-        if v.superseded_by in rejected:
-            versions[k] = dataclasses.replace(v, valid_until=None, superseded_by=None)
     scores = {r.id: r.score for r in items}
-    moved, why = rank_by_validity(scores, versions, query.past, as_of, profile.superseded_factor)
+    moved: dict[str, float] = scores
+    why: dict[str, str] = {}
+    # Only a memory some other replaced can move (items said after ``as_of`` are left out
+    # above): with none among them, every score stands, as rank_by_validity would leave it.
+    if any(r.superseded_by is not None for r in records.values()):
+        versions = _versions(records)
+        # A replacement its user rejected for this question replaces nothing here: "keep
+        # this one" on the older side of a tension is the user saying the newer is not true.
+        rejected = {r.id for r in items if r.components.get("rejected_by_user")}
+        for k, v in versions.items():
+            if v.superseded_by in rejected:
+                versions[k] = dataclasses.replace(v, valid_until=None, superseded_by=None)
+        moved, why = rank_by_validity(
+            scores, versions, query.past, as_of, profile.superseded_factor
+        )
     by_id = {r.id: r for r in items}
     out = []
     for memory_id, score in moved.items():

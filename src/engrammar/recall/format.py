@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..models import MemoryRecord, ScoredMemory, Tension, iso
 from .repeats import repeat_key
@@ -46,10 +47,17 @@ def _readable(note: str, said: dict[str, str]) -> str:
     return _ID.sub(named, note)
 
 
+@lru_cache(maxsize=4096)
+def _day(created_at: float) -> str:
+    """The day (UTC, ``YYYY-MM-DD``) of ``created_at``, or "date unknown"; kept for the next
+    block that shows the same memory."""
+    stamp = iso(created_at)
+    return stamp[:10] if not stamp.startswith("invalid") else "date unknown"
+
+
 def _line(item: ScoredMemory, flagged: set[str], said: dict[str, str] | None = None) -> str:
     mem = item.memory
-    stamp = iso(mem.created_at)
-    day = stamp[:10] if not stamp.startswith("invalid") else "date unknown"
+    day = _day(mem.created_at)
     mark = " [conflict]" if mem.id in flagged else ""
     note = f" ({_readable(item.note, said or {})})" if item.note else ""
     choice = pair_choice(mem)

@@ -247,7 +247,8 @@ class SQLiteSearch(SQLStore):
         self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
     ) -> list[KnowledgeChunk]:
         query = np.asarray(vector, dtype=np.float32)
-        query = query / (float(np.linalg.norm(query)) or 1.0)
+        # np.linalg.norm's own sum for a vector (sqrt of x.dot(x)) without its checks.
+        query = query / (float(np.sqrt(query.dot(query))) or 1.0)
         try:
             indexes = self._knowledge_partitions(scope)
         except sqlite3.Error as exc:
