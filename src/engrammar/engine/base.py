@@ -51,7 +51,7 @@ class Engine:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One vector per text; ``EmbedderError`` when the embedder returns anything else."""
         vectors = self.embedder.embed(texts)
-        if vectors.shape != (len(texts), self.embedder.dim) or not np.all(np.isfinite(vectors)):
+        if vectors.shape != (len(texts), self.embedder.dim) or not np.isfinite(vectors).all():
             raise EmbedderError(f"embedder {self.embedder.name!r} returned invalid vectors")
         return vectors
 

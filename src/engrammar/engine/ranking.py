@@ -101,7 +101,10 @@ _UNROUNDED = frozenset(
 def shown(components: dict[str, float]) -> dict[str, float]:
     """A ranked item's components as recall, search and explain hand them out: a new dict,
     every score rounded to 6 places."""
-    return {k: round(v, 6) if k in _UNROUNDED else v for k, v in components.items()}
+    out = components.copy()  # the same keys in the same order; only the scores rewritten
+    for k in _UNROUNDED.intersection(out):
+        out[k] = round(out[k], 6)
+    return out
 
 
 @dataclass
@@ -160,10 +163,9 @@ def rank(
     seeds: list[str] = []
     support: dict[str, Walk] = {}
     if graph:
-        cands, walks, seeds = _graph(
+        cands, walks, seeds, support = _graph(
             engine, scope, profile, cands, qvec, edges_from, where, focus, read
         )
-        support = best_support(walks)
     graph_weight = profile.graph_weight if graph else None
     items = _best_first([_ranked(c, graph_weight, support.get(c.id)) for c in cands])
     finish = _Finish(items, graph_weight)
@@ -423,9 +425,11 @@ def _graph(
     where: RecallFilter | None,
     focus: str | None,
     read: Records,
-) -> tuple[list[Candidate], list[Walk], list[str]]:
+) -> tuple[list[Candidate], list[Walk], list[str], dict[str, Walk]]:
     """Walks from the best candidates; what they reach joins the list with its own vector
-    relevance, and every candidate carries its best walk's score as ``graph``."""
+    relevance, and every candidate a walk reached carries its best walk's score as ``graph``
+    (the others get 0 where their components are completed, :class:`_Finish`); the best walk
+    to each memory it reached."""
     by_id = {c.id: c for c in cands}
     seeds = [c.id for c in cands[: profile.graph_seeds]]
     walks: list[Walk] = []
@@ -455,15 +459,14 @@ def _graph(
         for n in sorted(valid):
             by_id[n] = _vector_only(n, float(vecs[n].dot(qvec)) if n in vecs else 0.0, scale)
     support = best_support(walks)
-    for cand in by_id.values():
-        comps, walk = cand.components, support.get(cand.id)
-        if walk is None:  # most candidates: no walk reached them
-            comps["graph"], comps["graph_hops"], comps["graph_edge_weight"] = 0.0, 0, 0.0
-        else:
+    for memory_id, walk in support.items():
+        reached = by_id.get(memory_id)
+        if reached is not None:
+            comps = reached.components
             comps["graph"] = round(walk.score, 6)
             comps["graph_hops"] = len(walk.weights)
             comps["graph_edge_weight"] = round(math.prod(walk.weights), 6)
-    return list(by_id.values()), walks, seeds
+    return list(by_id.values()), walks, seeds, support
 
 
 def _ranked(cand: Candidate, graph_weight: float | None, walk: Walk | None) -> Ranked:
@@ -503,6 +506,8 @@ class _Finish:
             assert cand is not None  # every item ranked before learning has its candidate
             comps = item.components
             if graph_weight is not None:
+                if "graph" not in comps:  # no walk reached it (see _graph)
+                    comps["graph"], comps["graph_hops"], comps["graph_edge_weight"] = 0.0, 0, 0.0
                 comps["graph_weight"] = graph_weight
             if cand.vector_rank is not None:
                 comps["vector_rank"] = cand.vector_rank + 1

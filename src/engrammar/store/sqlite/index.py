@@ -586,7 +586,8 @@ class ScopeIndex:
         return bool(np.any((self._kind_codes[:n] == code) & self._alive[:n]))
 
     def vectors_of(self, ids: list[str]) -> dict[str, np.ndarray]:
-        return {i: self._vectors[self._slot[i]] for i in ids if i in self._slot}
+        slot, vectors = self._slot, self._vectors
+        return {i: vectors[slot[i]] for i in ids if i in slot}
 
     def chunks_of(self, ids: list[str]) -> tuple[dict[str, list[ChunkVector]], list[str]]:
         """The chunk vectors of those of ``ids`` indexed here (memories without any are

@@ -161,7 +161,8 @@ class SQLiteSearch(SQLStore):
                     cache[row[0]] = row
             while len(cache) > _ROW_CACHE:
                 cache.popitem(last=False)
-        return {memory_id: self._record(row) for memory_id, row in rows.items()}
+        record, decoded = memory_record, _metadata  # what _record does, without its call
+        return {memory_id: record(row, decoded(row[11])) for memory_id, row in rows.items()}
 
     def _data_version(self) -> int:
         """``PRAGMA data_version`` of the sync connection (call with ``_index_lock`` held):
