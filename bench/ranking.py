@@ -63,6 +63,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "- full text": {"keyword_weight": 0.0},
     "- vectors": {"keyword_weight": 1.0},
     "- session evidence": {"session_weight": 0.0},
+    "session evidence 0.2": {"session_weight": 0.2},
     "+ neighbours 0.3": {"neighbour_weight": 0.3},
     "- time": {"time_weight": 0.0},
     "- whose words": {"role_weight": 0.0},

@@ -47,7 +47,7 @@ class RankingProfile:
         high=1.0,
     )
     session_weight: float = _w(
-        0.2,
+        0.1,
         "(Relevance + this x the best relevance of any candidate of the same session) / "
         "(1 + this): the turns of a conversation that matches the query strongly rise towards "
         "its best turn together. 0 = off.",
