@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory, NotFoundError, ValidationError
-from engrammar.engine import ranking, recall
+from engrammar.engine import ranking
 from engrammar.models import Scope
 
 
@@ -104,7 +104,7 @@ def test_rank_shifts_rank_each_recall_once(mem: Memory, monkeypatch: pytest.Monk
     places it (right after the list) without a ranking of its own: one ranking per recall."""
     _rated_then_outranked(mem)
     calls = {"rank": 0, "explain": 0}
-    for module, name in ((ranking, "rank"), (recall, "explain")):
+    for module, name in ((ranking, "rank"), (ranking, "explain")):
         real = getattr(module, name)
 
         def counted(*args: object, real: Any = real, name: str = name, **kw: object) -> Any:

@@ -46,6 +46,6 @@ def test_no_underscore_module_beside_the_public_ones() -> None:
     engine = [
         m.name for m in pkgutil.iter_modules(importlib.import_module("engrammar.engine").__path__)
     ]
-    assert {"ingest", "ranking", "recall", "feedback", "records", "transfer"} <= set(engine)
+    assert {"ingest", "ranking", "feedback", "records", "transfer"} <= set(engine)
     # ``__main__`` is Python's entry point for ``python -m engrammar``, not a private module.
     assert [n for n in root if n.startswith("_") and n != "__main__"] == []

@@ -451,7 +451,7 @@ def test_narrow_edge_lists_and_head_guess_equal_plain_reads(
     sequence / supersedes / contradicts edges, and the conversation neighbours are read ahead
     for the guessed head of the fused candidates only. Guesses cut to the bone (one seed, no
     margin) make misses: each is read on demand and every answer equals the plain reads'."""
-    from engrammar.engine.recall import session
+    from engrammar.engine.ranking import session
     from engrammar.store.postgres import reads as postgres_reads
 
     monkeypatch.setattr(postgres_reads, "_SEED_GUESS", 1)

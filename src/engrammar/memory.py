@@ -18,7 +18,8 @@ from typing import IO, Any, cast
 
 from .config import Config, RankingProfile
 from .embed import CachedEmbedder, Embedder, make_embedder
-from .engine import Engine, feedback, ingest, knowledge, recall, records, transfer
+from .engine import Engine, feedback, ingest, knowledge, records, transfer
+from .engine import ranking as core
 from .engine import validate as v
 from .engine.filters import parse_filters
 from .engine.inspect import Inspector
@@ -307,7 +308,7 @@ class Memory:
     ) -> builtins.list[ScoredMemory]:
         """Hybrid (vector + full-text) search within the scope, ranked, without the graph.
 
-        Scores are absolute (comparable across queries; see ``engine.recall.search``): a
+        Scores are absolute (comparable across queries; see ``engine.ranking.search``): a
         query nothing matches scores low. ``min_score`` drops results scoring below it.
         ``as_of``, ``filters`` and ``profile`` as in :meth:`recall`.
         """
@@ -318,7 +319,7 @@ class Memory:
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
         ranking = self._profile(profile)
-        return recall.search(self._engine, scope, query, limit, floor, when, where, ranking)
+        return core.search(self._engine, scope, query, limit, floor, when, where, ranking)
 
     def recall(
         self,
@@ -370,7 +371,7 @@ class Memory:
         where = parse_filters(filters)
         when = v.timestamp("as_of", as_of)
         ranking = self._profile(profile)
-        return recall.recall(
+        return core.recall(
             self._engine, scope, query, limit, when, where=where, min_score=floor, profile=ranking
         )
 
@@ -468,7 +469,7 @@ class Memory:
         scope = self._scope(user_id, agent_id, session_id, workspace)
         limit = self._limit(limit)
         ranking = self._profile(profile)
-        return recall.explain(self._engine, scope, query, memory_id, limit, ranking)
+        return core.explain(self._engine, scope, query, memory_id, limit, ranking)
 
     def _profile(self, profile: RankingProfile | Mapping[str, Any] | None) -> RankingProfile:
         """``profile`` over ``Config.ranking``: a mapping changes only the weights it names."""

@@ -17,7 +17,7 @@ from ..learn.rates import Signal, aggregate
 from ..learn.scoring import VERDICT_VALUE
 from ..models import KINDS, ROLES, MemoryRecord, Scope
 from ..store import MemoryFilter
-from . import ranking, recall
+from . import ranking
 from . import validate as v
 from .base import Engine, in_scope
 
@@ -375,7 +375,7 @@ class Inspector:
                 out[memory_id] = len(listed.items) + 1
                 continue
             with contextlib.suppress(NotFoundError, ValidationError):
-                out[memory_id] = recall.explain(engine, scope, query, memory_id, limit)["rank"]
+                out[memory_id] = ranking.explain(engine, scope, query, memory_id, limit)["rank"]
         return out
 
     # -- tensions -----------------------------------------------------------------------------
@@ -395,7 +395,7 @@ class Inspector:
         records = store.get_memories(scope.workspace, ids)
         judged = {
             (min(t.a, t.b), max(t.a, t.b)): t
-            for t in recall.recall_tensions(self.engine, scope.workspace, _in_order(records, ids))
+            for t in ranking.recall_tensions(self.engine, scope.workspace, _in_order(records, ids))
         }
         _, _, ratings = store.learning_facts(scope, ids)
         by_memory: dict[str, builtins.list[dict[str, Any]]] = {}
