@@ -655,8 +655,11 @@ def test_feedback_in_three_exchanges_equals_plain_reads(
     assert fast_learned == plain_learned
     assert fast[0][0]["drawn_on"] and fast[0][0]["left"]  # drew on some, left others
     assert fast[0][0]["strengthened"] + fast[0][0]["weakened"] > 0
-    # the last: both searches again, one by one (the sequence edges from the graph still)
-    assert [n for _, n in fast] == ([2, 2, 4] if graph else [3, 3, 5])
+    # the last: both searches again, one by one (the sequence edges from the graph still).
+    # At most these: a full run under load once saw one exchange fewer for the first feedback
+    # (when the server has answered what was sent ahead decides how the reads group).
+    most = [2, 2, 4] if graph else [3, 3, 5]
+    assert all(n <= m for (_, n), m in zip(fast, most, strict=True)), [n for _, n in fast]
     # fewer exchanges than the reads one by one; for the recall of one session, whose searches
     # sent ahead go unused, no more
     counts = [(p, f) for (_, p), (_, f) in zip(plain, fast, strict=True)]
