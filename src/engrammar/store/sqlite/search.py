@@ -235,6 +235,9 @@ class SQLiteSearch(SQLStore):
                 elif index.data_version != data_version:
                     self._refresh(index, scope.workspace, user)
                     index.data_version = data_version
+                else:  # current, and already moved to the front by get(): its size stands
+                    out.append(index)
+                    continue
                 if len(index):
                     self._indexes.put(key, index)  # bounded by bytes (scope_cache_bytes)
                 else:
@@ -702,8 +705,8 @@ class SQLiteSearch(SQLStore):
                     self._catch_up(index, scope.workspace, user)
                     index.data_version = data_version
                     index.prune(since)
-                # Empty too: a scope without signals is read again only once it changed.
-                self._contexts.put(key, index)
+                    # Empty too: a scope without signals is read again only once it changed.
+                    self._contexts.put(key, index)
                 if index.newest >= since:
                     indexes.append(index)
         matched: list[tuple[int, str]] = []

@@ -34,11 +34,12 @@ from ..base import (
     MemoryUpdate,
     NewEdge,
     NewMemory,
+    RecallRecord,
 )
 from ..schema import row_order
 from ..sql.chunk_rows import CHUNK_FIELDS, chunk_params
 from ..sql.feedback import Facts
-from ..sql.store import Dialect, apply_migrations, scope_where
+from ..sql.store import RECALL_COLUMNS, Dialect, apply_migrations, recall_values, scope_where
 from ..tables import (
     COPY_BOOL_FIELDS,
     COPY_JSON_FIELDS,
@@ -57,6 +58,9 @@ from .search import SQLiteSearch
 __all__ = ["SQLiteStore", "backup_file", "restore_file"]
 
 T = TypeVar("T")
+
+#: Scopes remembered as holding no feedback record (forgotten all at once past this many).
+_WITHOUT_FEEDBACK = 4096
 
 
 def _blob(vector: np.ndarray) -> bytes:
@@ -164,6 +168,8 @@ class SQLiteStore(SQLiteSearch):
         self._rows_rev = 0
         self._rows_version: int | None = None
         self._rows_epoch = 0
+        # (workspace, user) -> the data_version at which the scope held no feedback record.
+        self._without_feedback: dict[tuple[str, str | None], int] = {}
         self._writer = self._connect()
         self._sync_conn = self._connect()
         self._migrate()
@@ -217,6 +223,29 @@ class SQLiteStore(SQLiteSearch):
                 conn.execute("ROLLBACK")
                 raise StoreError(f"commit failed: {exc}") from exc
 
+    def save_recall(self, record: RecallRecord) -> None:
+        # Written on the connection the caches are synced on, with the writer's lock: SQLite
+        # leaves a connection's ``PRAGMA data_version`` as it was after its own commits, so a
+        # recall's record (which no cache holds) does not make the next recall look again at
+        # the change logs of memories, reply signals and knowledge (five reads). The write
+        # lock is taken first, as every write takes it, then the caches' lock.
+        if self._closed:
+            raise StoreError("the store is closed")
+        sql = f"INSERT INTO recalls ({RECALL_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+        args = recall_values(record, DIALECT.json)
+        with self._write_lock, self._index_lock:
+            conn = self._sync_conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"the store is busy ({exc}); try again") from exc
+            try:
+                conn.execute(sql, args)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"saving the recall failed: {exc}") from exc
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
             return self._reader().execute(sql, params).fetchall()
@@ -265,6 +294,20 @@ class SQLiteStore(SQLiteSearch):
         except sqlite3.Error as exc:
             raise StoreError(f"{what} failed: {exc}") from exc
 
+    def _synced_version(self) -> int:
+        """``PRAGMA data_version`` of the connection the caches are synced on."""
+        try:
+            with self._index_lock:
+                return self._data_version()
+        except sqlite3.Error as exc:
+            raise StoreError(f"read failed: {exc}") from exc
+
+    def _no_feedback_since(self, scope: Scope, since: float | None) -> bool:
+        # Every recall asks; most scopes have no feedback record, which the probe of
+        # ``_facts_reader`` found at a version of the database that nothing changed since.
+        found = self._without_feedback.get((scope.workspace, scope.user_id))
+        return found is not None and found == self._synced_version()
+
     def _read_together(self, what: str, send: Callable[[Any], Callable[[], T]]) -> T:
         return self._run(what, lambda conn: send(conn)(), write=False, snapshot=True)
 
@@ -284,10 +327,16 @@ class SQLiteStore(SQLiteSearch):
             for t in ("feedback_events", "preference_pairs", "memory_ratings")
         )
         args = [a for _ in range(3) for _, part in users for a in part]
+        # The database's version before the probe's snapshot: a scope found without records
+        # stays so until the version changes (:meth:`_no_feedback_since`).
+        version = self._synced_version()
 
         def send(conn: Any) -> Callable[[], Facts]:
             found = [bool(r[0]) for r in conn.execute(probe, args).fetchall()]
             if not any(found):
+                if len(self._without_feedback) >= _WITHOUT_FEEDBACK:
+                    self._without_feedback.clear()
+                self._without_feedback[(scope.workspace, scope.user_id)] = version
                 return lambda: ([], [], [])
             parts = (found[0], found[1], found[2])
             return self._learning_reader(scope, memory_ids, since, limit, parts)(conn)
