@@ -129,7 +129,7 @@ def shown(components: dict[str, float]) -> dict[str, float]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Ranked:
     """One memory's place in a ranking, with every component of its score."""
 
