@@ -25,6 +25,7 @@ __all__ = [
     "KnowledgeBaseList",
     "KnowledgeChunk",
     "KnowledgeDeleted",
+    "KnowledgeSearchResult",
     "LoggedEvent",
     "MemoryLearning",
     "MemoryList",
@@ -39,6 +40,7 @@ __all__ = [
     "Scope",
     "ScopeList",
     "ScoredMemory",
+    "SearchResult",
     "Skipped",
     "Stats",
     "Tension",
@@ -579,6 +581,20 @@ class MemoryList(TypedDict):
 
     memories: list[MemoryJSON]
     total: Annotated[int, Doc("Matches in all.", minimum=0)]
+
+
+class SearchResult(TypedDict):
+    """What REST answers to ``search``: the query and the memories found, best first."""
+
+    query: str
+    results: list[Annotated[dict[str, Any], ScoredMemory]]
+
+
+class KnowledgeSearchResult(TypedDict):
+    """What REST answers to ``search_knowledge``: the query and the passages, best first."""
+
+    query: str
+    results: list[Annotated[dict[str, Any], KnowledgeChunk]]
 
 
 class ForgetResult(TypedDict):

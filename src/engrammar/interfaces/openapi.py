@@ -3,10 +3,10 @@
 Its paths come from the operation table (:mod:`.operations`), the same table the routes are
 served from; each request body is the schema of its operation's parameters (:func:`_body`:
 one property per :class:`~.spec.Param`, typed by its type, bounds and choices, described by
-its doc); the records the API answers with are derived from the dataclasses of
-:mod:`engrammar.models` (:func:`model_schema`). Written here by hand: the shapes of ids,
-texts and times, the rules that tie several fields of a body together, chat messages, and
-the answers that have no model. Limits (content length, messages per add) are read from the
+its doc); every answer is derived from its type in :mod:`engrammar.models`, a dataclass or
+a ``TypedDict`` (:func:`model_schema`; :data:`ANSWERS` names the ``TypedDict`` ones). Written
+here by hand: the shapes of ids, texts and times, the rules that tie several fields of a
+body together, chat messages, filters and the error envelope. Limits (content length, messages per add) are read from the
 :class:`~engrammar.config.Config` being served."""
 
 from __future__ import annotations
@@ -175,15 +175,6 @@ def _listing(record: str) -> dict[str, Any]:
     }
 
 
-def _obj(props: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "required": list(props), "properties": props}
-
-
-def _results(item: str) -> dict[str, Any]:
-    """The answer of a search: its query and what it found, best first."""
-    return _obj({"query": {"type": "string"}, "results": {"type": "array", "items": _ref(item)}})
-
-
 # -- the shapes no parameter type states ---------------------------------------------------
 _SHAPES: dict[str, dict[str, Any]] = {
     "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
@@ -218,6 +209,7 @@ _COMPONENTS: dict[type, str] = {
 #: The answers that are plain JSON objects, by the name the document gives them.
 ANSWERS: dict[str, type] = {
     "AddResult": models.AddAnswer,
+    "SearchResult": models.SearchResult,
     "MemoryList": models.MemoryList,
     "ScopeList": models.ScopeList,
     "Neighbourhood": models.Neighbourhood,
@@ -232,6 +224,7 @@ ANSWERS: dict[str, type] = {
     "Explanation": models.Explanation,
     "Stats": models.Stats,
     "KnowledgeBaseList": models.KnowledgeBaseList,
+    "KnowledgeSearchResult": models.KnowledgeSearchResult,
     "KnowledgeDeleted": models.KnowledgeDeleted,
 }
 _JSON_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean", dict: "object"}
@@ -613,14 +606,12 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         "Message": message,
         "ResponsesItem": responses_item,
         "Filters": filters_schema(),
-        "SearchResult": _results("ScoredMemory"),
         **{name: model_schema(answer) for name, answer in ANSWERS.items()},
         **_bodies(max_messages),
         **{name: model_schema(getattr(models, name)) for name in _RECORDS},
         **{f"{name}List": _listing(name) for name in _RECORDS},
         "KnowledgeBase": model_schema(models.KnowledgeBase),
         "KnowledgeChunk": model_schema(models.KnowledgeChunk),
-        "KnowledgeSearchResult": _results("KnowledgeChunk"),
     }
 
 
