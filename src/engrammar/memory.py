@@ -33,18 +33,31 @@ from .models import (
     REVIEW_OUTCOMES,
     AddResult,
     DecisionReview,
+    EmbedderFacts,
+    Explanation,
     FeedbackEvent,
+    FeedbackResult,
+    HistoryEntry,
     KnowledgeBase,
     KnowledgeChunk,
     LoggedEvent,
+    MemoryLearning,
+    MemoryList,
     MemoryRating,
     MemoryRecord,
+    Neighbourhood,
     PreferencePair,
+    RankShifts,
     RecallFilter,
     RecallResult,
     Scope,
+    ScopeList,
     ScoredMemory,
     Skipped,
+    Stats,
+    Tensions,
+    Timeline,
+    UndoResult,
 )
 from .store import Backend, EdgeBounds, open_store
 
@@ -272,7 +285,7 @@ class Memory:
 
     def history(
         self, memory_id: str, *, workspace: str | None = None
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> builtins.list[HistoryEntry]:
         """What changed a memory and why, oldest first."""
         v.scope_id("memory_id", memory_id, required=True)
         return self.store.history(self._workspace(workspace), memory_id)
@@ -284,12 +297,11 @@ class Memory:
         agent_id: str | None = None,
         session_id: str | None = None,
         workspace: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Stats:
         """Counts of memories, edges, recalls and feedback records of a scope."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
-        out = self.store.stats(scope)
-        out["embedder"] = {"name": self.embedder.name, "dim": self.embedder.dim}
-        return out
+        embedder: EmbedderFacts = {"name": self.embedder.name, "dim": self.embedder.dim}
+        return {**self.store.stats(scope), "embedder": embedder}
 
     # -- recall -------------------------------------------------------------------------------
     def search(
@@ -387,7 +399,7 @@ class Memory:
         recall_id: str | None = None,
         assistant_response: str | None = None,
         source: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> FeedbackResult:
         """Learn from the LLM's reply to the last recall (MemWire's adaptive feedback loop).
 
         The reply is embedded; each path of the scope's newest recall (or of ``recall_id``) is
@@ -450,7 +462,7 @@ class Memory:
         workspace: str | None = None,
         limit: int | None = None,
         profile: RankingProfile | Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Explanation:
         """Why ``memory_id`` ranks where it does for ``query``, component by component.
 
         Returns the memory's rank among everything recall scored (also when it falls outside
@@ -933,7 +945,7 @@ class Memory:
 
     def undo(
         self, record_id: str, *, user_id: str | None = None, workspace: str | None = None
-    ) -> dict[str, Any]:
+    ) -> UndoResult:
         """Take a feedback record back: every score becomes what it would be had the record
         never been given.
 
@@ -1089,7 +1101,7 @@ class Memory:
         agent_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> ScopeList:
         """The users, agents and sessions of a workspace: one row per distinct
         ``(user_id, agent_id, session_id)`` with its number of memories (at most ``limit``
         rows, default 2,000; ``truncated`` says whether there were more)."""
@@ -1112,7 +1124,7 @@ class Memory:
         until: str | float | None = None,
         text: str | None = None,
         order: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> MemoryList:
         """A page of a scope's memories with filters, and how many match in all.
 
         ``since`` / ``until`` bound ``created_at`` (epoch seconds or ISO-8601; ``until`` is
@@ -1141,7 +1153,7 @@ class Memory:
         workspace: str | None = None,
         depth: int | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Neighbourhood:
         """A memory's graph neighbourhood: its edges (both directions) out to ``depth`` hops
         (1 or 2), the memories at their ends (``user_id``'s only, when given), and every weight
         change feedback made to those edges, oldest first.
@@ -1153,7 +1165,7 @@ class Memory:
         only_user = v.scope_id("user_id", user_id)
         return self._inspector().memory_edges(center, depth=depth, limit=limit, only_user=only_user)
 
-    def memory_learning(self, memory_id: str, *, workspace: str | None = None) -> dict[str, Any]:
+    def memory_learning(self, memory_id: str, *, workspace: str | None = None) -> MemoryLearning:
         """The feedback signals on a memory (ratings, accepted preference pairs, reply
         signals), oldest first, each with the learned multiplier after it for a query that
         fully matches their contexts.
@@ -1171,7 +1183,7 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Timeline:
         """A scope's feedback of every kind on one time line, newest first: feedback events,
         decision reviews, preference pairs, ratings, logged events and reply signals."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
@@ -1185,7 +1197,7 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> RankShifts:
         """For the newest ``limit`` recalls that got feedback (ratings or a reply): each
         touched memory's rank in that recall and its rank for the same query now."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)
@@ -1199,7 +1211,7 @@ class Memory:
         session_id: str | None = None,
         workspace: str | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Tensions:
         """Contradictions between a scope's memories: both sides, the kind and reason, the
         newer side, and the ratings each side has had."""
         scope = self._scope(user_id, agent_id, session_id, workspace, need_one=False)

@@ -7,26 +7,67 @@ import functools
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 __all__ = [
+    "AddAnswer",
     "AddResult",
+    "AddedIds",
+    "AlignedPath",
     "DecisionReview",
+    "Doc",
     "Edge",
+    "EdgeChange",
+    "EmbedderFacts",
+    "ExplainedEdge",
+    "ExplainedEdges",
+    "Explanation",
     "FeedbackEvent",
+    "FeedbackResult",
+    "ForgetResult",
+    "History",
+    "HistoryEntry",
     "KnowledgeBase",
+    "KnowledgeBaseList",
     "KnowledgeChunk",
+    "KnowledgeDeleted",
+    "KnowledgeSearchResult",
+    "LearnedRecord",
+    "LearnedSource",
+    "LearningPoint",
     "LoggedEvent",
+    "MemoryLearning",
+    "MemoryList",
     "MemoryRating",
     "MemoryRecord",
+    "Neighbourhood",
     "Path",
     "PreferencePair",
+    "RankShift",
+    "RankShifts",
     "RecallFilter",
     "RecallResult",
+    "ReplicaFacts",
     "Scope",
+    "ScopeList",
+    "ScopeRow",
     "ScoredMemory",
+    "SearchResult",
+    "SignalGiven",
     "Skipped",
+    "Stats",
+    "StoreCounts",
+    "StoreFacts",
+    "StoreStats",
+    "TakenSide",
     "Tension",
+    "TensionRating",
+    "TensionRow",
+    "Tensions",
+    "Timeline",
+    "TimelineItem",
+    "UndoResult",
+    "Undone",
 ]
 
 KINDS = ("message", "fact", "decision", "preference", "event")
@@ -42,6 +83,29 @@ RESPONSES_ITEM_TYPES = (
     "mcp_approval_response", "item_reference", "compaction",
 )  # fmt: skip
 EDGE_KINDS = ("semantic", "sequence", "entity", "supersedes", "contradicts")
+#: Why ``add`` skipped a message: ``empty`` (no text and no tool call or result) or
+#: ``no_text`` (only images, audio, files or other parts without text).
+SKIP_REASONS = ("empty", "no_text")
+#: The kinds of feedback record, as ``undo``, the timeline and ``stats`` name them.
+RECORD_KINDS = (
+    "feedback_event", "decision_review", "preference_pair", "memory_rating", "logged_event",
+)  # fmt: skip
+#: What ``undo`` can take back: a record, or the reply ``feedback`` applied to a recall.
+UNDO_KINDS = (*RECORD_KINDS, "reply")
+
+
+@dataclass(frozen=True)
+class Doc:
+    """What a field of an answer says besides its type (``Annotated[int, Doc(...)]``): a
+    description, a least value, the values it takes. The OpenAPI document reads it."""
+
+    text: str = ""
+    minimum: int | None = None
+    choices: tuple[str, ...] | None = None
+
+
+#: A number of things: never negative.
+Count = Annotated[int, Doc(minimum=0)]
 
 
 def iso(ts: float) -> str:
@@ -96,8 +160,8 @@ class Skipped(_Dict):
     (``empty``: no text and no tool call or result; ``no_text``: only images, audio, files or
     other parts without text)."""
 
-    index: int
-    reason: str
+    index: Annotated[int, Doc(minimum=0)]
+    reason: Annotated[str, Doc(choices=SKIP_REASONS)]
 
 
 class AddResult(list[str | None]):
@@ -115,7 +179,7 @@ class AddResult(list[str | None]):
         """The ids of the stored messages, in order (skipped positions left out)."""
         return [i for i in self if i is not None]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AddedIds:
         return {"ids": list(self), "skipped": [s.to_dict() for s in self.skipped]}
 
 
@@ -503,3 +567,370 @@ class MemoryRating(_Dict):
     context: str | None = None
     correction_memory_id: str | None = None
     source: str | None = None  # who gave it: 'key:<key_id>', 'agent:<agent_id>' or given
+
+
+# -- the answers that are JSON objects ------------------------------------------------------
+# What the methods of ``Memory`` (and the REST envelopes around them) return as plain dicts;
+# the OpenAPI document derives their schemas from these types. A field typed
+# ``Annotated[dict[str, Any], <model>]`` holds that model's ``to_dict()``.
+MemoryJSON = Annotated[dict[str, Any], MemoryRecord]
+EdgeJSON = Annotated[dict[str, Any], Edge]
+PathJSON = Annotated[dict[str, Any], Path]
+
+
+class AddedIds(TypedDict):
+    """``AddResult.to_dict()``."""
+
+    ids: Annotated[list[str | None], Doc("One per message, in order: its id, or null if skipped.")]
+    skipped: Annotated[
+        list[Annotated[dict[str, Any], Skipped]],
+        Doc(
+            "The messages not stored: position and reason (`empty`: no text and no tool call "
+            "or result; `no_text`: only images, audio, files or other parts without text)."
+        ),
+    ]
+
+
+class AddAnswer(AddedIds):
+    """What REST and MCP answer to ``add``: the ids, what was skipped, the workspace."""
+
+    workspace: str
+
+
+class MemoryList(TypedDict):
+    """A page of memories and how many match in all."""
+
+    memories: list[MemoryJSON]
+    total: Annotated[int, Doc("Matches in all.", minimum=0)]
+
+
+class SearchResult(TypedDict):
+    """What REST answers to ``search``: the query and the memories found, best first."""
+
+    query: str
+    results: list[Annotated[dict[str, Any], ScoredMemory]]
+
+
+class KnowledgeSearchResult(TypedDict):
+    """What REST answers to ``search_knowledge``: the query and the passages, best first."""
+
+    query: str
+    results: list[Annotated[dict[str, Any], KnowledgeChunk]]
+
+
+class ForgetResult(TypedDict):
+    """How many memories ``forget`` deleted."""
+
+    deleted: Count
+
+
+class HistoryEntry(TypedDict):
+    """One change of a memory (``Memory.history``): its revision, what was done (``add``,
+    ``update``, ``status``, ``metadata``, ``supersede``, ``restore``, ``forget``), the text
+    before and after, why, and when."""
+
+    rev: int
+    op: str
+    before: str | None
+    after: str | None
+    reason: str | None
+    at: float
+
+
+class History(TypedDict):
+    """A memory's history over REST."""
+
+    memory_id: str
+    history: list[HistoryEntry]
+
+
+class Undone(TypedDict):
+    """What undoing a record took back with it."""
+
+    undone: Annotated[list[str], Doc("The ids taken back (an event's reviews go with it).")]
+    memories_removed: Annotated[
+        list[str],
+        Doc("A decision, preference or correction the record stored and nothing else used."),
+    ]
+    edges_restored: Count
+
+
+class UndoResult(Undone):
+    """What ``undo`` took back: the record, whose it was, and what went with it."""
+
+    record_id: str
+    kind: Annotated[str, Doc(choices=UNDO_KINDS)]
+    user_id: str | None
+    source: str | None
+
+
+class AlignedPath(TypedDict):
+    """How one recalled path lined up with the reply, and what feedback did to its edges."""
+
+    nodes: list[str]
+    alignment: float
+    action: Annotated[str, Doc(choices=("strengthen", "weaken", "keep"))]
+
+
+class TakenSide(TypedDict):
+    """A tension the reply took a side in: the memory it agreed with, and the other."""
+
+    agreed: str
+    other: str
+
+
+class FeedbackResult(TypedDict):
+    """What ``feedback`` did with a reply."""
+
+    strengthened: Annotated[int, Doc("Edges whose weight rose.", minimum=0)]
+    weakened: Annotated[int, Doc("Edges whose weight fell.", minimum=0)]
+    recall_id: str | None
+    query: Annotated[
+        str | None,
+        Doc("The query of the recall the reply was applied to (or refused for)."),
+    ]
+    consumed: bool
+    paths: NotRequired[list[AlignedPath]]
+    tensions: NotRequired[list[TakenSide]]
+    drawn_on: NotRequired[
+        Annotated[list[str], Doc("Recalled memories the reply drew on (reply signals).")]
+    ]
+    left: NotRequired[Annotated[list[str], Doc("Recalled memories the reply left out.")]]
+    message: NotRequired[Annotated[str, Doc("Why nothing changed (or that no graph link did).")]]
+
+
+class LearnedRecord(TypedDict):
+    """A feedback record that moved a memory for a query, with its share now."""
+
+    record_id: NotRequired[
+        Annotated[str, Doc("Absent for another API key's record seen by a user-bound key.")]
+    ]
+    signal: str
+    source: str | None
+    contribution: float
+
+
+class LearnedSource(TypedDict):
+    """The contributions of one source, summed."""
+
+    source: str | None
+    contribution: float
+    placement: NotRequired[
+        Annotated[float, Doc("How far its acceptance or reply lifted the relevance.")]
+    ]
+
+
+class ExplainedEdge(TypedDict):
+    """An edge touching the explained memory."""
+
+    src: str
+    dst: str
+    kind: str
+    weight: float
+
+
+ExplainedEdges = TypedDict(
+    "ExplainedEdges", {"out": list[ExplainedEdge], "in": list[ExplainedEdge]}
+)
+
+
+class Explanation(TypedDict):
+    """Why a memory ranks where it does for a query (``Memory.explain``)."""
+
+    memory_id: str
+    content: str
+    query: str
+    rank: Annotated[int | None, Doc("Among everything recall scored (null: not scored).")]
+    in_results: Annotated[bool, Doc("Whether the rank is within `limit`.")]
+    limit: int
+    via: str | None
+    is_seed: bool
+    score: float | None
+    components: dict[str, float]
+    best_path: PathJSON | None
+    paths: list[PathJSON]
+    edges: ExplainedEdges
+    score_to_beat: float | None
+    learned: dict[str, float]
+    note: str | None
+    formula: str
+    records: Annotated[
+        list[LearnedRecord],
+        Doc(
+            "Each feedback record that moved the memory for this query, with its share of "
+            "`learned` now (after decay); `record_id` can be undone."
+        ),
+    ]
+    sources: Annotated[list[LearnedSource], Doc("The contributions summed per source.")]
+
+
+class EmbedderFacts(TypedDict):
+    name: str
+    dim: int
+
+
+class ReplicaFacts(TypedDict):
+    """A read replica of a PostgreSQL store: its URL (password hidden), whether it is in
+    use, how many reads it served."""
+
+    url: str
+    up: bool
+    reads: int
+
+
+class StoreFacts(TypedDict):
+    """The backend's part of the counts: its name, where it lives, its size."""
+
+    store: Annotated[str, Doc(choices=("sqlite", "postgresql"))]
+    file: NotRequired[Annotated[str, Doc("SQLite: the file (not shown to a remote client).")]]
+    url: NotRequired[Annotated[str, Doc("PostgreSQL: the server (password hidden).")]]
+    bytes_on_disk: NotRequired[Annotated[int, Doc("Not shown to a remote client.", minimum=0)]]
+    replicas: NotRequired[list[ReplicaFacts]]
+
+
+class StoreCounts(TypedDict):
+    """What a store counts of a scope."""
+
+    memories: Count
+    memories_by_kind: dict[str, int]
+    edges: Count
+    recalls: Count
+    feedback_records: Annotated[dict[str, int], Doc("Per record kind, and `reply`.")]
+
+
+class StoreStats(StoreCounts, StoreFacts):
+    """What a store says of a scope: its counts, and the backend's facts."""
+
+
+class Stats(StoreStats):
+    """Counts of a scope (``Memory.stats``), with the embedder in use."""
+
+    embedder: EmbedderFacts
+
+
+class KnowledgeBaseList(TypedDict):
+    knowledge_bases: list[Annotated[dict[str, Any], KnowledgeBase]]
+
+
+class KnowledgeDeleted(TypedDict):
+    """A deleted knowledge base and how many chunks went with it."""
+
+    kb_id: str
+    deleted: Count
+
+
+# -- the web inspector's reads --------------------------------------------------------------
+class ScopeRow(TypedDict):
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    memories: Annotated[int, Doc(minimum=1)]
+
+
+class ScopeList(TypedDict):
+    """The distinct scopes of a workspace with their memory counts."""
+
+    workspace: str
+    scopes: list[ScopeRow]
+    truncated: Annotated[bool, Doc("Whether there were more rows than `limit`.")]
+
+
+class EdgeChange(TypedDict):
+    """A change feedback made to an edge's weight."""
+
+    src: str
+    dst: str
+    kind: str
+    delta: float
+    weight: float | None
+    recall_id: str | None
+    at: float
+
+
+class Neighbourhood(TypedDict):
+    """A memory's graph neighbourhood and the weight changes of its edges."""
+
+    memory_id: str
+    depth: int
+    nodes: list[MemoryJSON]
+    edges: list[EdgeJSON]
+    changes: list[EdgeChange]
+
+
+class SignalGiven(TypedDict):
+    """A feedback signal on a memory: its kind, the record to undo, the verdict, who gave it."""
+
+    source: Annotated[str, Doc(choices=("rating", "pair", "reply"))]
+    id: Annotated[str, Doc("The record to undo (a reply's: its recall).")]
+    verdict: str
+    given_by: str | None
+
+
+class LearningPoint(SignalGiven):
+    """A feedback signal on a memory and the learned multiplier after it."""
+
+    at: float
+    value: float
+    weight: float
+    multiplier: float
+
+
+class MemoryLearning(TypedDict):
+    memory_id: str
+    signals: list[LearningPoint]
+
+
+class TimelineItem(TypedDict):
+    """One piece of feedback on the time line; ``record`` is the record as its own read
+    gives it (a reply signal: its row)."""
+
+    type: Annotated[str, Doc(choices=(*RECORD_KINDS, "reply_signal"))]
+    id: str
+    at: float
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    record: dict[str, Any]
+
+
+class Timeline(TypedDict):
+    items: list[TimelineItem]
+    counts: Annotated[dict[str, int], Doc("Records per kind (reply signals as far as read).")]
+
+
+class RankShift(TypedDict):
+    """A memory feedback touched: its rank in the recall rated, and for the query now."""
+
+    recall_id: str
+    query: str
+    recalled_at: float
+    memory_id: str
+    signal: float
+    rank_before: int
+    rank_after: int | None
+
+
+class RankShifts(TypedDict):
+    shifts: list[RankShift]
+
+
+class TensionRating(TypedDict):
+    rating_id: str
+    verdict: str
+    at: float
+
+
+class TensionRow(TypedDict):
+    """Two memories that contradict each other, and the ratings each has had."""
+
+    a: MemoryJSON
+    b: MemoryJSON
+    kind: str
+    confidence: float | None
+    reason: str
+    newer: str
+    ratings: Annotated[dict[str, list[TensionRating]], Doc("Per memory id, oldest first.")]
+
+
+class Tensions(TypedDict):
+    tensions: list[TensionRow]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import NotFoundError
 from ..learn.alignment import alignment_deltas, tension_deltas
-from ..models import Scope
+from ..models import FeedbackResult, Scope, TakenSide
 from ..recall.tensions import agreed_side
 from ..store import EdgeAdjustment, EdgeBounds, EdgeDelta, RecallRecord, ReplySignal, read_ahead
 from .base import Engine, reading
@@ -29,7 +29,7 @@ __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
 
 def apply_feedback(
     engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None = None
-) -> dict[str, Any]:
+) -> FeedbackResult:
     """The MemWire rule on the scope's newest recall (or ``recall_id``), once; and
     the reply's signals on memories (what it drew on, what it left) for the learned ranking."""
     # One read session (without a graph walk): what two steps both read is read once.
@@ -39,7 +39,7 @@ def apply_feedback(
 
 def _apply(
     engine: Engine, scope: Scope, reply: str, recall_id: str | None, source: str | None
-) -> dict[str, Any]:
+) -> FeedbackResult:
     store, config = engine.store, engine.config
     embedded: list[np.ndarray] = []
 
@@ -78,7 +78,7 @@ def _apply(
         align_strengthen=config.feedback_align_strengthen,
         align_weaken=config.feedback_align_weaken,
     )
-    resolved = []
+    resolved: list[TakenSide] = []
     if tensions:
         sides = _tension_sides(engine, record.workspace, tensions, reply, reply_vec, vectors)
         if sides:
@@ -116,7 +116,7 @@ def _apply(
         return _nothing(record, _refused(record, False, 0) or "")
     up = sum(1 for e in changed if deltas.get((e.src, e.dst, e.kind), 0) > 0)
     down = sum(1 for e in changed if deltas.get((e.src, e.dst, e.kind), 0) < 0)
-    out: dict[str, Any] = {
+    out: FeedbackResult = {
         "strengthened": up,
         "weakened": down,
         "recall_id": record.recall_id,
@@ -134,9 +134,9 @@ def _apply(
     return out
 
 
-def _learned_summary(out: dict[str, Any]) -> str:
+def _learned_summary(out: FeedbackResult) -> str:
     """What the reply taught the learned ranking (see ``reply_signals``)."""
-    up, down = len(out["drawn_on"]), len(out["left"])
+    up, down = len(out.get("drawn_on", [])), len(out.get("left", []))
     return (
         f"learned from the reply: up for {up} {'memory' if up == 1 else 'memories'} it drew "
         f"on, down for {down} it left"
@@ -234,7 +234,7 @@ def _ago(seconds: float) -> str:
     return f"{seconds / 86_400:.0f} days"
 
 
-def _nothing(record: RecallRecord | None, message: str) -> dict[str, Any]:
+def _nothing(record: RecallRecord | None, message: str) -> FeedbackResult:
     return {
         "strengthened": 0,
         "weakened": 0,

@@ -15,7 +15,26 @@ from typing import Any
 from ..errors import NotFoundError, ValidationError
 from ..learn.rates import Signal, aggregate
 from ..learn.scoring import VERDICT_VALUE
-from ..models import KINDS, ROLES, MemoryRecord, Scope
+from ..models import (
+    KINDS,
+    RECORD_KINDS,
+    ROLES,
+    LearningPoint,
+    MemoryLearning,
+    MemoryList,
+    MemoryRecord,
+    Neighbourhood,
+    RankShift,
+    RankShifts,
+    Scope,
+    ScopeList,
+    SignalGiven,
+    TensionRating,
+    TensionRow,
+    Tensions,
+    Timeline,
+    TimelineItem,
+)
 from ..store import MemoryFilter
 from . import ranking
 from . import validate as v
@@ -24,13 +43,7 @@ from .base import Engine, in_scope
 __all__ = ["TIMELINE_TYPES", "Inspector"]
 
 #: What the learning timeline lists, by the record kinds of the store.
-TIMELINE_TYPES = {
-    "feedback_event": "feedback_event",
-    "decision_review": "decision_review",
-    "preference_pair": "preference_pair",
-    "memory_rating": "memory_rating",
-    "logged_event": "logged_event",
-}
+TIMELINE_TYPES = {kind: kind for kind in RECORD_KINDS}
 _MAX_PAGE = 10_000
 #: Rank shifts re-rank each touched memory with ``explain``; at most this many per request.
 _MAX_EXPLAINS = 30
@@ -66,7 +79,7 @@ class Inspector:
         self.config = engine.config
 
     # -- scopes and memories ------------------------------------------------------------------
-    def scopes(self, scope: Scope, limit: Any = None) -> dict[str, Any]:
+    def scopes(self, scope: Scope, limit: Any = None) -> ScopeList:
         """One row per distinct (user_id, agent_id, session_id) within ``scope``."""
         limit = _int_arg("limit", limit, 2_000, _MAX_PAGE)
         rows = self.store.scope_counts(scope, limit + 1)
@@ -97,7 +110,7 @@ class Inspector:
         until: Any = None,
         text: Any = None,
         order: Any = None,
-    ) -> dict[str, Any]:
+    ) -> MemoryList:
         """A page of a scope's memories with the list filters, and how many match in all."""
         limit = v.positive_int("limit", limit, maximum=_MAX_PAGE)
         offset = v.non_negative_int("offset", offset)
@@ -121,7 +134,7 @@ class Inspector:
         depth: Any = None,
         limit: Any = None,
         only_user: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Neighbourhood:
         """The neighbourhood of a memory: its edges (both directions) out to ``depth`` hops,
         the memories at their ends (of ``only_user`` only, when given), and every weight change
         feedback made to those edges."""
@@ -169,12 +182,12 @@ class Inspector:
         }
 
     # -- learning -----------------------------------------------------------------------------
-    def timeline(self, scope: Scope, limit: Any = None) -> dict[str, Any]:
+    def timeline(self, scope: Scope, limit: Any = None) -> Timeline:
         """The newest feedback of a scope, every kind on one time line, newest first."""
         limit = _int_arg("limit", limit, 200, 2_000)
         store = self.store
         counts = store.stats(scope)["feedback_records"]
-        items: list[dict[str, Any]] = []
+        items: list[TimelineItem] = []
         for kind in TIMELINE_TYPES:
             narrowed = (
                 Scope(scope.workspace, scope.user_id, scope.agent_id)
@@ -215,7 +228,7 @@ class Inspector:
         # Reply signals are counted as far as they were read (at most ``limit``).
         return {"items": items[:limit], "counts": {**counts, "reply_signal": len(replies)}}
 
-    def memory_learning(self, record: MemoryRecord) -> dict[str, Any]:
+    def memory_learning(self, record: MemoryRecord) -> MemoryLearning:
         """The signals feedback left on one memory and its learned multiplier after each;
         ``given_by`` is each signal's source (see docs/learning.md), ``id`` the record to undo.
 
@@ -228,7 +241,7 @@ class Inspector:
         scope = Scope(ws, record.user_id)
         cfg = self.config
         _, pairs, ratings = self.store.learning_facts(scope, [record.id])
-        signals: list[tuple[Signal, dict[str, Any]]] = []
+        signals: list[tuple[Signal, SignalGiven]] = []
         for r in ratings:
             if r.memory_id != record.id:
                 continue
@@ -276,7 +289,7 @@ class Inspector:
                 )
             )
         signals.sort(key=lambda s: s[0].created_at)
-        points = []
+        points: list[LearningPoint] = []
         for i, (signal, info) in enumerate(signals):
             adj = aggregate(
                 [s for s, _ in signals[: i + 1]],
@@ -297,7 +310,7 @@ class Inspector:
             )
         return {"memory_id": record.id, "signals": points}
 
-    def rank_shifts(self, scope: Scope, limit: Any = None) -> dict[str, Any]:
+    def rank_shifts(self, scope: Scope, limit: Any = None) -> RankShifts:
         """For the newest recalls that got feedback: each touched memory's rank in that
         recall (before) and its rank for the same query now (after, as ``explain`` ranks it)."""
         limit = _int_arg("limit", limit, 10, 50)
@@ -319,7 +332,7 @@ class Inspector:
             if record is not None:
                 recalls.append(record)
         recalls.sort(key=lambda r: -r.created_at)
-        shifts = []
+        shifts: list[RankShift] = []
         budget = _MAX_EXPLAINS
         for record in recalls[:limit]:
             # Each rank "now" is an explain: spend the budget on explicit verdicts first.
@@ -379,7 +392,7 @@ class Inspector:
         return out
 
     # -- tensions -----------------------------------------------------------------------------
-    def tensions(self, scope: Scope, limit: Any = None) -> dict[str, Any]:
+    def tensions(self, scope: Scope, limit: Any = None) -> Tensions:
         """Contradictions found between the scope's memories (``contradicts`` edges, judged
         again for kind, reason and which side is newer), with the ratings each side has had."""
         limit = _int_arg("limit", limit, 100, 1_000)
@@ -398,12 +411,12 @@ class Inspector:
             for t in ranking.recall_tensions(self.engine, scope.workspace, _in_order(records, ids))
         }
         _, _, ratings = store.learning_facts(scope, ids)
-        by_memory: dict[str, builtins.list[dict[str, Any]]] = {}
+        by_memory: dict[str, builtins.list[TensionRating]] = {}
         for r in sorted(ratings, key=lambda r: r.created_at):
             by_memory.setdefault(r.memory_id, []).append(
                 {"rating_id": r.rating_id, "verdict": r.verdict, "at": r.created_at}
             )
-        out = []
+        out: list[TensionRow] = []
         for a, b in pairs:
             if a not in records or b not in records:
                 continue

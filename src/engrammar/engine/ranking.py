@@ -58,6 +58,8 @@ from ..learn.scoring import LearnParams, RatingFacts, learned_ranking
 from ..learn.terms import TermUse, idf, term_signals
 from ..models import (
     Edge,
+    ExplainedEdge,
+    Explanation,
     MemoryRecord,
     Path,
     RecallFilter,
@@ -1308,7 +1310,7 @@ def explain(
     memory_id: str,
     limit: int,
     profile: RankingProfile | None = None,
-) -> dict[str, Any]:
+) -> Explanation:
     """Every component of ``memory_id``'s score for ``query`` and where it ranks: read off the
     list ``recall`` cuts (same stages, same order), so rank and score are what ``recall``
     gives it; ``in_results`` says whether that is within ``limit``."""
@@ -1329,7 +1331,7 @@ def _explanation(
     memory_id: str,
     found: MemoryRecord,
     limit: int,
-) -> dict[str, Any]:
+) -> Explanation:
     store = engine.store
     position = next((k for k, e in enumerate(ranking.items) if e.id == memory_id), None)
     entry = ranking.items[position] if position is not None else None
@@ -1360,7 +1362,8 @@ def _explanation(
     listed = (
         entry is not None and position is not None and position < limit and _matches(entry, comps)
     )
-    out: dict[str, Any] = {
+    records, sources = learned_records(entry.adjustment if entry else None)
+    return {
         "memory_id": memory_id,
         "content": found.content,
         "query": ranking.query.text,
@@ -1389,10 +1392,10 @@ def _explanation(
         "neighbour support; x (1 + time_weight) near the time named; + graph_weight x graph "
         "(seed relevance x edge weights along the best walk); x (1 + learned) from feedback "
         "(bounded, decayed, shrunk; matching prior decisions first); then what is current first",
+        "records": records,
+        "sources": sources,
     }
-    out["records"], out["sources"] = learned_records(entry.adjustment if entry else None)
-    return out
 
 
-def _edge_dict(e: Edge) -> dict[str, Any]:
+def _edge_dict(e: Edge) -> ExplainedEdge:
     return {"src": e.src, "dst": e.dst, "kind": e.kind, "weight": round(e.weight, 6)}

@@ -26,6 +26,7 @@ from ..models import (
     MemoryRecord,
     PreferencePair,
     Scope,
+    UndoResult,
     idempotency_key,
 )
 from ..store import NewMemory, RecallRecord
@@ -279,7 +280,7 @@ def log_event(
     return engine.store.log_event(event)
 
 
-def undo(engine: Engine, workspace: str, record_id: str, user_id: str | None) -> dict[str, Any]:
+def undo(engine: Engine, workspace: str, record_id: str, user_id: str | None) -> UndoResult:
     """Take the feedback record ``record_id`` back (see ``Store.undo_record``)."""
     cfg = engine.config
     return engine.store.undo_record(

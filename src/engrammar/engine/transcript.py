@@ -33,7 +33,7 @@ import json
 from typing import Any, NamedTuple
 
 from ..errors import ValidationError
-from ..models import RESPONSES_ITEM_TYPES, ROLES
+from ..models import RESPONSES_ITEM_TYPES, ROLES, SKIP_REASONS
 
 __all__ = [
     "MESSAGE_KEYS",
@@ -46,10 +46,6 @@ __all__ = [
     "read_item",
     "read_message",
 ]
-
-#: Why a message was skipped: ``empty`` (no content, or only whitespace, and no tool call or
-#: result) and ``no_text`` (only parts without text: images, audio, files, thinking).
-SKIP_REASONS = ("empty", "no_text")
 
 _OWN_KEYS = frozenset({"role", "content", "metadata", "timestamp", "kind", "name"})
 _OPENAI_KEYS = frozenset(

@@ -215,7 +215,7 @@ class Message(NamedTuple):
 
 class Checked(NamedTuple):
     """The messages of ``add`` to store, their positions in the call, and the skipped ones
-    as ``(position, reason)`` (see ``transcript.SKIP_REASONS``)."""
+    as ``(position, reason)`` (see ``models.SKIP_REASONS``)."""
 
     messages: list[Message]
     positions: list[int]

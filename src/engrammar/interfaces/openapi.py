@@ -3,10 +3,10 @@
 Its paths come from the operation table (:mod:`.operations`), the same table the routes are
 served from; each request body is the schema of its operation's parameters (:func:`_body`:
 one property per :class:`~.spec.Param`, typed by its type, bounds and choices, described by
-its doc); the records the API answers with are derived from the dataclasses of
-:mod:`engrammar.models` (:func:`_model_schema`). Written here by hand: the shapes of ids,
-texts and times, the rules that tie several fields of a body together, chat messages, and
-the answers that have no model. Limits (content length, messages per add) are read from the
+its doc); every answer is derived from its type in :mod:`engrammar.models`, a dataclass or
+a ``TypedDict`` (:func:`model_schema`; :data:`ANSWERS` names the ``TypedDict`` ones). Written
+here by hand: the shapes of ids, texts and times, the rules that tie several fields of a
+body together, chat messages, filters and the error envelope. Limits (content length, messages per add) are read from the
 :class:`~engrammar.config.Config` being served."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..config import Config
 from .operations import OPERATIONS, Operation, Param
 from .spec import REQUIRED
 
-__all__ = ["MAX_INT", "filters_schema", "openapi_document"]
+__all__ = ["ANSWERS", "MAX_INT", "filters_schema", "model_schema", "openapi_document"]
 
 # What the library accepts for ids and texts: not blank, no NUL character.
 _PATTERN = "^[^\\x00]*\\S[^\\x00]*$"
@@ -175,52 +175,6 @@ def _listing(record: str) -> dict[str, Any]:
     }
 
 
-_ARRAY_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
-
-
-def _obj(props: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "required": list(props), "properties": props}
-
-
-def _results(item: str) -> dict[str, Any]:
-    """The answer of a search: its query and what it found, best first."""
-    return _obj({"query": {"type": "string"}, "results": {"type": "array", "items": _ref(item)}})
-
-
-def _inspector_schemas() -> dict[str, Any]:
-    """The answers of the web inspector's reads."""
-    scope_row = _obj(
-        {
-            "user_id": _NULLABLE_STR,
-            "agent_id": _NULLABLE_STR,
-            "session_id": _NULLABLE_STR,
-            "memories": {"type": "integer", "minimum": 1},
-        }
-    )
-    return {
-        "ScopeList": _obj(
-            {
-                "workspace": {"type": "string"},
-                "scopes": {"type": "array", "items": scope_row},
-                "truncated": {"type": "boolean"},
-            }
-        ),
-        "Neighbourhood": _obj(
-            {
-                "memory_id": {"type": "string"},
-                "depth": {"type": "integer"},
-                "nodes": {"type": "array", "items": _ref("Memory")},
-                "edges": _ARRAY_OF_OBJECTS,
-                "changes": _ARRAY_OF_OBJECTS,
-            }
-        ),
-        "MemoryLearning": _obj({"memory_id": {"type": "string"}, "signals": _ARRAY_OF_OBJECTS}),
-        "Timeline": _obj({"items": _ARRAY_OF_OBJECTS, "counts": {"type": "object"}}),
-        "RankShifts": _obj({"shifts": _ARRAY_OF_OBJECTS}),
-        "Tensions": _obj({"tensions": _ARRAY_OF_OBJECTS}),
-    }
-
-
 # -- the shapes no parameter type states ---------------------------------------------------
 _SHAPES: dict[str, dict[str, Any]] = {
     "filters": {"anyOf": [_ref("Filters"), {"type": "null"}]},
@@ -250,37 +204,94 @@ _COMPONENTS: dict[type, str] = {
     models.MemoryRecord: "Memory",
     models.ScoredMemory: "ScoredMemory",
     models.KnowledgeChunk: "KnowledgeChunk",
+    models.KnowledgeBase: "KnowledgeBase",
+}
+#: The answers that are plain JSON objects, by the name the document gives them.
+ANSWERS: dict[str, type] = {
+    "AddResult": models.AddAnswer,
+    "SearchResult": models.SearchResult,
+    "MemoryList": models.MemoryList,
+    "ScopeList": models.ScopeList,
+    "Neighbourhood": models.Neighbourhood,
+    "MemoryLearning": models.MemoryLearning,
+    "Timeline": models.Timeline,
+    "RankShifts": models.RankShifts,
+    "Tensions": models.Tensions,
+    "ForgetResult": models.ForgetResult,
+    "History": models.History,
+    "UndoResult": models.UndoResult,
+    "FeedbackResult": models.FeedbackResult,
+    "Explanation": models.Explanation,
+    "Stats": models.Stats,
+    "KnowledgeBaseList": models.KnowledgeBaseList,
+    "KnowledgeSearchResult": models.KnowledgeSearchResult,
+    "KnowledgeDeleted": models.KnowledgeDeleted,
 }
 _JSON_TYPES = {str: "string", float: "number", int: "integer", bool: "boolean", dict: "object"}
 
 
+def _documented(schema: dict[str, Any], doc: models.Doc) -> dict[str, Any]:
+    """``schema`` with what ``doc`` says of the field: description, least value, values."""
+    out = dict(schema)
+    if doc.text:
+        out["description"] = doc.text
+    if doc.minimum is not None:
+        out["minimum"] = doc.minimum
+    if doc.choices is not None:
+        out["enum"] = list(doc.choices)
+    return out
+
+
 def _json_type(hint: Any) -> dict[str, Any]:
-    """The schema of one field of a model, from its type hint."""
+    """The schema of one field of a model or an answer, from its type hint: ``Annotated``
+    with a :class:`~engrammar.models.Doc` adds what it says; with a model, the field holds
+    that model's ``to_dict()``."""
     args = typing.get_args(hint)
-    if isinstance(hint, types.UnionType):
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        base, *extras = args
+        models_of = [x for x in extras if isinstance(x, type)]
+        schema = _json_type(models_of[0] if models_of else base)
+        for doc in extras:
+            if isinstance(doc, models.Doc):
+                schema = _documented(schema, doc)
+        return schema
+    if origin in (typing.NotRequired, typing.Required):
+        return _json_type(args[0])
+    if isinstance(hint, types.UnionType) or origin is typing.Union:
         kept = [a for a in args if a is not type(None)]
         if len(kept) == 1:
             inner = _json_type(kept[0])
-            return {**inner, "type": [inner["type"], "null"]} if "type" in inner else inner
+            if "type" in inner:
+                return {**inner, "type": [inner["type"], "null"]}
+            return {"anyOf": [inner, {"type": "null"}]}
+    if hint is Any:
+        return {}
     if hint in _COMPONENTS:
         return _ref(_COMPONENTS[hint])
-    if dataclasses.is_dataclass(hint):
-        return {"type": "object"}
-    origin = typing.get_origin(hint) or hint
+    if dataclasses.is_dataclass(hint) or typing.is_typeddict(hint):
+        return model_schema(typing.cast(type, hint))
+    origin = origin or hint
     if origin is list:
         return {"type": "array", "items": _json_type(args[0])}
-    if origin is dict and args and args[1] in (float, int):
+    if origin is dict and args and args[1] is not Any:
         return {"type": "object", "additionalProperties": _json_type(args[1])}
     return {"type": _JSON_TYPES[origin]}
 
 
-def _model_schema(cls: type, **fields: dict[str, Any]) -> dict[str, Any]:
-    """The schema of a model's ``to_dict``: every dataclass field, typed by its hint (the
-    ones in ``fields`` as given there, and ``fields`` the ``to_dict`` adds), all present."""
-    hints = typing.get_type_hints(cls)
-    props = {f.name: _json_type(hints[f.name]) for f in dataclasses.fields(cls)}
+def model_schema(cls: type, **fields: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a dataclass's ``to_dict`` (every field, all present) or of a
+    ``TypedDict`` (its keys; the ``NotRequired`` ones optional), each typed by its hint;
+    ``fields`` replace the schemas of the fields they name, or add fields ``to_dict`` adds."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    typed = not dataclasses.is_dataclass(cls)
+    names = list(hints) if typed else [f.name for f in dataclasses.fields(cls)]
+    props = {n: _json_type(hints[n]) for n in names}
     props.update(fields)
-    return {"type": "object", "required": list(props), "properties": props}
+    # ``__required_keys__`` misses ``NotRequired`` written as a string annotation.
+    optional = [n for n in names if typed and typing.get_origin(hints[n]) is typing.NotRequired]
+    required = [n for n in props if n not in optional]
+    return {"type": "object", "required": required, "properties": props}
 
 
 # -- derived from the operation table ------------------------------------------------------
@@ -570,7 +581,7 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         "JSONValue": json_value,
         "JSONObject": json_object,
         "Kind": {"type": "string", "enum": list(models.KINDS)},
-        "Memory": _model_schema(
+        "Memory": model_schema(
             models.MemoryRecord,
             role={"type": "string", "enum": list(models.ROLES)},
             valid_until={
@@ -583,8 +594,8 @@ def _schemas(max_messages: int) -> dict[str, Any]:
             },
             created_at_iso={"type": "string"},
         ),
-        "ScoredMemory": _model_schema(models.ScoredMemory),
-        "RecallResult": _model_schema(
+        "ScoredMemory": model_schema(models.ScoredMemory),
+        "RecallResult": model_schema(
             models.RecallResult,
             preferences={
                 "type": "array",
@@ -594,155 +605,13 @@ def _schemas(max_messages: int) -> dict[str, Any]:
         ),
         "Message": message,
         "ResponsesItem": responses_item,
-        "AddResult": {
-            "type": "object",
-            "required": ["ids", "skipped", "workspace"],
-            "properties": {
-                "ids": {
-                    "type": "array",
-                    "description": "One per message, in order: its id, or null if skipped.",
-                    "items": {"type": ["string", "null"]},
-                },
-                "skipped": {
-                    "type": "array",
-                    "description": "The messages not stored: position and reason (`empty`: "
-                    "no text and no tool call or result; `no_text`: only images, audio, files "
-                    "or other parts without text).",
-                    "items": {
-                        "type": "object",
-                        "required": ["index", "reason"],
-                        "properties": {
-                            "index": {"type": "integer", "minimum": 0},
-                            "reason": {"type": "string", "enum": ["empty", "no_text"]},
-                        },
-                    },
-                },
-                "workspace": {"type": "string"},
-            },
-        },
         "Filters": filters_schema(),
-        "SearchResult": _results("ScoredMemory"),
-        "MemoryList": {
-            "type": "object",
-            "required": ["memories", "total"],
-            "properties": {
-                "memories": {"type": "array", "items": _ref("Memory")},
-                "total": {"type": "integer", "minimum": 0, "description": "Matches in all."},
-            },
-        },
-        **_inspector_schemas(),
-        "ForgetResult": {
-            "type": "object",
-            "required": ["deleted"],
-            "properties": {"deleted": {"type": "integer", "minimum": 0}},
-        },
-        "History": {
-            "type": "object",
-            "required": ["memory_id", "history"],
-            "properties": {
-                "memory_id": {"type": "string"},
-                "history": {"type": "array", "items": {"type": "object"}},
-            },
-        },
-        "UndoResult": {
-            "type": "object",
-            "required": ["record_id", "kind", "undone", "memories_removed", "edges_restored"],
-            "properties": {
-                "record_id": {"type": "string"},
-                "kind": {
-                    "type": "string",
-                    "enum": [
-                        "feedback_event",
-                        "decision_review",
-                        "preference_pair",
-                        "memory_rating",
-                        "logged_event",
-                        "reply",
-                    ],
-                },
-                "user_id": _NULLABLE_STR,
-                "source": _NULLABLE_STR,
-                "undone": {"type": "array", "items": {"type": "string"}},
-                "memories_removed": {"type": "array", "items": {"type": "string"}},
-                "edges_restored": {"type": "integer", "minimum": 0},
-            },
-        },
-        "FeedbackResult": {
-            "type": "object",
-            "required": ["strengthened", "weakened"],
-            "properties": {
-                "strengthened": {"type": "integer", "minimum": 0},
-                "weakened": {"type": "integer", "minimum": 0},
-                "recall_id": _NULLABLE_STR,
-                "query": {
-                    "type": ["string", "null"],
-                    "description": "The query of the recall the reply was applied to (or "
-                    "refused for).",
-                },
-                "consumed": {"type": "boolean"},
-                "message": {
-                    "type": "string",
-                    "description": "Why nothing changed (or that no graph link did).",
-                },
-            },
-        },
-        "Explanation": {
-            "type": "object",
-            "required": ["memory_id", "query", "components"],
-            "properties": {
-                "memory_id": {"type": "string"},
-                "query": {"type": "string"},
-                "rank": {"type": ["integer", "null"]},
-                "score": {"type": ["number", "null"]},
-                "components": {"type": "object"},
-                "records": {
-                    "type": "array",
-                    "description": "Each feedback record that moved the memory for this query, "
-                    "with its share of `learned` now (after decay); `record_id` can be undone.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "record_id": {"type": "string"},
-                            "signal": {"type": "string"},
-                            "source": _NULLABLE_STR,
-                            "contribution": {"type": "number"},
-                        },
-                    },
-                },
-                "sources": {
-                    "type": "array",
-                    "description": "The contributions summed per source.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "source": _NULLABLE_STR,
-                            "contribution": {"type": "number"},
-                        },
-                    },
-                },
-            },
-        },
+        **{name: model_schema(answer) for name, answer in ANSWERS.items()},
         **_bodies(max_messages),
-        **{name: _model_schema(getattr(models, name)) for name in _RECORDS},
+        **{name: model_schema(getattr(models, name)) for name in _RECORDS},
         **{f"{name}List": _listing(name) for name in _RECORDS},
-        "Stats": {
-            "type": "object",
-            "required": ["memories"],
-            "properties": {"memories": {"type": "integer"}},
-        },
-        "KnowledgeBase": _model_schema(models.KnowledgeBase),
-        "KnowledgeChunk": _model_schema(models.KnowledgeChunk),
-        "KnowledgeBaseList": {
-            "type": "object",
-            "required": ["knowledge_bases"],
-            "properties": {"knowledge_bases": {"type": "array", "items": _ref("KnowledgeBase")}},
-        },
-        "KnowledgeSearchResult": _results("KnowledgeChunk"),
-        "KnowledgeDeleted": {
-            "type": "object",
-            "required": ["kb_id", "deleted"],
-            "properties": {"kb_id": {"type": "string"}, "deleted": {"type": "integer"}},
-        },
+        "KnowledgeBase": model_schema(models.KnowledgeBase),
+        "KnowledgeChunk": model_schema(models.KnowledgeChunk),
     }
 
 

@@ -16,7 +16,24 @@ from typing import Any, Protocol
 
 from ..errors import ValidationError
 from ..memory import Memory
-from ..models import FEEDBACK_STATES, KINDS, RATING_VERDICTS, REVIEW_OUTCOMES, ROLES, iso
+from ..models import (
+    FEEDBACK_STATES,
+    KINDS,
+    RATING_VERDICTS,
+    REVIEW_OUTCOMES,
+    ROLES,
+    AddAnswer,
+    AddResult,
+    ForgetResult,
+    History,
+    HistoryEntry,
+    KnowledgeChunk,
+    KnowledgeDeleted,
+    KnowledgeSearchResult,
+    ScoredMemory,
+    SearchResult,
+    iso,
+)
 from .access import (
     Call,
     Principal,
@@ -75,6 +92,32 @@ from .op_params import (
 )
 from .spec import ORDERS, REQUIRED, HttpRoute, Operation, Param
 
+
+# -- the REST envelopes around what a ``Memory`` method returns ------------------------------
+def _added(out: AddResult, args: dict[str, Any]) -> AddAnswer:
+    return {**out.to_dict(), "workspace": args["workspace"]}
+
+
+def _history(out: list[HistoryEntry], args: dict[str, Any]) -> History:
+    return {"memory_id": args["memory_id"], "history": out}
+
+
+def _searched(out: list[ScoredMemory], args: dict[str, Any]) -> SearchResult:
+    return {"query": args["query"], "results": [h.to_dict() for h in out]}
+
+
+def _forgot(out: int, args: dict[str, Any]) -> ForgetResult:
+    return {"deleted": out}
+
+
+def _knowledge_found(out: list[KnowledgeChunk], args: dict[str, Any]) -> KnowledgeSearchResult:
+    return {"query": args["query"], "results": [c.to_dict() for c in out]}
+
+
+def _knowledge_deleted(out: int, args: dict[str, Any]) -> KnowledgeDeleted:
+    return {"kb_id": args["kb_id"], "deleted": out}
+
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "add",
@@ -115,7 +158,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "one line per message: the memory's id (an exact duplicate prints the id it already "
         "has), or why it was skipped.",
         guards=SCOPED,
-        shape=lambda out, args: {**out.to_dict(), "workspace": args["workspace"]},
+        shape=_added,
         text=lambda d: "\n".join(added_lines(d)),
         mcp_text=added_text,
         schemas=("AddRequest", "AddResult"),
@@ -178,7 +221,7 @@ OPERATIONS: tuple[Operation, ...] = (
         cli=("history",),
         cli_doc="Show what changed a memory, and why, oldest first.",
         guards=READ,
-        shape=lambda out, args: {"memory_id": args["memory_id"], "history": out},
+        shape=_history,
         text=lambda d: "\n".join(
             f"{h['rev']}  {iso(h['at'])[:19]}  {h['op']:<8} {h['reason'] or ''}".rstrip()
             for h in d["history"]
@@ -219,7 +262,7 @@ OPERATIONS: tuple[Operation, ...] = (
         cli=("search",),
         cli_doc="Search memories by meaning and keywords: score, id and content, best first.",
         guards=SCOPED,
-        shape=lambda out, args: {"query": args["query"], "results": [h.to_dict() for h in out]},
+        shape=_searched,
         text=lambda d: ranked(d["results"]),
         mcp_text=lambda d: mcp_listing(d["results"]) or "No memories matched.",
         schemas=("SearchRequest", "SearchResult"),
@@ -251,7 +294,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "\b\n  engrammar forget 3f2a…                # one memory\n  engrammar forget --user-id "
         "alice      # everything of alice",
         guards=(resolve, narrow_ids),
-        shape=lambda out, args: {"deleted": out},
+        shape=_forgot,
         text=lambda d: f"deleted {plural(d['deleted'], 'memory', 'memories')}",
         mcp_text=lambda d: f"Deleted {plural(d['deleted'], 'memory', 'memories')}.",
         schemas=("ForgetRequest", "ForgetResult"),
@@ -798,7 +841,7 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
         cli=("knowledge", "search"),
         cli_doc="Search the knowledge bases of a scope for QUERY.",
         guards=SCOPED,
-        shape=lambda out, args: {"query": args["query"], "results": [c.to_dict() for c in out]},
+        shape=_knowledge_found,
         text=lambda d: _chunk_lines(d["results"]),
         schemas=("KnowledgeSearchRequest", "KnowledgeSearchResult"),
         hints={"readOnlyHint": True},
@@ -833,7 +876,7 @@ KNOWLEDGE_OPERATIONS: tuple[Operation, ...] = (
         cli=("knowledge", "delete"),
         cli_doc="Delete knowledge base KB_ID and its chunks.",
         guards=SCOPED,
-        shape=lambda out, args: {"kb_id": args["kb_id"], "deleted": out},
+        shape=_knowledge_deleted,
         text=lambda d: f"deleted knowledge base {d['kb_id']} ({d['deleted']} chunks)",
         schemas=(None, "KnowledgeDeleted"),
         errors=(401, 403, 404, 422),
@@ -915,8 +958,9 @@ def dispatch(
     for guard in op.guards:
         guard(call)
     out = getattr(memory, op.handler)(**call.args)
+    data: dict[str, Any]
     if op.shape is not None:
-        data = op.shape(out, call.args)
+        data = dict(op.shape(out, call.args))
     elif hasattr(out, "to_dict"):
         data = out.to_dict()
     else:

@@ -6,7 +6,7 @@ The table itself, built from these, is :mod:`.operations`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -69,7 +69,7 @@ class Operation:
     cli: tuple[str, ...] = ()  # the verb, e.g. ("add",) or ("event", "create")
     cli_doc: str = ""
     guards: tuple[Callable[[Call], None], ...] = ()
-    shape: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    shape: Callable[[Any, dict[str, Any]], Mapping[str, Any]] | None = None
     owned_as: str | None = None  # a record getter: the kind named when another user's is asked
     text: Callable[[dict[str, Any]], str] = lambda d: json.dumps(d, ensure_ascii=False)
     mcp_text: Callable[[dict[str, Any]], str] | None = None

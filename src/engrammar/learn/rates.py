@@ -33,6 +33,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..models import LearnedRecord, LearnedSource
+
 __all__ = ["Adjustment", "Signal", "aggregate", "context_match", "decay", "learned_records"]
 
 _DAY = 86_400.0
@@ -147,14 +149,14 @@ def aggregate(
 
 def learned_records(
     adjustment: Adjustment | None,
-) -> tuple[list[dict[str, float | str | None]], list[dict[str, float | str | None]]]:
+) -> tuple[list[LearnedRecord], list[LearnedSource]]:
     """The records that moved a memory and the sources they came from, each with its share
     of the adjustment now (after decay), largest first (``explain``'s ``records`` and
     ``sources``); a source whose acceptance or reply placed the memory among a question's
     best also has its ``placement`` (how far it lifted the relevance: 0.3 = +30 %)."""
     if adjustment is None:
         return [], []
-    records: list[dict[str, float | str | None]] = [
+    records: list[LearnedRecord] = [
         {
             "record_id": record,
             "signal": adjustment.record_info[record][0],
@@ -163,11 +165,11 @@ def learned_records(
         }
         for record, share in sorted(adjustment.by_record.items(), key=lambda kv: -abs(kv[1]))
     ]
-    sources: list[dict[str, float | str | None]] = []
+    sources: list[LearnedSource] = []
     placed = adjustment.placed_by
     by_origin = sorted(adjustment.by_origin.items(), key=lambda kv: -abs(kv[1]))
     for origin, share in [*by_origin, *((o, 0.0) for o in placed if o not in adjustment.by_origin)]:
-        row: dict[str, float | str | None] = {"source": origin, "contribution": round(share, 6)}
+        row: LearnedSource = {"source": origin, "contribution": round(share, 6)}
         if placed.get(origin):
             row["placement"] = round(placed[origin], 6)
         sources.append(row)

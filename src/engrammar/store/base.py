@@ -29,7 +29,9 @@ from ..learn.scoring import EventFacts, PairFacts, RatingFacts, ReplyFacts
 from ..models import (
     DecisionReview,
     Edge,
+    EdgeChange,
     FeedbackEvent,
+    HistoryEntry,
     KnowledgeBase,
     KnowledgeChunk,
     LoggedEvent,
@@ -38,6 +40,8 @@ from ..models import (
     PreferencePair,
     RecallFilter,
     Scope,
+    StoreStats,
+    UndoResult,
 )
 
 __all__ = [
@@ -445,10 +449,10 @@ class Store(Protocol):
         the edge changes its
         replies made to edges that remain, as :meth:`undo_record` does."""
 
-    def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
+    def history(self, workspace: str, memory_id: str) -> list[HistoryEntry]:
         """What changed the memory, oldest first."""
 
-    def stats(self, scope: Scope) -> dict[str, Any]:
+    def stats(self, scope: Scope) -> StoreStats:
         """Counts of memories, edges, recalls and feedback records in the scope."""
 
     def vector_search(
@@ -695,7 +699,7 @@ class FeedbackRecords(Protocol):
 
     def undo_record(
         self, workspace: str, record_id: str, lo: float, hi: float, user_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> UndoResult:
         """Take back the feedback record ``record_id`` of ``workspace`` in one transaction, so
         that every score is what it would be had the record never been given.
 
@@ -729,7 +733,7 @@ class InspectorReads(Protocol):
 
     def edge_changes(
         self, workspace: str, memory_ids: Sequence[str], limit: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[EdgeChange]:
         """Weight changes made by feedback to edges touching ``memory_ids``, oldest first:
         ``src``, ``dst``, ``kind``, ``delta`` (as asked, before clamping), ``weight`` (after),
         ``recall_id``, ``at``."""

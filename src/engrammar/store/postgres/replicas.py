@@ -19,10 +19,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...models import ReplicaFacts
 
 if TYPE_CHECKING:
     from .connection import Conn
@@ -153,7 +155,7 @@ class Replicas:
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
-    def facts(self, redact: Callable[[str], str]) -> list[dict[str, Any]]:
+    def facts(self, redact: Callable[[str], str]) -> list[ReplicaFacts]:
         """Each replica: its URL (password hidden), whether it is in use, reads it served."""
         now = time.monotonic()
         return [

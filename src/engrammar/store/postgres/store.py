@@ -32,7 +32,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConflictError, NotFoundError, StoreError
-from ...models import MemoryRecord, Scope
+from ...models import MemoryRecord, Scope, StoreFacts
 from ..base import EdgeBounds, ImportBundle, MemoryUpdate, NewEdge, NewMemory, RecallRecord
 from ..sql.store import apply_migrations
 from ..tables import EDGE_CHANGE_KNOWN, MEMORY_COLUMNS, write_records
@@ -257,9 +257,9 @@ class PostgresStore(RecallWrites, PostgresReply, PostgresSearch, PostgresCopy, P
     def _location(self) -> str:
         return redact_url(self.url)
 
-    def _store_facts(self, conn: Conn) -> dict[str, Any]:
+    def _store_facts(self, conn: Conn) -> StoreFacts:
         size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-        facts: dict[str, Any] = {
+        facts: StoreFacts = {
             "store": "postgresql",
             "url": redact_url(self.url),
             "bytes_on_disk": size[0] if size else 0,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...models import Edge, MemoryRecord, Scope
+from ...models import Edge, EdgeChange, MemoryRecord, Scope
 from ..base import MemoryFilter
 from ..tables import MEMORY_COLUMNS
 from .dialect import scope_where
@@ -122,25 +122,24 @@ class SQLInspect:
 
     def edge_changes(
         self, workspace: str, memory_ids: Sequence[str], limit: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[EdgeChange]:
         ids = list(dict.fromkeys(memory_ids))[:400]
-        out: list[dict[str, Any]] = []
+        rows: dict[Any, Sequence[Any]] = {}  # by seq: an edge between two of them is read twice
         for end in ("src", "dst"):
             for cond, chunk in self.dialect.in_list(end, ids):
-                out += [
-                    dict(zip((*EDGE_CHANGE_COLUMNS, "seq"), r, strict=True))
-                    for r in self._fetch(
-                        "reading edge changes",
-                        f"SELECT {', '.join(EDGE_CHANGE_COLUMNS)}, seq FROM edge_changes "
-                        f"WHERE workspace = ? AND {cond} ORDER BY at, seq LIMIT ?",
-                        [workspace, *chunk, limit],
-                    )
-                ]
-        unique = {row["seq"]: row for row in out}
-        ordered = sorted(unique.values(), key=lambda row: (row["at"], row["seq"]))[:limit]
-        for row in ordered:
-            del row["seq"]
-        return ordered
+                for r in self._fetch(
+                    "reading edge changes",
+                    f"SELECT {', '.join(EDGE_CHANGE_COLUMNS)}, seq FROM edge_changes "
+                    f"WHERE workspace = ? AND {cond} ORDER BY at, seq LIMIT ?",
+                    [workspace, *chunk, limit],
+                ):
+                    rows[r[7]] = r
+        ordered = sorted(rows.values(), key=lambda r: (r[6], r[7]))[:limit]
+        return [
+            {"src": r[0], "dst": r[1], "kind": r[2], "delta": r[3], "weight": r[4],
+             "recall_id": r[5], "at": r[6]}
+            for r in ordered
+        ]  # fmt: skip
 
     def learned_edge_parts(
         self, workspace: str, src_ids: Sequence[str], kind: str | None = None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from ...errors import ConflictError, EmbedderError, NotFoundError
-from ...models import Edge, MemoryRecord, Scope
+from ...models import Edge, HistoryEntry, MemoryRecord, Scope, StoreFacts, StoreStats
 from ..base import ApiKeyRecord, MemoryUpdate, NewEdge, RecallRecord, rebuilt_edges
 from ..tables import FEEDBACK_TABLES, MEMORY_COLUMNS
 from .dialect import Dialect, memory_record, scope_where
@@ -85,7 +85,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         (``SQLiteStore`` and ``PostgresStore`` both provide it)."""
         raise NotImplementedError
 
-    def _store_facts(self, conn: Any) -> dict[str, Any]:
+    def _store_facts(self, conn: Any) -> StoreFacts:
         """The backend's part of :meth:`stats` (its name, where it lives, its size)."""
         raise NotImplementedError
 
@@ -148,7 +148,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
         tail = "AND status = 'active' AND kind = ? ORDER BY seq DESC LIMIT ?"
         return self._memories("reading memories", scope, tail, [kind, limit])
 
-    def history(self, workspace: str, memory_id: str) -> list[dict[str, Any]]:
+    def history(self, workspace: str, memory_id: str) -> list[HistoryEntry]:
         sql = self._q(
             "SELECT rev, op, before, after, reason, created_at FROM memory_changes "
             "WHERE workspace = ? AND memory_id = ? ORDER BY rev"
@@ -165,7 +165,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
             for r in rows
         ]
 
-    def stats(self, scope: Scope) -> dict[str, Any]:
+    def stats(self, scope: Scope) -> StoreStats:
         where, params = scope_where(scope)
         where_m, params_m = scope_where(scope, "m")
         q = self._q
@@ -174,7 +174,7 @@ class SQLStore(SQLInspect, SQLUndo, SQLKnowledge):
             row = conn.execute(q(sql), args).fetchone()
             return int(row[0]) if row else 0
 
-        def run(conn: Any) -> dict[str, Any]:
+        def run(conn: Any) -> StoreStats:
             feedback = {}
             for kind, (table, _, has_session) in FEEDBACK_TABLES.items():
                 narrowed = (

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import NotFoundError
 from ...learn.replay import LoggedChange, replay_edge
-from ...models import Scope
+from ...models import Scope, Undone, UndoResult
 from .dialect import scope_where
 from .feedback import SQLRecords
 
@@ -42,7 +42,7 @@ class SQLUndo(SQLRecords):
 
     def undo_record(
         self, workspace: str, record_id: str, lo: float, hi: float, user_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> UndoResult:
         q = self._q
         missing = (
             f"no feedback record {record_id!r} in workspace {workspace!r} (an id of a "
@@ -50,7 +50,7 @@ class SQLUndo(SQLRecords):
             "that received feedback)"
         )
 
-        def run(conn: Any) -> dict[str, Any]:
+        def run(conn: Any) -> UndoResult:
             for kind, table in _KINDS:
                 row = conn.execute(
                     q(f"SELECT user_id, source, created_at FROM {table} "
@@ -60,10 +60,14 @@ class SQLUndo(SQLRecords):
                 if row is not None:
                     if user_id is not None and row[0] != user_id:
                         raise NotFoundError(missing)
-                    out = {"record_id": record_id, "kind": kind, "user_id": row[0]}
-                    out["source"] = row[1]
-                    out.update(self._undo(conn, workspace, kind, record_id, row[2], lo, hi))
-                    return out
+                    undone = self._undo(conn, workspace, kind, record_id, row[2], lo, hi)
+                    return {
+                        "record_id": record_id,
+                        "kind": kind,
+                        "user_id": row[0],
+                        "source": row[1],
+                        **undone,
+                    }
             found = conn.execute(
                 q(f"SELECT user_id, consumed_at FROM recalls WHERE workspace = ? AND id = ?"
                   f"{self.dialect.for_update}"),
@@ -75,10 +79,13 @@ class SQLUndo(SQLRecords):
                 q("SELECT source FROM reply_signals WHERE workspace = ? AND recall_id = ?"),
                 (workspace, record_id),
             ).fetchone()
-            out = {"record_id": record_id, "kind": "reply", "user_id": found[0]}
-            out["source"] = None if source is None else source[0]
-            out.update(self._undo_reply(conn, workspace, record_id, lo, hi))
-            return out
+            return {
+                "record_id": record_id,
+                "kind": "reply",
+                "user_id": found[0],
+                "source": None if source is None else source[0],
+                **self._undo_reply(conn, workspace, record_id, lo, hi),
+            }
 
         return self._run("undoing the feedback record", run)
 
@@ -92,7 +99,7 @@ class SQLUndo(SQLRecords):
         created_at: float,
         lo: float,
         hi: float,
-    ) -> dict[str, Any]:
+    ) -> Undone:
         q = self._q
         undone = [record_id]
         # (memory id, metadata key and value naming this record, the times it may be from)
@@ -243,7 +250,7 @@ class SQLUndo(SQLRecords):
     # -- a reply's feedback --------------------------------------------------------------------
     def _undo_reply(
         self, conn: Any, workspace: str, recall_id: str, lo: float, hi: float
-    ) -> dict[str, Any]:
+    ) -> Undone:
         q = self._q
         conn.execute(
             q("DELETE FROM reply_signals WHERE workspace = ? AND recall_id = ?"),

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...errors import ConflictError, NotFoundError, StoreError, ValidationError
-from ...models import Edge, MemoryRecord, Scope
+from ...models import Edge, MemoryRecord, Scope, StoreFacts
 from ..base import (
     EdgeAdjustment,
     EdgeBounds,
@@ -346,7 +346,7 @@ class SQLiteStore(SQLiteSearch):
     def _location(self) -> str:
         return str(self.file)
 
-    def _store_facts(self, conn: sqlite3.Connection) -> dict[str, Any]:
+    def _store_facts(self, conn: sqlite3.Connection) -> StoreFacts:
         size = sum(p.stat().st_size for p in (self.file, Path(f"{self.file}-wal")) if p.exists())
         return {"store": "sqlite", "file": str(self.file), "bytes_on_disk": size}
 
