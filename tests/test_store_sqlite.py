@@ -179,6 +179,53 @@ def test_a_recall_rereads_only_what_changed_since_the_last(store_path: Path) -> 
     m.close()
 
 
+def test_edges_are_read_once_until_the_database_changes(store_path: Path) -> None:
+    from engrammar.store.sql.store import SQLStore
+
+    m = _open(store_path)
+    ids = m.add(
+        [
+            "I moved to Berlin in May.",
+            "The flat in Berlin has a balcony.",
+            "My sister visits Berlin in June.",
+            "I play the cello on Tuesdays.",
+        ],
+        user_id="u",
+    )
+    store = m.store
+    assert isinstance(store, SQLiteStore)
+
+    def as_read(wanted: list[str], min_weight: float = 0.0, kind: str | None = None) -> None:
+        # What the database answers, in the order it answers it.
+        got = store.edges_from("default", wanted, min_weight, kind)
+        assert got == SQLStore.edges_from(store, "default", wanted, min_weight, kind)
+
+    for order in (ids, ids[::-1], [ids[2], ids[0]]):
+        for min_weight, kind in ((0.0, None), (0.5, None), (0.0, "sequence")):
+            as_read(order, min_weight, kind)
+    assert store.edges_from("default", ids)  # the sequence edges at least
+    m.recall("Who lives in Berlin?", user_id="u")
+    statements: list[str] = []
+    for conn in store._all_conns:
+        conn.set_trace_callback(statements.append)
+    m.recall("Who lives in Berlin?", user_id="u")
+    assert not [s for s in statements if "FROM edges" in s]
+    # A reply moves edge weights (the writer's commit): the next read sees them.
+    before = {(e.src, e.dst, e.kind): e.weight for e in store.edges_from("default", ids)}
+    m.feedback("You moved to Berlin in May and your flat has a balcony.", user_id="u")
+    after = {(e.src, e.dst, e.kind): e.weight for e in store.edges_from("default", ids)}
+    assert after != before
+    as_read(ids)
+    # So do another handle's new memories and their edges.
+    other = _open(store_path)
+    new = other.add(["Berlin winters are cold.", "I bought a coat for them."], user_id="u")
+    other.close()
+    fresh = SQLStore.edges_from(store, "default", [*ids, *new])
+    assert any(e.src in new for e in fresh)
+    assert store.edges_from("default", [*ids, *new]) == fresh
+    m.close()
+
+
 def test_index_follows_updates_and_forgets_from_another_handle(store_path: Path) -> None:
     a, b = _open(store_path), _open(store_path)
     (mid,) = a.add("original wording about sailing", user_id="u")

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import StoreError
 from ...learn.scoring import ReplyFacts
-from ...models import KnowledgeChunk, MemoryRecord, RecallFilter, Scope
+from ...models import Edge, KnowledgeChunk, MemoryRecord, RecallFilter, Scope
 from ...recall.text import index_text, terms
 from ..base import ChunkVector, ReplyQuery, SearchQuery
 from ..sql.chunk_rows import chunk_vector
@@ -40,6 +40,10 @@ __all__ = ["CHUNK_COLUMNS", "SQLiteSearch", "chunk_lists"]
 
 #: Memory rows kept in memory for ``get_memories`` (about 1 KB each).
 _ROW_CACHE = 20_000
+#: Memories whose outgoing edges are kept (all forgotten at once past this many).
+_EDGE_CACHE = 50_000
+#: The columns of an edge, in :class:`~engrammar.models.Edge`'s order.
+_EDGE_COLUMNS = "src, dst, kind, weight, updated_at"
 
 
 def _vec(blob: bytes) -> np.ndarray:
@@ -120,6 +124,8 @@ class SQLiteSearch(SQLStore):
     _rows_rev: int
     _rows_version: int | None
     _rows_epoch: int
+    _edges_version: int | None
+    _edge_rows: dict[tuple[str, str], list[tuple[Any, ...]]]
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Rows of one read statement (provided by ``SQLiteStore``)."""
@@ -163,6 +169,53 @@ class SQLiteSearch(SQLStore):
                 cache.popitem(last=False)
         record, decoded = memory_record, _metadata  # what _record does, without its call
         return {memory_id: record(row, decoded(row[11])) for memory_id, row in rows.items()}
+
+    def edges_from(
+        self, workspace: str, ids: Sequence[str], min_weight: float = 0.0, kind: str | None = None
+    ) -> list[Edge]:
+        # Every recall reads the edges of its head and walks the graph from its seeds, and the
+        # next recall of the scope reads many of the same: each memory's outgoing edges are
+        # kept until the database changes (``data_version``), and handed out as the database
+        # reads them (per ``IN`` list of 500, by its key: src, dst, kind).
+        ids = list(dict.fromkeys(ids))
+        try:
+            with self._index_lock:
+                version = self._data_version()
+                if self._edges_version != version:
+                    self._edge_rows.clear()
+                    self._edges_version = version
+                cache = self._edge_rows
+                held = {i: found for i in ids if (found := cache.get((workspace, i))) is not None}
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading edges failed: {exc}") from exc
+        missing = [i for i in ids if i not in held]
+        if missing:
+            read: dict[str, list[tuple[Any, ...]]] = {i: [] for i in missing}
+            for start in range(0, len(missing), 500):
+                chunk = missing[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self._read(
+                    f"SELECT {_EDGE_COLUMNS} FROM edges WHERE workspace = ? AND src IN ({marks})",
+                    [workspace, *chunk],
+                ):
+                    read[row[0]].append(row)
+            for rows in read.values():
+                rows.sort()  # by src, dst, kind: the table's key (unique), as it is read
+            with self._index_lock:
+                # Read at this version or later: kept while the database stays at it.
+                if self._edges_version == version:
+                    if len(cache) + len(read) > _EDGE_CACHE:
+                        cache.clear()
+                    for i, rows in read.items():
+                        cache[(workspace, i)] = rows
+            held.update(read)
+        out: list[Edge] = []
+        for start in range(0, len(ids), 500):
+            for i in sorted(ids[start : start + 500]):
+                for row in held[i]:
+                    if row[3] >= min_weight and (kind is None or row[2] == kind):
+                        out.append(Edge(*row))
+        return out
 
     def _data_version(self) -> int:
         """``PRAGMA data_version`` of the sync connection (call with ``_index_lock`` held):

@@ -170,6 +170,8 @@ class SQLiteStore(SQLiteSearch):
         self._rows_epoch = 0
         # (workspace, user) -> the data_version at which the scope held no feedback record.
         self._without_feedback: dict[tuple[str, str | None], int] = {}
+        self._edges_version: int | None = None
+        self._edge_rows: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self._writer = self._connect()
         self._sync_conn = self._connect()
         self._migrate()
