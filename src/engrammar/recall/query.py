@@ -240,6 +240,8 @@ def query_time_range(query: str) -> tuple[float, float] | None:
     "in 2023"; several dates give the span from the earliest to the latest ("between
     August 11 and August 15, 2023" needs each date written in full, so only the second counts).
     """
+    if "19" not in query and "20" not in query:  # every pattern holds a year (19xx, 20xx)
+        return None
     text = query.lower()
     taken: list[tuple[int, int]] = []
     starts: list[float] = []

@@ -303,13 +303,15 @@ class SQLiteSearch(SQLStore):
     def search_knowledge(
         self, scope: Scope, vector: np.ndarray, limit: int, min_score: float = 0.0
     ) -> list[KnowledgeChunk]:
-        query = np.asarray(vector, dtype=np.float32)
-        # np.linalg.norm's own sum for a vector (sqrt of x.dot(x)) without its checks.
-        query = query / (float(np.sqrt(query.dot(query))) or 1.0)
         try:
             indexes = self._knowledge_partitions(scope)
         except sqlite3.Error as exc:
             raise StoreError(f"searching knowledge failed: {exc}") from exc
+        if not indexes:  # most scopes hold no knowledge
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        # np.linalg.norm's own sum for a vector (sqrt of x.dot(x)) without its checks.
+        query = query / (float(np.sqrt(query.dot(query))) or 1.0)
         hits = [
             hit
             for index in indexes
