@@ -2,7 +2,7 @@
 
     python bench/speed.py [--data ../shared/data/locomo10.json] [--turns 1000] [--large 10000]
 
-Writes bench/results/speed.md and speed.json: add throughput for LoCoMo turns (batched and one
+Writes bench/results/speed.md: add throughput for LoCoMo turns (batched and one
 message per call) against the raw embedding time of the same texts; recall p50/p95 at 1k and
 10k memories in one scope against the physical limit (query embedding + exact scan); recall on
 one LongMemEval dev-S scope stored as an agent stores it (every turn with its role, long
@@ -30,38 +30,65 @@ from _common import DEFAULT_DATA, RESULTS, load_locomo, locomo_turns, machine, s
 from _embcache import DiskCachedEmbedder
 from engrammar import Config, Memory
 from engrammar.embed.onnx import MiniLMEmbedder
-from engrammar.recall.text import embedding_text
 from engrammar.store import NewMemory
 from ranking import SHARED, ingest_lme, lme_date
 
 
-def _fresh_memory(path: Path, embedder: MiniLMEmbedder) -> Memory:
+class _Recording:
+    """The embedder as ``add`` calls it, keeping every text it was asked to embed."""
+
+    def __init__(self, inner: MiniLMEmbedder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+#: Rounds of the batched add and its raw embeddings (the quickest of each is reported).
+ADD_ROUNDS = 2
+
+
+def _fresh_memory(path: Path, embedder: MiniLMEmbedder | _Recording) -> Memory:
     # A cache of zero size: every add really embeds, as for new text in production.
     return Memory(Config(path=str(path), embed_cache_size=0), embedder=embedder)
 
 
+def _clock(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall and process CPU seconds (every thread's, the model's too) of ``fn()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def bench_add(turns: list[dict], embedder: MiniLMEmbedder, tmp: Path) -> dict:
     texts = [t["text"] for t in turns]
-    t0 = time.perf_counter()
-    embedder.embed(texts)
-    raw_batch = time.perf_counter() - t0
-    # What add really embeds: each turn once, with its speaker's name.
-    enriched = [embedding_text(x, t["speaker"]) for x, t in zip(texts, turns, strict=True)]
-    t0 = time.perf_counter()
-    embedder.embed(enriched)
-    raw_enriched = time.perf_counter() - t0
-
-    m = _fresh_memory(tmp / "add_batch", embedder)
-    t0 = time.perf_counter()
-    m.add(
-        [
-            {"role": "user", "content": x, "name": t["speaker"]}
-            for x, t in zip(texts, turns, strict=True)
-        ],
-        user_id="bench",
-    )
-    add_batch = time.perf_counter() - t0
-    m.close()
+    # The model's first large batch sets up its buffers for every shape: paid here, by none
+    # of the timed calls.
+    embedder.embed(texts[:200])
+    messages = [
+        {"role": "user", "content": x, "name": t["speaker"]}
+        for x, t in zip(texts, turns, strict=True)
+    ]
+    # Twice in turn (raw embedder, add into a new store, raw embedder on what add asked it to
+    # embed), the quickest of each kept: load from other processes only ever adds time.
+    raw: list[tuple[float, float]] = []
+    add: list[tuple[float, float]] = []
+    enriched: list[tuple[float, float]] = []
+    for attempt in range(ADD_ROUNDS):
+        raw.append(_clock(lambda: embedder.embed(texts)))
+        recording = _Recording(embedder)
+        m = _fresh_memory(tmp / f"add_batch_{attempt}", recording)
+        add.append(_clock(lambda: m.add(messages, user_id="bench")))  # noqa: B023
+        m.close()
+        # What add really embeds, as it asked for it: each turn with its speaker's name, a
+        # long turn as its windows (chunk_chars) instead of whole.
+        embedded = recording.texts
+        enriched.append(_clock(lambda: embedder.embed(embedded)))  # noqa: B023
+    raw_batch, raw_cpu = min(w for w, _ in raw), min(c for _, c in raw)
+    add_batch, add_cpu = min(w for w, _ in add), min(c for _, c in add)
+    raw_enriched, enriched_cpu = min(w for w, _ in enriched), min(c for _, c in enriched)
 
     # One message per call, as a chat loop adds them; first 200 turns, each timed right after
     # the raw embedder on the same text, so both see the same moment of a noisy machine.
@@ -80,11 +107,17 @@ def bench_add(turns: list[dict], embedder: MiniLMEmbedder, tmp: Path) -> dict:
     return {
         "turns": len(texts),
         "raw_embed_batch_s": round(raw_batch, 3),
+        "raw_embed_batch_cpu_s": round(raw_cpu, 3),
         "add_batch_s": round(add_batch, 3),
+        "add_batch_cpu_s": round(add_cpu, 3),
         "add_batch_per_s": round(len(texts) / add_batch, 1),
         "add_over_raw_embed": round(add_batch / raw_batch, 3),
+        "add_over_raw_embed_cpu": round(add_cpu / raw_cpu, 3),
+        "embedded_texts": len(embedded),
         "raw_embed_enriched_s": round(raw_enriched, 3),
+        "raw_embed_enriched_cpu_s": round(enriched_cpu, 3),
         "add_over_raw_enriched": round(add_batch / raw_enriched, 3),
+        "add_over_raw_enriched_cpu": round(add_cpu / enriched_cpu, 3),
         "single_raw_embed": summary_ms(raw_single),
         "single_add": summary_ms(per_msg),
         "single_add_over_raw_p50": round(
@@ -297,7 +330,6 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "speed.json").write_text(json.dumps(report, indent=2))
     a, cs = report["add"], report["cold_start"]
     lines = [
         "# Speed of the embedded default",
@@ -312,17 +344,25 @@ def main() -> None:
         "",
         "## Add (LoCoMo turns, real MiniLM int8 embeddings, embedding cache off)",
         "",
-        "| what | value |",
+        "Target: batched add <= 1.2× the raw embedding of the same texts. Run one after the "
+        f"other, {ADD_ROUNDS} rounds, the quickest of each kept (wall and CPU apart): the raw "
+        "embedder on the turns, `add` of them into a new store, the raw embedder on what "
+        "`add` asked it to embed.",
+        "",
+        "| what | wall | CPU |",
+        "|---|---|---|",
+        f"| turns in one `add` call | {a['turns']} | |",
+        f"| raw embedder, same texts in one batch | {a['raw_embed_batch_s']} s | {a['raw_embed_batch_cpu_s']} s |",
+        f"| `Memory.add`, one call | {a['add_batch_s']} s ({a['add_batch_per_s']} messages/s) | {a['add_batch_cpu_s']} s |",
+        f"| add / raw embedding time | **{a['add_over_raw_embed']}×** | **{a['add_over_raw_embed_cpu']}×** |",
+        f"| raw embedder on the {a['embedded_texts']} texts `add` embeds (speaker: turn; a long turn's windows instead of it) | {a['raw_embed_enriched_s']} s | {a['raw_embed_enriched_cpu_s']} s |",
+        f"| add / raw embedding of those texts (the graph, the store and the index: the rest) | **{a['add_over_raw_enriched']}×** | **{a['add_over_raw_enriched_cpu']}×** |",
+        "",
+        "| one message per call | value |",
         "|---|---|",
-        f"| turns in one `add` call | {a['turns']} |",
-        f"| raw embedder, same texts in one batch | {a['raw_embed_batch_s']} s |",
-        f"| `Memory.add`, one call | {a['add_batch_s']} s ({a['add_batch_per_s']} messages/s) |",
-        f"| add / raw embedding time | **{a['add_over_raw_embed']}×** |",
-        f"| raw embedder on the texts `add` embeds (speaker: turn) | {a['raw_embed_enriched_s']} s |",
-        f"| add / raw embedding of those texts (the graph, the store and the index: the rest) | **{a['add_over_raw_enriched']}×** |",
-        f"| one message per call: raw embed p50 / p95 | {a['single_raw_embed']['p50_ms']} / {a['single_raw_embed']['p95_ms']} ms |",
-        f"| one message per call: `add` p50 / p95 | {a['single_add']['p50_ms']} / {a['single_add']['p95_ms']} ms |",
-        f"| single add / raw embed (p50) | **{a['single_add_over_raw_p50']}×** |",
+        f"| raw embed p50 / p95 | {a['single_raw_embed']['p50_ms']} / {a['single_raw_embed']['p95_ms']} ms |",
+        f"| `add` p50 / p95 | {a['single_add']['p50_ms']} / {a['single_add']['p95_ms']} ms |",
+        f"| `add` / raw embed (p50) | **{a['single_add_over_raw_p50']}×** |",
         "",
         f"## Recall ({len(questions)} LoCoMo questions, one scope)",
         "",
