@@ -315,6 +315,7 @@ def main() -> None:
     embedder.embed(["warm-up"])
     report: dict = {
         "machine": machine(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "command": "python bench/"
         + " ".join([Path(sys.argv[0]).name, *map(shlex.quote, sys.argv[1:])]),
     }
@@ -334,7 +335,8 @@ def main() -> None:
     lines = [
         "# Speed of the embedded default",
         "",
-        f"Command: `{report['command']}` · machine: {report['machine']['cpu']}, "
+        f"Command: `{report['command']}` · date: {report['date']} · machine: "
+        f"{report['machine']['cpu']}, "
         f"{report['machine']['cores']} cores, Python {report['machine']['python']}, "
         f"load average at start {tuple(round(x, 2) for x in report['machine']['load_avg_at_start'])}",
         "",
