@@ -117,6 +117,15 @@ def _private_store(file: Path) -> None:
             os.close(os.open(file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
+def _begin_immediate(conn: sqlite3.Connection) -> None:
+    """Begin a write transaction on ``conn`` now (taking SQLite's write lock), or say the
+    store is busy."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"the store is busy ({exc}); try again") from exc
+
+
 class SQLiteStore(SQLiteSearch):
     """The embedded default store (see the module docstring and :class:`~..base.Store`)."""
 
@@ -210,10 +219,7 @@ class SQLiteStore(SQLiteSearch):
             raise StoreError("the store is closed")
         with self._write_lock:
             conn = self._writer
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"the store is busy ({exc}); try again") from exc
+            _begin_immediate(conn)
             try:
                 yield conn
             except BaseException:
@@ -237,10 +243,7 @@ class SQLiteStore(SQLiteSearch):
         args = recall_values(record, DIALECT.json)
         with self._write_lock, self._index_lock:
             conn = self._sync_conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"the store is busy ({exc}); try again") from exc
+            _begin_immediate(conn)
             try:
                 conn.execute(sql, args)
                 conn.execute("COMMIT")
@@ -746,5 +749,3 @@ class SQLiteStore(SQLiteSearch):
     def _insert_linked_memory(self, conn: sqlite3.Connection, row: NewMemory, now: float) -> str:
         """Insert a memory made by a feedback record, or return the identical one already there."""
         return self._insert_memory(conn, row, now) or row.id
-
-    # -- API keys --------------------------------------------------------------------------------
