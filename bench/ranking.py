@@ -288,7 +288,22 @@ def main() -> None:
     ap.add_argument("--store", default="", help="folder of the protocols' stores (kept)")
     ap.add_argument("--sample", type=int, default=0, help="oracle build: questions (0 = all)")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--variants",
+        default="",
+        help='profiles to ask instead of the stage ablations, as JSON: {"name": {weight: '
+        "value}}; the default profile is asked too (write to another --out)",
+    )
     args = ap.parse_args()
+    if args.variants:
+        try:
+            asked = json.loads(args.variants)
+            for change in asked.values():
+                RankingProfile(**change)  # an unknown weight or a bad value fails here
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise SystemExit(f"--variants: {exc}") from None
+        VARIANTS.clear()
+        VARIANTS.update({"default": {}, **asked})
     tmp_dir = tempfile.TemporaryDirectory()
     root = Path(args.store) if args.store else Path(tmp_dir.name) / "stores"
     tmp = root / "data"
