@@ -73,6 +73,7 @@ TYPES = (
 OFF: dict[str, Any] = {
     "session_weight": 0.0,
     "time_weight": 0.0,
+    "answer_weight": 0.0,
     "role_weight": 0.0,
     "question_weight": 0.0,
 }
@@ -85,6 +86,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "default - session evidence": {"session_weight": 0.0},
     "default - time": {"time_weight": 0.0},
+    "default - answer kind": {"answer_weight": 0.0},
     "default - whose words": {"role_weight": 0.0},
     "default - question date (as_of)": {"_no_as_of": True},
     "default, as_of the question date even before later sessions": {"_strict_as_of": True},

@@ -194,6 +194,7 @@ def test_replies_raise_the_path_they_agree_with_and_sink_the_other(
             "neighbour_weight": 0.0,
             "session_weight": 0.0,
             "time_weight": 0.0,
+            "answer_weight": 0.0,
         },
     )
     with Memory(config, embedder=minilm) as mem:

@@ -50,6 +50,7 @@ def test_locomo_smoke_recall_floor(store_path: Path, minilm: MiniLMEmbedder) -> 
             "time_weight": 0.0,
             "neighbour_weight": 0.0,
             "session_weight": 0.0,
+            "answer_weight": 0.0,
         },
     )
     with Memory(bm25_only, embedder=minilm) as mem:

@@ -58,6 +58,12 @@ class RankingProfile:
         "never below 0) x the sequence edge's weight: a reply that means little alone gains "
         "from the message it answers. 0 = off.",
     )
+    answer_weight: float = _w(
+        0.15,
+        "Relevance x (1 + this) for a message that states the kind of thing the question asks "
+        "for: a date or time for 'When ...?' or 'What year ...?', a figure or an amount for "
+        "'How many / much / long / often ...?'. 0 = off.",
+    )
     time_weight: float = _w(
         1.0,
         "Relevance x (1 + this) for a memory dated within a few days of the date or period the "

@@ -5,12 +5,13 @@ stage          what it does (the weights are a :class:`~engrammar.RankingProfile
 =============  ===========================================================================
 query          parsed once (:func:`~engrammar.recall.query.parse_query`): terms, the time
                it names, whether it asks about the past or the asker's own present, whose
-               words it asks about
+               words it asks about, what kind of thing it asks for (a time, an amount)
 candidates     full-text search (BM25 over every message's whole text) and vector search
                (a long message is matched by its best window), ``candidate_pool`` each
 fusion         each score divided by the best of its list, blended by ``keyword_weight``
 refinement     session evidence (``session_weight``), conversation neighbours
-               (``neighbour_weight``), the time the query names (``time_weight``), whose
+               (``neighbour_weight``), the time the query names (``time_weight``), a
+               message that states the kind of thing asked for (``answer_weight``), whose
                words it asks about, the asker's or the assistant's (``role_weight``), a
                message that only asks (``question_weight``)
 graph          walks from the best candidates along weighted edges (``graph_*``)
@@ -72,7 +73,14 @@ from ..recall.chunks import best_window, marked, widened
 from ..recall.format import format_memories
 from ..recall.fusion import Candidate, fuse, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
-from ..recall.query import Query, only_asks, parse_query, sequence_support, time_match
+from ..recall.query import (
+    Query,
+    only_asks,
+    parse_query,
+    sequence_support,
+    states_kind,
+    time_match,
+)
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.tensions import detect_tension
 from ..recall.text import index_text, speaker_of, terms, topic_terms
@@ -342,8 +350,8 @@ def _refine(
     edges_from: EdgesFrom,
     read: Records,
 ) -> list[Candidate]:
-    """Session evidence, neighbour support, the named time and whose words the question asks
-    about, on the head of the list."""
+    """Session evidence, neighbour support, the named time, the kind of answer asked for, a
+    message that only asks and whose words the question asks about, on the head of the list."""
     head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
     if not head:
         return cands
@@ -370,6 +378,13 @@ def _refine(
             if hit:
                 cand.relevance *= 1.0 + profile.time_weight * hit
                 cand.components["time"] = round(profile.time_weight * hit, 6)
+                cand.components["relevance"] = round(cand.relevance, 6)
+    if profile.answer_weight > 0 and query.wants is not None:
+        for cand in head:
+            record = records.get(cand.id)
+            if record is not None and states_kind(query.wants, record.content):
+                cand.relevance *= 1.0 + profile.answer_weight
+                cand.components["answer"] = round(profile.answer_weight, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
     if profile.question_weight > 0:
         for cand in head:

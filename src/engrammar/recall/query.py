@@ -208,6 +208,48 @@ def only_asks(text: str) -> bool:
     return asks
 
 
+# What a question asks for, read from its wording: a time ("When did ...?", "What year ...?")
+# or an amount ("How many ...?", "How long ...?"). A message that answers it states one: a
+# figure or a number word, a date, a weekday, "yesterday", "last week".
+_ASKS_TIME = re.compile(
+    r"^\W*when\b|\bwhat (?:time|date|day|year|month)\b|\bwhich (?:day|year|month|date)\b"
+    r"|\bhow long ago\b",
+    re.IGNORECASE,
+)
+_ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|long|old|far|often)\b", re.IGNORECASE)
+_STATES = {
+    "time": re.compile(
+        r"\b(?:19|20)\d\d\b|\b(?:january|february|march|april|may|june|july|august|september"
+        r"|october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+        r"|yesterday|today|tonight|tomorrow|ago|weekend)\b"
+        r"|\b(?:last|next|this|past|previous)\s+(?:week|month|year|night|summer|winter|spring"
+        r"|fall)\b",
+        re.IGNORECASE,
+    ),
+    "amount": re.compile(
+        r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty"
+        r"|forty|fifty|hundred|thousand|million|dozen|half|once|twice|couple|few|several)\b",
+        re.IGNORECASE,
+    ),
+}
+
+
+def answer_kind(question: str) -> str | None:
+    """What kind of thing ``question`` asks for: ``"time"`` ("When did we meet?", "What year
+    ...?"), ``"amount"`` ("How many ...?", "How much ...?", "How long ...?") or None."""
+    if _ASKS_TIME.search(question):
+        return "time"
+    if _ASKS_AMOUNT.search(question):
+        return "amount"
+    return None
+
+
+def states_kind(kind: str, text: str) -> bool:
+    """Whether ``text`` states a thing of ``kind`` (see :func:`answer_kind`): a date, a weekday
+    or a relative day for a time; a figure or a number word for an amount."""
+    return _STATES[kind].search(text) is not None
+
+
 def _month(word: str) -> int:
     return _MONTH_NUMBER[word.rstrip(".")]
 
@@ -504,6 +546,7 @@ class Query:
     own_facts: bool  # asks about the asker's own facts as they stand
     names_past_time: bool  # names a time that ended before it is asked: what held then
     whose: str | None = None  # whose words answer it: "user", "assistant" (whose_words)
+    wants: str | None = None  # the kind of thing it asks for (answer_kind)
 
 
 def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
@@ -524,4 +567,5 @@ def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
         and span[1] < as_of - _NOW_SLACK
         and not names_upcoming_time(text),
         whose=whose_words(text),
+        wants=answer_kind(text),
     )
