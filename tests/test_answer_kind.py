@@ -37,6 +37,8 @@ def test_answer_kind_reads_what_the_question_asks_for(question: str, kind: str |
         ("time", "We met on 7 May 2023.", True),
         ("time", "The concert is next Saturday", True),
         ("time", "I started last summer", True),
+        ("time", "Payments deploys happen on Tuesdays.", True),
+        ("time", "We hike on weekends", True),
         ("time", "I went to the support group and loved it.", False),
         ("amount", "I keep 10 neon tetras.", True),
         ("amount", "We have been married for five years!", True),

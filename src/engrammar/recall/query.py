@@ -220,8 +220,8 @@ _ASKS_AMOUNT = re.compile(r"\bhow (?:many|much|long|old|far|often)\b", re.IGNORE
 _STATES = {
     "time": re.compile(
         r"\b(?:19|20)\d\d\b|\b(?:january|february|march|april|may|june|july|august|september"
-        r"|october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-        r"|yesterday|today|tonight|tomorrow|ago|weekend)\b"
+        r"|october|november|december|yesterday|today|tonight|tomorrow|ago)\b"
+        r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)s?\b"
         r"|\b(?:last|next|this|past|previous)\s+(?:week|month|year|night|summer|winter|spring"
         r"|fall)\b",
         re.IGNORECASE,
