@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from engrammar.engine.filters import parse_filters
-from engrammar.recall.keyword import BM25Index
+from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import terms
 from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex, Within
 
@@ -121,3 +123,96 @@ def test_a_filter_on_more_keys_than_value_indexes_rebuilds_none() -> None:
         # Nothing rebuilt, nothing evicted: the same indexes every time.
         assert idx._by_value.keys() == built.keys()
         assert all(idx._by_value[k] is postings for k, postings in built.items())
+
+
+def _bm25_one_term_at_a_time(
+    bm: BM25Index, docs: dict[int, list[str]], query: list[str], size: int
+) -> np.ndarray:
+    """BM25 as its formula reads, a term at a time in float32, over the live ``docs``."""
+    out = np.zeros(size, dtype=np.float32)
+    n = len(docs)
+    avg = max(sum(map(len, docs.values())) / n, 1e-9)
+    for term in dict.fromkeys(query):
+        holding = {slot: d.count(term) for slot, d in docs.items() if term in d}
+        if not holding:
+            continue
+        slots = np.array(sorted(holding), dtype=np.int64)
+        tfs = np.array([holding[s] for s in sorted(holding)], dtype=np.float32)
+        lengths = np.array([len(docs[s]) for s in sorted(holding)], dtype=np.float32)
+        idf = math.log(1.0 + (n - len(holding) + 0.5) / (len(holding) + 0.5))
+        norm = bm.k1 * (1.0 - bm.b + bm.b * lengths / avg)
+        weight = idf * tfs * (bm.k1 + 1.0) / (tfs + norm)
+        keep = slots < size
+        out[slots[keep]] += query.count(term) * weight[keep]
+    return out
+
+
+def test_bm25_scores_stay_exact_as_the_index_changes() -> None:
+    """Scores equal the formula's, bit for bit, for queries repeating terms and terms sharing
+    documents, and stay so after every kind of change (a term's weights are kept between
+    queries only while the index is unchanged)."""
+    texts = [
+        "garden shed garden dog",
+        "the dog sleeps in the shed",
+        "a kite over the garden",
+        "dog dog dog",
+        "shed",
+        "kite festival by the lake, the garden too",
+    ]
+    bm = BM25Index(k1=1.2, b=0.4)
+    docs: dict[int, list[str]] = {}
+    bm.add_many(0, pack_terms([terms(t) for t in texts]))
+    docs.update((i, terms(t)) for i, t in enumerate(texts))
+    queries = [terms(q) for q in ("garden dog", "dog dog shed", "kite garden lake shed", "moon")]
+
+    def same(size: int) -> None:
+        for q in queries:
+            for _ in range(2):  # asked again: the kept weights
+                want = _bm25_one_term_at_a_time(bm, docs, q, size)
+                assert np.array_equal(bm.scores(q, size), want), (q, size)
+
+    same(len(texts))
+    same(3)  # slots past ``size`` are left out
+    changes = [
+        lambda: (
+            bm.add(6, terms("garden garden kite")),
+            docs.update({6: terms("garden garden kite")}),
+        ),
+        lambda: (bm.remove(1, docs[1]), docs.pop(1)),
+        lambda: (
+            bm.add_many(7, pack_terms([terms("shed dog"), terms("lake")])),
+            docs.update({7: terms("shed dog"), 8: terms("lake")}),
+        ),
+        lambda: (bm.remove(3, docs[3]), docs.pop(3)),
+    ]
+    for change in changes:
+        change()
+        same(max(docs) + 1)
+
+
+def test_searches_mask_removed_and_filtered_memories() -> None:
+    """With every slot live and the whole partition asked, searches mask nothing; a removed
+    memory or a narrower scope is still left out of both searches."""
+    idx = ScopeIndex(4, 1.2, 0.1)
+    v = np.array([1, 0, 0, 0], dtype=np.float32)
+    w = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
+    for i in range(6):
+        idx.upsert(
+            IndexRow(f"m{i}", f"agent{i % 2}", None, 0.0, f"blue kite {i}", v if i % 3 else w)
+        )
+    assert {i for i, _ in idx.vector_search(v, 10)} == {f"m{i}" for i in range(6)}
+    assert {i for i, _ in idx.keyword_search(terms("kite"), 10)} == {f"m{i}" for i in range(6)}
+    idx.remove("m1")
+    idx.remove("m4")
+    live = {"m0", "m2", "m3", "m5"}
+    assert {i for i, _ in idx.vector_search(v, 10)} == live
+    assert {i for i, _ in idx.keyword_search(terms("kite"), 10)} == live
+    assert {i for i, _ in idx.vector_search(v, 10, Within(agent_id="agent1"))} == {"m3", "m5"}
+    assert {i for i, _ in idx.keyword_search(terms("blue"), 10, Within(agent_id="agent0"))} == {
+        "m0",
+        "m2",
+    }
+    # Best first, a memory's own vector and score.
+    hits = idx.vector_search(v, 10)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert dict(hits)["m2"] == 1.0 and abs(dict(hits)["m0"] - 0.6) < 1e-6

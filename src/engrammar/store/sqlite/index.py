@@ -9,6 +9,7 @@ trades a little recall for sub-linear time.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -490,8 +491,14 @@ class ScopeIndex:
         n = len(self._ids)
         if not self._slot or k <= 0:
             return []
+        if n < self._ann_threshold:
+            sims = cosines(self._vectors[:n], query)
+            self._best_of_chunks(sims, query)
+            if not self._all_in(within):
+                sims[~self._mask(within)] = -np.inf
+            return self._top(sims, k)
         mask = self._mask(within)
-        if within.where is not None and n >= self._ann_threshold:
+        if within.where is not None:
             # A filter may keep only memories the probed cells miss: what it keeps, if
             # few enough, is scanned exactly instead.
             kept = np.flatnonzero(mask)
@@ -499,24 +506,19 @@ class ScopeIndex:
                 sims = cosines(self._vectors[kept], query)
                 order = np.argsort(-sims, kind="stable")[:k]
                 return [(self._ids[kept[i]], float(sims[i])) for i in order]
-        if n >= self._ann_threshold:
-            slots = self._ann_candidates(query, max(k * 8, 256))
-            if self._n_chunks:  # chunks are scanned exactly: their best owners join in
-                best = np.full(n, -np.inf, dtype=np.float32)
-                self._best_of_chunks(best, query)
-                best[~mask] = -np.inf
-                top = np.argpartition(-best, min(k, n - 1))[: k + 1]
-                slots = np.unique(np.concatenate([slots, top[np.isfinite(best[top])]]))
-            sims = cosines(self._vectors[slots], query)
-            if self._n_chunks:
-                sims = np.maximum(sims, best[slots])
-            sims[~mask[slots]] = -np.inf
-            order = np.argsort(-sims)[:k]
-            return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
-        sims = cosines(self._vectors[:n], query)
-        self._best_of_chunks(sims, query)
-        sims[~mask] = -np.inf
-        return self._top(sims, k)
+        slots = self._ann_candidates(query, max(k * 8, 256))
+        if self._n_chunks:  # chunks are scanned exactly: their best owners join in
+            best = np.full(n, -np.inf, dtype=np.float32)
+            self._best_of_chunks(best, query)
+            best[~mask] = -np.inf
+            top = np.argpartition(-best, min(k, n - 1))[: k + 1]
+            slots = np.unique(np.concatenate([slots, top[np.isfinite(best[top])]]))
+        sims = cosines(self._vectors[slots], query)
+        if self._n_chunks:
+            sims = np.maximum(sims, best[slots])
+        sims[~mask[slots]] = -np.inf
+        order = np.argsort(-sims)[:k]
+        return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
 
     def vector_searches(
         self, queries: np.ndarray, k: int, within: Within = EVERYWHERE
@@ -552,17 +554,35 @@ class ScopeIndex:
         if not self._slot or not query_terms or k <= 0:
             return []
         scores = self._bm25.scores(query_terms, n)
-        mask = self._mask(within) & (scores > 0)
-        scores[~mask] = -np.inf
+        # A slot scored above 0 holds a query term, so it is alive (postings hold live
+        # documents only): the partition's mask is needed only when ``within`` narrows it.
+        out = ~(scores > 0)
+        if not self._whole(within):
+            out |= ~self._mask(within)
+        scores[out] = -np.inf
         return self._top(scores, k)
 
+    @staticmethod
+    def _whole(within: Within) -> bool:
+        """Whether ``within`` keeps every memory of the partition."""
+        return within.agent_id is None and within.session_id is None and within.where is None
+
+    def _all_in(self, within: Within) -> bool:
+        """Whether ``within`` keeps every slot: the whole partition, and no slot removed (a
+        search then masks nothing)."""
+        return self._whole(within) and len(self._slot) == len(self._ids)
+
     def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best finite scores, best first (ties in the order the partition gives)."""
         k = min(k, len(scores))
-        idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        idx = idx[np.argsort(-scores[idx], kind="stable")]
-        idx = idx[np.isfinite(scores[idx])]
-        ids = self._ids
-        return [(ids[i], s) for i, s in zip(idx.tolist(), scores[idx].tolist(), strict=True)]
+        neg = -scores
+        idx = np.argpartition(neg, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        idx = idx[np.argsort(neg[idx], kind="stable")]
+        top = scores[idx].tolist()
+        cut = len(top)  # what is not finite sorts last
+        while cut and not math.isfinite(top[cut - 1]):
+            cut -= 1
+        return list(zip(map(self._ids.__getitem__, idx[:cut].tolist()), top[:cut], strict=True))
 
     def term_postings(
         self, query_terms: list[str], limit: int, within: Within = EVERYWHERE
