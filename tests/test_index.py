@@ -216,3 +216,50 @@ def test_searches_mask_removed_and_filtered_memories() -> None:
     hits = idx.vector_search(v, 10)
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
     assert dict(hits)["m2"] == 1.0 and abs(dict(hits)["m0"] - 0.6) < 1e-6
+
+
+def test_agent_and_session_scopes_stay_right_through_changes() -> None:
+    """A search within an agent or a session keeps exactly that agent's or session's live
+    memories, after adds, removals, re-adds, a compaction and a bulk load."""
+    rng = np.random.default_rng(5)
+    idx = ScopeIndex(8, 1.2, 0.1)
+    live: dict[str, tuple[str | None, str | None]] = {}
+
+    def add(i: int, agent: str | None, session: str | None) -> None:
+        vec = rng.normal(size=8).astype(np.float32)
+        idx.upsert(
+            IndexRow(f"m{i}", agent, session, 0.0, f"note {i} kite", vec / np.linalg.norm(vec))
+        )
+        live[f"m{i}"] = (agent, session)
+
+    def check(index: ScopeIndex) -> None:
+        query = rng.normal(size=8).astype(np.float32)
+        for agent in (None, "a0", "a1", "a2", "nobody"):
+            for session in (None, "s0", "s3", "none-such"):
+                want = {
+                    m
+                    for m, (a, s) in live.items()
+                    if (agent is None or a == agent) and (session is None or s == session)
+                }
+                within = Within(agent, session)
+                assert {m for m, _ in index.vector_search(query, 1000, within)} == want
+                assert {m for m, _ in index.keyword_search(terms("kite"), 1000, within)} == want
+                assert index.term_postings(terms("kite"), 1000, within)[0] == len(want)
+
+    for i in range(300):
+        add(i, None if i % 4 == 3 else f"a{i % 3}", None if i % 5 == 4 else f"s{i % 7}")
+    check(idx)
+    for i in range(0, 300, 3):
+        idx.remove(f"m{i}")
+        del live[f"m{i}"]
+    add(300, "a2", "s3")
+    add(5, "a0", "s0")  # a re-add under another agent and session
+    check(idx)
+    for i in range(1, 200):  # past half removed: the index compacts
+        if f"m{i}" in live:
+            idx.remove(f"m{i}")
+            del live[f"m{i}"]
+    assert len(idx._ids) < 300  # compacted: the removed slots are gone
+    check(idx)
+    add(301, "a1", "s3")
+    check(idx)

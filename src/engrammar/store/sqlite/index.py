@@ -53,6 +53,13 @@ def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return sims
 
 
+def _numbered(names: Sequence[str | None], numbers: dict[str | None, int]) -> np.ndarray:
+    """The number of each of ``names`` (``numbers`` gives each new name the next one)."""
+    return np.fromiter(
+        (numbers.setdefault(name, len(numbers)) for name in names), np.int32, len(names)
+    )
+
+
 def _time(value: object) -> float:
     """A stored time as a number; NaN (no time filter matches it) for one that is not."""
     try:
@@ -213,6 +220,12 @@ class ScopeIndex:
         self._codes: dict[str, int] = {}
         self._agents: list[str | None] = []
         self._sessions: list[str | None] = []
+        # Agents and sessions coded too (each its own numbering, None included): a scope's
+        # mask is then one comparison over an array, not a Python loop over every row.
+        self._agent_codes = np.zeros(0, dtype=np.int32)
+        self._session_codes = np.zeros(0, dtype=np.int32)
+        self._agent_numbers: dict[str | None, int] = {}
+        self._session_numbers: dict[str | None, int] = {}
         self._metadata: list[dict[str, Any] | None] = []
         self._metadata_bytes = 0
         # Per metadata key a filter asked about: slots by value (json_key), built on first use
@@ -244,6 +257,7 @@ class ScopeIndex:
         rows = ROW_OVERHEAD * len(self._ids) + self._metadata_bytes
         rows += 40 * len(self._ids) * len(self._by_value)
         columns = self._created.nbytes + self._kind_codes.nbytes + self._role_codes.nbytes
+        columns += self._agent_codes.nbytes + self._session_codes.nbytes
         chunks = self._chunks.nbytes + self._owners.nbytes
         if self._packed_terms is not None:
             rows += self._packed_terms.nbytes
@@ -267,6 +281,8 @@ class ScopeIndex:
             self._created = np.concatenate([self._created, np.zeros(grow, dtype=np.float64)])
             self._kind_codes = np.concatenate([self._kind_codes, np.zeros(grow, np.int16)])
             self._role_codes = np.concatenate([self._role_codes, np.zeros(grow, np.int16)])
+            self._agent_codes = np.concatenate([self._agent_codes, np.zeros(grow, np.int32)])
+            self._session_codes = np.concatenate([self._session_codes, np.zeros(grow, np.int32)])
 
     def extend(self, rows: IndexColumns) -> None:
         """:meth:`upsert` of every row, at once: the vectors as one matrix, BM25 postings built
@@ -299,6 +315,8 @@ class ScopeIndex:
         self._ids = list(rows.ids)
         self._agents = list(rows.agent_ids)
         self._sessions = list(rows.session_ids)
+        self._agent_codes = _numbered(self._agents, self._agent_numbers)
+        self._session_codes = _numbered(self._sessions, self._session_numbers)
         self._metadata = list(rows.metadata)
         self._metadata_bytes = 4 * sum(rows.metadata_bytes)
         known = rows.terms if rows.terms is not None else [terms(t) for t in rows.contents]
@@ -354,6 +372,10 @@ class ScopeIndex:
         self._ids.append(row.id)
         self._agents.append(row.agent_id)
         self._sessions.append(row.session_id)
+        numbers = self._agent_numbers
+        self._agent_codes[slot] = numbers.setdefault(row.agent_id, len(numbers))
+        numbers = self._session_numbers
+        self._session_codes[slot] = numbers.setdefault(row.session_id, len(numbers))
         self._metadata.append(row.metadata)
         # Decoded JSON takes several times its text's size in Python objects.
         self._metadata_bytes += 4 * row.metadata_bytes
@@ -423,10 +445,16 @@ class ScopeIndex:
         n = len(self._ids)
         mask = self._alive[:n].copy()
         agent_id, session_id, where = within
-        if agent_id is not None:
-            mask &= np.fromiter((a == agent_id for a in self._agents), dtype=bool, count=n)
-        if session_id is not None:
-            mask &= np.fromiter((s == session_id for s in self._sessions), dtype=bool, count=n)
+        for wanted, numbers, codes in (
+            (agent_id, self._agent_numbers, self._agent_codes),
+            (session_id, self._session_numbers, self._session_codes),
+        ):
+            if wanted is not None:
+                code = numbers.get(wanted)
+                if code is None:
+                    mask[:] = False
+                else:
+                    mask &= codes[:n] == code
         if where is not None:
             mask &= self._filter_mask(where, n)
         return mask
