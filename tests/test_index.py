@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from engrammar.engine.filters import parse_filters
+from engrammar.recall import keyword
 from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import terms
 from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex, Within
@@ -263,3 +265,17 @@ def test_agent_and_session_scopes_stay_right_through_changes() -> None:
     check(idx)
     add(301, "a1", "s3")
     check(idx)
+
+
+def test_bm25_scores_stay_exact_when_the_kept_weights_overflow(monkeypatch: Any) -> None:
+    """Past the number of terms whose weights are kept, the kept ones are forgotten: a query
+    mixing terms kept before with new ones still scores every term."""
+    monkeypatch.setattr(keyword, "_WEIGHTS_KEPT", 3)
+    texts = ["garden shed dog", "kite lake dog", "shed kite", "moon garden lake"]
+    bm = BM25Index(k1=1.2, b=0.4)
+    docs = {i: terms(t) for i, t in enumerate(texts)}
+    for i, d in docs.items():
+        bm.add(i, d)
+    for q in ("garden shed", "dog", "garden kite lake moon", "shed dog moon", "garden shed"):
+        want = _bm25_one_term_at_a_time(bm, docs, terms(q), len(texts))
+        assert np.array_equal(bm.scores(terms(q), len(texts)), want), q

@@ -242,7 +242,8 @@ class BM25Index:
         length / average length))``: kept until the index changes, and those not kept
         computed together, in one pass of array operations over their postings."""
         cache = self._weights
-        missing = [t for t in query_terms if t not in cache]
+        out = {t: cache[t] for t in query_terms if t in cache}
+        missing = [t for t in query_terms if t not in out]
         found = []
         for term in missing:
             arr = self._array(term)
@@ -270,6 +271,6 @@ class BM25Index:
             start = 0
             for term, arr, _ in found:
                 end = start + len(arr[0])
-                cache[term] = (arr[0], weight[start:end])
+                cache[term] = out[term] = (arr[0], weight[start:end])
                 start = end
-        return {t: cache[t] for t in query_terms if t in cache}
+        return out
