@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
 from engrammar.engine.filters import parse_filters
-from engrammar.recall.keyword import BM25Index
+from engrammar.recall import keyword
+from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import terms
 from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex, Within
 
@@ -121,3 +125,157 @@ def test_a_filter_on_more_keys_than_value_indexes_rebuilds_none() -> None:
         # Nothing rebuilt, nothing evicted: the same indexes every time.
         assert idx._by_value.keys() == built.keys()
         assert all(idx._by_value[k] is postings for k, postings in built.items())
+
+
+def _bm25_one_term_at_a_time(
+    bm: BM25Index, docs: dict[int, list[str]], query: list[str], size: int
+) -> np.ndarray:
+    """BM25 as its formula reads, a term at a time in float32, over the live ``docs``."""
+    out = np.zeros(size, dtype=np.float32)
+    n = len(docs)
+    avg = max(sum(map(len, docs.values())) / n, 1e-9)
+    for term in dict.fromkeys(query):
+        holding = {slot: d.count(term) for slot, d in docs.items() if term in d}
+        if not holding:
+            continue
+        slots = np.array(sorted(holding), dtype=np.int64)
+        tfs = np.array([holding[s] for s in sorted(holding)], dtype=np.float32)
+        lengths = np.array([len(docs[s]) for s in sorted(holding)], dtype=np.float32)
+        idf = math.log(1.0 + (n - len(holding) + 0.5) / (len(holding) + 0.5))
+        norm = bm.k1 * (1.0 - bm.b + bm.b * lengths / avg)
+        weight = idf * tfs * (bm.k1 + 1.0) / (tfs + norm)
+        keep = slots < size
+        out[slots[keep]] += query.count(term) * weight[keep]
+    return out
+
+
+def test_bm25_scores_stay_exact_as_the_index_changes() -> None:
+    """Scores equal the formula's, bit for bit, for queries repeating terms and terms sharing
+    documents, and stay so after every kind of change (a term's weights are kept between
+    queries only while the index is unchanged)."""
+    texts = [
+        "garden shed garden dog",
+        "the dog sleeps in the shed",
+        "a kite over the garden",
+        "dog dog dog",
+        "shed",
+        "kite festival by the lake, the garden too",
+    ]
+    bm = BM25Index(k1=1.2, b=0.4)
+    docs: dict[int, list[str]] = {}
+    bm.add_many(0, pack_terms([terms(t) for t in texts]))
+    docs.update((i, terms(t)) for i, t in enumerate(texts))
+    queries = [terms(q) for q in ("garden dog", "dog dog shed", "kite garden lake shed", "moon")]
+
+    def same(size: int) -> None:
+        for q in queries:
+            for _ in range(2):  # asked again: the kept weights
+                want = _bm25_one_term_at_a_time(bm, docs, q, size)
+                assert np.array_equal(bm.scores(q, size), want), (q, size)
+
+    same(len(texts))
+    same(3)  # slots past ``size`` are left out
+    changes = [
+        lambda: (
+            bm.add(6, terms("garden garden kite")),
+            docs.update({6: terms("garden garden kite")}),
+        ),
+        lambda: (bm.remove(1, docs[1]), docs.pop(1)),
+        lambda: (
+            bm.add_many(7, pack_terms([terms("shed dog"), terms("lake")])),
+            docs.update({7: terms("shed dog"), 8: terms("lake")}),
+        ),
+        lambda: (bm.remove(3, docs[3]), docs.pop(3)),
+    ]
+    for change in changes:
+        change()
+        same(max(docs) + 1)
+
+
+def test_searches_mask_removed_and_filtered_memories() -> None:
+    """With every slot live and the whole partition asked, searches mask nothing; a removed
+    memory or a narrower scope is still left out of both searches."""
+    idx = ScopeIndex(4, 1.2, 0.1)
+    v = np.array([1, 0, 0, 0], dtype=np.float32)
+    w = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
+    for i in range(6):
+        idx.upsert(
+            IndexRow(f"m{i}", f"agent{i % 2}", None, 0.0, f"blue kite {i}", v if i % 3 else w)
+        )
+    assert {i for i, _ in idx.vector_search(v, 10)} == {f"m{i}" for i in range(6)}
+    assert {i for i, _ in idx.keyword_search(terms("kite"), 10)} == {f"m{i}" for i in range(6)}
+    idx.remove("m1")
+    idx.remove("m4")
+    live = {"m0", "m2", "m3", "m5"}
+    assert {i for i, _ in idx.vector_search(v, 10)} == live
+    assert {i for i, _ in idx.keyword_search(terms("kite"), 10)} == live
+    assert {i for i, _ in idx.vector_search(v, 10, Within(agent_id="agent1"))} == {"m3", "m5"}
+    assert {i for i, _ in idx.keyword_search(terms("blue"), 10, Within(agent_id="agent0"))} == {
+        "m0",
+        "m2",
+    }
+    # Best first, a memory's own vector and score.
+    hits = idx.vector_search(v, 10)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    assert dict(hits)["m2"] == 1.0 and abs(dict(hits)["m0"] - 0.6) < 1e-6
+
+
+def test_agent_and_session_scopes_stay_right_through_changes() -> None:
+    """A search within an agent or a session keeps exactly that agent's or session's live
+    memories, after adds, removals, re-adds, a compaction and a bulk load."""
+    rng = np.random.default_rng(5)
+    idx = ScopeIndex(8, 1.2, 0.1)
+    live: dict[str, tuple[str | None, str | None]] = {}
+
+    def add(i: int, agent: str | None, session: str | None) -> None:
+        vec = rng.normal(size=8).astype(np.float32)
+        idx.upsert(
+            IndexRow(f"m{i}", agent, session, 0.0, f"note {i} kite", vec / np.linalg.norm(vec))
+        )
+        live[f"m{i}"] = (agent, session)
+
+    def check(index: ScopeIndex) -> None:
+        query = rng.normal(size=8).astype(np.float32)
+        for agent in (None, "a0", "a1", "a2", "nobody"):
+            for session in (None, "s0", "s3", "none-such"):
+                want = {
+                    m
+                    for m, (a, s) in live.items()
+                    if (agent is None or a == agent) and (session is None or s == session)
+                }
+                within = Within(agent, session)
+                assert {m for m, _ in index.vector_search(query, 1000, within)} == want
+                assert {m for m, _ in index.keyword_search(terms("kite"), 1000, within)} == want
+                assert index.term_postings(terms("kite"), 1000, within)[0] == len(want)
+
+    for i in range(300):
+        add(i, None if i % 4 == 3 else f"a{i % 3}", None if i % 5 == 4 else f"s{i % 7}")
+    check(idx)
+    for i in range(0, 300, 3):
+        idx.remove(f"m{i}")
+        del live[f"m{i}"]
+    add(300, "a2", "s3")
+    add(5, "a0", "s0")  # a re-add under another agent and session
+    check(idx)
+    for i in range(1, 200):  # past half removed: the index compacts
+        if f"m{i}" in live:
+            idx.remove(f"m{i}")
+            del live[f"m{i}"]
+    assert len(idx._ids) < 300  # compacted: the removed slots are gone
+    check(idx)
+    add(301, "a1", "s3")
+    check(idx)
+
+
+def test_bm25_scores_stay_exact_when_the_kept_weights_overflow(monkeypatch: Any) -> None:
+    """Past the number of terms whose weights are kept, the kept ones are forgotten: a query
+    mixing terms kept before with new ones still scores every term."""
+    monkeypatch.setattr(keyword, "_WEIGHTS_KEPT", 3)
+    texts = ["garden shed dog", "kite lake dog", "shed kite", "moon garden lake"]
+    bm = BM25Index(k1=1.2, b=0.4)
+    docs = {i: terms(t) for i, t in enumerate(texts)}
+    for i, d in docs.items():
+        bm.add(i, d)
+    for q in ("garden shed", "dog", "garden kite lake moon", "shed dog moon", "garden shed"):
+        want = _bm25_one_term_at_a_time(bm, docs, terms(q), len(texts))
+        assert np.array_equal(bm.scores(terms(q), len(texts)), want), q

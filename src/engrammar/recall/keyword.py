@@ -11,6 +11,9 @@ import numpy as np
 
 __all__ = ["BM25Index", "TermLists", "pack_terms"]
 
+#: Terms whose weights an index keeps between queries (forgotten at once past this many).
+_WEIGHTS_KEPT = 4096
+
 
 class TermLists:
     """The term lists of many documents, packed: document ``i`` holds
@@ -67,6 +70,10 @@ class BM25Index:
         self._alive: list[bool] = []
         self._total_len = 0
         self._n_alive = 0
+        # Per term queried since the index last changed: its postings' slots and the BM25
+        # weight of each (a query term's share before its count in the query). Every change
+        # moves the average length and the idf of every term: all are forgotten then.
+        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return self._n_alive
@@ -99,6 +106,7 @@ class BM25Index:
             arrays.pop(term, None)
         self._lengths[slot] = len(doc_terms)
         self._lengths_array = None
+        self._weights.clear()
         self._alive[slot] = True
         self._total_len += len(doc_terms)
         self._n_alive += 1
@@ -146,6 +154,7 @@ class BM25Index:
         self._lengths.extend(lengths.tolist())
         self._alive.extend([True] * n)
         self._lengths_array = None
+        self._weights.clear()
         self._total_len += int(lengths.sum())
         self._n_alive += n
 
@@ -160,6 +169,7 @@ class BM25Index:
                 if not posting:
                     del self._postings[term]
         self._alive[slot] = False
+        self._weights.clear()
         self._total_len -= self._lengths[slot]
         self._n_alive -= 1
 
@@ -195,21 +205,72 @@ class BM25Index:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def scores(self, query_terms: list[str], size: int) -> np.ndarray:
-        """BM25 score of every slot in ``range(size)`` for the query (0 where nothing matches)."""
+        """BM25 score of every slot in ``range(size)`` for the query (0 where nothing matches).
+
+        Each term's weights (:meth:`_weights_of`) times its count in the query, added to the
+        slots term after term (``np.add.at`` adds in the order given): in float32, every
+        element's arithmetic the same as scoring one term at a time, so the same bits."""
         out = np.zeros(size, dtype=np.float32)
         if not self._n_alive:
             return out
-        if self._lengths_array is None:
-            self._lengths_array = np.asarray(self._lengths, dtype=np.float32)
-        lengths = self._lengths_array
-        avg = max(self._total_len / self._n_alive, 1e-9)
-        for term, qtf in Counter(query_terms).items():
+        counts = Counter(query_terms)
+        weights = self._weights_of(list(counts))
+        found = [(weights[t], qtf) for t, qtf in counts.items() if t in weights]
+        if not found:
+            return out
+        contrib: np.ndarray
+        if len(found) == 1:
+            (slots, weight), qtf = found[0]
+            contrib = qtf * weight
+        else:
+            slots = np.concatenate([sw[0] for sw, _ in found])
+            # An int meets a float32 array as a float32 (NEP 50): the same operand as one term's.
+            qtfs = np.repeat(
+                np.array([qtf for _, qtf in found], dtype=np.float32),
+                [len(sw[0]) for sw, _ in found],
+            )
+            contrib = qtfs * np.concatenate([sw[1] for sw, _ in found])
+        keep = slots < size
+        if not keep.all():
+            slots, contrib = slots[keep], contrib[keep]
+        np.add.at(out, slots, contrib)
+        return out
+
+    def _weights_of(self, query_terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The slots holding each of ``query_terms`` (those some live document holds) and the
+        BM25 weight of the term in each, ``idf x tf x (k1 + 1) / (tf + k1 x (1 - b + b x
+        length / average length))``: kept until the index changes, and those not kept
+        computed together, in one pass of array operations over their postings."""
+        cache = self._weights
+        out = {t: cache[t] for t in query_terms if t in cache}
+        missing = [t for t in query_terms if t not in out]
+        found = []
+        for term in missing:
             arr = self._array(term)
-            if arr is None:
-                continue
-            slots, tfs = arr
-            norm = self.k1 * (1.0 - self.b + self.b * lengths[slots] / avg)
-            contrib = self.idf(term) * tfs * (self.k1 + 1.0) / (tfs + norm)
-            keep = slots < size  # slots of one posting are distinct, so += is safe
-            out[slots[keep]] += qtf * contrib[keep]
+            if arr is not None:
+                found.append((term, arr, self.idf(term)))
+        if found:
+            if self._lengths_array is None:
+                self._lengths_array = np.asarray(self._lengths, dtype=np.float32)
+            idfs: float | np.ndarray
+            if len(found) == 1:
+                _, (slots, tfs), idfs = found[0]
+            else:
+                slots = np.concatenate([arr[0] for _, arr, _ in found])
+                tfs = np.concatenate([arr[1] for _, arr, _ in found])
+                # A Python float meets float32 arrays as a float32 (NEP 50), as one term's idf.
+                idfs = np.repeat(
+                    np.array([idf for _, _, idf in found], dtype=np.float32),
+                    [len(arr[0]) for _, arr, _ in found],
+                )
+            avg = max(self._total_len / self._n_alive, 1e-9)
+            norm = self.k1 * (1.0 - self.b + self.b * self._lengths_array[slots] / avg)
+            weight = idfs * tfs * (self.k1 + 1.0) / (tfs + norm)
+            if len(cache) + len(found) > _WEIGHTS_KEPT:
+                cache.clear()
+            start = 0
+            for term, arr, _ in found:
+                end = start + len(arr[0])
+                cache[term] = out[term] = (arr[0], weight[start:end])
+                start = end
         return out

@@ -9,6 +9,7 @@ trades a little recall for sub-linear time.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,13 @@ def cosines(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     """
     sims: np.ndarray = np.einsum("ij,j->i", matrix, query.astype(matrix.dtype, copy=False))
     return sims
+
+
+def _numbered(names: Sequence[str | None], numbers: dict[str | None, int]) -> np.ndarray:
+    """The number of each of ``names`` (``numbers`` gives each new name the next one)."""
+    return np.fromiter(
+        (numbers.setdefault(name, len(numbers)) for name in names), np.int32, len(names)
+    )
 
 
 def _time(value: object) -> float:
@@ -212,6 +220,12 @@ class ScopeIndex:
         self._codes: dict[str, int] = {}
         self._agents: list[str | None] = []
         self._sessions: list[str | None] = []
+        # Agents and sessions coded too (each its own numbering, None included): a scope's
+        # mask is then one comparison over an array, not a Python loop over every row.
+        self._agent_codes = np.zeros(0, dtype=np.int32)
+        self._session_codes = np.zeros(0, dtype=np.int32)
+        self._agent_numbers: dict[str | None, int] = {}
+        self._session_numbers: dict[str | None, int] = {}
         self._metadata: list[dict[str, Any] | None] = []
         self._metadata_bytes = 0
         # Per metadata key a filter asked about: slots by value (json_key), built on first use
@@ -243,6 +257,7 @@ class ScopeIndex:
         rows = ROW_OVERHEAD * len(self._ids) + self._metadata_bytes
         rows += 40 * len(self._ids) * len(self._by_value)
         columns = self._created.nbytes + self._kind_codes.nbytes + self._role_codes.nbytes
+        columns += self._agent_codes.nbytes + self._session_codes.nbytes
         chunks = self._chunks.nbytes + self._owners.nbytes
         if self._packed_terms is not None:
             rows += self._packed_terms.nbytes
@@ -266,6 +281,8 @@ class ScopeIndex:
             self._created = np.concatenate([self._created, np.zeros(grow, dtype=np.float64)])
             self._kind_codes = np.concatenate([self._kind_codes, np.zeros(grow, np.int16)])
             self._role_codes = np.concatenate([self._role_codes, np.zeros(grow, np.int16)])
+            self._agent_codes = np.concatenate([self._agent_codes, np.zeros(grow, np.int32)])
+            self._session_codes = np.concatenate([self._session_codes, np.zeros(grow, np.int32)])
 
     def extend(self, rows: IndexColumns) -> None:
         """:meth:`upsert` of every row, at once: the vectors as one matrix, BM25 postings built
@@ -298,6 +315,8 @@ class ScopeIndex:
         self._ids = list(rows.ids)
         self._agents = list(rows.agent_ids)
         self._sessions = list(rows.session_ids)
+        self._agent_codes = _numbered(self._agents, self._agent_numbers)
+        self._session_codes = _numbered(self._sessions, self._session_numbers)
         self._metadata = list(rows.metadata)
         self._metadata_bytes = 4 * sum(rows.metadata_bytes)
         known = rows.terms if rows.terms is not None else [terms(t) for t in rows.contents]
@@ -353,6 +372,10 @@ class ScopeIndex:
         self._ids.append(row.id)
         self._agents.append(row.agent_id)
         self._sessions.append(row.session_id)
+        numbers = self._agent_numbers
+        self._agent_codes[slot] = numbers.setdefault(row.agent_id, len(numbers))
+        numbers = self._session_numbers
+        self._session_codes[slot] = numbers.setdefault(row.session_id, len(numbers))
         self._metadata.append(row.metadata)
         # Decoded JSON takes several times its text's size in Python objects.
         self._metadata_bytes += 4 * row.metadata_bytes
@@ -422,10 +445,16 @@ class ScopeIndex:
         n = len(self._ids)
         mask = self._alive[:n].copy()
         agent_id, session_id, where = within
-        if agent_id is not None:
-            mask &= np.fromiter((a == agent_id for a in self._agents), dtype=bool, count=n)
-        if session_id is not None:
-            mask &= np.fromiter((s == session_id for s in self._sessions), dtype=bool, count=n)
+        for wanted, numbers, codes in (
+            (agent_id, self._agent_numbers, self._agent_codes),
+            (session_id, self._session_numbers, self._session_codes),
+        ):
+            if wanted is not None:
+                code = numbers.get(wanted)
+                if code is None:
+                    mask[:] = False
+                else:
+                    mask &= codes[:n] == code
         if where is not None:
             mask &= self._filter_mask(where, n)
         return mask
@@ -490,8 +519,14 @@ class ScopeIndex:
         n = len(self._ids)
         if not self._slot or k <= 0:
             return []
+        if n < self._ann_threshold:
+            sims = cosines(self._vectors[:n], query)
+            self._best_of_chunks(sims, query)
+            if not self._all_in(within):
+                sims[~self._mask(within)] = -np.inf
+            return self._top(sims, k)
         mask = self._mask(within)
-        if within.where is not None and n >= self._ann_threshold:
+        if within.where is not None:
             # A filter may keep only memories the probed cells miss: what it keeps, if
             # few enough, is scanned exactly instead.
             kept = np.flatnonzero(mask)
@@ -499,24 +534,19 @@ class ScopeIndex:
                 sims = cosines(self._vectors[kept], query)
                 order = np.argsort(-sims, kind="stable")[:k]
                 return [(self._ids[kept[i]], float(sims[i])) for i in order]
-        if n >= self._ann_threshold:
-            slots = self._ann_candidates(query, max(k * 8, 256))
-            if self._n_chunks:  # chunks are scanned exactly: their best owners join in
-                best = np.full(n, -np.inf, dtype=np.float32)
-                self._best_of_chunks(best, query)
-                best[~mask] = -np.inf
-                top = np.argpartition(-best, min(k, n - 1))[: k + 1]
-                slots = np.unique(np.concatenate([slots, top[np.isfinite(best[top])]]))
-            sims = cosines(self._vectors[slots], query)
-            if self._n_chunks:
-                sims = np.maximum(sims, best[slots])
-            sims[~mask[slots]] = -np.inf
-            order = np.argsort(-sims)[:k]
-            return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
-        sims = cosines(self._vectors[:n], query)
-        self._best_of_chunks(sims, query)
-        sims[~mask] = -np.inf
-        return self._top(sims, k)
+        slots = self._ann_candidates(query, max(k * 8, 256))
+        if self._n_chunks:  # chunks are scanned exactly: their best owners join in
+            best = np.full(n, -np.inf, dtype=np.float32)
+            self._best_of_chunks(best, query)
+            best[~mask] = -np.inf
+            top = np.argpartition(-best, min(k, n - 1))[: k + 1]
+            slots = np.unique(np.concatenate([slots, top[np.isfinite(best[top])]]))
+        sims = cosines(self._vectors[slots], query)
+        if self._n_chunks:
+            sims = np.maximum(sims, best[slots])
+        sims[~mask[slots]] = -np.inf
+        order = np.argsort(-sims)[:k]
+        return [(self._ids[slots[i]], float(sims[i])) for i in order if np.isfinite(sims[i])]
 
     def vector_searches(
         self, queries: np.ndarray, k: int, within: Within = EVERYWHERE
@@ -552,17 +582,35 @@ class ScopeIndex:
         if not self._slot or not query_terms or k <= 0:
             return []
         scores = self._bm25.scores(query_terms, n)
-        mask = self._mask(within) & (scores > 0)
-        scores[~mask] = -np.inf
+        # A slot scored above 0 holds a query term, so it is alive (postings hold live
+        # documents only): the partition's mask is needed only when ``within`` narrows it.
+        out = ~(scores > 0)
+        if not self._whole(within):
+            out |= ~self._mask(within)
+        scores[out] = -np.inf
         return self._top(scores, k)
 
+    @staticmethod
+    def _whole(within: Within) -> bool:
+        """Whether ``within`` keeps every memory of the partition."""
+        return within.agent_id is None and within.session_id is None and within.where is None
+
+    def _all_in(self, within: Within) -> bool:
+        """Whether ``within`` keeps every slot: the whole partition, and no slot removed (a
+        search then masks nothing)."""
+        return self._whole(within) and len(self._slot) == len(self._ids)
+
     def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best finite scores, best first (ties in the order the partition gives)."""
         k = min(k, len(scores))
-        idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        idx = idx[np.argsort(-scores[idx], kind="stable")]
-        idx = idx[np.isfinite(scores[idx])]
-        ids = self._ids
-        return [(ids[i], s) for i, s in zip(idx.tolist(), scores[idx].tolist(), strict=True)]
+        neg = -scores
+        idx = np.argpartition(neg, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        idx = idx[np.argsort(neg[idx], kind="stable")]
+        top = scores[idx].tolist()
+        cut = len(top)  # what is not finite sorts last
+        while cut and not math.isfinite(top[cut - 1]):
+            cut -= 1
+        return list(zip(map(self._ids.__getitem__, idx[:cut].tolist()), top[:cut], strict=True))
 
     def term_postings(
         self, query_terms: list[str], limit: int, within: Within = EVERYWHERE
