@@ -86,3 +86,13 @@ def test_a_question_that_asks_for_no_time_or_amount_is_unchanged(real_mem: Memor
     assert [m.memory.id for m in on.memories] == [m.memory.id for m in off.memories]
     assert [m.score for m in on.memories] == [m.score for m in off.memories]
     assert all("answer" not in m.components for m in on.memories)
+
+
+def test_an_updated_memory_is_read_again(real_mem: Memory) -> None:
+    [mid] = real_mem.add("My aquarium has neon tetras and a pleco.", user_id="u")
+    question = "How many neon tetras are in my aquarium?"
+    before = real_mem.recall(question, user_id="u", limit=1).memories[0]
+    assert before.memory.id == mid and "answer" not in before.components
+    real_mem.update(mid, content="My aquarium has twelve neon tetras and a pleco.")
+    after = real_mem.recall(question, user_id="u", limit=1).memories[0]
+    assert after.memory.id == mid and after.components["answer"] == pytest.approx(0.15)

@@ -383,7 +383,7 @@ def _refine(
     if profile.answer_weight > 0 and query.wants is not None:
         for cand in head:
             record = records.get(cand.id)
-            if record is not None and states_kind(query.wants, record.content):
+            if record is not None and _states(query.wants, record):
                 cand.relevance *= 1.0 + profile.answer_weight
                 cand.components["answer"] = round(profile.answer_weight, 6)
                 cand.components["relevance"] = round(cand.relevance, 6)
@@ -405,6 +405,24 @@ def _refine(
     in_head = {c.id for c in head}
     rest = [c for c in tail if c.id not in in_head]
     return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
+
+
+# Whether a memory states a time or an amount, by (kind, id, last update, length): a pure reading of
+# its text, asked again on every recall that has it among the head (a long message's scan
+# costs far more than the look-up). Cleared whole when full.
+_STATED: dict[tuple[str, str, float, int], bool] = {}
+_STATED_MAX = 65_536
+
+
+def _states(kind: str, record: MemoryRecord) -> bool:
+    key = (kind, record.id, record.updated_at, len(record.content))
+    found = _STATED.get(key)
+    if found is None:
+        found = states_kind(kind, record.content)
+        if len(_STATED) >= _STATED_MAX:
+            _STATED.clear()
+        _STATED[key] = found
+    return found
 
 
 def _join_neighbours(
