@@ -394,7 +394,7 @@ def main() -> None:
         f"import {cs['import_s']} s · open (loads the model) {cs['open_s']} s · first recall "
         f"{cs['first_recall_s']} s · total **{cs['total_s']} s**",
         "",
-        "For scale: MemWire 0.1.2, the seed system, is measured beside engrammar, mem0 and the "
+        "For scale: MemWire 0.1.2, the system engrammar is a drop-in for, is measured beside engrammar, mem0 and the "
         "floors on the same workload in bench/results/peers.md (not re-measured here).",
         "",
     ]

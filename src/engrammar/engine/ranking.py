@@ -372,43 +372,35 @@ def _refine(
         head = session_evidence(
             head, {i: r.session_id for i, r in records.items()}, profile.session_weight
         )
-    if profile.time_weight > 0 and query.span is not None:
-        for cand in head:
-            record = records.get(cand.id)
-            hit = time_match(record.created_at, query.span) if record is not None else 0.0
-            if hit:
-                cand.relevance *= 1.0 + profile.time_weight * hit
-                cand.components["time"] = round(profile.time_weight * hit, 6)
-                cand.components["relevance"] = round(cand.relevance, 6)
-    if profile.answer_weight > 0 and query.wants is not None:
-        for cand in head:
-            record = records.get(cand.id)
-            if record is not None and _states(query.wants, record):
-                cand.relevance *= 1.0 + profile.answer_weight
-                cand.components["answer"] = round(profile.answer_weight, 6)
-                cand.components["relevance"] = round(cand.relevance, 6)
-    if profile.question_weight > 0:
-        for cand in head:
-            record = records.get(cand.id)
-            if record is not None and only_asks(record.content):
-                cand.relevance *= 1.0 - profile.question_weight
-                cand.components["question"] = round(-profile.question_weight, 6)
-                cand.components["relevance"] = round(cand.relevance, 6)
-    other = _OTHER_SIDE.get(query.whose or "")
-    if profile.role_weight > 0 and other is not None:
-        for cand in head:
-            record = records.get(cand.id)
-            if record is not None and record.role == other:
-                cand.relevance *= 1.0 - profile.role_weight
-                cand.components["role"] = round(-profile.role_weight, 6)
-                cand.components["relevance"] = round(cand.relevance, 6)
+    span = query.span if profile.time_weight > 0 else None
+    wants = query.wants if profile.answer_weight > 0 else None
+    other = _OTHER_SIDE.get(query.whose or "") if profile.role_weight > 0 else None
+    for cand in head:
+        record = records.get(cand.id)
+        if record is None:
+            continue
+        if span is not None and (hit := time_match(record.created_at, span)):
+            _weigh(cand, "time", profile.time_weight * hit)
+        if wants is not None and _states(wants, record):
+            _weigh(cand, "answer", profile.answer_weight)
+        if profile.question_weight > 0 and only_asks(record.content):
+            _weigh(cand, "question", -profile.question_weight)
+        if other is not None and record.role == other:
+            _weigh(cand, "role", -profile.role_weight)
     in_head = {c.id for c in head}
     rest = [c for c in tail if c.id not in in_head]
     return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
 
 
-# Whether a memory states a time or an amount, by (kind, id, last update, length): a pure reading of
-# its text, asked again on every recall that has it among the head (a long message's scan
+def _weigh(cand: Candidate, name: str, change: float) -> None:
+    """Relevance x (1 + ``change``), recorded as the component ``name``."""
+    cand.relevance *= 1.0 + change
+    cand.components[name] = round(change, 6)
+    cand.components["relevance"] = round(cand.relevance, 6)
+
+
+# Whether a memory states a time or an amount, by (kind, id, last update, length): a pure
+# reading of its text, asked again on every recall that has it among the head (a long message's scan
 # costs far more than the look-up). Cleared whole when full.
 _STATED: dict[tuple[str, str, float, int], bool] = {}
 _STATED_MAX = 65_536
