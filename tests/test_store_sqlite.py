@@ -114,6 +114,62 @@ def test_a_rows_metadata_is_decoded_once_and_each_record_gets_its_own(store_path
     m.close()
 
 
+def test_a_scopes_load_keeps_its_rows_as_the_table_holds_them(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engrammar.models import Scope
+    from engrammar.store.sqlite import search
+    from engrammar.store.tables import MEMORY_COLUMNS
+
+    writer = _open(store_path)
+    ids = writer.add(
+        [
+            {"role": "user", "content": "I moved to Berlin in May.", "name": "Ana"},
+            {"role": "assistant", "content": "Berlin is lovely in spring."},
+            "I moved to Hamburg in June.",  # replaces the first (valid_until, superseded_by)
+        ],
+        user_id="u",
+    )
+    writer.add("Someone else's memory.", user_id="v")
+    m = _open(store_path)
+    store = m.store
+    assert isinstance(store, SQLiteStore)
+
+    def table(memory_id: str) -> tuple[object, ...]:
+        with sqlite3.connect(store_path / "engrammar.db") as conn:
+            row = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+        return tuple(row)
+
+    store._partitions(Scope("default", "u"))  # loads the scope's index (as a search does)
+    assert set(store._rows) == set(ids)  # the loaded scope's rows, no one else's
+    assert all(store._rows[i] == table(i) for i in ids)
+    statements: list[str] = []
+    for conn in store._all_conns:
+        conn.set_trace_callback(statements.append)
+    got = store.get_memories("default", ids)
+    assert not [s for s in statements if "FROM memories" in s]
+    assert got[ids[0]].metadata == {"speaker": "Ana"} and got[ids[1]].role == "assistant"
+    # What another handle changes after the load is read again, not served from the load.
+    writer.update(ids[1], "Berlin is lovely in autumn.")
+    writer.forget(ids[2])
+    now = store.get_memories("default", ids)
+    assert now[ids[1]].content == "Berlin is lovely in autumn."
+    assert ids[2] not in now
+    assert store._rows[ids[1]] == table(ids[1])
+    writer.close()
+    m.close()
+    # A load fills only the room the row cache has: it pushes out no row read before.
+    monkeypatch.setattr(search, "_ROW_CACHE", 2)
+    small = _open(store_path)
+    (v_id,) = [r.id for r in small.list(user_id="v")]
+    small.store.get_memories("default", [v_id])
+    small.store._partitions(Scope("default", "u"))  # loads the scope's index, reads no row
+    assert list(small.store._rows) == [ids[1], v_id]  # the newest of u's, least recent first
+    small.close()
+
+
 def test_a_recall_reads_feedback_tables_only_where_the_scope_has_records(store_path: Path) -> None:
     m = _open(store_path)
     tea, _ = m.add(["I like green tea.", "I moved to Berlin in May."], user_id="u")
