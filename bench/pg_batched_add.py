@@ -1,5 +1,5 @@
 """Batched add against the raw embedding, two code versions on PostgreSQL and this version on
-SQLite, side by side in ONE process (the issue's "add <= 1.4x raw embedding", measured as
+SQLite, side by side in ONE process (target: add <= 1.4x the raw embedding, measured as
 bench/peers.py measures batched ingest: calls of 1,000 LoCoMo turns).
 
     python bench/pg_batched_add.py --other-src ../base/src [--calls 5] [--size 1000] \\

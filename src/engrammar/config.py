@@ -180,7 +180,8 @@ class RankingProfile:
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting of engrammar, with the MemWire seed's feedback parameters and defaults."""
+    """Every setting of engrammar, with MemWire's feedback parameters and defaults (engrammar is a
+    drop-in for it)."""
 
     # -- storage -----------------------------------------------------------------------------
     path: str = _opt("./engrammar_data", "Folder of the embedded store (SQLite file inside).")

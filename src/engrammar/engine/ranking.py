@@ -529,25 +529,12 @@ def _ranked(
     :class:`_Finish`). One comprehension for the ~150 candidates: a call for each costs a
     third of the time."""
     walk = support.get
-    if graph_weight is None:
-        return [
-            Ranked(
-                c.id,
-                c.relevance,
-                c.components,
-                "graph" if c.vector_rank is None and c.keyword_rank is None else "search",
-                None,
-                walk(c.id),
-                None,
-                None,
-                c,
-            )
-            for c in cands
-        ]
     return [
         Ranked(
             c.id,
-            c.relevance + graph_weight * c.components.get("graph", 0.0),
+            c.relevance
+            if graph_weight is None
+            else c.relevance + graph_weight * c.components.get("graph", 0.0),
             c.components,
             "graph" if c.vector_rank is None and c.keyword_rank is None else "search",
             None,
