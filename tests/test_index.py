@@ -11,6 +11,7 @@ from engrammar.engine.filters import parse_filters
 from engrammar.recall import keyword
 from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import terms
+from engrammar.store.base import ChunkVector
 from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex, Within
 
 
@@ -279,3 +280,51 @@ def test_bm25_scores_stay_exact_when_the_kept_weights_overflow(monkeypatch: Any)
     for q in ("garden shed", "dog", "garden kite lake moon", "shed dog moon", "garden shed"):
         want = _bm25_one_term_at_a_time(bm, docs, terms(q), len(texts))
         assert np.array_equal(bm.scores(terms(q), len(texts)), want), q
+
+
+def test_searches_end_the_vector_list_with_the_keyword_hits_it_missed() -> None:
+    """``searches`` gives both searches' lists, the vector list followed by every keyword hit
+    it missed with its exact cosine (its own vector's, or its best window's if higher: each
+    ``vector.dot(query)``), best first; right through adds, removals, updates and filters."""
+    rng = np.random.default_rng(11)
+    dim = 16
+    idx = ScopeIndex(dim, 1.2, 0.1)
+    held: dict[str, tuple[str, np.ndarray, list[ChunkVector]]] = {}
+
+    def unit() -> np.ndarray:
+        v = rng.normal(size=dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def add(i: int) -> None:
+        windows = [ChunkVector(p, 0, 1, unit()) for p in range(1, 1 + i % 3)]
+        row = IndexRow(f"m{i}", f"a{i % 2}", None, 0.0, f"kite {i}", unit(), chunks=windows)
+        idx.upsert(row)
+        held[row.id] = (row.agent_id or "", row.embedding, windows)
+
+    def check() -> None:
+        query = unit()
+        for within in (Within(), Within(agent_id="a1")):
+            keyword, vector = idx.searches(terms("kite"), query, 5, within)
+            assert keyword == idx.keyword_search(terms("kite"), 5, within)
+            assert vector[:5] == idx.vector_search(query, 5, within)
+            seen = {m for m, _ in vector[:5]}
+            missed = [m for m, _ in keyword if m not in seen]
+            want = []
+            for m in missed:
+                agent, own, windows = held[m]
+                assert within.agent_id in (None, agent)
+                best = float(own.dot(query))
+                want.append((m, max([best, *(float(w.embedding.dot(query)) for w in windows)])))
+            assert vector[5:] == sorted(want, key=lambda h: h[1], reverse=True)
+            assert len(vector) > 5  # the query term is in every memory: some are missed
+
+    for i in range(40):
+        add(i)
+    check()
+    for i in range(0, 40, 4):
+        idx.remove(f"m{i}")
+        del held[f"m{i}"]
+    check()
+    for i in (1, 5, 9):  # updated: new vectors and windows
+        add(i)
+    check()

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from engrammar import Config, HashEmbedder, Memory
+from engrammar.models import Scope
+from engrammar.store import SearchQuery
 from engrammar.store.sqlite.migrations import MIGRATIONS
 from engrammar.store.sqlite.store import SQLiteStore
 
@@ -318,4 +320,25 @@ def test_index_compacts_after_many_forgets(store_path: Path) -> None:
     hits = m.search("item alpha", user_id="u", limit=200)
     assert len(hits) == 100
     assert {h.id for h in hits} == set(ids[500:])
+    m.close()
+
+
+def test_a_users_searches_end_with_the_keyword_hits_the_vector_list_missed(
+    store_path: Path,
+) -> None:
+    """One partition's searches complete the vector list themselves, with the cosines recall
+    would compute from the stored vectors (``Store.searches``)."""
+    m = _open(store_path)
+    words = ["river", "stones", "garden", "weather", "sea", "lamp", "train"]
+    texts = [f"kite {words[i % 7]} {words[i * 3 % 7]} {i}" for i in range(30)]
+    m.add([*texts, *(f"{words[i]} only" for i in range(7))], user_id="u")
+    scope = Scope("default", "u")
+    query = HashEmbedder().embed(["stones in the river"])[0]
+    keyword, vector = m.store.searches(scope, SearchQuery(("kite",), query, 4))
+    assert vector[:4] == m.store.vector_search(scope, query, 4)
+    missed = [i for i, _ in keyword if i not in dict(vector[:4])]
+    assert missed
+    stored = m.store.vectors("default", missed)
+    want = [(i, float(stored[i].dot(query))) for i in missed]
+    assert vector[4:] == sorted(want, key=lambda h: h[1], reverse=True)
     m.close()

@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -71,7 +71,7 @@ from ..models import (
 )
 from ..recall.chunks import best_window, marked, widened
 from ..recall.format import format_memories
-from ..recall.fusion import Candidate, fuse, session_evidence
+from ..recall.fusion import Candidate, fuse, missed_hits, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import (
     Query,
@@ -209,7 +209,6 @@ def rank(
 
 
 _ID, _SCORE, _RELEVANCE = attrgetter("id"), attrgetter("score"), attrgetter("relevance")
-_COSINE = itemgetter(1)
 
 
 def _best_first(items: Iterable[Ranked]) -> list[Ranked]:
@@ -314,9 +313,9 @@ def _complete_vector_hits(
     vector_hits: list[tuple[str, float]],
     keyword_hits: list[tuple[str, float]],
 ) -> list[tuple[str, float]]:
-    """``vector_hits`` plus the cosine of every keyword hit the vector list missed (its best
-    window's, as vector search scores it): scored 0 it would lose to memories that merely
-    appear in both lists."""
+    """``vector_hits`` plus the cosine of every keyword hit the vector list missed
+    (:func:`~engrammar.recall.fusion.missed_hits`), unless the store's searches added them
+    already (``Store.searches``)."""
     seen = {memory_id for memory_id, _ in vector_hits}
     missing = [memory_id for memory_id, _ in keyword_hits if memory_id not in seen]
     if not missing:
@@ -326,19 +325,9 @@ def _complete_vector_hits(
     found = [m for m in missing if m in vecs]
     if not found:
         return vector_hits
-    # Each hit's cosine is ``own.dot(qvec)``: matmul of (1 x d) by (d x 1) computes it with
-    # that very dot function (the same bits), every hit in one call rather than one a hit
-    # (``np.array`` of the rows: a third of ``np.stack``'s time, and as strict on shapes).
-    cosines = np.matmul(np.array([vecs[m] for m in found])[:, None, :], qvec[:, None])
-    extra = list(zip(found, cosines[:, 0, 0].tolist(), strict=True))
-    if chunks:  # a long message's windows: its best window's cosine if higher
-        for k, (m, best) in enumerate(extra):
-            for c in chunks.get(m, ()):
-                cos = float(c.embedding.dot(qvec))
-                if cos > best:
-                    best = cos
-            extra[k] = (m, best)
-    return vector_hits + sorted(extra, key=_COSINE, reverse=True)  # stable: ties keep order
+    # ``np.array`` of the rows: a third of ``np.stack``'s time, and as strict on shapes.
+    windows = [[c.embedding for c in chunks.get(m, ())] for m in found] if chunks else None
+    return vector_hits + missed_hits(found, np.array([vecs[m] for m in found]), windows, qvec)
 
 
 def _refine(

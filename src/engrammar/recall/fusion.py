@@ -3,11 +3,13 @@ gives its turns (pure functions)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 
-__all__ = ["Candidate", "best_first", "fuse", "session_evidence"]
+import numpy as np
+
+__all__ = ["Candidate", "best_first", "fuse", "missed_hits", "session_evidence"]
 
 
 @dataclass(slots=True)
@@ -75,6 +77,32 @@ def fuse(
             cand.keyword, cand.keyword_rank, cand.relevance = score, rank, rel
             cand.components = {"vector": vector, "keyword": score, "relevance": rel}
     return best_first(cands.values())
+
+
+def missed_hits(
+    ids: Sequence[str],
+    own: np.ndarray,
+    windows: Sequence[Sequence[np.ndarray]] | None,
+    query: np.ndarray,
+) -> list[tuple[str, float]]:
+    """Keyword hits the vector list missed, as its tail: ``ids`` with the cosine vector search
+    gives each (its own vector's, row ``i`` of ``own``, or its best window's of ``windows[i]``
+    when higher), best first, ties in the order of ``ids``. Scored 0 such a hit would lose to
+    memories that merely appear in both lists.
+
+    Each cosine is ``vector.dot(query)``: matmul of (1 x d) by (d x 1) computes it with that
+    very dot function (the same bits), every hit in one call rather than one a hit; the engine
+    and a store that completes the list itself get the same numbers."""
+    cosines = np.matmul(own[:, None, :], query[:, None])[:, 0, 0].tolist()
+    if windows is not None:  # a long message's windows: its best window's cosine if higher
+        for k, these in enumerate(windows):
+            best = cosines[k]
+            for window in these:
+                cos = float(window.dot(query))
+                if cos > best:
+                    best = cos
+            cosines[k] = best
+    return sorted(zip(ids, cosines, strict=True), key=_SCORE, reverse=True)  # stable
 
 
 def best_first(cands: Iterable[Candidate]) -> list[Candidate]:

@@ -474,7 +474,11 @@ class Store(Protocol):
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """``(keyword_search(scope, text, k, where), vector_search(scope, vector, k, where))``
         of ``ask`` (the keyword search by the text's ``terms``) when the query's vector is
-        known before its keyword hits (a reply's): a server store sends both at once."""
+        known before its keyword hits (a reply's): a server store sends both at once. The
+        vector list may go on past its ``k`` hits with every keyword hit it missed, as
+        :func:`~engrammar.recall.fusion.missed_hits` scores them (recall appends them
+        otherwise, reading their vectors): a store that holds the vectors at hand saves
+        those reads."""
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None

@@ -19,6 +19,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import numpy as np
 
 from ...models import RecallFilter, json_key
+from ...recall.fusion import missed_hits
 from ...recall.keyword import BM25Index, TermLists, pack_terms
 from ...recall.text import terms
 from ..base import ChunkVector
@@ -589,6 +590,24 @@ class ScopeIndex:
             out |= ~self._mask(within)
         scores[out] = -np.inf
         return self._top(scores, k)
+
+    def searches(
+        self, query_terms: list[str], query: np.ndarray, k: int, within: Within = EVERYWHERE
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """:meth:`keyword_search` and :meth:`vector_search`, the vector list followed by the
+        keyword hits it missed with their cosines (:func:`~engrammar.recall.fusion.missed_hits`,
+        as ``Store.searches`` may): their vectors and windows are at hand here, where recall
+        would read them from the store's caches again."""
+        keyword = self.keyword_search(query_terms, k, within)
+        vector = self.vector_search(query, k, within)
+        seen = {memory_id for memory_id, _ in vector}
+        missed = [memory_id for memory_id, _ in keyword if memory_id not in seen]
+        if not missed:
+            return keyword, vector
+        slots = [self._slot[memory_id] for memory_id in missed]
+        rows = self._chunk_rows
+        windows = [[c.embedding for c in rows.get(s, ())] for s in slots] if rows else None
+        return keyword, vector + missed_hits(missed, self._vectors[slots], windows, query)
 
     @staticmethod
     def _whole(within: Within) -> bool:

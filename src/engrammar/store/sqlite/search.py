@@ -633,6 +633,10 @@ class SQLiteSearch(SQLStore):
         parts = self._searched(scope)
         within = Within(scope.agent_id, scope.session_id, where)
         query_terms = list(words)
+        if len(parts) == 1 and query_terms:
+            # One partition (a user's scope): its index completes the vector list too.
+            with self._index_lock:
+                return parts[0].searches(query_terms, query, k, within)
         keyword = (
             self._best_hits(
                 parts, within, k, lambda index, w: index.keyword_search(query_terms, k, w)
