@@ -255,3 +255,21 @@ def test_a_reply_added_alone_leans_on_the_session_before_it(mem: Memory) -> None
     assert np.allclose(
         mem.store.vectors("default", [c])[c], mem.embedder.embed(["No."])[0], atol=1e-6
     )
+
+
+def test_a_pasted_transcript_names_its_speakers_in_the_text(mem: Memory) -> None:
+    # Every line as the user's message, the speaker only in the text: a line of another
+    # speaker replies to the one before it, as with ``name``; a second line of one speaker
+    # does not.
+    texts = [
+        "Caroline: I went to a support group yesterday.",
+        "Melanie: How did it go?",
+        "Melanie: I hope it helped.",
+    ]
+    ids = mem.add([{"role": "user", "content": t} for t in texts], user_id="u", session_id="s")
+    stored = mem.store.vectors("default", ids)
+    own = mem.embedder.embed(texts)
+    assert np.allclose(stored[ids[0]], own[0], atol=1e-6)
+    expected = own[1] + mem.config.context_weight * own[0]
+    assert np.allclose(stored[ids[1]], expected / np.linalg.norm(expected), atol=1e-6)
+    assert np.allclose(stored[ids[2]], own[2], atol=1e-6)

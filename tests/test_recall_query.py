@@ -23,6 +23,7 @@ from engrammar.recall.text import (
     index_text,
     stem,
     terms,
+    who_speaks,
     word_list,
 )
 
@@ -133,6 +134,23 @@ def test_only_replies_carry_context() -> None:
     # The first message of a batch replies to the session's latest memory of another speaker.
     assert context_sources([("Mel", "user")], before=("Caroline", "user")) == [-1]
     assert context_sources([("Mel", "user")], before=("Mel", "user")) == [None]
+
+
+def test_who_speaks_reads_a_speaker_label_when_no_name_is_recorded() -> None:
+    assert who_speaks({"speaker": "Mel"}, "Caroline: hi") == "Mel"  # the name comes first
+    assert who_speaks({}, "Caroline: I went to a support group.") == "Caroline"
+    assert who_speaks({}, "  Dr. Ann Lee: take two a day") == "Dr. Ann Lee"
+    for text in [
+        "caroline: lower case",  # not a name
+        "I think: maybe",  # a sentence, not a label
+        "Title: Ten Ways to Rest",  # a part of a document
+        "Note: buy milk",
+        "Caroline:no space after the colon",
+        "A Very Long Label Of Words: x",
+        "https://example.com/a:b",
+        "",
+    ]:
+        assert who_speaks({}, text) is None, text
 
 
 def test_blend_context_leans_a_reply_towards_what_it_answers() -> None:

@@ -28,7 +28,7 @@ from ..recall.graph import (
     sequence_edges,
 )
 from ..recall.tensions import ParseAhead, Statement, detect_tension
-from ..recall.text import context_sources, speaker_of, terms
+from ..recall.text import context_sources, speaker_of, terms, who_speaks
 from ..store import AddAhead, ChunkVector, MemoryUpdate, NewEdge, NewMemory, read_ahead
 from .base import Engine, adding, dedup_key, embed_memories, speaker, statement, states_facts
 from .validate import Message
@@ -81,7 +81,9 @@ def _add(
         messages = recognise_preferences(engine, scope, messages, latest)
     if engine.config.embed_context:
         before, before_vec = _session_tail(engine, scope, latest)
-        replies_to = context_sources([(speaker_of(m.metadata), m.role) for m in messages], before)
+        replies_to = context_sources(
+            [(who_speaks(m.metadata, m.content), m.role) for m in messages], before
+        )
         vectors = blend_context(vectors, replies_to, engine.config.context_weight, before_vec)
     rows = [
         NewMemory(
@@ -144,7 +146,7 @@ def _session_tail(
     vector = engine.store.vectors(scope.workspace, [tail[0].id]).get(tail[0].id)
     if vector is None:
         return None, None
-    return (speaker_of(tail[0].metadata), tail[0].role), vector
+    return (who_speaks(tail[0].metadata, tail[0].content), tail[0].role), vector
 
 
 def update(

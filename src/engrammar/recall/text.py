@@ -147,6 +147,28 @@ def speaker_of(metadata: dict[str, Any]) -> str | None:
     return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
+# A message pasted from a transcript names its speaker first ("Caroline: ..."): one to three
+# capitalised words and a colon. A label that names a part of a document is no speaker.
+_LABEL = re.compile(r"\s*([A-Z][\w'.-]{0,24}(?: [A-Z][\w'.-]{0,24}){0,2}):[ \t]")
+_NOT_SPEAKERS = frozenset(
+    "answer content context date description error example fwd from important input name "
+    "note notes output prompt question re reminder response result source step subject "
+    "summary task tip tips title to todo update warning".split()
+)
+
+
+def who_speaks(metadata: dict[str, Any], content: str) -> str | None:
+    """The speaker of a message: its recorded ``name``, else the speaker label its text
+    starts with ("Caroline: ..."), else None."""
+    named = speaker_of(metadata)
+    if named is not None:
+        return named
+    found = _LABEL.match(content)
+    if found is None or found.group(1).lower() in _NOT_SPEAKERS:
+        return None
+    return found.group(1)
+
+
 def index_text(content: str, speaker: str | None = None) -> str:
     """What search indexes for a memory: ``"speaker: content"`` when the speaker is known.
 
