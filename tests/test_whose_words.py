@@ -103,3 +103,48 @@ def test_an_assistants_long_report_is_found_by_the_words_at_its_end(real_mem: Me
     result = real_mem.recall("What is the launch code of the zebra project?", user_id="u")
     top = result.memories[0]
     assert top.memory.role == "assistant" and "PAPAYA-42" in (top.excerpt or "")
+
+
+def _chat(mem: Memory, named: bool) -> None:
+    """Two people, the same words in both mouths; with ``named`` each message carries its
+    speaker as ``name``, else the speaker is only the label its text starts with."""
+    lines = [
+        (
+            "Melanie",
+            "Caroline, you should find out about adoption agencies: adoption agencies "
+            "help, and finding out what agencies do takes time.",
+        ),
+        ("Caroline", "Yes, I looked into adoption agencies last week."),
+        ("Melanie", "I painted a lake at sunrise."),
+    ]
+    mem.add(
+        [
+            {"role": "user", "name": who, "content": text}
+            if named
+            else {"role": "user", "content": f"{who}: {text}"}
+            for who, text in lines
+        ],
+        user_id="u",
+        session_id="s1",
+    )
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_question_naming_a_speaker_ranks_that_speakers_words_first(
+    real_mem: Memory, named: bool
+) -> None:
+    _chat(real_mem, named)
+    question = "What did Caroline find out about adoption agencies?"
+
+    def first(profile: RankingProfile | None = None) -> str:
+        return real_mem.recall(question, user_id="u", limit=3, profile=profile).memories[0].content
+
+    assert "looked into adoption agencies" in first()
+    # Without the stage Melanie's question, with more of the words, ranks first.
+    assert "you should find out" in first(RankingProfile(role_weight=0.0))
+    result = real_mem.recall(question, user_id="u", limit=3)
+    other = next(m for m in result.memories if "you should find out" in m.content)
+    assert other.components["role"] == -0.5
+    # A question naming both speakers, or none, leaves both sides alike.
+    both = real_mem.recall("What did Caroline and Melanie say about adoption?", user_id="u")
+    assert all("role" not in m.components for m in both.memories)

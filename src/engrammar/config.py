@@ -74,7 +74,8 @@ class RankingProfile:
         "Relevance x (1 - this) for the other side's messages when the question says whose "
         "words it asks about: the assistant's for a first-person question about the asker "
         "('Where did I park?'), the user's for one about what the assistant said ('the hotel "
-        "you recommended'). At most 0.5; 0 = off.",
+        "you recommended'); for a question naming a speaker ('What did Caroline say?'), the "
+        "messages of speakers it does not name. At most 0.5; 0 = off.",
         high=0.5,
     )
     question_weight: float = _w(
@@ -387,7 +388,8 @@ class Config:
         True,
         "Give a message that replies to someone (the message before it in the same add call, "
         "or the session's latest memory, has another speaker or role) a vector that leans "
-        "towards that message: a reply means little without what it answers.",
+        "towards that message: a reply means little without what it answers. The speaker is "
+        "the message's name, else a label its text starts with ('Caroline: ...').",
     )
     context_weight: float = _opt(
         0.5,

@@ -75,6 +75,7 @@ from ..recall.fusion import Candidate, fuse, missed_hits, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import (
     Query,
+    names_speaker,
     only_asks,
     parse_query,
     sequence_support,
@@ -83,7 +84,7 @@ from ..recall.query import (
 )
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.tensions import detect_tension
-from ..recall.text import index_text, speaker_of, terms, topic_terms
+from ..recall.text import index_text, speaker_of, terms, topic_terms, who_speaks
 from ..store import LearningAhead, RecallRecord, RefineAhead, SearchQuery, read_ahead
 from .base import Engine, in_scope, own_word, pinned, reaches, reading, statement, states_facts
 from .edge_context import edge_reader, reads_edge_parts
@@ -365,6 +366,8 @@ def _refine(
     span = query.span if profile.time_weight > 0 else None
     wants = query.wants if profile.answer_weight > 0 else None
     other = _OTHER_SIDE.get(query.whose or "") if profile.role_weight > 0 else None
+    speakers = _speakers(records) if profile.role_weight > 0 and query.capitals else {}
+    named = {s for s in set(speakers.values()) if names_speaker(s, query.capitals)}
     for cand in head:
         record = records.get(cand.id)
         if record is None:
@@ -375,11 +378,23 @@ def _refine(
             _weigh(cand, "answer", profile.answer_weight)
         if profile.question_weight > 0 and only_asks(record.content):
             _weigh(cand, "question", -profile.question_weight)
-        if other is not None and record.role == other:
+        if (other is not None and record.role == other) or (
+            named and cand.id in speakers and speakers[cand.id] not in named
+        ):
             _weigh(cand, "role", -profile.role_weight)
     in_head = {c.id for c in head}
     rest = [c for c in tail if c.id not in in_head]
     return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
+
+
+def _speakers(records: dict[str, MemoryRecord]) -> dict[str, str]:
+    """The speaker of each of ``records`` that has one (its name, or its text's label)."""
+    out = {}
+    for memory_id, record in records.items():
+        speaker = who_speaks(record.metadata, record.content)
+        if speaker is not None:
+            out[memory_id] = speaker
+    return out
 
 
 def _weigh(cand: Candidate, name: str, change: float) -> None:

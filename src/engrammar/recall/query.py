@@ -97,6 +97,21 @@ def whose_words(text: str) -> str | None:
     return "user"
 
 
+# A capitalised word of a question, without a possessive ending ("Caroline's" -> "Caroline").
+_CAPITALISED = re.compile(r"\b([A-Z][\w-]*)(?:['\u2019]s\b)?")
+
+
+def capitalised(text: str) -> frozenset[str]:
+    """The capitalised words of ``text``: where a question names people."""
+    return frozenset(_CAPITALISED.findall(text))
+
+
+def names_speaker(speaker: str, words: frozenset[str]) -> bool:
+    """Whether a question whose capitalised words are ``words`` names ``speaker``: one of the
+    speaker's words of three letters or more, as written ("Caroline", "Ann Lee" by "Lee")."""
+    return any(len(w) >= 3 and w in words for w in speaker.split())
+
+
 # Words that ask for what came before, and a past auxiliary before "I" / "we" ("Was I
 # vegetarian?", "What dog did I have?"). "What was the name of the restaurant?" asks about an
 # event, not about a fact that changed, and does not count.
@@ -546,6 +561,7 @@ class Query:
     own_facts: bool  # asks about the asker's own facts as they stand
     names_past_time: bool  # names a time that ended before it is asked: what held then
     whose: str | None = None  # whose words answer it: "user", "assistant" (whose_words)
+    capitals: frozenset[str] = frozenset()  # its capitalised words (names_speaker)
     wants: str | None = None  # the kind of thing it asks for (answer_kind)
 
 
@@ -567,5 +583,6 @@ def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
         and span[1] < as_of - _NOW_SLACK
         and not names_upcoming_time(text),
         whose=whose_words(text),
+        capitals=capitalised(text),
         wants=answer_kind(text),
     )
