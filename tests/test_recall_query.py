@@ -258,3 +258,20 @@ def test_words_are_what_the_word_pattern_finds(text: str) -> None:
         if word and word not in STOP_WORDS:
             expected.append(stem(word))
     assert terms(text) == expected
+
+
+def test_a_vector_hit_past_the_keyword_list_is_scored_by_its_words(tmp_path: Path) -> None:
+    # Keyword search keeps its best ``candidate_pool`` hits; a memory that vector search found
+    # first (here by the words search leaves out) and that holds the query's one term less
+    # often than those hits still gets its BM25 score, not 0.
+    question = "what was it that we had to do about the cello and how it was for you then"
+    config = Config(path=str(tmp_path), candidate_pool=2)
+    with Memory(config, embedder=HashEmbedder()) as m:
+        m.add(["cello cello cello", "cello cello strings"], user_id="u")
+        [target] = m.add(
+            ["what it was that we had to do about the cello, and how it was for you then"],
+            user_id="u",
+        )
+        top = m.search(question, user_id="u", limit=3)[0]
+        assert top.id == target
+        assert top.components["keyword"] > 0

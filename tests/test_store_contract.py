@@ -341,6 +341,54 @@ def test_keyword_search_is_bm25(store: Store, query: str, scope: Scope) -> None:
     np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-4)
 
 
+@pytest.mark.parametrize(
+    ("query", "scope"),
+    [
+        ("violin practice", Scope(WS, "alice")),
+        ("violin", Scope(WS)),
+        ("the dog Pepper", Scope(WS, "alice", "a1")),
+    ],
+)
+def test_keyword_scores_are_the_searchs_scores_of_the_given_memories(
+    store: Store, query: str, scope: Scope
+) -> None:
+    rows = _load_corpus(store)
+    every = dict(_reference_bm25(rows, query, scope, len(rows)))
+    mine = [
+        r
+        for r in rows
+        if scope.user_id in (None, r.user_id) and scope.agent_id in (None, r.agent_id)
+    ]
+    inside = [r.id for r in mine if r.id in every]
+    without = [r.id for r in mine if r.id not in every]
+    assert inside and without
+    # Asked right after a search of the same words and on their own, the same scores; a
+    # memory that holds none of the words is left out.
+    store.keyword_search(scope, query, 2)
+    for _ in range(2):
+        got = store.keyword_scores(scope, terms(query), inside + without)
+        assert set(got) == set(inside)
+        np.testing.assert_allclose([got[i] for i in inside], [every[i] for i in inside], rtol=1e-4)
+    assert store.keyword_scores(scope, terms(query), []) == {}
+    assert store.keyword_scores(scope, [], inside) == {}
+    # Another user's memories are not this scope's.
+    others = [r.id for r in rows if r.user_id not in (None, scope.user_id)]
+    if scope.user_id is not None:
+        assert store.keyword_scores(scope, terms(query), others) == {}
+
+
+def test_keyword_scores_follow_changes_of_the_index(store: Store) -> None:
+    _load_corpus(store)
+    scope = Scope(WS, "alice")
+    [target] = [i for i, _ in store.keyword_search(scope, "violin", 1)]
+    before = store.keyword_scores(scope, ["violin"], [target])[target]
+    # More documents holding the word: its idf, so the same memory's score, falls.
+    add(store, *(new(f"violin note {i}") for i in range(5)))
+    after = store.keyword_scores(scope, ["violin"], [target])[target]
+    assert after < before
+    assert after == pytest.approx(dict(store.keyword_search(scope, "violin", 50))[target])
+
+
 def test_keyword_search_edge_cases(store: Store) -> None:
     _load_corpus(store)
     assert store.keyword_search(Scope(WS, "alice"), "the and of", 5) == []  # only stop words

@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -210,6 +210,7 @@ def rank(
 
 
 _ID, _SCORE, _RELEVANCE = attrgetter("id"), attrgetter("score"), attrgetter("relevance")
+_SCORE_OF = itemgetter(1)
 
 
 def _best_first(items: Iterable[Ranked]) -> list[Ranked]:
@@ -283,6 +284,7 @@ def candidates(
     if scope.user_id is None:
         keyword_hits, vector_hits = _reaching(scope, keyword_hits, vector_hits, read)
     vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
+    keyword_hits = _complete_keyword_hits(engine, scope, query, vector_hits[:pool], keyword_hits)
     cands = fuse(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
     return _refine(
         engine, scope, query, profile, cands, qvec, where, edges or store.edges_from, read
@@ -329,6 +331,27 @@ def _complete_vector_hits(
     # ``np.array`` of the rows: a third of ``np.stack``'s time, and as strict on shapes.
     windows = [[c.embedding for c in chunks.get(m, ())] for m in found] if chunks else None
     return vector_hits + missed_hits(found, np.array([vecs[m] for m in found]), windows, qvec)
+
+
+def _complete_keyword_hits(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    vector_hits: list[tuple[str, float]],
+    keyword_hits: list[tuple[str, float]],
+) -> list[tuple[str, float]]:
+    """``keyword_hits`` plus the BM25 score of every vector hit the keyword list missed that
+    holds a query term, best first after it: a memory that holds the query's words, though not
+    enough of them for the keyword list, is scored by them, not as if it held none."""
+    seen = {memory_id for memory_id, _ in keyword_hits}
+    missing = [memory_id for memory_id, _ in vector_hits if memory_id not in seen]
+    if not missing or not query.terms:
+        return keyword_hits
+    scores = engine.store.keyword_scores(scope, query.terms, missing)
+    extra = [(m, scores[m]) for m in missing if m in scores]
+    if not extra:
+        return keyword_hits
+    return keyword_hits + sorted(extra, key=_SCORE_OF, reverse=True)  # stable: ties keep order
 
 
 def _refine(
@@ -391,7 +414,10 @@ def _speakers(records: dict[str, MemoryRecord]) -> dict[str, str]:
     """The speaker of each of ``records`` that has one (its name, or its text's label)."""
     out = {}
     for memory_id, record in records.items():
-        speaker = who_speaks(record.metadata, record.content)
+        named = record.metadata.get("speaker")  # most named messages end here (who_speaks)
+        speaker = (
+            named if isinstance(named, str) and named.strip() else who_speaks({}, record.content)
+        )
         if speaker is not None:
             out[memory_id] = speaker
     return out

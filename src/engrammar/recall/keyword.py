@@ -74,6 +74,8 @@ class BM25Index:
         # weight of each (a query term's share before its count in the query). Every change
         # moves the average length and the idf of every term: all are forgotten then.
         self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # The query and scores of the last :meth:`scores` (None once the index changes).
+        self._last: tuple[tuple[str, ...], np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self._n_alive
@@ -107,6 +109,7 @@ class BM25Index:
         self._lengths[slot] = len(doc_terms)
         self._lengths_array = None
         self._weights.clear()
+        self._last = None
         self._alive[slot] = True
         self._total_len += len(doc_terms)
         self._n_alive += 1
@@ -155,6 +158,7 @@ class BM25Index:
         self._alive.extend([True] * n)
         self._lengths_array = None
         self._weights.clear()
+        self._last = None
         self._total_len += int(lengths.sum())
         self._n_alive += n
 
@@ -170,6 +174,7 @@ class BM25Index:
                     del self._postings[term]
         self._alive[slot] = False
         self._weights.clear()
+        self._last = None
         self._total_len -= self._lengths[slot]
         self._n_alive -= 1
 
@@ -205,7 +210,14 @@ class BM25Index:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
     def scores(self, query_terms: list[str], size: int) -> np.ndarray:
-        """BM25 score of every slot in ``range(size)`` for the query (0 where nothing matches).
+        """BM25 score of every slot in ``range(size)`` for the query (0 where nothing matches),
+        kept for :meth:`slot_scores` until the index changes."""
+        out = self._scores(query_terms, size)
+        self._last = (tuple(query_terms), out.copy())
+        return out
+
+    def _scores(self, query_terms: list[str], size: int) -> np.ndarray:
+        """:meth:`scores`, not kept.
 
         Each term's weights (:meth:`_weights_of`) times its count in the query, added to the
         slots term after term (``np.add.at`` adds in the order given): in float32, every
@@ -235,6 +247,19 @@ class BM25Index:
             slots, contrib = slots[keep], contrib[keep]
         np.add.at(out, slots, contrib)
         return out
+
+    def slot_scores(self, query_terms: list[str], slots: list[int]) -> list[float]:
+        """The BM25 score of each of ``slots`` for the query, as :meth:`scores` gives it: the
+        scores of the last query are kept until the index changes, so the scores of a few
+        slots right after a search of the same terms cost a look-up."""
+        last = self._last
+        size = max(slots, default=-1) + 1
+        if last is None or last[0] != tuple(query_terms) or len(last[1]) < size:
+            self.scores(query_terms, max(size, len(self._alive)))
+            last = self._last
+        assert last is not None
+        found: list[float] = last[1][slots].tolist()
+        return found
 
     def _weights_of(self, query_terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The slots holding each of ``query_terms`` (those some live document holds) and the

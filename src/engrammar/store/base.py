@@ -487,6 +487,14 @@ class Store(Protocol):
         ``where``, the top ``k`` of those it matches (BM25's statistics stay the partition's,
         as for the agent and session keys, so a filter never changes a memory's score)."""
 
+    def keyword_scores(
+        self, scope: Scope, words: Sequence[str], ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The BM25 score of each of ``ids`` (memories of ``scope``) for the index terms
+        ``words``, as :meth:`keyword_search` scores it (the same statistics); a memory that
+        holds none of the terms is left out. What recall asks for the vector hits the
+        keyword list missed."""
+
     def vectors(self, workspace: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given memories."""
 

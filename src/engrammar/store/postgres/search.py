@@ -283,6 +283,21 @@ class PostgresSearch(SQLStore, PostgresReads, PostgresIngest):
     ) -> list[tuple[str, float]]:
         return self._keyword_hits(scope, terms(text), k, where)
 
+    def keyword_scores(
+        self, scope: Scope, words: Sequence[str], ids: Sequence[str]
+    ) -> dict[str, float]:
+        # The search's statement kept to ``ids``: the statistics stay the scope's.
+        query = keyword_query(
+            scope, list(words), len(ids), k1=self._k1, b=self._b,
+            narrowed=" AND m.id = ANY(%(only_ids)s::text[])",
+            narrow_params={"only_ids": list(ids)},
+        ) if ids else None  # fmt: skip
+        if query is None:
+            return {}
+        sql, params = query
+        rows = self._read("scoring keyword hits", lambda c: c.execute(sql, params).fetchall())
+        return {r[0]: float(r[1]) for r in rows if float(r[1]) > 0}
+
     def _keyword_hits(
         self, scope: Scope, words: Sequence[str], k: int, where: RecallFilter | None = None
     ) -> list[tuple[str, float]]:

@@ -609,6 +609,15 @@ class ScopeIndex:
         windows = [[c.embedding for c in rows.get(s, ())] for s in slots] if rows else None
         return keyword, vector + missed_hits(missed, self._vectors[slots], windows, query)
 
+    def keyword_scores(self, query_terms: list[str], ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 score above 0 of each of ``ids`` this partition holds (as
+        :meth:`keyword_search` scores it)."""
+        held = [memory_id for memory_id in ids if memory_id in self._slot]
+        if not held or not query_terms:
+            return {}
+        found = self._bm25.slot_scores(query_terms, [self._slot[i] for i in held])
+        return {i: score for i, score in zip(held, found, strict=True) if score > 0}
+
     @staticmethod
     def _whole(within: Within) -> bool:
         """Whether ``within`` keeps every memory of the partition."""

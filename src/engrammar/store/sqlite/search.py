@@ -661,6 +661,22 @@ class SQLiteSearch(SQLStore):
             lambda index, within: index.keyword_search(query_terms, k, within),
         )
 
+    def keyword_scores(
+        self, scope: Scope, words: Sequence[str], ids: Sequence[str]
+    ) -> dict[str, float]:
+        query_terms = list(words)
+        if not query_terms or not ids:
+            return {}
+        parts = self._searched(scope)
+        out: dict[str, float] = {}
+        try:
+            with self._index_lock:
+                for index in parts:
+                    out.update(index.keyword_scores(query_terms, ids))
+        except sqlite3.Error as exc:
+            raise StoreError(f"search failed: {exc}") from exc
+        return out
+
     def fts_search(self, scope: Scope, text: str, k: int) -> list[tuple[str, float]]:
         """Full-text search with SQLite FTS5 (porter stemming, its fixed BM25 parameters).
 
