@@ -145,6 +145,8 @@ def test_who_speaks_reads_a_speaker_label_when_no_name_is_recorded() -> None:
         "I think: maybe",  # a sentence, not a label
         "Title: Ten Ways to Rest",  # a part of a document
         "Note: buy milk",
+        "Monday: gym at seven",  # a day, not a speaker
+        "March: taxes due",
         "Caroline:no space after the colon",
         "A Very Long Label Of Words: x",
         "https://example.com/a:b",

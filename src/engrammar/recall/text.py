@@ -148,12 +148,16 @@ def speaker_of(metadata: dict[str, Any]) -> str | None:
 
 
 # A message pasted from a transcript names its speaker first ("Caroline: ..."): one to three
-# capitalised words and a colon. A label that names a part of a document is no speaker.
+# capitalised words and a colon. A label that names a part of a document, or a day, a month or
+# a time of day (notes: "Monday: gym"), is no speaker.
 _LABEL = re.compile(r"\s*([A-Z][\w'.-]{0,24}(?: [A-Z][\w'.-]{0,24}){0,2}):[ \t]")
 _NOT_SPEAKERS = frozenset(
     "answer content context date description error example fwd from important input name "
     "note notes output prompt question re reminder response result source step subject "
-    "summary task tip tips title to todo update warning".split()
+    "summary task tip tips title to todo update warning "
+    "monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday "
+    "morning afternoon evening night tonight january february march july september october "
+    "november december".split()  # April, May, June and August are names too
 )
 
 
