@@ -414,10 +414,7 @@ def _speakers(records: dict[str, MemoryRecord]) -> dict[str, str]:
     """The speaker of each of ``records`` that has one (its name, or its text's label)."""
     out = {}
     for memory_id, record in records.items():
-        named = record.metadata.get("speaker")  # most named messages end here (who_speaks)
-        speaker = (
-            named if isinstance(named, str) and named.strip() else who_speaks({}, record.content)
-        )
+        speaker = who_speaks(record.metadata, record.content)
         if speaker is not None:
             out[memory_id] = speaker
     return out
