@@ -93,6 +93,10 @@ def test_bad_input_names_the_field_and_stores_nothing(mem: Memory) -> None:
         ({"chunks": ["ok", {"content": ""}]}, "chunks[1].content"),
         ({"chunks": [{"content": "ok", "metadata": 3}]}, "chunks[0].metadata"),
         ({"text": "doc", "chunk_chars": 0}, "chunk_chars"),
+        # The splitting settings are checked with given passages too, not ignored.
+        ({"chunks": ["ok"], "chunk_overlap": "many"}, "chunk_overlap"),
+        ({"chunks": ["ok"], "chunk_overlap": -1}, "chunk_overlap"),
+        ({"chunks": ["ok"], "chunk_chars": "big"}, "chunk_chars"),
     ]
     for kwargs, field in cases:
         with pytest.raises(ValidationError) as err:

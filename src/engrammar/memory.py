@@ -591,13 +591,14 @@ class Memory:
         meta = v.metadata("metadata", metadata)
         if (chunks is None) == (text is None):
             raise ValidationError("chunks", "give chunks or text, not both")
+        # Checked whichever way the passages come: a bad setting is refused, not ignored.
+        size = v.positive_int(
+            "chunk_chars", chunk_chars, minimum=knowledge.MIN_CHUNK_CHARS, maximum=100_000
+        )
+        v.non_negative_int("chunk_overlap", chunk_overlap)
         passages: builtins.list[tuple[str, dict[str, Any]]] = []
         if text is not None:
             text = v.text("text", text, self.config.max_content_chars * 100)
-            size = v.positive_int(
-                "chunk_chars", chunk_chars, minimum=knowledge.MIN_CHUNK_CHARS, maximum=100_000
-            )
-            v.non_negative_int("chunk_overlap", chunk_overlap)
             passages = [(p, {}) for p in knowledge.split_document(text, size, chunk_overlap)]
         else:
             if not isinstance(chunks, builtins.list | tuple):
