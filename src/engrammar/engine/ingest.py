@@ -31,6 +31,7 @@ from ..recall.tensions import ParseAhead, Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms, who_speaks
 from ..store import AddAhead, ChunkVector, MemoryUpdate, NewEdge, NewMemory, read_ahead
 from .base import Engine, adding, dedup_key, embed_memories, speaker, statement, states_facts
+from .ids import new_id
 from .validate import Message
 
 __all__ = ["add", "build_edges", "graph_scope", "recognise_preferences", "update"]
@@ -87,7 +88,7 @@ def _add(
         vectors = blend_context(vectors, replies_to, engine.config.context_weight, before_vec)
     rows = [
         NewMemory(
-            id=uuid.uuid4().hex,
+            id=new_id(),
             **scope.owner(),
             role=m.role,
             content=m.content,

@@ -4,7 +4,6 @@ conversation memories (``search_knowledge``, and the ``knowledge`` of a recall).
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from ..recall.chunks import split_document
 from ..store import NewKnowledgeBase
 from ..store.sql.knowledge import scope_full
 from .base import Engine
+from .ids import new_id
 from .ranking import query_vector
 
 __all__ = ["MIN_CHUNK_CHARS", "add", "search", "split_document"]
@@ -62,7 +62,7 @@ def add(
         )
     now = time.time()
     base = KnowledgeBase(
-        id=f"kb_{uuid.uuid4().hex}",
+        id=f"kb_{new_id()}",
         name=name,
         **scope.owner(),
         chunk_count=len(passages),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from ..store import NewMemory, RecallRecord
 from ..store.base import NewFeedbackEvent
 from . import validate as v
 from .base import Engine, dedup_key
+from .ids import new_id
 
 __all__ = [
     "create_decision_review",
@@ -67,7 +67,7 @@ def linked_memory(
     """The memory a record stores beside itself (a decision, a preference, a correction)."""
     role = "user" if kind == "fact" else "assistant"
     return NewMemory(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         **scope.owner(),
         role=role,
         content=content,
@@ -100,7 +100,7 @@ def create_feedback_event(
     :class:`~engrammar.models.FeedbackEvent`) with its vectors and, when an answer stands,
     its decision memory; an event with a known ``source_event_id`` returns the stored one."""
     event = FeedbackEvent(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         **scope.owner(),
         input_context=input_context,
         ai_output=ai_output,
@@ -210,7 +210,7 @@ def create_decision_review(
             },
         )
     review = DecisionReview(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         workspace=workspace,
         user_id=user if user is not None else event.user_id,
         agent_id=agent,
@@ -240,7 +240,7 @@ def create_preference_pair(
     ``preference``."""
     vectors = engine.embed([context, accepted_output, rejected_output])
     pair = PreferencePair(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         **scope.owner(),
         context=context,
         accepted_output=accepted_output,
@@ -270,7 +270,7 @@ def log_event(
 ) -> LoggedEvent:
     """Store any other event of ``scope`` (e.g. a checkpoint)."""
     event = LoggedEvent(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         **scope.owner(),
         kind=kind,
         payload=payload,
@@ -316,7 +316,7 @@ def rate_memory(
     """Store ``rater``'s rating of ``target`` with its context's vector and its correction
     as a memory of kind ``fact`` in the rated memory's scope."""
     rating = MemoryRating(
-        id=uuid.uuid4().hex,
+        id=new_id(),
         **rater.owner(),
         memory_id=target.id,
         verdict=verdict,

@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -51,6 +50,7 @@ from ..store.tables import (
 from . import transcript
 from . import validate as v
 from .base import Engine, dedup_key, embed_memories
+from .ids import new_id
 from .ingest import build_edges
 
 __all__ = ["FORMAT_VERSION", "export_jsonl", "import_jsonl"]
@@ -363,7 +363,7 @@ def _move_records(
     new_ids: dict[str, str] = {}
     for table, row in records:
         if table not in _NO_ID:
-            new_ids[row["id"]] = uuid.uuid4().hex
+            new_ids[row["id"]] = new_id()
     out = []
     for table, row in records:
         moved = rename_memory_refs(table, row, rename)
@@ -435,10 +435,11 @@ def import_jsonl(
                 records.append(_record_row(engine, number, data))
             else:
                 raise ValidationError(f"line {number}: type", f"unknown record type {kind!r}")
-    # A memory moved into another workspace gets a new id: ids are unique across a store.
+    # A memory moved into another workspace gets a new id: ids are unique across a store. New
+    # ids are made in the order of the old ones, so equal scores rank as they did in the source.
     rename = {
-        r["id"]: (uuid.uuid4().hex if r["workspace"] != r["source_workspace"] else r["id"])
-        for r in rows
+        r["id"]: (new_id() if r["workspace"] != r["source_workspace"] else r["id"])
+        for r in sorted(rows, key=lambda r: r["id"])
     }
     total = len(rows)
     parts: list[np.ndarray] = []
