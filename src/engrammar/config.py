@@ -85,6 +85,13 @@ class RankingProfile:
         "0 = off.",
         high=0.9,
     )
+    names_in_vector: int = _w(
+        0,
+        "1 = the query's vector reads the names of the people it asks about too; 0 embeds it "
+        "without them ('When did Melanie paint a sunrise?' as 'When did paint a sunrise?'): "
+        "a person's own messages seldom name them, and keyword search still matches the names.",
+        high=1,
+    )
     graph_weight: float = _w(
         0.0,
         "Score + this x graph support (a seed's relevance x the edge weights along the best "

@@ -22,7 +22,7 @@ from ..models import FeedbackResult, Scope, TakenSide
 from ..recall.tensions import agreed_side
 from ..store import EdgeAdjustment, EdgeBounds, EdgeDelta, RecallRecord, ReplySignal, read_ahead
 from .base import Engine, reading
-from .ranking import candidates, query_at
+from .ranking import candidates, query_at, vector_text
 
 __all__ = ["apply_feedback", "drawn_on", "reply_signals"]
 
@@ -179,7 +179,7 @@ def reply_signals(
     }
     recalled = [m for m in record.memory_ids if m not in used]
     vectors = engine.store.vectors(record.workspace, recalled)
-    context = engine.embed_one(record.query)
+    context = engine.embed_one(vector_text(record.query, config.ranking))
     now = time.time()
 
     def signal(memory_id: str, value: float, alignment: float) -> ReplySignal:

@@ -5,7 +5,9 @@ stage          what it does (the weights are a :class:`~engrammar.RankingProfile
 =============  ===========================================================================
 query          parsed once (:func:`~engrammar.recall.query.parse_query`): terms, the time
                it names, whether it asks about the past or the asker's own present, whose
-               words it asks about, what kind of thing it asks for (a time, an amount)
+               words it asks about, what kind of thing it asks for (a time, an amount);
+               its vector reads it without the names of the people it asks about
+               (``names_in_vector``)
 candidates     full-text search (BM25 over every message's whole text) and vector search
                (a long message is matched by its best window), ``candidate_pool`` each
 fusion         each score divided by the best of its list, blended by ``keyword_weight``
@@ -81,6 +83,7 @@ from ..recall.query import (
     sequence_support,
     states_kind,
     time_match,
+    without_asked_names,
 )
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.tensions import detect_tension
@@ -1033,7 +1036,11 @@ def session(
     outer: tuple[str, np.ndarray] | None = getattr(_SESSION, "query", None)
     held: tuple[str, np.ndarray] | None = None
     if query is not None:
-        vector = outer[1] if outer is not None and outer[0] == query else engine.embed_one(query)
+        vector = (
+            outer[1]
+            if outer is not None and outer[0] == query
+            else engine.embed_one(vector_text(query, profile))
+        )
         held = (query, vector)
     # The plan only for a store that reads ahead (the embedded one answers as asked).
     plan = (
@@ -1068,11 +1075,20 @@ def session(
             _SESSION.query = None
 
 
+def vector_text(query: str, profile: RankingProfile) -> str:
+    """What the vector of ``query`` embeds: the query without the names of the people it asks
+    about (``names_in_vector`` 0), else the query."""
+    return query if profile.names_in_vector else without_asked_names(query)
+
+
 def query_vector(engine: Engine, query: str) -> np.ndarray:
-    """The vector of ``query``: the read session's when it is this query's (ranking, excerpts,
-    standing preferences and knowledge passages of one recall share it), else embedded now."""
+    """The vector of ``query`` (of :func:`vector_text`): the read session's when it is this
+    query's (ranking, excerpts, standing preferences and knowledge passages of one recall share
+    it), else embedded now."""
     held: tuple[str, np.ndarray] | None = getattr(_SESSION, "query", None)
-    return held[1] if held is not None and held[0] == query else engine.embed_one(query)
+    if held is not None and held[0] == query:
+        return held[1]
+    return engine.embed_one(vector_text(query, engine.config.ranking))
 
 
 def query_at(text: str, as_of: float | None) -> Query:

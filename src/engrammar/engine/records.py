@@ -33,6 +33,7 @@ from ..store.base import NewFeedbackEvent
 from . import validate as v
 from .base import Engine, dedup_key
 from .ids import new_id
+from .ranking import vector_text
 
 __all__ = [
     "create_decision_review",
@@ -131,7 +132,9 @@ def create_feedback_event(
     payload_hash = hashlib.sha256(
         json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
     ).hexdigest()
-    texts = [event.input_context, event.ai_output] + ([corrected] if corrected else [])
+    # The context is matched against later queries: embedded as a query is (vector_text).
+    context = vector_text(event.input_context, engine.config.ranking)
+    texts = [context, event.ai_output] + ([corrected] if corrected else [])
     vectors = engine.embed(texts)
     answer = standing_answer(event.state)
     decision = None
@@ -238,7 +241,9 @@ def create_preference_pair(
 ) -> PreferencePair:
     """Store a preference pair with its vectors and the accepted output as a memory of kind
     ``preference``."""
-    vectors = engine.embed([context, accepted_output, rejected_output])
+    vectors = engine.embed(
+        [vector_text(context, engine.config.ranking), accepted_output, rejected_output]
+    )
     pair = PreferencePair(
         id=new_id(),
         **scope.owner(),
@@ -327,7 +332,8 @@ def rate_memory(
         context=context,
         source=source,
     )
-    texts = [t for t in (rating.context, rating.correction) if t is not None]
+    asked = None if rating.context is None else vector_text(rating.context, engine.config.ranking)
+    texts = [t for t in (asked, rating.correction) if t is not None]
     vectors = engine.embed(texts) if texts else None
     context_vec = vectors[0] if vectors is not None and rating.context is not None else None
     correction_memory = None

@@ -34,6 +34,7 @@ __all__ = [
     "sequence_support",
     "time_match",
     "whose_words",
+    "without_asked_names",
 ]
 
 _DAY = 86_400.0
@@ -104,6 +105,29 @@ _CAPITALISED = re.compile(r"\b([A-Z][\w-]*)(?:['\u2019]s\b)?")
 def capitalised(text: str) -> frozenset[str]:
     """The capitalised words of ``text``: where a question names people."""
     return frozenset(_CAPITALISED.findall(text))
+
+
+# The people a question asks about: a name after an auxiliary ("did Melanie", "has Caroline",
+# "Would Jon", "did Caroline and Melanie") or before a possessive ("Caroline's"). A name is a
+# capitalised word with a small letter after its first ("I", "NASA" are none).
+_NAME = r"[A-Z][a-z][\w-]*"
+_AUXILIARY = r"(?i:did|does|do|has|have|had|is|was|were|would|will|can|could|should|might|may|must)"
+_ASKED_NAME = re.compile(
+    rf"\b({_AUXILIARY})\s+{_NAME}(?:['\u2019]s)?(?:\s+(?:and|or)\s+{_NAME}(?:['\u2019]s)?)?\b"
+    rf"|\b{_NAME}['\u2019]s\b"
+)
+
+
+def without_asked_names(text: str) -> str:
+    """``text`` without the names of the people it asks about ("When did Melanie paint a
+    sunrise?" -> "When did paint a sunrise?"), or ``text`` itself when it names none or
+    nothing else is left: what the query's vector reads. A person's own messages seldom name
+    them, and keyword search still matches the name."""
+    out = _ASKED_NAME.sub(lambda m: m.group(1) or "", text)
+    if out == text:
+        return text
+    out = " ".join(out.split())
+    return out if re.search(r"\w", out) else text
 
 
 def names_speaker(speaker: str, words: frozenset[str]) -> bool:
