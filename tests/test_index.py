@@ -11,7 +11,7 @@ from engrammar.engine.filters import parse_filters
 from engrammar.recall import keyword
 from engrammar.recall.keyword import BM25Index, pack_terms
 from engrammar.recall.text import terms
-from engrammar.store.base import ChunkVector
+from engrammar.store.base import ChunkVector, Completed
 from engrammar.store.sqlite.index import ContextIndex, IndexRow, ScopeIndex, Within
 
 
@@ -282,10 +282,12 @@ def test_bm25_scores_stay_exact_when_the_kept_weights_overflow(monkeypatch: Any)
         assert np.array_equal(bm.scores(terms(q), len(texts)), want), q
 
 
-def test_searches_end_the_vector_list_with_the_keyword_hits_it_missed() -> None:
+def test_searches_end_each_list_with_the_other_lists_hits_it_missed() -> None:
     """``searches`` gives both searches' lists, the vector list followed by every keyword hit
     it missed with its exact cosine (its own vector's, or its best window's if higher: each
-    ``vector.dot(query)``), best first; right through adds, removals, updates and filters."""
+    ``vector.dot(query)``), best first, and the keyword list by every vector hit it missed
+    that holds a query term with its BM25 score (``keyword_scores``), best first, ties in the
+    vector list's order; right through adds, removals, updates and filters."""
     rng = np.random.default_rng(11)
     dim = 16
     idx = ScopeIndex(dim, 1.2, 0.1)
@@ -297,18 +299,26 @@ def test_searches_end_the_vector_list_with_the_keyword_hits_it_missed() -> None:
 
     def add(i: int) -> None:
         windows = [ChunkVector(p, 0, 1, unit()) for p in range(1, 1 + i % 3)]
-        row = IndexRow(f"m{i}", f"a{i % 2}", None, 0.0, f"kite {i}", unit(), chunks=windows)
+        text = f"kite {i}" + " lake" * (i % 3)  # BM25 scores of three values: ties
+        row = IndexRow(f"m{i}", f"a{i % 2}", None, 0.0, text, unit(), chunks=windows)
         idx.upsert(row)
         held[row.id] = (row.agent_id or "", row.embedding, windows)
 
     def check() -> None:
         query = unit()
         for within in (Within(), Within(agent_id="a1")):
-            keyword, vector = idx.searches(terms("kite"), query, 5, within)
-            assert keyword == idx.keyword_search(terms("kite"), 5, within)
+            keyword, vector = idx.searches(terms("kite lake"), query, 5, within)
+            assert isinstance(keyword, Completed) and isinstance(vector, Completed)
+            assert keyword[:5] == idx.keyword_search(terms("kite lake"), 5, within)
             assert vector[:5] == idx.vector_search(query, 5, within)
+            in_keyword = {m for m, _ in keyword[:5]}
+            unscored = [m for m, _ in vector[:5] if m not in in_keyword]
+            scores = idx.keyword_scores(terms("kite lake"), unscored)
+            scored = [(m, scores[m]) for m in unscored if m in scores]
+            assert keyword[5:] == sorted(scored, key=lambda h: h[1], reverse=True)
+            assert len(keyword) > 5  # every memory holds a query term: some are missed
             seen = {m for m, _ in vector[:5]}
-            missed = [m for m, _ in keyword if m not in seen]
+            missed = [m for m, _ in keyword[:5] if m not in seen]
             want = []
             for m in missed:
                 agent, own, windows = held[m]

@@ -323,11 +323,12 @@ def test_index_compacts_after_many_forgets(store_path: Path) -> None:
     m.close()
 
 
-def test_a_users_searches_end_with_the_keyword_hits_the_vector_list_missed(
+def test_a_users_searches_end_each_list_with_the_other_lists_hits_it_missed(
     store_path: Path,
 ) -> None:
-    """One partition's searches complete the vector list themselves, with the cosines recall
-    would compute from the stored vectors (``Store.searches``)."""
+    """One partition's searches complete both lists themselves, with the cosines recall would
+    compute from the stored vectors and the BM25 scores ``keyword_scores`` gives
+    (``Store.searches``)."""
     m = _open(store_path)
     words = ["river", "stones", "garden", "weather", "sea", "lamp", "train"]
     texts = [f"kite {words[i % 7]} {words[i * 3 % 7]} {i}" for i in range(30)]
@@ -336,7 +337,12 @@ def test_a_users_searches_end_with_the_keyword_hits_the_vector_list_missed(
     query = HashEmbedder().embed(["stones in the river"])[0]
     keyword, vector = m.store.searches(scope, SearchQuery(("kite",), query, 4))
     assert vector[:4] == m.store.vector_search(scope, query, 4)
-    missed = [i for i, _ in keyword if i not in dict(vector[:4])]
+    assert keyword[:4] == m.store.keyword_search(scope, "kite", 4)
+    in_keyword = {i for i, _ in keyword[:4]}
+    scores = m.store.keyword_scores(scope, ["kite"], [i for i, _ in vector[:4]])
+    scored = [(i, scores[i]) for i, _ in vector[:4] if i in scores and i not in in_keyword]
+    assert scored and keyword[4:] == sorted(scored, key=lambda h: h[1], reverse=True)
+    missed = [i for i, _ in keyword[:4] if i not in dict(vector[:4])]
     assert missed
     stored = m.store.vectors("default", missed)
     want = [(i, float(stored[i].dot(query))) for i in missed]

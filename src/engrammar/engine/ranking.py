@@ -88,7 +88,14 @@ from ..recall.query import (
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.tensions import detect_tension
 from ..recall.text import index_text, speaker_of, terms, topic_terms, who_speaks
-from ..store import LearningAhead, RecallRecord, RefineAhead, SearchQuery, read_ahead
+from ..store import (
+    Completed,
+    LearningAhead,
+    RecallRecord,
+    RefineAhead,
+    SearchQuery,
+    read_ahead,
+)
 from .base import Engine, in_scope, own_word, pinned, reaches, reading, statement, states_facts
 from .edge_context import edge_reader, reads_edge_parts
 
@@ -286,8 +293,13 @@ def candidates(
     keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.terms, qvec, pool, where))
     if scope.user_id is None:
         keyword_hits, vector_hits = _reaching(scope, keyword_hits, vector_hits, read)
-    vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
-    keyword_hits = _complete_keyword_hits(engine, scope, query, vector_hits[:pool], keyword_hits)
+    # Each list completed with the other's hits it missed, unless the store did (Completed).
+    if not isinstance(vector_hits, Completed):
+        vector_hits = _complete_vector_hits(engine, scope, qvec, vector_hits, keyword_hits)
+    if not isinstance(keyword_hits, Completed):
+        keyword_hits = _complete_keyword_hits(
+            engine, scope, query, vector_hits[:pool], keyword_hits
+        )
     cands = fuse(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
     return _refine(
         engine, scope, query, profile, cands, qvec, where, edges or store.edges_from, read

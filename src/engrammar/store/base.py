@@ -51,6 +51,7 @@ __all__ = [
     "ApiKeyStore",
     "Backend",
     "ChunkVector",
+    "Completed",
     "EdgeAdjustment",
     "EdgeBounds",
     "EdgeDelta",
@@ -187,6 +188,11 @@ class ReadPlan:
     neighbourhood: bool = True
     learning: LearningAhead | None = None
     refine: RefineAhead | None = None
+
+
+class Completed(list[tuple[str, float]]):
+    """A hit list of ``Store.searches`` that the store completed with the other list's hits
+    it missed, as recall would (:meth:`Store.searches`): recall adds none to it."""
 
 
 class SearchQuery(NamedTuple):
@@ -478,7 +484,10 @@ class Store(Protocol):
         vector list may go on past its ``k`` hits with every keyword hit it missed, as
         :func:`~engrammar.recall.fusion.missed_hits` scores them (recall appends them
         otherwise, reading their vectors): a store that holds the vectors at hand saves
-        those reads."""
+        those reads. The keyword list may go on likewise with the BM25 score
+        (:meth:`keyword_scores`) of every one of the first ``k`` vector hits it missed that
+        holds a term, best first, ties in the vector list's order. A list returned as
+        :class:`Completed` holds all of those already: recall then adds nothing to it."""
 
     def keyword_search(
         self, scope: Scope, text: str, k: int, where: RecallFilter | None = None

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
@@ -22,7 +23,7 @@ from ...models import RecallFilter, json_key
 from ...recall.fusion import missed_hits
 from ...recall.keyword import BM25Index, TermLists, pack_terms
 from ...recall.text import terms
-from ..base import ChunkVector
+from ..base import ChunkVector, Completed
 
 __all__ = [
     "EVERYWHERE",
@@ -34,6 +35,8 @@ __all__ = [
     "Within",
     "cosines",
 ]
+
+_SCORE = itemgetter(1)  # of a (memory id, score) hit
 
 #: What one indexed row holds besides its vector (id, scope keys, time, terms, postings),
 #: roughly, in bytes: counted so that a cache of many small scopes is bounded too.
@@ -593,21 +596,32 @@ class ScopeIndex:
 
     def searches(
         self, query_terms: list[str], query: np.ndarray, k: int, within: Within = EVERYWHERE
-    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """:meth:`keyword_search` and :meth:`vector_search`, the vector list followed by the
-        keyword hits it missed with their cosines (:func:`~engrammar.recall.fusion.missed_hits`,
-        as ``Store.searches`` may): their vectors and windows are at hand here, where recall
-        would read them from the store's caches again."""
+    ) -> tuple[Completed, Completed]:
+        """:meth:`keyword_search` and :meth:`vector_search`, each list completed with the
+        other's hits it missed (as ``Store.searches`` may): the vector list followed by the
+        keyword hits it missed with their cosines (:func:`~engrammar.recall.fusion.missed_hits`),
+        the keyword list by the vector hits it missed that hold a query term with their BM25
+        scores (:meth:`keyword_scores`: the scores the keyword search just computed), best
+        first. Their vectors, windows and slots are at hand here, where recall would ask the
+        store for them again."""
         keyword = self.keyword_search(query_terms, k, within)
         vector = self.vector_search(query, k, within)
-        seen = {memory_id for memory_id, _ in vector}
-        missed = [memory_id for memory_id, _ in keyword if memory_id not in seen]
-        if not missed:
-            return keyword, vector
-        slots = [self._slot[memory_id] for memory_id in missed]
-        rows = self._chunk_rows
-        windows = [[c.embedding for c in rows.get(s, ())] for s in slots] if rows else None
-        return keyword, vector + missed_hits(missed, self._vectors[slots], windows, query)
+        in_keyword = {memory_id for memory_id, _ in keyword}
+        unscored = [memory_id for memory_id, _ in vector if memory_id not in in_keyword]
+        scored: list[tuple[str, float]] = []
+        if unscored and query_terms:
+            slot = self._slot
+            found = self._bm25.slot_scores(query_terms, [slot[i] for i in unscored])
+            scored = [(i, s) for i, s in zip(unscored, found, strict=True) if s > 0]
+            scored.sort(key=_SCORE, reverse=True)  # stable: ties in the vector list's order
+        in_vector = {memory_id for memory_id, _ in vector}
+        missed = [memory_id for memory_id, _ in keyword if memory_id not in in_vector]
+        if missed:
+            slots = [self._slot[memory_id] for memory_id in missed]
+            rows = self._chunk_rows
+            windows = [[c.embedding for c in rows.get(s, ())] for s in slots] if rows else None
+            vector += missed_hits(missed, self._vectors[slots], windows, query)
+        return Completed(keyword + scored), Completed(vector)
 
     def keyword_scores(self, query_terms: list[str], ids: Sequence[str]) -> dict[str, float]:
         """The BM25 score above 0 of each of ``ids`` this partition holds (as
