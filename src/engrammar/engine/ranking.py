@@ -45,11 +45,12 @@ import math
 import threading
 import time
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 
@@ -73,7 +74,7 @@ from ..models import (
 )
 from ..recall.chunks import best_window, marked, widened
 from ..recall.format import format_memories
-from ..recall.fusion import Candidate, fuse, missed_hits, session_evidence
+from ..recall.fusion import Candidate, Fused, fused, missed_hits, session_evidence
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import (
     Query,
@@ -198,23 +199,21 @@ def rank(
     qvec = query_vector(engine, query.text)
     edges_from: EdgesFrom = _edge_reads(engine, scope, qvec) if graph else engine.store.edges_from
     read = _records(engine, scope)
-    cands = candidates(
-        engine, scope, query, profile, qvec, where=where, edges=edges_from, read=read
-    )
-    match = _best_cosine(cands)
+    cands, tail = _candidates(engine, scope, query, profile, qvec, where, edges_from, read)
+    match = max(_best_cosine(cands), tail.fused.best_vector())
     walks: list[Walk] = []
     seeds: list[str] = []
     support: dict[str, Walk] = {}
     if graph:
         cands, walks, seeds, support = _graph(
-            engine, scope, profile, cands, qvec, edges_from, where, focus, read
+            engine, scope, profile, cands, tail, qvec, edges_from, where, focus, read
         )
     graph_weight = profile.graph_weight if graph else None
-    items = _best_first(_ranked(cands, graph_weight, support))
-    finish = _Finish(items, graph_weight)
-    items = learned(engine, scope, query, items, qvec, finish)
+    listed = _Listed(_best_first(_ranked(cands, graph_weight, support)), tail, graph_weight)
+    finish = _Finish(listed, graph_weight)
+    learned_items = learned(engine, scope, query, listed, qvec, finish)
     items, beyond = _validity(
-        engine, scope, query, profile, items, limit, where, focus, read, finish
+        engine, scope, query, profile, learned_items, limit, where, focus, read, finish
     )
     return Ranking(query, items, walks, seeds, match, beyond)
 
@@ -287,8 +286,69 @@ def candidates(
 ) -> list[Candidate]:
     """Search, fusion and refinement: the candidates of ``query`` (of the memories ``where``
     matches) best first."""
+    head, tail = _candidates(
+        engine,
+        scope,
+        query,
+        profile,
+        qvec,
+        where,
+        edges or engine.store.edges_from,
+        read or _records(engine, scope),
+    )
+    rest = [tail.take(memory_id) for memory_id in tail.ids()]
+    return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
+
+
+class _Tail:
+    """The fused candidates below the refined head that no stage has changed, best first (by
+    relevance as fused, equal ones by id): each is made a :class:`Candidate` only when a stage
+    takes it (:meth:`take`). Of a recall's ~150 candidates most are never shown, and making
+    one costs more than anything else done with it."""
+
+    def __init__(self, fused: Fused, start: int) -> None:
+        self.fused = fused
+        self._ids = fused.ids[start:]
+        self._held: set[str] | None = None  # the ids still here, once asked
+        self._taken = False
+
+    def __contains__(self, memory_id: str) -> bool:
+        if self._held is None:
+            self._held = set(self._ids)
+        return memory_id in self._held
+
+    def ids(self) -> list[str]:
+        """The ids still here, best first."""
+        if self._taken:
+            held = self._held
+            assert held is not None
+            self._ids = [memory_id for memory_id in self._ids if memory_id in held]
+            self._taken = False
+        return self._ids
+
+    def take(self, memory_id: str) -> Candidate:
+        """The candidate of ``memory_id`` (which is here), out of the tail."""
+        if memory_id in self:
+            assert self._held is not None
+            self._held.discard(memory_id)
+            self._taken = True
+        return self.fused.candidate(memory_id)
+
+
+def _candidates(
+    engine: Engine,
+    scope: Scope,
+    query: Query,
+    profile: RankingProfile,
+    qvec: np.ndarray,
+    where: RecallFilter | None,
+    edges: EdgesFrom,
+    read: Records,
+) -> tuple[list[Candidate], _Tail]:
+    """:func:`candidates` as the refined head, best first (by relevance, stably), and the
+    tail below it: the whole list is the two merged, the head first where their relevances
+    tie."""
     store = engine.store
-    read = read or _records(engine, scope)
     pool = engine.config.candidate_pool
     keyword_hits, vector_hits = store.searches(scope, SearchQuery(query.terms, qvec, pool, where))
     if scope.user_id is None:
@@ -300,10 +360,8 @@ def candidates(
         keyword_hits = _complete_keyword_hits(
             engine, scope, query, vector_hits[:pool], keyword_hits
         )
-    cands = fuse(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
-    return _refine(
-        engine, scope, query, profile, cands, qvec, where, edges or store.edges_from, read
-    )
+    found = fused(vector_hits, keyword_hits, keyword_weight=profile.keyword_weight)
+    return _refine(engine, scope, query, profile, found, qvec, where, edges, read)
 
 
 def _reaching(
@@ -374,24 +432,26 @@ def _refine(
     scope: Scope,
     query: Query,
     profile: RankingProfile,
-    cands: list[Candidate],
+    found: Fused,
     qvec: np.ndarray,
     where: RecallFilter | None,
     edges_from: EdgesFrom,
     read: Records,
-) -> list[Candidate]:
+) -> tuple[list[Candidate], _Tail]:
     """Session evidence, neighbour support, the named time, the kind of answer asked for, a
-    message that only asks and whose words the question asks about, on the head of the list."""
-    head, tail = cands[:REFINE_DEPTH], cands[REFINE_DEPTH:]
+    message that only asks and whose words the question asks about, on the head of the list
+    (:func:`_candidates`)."""
+    head = [found.candidate(memory_id) for memory_id in found.ids[:REFINE_DEPTH]]
+    tail = _Tail(found, REFINE_DEPTH)
     if not head:
-        return cands
+        return head, tail
     if profile.neighbour_weight > 0:
         neighbours: dict[str, list[tuple[str, float]]] = {}
         for edge in edges_from(scope.workspace, [c.id for c in head], 0.0, "sequence"):
             if edge.kind == "sequence":
                 neighbours.setdefault(edge.src, []).append((edge.dst, edge.weight))
-        head, tail = _join_neighbours(
-            engine, scope, profile, cands, head, tail, qvec, neighbours, where, read
+        head = _join_neighbours(
+            engine, scope, profile, found, head, tail, qvec, neighbours, where, read
         )
         known = {c.id for c in head}
         neighbours = {k: [o for o in v if o[0] in known] for k, v in neighbours.items()}
@@ -420,9 +480,7 @@ def _refine(
             named and cand.id in speakers and speakers[cand.id] not in named
         ):
             _weigh(cand, "role", -profile.role_weight)
-    in_head = {c.id for c in head}
-    rest = [c for c in tail if c.id not in in_head]
-    return sorted(head + rest, key=_RELEVANCE, reverse=True)  # stable: ties keep their order
+    return sorted(head, key=_RELEVANCE, reverse=True), tail  # stable: ties keep their order
 
 
 def _speakers(records: dict[str, MemoryRecord]) -> dict[str, str]:
@@ -464,39 +522,29 @@ def _join_neighbours(
     engine: Engine,
     scope: Scope,
     profile: RankingProfile,
-    cands: list[Candidate],
+    fused: Fused,
     head: list[Candidate],
-    tail: list[Candidate],
+    tail: _Tail,
     qvec: np.ndarray,
     neighbours: dict[str, list[tuple[str, float]]],
     where: RecallFilter | None,
     read: Records,
-) -> tuple[list[Candidate], list[Candidate]]:
-    """``head`` plus the neighbours of its memories: tail candidates move up as they are,
-    others join with their own vector relevance (on the fused scale)."""
+) -> list[Candidate]:
+    """``head`` plus the neighbours of its memories: tail candidates move up as they are
+    (taken out of ``tail``), others join with their own vector relevance (on the fused
+    scale)."""
     in_head = {c.id for c in head}
     reached = {dst for outs in neighbours.values() for dst, _ in outs} - in_head
     if not reached:
-        return head, tail
-    by_id = {c.id: c for c in tail}
-    moved = [by_id[i] for i in sorted(reached) if i in by_id]
-    found = read(sorted(reached - set(by_id)))
+        return head
+    in_tail = {i for i in reached if i in tail}
+    moved = [tail.take(i) for i in sorted(in_tail)]
+    found = read(sorted(reached - in_tail))
     fresh = sorted(i for i, r in found.items() if in_scope(r, scope, where))
     vecs = engine.store.vectors(scope.workspace, fresh)
-    scale = _vector_scale(cands, profile)
+    scale = fused.vector_scale(profile.keyword_weight)
     joined = [_vector_only(m, float(vecs[m].dot(qvec)), scale) for m in fresh if m in vecs]
-    moved_ids = {c.id for c in moved}
-    return head + moved + joined, [c for c in tail if c.id not in moved_ids]
-
-
-def _vector_scale(cands: Sequence[Candidate], profile: RankingProfile) -> tuple[float, float]:
-    """The fused scale of a cosine: the vector share of relevance and the best vector hit's
-    cosine (read once for every memory :func:`_vector_only` scores)."""
-    has_vector = any(c.vector_rank is not None for c in cands)
-    has_keyword = any(c.keyword_rank is not None for c in cands)
-    kw = profile.keyword_weight if has_vector and has_keyword else (1.0 if has_keyword else 0.0)
-    top = max((max(c.vector, 0.0) for c in cands if c.vector_rank is not None), default=0.0)
-    return 1 - kw, top or 1.0
+    return head + moved + joined
 
 
 def _vector_only(memory_id: str, cos: float, scale: tuple[float, float]) -> Candidate:
@@ -508,26 +556,47 @@ def _vector_only(memory_id: str, cos: float, scale: tuple[float, float]) -> Cand
 
 
 # -- graph ------------------------------------------------------------------------------------
+def _leading(head: list[Candidate], tail: _Tail, n: int) -> list[Candidate]:
+    """The first ``n`` candidates of ``head`` and ``tail`` merged (by relevance, the head
+    first where they tie), those of the tail taken out of it."""
+    out: list[Candidate] = []
+    ids, relevance = tail.ids(), tail.fused.relevance
+    h = t = 0
+    while len(out) < n and (h < len(head) or t < len(ids)):
+        if t < len(ids) and (h == len(head) or relevance[ids[t]] > head[h].relevance):
+            out.append(tail.take(ids[t]))  # ``ids`` stays as it was: a new list is made next
+            t += 1
+        else:
+            out.append(head[h])
+            h += 1
+    return out
+
+
 def _graph(
     engine: Engine,
     scope: Scope,
     profile: RankingProfile,
     cands: list[Candidate],
+    tail: _Tail,
     qvec: np.ndarray,
     edges_from: EdgesFrom,
     where: RecallFilter | None,
     focus: str | None,
     read: Records,
 ) -> tuple[list[Candidate], list[Walk], list[str], dict[str, Walk]]:
-    """Walks from the best candidates; what they reach joins the list with its own vector
-    relevance, and every candidate a walk reached carries its best walk's score as ``graph``
-    (the others get 0 where their components are completed, :class:`_Finish`); the best walk
-    to each memory it reached."""
+    """Walks from the best candidates (of ``cands`` and ``tail`` merged, :func:`_candidates`);
+    what they reach joins the list with its own vector relevance, and every candidate a walk
+    reached carries its best walk's score as ``graph`` (the others get 0 where their
+    components are completed, :class:`_Finish`): the candidates of ``tail`` among the seeds or
+    reached are taken out of it into the list; the best walk to each memory it reached."""
+    first = _leading(cands, tail, profile.graph_seeds)
     by_id = {c.id: c for c in cands}
-    seeds = [c.id for c in cands[: profile.graph_seeds]]
+    for c in first:
+        by_id.setdefault(c.id, c)
+    seeds = [c.id for c in first]
     walks: list[Walk] = []
     if profile.graph_depth > 0 and seeds:
-        frontier = [Walk([c.id], score=c.relevance) for c in cands[: profile.graph_seeds]]
+        frontier = [Walk([c.id], score=c.relevance) for c in first]
         for _ in range(profile.graph_depth):
             edges = edges_from(
                 scope.workspace,
@@ -540,20 +609,22 @@ def _graph(
                 break
             walks += step
             frontier = best_walks(step)[: profile.graph_seeds * profile.graph_fanout]
-    outside = {n for w in walks for n in w.nodes if n not in by_id}
-    if focus is not None and focus not in by_id:
+    outside = {n for w in walks for n in w.nodes if n not in by_id and n not in tail}
+    if focus is not None and focus not in by_id and focus not in tail:
         outside.add(focus)
     if outside:
         records = read(sorted(outside))
         valid = {n for n, r in records.items() if in_scope(r, scope, where)}
-        walks = [w for w in walks if all(n in by_id or n in valid for n in w.nodes)]
+        walks = [w for w in walks if all(n in by_id or n in tail or n in valid for n in w.nodes)]
         vecs = engine.store.vectors(scope.workspace, sorted(valid))
-        scale = _vector_scale(cands, profile)
+        scale = tail.fused.vector_scale(profile.keyword_weight)
         for n in sorted(valid):
             by_id[n] = _vector_only(n, float(vecs[n].dot(qvec)) if n in vecs else 0.0, scale)
     support = best_support(walks)
     for memory_id, walk in support.items():
         reached = by_id.get(memory_id)
+        if reached is None and memory_id in tail:
+            reached = by_id[memory_id] = tail.take(memory_id)
         if reached is not None:
             comps = reached.components
             comps["graph"] = round(walk.score, 6)
@@ -589,6 +660,69 @@ def _ranked(
     ]
 
 
+class _Listed(Sequence[Ranked]):
+    """Ranked items best first (by score, equal ones by id): ``made``, those the stages made
+    (in that order), merged with the candidates of ``tail``, whose scores are their
+    relevances and which are in that order already; a tail item is made a :class:`Ranked`
+    when first read. ``ids``: every item's, in order."""
+
+    def __init__(self, made: list[Ranked], tail: _Tail, graph_weight: float | None) -> None:
+        self._fused = tail.fused
+        self._graph_weight = graph_weight
+        rest = tail.ids()
+        relevance = self._fused.relevance
+        # The items made that come before the whole tail (most of them: the refined head),
+        # then the others merged with the tail one by one.
+        first = bisect_left(made, (-relevance[rest[0]], rest[0]), key=_ORDER) if rest else len(made)
+        ids = [item.id for item in made[:first]]
+        entries: list[Ranked | None] = [*made[:first]]
+        t, n = 0, len(rest)
+        for item in made[first:]:
+            score, key = item.score, item.id
+            while t < n and ((r := relevance[rest[t]]) > score or (r == score and rest[t] < key)):
+                ids.append(rest[t])
+                entries.append(None)
+                t += 1
+            ids.append(key)
+            entries.append(item)
+        ids += rest[t:]
+        entries += [None] * (n - t)
+        self.ids = ids
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, at: int) -> Ranked: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[Ranked]: ...
+
+    def __getitem__(self, at: int | slice) -> Ranked | list[Ranked]:
+        places = range(*at.indices(len(self.ids))) if isinstance(at, slice) else [at]
+        entries = self._entries
+        due = [k for k in places if entries[k] is None]
+        if due:  # made together: one comprehension (see _ranked)
+            made = _ranked(
+                [self._fused.candidate(self.ids[k]) for k in due], self._graph_weight, {}
+            )
+            for k, item in zip(due, made, strict=True):
+                entries[k] = item
+        if isinstance(at, slice):
+            return cast(list[Ranked], entries[at])
+        return cast(Ranked, entries[at])
+
+
+# What orders ranked items best first: the score, then the id.
+_ORDER: Callable[[Ranked], tuple[float, str]] = lambda item: (-item.score, item.id)  # noqa: E731
+
+
+def _ids_of(items: Sequence[Ranked]) -> list[str]:
+    """The ids of ``items`` in order (a :class:`_Listed`'s without making its items)."""
+    return items.ids if isinstance(items, _Listed) else [item.id for item in items]
+
+
 class _Finish:
     """The components a ranked item gets before learning (``graph_weight``, its ranks in the
     two searches, ``final``, ``score_before_learning``, ``rank_before_learning``), added to an
@@ -597,17 +731,17 @@ class _Finish:
     recall's ~150 candidates are never shown."""
 
     def __init__(self, items: Sequence[Ranked], graph_weight: float | None) -> None:
-        self._items = items  # best first: an item's place before learning is its position
+        self._ids = _ids_of(items)  # best first: an item's place before learning
         self._graph_weight = graph_weight
 
     def __call__(self, items: Iterable[Ranked]) -> None:
         # Not done yet (``final`` is set here first, or by feedback for what it adds).
         due = {item.id: item for item in items if "final" not in item.components}
         graph_weight = self._graph_weight
-        for place, ranked in enumerate(self._items, 1):
+        for place, memory_id in enumerate(self._ids, 1):
             if not due:
                 break
-            item = due.pop(ranked.id, None)
+            item = due.pop(memory_id, None)
             if item is None:
                 continue
             cand = item.candidate
@@ -640,7 +774,7 @@ def learned(
     items: Sequence[Ranked],
     qvec: np.ndarray,
     finish: Callable[[Iterable[Ranked]], None] | None = None,
-) -> list[Ranked]:
+) -> Sequence[Ranked]:
     """Re-rank by the feedback records (:mod:`engrammar.learn.scoring`): items go in best
     first (by score, then id), with scores near [0, 1], and come out re-ranked, with memories
     surfaced by matching decisions or preference pairs added (``via`` feedback) and every
@@ -648,13 +782,12 @@ def learned(
     for recalls whose query is like it); ``finish`` completes the items' components before
     feedback's are added (:class:`_Finish`)."""
     store, cfg = engine.store, engine.config
-    items = list(items)
     now = time.time()
     # Reply signals count only for a matching query, so the store searches the recalls'
     # queries before reading any.
     events, pairs, ratings, replies = store.learning_reads(
         scope,
-        [i.id for i in items],
+        _ids_of(items),
         feedback_since(engine, now),
         cfg.feedback_records_limit,
         _given(qvec),
@@ -664,6 +797,7 @@ def learned(
     extra = _learned_terms(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
+    items = list(items)
     if finish is not None:
         finish(items)
     if ratings:  # whose rating it is: the rated memory's own user's rejection places it
@@ -788,7 +922,7 @@ def _validity(
     scope: Scope,
     query: Query,
     profile: RankingProfile,
-    items: list[Ranked],
+    items: Sequence[Ranked],
     limit: int,
     where: RecallFilter | None,
     focus: str | None,
@@ -802,9 +936,11 @@ def _validity(
     depth = limit * 4 if query.pinned else limit * 2
     head: list[Ranked] = []
     records: dict[str, MemoryRecord] = {}
-    rest = list(items)
-    while rest and len(head) < depth:
-        step, rest = rest[: depth - len(head)], rest[depth - len(head) :]
+    ids = _ids_of(items)
+    start = 0  # items[start:] are the rest
+    while start < len(ids) and len(head) < depth:
+        step = items[start : start + depth - len(head)]
+        start += len(step)
         found = read([e.id for e in step])
         found = {i: r for i, r in found.items() if reaches(r, scope)}
         if where is not None:
@@ -833,14 +969,15 @@ def _validity(
             )
         )
     if focus is not None and all(e.id != focus for e in out):
-        tail = next((e for e in rest if e.id == focus), None)
-        if tail is not None:
+        at = next((k for k in range(start, len(ids)) if ids[k] == focus), None)
+        if at is not None:
+            tail = items[at]
             finish([tail])
             tail.record = read([focus]).get(focus)
             out.append(tail)
     for position, entry in enumerate(out, 1):
         entry.components["rank"] = position
-    return out, frozenset(map(_ID, rest))
+    return out, frozenset(ids[start:])
 
 
 # Replacements followed from a superseded memory to the one current now.

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from operator import attrgetter, itemgetter
 
 import numpy as np
 
-__all__ = ["Candidate", "best_first", "fuse", "missed_hits", "session_evidence"]
+__all__ = ["Candidate", "Fused", "best_first", "fuse", "fused", "missed_hits", "session_evidence"]
 
 
 @dataclass(slots=True)
@@ -26,16 +27,76 @@ class Candidate:
 
 
 _SCORE = itemgetter(1)  # of a (memory id, score) hit
+_HIT_ID = itemgetter(0)
 _ID = attrgetter("id")
 _RELEVANCE = attrgetter("relevance")
 
 
-def fuse(
+class Fused:
+    """The hits of both searches fused (:func:`fused`): ``ids`` best first (by relevance,
+    equal ones by id), ``relevance`` by id; each made a :class:`Candidate` when a stage reads
+    it (:meth:`candidate`): recall refines the head of ~150 and shows a few."""
+
+    __slots__ = ("_keyword", "_keyword_rank", "_vector", "_vector_rank", "ids", "relevance")
+
+    def __init__(
+        self,
+        vector_hits: list[tuple[str, float]],
+        keyword_hits: list[tuple[str, float]],
+        keyword: dict[str, float],
+        relevance: dict[str, float],
+    ) -> None:
+        # By id: a hit's score and place in its list (the last, should an id come twice).
+        self._vector = dict(vector_hits)
+        self._vector_rank = dict(zip(map(_HIT_ID, vector_hits), count(), strict=False))
+        self._keyword = keyword
+        self._keyword_rank = dict(zip(map(_HIT_ID, keyword_hits), count(), strict=False))
+        self.relevance = relevance
+        # By id, then stably by relevance: two sorts keyed in C (see best_first).
+        ids = sorted(relevance)
+        ids.sort(key=relevance.__getitem__, reverse=True)
+        self.ids = ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def candidate(self, memory_id: str) -> Candidate:
+        """The candidate of ``memory_id``, one of ``ids`` (a new one at each call)."""
+        vector = self._vector.get(memory_id, 0.0)
+        keyword = self._keyword.get(memory_id, 0.0)
+        rel = self.relevance[memory_id]
+        # Unrounded: most candidates are never shown (rounded where a ranking is handed out).
+        comps = {"vector": vector, "keyword": keyword, "relevance": rel}
+        return Candidate(
+            memory_id,
+            vector,
+            keyword,
+            self._vector_rank.get(memory_id),
+            self._keyword_rank.get(memory_id),
+            rel,
+            comps,
+        )
+
+    def vector_scale(self, keyword_weight: float) -> tuple[float, float]:
+        """The fused scale of a cosine: the vector share of relevance (``keyword_weight`` the
+        keyword share when both searches found something) and the best vector hit's cosine
+        (1 when none is above 0)."""
+        has_vector, has_keyword = bool(self._vector), bool(self._keyword)
+        kw = keyword_weight if has_vector and has_keyword else (1.0 if has_keyword else 0.0)
+        return 1 - kw, self.best_vector() or 1.0
+
+    def best_vector(self) -> float:
+        """The best cosine of a vector hit, 0 at least (and with none)."""
+        best = max(self._vector.values(), default=0.0)
+        return best if best > 0.0 else 0.0
+
+
+def fused(
     vector_hits: list[tuple[str, float]],
     keyword_hits: list[tuple[str, float]],
     *,
     keyword_weight: float,
-) -> list[Candidate]:
+) -> Fused:
     """Merge the two hit lists; ``relevance`` in [0, 1], best first.
 
     Each score is divided by the best of its list, so a query with strong keyword evidence is
@@ -51,32 +112,35 @@ def fuse(
     top_vec = (top_vec if top_vec > 0.0 else 0.0) or 1.0
     top_kw = max(map(_SCORE, keyword_hits), default=0.0) or 1.0
     vector_weight = 1 - keyword_weight
-    # One pass over each list: a vector hit is scored as found by vector search alone (its
-    # keyword part ``keyword_weight x 0 / top_kw``, the very sum a second pass would make),
-    # and scored again if keyword search found it too. Positional arguments: a recall fuses
-    # ~150 hits, and keywords cost twice the time here.
+    # A vector hit alone is scored with its keyword part ``keyword_weight x 0 / top_kw``, a
+    # keyword hit alone with its vector part ``vector_weight x 0 / top_vec``: the very sums
+    # of a hit found by both. An id given twice in a list counts as its last.
     no_keyword = keyword_weight * (0.0 / top_kw)
-    cands: dict[str, Candidate] = {}
-    for rank, (memory_id, sim) in enumerate(vector_hits):
-        v = (0.0 if sim < 0.0 else sim) / top_vec  # max(sim, 0.0), without the call
-        rel = vector_weight * v + no_keyword
-        # Unrounded: most candidates are never shown (rounded where a ranking is handed out).
-        comps = {"vector": sim, "keyword": 0.0, "relevance": rel}
-        cands[memory_id] = Candidate(memory_id, sim, 0.0, rank, None, rel, comps)
     no_vector = vector_weight * (0.0 / top_vec)
-    for rank, (memory_id, score) in enumerate(keyword_hits):
-        cand = cands.get(memory_id)
-        if cand is None:
-            rel = no_vector + keyword_weight * (score / top_kw)
-            comps = {"vector": 0.0, "keyword": score, "relevance": rel}
-            cands[memory_id] = Candidate(memory_id, 0.0, score, None, rank, rel, comps)
-        else:
-            vector = cand.vector
-            v = (0.0 if vector < 0.0 else vector) / top_vec
-            rel = vector_weight * v + keyword_weight * (score / top_kw)
-            cand.keyword, cand.keyword_rank, cand.relevance = score, rank, rel
-            cand.components = {"vector": vector, "keyword": score, "relevance": rel}
-    return best_first(cands.values())
+    scores = dict(keyword_hits)
+    keyword = scores.get
+    relevance: dict[str, float] = {}
+    for memory_id, sim in vector_hits:
+        v = (0.0 if sim < 0.0 else sim) / top_vec  # max(sim, 0.0), without the call
+        score = keyword(memory_id)
+        relevance[memory_id] = vector_weight * v + (
+            no_keyword if score is None else keyword_weight * (score / top_kw)
+        )
+    for memory_id, score in scores.items():
+        if memory_id not in relevance:
+            relevance[memory_id] = no_vector + keyword_weight * (score / top_kw)
+    return Fused(vector_hits, keyword_hits, scores, relevance)
+
+
+def fuse(
+    vector_hits: list[tuple[str, float]],
+    keyword_hits: list[tuple[str, float]],
+    *,
+    keyword_weight: float,
+) -> list[Candidate]:
+    """Every hit of :func:`fused` as a :class:`Candidate`, best first."""
+    found = fused(vector_hits, keyword_hits, keyword_weight=keyword_weight)
+    return [found.candidate(memory_id) for memory_id in found.ids]
 
 
 def missed_hits(
