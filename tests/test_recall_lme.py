@@ -6,13 +6,17 @@ Pure functions, plus one recall through the public API with the real model.
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from engrammar import Config, Memory
 from engrammar.errors import ValidationError
+from engrammar.recall import query
 from engrammar.recall.query import relative_time_range
 
 
@@ -85,6 +89,37 @@ def test_relative_time_range(query: str, first: str, last: str) -> None:
 )
 def test_relative_time_range_none(query: str) -> None:
     assert relative_time_range(query, ASKED) is None
+
+
+# Words of the spans, words near them, and other words and marks.
+_SPAN_TEXT = st.lists(
+    st.sampled_from(
+        "ago last past previous this weekend week month year night day days yesterday today "
+        "tonight the before monday saturday sunday mornings in during between and to may june "
+        "august march a few two couple of on did was have usually every plan tips should "
+        "going weeks months years 3 2023 , ? what".split()
+    ),
+    max_size=10,
+).map(" ".join)
+
+
+@given(_SPAN_TEXT)
+@example("what did i do yesterday")
+@example("what did i eat tonight")
+@example("what did i buy on saturday")
+@example("how far did i run this week")
+@example("two weeks ago")
+@example("in the past three months")
+@example("in may and june")
+def test_a_text_without_a_word_of_the_spans_is_not_searched_pattern_by_pattern(text: str) -> None:
+    """The one search for a word every span needs finds the spans the patterns find."""
+    found = relative_time_range(text, ASKED)
+    words = query._SPAN_WORD
+    query._SPAN_WORD = re.compile("")  # every text searched in full
+    try:
+        assert relative_time_range(text, ASKED) == found
+    finally:
+        query._SPAN_WORD = words
 
 
 def test_recall_as_of_reads_relative_time_against_the_question_date(tmp_path: Path) -> None:

@@ -419,7 +419,15 @@ def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
     )
 
 
+# A word each pattern of a span needs (as a part of the lowered text: "day" stands for the
+# weekdays, "today" and "yesterday"): a question without any names no span (most do not),
+# and is not searched pattern by pattern.
+_SPAN_WORD = re.compile(rf"ago|last|past|previous|this|day|tonight|{_MONTH}")
+
+
 def _spans(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
+    if _SPAN_WORD.search(text) is None:
+        return []
     out: list[tuple[datetime, datetime]] = []
     for m in _AGO.finditer(text):
         count = int(m.group(1)) if m.group(1).isdigit() else _NUMBER[m.group(1)]
