@@ -1071,7 +1071,8 @@ def _by_validity(
             note = note or why[memory_id]
         comps["final"] = score  # rounded where the ranking is handed out
         out.append((records[memory_id], score, comps, note, via))
-    out = keep_order(out, [r.id for r in items], set(why))
+    if why:  # else every score stands, in the learned order already (as keep_order keeps it)
+        out = keep_order(out, [r.id for r in items], set(why))
     if profile.recency_similarity < 1.0 and query.own_facts and len(out) > 1:
         out = _newer_first(engine, scope, query, profile, out[:limit]) + out[limit:]
     return out

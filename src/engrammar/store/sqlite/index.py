@@ -648,11 +648,14 @@ class ScopeIndex:
         neg = -scores
         idx = np.argpartition(neg, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         idx = idx[np.argsort(neg[idx], kind="stable")]
-        top = scores[idx].tolist()
-        cut = len(top)  # what is not finite sorts last
-        while cut and not math.isfinite(top[cut - 1]):
-            cut -= 1
-        return list(zip(map(self._ids.__getitem__, idx[:cut].tolist()), top[:cut], strict=True))
+        found = scores[idx]
+        cut = len(found)  # what is not finite sorts last: cut after the last finite score
+        if cut and not math.isfinite(found[-1]):
+            finite = np.flatnonzero(np.isfinite(found))
+            cut = int(finite[-1]) + 1 if len(finite) else 0
+        return list(
+            zip(map(self._ids.__getitem__, idx[:cut].tolist()), found[:cut].tolist(), strict=True)
+        )
 
     def term_postings(
         self, query_terms: list[str], limit: int, within: Within = EVERYWHERE

@@ -71,8 +71,12 @@ def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
+# One encoder for every write: json.dumps builds a new one for any argument of its own.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 #: One writer at a time (BEGIN IMMEDIATE): no row locks; at most 500 values in one IN list.
