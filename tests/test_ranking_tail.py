@@ -3,6 +3,8 @@ them, ranked exactly as if every one had been made."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engrammar import Config, HashEmbedder, Memory
+from engrammar import Config, HashEmbedder, Memory, RankingProfile
 from engrammar.engine import ranking
 from engrammar.engine.ranking import (
     REFINE_DEPTH,
@@ -129,6 +131,7 @@ def test_the_tail_merges_with_the_head_as_one_sorted_list_would(
         listed = _Listed(made, tail, graph_weight)
         every = _best_first(_ranked([*head, *below], graph_weight, {}))
         assert listed.ids == [item.id for item in every]
+        assert _items(list(_Listed(made, _Tail(found, depth), graph_weight))) == _items(every)
         assert _items(listed[:]) == _items(every)
         assert _items([listed[k] for k in range(len(listed))]) == _items(every)
 
@@ -160,7 +163,7 @@ def test_what_lies_below_the_head_ranks_as_everything_made_would(
 
 
 def _same_rankings(path: Path, profile: dict[str, float], monkeypatch: pytest.MonkeyPatch) -> None:
-    config = Config(path=str(path), candidate_pool=80, ranking=profile)
+    config = Config(path=str(path), candidate_pool=80, ranking=RankingProfile(**profile))
     with Memory(config, embedder=HashEmbedder()) as m:
         texts = [f"kite {i % 7} lake {i % 5} note {i}" for i in range(150)]
         texts[60:80] = [f"Did the kite {i} fly over the lake?" for i in range(20)]  # only ask
@@ -182,13 +185,32 @@ def _same_rankings(path: Path, profile: dict[str, float], monkeypatch: pytest.Mo
             walks = [(w.nodes, w.score) for w in found.walks]
             return [_items(found.items), found.beyond, walks, found.seeds, found.match]
 
-        for query in ("kite lake 3", "note 140 kite", "Did the kite fly?"):
-            asked = [(limit, None) for limit in (3, 35, 200)]
-            whole = ranked(query, 200)[0]
-            assert isinstance(whole, list) and len(whole) > REFINE_DEPTH + 40
-            searched = [item[0] for item in whole if item[2] == "search"]
-            asked += [(10, memory_id) for memory_id in (*searched[25:27], *searched[-3:])]
-            lazy = [ranked(query, limit, focus) for limit, focus in asked]
-            with monkeypatch.context() as patch:
-                patch.setattr(ranking, "_candidates", _every_one_made)
-                assert lazy == [ranked(query, limit, focus) for limit, focus in asked]
+        queries = ("kite lake 3", "note 140 kite", "Did the kite fly?")
+        for query in queries:
+            _same(query, ranked, monkeypatch)
+        # Feedback on each: the learned ranking re-ranks every candidate.
+        for query in queries:
+            m.recall(query, user_id="u", limit=5)
+            m.feedback(f"{query}: yes, note 12 and note 40", user_id="u")
+        # Learned scores decay with the clock: one instant for both rankings of a question.
+        now = time.time()
+        monkeypatch.setattr(time, "time", lambda: now)
+        whole = ranked(queries[0], 200, None)[0]
+        assert isinstance(whole, list)
+        assert any(name.startswith("learned") for item in whole for name, _ in item[3])
+        for query in queries:
+            _same(query, ranked, monkeypatch)
+
+
+def _same(
+    query: str, ranked: Callable[[str, int, str | None], list[object]], patch: pytest.MonkeyPatch
+) -> None:
+    asked: list[tuple[int, str | None]] = [(limit, None) for limit in (3, 35, 200)]
+    whole = ranked(query, 200, None)[0]
+    assert isinstance(whole, list) and len(whole) > REFINE_DEPTH + 40
+    searched = [item[0] for item in whole if item[2] == "search"]
+    asked += [(10, memory_id) for memory_id in (*searched[25:27], *searched[-3:])]
+    lazy = [ranked(query, limit, focus) for limit, focus in asked]
+    with patch.context() as patched:
+        patched.setattr(ranking, "_candidates", _every_one_made)
+        assert lazy == [ranked(query, limit, focus) for limit, focus in asked]

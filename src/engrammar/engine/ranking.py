@@ -693,6 +693,9 @@ class _Listed(Sequence[Ranked]):
     def __len__(self) -> int:
         return len(self.ids)
 
+    def __iter__(self) -> Iterator[Ranked]:
+        return iter(self[:])  # every item made at once (feedback re-ranks them all)
+
     @overload
     def __getitem__(self, at: int) -> Ranked: ...
 
