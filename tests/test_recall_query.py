@@ -17,6 +17,8 @@ from engrammar.embed.base import blend_context
 from engrammar.recall.fusion import Candidate
 from engrammar.recall.query import query_time_range, sequence_support, time_match
 from engrammar.recall.text import (
+    _LABEL,
+    _NOT_SPEAKERS,
     STOP_WORDS,
     context_sources,
     embedding_text,
@@ -153,6 +155,19 @@ def test_who_speaks_reads_a_speaker_label_when_no_name_is_recorded() -> None:
         "",
     ]:
         assert who_speaks({}, text) is None, text
+
+
+@given(
+    st.lists(
+        st.sampled_from(["Caroline", "Ann", "Lee", "Dr.", "Title", "note", ":", ": ", " ", "\t"]),
+        max_size=8,
+    ).map("".join)
+)
+def test_a_message_without_a_colon_is_read_for_no_label(text: str) -> None:
+    """The label is what the pattern reads; a text without a colon holds none."""
+    found = _LABEL.match(text)
+    label = found.group(1) if found and found.group(1).lower() not in _NOT_SPEAKERS else None
+    assert who_speaks({}, text) == label
 
 
 def test_blend_context_leans_a_reply_towards_what_it_answers() -> None:

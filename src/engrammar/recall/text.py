@@ -167,6 +167,8 @@ def who_speaks(metadata: dict[str, Any], content: str) -> str | None:
     named = speaker_of(metadata)
     if named is not None:
         return named
+    if ":" not in content:  # no label (most messages: one scan in C, not the pattern)
+        return None
     found = _LABEL.match(content)
     if found is None or found.group(1).lower() in _NOT_SPEAKERS:
         return None
