@@ -70,7 +70,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "answer kind 0.1": {"answer_weight": 0.1},
     "answer kind 0.2": {"answer_weight": 0.2},
     "- whose words": {"role_weight": 0.0},
-    "+ asked names in the vector": {"names_in_vector": 1},
+    "+ question as written (vector)": {"names_in_vector": 1},
     "- questions": {"question_weight": 0.0},
     "- graph": {"graph_depth": 0},
     "replaced x0.5": {"superseded_factor": 0.5},

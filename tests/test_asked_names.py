@@ -1,34 +1,36 @@
-"""The query's vector reads a question without the names of the people it asks about: their
-own messages seldom name them."""
+"""The query's vector reads a question as the person it asks about would put it: their own
+messages say "I" and seldom name them."""
 
 from __future__ import annotations
 
 import pytest
 
 from engrammar import Memory, RankingProfile
-from engrammar.recall.query import without_asked_names
+from engrammar.recall.query import in_first_person
 
 
 @pytest.mark.parametrize(
     ("question", "read"),
     [
-        ("When did Melanie paint a sunrise?", "When did paint a sunrise?"),
-        ("What is Caroline's identity?", "What is identity?"),
-        ("Would Caroline pursue writing as a career?", "Would pursue writing as a career?"),
-        ("What did Jon and Gina both lose?", "What did both lose?"),
-        ("How many times has Melanie gone to the beach?", "How many times has gone to the beach?"),
-        # Names of places and things, and the asker, stay.
+        ("When did Melanie paint a sunrise?", "When did I paint a sunrise?"),
+        ("What is Caroline's identity?", "What is my identity?"),
+        ("Would Caroline pursue writing as a career?", "Would I pursue writing as a career?"),
+        ("What did Jon and Gina both lose?", "What did I both lose?"),
+        ("When did Melanie take her kids to the museum?", "When did I take my kids to the museum?"),
+        ("How did John describe his son to him?", "How did I describe my son to me?"),
+        # Names of places and things, the asker, and "my ...'s" stay.
         ("What did I buy at Target last week?", "What did I buy at Target last week?"),
         ("Where did I stay in Tokyo?", "Where did I stay in Tokyo?"),
         ("What did NASA announce?", "What did NASA announce?"),
-        # Nothing else left: the question as it is.
-        ("Caroline's?", "Caroline's?"),
+        ("Where did I get my Bachelor's degree?", "Where did I get my Bachelor's degree?"),
+        # Without a name it asks about, "her" stays.
+        ("What did I give her for her birthday?", "What did I give her for her birthday?"),
     ],
 )
-def test_the_vector_reads_the_question_without_the_people_it_asks_about(
+def test_the_vector_reads_the_question_as_the_person_it_asks_about_would(
     question: str, read: str
 ) -> None:
-    assert without_asked_names(question) == read
+    assert in_first_person(question) == read
 
 
 CONVERSATION = [

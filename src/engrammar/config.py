@@ -87,9 +87,10 @@ class RankingProfile:
     )
     names_in_vector: int = _w(
         0,
-        "1 = the query's vector reads the names of the people it asks about too; 0 embeds it "
-        "without them ('When did Melanie paint a sunrise?' as 'When did paint a sunrise?'): "
-        "a person's own messages seldom name them, and keyword search still matches the names.",
+        "1 = the query's vector reads the question as written; 0 reads it as the person it asks "
+        "about would put it ('When did Melanie take her kids out?' as 'When did I take my kids "
+        "out?'): a person's own messages say 'I' and seldom their name, and keyword search "
+        "still matches the name.",
         high=1,
     )
     graph_weight: float = _w(

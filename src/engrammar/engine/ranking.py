@@ -6,8 +6,8 @@ stage          what it does (the weights are a :class:`~engrammar.RankingProfile
 query          parsed once (:func:`~engrammar.recall.query.parse_query`): terms, the time
                it names, whether it asks about the past or the asker's own present, whose
                words it asks about, what kind of thing it asks for (a time, an amount);
-               its vector reads it without the names of the people it asks about
-               (``names_in_vector``)
+               its vector reads it as the person it asks about would put it ("did
+               Melanie" as "did I": ``names_in_vector``)
 candidates     full-text search (BM25 over every message's whole text) and vector search
                (a long message is matched by its best window), ``candidate_pool`` each
 fusion         each score divided by the best of its list, blended by ``keyword_weight``
@@ -78,13 +78,13 @@ from ..recall.fusion import Candidate, Fused, fused, missed_hits, session_eviden
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import (
     Query,
+    in_first_person,
     names_speaker,
     only_asks,
     parse_query,
     sequence_support,
     states_kind,
     time_match,
-    without_asked_names,
 )
 from ..recall.supersession import Version, new_amount, newer_first, rank_by_validity
 from ..recall.tensions import detect_tension
@@ -1229,9 +1229,9 @@ def session(
 
 
 def vector_text(query: str, profile: RankingProfile) -> str:
-    """What the vector of ``query`` embeds: the query without the names of the people it asks
-    about (``names_in_vector`` 0), else the query."""
-    return query if profile.names_in_vector else without_asked_names(query)
+    """What the vector of ``query`` embeds: the query as the person it asks about would put it
+    (``names_in_vector`` 0), else the query."""
+    return query if profile.names_in_vector else in_first_person(query)
 
 
 def query_vector(engine: Engine, query: str) -> np.ndarray:

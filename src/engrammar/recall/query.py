@@ -26,6 +26,7 @@ __all__ = [
     "asks_about_own_facts",
     "asks_about_past",
     "asks_about_present",
+    "in_first_person",
     "names_upcoming_time",
     "only_asks",
     "parse_query",
@@ -34,7 +35,6 @@ __all__ = [
     "sequence_support",
     "time_match",
     "whose_words",
-    "without_asked_names",
 ]
 
 _DAY = 86_400.0
@@ -108,26 +108,35 @@ def capitalised(text: str) -> frozenset[str]:
 
 
 # The people a question asks about: a name after an auxiliary ("did Melanie", "has Caroline",
-# "Would Jon", "did Caroline and Melanie") or before a possessive ("Caroline's"). A name is a
-# capitalised word with a small letter after its first ("I", "NASA" are none).
+# "Would Jon", "did Caroline and Melanie") or before a possessive ("Caroline's", not "my
+# Bachelor's"). A name is a capitalised word with a small letter after its first ("I", "NASA"
+# are none).
 _NAME = r"[A-Z][a-z][\w-]*"
 _AUXILIARY = r"(?i:did|does|do|has|have|had|is|was|were|would|will|can|could|should|might|may|must)"
-_ASKED_NAME = re.compile(
-    rf"\b({_AUXILIARY})\s+{_NAME}(?:['\u2019]s)?(?:\s+(?:and|or)\s+{_NAME}(?:['\u2019]s)?)?\b"
-    rf"|\b{_NAME}['\u2019]s\b"
+_ASKED_SUBJECT = re.compile(
+    rf"\b({_AUXILIARY})\s+{_NAME}(?:\s+(?:and|or)\s+{_NAME})?\b(['\u2019]s)?"
+)
+_ASKED_OWNER = re.compile(rf"(?<!\bmy\s)(?<!\bthe\s)(?<!\ba\s)\b{_NAME}['\u2019]s\b")
+_THIRD_PERSON = (
+    (re.compile(r"\b(?:her|his)\b"), "my"),
+    (re.compile(r"\b(?:she|he)\b"), "I"),
+    (re.compile(r"\bhim\b"), "me"),
 )
 
 
-def without_asked_names(text: str) -> str:
-    """``text`` without the names of the people it asks about ("When did Melanie paint a
-    sunrise?" -> "When did paint a sunrise?"), or ``text`` itself when it names none or
-    nothing else is left: what the query's vector reads. A person's own messages seldom name
-    them, and keyword search still matches the name."""
-    out = _ASKED_NAME.sub(lambda m: m.group(1) or "", text)
+def in_first_person(text: str) -> str:
+    """``text`` as the person it asks about would put it: their name as "I" or "my", and then
+    "her" / "his" as "my", "she" / "he" as "I", "him" as "me" ("When did Melanie take her kids
+    to the museum?" -> "When did I take my kids to the museum?"); ``text`` itself when it
+    names no one it asks about. What the query's vector reads: a person's own messages say "I"
+    and seldom their name, and keyword search still matches the name."""
+    out = _ASKED_SUBJECT.sub(lambda m: m.group(1) + (" my" if m.group(2) else " I"), text)
+    out = _ASKED_OWNER.sub("my", out)
     if out == text:
         return text
-    out = " ".join(out.split())
-    return out if re.search(r"\w", out) else text
+    for pattern, word in _THIRD_PERSON:
+        out = pattern.sub(word, out)
+    return " ".join(out.split())
 
 
 def names_speaker(speaker: str, words: frozenset[str]) -> bool:
