@@ -23,6 +23,13 @@ from engrammar.recall.query import in_first_person
         ("Where did I stay in Tokyo?", "Where did I stay in Tokyo?"),
         ("What did NASA announce?", "What did NASA announce?"),
         ("Where did I get my Bachelor's degree?", "Where did I get my Bachelor's degree?"),
+        # A name of several words stays: a third party's, or a place's.
+        (
+            "Which video of Corey Schafer's series did I watch?",
+            "Which video of Corey Schafer's series did I watch?",
+        ),
+        ("When was the mass at St. Mary's Church?", "When was the mass at St. Mary's Church?"),
+        ("When did Corey Schafer publish it?", "When did Corey Schafer publish it?"),
         # Without a name it asks about, "her" stays.
         ("What did I give her for her birthday?", "What did I give her for her birthday?"),
     ],
@@ -65,3 +72,22 @@ def test_a_persons_own_words_answer_a_question_about_them(real_mem: Memory) -> N
     # With her name in the vector, every short reply of hers (whose vector is mostly her name,
     # as the question's is) ranks above the answer.
     assert _rank(real_mem, question, RankingProfile(names_in_vector=1)) > 3
+
+
+def test_a_question_about_someone_the_user_mentions_still_finds_them(real_mem: Memory) -> None:
+    # In a conversation between a user and an assistant, a named person is a third party: the
+    # vector reads "When did I move?", and the name still counts through keyword search.
+    real_mem.add(
+        [
+            {
+                "role": "user",
+                "content": "My friend Rachel moved to Chicago last month for her job.",
+            },
+            {"role": "user", "content": "I moved to Denver in 2019 after college."},
+            {"role": "user", "content": "Can you suggest a good moving company?"},
+        ],
+        user_id="u",
+        session_id="s1",
+    )
+    ranked = real_mem.recall("When did Rachel move?", user_id="u", limit=3).memories
+    assert ranked[0].memory.content.startswith("My friend Rachel"), ranked

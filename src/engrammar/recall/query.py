@@ -110,13 +110,14 @@ def capitalised(text: str) -> frozenset[str]:
 # The people a question asks about: a name after an auxiliary ("did Melanie", "has Caroline",
 # "Would Jon", "did Caroline and Melanie") or before a possessive ("Caroline's", not "my
 # Bachelor's"). A name is a capitalised word with a small letter after its first ("I", "NASA"
-# are none).
+# are none). A name of several words ("did Corey Schafer", "St. Mary's") stays as written.
 _NAME = r"[A-Z][a-z][\w-]*"
 _AUXILIARY = r"(?i:did|does|do|has|have|had|is|was|were|would|will|can|could|should|might|may|must)"
 _ASKED_SUBJECT = re.compile(
-    rf"\b({_AUXILIARY})\s+{_NAME}(?:\s+(?:and|or)\s+{_NAME})?\b(['\u2019]s)?"
+    rf"\b({_AUXILIARY})\s+{_NAME}(?:\s+(?:and|or)\s+{_NAME})?\b(['\u2019]s)?(?!\s+[A-Z])"
 )
 _ASKED_OWNER = re.compile(rf"(?<!\bmy\s)(?<!\bthe\s)(?<!\ba\s)\b{_NAME}['\u2019]s\b")
+_CAPITALISED_BEFORE = re.compile(r"[A-Z][\w.]*\s+$")
 _THIRD_PERSON = (
     (re.compile(r"\b(?:her|his)\b"), "my"),
     (re.compile(r"\b(?:she|he)\b"), "I"),
@@ -131,7 +132,9 @@ def in_first_person(text: str) -> str:
     names no one it asks about. What the query's vector reads: a person's own messages say "I"
     and seldom their name, and keyword search still matches the name."""
     out = _ASKED_SUBJECT.sub(lambda m: m.group(1) + (" my" if m.group(2) else " I"), text)
-    out = _ASKED_OWNER.sub("my", out)
+    out = _ASKED_OWNER.sub(
+        lambda m: m[0] if _CAPITALISED_BEFORE.search(out, 0, m.start()) else "my", out
+    )
     if out == text:
         return text
     for pattern, word in _THIRD_PERSON:
