@@ -1,12 +1,12 @@
-"""The seed's own examples, declared once for the tests that use them."""
+"""The examples of the README, declared once for the tests that use them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# The feedback event of the seed's "Decisions and feedback" page: an agent's output, the
+# The feedback event of the README's "Decisions and feedback records": an agent's output, the
 # person's correction and why, recorded by one agent for a workspace, with no user.
-SEED_EVENT: dict[str, Any] = {
+WEBHOOK_EVENT: dict[str, Any] = {
     "input_context": "Add retries to the webhook sender",
     "ai_output": "Retry every 30 seconds until it succeeds.",
     "user_reaction": "Changed the retry policy",

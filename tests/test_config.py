@@ -8,7 +8,7 @@ import pytest
 from engrammar import Config, ValidationError
 
 
-def test_seed_defaults() -> None:
+def test_documented_defaults() -> None:
     c = Config()
     assert c.feedback_strengthen_rate == 0.1
     assert c.feedback_weaken_rate == 0.05

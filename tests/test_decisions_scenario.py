@@ -1,15 +1,15 @@
-"""The seed's decisions scenario with the real model: the next agent starts from the decision."""
+"""The README's decisions scenario with the real model: the next agent starts from the decision."""
 
 from __future__ import annotations
 
 import pytest
 
 from engrammar import Memory
-from examples import SEED_EVENT
+from examples import WEBHOOK_EVENT
 
 pytestmark = pytest.mark.model
 
-WEBHOOK = SEED_EVENT
+WEBHOOK = WEBHOOK_EVENT
 LATER = "How should our webhook delivery retry failed requests?"
 
 

@@ -1,4 +1,5 @@
-"""engrammar.feedback: the seed's OpenCLaw classes over a real Memory."""
+"""engrammar.feedback: the OpenCLaw feedback classes (FeedbackEntry, FeedbackCapture,
+ImplicitSignalTracker) over a real Memory."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from engrammar import (
     NotFoundError,
     ValidationError,
 )
-from examples import SEED_EVENT
+from examples import WEBHOOK_EVENT
 
-WEBHOOK = SEED_EVENT
+WEBHOOK = WEBHOOK_EVENT
 pytestmark = pytest.mark.every_store
 
 

@@ -21,7 +21,7 @@ from engrammar import Memory, models
 from engrammar.interfaces.openapi import ANSWERS, model_schema
 from engrammar.keys import create_api_key
 from engrammar.server import openapi_document
-from examples import SEED_EVENT
+from examples import WEBHOOK_EVENT
 from serving import serve_in_thread
 
 DOC = openapi_document()
@@ -152,7 +152,7 @@ def _learning(w: Walk) -> None:
 
 
 def _records(w: Walk) -> None:
-    event = {k: v for k, v in SEED_EVENT.items() if k != "workspace"}
+    event = {k: v for k, v in WEBHOOK_EVENT.items() if k != "workspace"}
     made = w.call("acme", "POST", "/v1/feedback-events", json=event)
     w.call("acme", "GET", "/v1/feedback-events", params={"agent_id": "codex"})
     w.call("acme", "GET", "/v1/feedback-events/{event_id}", f"/v1/feedback-events/{made['id']}")

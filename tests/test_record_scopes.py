@@ -14,7 +14,7 @@ from mcp import ClientSession
 
 from engrammar import Memory
 from engrammar.keys import create_api_key
-from examples import SEED_EVENT
+from examples import WEBHOOK_EVENT
 from serving import keyed_client, mcp_session, serve_in_thread
 
 pytestmark = pytest.mark.every_store
@@ -70,7 +70,7 @@ def test_a_users_rating_reaches_only_that_users_recalls(real_mem: Memory) -> Non
 
 # -- decisions recorded without a user are the workspace's -----------------------------------------
 ASKED = "How should the payment notification sender retry failed deliveries?"
-DECIDED = SEED_EVENT["corrected_output"]
+DECIDED = WEBHOOK_EVENT["corrected_output"]
 CLAUDES = [
     "The webhook sender lives in notifier/send.py and posts JSON to each subscriber.",
     "Retries for the webhook sender are configured in settings.yaml.",
@@ -101,7 +101,7 @@ def test_the_next_agent_of_the_workspace_starts_from_the_decision(real_mem: Memo
         with httpx.Client(
             base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
         ) as c:
-            created = c.post("/v1/feedback-events", json=SEED_EVENT)
+            created = c.post("/v1/feedback-events", json=WEBHOOK_EVENT)
             assert created.status_code == 201, created.text
             event = created.json()
             assert event["user_id"] is None and event["agent_id"] == "codex"
@@ -188,7 +188,7 @@ def test_a_user_bound_key_reads_and_rates_the_workspaces_decision_but_cannot_cha
     dana = create_api_key(real_mem.store, "payments-api", user_id="dana")[0]
     for base in serve_in_thread(real_mem):
         with keyed_client(base, org) as c, keyed_client(base, dana) as d:
-            event = c.post("/v1/feedback-events", json=SEED_EVENT).json()
+            event = c.post("/v1/feedback-events", json=WEBHOOK_EVENT).json()
             decision = event["decision_memory_id"]
             seen = d.post("/v1/recall", json={"query": ASKED}).json()
             assert seen["memories"][0]["memory"]["id"] == decision

@@ -19,7 +19,7 @@ from engrammar import AuthError, Config, HashEmbedder, Memory
 from engrammar.interfaces.rest import rest_operations
 from engrammar.keys import create_api_key, revoke_api_key
 from engrammar.server import openapi_document, serve
-from examples import SEED_EVENT as EXAMPLE
+from examples import WEBHOOK_EVENT as EXAMPLE
 from serving import serve_in_thread
 
 pytestmark = pytest.mark.processes
@@ -39,7 +39,7 @@ TOOLS = {
     "memory_delete_knowledge",
     "memory_undo",
 }
-SEED_EVENT = {k: v for k, v in EXAMPLE.items() if k != "workspace"}  # the key names it
+WEBHOOK_EVENT = {k: v for k, v in EXAMPLE.items() if k != "workspace"}  # the key names it
 
 
 @dataclass
@@ -630,13 +630,13 @@ def test_feedback_and_explain_stay_inside_the_tenant(srv: Server) -> None:
 # -- decisions and feedback records ----------------------------------------------------------------
 def test_rest_feedback_records(srv: Server) -> None:
     with srv.client("a") as c:
-        created = c.post("/v1/feedback-events", json={**SEED_EVENT, "source_event_id": "wh-1"})
+        created = c.post("/v1/feedback-events", json={**WEBHOOK_EVENT, "source_event_id": "wh-1"})
         event = _check(created, "/v1/feedback-events", "post")
         assert created.status_code == 201 and event["workspace"] == "team-a"
-        again = c.post("/v1/feedback-events", json={**SEED_EVENT, "source_event_id": "wh-1"})
+        again = c.post("/v1/feedback-events", json={**WEBHOOK_EVENT, "source_event_id": "wh-1"})
         assert again.json()["id"] == event["id"]
         conflict = c.post(
-            "/v1/feedback-events", json={**SEED_EVENT, "source_event_id": "wh-1", "reason": "other"}
+            "/v1/feedback-events", json={**WEBHOOK_EVENT, "source_event_id": "wh-1", "reason": "other"}
         )
         assert _check(conflict, "/v1/feedback-events", "post") and conflict.status_code == 409
         got = c.get(f"/v1/feedback-events/{event['id']}")
@@ -646,7 +646,7 @@ def test_rest_feedback_records(srv: Server) -> None:
         recalled = c.post(
             "/v1/recall", json={"query": "retries for the webhook sender", "agent_id": "codex"}
         ).json()
-        assert recalled["memories"][0]["memory"]["content"] == SEED_EVENT["corrected_output"]
+        assert recalled["memories"][0]["memory"]["content"] == WEBHOOK_EVENT["corrected_output"]
 
         review = _check(
             c.post(
@@ -725,7 +725,7 @@ def test_rest_feedback_records(srv: Server) -> None:
         bad = c.post(
             "/v1/feedback-events",
             json={
-                **SEED_EVENT,
+                **WEBHOOK_EVENT,
                 "state": "corrected",
                 "corrected_output": None,
                 "user_correction": None,
@@ -736,7 +736,7 @@ def test_rest_feedback_records(srv: Server) -> None:
 
 def test_feedback_records_stay_inside_the_tenant(srv: Server) -> None:
     with srv.client("b") as b:
-        b_event = b.post("/v1/feedback-events", json=SEED_EVENT).json()
+        b_event = b.post("/v1/feedback-events", json=WEBHOOK_EVENT).json()
         (b_mid,) = b.post("/v1/memories", json={"content": "B fact.", "user_id": "zed"}).json()[
             "ids"
         ]
@@ -786,14 +786,14 @@ def test_feedback_records_stay_inside_the_tenant(srv: Server) -> None:
             assert a.get(path, params={"workspace": "team-b"}).status_code == 403, path
             for record in next(iter(a.get(path).json().values())):
                 assert record["workspace"] == "team-a"
-        r = a.post("/v1/feedback-events", json={**SEED_EVENT, "workspace": "team-b"})
+        r = a.post("/v1/feedback-events", json={**WEBHOOK_EVENT, "workspace": "team-b"})
         assert r.status_code == 403
     assert _counts(srv, "team-b") == before
 
 
 def test_user_bound_key_and_feedback_records(srv: Server) -> None:
     with srv.client("a") as a:
-        bob_event = a.post("/v1/feedback-events", json={**SEED_EVENT, "user_id": "bob"}).json()
+        bob_event = a.post("/v1/feedback-events", json={**WEBHOOK_EVENT, "user_id": "bob"}).json()
         (bob_mid,) = a.post(
             "/v1/memories", json={"content": "Bob's fact.", "user_id": "bob"}
         ).json()["ids"]
@@ -809,7 +809,7 @@ def test_user_bound_key_and_feedback_records(srv: Server) -> None:
             == 404
         )
         assert c.get("/v1/feedback-events", params={"user_id": "bob"}).status_code == 403
-        mine = c.post("/v1/feedback-events", json=SEED_EVENT).json()
+        mine = c.post("/v1/feedback-events", json=WEBHOOK_EVENT).json()
         assert mine["user_id"] == "alice"
         (own,) = c.post("/v1/memories", json={"content": "Alice's fact."}).json()["ids"]
         r = c.post(
@@ -829,7 +829,7 @@ def test_mcp_over_http_feedback_tools(srv: Server) -> None:
 
     async def body(s: ClientSession) -> None:
         r = await s.call_tool(
-            "memory_create_feedback_event", {**SEED_EVENT, "source_event_id": "m-1"}
+            "memory_create_feedback_event", {**WEBHOOK_EVENT, "source_event_id": "m-1"}
         )
         assert not r.is_error and r.structured_content is not None
         event = r.structured_content
