@@ -24,7 +24,7 @@ from engrammar.engine.ranking import (
     _Tail,
 )
 from engrammar.models import Scope
-from engrammar.recall.fusion import Candidate, fuse, fused
+from engrammar.recall.fusion import Candidate, fused
 
 _IDS = st.sampled_from([f"m{i:02d}" for i in range(12)])
 # Few distinct values: equal scores are common, -0.0 and negative cosines among them.
@@ -82,18 +82,17 @@ def test_fusion_scores_each_hit_once_and_orders_equal_ones_by_id(
     hits: tuple[list[tuple[str, float]], list[tuple[str, float]], float],
 ) -> None:
     vector_hits, keyword_hits, weight = hits
-    assert _facts(fuse(vector_hits, keyword_hits, keyword_weight=weight)) == _reference(
-        vector_hits, keyword_hits, weight
-    )
     found = fused(vector_hits, keyword_hits, keyword_weight=weight)
+    made = [found.candidate(memory_id) for memory_id in found.ids]
+    assert _facts(made) == _reference(vector_hits, keyword_hits, weight)
     cosines = [
         max(c[1], 0.0) for c in _reference(vector_hits, keyword_hits, weight) if c[3] is not None
     ]
     assert found.best_vector() == max([0.0, *cosines])
-    for memory_id in found.ids:  # each candidate made anew, as fuse made it
-        assert _facts([found.candidate(memory_id)]) == _facts(
-            [c for c in fuse(vector_hits, keyword_hits, keyword_weight=weight) if c.id == memory_id]
-        )
+    for cand in made:  # each call makes a new candidate: a stage may change the one it took
+        again = found.candidate(cand.id)
+        assert again is not cand and again.components is not cand.components
+        assert _facts([again]) == _facts([cand])
 
 
 # A head candidate's relevance changed by refinement: x (1 + change), or made equal to that

@@ -636,7 +636,8 @@ def test_rest_feedback_records(srv: Server) -> None:
         again = c.post("/v1/feedback-events", json={**WEBHOOK_EVENT, "source_event_id": "wh-1"})
         assert again.json()["id"] == event["id"]
         conflict = c.post(
-            "/v1/feedback-events", json={**WEBHOOK_EVENT, "source_event_id": "wh-1", "reason": "other"}
+            "/v1/feedback-events",
+            json={**WEBHOOK_EVENT, "source_event_id": "wh-1", "reason": "other"},
         )
         assert _check(conflict, "/v1/feedback-events", "post") and conflict.status_code == 409
         got = c.get(f"/v1/feedback-events/{event['id']}")

@@ -10,7 +10,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-__all__ = ["Candidate", "Fused", "best_first", "fuse", "fused", "missed_hits", "session_evidence"]
+__all__ = ["Candidate", "Fused", "best_first", "fused", "missed_hits", "session_evidence"]
 
 
 @dataclass(slots=True)
@@ -130,17 +130,6 @@ def fused(
         if memory_id not in relevance:
             relevance[memory_id] = no_vector + keyword_weight * (score / top_kw)
     return Fused(vector_hits, keyword_hits, scores, relevance)
-
-
-def fuse(
-    vector_hits: list[tuple[str, float]],
-    keyword_hits: list[tuple[str, float]],
-    *,
-    keyword_weight: float,
-) -> list[Candidate]:
-    """Every hit of :func:`fused` as a :class:`Candidate`, best first."""
-    found = fused(vector_hits, keyword_hits, keyword_weight=keyword_weight)
-    return [found.candidate(memory_id) for memory_id in found.ids]
 
 
 def missed_hits(

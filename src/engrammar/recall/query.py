@@ -131,9 +131,9 @@ def in_first_person(text: str) -> str:
     to the museum?" -> "When did I take my kids to the museum?"); ``text`` itself when it
     names no one it asks about. What the query's vector reads: a person's own messages say "I"
     and seldom their name, and keyword search still matches the name."""
-    out = _ASKED_SUBJECT.sub(lambda m: m.group(1) + (" my" if m.group(2) else " I"), text)
+    subject = _ASKED_SUBJECT.sub(lambda m: m.group(1) + (" my" if m.group(2) else " I"), text)
     out = _ASKED_OWNER.sub(
-        lambda m: m[0] if _CAPITALISED_BEFORE.search(out, 0, m.start()) else "my", out
+        lambda m: m[0] if _CAPITALISED_BEFORE.search(subject, 0, m.start()) else "my", subject
     )
     if out == text:
         return text
