@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.models import Edge
+from engrammar.recall.text import terms
 from engrammar.recall.graph import (
     _SENTENCE_START,
     EdgeProposal,
@@ -20,6 +21,7 @@ from engrammar.recall.graph import (
     cap_edges,
     entities,
     expand,
+    nearest,
     salient_term_edges,
     semantic_edges,
     sequence_edges,
@@ -56,6 +58,37 @@ def test_semantic_edges_per_memory_keep_the_same_capped_edges() -> None:
     assert {(p.src, p.dst, p.weight) for p in kept} == {
         (p.src, p.dst, p.weight) for p in cap_edges(every, set(ids), {"old": 0}, 5)
     }
+
+
+@pytest.mark.parametrize("n", [5, 9, 10, 300])
+def test_nearest_partitions_each_row_as_alone(n: int) -> None:
+    # The batch's neighbours are found for a whole block at once; each row must come out as
+    # argpartition of that row alone gives it (the same columns, in the same order), ties
+    # (repeated vectors) included, so the edges and the pairs judged stay the same.
+    rng = np.random.default_rng(n)
+    vecs = rng.standard_normal((n, 8)).astype(np.float32)
+    vecs[rng.integers(0, n, n // 2)] = vecs[0]
+    block = vecs @ vecs.T
+    near, values = nearest(block, 9)
+    for r, row in enumerate(block):
+        alone = np.argpartition(-row, 8)[:9] if n > 9 else np.arange(n)
+        assert near[r].tolist() == alone.tolist()
+        assert values[r].tolist() == row[alone].tolist()
+
+
+def test_salient_term_edges_with_the_terms_given_are_the_same() -> None:
+    texts = [
+        "Caroline went to the LGBTQ support group in Boston.",
+        "Melanie painted a sunrise by the lake.",
+        "Caroline said the support group in Boston helped.",
+        "The lake was calm; Melanie painted again.",
+    ]
+    ids = [f"n{i}" for i in range(len(texts))]
+    postings = {"boston": (2, ["s1", "s2"]), "lake": (1, ["s3"]), "paint": (40, ["s4"])}
+    args = (ids, texts, 100, postings, 0.05, 0.01, 1.0, 2)
+    given = salient_term_edges(*args, [terms(t) for t in texts])
+    assert given == salient_term_edges(*args)
+    assert {(p.src, p.dst) for p in given} >= {("n0", "n2"), ("n1", "n3"), ("n0", "s1")}
 
 
 def test_sequence_edges_chain_the_conversation() -> None:

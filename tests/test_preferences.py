@@ -148,3 +148,33 @@ def test_the_preferences_section_stays_within_the_budget(
         assert result.preferences
         assert len(result.formatted) <= 120
         assert result.formatted.startswith("Standing preferences:")
+
+
+def test_one_search_for_any_pattern_finds_the_same_cue() -> None:
+    # recognise_preference first asks whether any explicit pattern matches a sentence at all,
+    # in one search; the cue must stay the first pattern's match, sentence by sentence.
+    from pathlib import Path
+
+    from engrammar.learn import preferences as p
+
+    def pattern_by_pattern(text: str) -> tuple[str, str] | None:
+        for sentence in p._statements(text.replace("\u2019", "'")):
+            if p._THIRD.match(sentence) or p._HYPOTHETICAL.match(sentence):
+                continue
+            for pattern in p._EXPLICIT_RE:
+                found = pattern.search(sentence)
+                if found:
+                    return ("explicit", found.group(0))
+        return None
+
+    data = Path(__file__).parent.parent / "bench" / "data" / "preference_sentences.tsv"
+    lines = data.read_text(encoding="utf-8").splitlines()
+    texts = [line.split("\t")[1] for line in lines if line and not line.startswith("#")]
+    assert len(texts) > 100
+    found = 0
+    for text in texts:
+        cue = recognise_preference(text)
+        expected = pattern_by_pattern(text)
+        assert (None if cue is None else (cue.kind, cue.cue)) == expected, text
+        found += expected is not None
+    assert found > 50

@@ -348,3 +348,70 @@ def test_a_users_searches_end_each_list_with_the_other_lists_hits_it_missed(
     want = [(i, float(stored[i].dot(query))) for i in missed]
     assert vector[4:] == sorted(want, key=lambda h: h[1], reverse=True)
     m.close()
+
+
+def test_a_batch_is_written_as_its_rows_one_by_one(tmp_path: Path) -> None:
+    # add_memories writes a batch's memories, windows and history lines table by table (one
+    # statement each) after reading the stored dedup keys at once: what it writes must be
+    # what writing the rows one at a time writes, repeats (stored and within the batch) and
+    # edges renamed to the memory kept included.
+    from engrammar.store import ChunkVector, NewEdge, NewMemory
+
+    def row(n: int, text: str, windows: int = 0) -> NewMemory:
+        vector = np.eye(8, dtype=np.float32)[n % 8]
+        chunks = tuple(ChunkVector(k + 1, k * 10, k * 10 + 9, vector) for k in range(windows))
+        return NewMemory(
+            id=f"m{n}",
+            workspace="w",
+            user_id="u",
+            agent_id=None,
+            session_id="s",
+            role="user",
+            content=text,
+            kind="message",
+            created_at=100.0 + n,
+            metadata={"speaker": "Ann"} if n % 2 else {},
+            dedup_key=f"key-{text}",
+            embedding=vector,
+            chunks=chunks,
+        )
+
+    first = [row(0, "stored before"), row(1, "also stored", 2)]
+    batch = [row(2, "new one", 3), row(3, "stored before"), row(4, "new two"), row(5, "new one")]
+    edges = [NewEdge("m2", "m3", "semantic", 0.5), NewEdge("m5", "m4", "sequence", 0.4)]
+    edges += [NewEdge("m4", "m1", "entity", 0.3), NewEdge("m2", "m5", "semantic", 0.9)]
+    stores = [SQLiteStore(tmp_path / "batch.db"), SQLiteStore(tmp_path / "one.db")]
+    whole, single = stores
+    whole.add_memories(first)
+    single.add_memories(first)
+    got = whole.add_memories(batch, edges)
+    one = [single.add_memories([r])[0] for r in batch]
+    kept = {"m3": "m0", "m5": "m2"}  # each repeat is the memory stored first
+    single.add_memories(
+        [],
+        [NewEdge(kept.get(e.src, e.src), kept.get(e.dst, e.dst), e.kind, e.weight) for e in edges],
+    )
+    assert got == one == [("m2", True), ("m0", False), ("m4", True), ("m2", False)]
+
+    def rows(store: SQLiteStore) -> list[list[tuple[object, ...]]]:
+        return [
+            store._read(sql)
+            for sql in (
+                "SELECT seq, id, content, metadata, dedup_key, embedding, index_terms "
+                "FROM memories ORDER BY seq",
+                "SELECT rev, memory_id, op, after FROM memory_changes ORDER BY rev",
+                "SELECT seq, memory_id, position, start_char, end_char, embedding "
+                "FROM memory_chunks ORDER BY seq",
+                "SELECT src, dst, kind, weight FROM edges ORDER BY src, dst, kind",
+                "SELECT rowid, content FROM memories_fts ORDER BY rowid",
+            )
+        ]
+
+    assert rows(whole) == rows(single)
+    assert [e[:3] for e in rows(whole)[3]] == [
+        ("m2", "m0", "semantic"),
+        ("m2", "m4", "sequence"),
+        ("m4", "m1", "entity"),
+    ]
+    for store in stores:
+        store.close()

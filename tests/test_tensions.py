@@ -524,3 +524,34 @@ def test_shared_words_count_kinds_synonyms_and_word_families() -> None:
     assert tr.shared(stems("alcohol"), stems("wine"))  # a kind and its general word
     assert tr.shared(stems("wine"), stems("alcohol"))
     assert not tr.shared(stems("dogs"), stems("cats"))  # two kinds
+
+
+def test_shared_terms_answer_as_term_by_term() -> None:
+    # shared() first looks whether any key of a's terms is among b's (most statements share
+    # nothing); its answer must stay the term-by-term one, with synonyms, common prefixes
+    # and a general word against its kinds.
+    from engrammar.recall.tension_words import GENERAL, SPECIFIC, SYNONYM
+
+    rng = np.random.default_rng(3)
+    vocabulary = [
+        *rng.choice(sorted(SYNONYM), 20).tolist(),
+        *rng.choice(sorted(GENERAL), 20).tolist(),
+        *rng.choice(sorted(SPECIFIC), 20).tolist(),
+        *("teacher", "teaching", "paris", "berlin", "cat", "rent"),
+    ]
+    for _ in range(5000):
+        a = frozenset(rng.choice(vocabulary, int(rng.integers(0, 5))).tolist())
+        b = frozenset(rng.choice(vocabulary, int(rng.integers(0, 5))).tolist())
+        keys = tr._keys(b) if a and b else frozenset()
+        expected = {x for x in a if not tr._term_keys(x).isdisjoint(keys)}
+        assert tr.shared(a, b) == expected
+
+
+def test_a_readings_cached_views_are_its_own() -> None:
+    text = "I moved to Berlin in May 2023 and my email is sam.h@gmail.com, we split up"
+    reading = tr.read(tr.statements(text)[0])
+    assert reading.joined == " ".join(reading.words)
+    assert reading.word_set == frozenset(reading.words)
+    assert reading.contacts == {w for t, w in reading.values.values() if t == "contact"}
+    assert reading.dates == {k for k, (t, _) in reading.values.items() if t == "date"}
+    assert reading.amounts == {k for k, (t, _) in reading.values.items() if t in ("number", "date")}

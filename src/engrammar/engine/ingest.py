@@ -22,10 +22,13 @@ from ..learn.preferences import recognise_preference
 from ..models import MemoryRecord, Scope
 from ..recall.graph import (
     EdgeProposal,
+    batch_semantic_edges,
+    batch_similarities,
     cap_edges,
+    nearest,
     salient_term_edges,
-    semantic_edges,
     sequence_edges,
+    stored_semantic_edges,
 )
 from ..recall.tensions import ParseAhead, Statement, detect_tension
 from ..recall.text import context_sources, speaker_of, terms, who_speaks
@@ -45,9 +48,11 @@ def add(
 ) -> list[str]:
     """Store checked messages in ``scope``; the ids in order (a duplicate's stored id, unless
     ``dedup`` is off: then every message is a memory of its own)."""
+    keys = [dedup_key(scope, m.role, m.content) for m in messages] if dedup else []
+    if read_ahead(engine.store) is None:
+        return _add(engine, scope, messages, keys)
     # The reads of the add announced, so that a server store answers them in few round trips.
     batch_terms = sorted({t for m in messages for t in terms(m.content)})
-    keys = [dedup_key(scope, m.role, m.content) for m in messages] if dedup else []
     ahead = AddAhead(
         scope, graph_scope(scope), batch_terms, engine.config.graph_max_edges_per_memory, keys
     )
@@ -239,30 +244,34 @@ def build_edges(
     if (server := read_ahead(store)) is not None:
         server.search_ahead(gscope, vectors, k)
     statements = _statements(rows)
-    within = _tension_proposals(engine, _batch_pairs(engine, statements, rows, vectors))
+    # Each block of the batch's cosines is computed once, for its contradictions and its
+    # semantic edges both.
+    pairs: list[_Pair] = []
+    among: list[EdgeProposal] = []
+    threshold = config.graph_semantic_threshold
+    for start, block in batch_similarities(vectors):
+        pairs += _batch_pairs(engine, statements, start, block)
+        among += batch_semantic_edges(ids, start, block, threshold, lo, hi, per_memory=cap)
+    within = _tension_proposals(engine, pairs)
     found = store.vector_searches(gscope, vectors, k)
     hits = [
         [(mid, cos) for mid, cos in row if cos >= look and mid not in own][:cap] for row in found
     ]
-    proposals = semantic_edges(
-        ids,
-        vectors,
-        [[h for h in row if h[1] >= config.graph_semantic_threshold] for row in hits],
-        config.graph_semantic_threshold,
-        lo,
-        hi,
-        per_memory=cap,
+    proposals = stored_semantic_edges(
+        ids, [[h for h in row if h[1] >= threshold] for row in hits], threshold, lo, hi
     )
+    proposals += among
     previous = None
     if scope.session_id is not None and not replacing:
         tail = latest() if latest is not None else store.latest_memories(scope, 1)
         previous = tail[0].id if tail else None
     if not replacing:
         proposals += sequence_edges(ids, previous, config.graph_sequence_weight)
-    batch_terms = sorted({t for text in texts for t in terms(text)})
+    text_terms = [terms(text) for text in texts]
+    batch_terms = sorted({t for found in text_terms for t in found})
     n_stored, postings = store.term_postings(gscope, batch_terms, cap)
     proposals += salient_term_edges(
-        ids, texts, n_stored, postings, config.graph_term_max_df, lo, hi, cap
+        ids, texts, n_stored, postings, config.graph_term_max_df, lo, hi, cap, text_terms
     )
     proposals += _tension_proposals(engine, _stored_pairs(engine, statements, rows, hits))
     proposals += within
@@ -320,23 +329,24 @@ def _stored_pairs(
 
 
 def _batch_pairs(
-    engine: Engine, new: list[Statement | None], rows: Sequence[NewMemory], vectors: np.ndarray
+    engine: Engine, new: list[Statement | None], start: int, block: np.ndarray
 ) -> list[_Pair]:
     """The pairs of new memories of one batch that the tension rules judge: each one's
-    nearest others (as many as it may have edges), at least ``tension_min_similarity`` alike."""
+    nearest others (as many as it may have edges), at least ``tension_min_similarity`` alike;
+    for one ``(start, block)`` of the batch's cosines (``recall.graph.batch_similarities``)."""
     tmin = engine.config.tension_min_similarity
-    cap = engine.config.graph_max_edges_per_memory
+    near, cosines = nearest(block, engine.config.graph_max_edges_per_memory + 1)
     pairs: list[_Pair] = []
-    for start in range(0, len(rows), 512):
-        block = vectors[start : start + 512] @ vectors.T
-        for r in range(block.shape[0]):
-            i = start + r
-            row = block[r]
-            order = np.argpartition(-row, cap)[: cap + 1] if len(row) > cap + 1 else range(len(row))
-            for j in map(int, order):
-                a, b = new[i], new[j]
-                if j > i and row[j] >= tmin and a is not None and b is not None:
-                    pairs.append((a, b, float(row[j])))
+    for r, (js, values, alike) in enumerate(
+        zip(near.tolist(), cosines.tolist(), (cosines >= tmin).tolist(), strict=True)
+    ):
+        i = start + r
+        a = new[i]
+        if a is None:
+            continue
+        for j, cos, keep in zip(js, values, alike, strict=True):
+            if j > i and keep and (b := new[j]) is not None:
+                pairs.append((a, b, cos))
     return pairs
 
 

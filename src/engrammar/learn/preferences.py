@@ -88,6 +88,9 @@ _EXPLICIT = [
     r"\b(?:not my (?:thing|cup of tea|style)|a deal[- ]breaker for me|i'm not big on)\b",
 ]
 _EXPLICIT_RE = [re.compile(p, re.IGNORECASE) for p in _EXPLICIT]
+# Whether any of them matches, in one search (most sentences match none; the cue is the
+# first pattern's match, looked for only then).
+_ANY_EXPLICIT = re.compile("|".join(f"(?:{p})" for p in _EXPLICIT), re.IGNORECASE)
 # Someone else's taste is not the speaker's: "my sister prefers ...", "he always ...".
 _THIRD = re.compile(
     r"^\s*(?:(?:my|his|her|their|our)\s+\w+|he|she|they|(?!Please\b)[A-Z][a-z]+)\s+"
@@ -153,6 +156,8 @@ def recognise_preference(
                     return PreferenceCue("choice", found.group(0))
     for sentence in sentences:
         if _THIRD.match(sentence) or _HYPOTHETICAL.match(sentence):
+            continue
+        if not _ANY_EXPLICIT.search(sentence):
             continue
         for pattern in _EXPLICIT_RE:
             found = pattern.search(sentence)

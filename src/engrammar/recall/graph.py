@@ -20,10 +20,11 @@ so feedback that changes a weight changes what the walk brings up.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,13 +35,17 @@ from .text import terms
 __all__ = [
     "EdgeProposal",
     "Walk",
+    "batch_semantic_edges",
+    "batch_similarities",
     "best_support",
     "cap_edges",
     "entities",
     "expand",
+    "nearest",
     "salient_term_edges",
     "semantic_edges",
     "sequence_edges",
+    "stored_semantic_edges",
 ]
 
 # Order in which kinds claim a memory's limited edge budget.
@@ -86,6 +91,20 @@ def semantic_edges(
     the edges kept are the same while a batch of near-duplicates no longer proposes every
     pair of itself.
     """
+    out = stored_semantic_edges(ids, existing_hits, threshold, lo, hi)
+    for start, block in batch_similarities(vectors):
+        out += batch_semantic_edges(ids, start, block, threshold, lo, hi, per_memory)
+    return out
+
+
+def stored_semantic_edges(
+    ids: Sequence[str],
+    existing_hits: Sequence[Sequence[tuple[str, float]]],
+    threshold: float,
+    lo: float,
+    hi: float,
+) -> list[EdgeProposal]:
+    """The part of :func:`semantic_edges` that links the batch to stored memories."""
     out: list[EdgeProposal] = []
     for i, hits in enumerate(existing_hits):
         for other, cos in hits:
@@ -93,32 +112,64 @@ def semantic_edges(
                 w = _clamp(cos, lo, hi)
                 out.append(EdgeProposal(ids[i], other, "semantic", w))
                 out.append(EdgeProposal(other, ids[i], "semantic", w))
-    n = len(ids)
-    # Chunked so a batch of thousands of messages never builds an n x n matrix at once.
-    for start in range(0, n, 512):
-        block = vectors[start : start + 512] @ vectors.T
+    return out
+
+
+def batch_similarities(vectors: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """The cosines within a batch (unit vectors), as ``(start, block)``: ``block[r]`` holds
+    those of memory ``start + r`` with every memory of the batch. In blocks of rows, so a batch
+    of thousands of messages never builds an n x n matrix at once."""
+    for start in range(0, len(vectors), 512):
+        yield start, vectors[start : start + 512] @ vectors.T
+
+
+def batch_semantic_edges(
+    ids: Sequence[str],
+    start: int,
+    block: np.ndarray,
+    threshold: float,
+    lo: float,
+    hi: float,
+    per_memory: int | None = None,
+) -> list[EdgeProposal]:
+    """The part of :func:`semantic_edges` among the batch, for one ``(start, block)`` of
+    :func:`batch_similarities` (``block`` is left as it was)."""
+    out: list[EdgeProposal] = []
+    if per_memory is None:
         for r in range(block.shape[0]):
             i = start + r
             row = block[r]
-            if per_memory is None:
-                for j in map(int, np.flatnonzero(row >= threshold)):
-                    if j > i and ids[j] != ids[i]:
-                        w = _clamp(float(row[j]), lo, hi)
-                        out.append(EdgeProposal(ids[i], ids[j], "semantic", w))
-                        out.append(EdgeProposal(ids[j], ids[i], "semantic", w))
-                continue
-            row[i] = -np.inf
-            near = (
-                np.argpartition(-row, per_memory)[: per_memory + 1]
-                if n > per_memory + 1
-                else range(n)
-            )
-            for j in map(int, near):
-                if row[j] >= threshold and ids[j] != ids[i]:
-                    out.append(
-                        EdgeProposal(ids[i], ids[j], "semantic", _clamp(float(row[j]), lo, hi))
-                    )
+            for j in map(int, np.flatnonzero(row >= threshold)):
+                if j > i and ids[j] != ids[i]:
+                    w = _clamp(float(row[j]), lo, hi)
+                    out.append(EdgeProposal(ids[i], ids[j], "semantic", w))
+                    out.append(EdgeProposal(ids[j], ids[i], "semantic", w))
+        return out
+    rows = block.shape[0]
+    others = block.copy()
+    others[np.arange(rows), np.arange(start, start + rows)] = -np.inf
+    near, cosines = nearest(others, per_memory + 1)
+    for r, (js, values, above) in enumerate(
+        zip(near.tolist(), cosines.tolist(), (cosines >= threshold).tolist(), strict=True)
+    ):
+        i = start + r
+        for j, cos, keep in zip(js, values, above, strict=True):
+            if keep and ids[j] != ids[i]:
+                out.append(EdgeProposal(ids[i], ids[j], "semantic", _clamp(cos, lo, hi)))
     return out
+
+
+def nearest(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``block``, the columns of its ``k`` largest values (every column when it has
+    no more than ``k``), in the order ``np.argpartition`` of the row alone gives them, and
+    those values. One call for the whole block: ``argpartition`` along the last axis
+    partitions each row as it partitions that row by itself."""
+    rows, n = block.shape
+    if n > k:
+        order = np.argpartition(-block, k - 1, axis=1)[:, :k]
+    else:
+        order = np.broadcast_to(np.arange(n), (rows, n))
+    return order, np.take_along_axis(block, order, axis=1)
 
 
 def sequence_edges(ids: Sequence[str], previous: str | None, weight: float) -> list[EdgeProposal]:
@@ -168,41 +219,53 @@ def salient_term_edges(
     lo: float,
     hi: float,
     per_memory: int,
+    text_terms: Sequence[Sequence[str]] | None = None,
 ) -> list[EdgeProposal]:
     """Edges between memories sharing rare terms or names.
 
     ``postings`` maps each term of the batch to its document frequency among the ``n_stored``
     memories already in the scope and some of their ids. A term qualifies when its frequency
-    over stored + batch memories is at most ``max(2, max_df_share * N)``.
+    over stored + batch memories is at most ``max(2, max_df_share * N)``. ``text_terms``:
+    ``terms(text)`` of each text, when the caller has them.
     """
-    batch_terms = [set(terms(t)) for t in texts]
-    batch_entities = [entities(t) for t in texts]
+    if text_terms is None:
+        text_terms = [terms(t) for t in texts]
+    batch_terms = [set(found) for found in text_terms]
     batch_df: dict[str, list[int]] = {}
     for i, ts in enumerate(batch_terms):
         for term in ts:
             batch_df.setdefault(term, []).append(i)
     n_total = n_stored + len(ids)
     max_df = max(2.0, max_df_share * n_total)
+    # Each term's IDF, or None where it does not qualify: the same for every memory holding it.
+    idfs: dict[str, float | None] = {}
+    for term, holders in batch_df.items():
+        df = postings.get(term, (0, []))[0] + len(holders)
+        idfs[term] = None if df < 2 or df > max_df else math.log(1.0 + n_total / df)
     out: list[EdgeProposal] = []
     for i, ts in enumerate(batch_terms):
+        me = ids[i]
+        names: set[str] | None = None
         scores: dict[str, float] = {}
         for term in ts:
-            stored_df, stored_ids = postings.get(term, (0, []))
-            df = stored_df + len(batch_df[term])
-            if df < 2 or df > max_df:
+            idf = idfs[term]
+            if idf is None:
                 continue
-            idf = math.log(1.0 + n_total / df)
-            if term in batch_entities[i]:
+            if names is None:
+                names = entities(texts[i])
+            if term in names:
                 idf *= _ENTITY_BOOST
-            others = [ids[j] for j in batch_df[term] if j != i] + stored_ids
-            for other in others:
-                if other != ids[i]:
+            for j in batch_df[term]:
+                if j != i and (other := ids[j]) != me:
                     scores[other] = scores.get(other, 0.0) + idf
-        best = sorted(scores.items(), key=lambda kv: -kv[1])[:per_memory]
+            for other in postings.get(term, (0, []))[1]:
+                if other != me:
+                    scores[other] = scores.get(other, 0.0) + idf
+        best = heapq.nsmallest(per_memory, scores.items(), key=lambda kv: -kv[1])
         for other, score in best:
             w = _clamp(1.0 - math.exp(-score / _TERM_SCALE), lo, hi)
-            out.append(EdgeProposal(ids[i], other, "entity", w))
-            out.append(EdgeProposal(other, ids[i], "entity", w))
+            out.append(EdgeProposal(me, other, "entity", w))
+            out.append(EdgeProposal(other, me, "entity", w))
     return out
 
 

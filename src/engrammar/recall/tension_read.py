@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from .tension_words import (
     ADDITIVE,
+    BREAK_UP,
     CHANGE,
     CHANGE_PHRASES,
     CLASS_OF,
@@ -29,10 +30,13 @@ from .tension_words import (
     NOT_A_CHANGE,
     NOT_CONTENT,
     NUMBER_WORDS,
+    PARTNER,
     PAST,
     RELATIONS,
     SPECIFIC,
     STANCES,
+    STUDY,
+    STUDY_END,
     SYNONYM,
     TENTATIVE,
 )
@@ -125,9 +129,49 @@ class Reading:
     job_frame: bool
     job_change: bool
 
-    @property
+    # What the rules ask of a reading over and over (each pair of statements a message is
+    # checked against), worked out once: a reading is immutable, and ``read`` keeps it.
+    @cached_property
     def joined(self) -> str:
         return " ".join(self.words)
+
+    @cached_property
+    def word_set(self) -> frozenset[str]:
+        return frozenset(self.words)
+
+    @cached_property
+    def contacts(self) -> frozenset[str]:
+        """The contacts it gives (emails, handles, numbers)."""
+        return frozenset(w for t, w in self.values.values() if t == "contact")
+
+    @cached_property
+    def amounts(self) -> frozenset[str]:
+        """The values that are numbers or dates."""
+        return frozenset(k for k, (t, _) in self.values.items() if t in ("number", "date"))
+
+    @cached_property
+    def dates(self) -> frozenset[str]:
+        return frozenset(k for k, (t, _) in self.values.items() if t == "date")
+
+    @cached_property
+    def breaks_up(self) -> bool:
+        """Whether it tells of a relationship ending (``BREAK_UP``)."""
+        return BREAK_UP.search(self.joined) is not None
+
+    @cached_property
+    def ends_study(self) -> bool:
+        """Whether it tells of studies ending (``STUDY_END``)."""
+        return STUDY_END.search(self.joined) is not None
+
+    @cached_property
+    def studies(self) -> bool:
+        """Whether it tells of studies (``STUDY``)."""
+        return STUDY.search(self.joined) is not None
+
+    @cached_property
+    def partnered(self) -> bool:
+        """Whether it tells of a partner (``PARTNER``)."""
+        return PARTNER.search(self.joined) is not None
 
 
 @lru_cache(maxsize=32768)
@@ -474,7 +518,15 @@ def shared(a: frozenset[str], b: frozenset[str]) -> set[str]:
     if not a or not b:
         return set()
     keys = _keys(b)
+    # Most statements compared share nothing: one look at all of a's keys tells.
+    if _every_term_key(a).isdisjoint(keys):
+        return set()
     return {x for x in a if not _term_keys(x).isdisjoint(keys)}
+
+
+@lru_cache(maxsize=65536)
+def _every_term_key(terms: frozenset[str]) -> frozenset[object]:
+    return frozenset().union(*map(_term_keys, terms))
 
 
 @lru_cache(maxsize=65536)

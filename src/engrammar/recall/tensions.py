@@ -36,19 +36,15 @@ import numpy as np
 from ..models import Tension
 from .tension_read import Reading, is_value, parts, pasted, read, shared, statements
 from .tension_words import (
-    BREAK_UP,
     CANCELS,
     COPULA,
     ENDING,
     EVALUATIVE,
     FUNCTIONAL,
     OPPOSITE,
-    PARTNER,
     PRESENT,
     RESIDENCE,
     STATUS,
-    STUDY,
-    STUDY_END,
     TRANSITIVE,
     UNITS,
     VAGUE,
@@ -215,9 +211,9 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
         b.correction
         or (a.values and b.values)
         or b.job_change
-        or set(b.words) & STATUS
-        or BREAK_UP.search(b.joined)
-        or STUDY_END.search(b.joined)
+        or b.word_set & STATUS
+        or b.breaks_up
+        or b.ends_study
     ):
         return None
     common_b = shared(b.content, a.content)
@@ -243,13 +239,11 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     own = subjects == ("self", "self")
     if own and (
         (a.job_frame and b.job_change and not a.job_change)
-        or (STUDY.search(a.joined) and STUDY_END.search(b.joined))
-        or (
-            PARTNER.search(a.joined) and BREAK_UP.search(b.joined) and not BREAK_UP.search(a.joined)
-        )
+        or (a.studies and b.ends_study)
+        or (a.partnered and b.breaks_up and not a.breaks_up)
     ):
         return ("superseded", strong, "newer statement ends a job, studies or a relationship")
-    status_a, status_b = set(a.words) & STATUS, set(b.words) & STATUS
+    status_a, status_b = a.word_set & STATUS, b.word_set & STATUS
     if status_a and status_b and status_a != status_b and "other:pronoun" not in subjects:
         return ("changed_value", strong, "status changed")
     if not definite:
@@ -265,9 +259,9 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
         and about
         and not b.correction  # a reply's "No, not ..." answers a question; corrections above
         and (len(common) >= 2 or not about_a or not about_b or present)
-        and not (set(a.words) & VAGUE and set(b.words) & VAGUE and len(common) < 2)
-        and not (a.polarity < 0 and {"before", "yet"} & set(a.words))  # "never ... before"
-        and not (b.polarity < 0 and {"before", "yet"} & set(b.words))
+        and not (a.word_set & VAGUE and b.word_set & VAGUE and len(common) < 2)
+        and not (a.polarity < 0 and {"before", "yet"} & a.word_set)  # "never ... before"
+        and not (b.polarity < 0 and {"before", "yet"} & b.word_set)
         and (not about_a or not about_b or (present and len(about_a | about_b) <= 3))
         # "I take the bus" / "I don't take the bus on weekends": a narrower case, no denial;
         # "... in the morning" / "... in the evening": two times, no denial either
@@ -275,7 +269,7 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
         and not (_dates(a) and _dates(b) - _adjunct(b) and _dates(a) != _dates(b))
     ):
         return ("negation", plain, "opposite statements about the same thing")
-    words_b = set(b.words)
+    words_b = b.word_set
     opposite = [w for w in a.words if w in OPPOSITE and OPPOSITE[w] & words_b and w not in words_b]
     if opposite and about and a.polarity == b.polarity and not a.past:
         return ("negation", plain, f"'{opposite[0]}' and its opposite")
@@ -293,12 +287,12 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     return None
 
 
-def _contacts(p: Reading) -> set[str]:
-    return {w for t, w in p.values.values() if t == "contact"}
+def _contacts(p: Reading) -> frozenset[str]:
+    return p.contacts
 
 
-def _dates(p: Reading) -> set[str]:
-    return {k for k, (t, _) in p.values.items() if t == "date"}
+def _dates(p: Reading) -> frozenset[str]:
+    return p.dates
 
 
 def _habits(p: Reading) -> set[str]:
@@ -314,8 +308,8 @@ def _habits(p: Reading) -> set[str]:
     }
 
 
-def _amounts(p: Reading) -> set[str]:
-    return {k for k, (t, _) in p.values.items() if t in ("number", "date")}
+def _amounts(p: Reading) -> frozenset[str]:
+    return p.amounts
 
 
 def _adjunct(p: Reading) -> set[str]:
@@ -388,7 +382,7 @@ def _announced(
     names_a = set(a.names) | _amounts(a)
     names_b = set(b.names) | _amounts(b)
     out = set()
-    residence = bool(set(a.words) & RESIDENCE and set(b.words) & RESIDENCE and a.names and b.names)
+    residence = bool(a.word_set & RESIDENCE and b.word_set & RESIDENCE and a.names and b.names)
     for change, at in b.changes.items():
         if change in a.changes:
             continue
@@ -486,7 +480,7 @@ def _value_change(a: Reading, b: Reading) -> str:
     """The values that differ when two statements give one attribute different values ("My
     rent is $1,500" / "My rent went up to $1,700"): of one type on both sides, and the words
     but the values the same attribute ("my email" / "my work email" are two)."""
-    if (a.past and not set(a.words) & FUNCTIONAL) or not a.values or not b.values:
+    if (a.past and not a.word_set & FUNCTIONAL) or not a.values or not b.values:
         return ""
     # "went from 140 to 155": the value it went from is the older one's.
     left = {_stem(b.words[i + 1]) for i, w in enumerate(b.words[:-1]) if w == "from"}
@@ -496,7 +490,7 @@ def _value_change(a: Reading, b: Reading) -> str:
     if not types or {w for _, w in old} == {w for _, w in new}:
         return ""
     # "I worked five days last week": one past week told, not a new habit.
-    if b.past and {"last", "yesterday", "ago"} & set(b.words) and not b.changes:
+    if b.past and {"last", "yesterday", "ago"} & b.word_set and not b.changes:
         return ""
     if "contact" not in types:
         # What the values are of: the words but the changed values ("French lessons on
@@ -516,7 +510,7 @@ def _value_change(a: Reading, b: Reading) -> str:
             return ""
         # Names alone ("I've been using Ibotta" / "... my RedCard"): one of many things
         # used, unless the frame holds one value or a change is said.
-        frame = set(a.words) & set(b.words) & (FUNCTIONAL | COPULA | RESIDENCE)
+        frame = a.word_set & b.word_set & (FUNCTIONAL | COPULA | RESIDENCE)
         if types <= {"name"} and not (frame or b.changes.keys() - {"lately", "currently"}):
             return ""
         # "My rent is 900" / "The landlord raised my rent": the rent either way.
@@ -536,7 +530,7 @@ def _value_change(a: Reading, b: Reading) -> str:
 def _changed_slot(a: Reading, b: Reading) -> str:
     """The one replaced slot of a frame that holds one value ("My manager is Karen" / "My
     manager is now Luis"): the rest of the sentence the same, a "now" aside."""
-    if a.past and not set(a.words) & FUNCTIONAL:
+    if a.past and not a.word_set & FUNCTIONAL:
         return ""
     keep_a = [i for i, w in enumerate(a.words) if w not in WEAK_CHANGE]
     keep_b = [i for i, w in enumerate(b.words) if w not in WEAK_CHANGE]
@@ -555,7 +549,7 @@ def _changed_slot(a: Reading, b: Reading) -> str:
         return ""  # "My favourite colour is blue" / "My car is blue": two subjects
     if set(old) & STOP_WORDS or set(new) & STOP_WORDS or set(old + new) & (VAGUE | EVALUATIVE):
         return ""
-    frame = set(a.words) - set(old)
+    frame = a.word_set - set(old)
     values = all(is_value(w, a.names) for w in old) and all(is_value(w, b.names) for w in new)
     if values or frame & FUNCTIONAL or (frame & COPULA and a.words[0] not in VAGUE):
         return f"'{' '.join(old)}' became '{' '.join(new)}'"
@@ -580,10 +574,10 @@ def _swapped(
         or not (0 < len(only_a) <= 3 and 0 < len(only_b) <= 3)
     ):
         return ""
-    if (set(a.words) ^ set(b.words)) & EVALUATIVE:
+    if (a.word_set ^ b.word_set) & EVALUATIVE:
         return ""
-    one = set(a.words) & set(b.words) & FUNCTIONAL
-    exclusive = (set(a.words) | set(b.words)) & {"only", "mostly", "usually", "always", "all"}
+    one = a.word_set & b.word_set & FUNCTIONAL
+    exclusive = (a.word_set | b.word_set) & {"only", "mostly", "usually", "always", "all"}
     if not (one or exclusive or a.subject == b.subject == "self"):
         return ""
     return f"'{' '.join(sorted(only_a))}' became '{' '.join(sorted(only_b))}'"

@@ -102,10 +102,42 @@ _CHUNK_INSERT = (
     f"INSERT INTO memory_chunks ({', '.join(CHUNK_FIELDS)}) "
     f"VALUES ({', '.join('?' * len(CHUNK_FIELDS))})"
 )
+_MEMORY_INSERT = (
+    "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, content, kind, "
+    "status, created_at, updated_at, metadata, dedup_key, embedding, valid_until, "
+    "superseded_by, index_terms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_CHANGE_INSERT = (
+    "INSERT INTO memory_changes (memory_id, workspace, user_id, op, before, after, reason, "
+    "created_at) VALUES (?,?,?,?,?,?,?,?)"
+)
 _DECISION_INSERT = (
     "INTO decision_memories (workspace, event_id, answer, memory_id, created_at) "
     "SELECT e.workspace, ?, ?, ?, ? FROM feedback_events e WHERE e.id = ?"
 )
+
+
+def _memory_params(row: NewMemory, now: float) -> tuple[Any, ...]:
+    """The parameters of ``_MEMORY_INSERT`` for ``row``."""
+    return (
+        row.id,
+        row.workspace,
+        row.user_id,
+        row.agent_id,
+        row.session_id,
+        row.role,
+        row.content,
+        row.kind,
+        row.status,
+        row.created_at,
+        now if row.updated_at is None else row.updated_at,
+        json.dumps(row.metadata, ensure_ascii=False),
+        row.dedup_key,
+        np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
+        row.valid_until,
+        row.superseded_by,
+        memory_terms(row.content, row.metadata),
+    )
 
 
 def _private_store(file: Path) -> None:
@@ -395,35 +427,24 @@ class SQLiteStore(SQLiteSearch):
         ).fetchone()
         if existing is not None:
             return str(existing[0])
-        conn.execute(
-            "INSERT INTO memories (id, workspace, user_id, agent_id, session_id, role, "
-            "content, kind, status, created_at, updated_at, metadata, dedup_key, "
-            "embedding, valid_until, superseded_by, index_terms) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                row.id,
-                row.workspace,
-                row.user_id,
-                row.agent_id,
-                row.session_id,
-                row.role,
-                row.content,
-                row.kind,
-                row.status,
-                row.created_at,
-                now if row.updated_at is None else row.updated_at,
-                json.dumps(row.metadata, ensure_ascii=False),
-                row.dedup_key,
-                np.ascontiguousarray(row.embedding, dtype=np.float32).tobytes(),
-                row.valid_until,
-                row.superseded_by,
-                memory_terms(row.content, row.metadata),
-            ),
-        )
-        if row.chunks:
-            conn.executemany(_CHUNK_INSERT, chunk_params(row, row.chunks, _blob))
-        self._log(conn, row.id, row.workspace, row.user_id, "add", None, row.content)
+        self._insert_new(conn, [row], now)
         return None
+
+    def _insert_new(self, conn: sqlite3.Connection, rows: Sequence[NewMemory], now: float) -> None:
+        """Insert ``rows`` (none of them stored yet), then their windows, then their history
+        lines: each table's rows in the order of ``rows``, one statement each."""
+        conn.executemany(_MEMORY_INSERT, [_memory_params(row, now) for row in rows])
+        conn.executemany(
+            _CHUNK_INSERT,
+            [p for row in rows if row.chunks for p in chunk_params(row, row.chunks, _blob)],
+        )
+        conn.executemany(
+            _CHANGE_INSERT,
+            [
+                (row.id, row.workspace, row.user_id, "add", None, row.content, "", time.time())
+                for row in rows
+            ],
+        )
 
     def _add_rows(
         self,
@@ -432,13 +453,31 @@ class SQLiteStore(SQLiteSearch):
         edges: Sequence[NewEdge],
         now: float,
     ) -> list[tuple[str, bool]]:
+        # The stored memories of the batch's dedup keys, read at once; a repeat within the
+        # batch is the first row of its key.
+        keys = list(dict.fromkeys(row.dedup_key for row in rows))
+        known: dict[str, str] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            known.update(
+                conn.execute(
+                    f"SELECT dedup_key, id FROM memories WHERE dedup_key IN ({marks})", chunk
+                ).fetchall()
+            )
         out: list[tuple[str, bool]] = []
         rename: dict[str, str] = {}
+        fresh: list[NewMemory] = []
         for row in rows:
-            existing = self._insert_memory(conn, row, now)
-            if existing is not None:
+            existing = known.get(row.dedup_key)
+            if existing is None:
+                known[row.dedup_key] = row.id
+                fresh.append(row)
+                out.append((row.id, True))
+            else:
                 rename[row.id] = existing
-            out.append((row.id, True) if existing is None else (existing, False))
+                out.append((existing, False))
+        self._insert_new(conn, fresh, now)
         workspace = rows[0].workspace if rows else ""
         self._insert_edges(conn, workspace, edges, rename, now)
         self._supersede(conn, workspace, edges, rename)
@@ -481,24 +520,19 @@ class SQLiteStore(SQLiteSearch):
         rename: dict[str, str],
         now: float,
     ) -> None:
+        params = []
         for edge in edges:
             src = rename.get(edge.src, edge.src)
             dst = rename.get(edge.dst, edge.dst)
-            if src == dst:
-                continue
-            conn.execute(
-                "INSERT INTO edges (workspace, src, dst, kind, weight, updated_at) "
-                "VALUES (?,?,?,?,?,?) ON CONFLICT (src, dst, kind) DO UPDATE SET "
-                "weight = max(weight, excluded.weight), updated_at = excluded.updated_at",
-                (
-                    workspace,
-                    src,
-                    dst,
-                    edge.kind,
-                    edge.weight,
-                    now if edge.updated_at is None else edge.updated_at,
-                ),
-            )
+            if src != dst:
+                updated = now if edge.updated_at is None else edge.updated_at
+                params.append((workspace, src, dst, edge.kind, edge.weight, updated))
+        conn.executemany(
+            "INSERT INTO edges (workspace, src, dst, kind, weight, updated_at) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT (src, dst, kind) DO UPDATE SET "
+            "weight = max(weight, excluded.weight), updated_at = excluded.updated_at",
+            params,
+        )
 
     def update_memory(self, workspace: str, memory_id: str, change: MemoryUpdate) -> MemoryRecord:
         content, embedding, dedup_key = change.content, change.embedding, change.dedup_key
