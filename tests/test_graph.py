@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from engrammar import Config, HashEmbedder, Memory, ValidationError
 from engrammar.models import Edge
-from engrammar.recall.text import terms
 from engrammar.recall.graph import (
     _SENTENCE_START,
     EdgeProposal,
@@ -26,6 +25,7 @@ from engrammar.recall.graph import (
     semantic_edges,
     sequence_edges,
 )
+from engrammar.recall.text import terms
 from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta
 
 
