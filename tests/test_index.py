@@ -338,3 +338,20 @@ def test_searches_end_each_list_with_the_other_lists_hits_it_missed() -> None:
     for i in (1, 5, 9):  # updated: new vectors and windows
         add(i)
     check()
+
+
+def test_term_postings_of_an_empty_scope_and_of_one_emptied() -> None:
+    # A new scope's first add asks for every term of its batch: answered at once, as the
+    # scan of each term's (empty) postings answered it; a scope whose memories are all gone
+    # answers the same.
+    index = ScopeIndex(4, 1.2, 0.1, ann_threshold=10**9)
+    wanted = ["kite", "lake", "kite"]
+    assert index.term_postings(wanted, 8) == (0, {"kite": (0, []), "lake": (0, [])})
+    vector = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    index.upsert(IndexRow("m1", None, None, 0.0, "a kite by the lake", vector))
+    assert index.term_postings(terms("kite lake"), 8) == (
+        1,
+        {"kite": (1, ["m1"]), "lake": (1, ["m1"])},
+    )
+    index.remove("m1")
+    assert index.term_postings(wanted, 8) == (0, {"kite": (0, []), "lake": (0, [])})

@@ -662,6 +662,8 @@ class ScopeIndex:
     ) -> tuple[int, dict[str, tuple[int, list[str]]]]:
         """Documents in the (filtered) partition, and per term its document frequency and up
         to ``limit`` of the documents holding it, newest first."""
+        if not self._slot:  # a new scope's first add: no term is held by any document
+            return 0, {term: (0, []) for term in dict.fromkeys(query_terms)}
         mask = self._mask(within)
         out: dict[str, tuple[int, list[str]]] = {}
         for term in dict.fromkeys(query_terms):
