@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -117,12 +118,26 @@ _ASKED_SUBJECT = re.compile(
     rf"\b({_AUXILIARY})\s+{_NAME}(?:\s+(?:and|or)\s+{_NAME})?\b(['\u2019]s)?(?!\s+[A-Z])"
 )
 _ASKED_OWNER = re.compile(rf"(?<!\bmy\s)(?<!\bthe\s)(?<!\ba\s)\b{_NAME}['\u2019]s\b")
-_CAPITALISED_BEFORE = re.compile(r"[A-Z][\w.]*\s+$")
 _THIRD_PERSON = (
     (re.compile(r"\b(?:her|his)\b"), "my"),
     (re.compile(r"\b(?:she|he)\b"), "I"),
     (re.compile(r"\bhim\b"), "me"),
 )
+
+
+def _capitalised_before(text: str, at: int) -> bool:
+    """Whether right before ``at`` come spaces after a word (letters, digits, underscores and
+    dots) holding a capital A-Z: "St. Mary's", "Corey Schafer's" name one thing in several
+    words. Reads back over that word and those spaces only."""
+    end = at
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    if end == at:
+        return False
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "._"):
+        start -= 1
+    return any("A" <= c <= "Z" for c in text[start:end])
 
 
 def in_first_person(text: str) -> str:
@@ -133,7 +148,7 @@ def in_first_person(text: str) -> str:
     and seldom their name, and keyword search still matches the name."""
     subject = _ASKED_SUBJECT.sub(lambda m: m.group(1) + (" my" if m.group(2) else " I"), text)
     out = _ASKED_OWNER.sub(
-        lambda m: m[0] if _CAPITALISED_BEFORE.search(subject, 0, m.start()) else "my", subject
+        lambda m: m[0] if _capitalised_before(subject, m.start()) else "my", subject
     )
     if out == text:
         return text
@@ -154,10 +169,14 @@ def names_speaker(speaker: str, words: frozenset[str]) -> bool:
 _PAST_QUESTION = re.compile(
     r"\b(?:before|previously|previous|formerly|former|originally|original|used to|use to|"
     r"earlier|at first|in the past|back then|back when|prior to)\b"
-    r"|\b(?:was|were|did|had)\b.*\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b"
     r"|\b(?:did|was|were|had)\s+(?:i|we)\b",
     re.IGNORECASE,
 )
+# ... or a past auxiliary and, later on its line, "my old", "the first", "her ex" ("What was
+# the name of my old dog?"): two searches, so that a long text is read once, not once for
+# each auxiliary in it.
+_PAST_AUXILIARY = re.compile(r"\b(?:was|were|did|had)\b", re.IGNORECASE)
+_OLD_ONE = re.compile(r"\b(?:my|our|the|his|her|their)\s+(?:old|ex|first)\b", re.IGNORECASE)
 
 
 # A question about the speaker's present: "How many bikes do I currently own?", "Where do I
@@ -173,7 +192,22 @@ _PRESENT_QUESTION = re.compile(
 
 def asks_about_past(query: str) -> bool:
     """Whether ``query`` asks how things were rather than how they are."""
-    return bool(_PAST_QUESTION.search(query))
+    if _PAST_QUESTION.search(query):
+        return True
+    olds = [m.start() for m in _OLD_ONE.finditer(query)]
+    if not olds:
+        return False
+    start = 0
+    while start <= len(query):
+        end = query.find("\n", start)
+        end = len(query) if end == -1 else end
+        first = _PAST_AUXILIARY.search(query, start, end)
+        if first is not None:
+            at = bisect_left(olds, first.end())
+            if at < len(olds) and olds[at] < end:
+                return True
+        start = end + 1
+    return False
 
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|me|my|we|we're|our|us)\b", re.IGNORECASE)
@@ -336,19 +370,19 @@ def query_time_range(query: str) -> tuple[float, float] | None:
     if "19" not in query and "20" not in query:  # every pattern holds a year (19xx, 20xx)
         return None
     text = query.lower()
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where a date already read lies
     starts: list[float] = []
     ends: list[float] = []
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
             a, b = m.span()
-            if any(a < y and b > x for x, y in taken):
+            if taken.find(1, a, b) != -1:
                 continue
             try:
                 start, end = _span(kind, m.groups())
             except (KeyError, ValueError):  # "31 February": not a date
                 continue
-            taken.append((a, b))
+            taken[a:b] = b"\x01" * (b - a)
             starts.append(start.timestamp())
             ends.append(end.timestamp())
     if not starts:
