@@ -16,14 +16,16 @@ from engrammar.recall.graph import (
     EdgeProposal,
     Walk,
     _starts_sentence,
+    batch_semantic_edges,
+    batch_similarities,
     best_support,
     cap_edges,
     entities,
     expand,
     nearest,
     salient_term_edges,
-    semantic_edges,
     sequence_edges,
+    stored_semantic_edges,
 )
 from engrammar.recall.text import terms
 from engrammar.store import EdgeAdjustment, EdgeBounds, EdgeDelta
@@ -34,6 +36,22 @@ def _edges(mem: Memory, ids: list[str]) -> list[Edge]:
 
 
 # -- pure edge selection ---------------------------------------------------------------------
+def semantic_edges(
+    ids: list[str],
+    vectors: np.ndarray,
+    hits: list[list[tuple[str, float]]],
+    threshold: float,
+    lo: float,
+    hi: float,
+    per_memory: int | None = None,
+) -> list[EdgeProposal]:
+    """A batch's semantic edges, to stored memories and among itself, as ``add`` proposes them."""
+    out = stored_semantic_edges(ids, hits, threshold, lo, hi)
+    for start, block in batch_similarities(vectors):
+        out += batch_semantic_edges(ids, start, block, threshold, lo, hi, per_memory)
+    return out
+
+
 def test_semantic_edges_both_ways_above_threshold() -> None:
     vecs = np.array([[1, 0], [0.8, 0.6], [0, 1]], dtype=np.float32)
     out = semantic_edges(["a", "b", "c"], vecs, [[("old", 0.9)], [("old", 0.3)], []], 0.7, 0.01, 1)

@@ -43,7 +43,6 @@ __all__ = [
     "expand",
     "nearest",
     "salient_term_edges",
-    "semantic_edges",
     "sequence_edges",
     "stored_semantic_edges",
 ]
@@ -73,30 +72,6 @@ def _clamp(x: float, lo: float, hi: float) -> float:
     return min(hi, max(lo, x))
 
 
-def semantic_edges(
-    ids: Sequence[str],
-    vectors: np.ndarray,
-    existing_hits: Sequence[Sequence[tuple[str, float]]],
-    threshold: float,
-    lo: float,
-    hi: float,
-    per_memory: int | None = None,
-) -> list[EdgeProposal]:
-    """Edges to existing memories (``existing_hits[i]`` = nearest stored memories of ``ids[i]``)
-    and among the batch itself, for cosines >= ``threshold``; both directions.
-
-    With ``per_memory``, each new memory proposes edges to its ``per_memory`` nearest of the
-    batch only: :func:`cap_edges` keeps no more than that many of its semantic and entity
-    edges, and a pair left out was beyond both memories' nearest (up to ties in weight), so
-    the edges kept are the same while a batch of near-duplicates no longer proposes every
-    pair of itself.
-    """
-    out = stored_semantic_edges(ids, existing_hits, threshold, lo, hi)
-    for start, block in batch_similarities(vectors):
-        out += batch_semantic_edges(ids, start, block, threshold, lo, hi, per_memory)
-    return out
-
-
 def stored_semantic_edges(
     ids: Sequence[str],
     existing_hits: Sequence[Sequence[tuple[str, float]]],
@@ -104,7 +79,8 @@ def stored_semantic_edges(
     lo: float,
     hi: float,
 ) -> list[EdgeProposal]:
-    """The part of :func:`semantic_edges` that links the batch to stored memories."""
+    """Edges from each new memory to the stored ones near it (``existing_hits[i]`` = the
+    nearest stored memories of ``ids[i]``), for cosines >= ``threshold``; both directions."""
     out: list[EdgeProposal] = []
     for i, hits in enumerate(existing_hits):
         for other, cos in hits:
@@ -132,8 +108,15 @@ def batch_semantic_edges(
     hi: float,
     per_memory: int | None = None,
 ) -> list[EdgeProposal]:
-    """The part of :func:`semantic_edges` among the batch, for one ``(start, block)`` of
-    :func:`batch_similarities` (``block`` is left as it was)."""
+    """Edges among the batch itself, for cosines >= ``threshold``, both directions; for one
+    ``(start, block)`` of :func:`batch_similarities` (``block`` is left as it was).
+
+    With ``per_memory``, each new memory proposes edges to its ``per_memory`` nearest of the
+    batch only: :func:`cap_edges` keeps no more than that many of its semantic and entity
+    edges, and a pair left out was beyond both memories' nearest (up to ties in weight), so
+    the edges kept are the same while a batch of near-duplicates no longer proposes every
+    pair of itself.
+    """
     out: list[EdgeProposal] = []
     if per_memory is None:
         for r in range(block.shape[0]):

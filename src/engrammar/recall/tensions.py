@@ -190,7 +190,7 @@ Verdict = tuple[str, float, str]
 def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     # A contact given anew ("that email is dead, use mark.h@gmail.com"), whatever else is said
     # (of the speaker's: "you can reach me on ..." is no one else's).
-    contacts_a, contacts_b = _contacts(a), _contacts(b)
+    contacts_a, contacts_b = a.contacts, b.contacts
     if (
         contacts_a - contacts_b
         and contacts_b - contacts_a
@@ -202,7 +202,7 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     if subjects is None or a.additive or b.additive or a.used_to:
         return None
     # "Please use sam@gmail.com from now on": a request that states a new contact.
-    if b.tentative and not b.correction and not ("from now on" in b.changes and _contacts(b)):
+    if b.tentative and not b.correction and not ("from now on" in b.changes and b.contacts):
         return None
     common = shared(a.content, b.content)
     # Every rule needs shared words, or a value on both sides, or a correction, or an end of
@@ -219,7 +219,7 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     common_b = shared(b.content, a.content)
     only_a, only_b = a.content - common, b.content - common_b
     # Shared words over all (amounts aside: "180 pounds" / "165 pounds" are one weight).
-    num_a, num_b = _amounts(a) - _dates(a), _amounts(b) - _dates(b)
+    num_a, num_b = a.amounts - a.dates, b.amounts - b.dates
     overlap = len(common - num_a) / max(1, len((a.content - num_a) | (b.content - num_b)))
     definite = "neutral" not in subjects and "other:you" not in subjects
     strong = 0.5 + 0.5 * sim
@@ -251,8 +251,8 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     about = bool(common) and overlap >= _MIN_OVERLAP
     # Negation: opposite polarity about the same thing (when and how often aside); a newer
     # statement marked as the present may say it in other words.
-    about_a = only_a - _amounts(a) - _UNIT_STEMS
-    about_b = only_b - _amounts(b) - _UNIT_STEMS - _adjunct(b)
+    about_a = only_a - a.amounts - _UNIT_STEMS
+    about_b = only_b - b.amounts - _UNIT_STEMS - _adjunct(b)
     present = bool((b.changes.keys() - a.changes.keys()) & (PRESENT | {"anymore"}))
     if (
         a.polarity != b.polarity
@@ -265,8 +265,8 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
         and (not about_a or not about_b or (present and len(about_a | about_b) <= 3))
         # "I take the bus" / "I don't take the bus on weekends": a narrower case, no denial;
         # "... in the morning" / "... in the evening": two times, no denial either
-        and not (_habits(b) - _dates(a) - _adjunct(b) and not _dates(a))
-        and not (_dates(a) and _dates(b) - _adjunct(b) and _dates(a) != _dates(b))
+        and not (_habits(b) - a.dates - _adjunct(b) and not a.dates)
+        and not (a.dates and b.dates - _adjunct(b) and a.dates != b.dates)
     ):
         return ("negation", plain, "opposite statements about the same thing")
     words_b = b.word_set
@@ -287,14 +287,6 @@ def _judge(a: Reading, b: Reading, sim: float) -> Verdict | None:
     return None
 
 
-def _contacts(p: Reading) -> frozenset[str]:
-    return p.contacts
-
-
-def _dates(p: Reading) -> frozenset[str]:
-    return p.dates
-
-
 def _habits(p: Reading) -> set[str]:
     """Times a habit is narrowed to: in the plural after "on" / "at" / "in" ("on weekends",
     "on Monday mornings"); "most nights" says how often."""
@@ -306,10 +298,6 @@ def _habits(p: Reading) -> set[str]:
         and p.values[_stem(w)][0] == "date"
         and {"on", "at", "in"} & set(p.words[max(0, i - 2) : i])
     }
-
-
-def _amounts(p: Reading) -> frozenset[str]:
-    return p.amounts
 
 
 def _adjunct(p: Reading) -> set[str]:
@@ -379,8 +367,8 @@ def _announced(
     """The changes the newer statement announces about what the older one states."""
     only_a = a.content - shared(a.content, b.content)
     only_b = b.content - common_b
-    names_a = set(a.names) | _amounts(a)
-    names_b = set(b.names) | _amounts(b)
+    names_a = set(a.names) | a.amounts
+    names_b = set(b.names) | b.amounts
     out = set()
     residence = bool(a.word_set & RESIDENCE and b.word_set & RESIDENCE and a.names and b.names)
     for change, at in b.changes.items():
@@ -496,8 +484,8 @@ def _value_change(a: Reading, b: Reading) -> str:
         # What the values are of: the words but the changed values ("French lessons on
         # Fridays" are not "piano lessons").
         changed = {k for k, (t, _) in {**a.values, **b.values}.items() if t in types}
-        attr_a = a.content - changed - _amounts(a) - _adjunct(a)
-        attr_b = b.content - changed - _amounts(b) - _adjunct(b)
+        attr_a = a.content - changed - a.amounts - _adjunct(a)
+        attr_b = b.content - changed - b.amounts - _adjunct(b)
         common = shared(attr_a, attr_b)  # a unit alone will do ("180 pounds" / "165 pounds")
         if not common and types <= {"name", "number", "date"}:
             return ""
