@@ -371,7 +371,9 @@ def test_the_reply_feeds_the_learned_ranking(real_mem: Memory) -> None:
     )
 
 
-def test_a_rating_the_reply_contradicts_is_shrunk(store_path: Path, minilm: MiniLMEmbedder) -> None:
+def test_a_rating_and_the_reply_of_its_recall_weigh_each_other(
+    store_path: Path, minilm: MiniLMEmbedder
+) -> None:
     # The reply draws on its single best match here, so the other recalled memory is "left".
     mem = Memory(Config(path=str(store_path), feedback_reply_top=1), embedder=minilm)
     ids = mem.add(
@@ -386,13 +388,46 @@ def test_a_rating_the_reply_contradicts_is_shrunk(store_path: Path, minilm: Mini
     mem.feedback(response="It lives in tools/deploy.sh.", user_id="u", recall_id=r.recall_id)
     left = [m.id for m in r.memories if m.id != ids[0]]
     assert left, "both memories should be recalled"
-    # A (mistaken) acceptance of the memory the reply did not use: the conflict cancels out.
+    cfg = mem.config
+    lone = cfg.feedback_max_adjustment / (1 + cfg.feedback_min_samples)
+    # An acceptance of the memory the reply did not use: the acceptance counts in full, the
+    # reply's silence (-1) with feedback_conflict_weight of its weight, so the memory gains
+    # less than a lone acceptance would give it.
     mem.rate_memory(left[0], "accepted", recall_id=r.recall_id)
     item = next(m for m in mem.recall(question, user_id="u", limit=2).memories if m.id == left[0])
-    assert item.components["learned"] == pytest.approx(0.0, abs=1e-6)
+    w = cfg.feedback_conflict_weight
+    expected = cfg.feedback_max_adjustment * (1 - w) / (1 + w + cfg.feedback_min_samples)
+    assert item.components["learned"] == pytest.approx(expected, abs=1e-5)
+    assert 0 < item.components["learned"] < lone
     # The rating the reply confirms applies with more than a lone rating's 1/(1 + N).
     mem.rate_memory(ids[0], "accepted", recall_id=r.recall_id)
     item = next(m for m in mem.recall(question, user_id="u", limit=2).memories if m.id == ids[0])
-    lone = mem.config.feedback_max_adjustment / (1 + mem.config.feedback_min_samples)
-    assert lone < item.components["learned"] <= mem.config.feedback_max_adjustment
+    assert lone < item.components["learned"] <= cfg.feedback_max_adjustment
+    mem.close()
+
+
+def test_a_rating_for_another_named_period_does_not_count(
+    store_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    mem = Memory(Config(path=str(store_path)), embedder=minilm)
+    ids = mem.add(
+        [
+            {"role": "user", "content": "We went camping by the lake with the kids."},
+            {"role": "user", "content": "The tent leaked on the second night of the trip."},
+        ],
+        user_id="u",
+    )
+    june = "When did I go camping in June?"
+    r = mem.recall(june, user_id="u", limit=2)
+    mem.rate_memory(ids[0], "accepted", recall_id=r.recall_id)
+
+    def learned(question: str) -> float:
+        found = mem.recall(question, user_id="u", limit=2).memories
+        return next(m for m in found if m.id == ids[0]).components.get("learned", 0.0)
+
+    # The question it was given for, and one that names no time, learn from the acceptance.
+    assert learned(june) > 0
+    assert learned("When did I go camping?") > 0
+    # What was right for June says nothing about July, however alike the two questions read.
+    assert learned("When did I go camping in July?") == 0.0
     mem.close()

@@ -166,10 +166,14 @@ def test_reply_signals_confirm_or_shrink_the_ratings_of_their_recall() -> None:
     alone = score("accepted", None)
     confirmed = score("accepted", 1.0)
     contradicted = score("accepted", -1.0)
-    assert confirmed > alone > 0.5
-    # Conflicting signals both keep only conflict_weight of their weight: they cancel, so a
-    # flipped rating cannot move the memory, and neither can the reply alone.
-    assert contradicted == pytest.approx(0.5)
+    assert confirmed > alone > contradicted > 0.5
+    # The reply only left what the user accepted: the acceptance counts in full, the reply's
+    # -1 with conflict_weight (0.25) of its weight. One acceptance alone is shrunk to
+    # 1 / (1 + 3) of the bound (0.5); with the reply the mean is (1 - 0.25) / (1.25 + 3).
+    assert alone == pytest.approx(0.5 * (1 + 0.5 / 4))
+    assert contradicted == pytest.approx(0.5 * (1 + 0.5 * 0.75 / 4.25))
+    # A rejection of what the reply drew on is the likelier mistake: both keep conflict_weight
+    # of their weight and cancel, so a flipped rejection cannot sink the memory.
     assert score("rejected", 1.0) == pytest.approx(0.5)
     assert score("rejected", -1.0) < score("rejected", None) < 0.5
 

@@ -539,7 +539,9 @@ class Config:
     )
     feedback_conflict_weight: float = _opt(
         0.25,
-        "Share of its weight a rating keeps when the reply of the same recall contradicts it.",
+        "Share of its weight the weaker signal keeps when a rating and the reply of the same "
+        "recall disagree: a rejection of a memory the reply drew on (and that reply signal), or "
+        "the reply's leaving a memory the user accepted (the acceptance counts in full).",
     )
     feedback_records_limit: int = _opt(
         2000,

@@ -78,7 +78,9 @@ from ..recall.fusion import Candidate, Fused, fused, missed_hits, session_eviden
 from ..recall.graph import Walk, best_support, best_walks, expand
 from ..recall.query import (
     Query,
+    apart,
     in_first_person,
+    named_span,
     names_speaker,
     only_asks,
     parse_query,
@@ -783,7 +785,8 @@ def learned(
     surfaced by matching decisions or preference pairs added (``via`` feedback) and every
     learned component in ``components``; ``qvec`` is the query's vector (reply signals count
     for recalls whose query is like it); ``finish`` completes the items' components before
-    feedback's are added (:class:`_Finish`)."""
+    feedback's are added (:class:`_Finish`). For a query that names a time, a rating given for
+    a question about another period does not count (:func:`_other_period`)."""
     store, cfg = engine.store, engine.config
     now = time.time()
     # Reply signals count only for a matching query, so the store searches the recalls'
@@ -797,6 +800,8 @@ def learned(
         cfg.feedback_reply_context_min,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
+    if query.span is not None and ratings:
+        ratings = [r for r in ratings if not _other_period(query.span, r)]
     extra = _learned_terms(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
@@ -862,6 +867,16 @@ def learned(
             )
         )
     return out
+
+
+def _other_period(span: tuple[float, float], rating: RatingFacts) -> bool:
+    """Whether ``rating`` was given for a question about another time than ``span``: its
+    question names a period (read as asked when the rating was given) that shares no moment
+    with ``span``. What was right for "in June" says nothing about "in July"."""
+    if not rating.context:
+        return False
+    named = named_span(rating.context, rating.created_at)
+    return named is not None and apart(named, span)
 
 
 # What a rating's verdict says about the memory for questions in the same words.

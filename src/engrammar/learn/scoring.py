@@ -40,9 +40,11 @@ answered for it, the closest of the three):
   ``reply_weight`` times the context match (a -1, like a rejection, only where the memory is no
   closer to the query than to the reply's question, :func:`carried`). The reply is an
   independent witness of the ratings
-  of the same recall: a rating it contradicts (opposite signs) keeps only ``conflict_weight`` of
-  its weight (so does the reply signal): conflicting signals nearly cancel, while a rating the
-  reply confirms is corroborated (less shrinkage, see ``rates``). A memory drawn on for a
+  of the same recall. Where the two disagree, the weaker word keeps only ``conflict_weight`` of
+  its weight: a rejection or correction of a memory the reply drew on (the reply's signal
+  too), and the reply's -1 on a memory the user accepted (the reply was merely silent on it;
+  the acceptance counts in full). A rating the reply confirms is corroborated (less shrinkage,
+  see ``rates``). A memory drawn on for a
   matching question is placed at least at the level of the ``reply_top``-th candidate.
 
 All signals of a memory are aggregated by :func:`~engrammar.learn.rates.aggregate` (decay,
@@ -540,9 +542,11 @@ def learned_ranking(
             agree = 0.0 if witness is None else witness.value * value
             trust = 1.0
             if agree < 0:
-                # A rating the reply of its own recall contradicts is the likelier mistake.
-                trust = params.conflict_weight
                 disputed.add((rating.recall_id, rating.memory_id))
+                # A rating against what the reply drew on is the likelier mistake; where the
+                # reply only left a memory the user accepted, its silence is the weaker word.
+                if witness is not None and witness.value > 0:
+                    trust = params.conflict_weight
             corroborated = 0.0
             if agree > 0 and witness is not None:
                 agreed.add((rating.recall_id, rating.memory_id))

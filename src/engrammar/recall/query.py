@@ -24,10 +24,12 @@ from .text import NUMBER_WORDS, names, terms, topic_terms
 
 __all__ = [
     "Query",
+    "apart",
     "asks_about_own_facts",
     "asks_about_past",
     "asks_about_present",
     "in_first_person",
+    "named_span",
     "names_upcoming_time",
     "only_asks",
     "parse_query",
@@ -574,6 +576,17 @@ def relative_time_range(query: str, as_of: float) -> tuple[float, float] | None:
     return min(s for s, _ in spans).timestamp(), max(e for _, e in spans).timestamp()
 
 
+def named_span(text: str, as_of: float) -> tuple[float, float] | None:
+    """The span of time ``text`` names, read as asked at ``as_of``: its dates
+    (:func:`query_time_range`), else its relative times (:func:`relative_time_range`)."""
+    return query_time_range(text) or relative_time_range(text, as_of)
+
+
+def apart(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two spans of time share not a moment."""
+    return a[1] < b[0] or b[1] < a[0]
+
+
 def time_match(created_at: float, span: tuple[float, float]) -> float:
     """1 for a memory dated within (a few days of) ``span``, 0.5 within a month after, else 0."""
     start, end = span
@@ -646,7 +659,7 @@ class Query:
 def parse_query(text: str, as_of: float, *, pinned: bool = False) -> Query:
     """What ranking needs to know of ``text`` asked at ``as_of`` (epoch seconds); ``pinned``:
     the caller named that time, so what was said after it does not count."""
-    span = query_time_range(text) or relative_time_range(text, as_of)
+    span = named_span(text, as_of)
     return Query(
         text=text,
         terms=tuple(terms(text)),
