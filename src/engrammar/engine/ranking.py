@@ -801,7 +801,7 @@ def learned(
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
     if query.span is not None and ratings:
-        ratings = [r for r in ratings if not _other_period(query.span, r)]
+        ratings = [r for r in ratings if not _other_period(query, r)]
     extra = _learned_terms(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra):
         return items
@@ -869,14 +869,16 @@ def learned(
     return out
 
 
-def _other_period(span: tuple[float, float], rating: RatingFacts) -> bool:
-    """Whether ``rating`` was given for a question about another time than ``span``: its
-    question names a period (read as asked when the rating was given) that shares no moment
-    with ``span``. What was right for "in June" says nothing about "in July"."""
-    if not rating.context:
+def _other_period(query: Query, rating: RatingFacts) -> bool:
+    """Whether ``rating`` was given for a question about another time than ``query`` names:
+    its question, read as if asked with ``query`` (relative times against the same moment),
+    names a period that shares no moment with the query's. What was right for "in June" says
+    nothing about "in July"; the same words always name the same period, whenever they were
+    asked."""
+    if not rating.context or query.span is None:
         return False
-    named = named_span(rating.context, rating.created_at)
-    return named is not None and apart(named, span)
+    named = named_span(rating.context, query.as_of)
+    return named is not None and apart(named, query.span)
 
 
 # What a rating's verdict says about the memory for questions in the same words.
