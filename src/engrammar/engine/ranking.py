@@ -19,7 +19,8 @@ refinement     session evidence (``session_weight``), conversation neighbours
 graph          walks from the best candidates along weighted edges (``graph_*``)
 learned        feedback records re-rank, bounded, decayed and shrunk (``learn.scoring``);
                a rating teaches a memory the words of the question it answered
-               (``learn.terms``)
+               (``learn.terms``); one given for a question about another named period
+               than the query's does not count
 validity       what is current first: a superseded memory hands its score on to what
                replaced it for a question about the present (``superseded_factor``) and
                ranks above it for one about the past; ``as_of`` leaves out what was said
