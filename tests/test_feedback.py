@@ -429,5 +429,12 @@ def test_a_rating_for_another_named_period_does_not_count(
     assert learned(june) > 0
     assert learned("When did I go camping?") > 0
     # What was right for June says nothing about July, however alike the two questions read.
-    assert learned("When did I go camping in July?") == 0.0
+    july = "When did I go camping in July?"
+    assert learned(july) == 0.0
+    # Both the recall and explain say that a rating was left out, and why.
+    found = mem.recall(july, user_id="u", limit=2).memories
+    assert next(m for m in found if m.id == ids[0]).components["learned_other_period"] == 1.0
+    why = mem.explain(july, ids[0], user_id="u")
+    assert why["learned"] == {"learned_other_period": 1.0}
+    assert "learned_other_period" not in mem.explain(june, ids[0], user_id="u")["learned"]
     mem.close()

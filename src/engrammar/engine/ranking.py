@@ -787,7 +787,8 @@ def learned(
     learned component in ``components``; ``qvec`` is the query's vector (reply signals count
     for recalls whose query is like it); ``finish`` completes the items' components before
     feedback's are added (:class:`_Finish`). For a query that names a time, a rating given for
-    a question about another period does not count (:func:`_other_period`)."""
+    a question about another period does not count (:func:`_other_period`): the memory's
+    ``learned_other_period`` component says how many were left out."""
     store, cfg = engine.store, engine.config
     now = time.time()
     # Reply signals count only for a matching query, so the store searches the recalls'
@@ -801,14 +802,27 @@ def learned(
         cfg.feedback_reply_context_min,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
+    # How many of each memory's ratings were given for a question about another period.
+    other_period: dict[str, int] = {}
     if query.span is not None and ratings:
-        ratings = [r for r in ratings if not _other_period(query, r)]
+        kept = []
+        for rating in ratings:
+            if _other_period(query, rating):
+                other_period[rating.memory_id] = other_period.get(rating.memory_id, 0) + 1
+            else:
+                kept.append(rating)
+        ratings = kept
     extra = _learned_terms(engine, scope, query, ratings)
-    if not (events or pairs or ratings or replies or extra):
+    if not (events or pairs or ratings or replies or extra or other_period):
         return items
     items = list(items)
     if finish is not None:
         finish(items)
+    for item in items:
+        if item.id in other_period:
+            item.components["learned_other_period"] = float(other_period[item.id])
+    if not (events or pairs or ratings or replies or extra):
+        return items
     if ratings:  # whose rating it is: the rated memory's own user's rejection places it
         owners = store.get_memories(scope.workspace, sorted({r.memory_id for r in ratings}))
         for r in ratings:
