@@ -252,6 +252,11 @@ def test_the_side_of_a_tension_the_reply_agrees_with_is_strengthened(real_mem: M
 
 
 # -- the pure rule -------------------------------------------------------------------------------
+def _said(mem: Memory, *texts: str) -> list[str]:
+    """The ids of ``texts`` added as the user's messages of user ``u``."""
+    return mem.add([{"role": "user", "content": t} for t in texts], user_id="u")
+
+
 def _unit(*xs: float) -> np.ndarray:
     v = np.array(xs, dtype=np.float32)
     return v / np.linalg.norm(v)
@@ -330,14 +335,12 @@ def test_the_reply_feeds_the_learned_ranking(real_mem: Memory) -> None:
     the same question later ranks the memory the reply used higher, a rating the reply
     contradicts is shrunk, and the recall is still consumed once."""
     mem = real_mem
-    ids = mem.add(
-        [
-            {"role": "user", "content": "My sister Ana lives in Porto and teaches chemistry."},
-            {"role": "user", "content": "Porto has lovely bridges over the river."},
-            {"role": "user", "content": "I visited a chemistry museum once."},
-            {"role": "user", "content": "Teachers in my town went on strike last year."},
-        ],
-        user_id="u",
+    ids = _said(
+        mem,
+        "My sister Ana lives in Porto and teaches chemistry.",
+        "Porto has lovely bridges over the river.",
+        "I visited a chemistry museum once.",
+        "Teachers in my town went on strike last year.",
     )
     question = "What does my sister do for a living?"
     before = mem.recall(question, user_id="u", limit=4)
@@ -376,12 +379,8 @@ def test_a_rating_and_the_reply_of_its_recall_weigh_each_other(
 ) -> None:
     # The reply draws on its single best match here, so the other recalled memory is "left".
     mem = Memory(Config(path=str(store_path), feedback_reply_top=1), embedder=minilm)
-    ids = mem.add(
-        [
-            {"role": "user", "content": "The deploy script lives in tools/deploy.sh."},
-            {"role": "user", "content": "We deploy on Fridays after lunch."},
-        ],
-        user_id="u",
+    ids = _said(
+        mem, "The deploy script lives in tools/deploy.sh.", "We deploy on Fridays after lunch."
     )
     question = "Where is the deploy script?"
     r = mem.recall(question, user_id="u", limit=2)
@@ -410,12 +409,10 @@ def test_a_rating_for_another_named_period_does_not_count(
     store_path: Path, minilm: MiniLMEmbedder
 ) -> None:
     mem = Memory(Config(path=str(store_path)), embedder=minilm)
-    ids = mem.add(
-        [
-            {"role": "user", "content": "We went camping by the lake with the kids."},
-            {"role": "user", "content": "The tent leaked on the second night of the trip."},
-        ],
-        user_id="u",
+    ids = _said(
+        mem,
+        "We went camping by the lake with the kids.",
+        "The tent leaked on the second night of the trip.",
     )
     june = "When did I go camping in June?"
     r = mem.recall(june, user_id="u", limit=2)

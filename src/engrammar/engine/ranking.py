@@ -787,7 +787,7 @@ def learned(
     learned component in ``components``; ``qvec`` is the query's vector (reply signals count
     for recalls whose query is like it); ``finish`` completes the items' components before
     feedback's are added (:class:`_Finish`). For a query that names a time, a rating given for
-    a question about another period does not count (:func:`_other_period`): the memory's
+    a question about another period does not count (:func:`_this_period`): the memory's
     ``learned_other_period`` component says how many were left out."""
     store, cfg = engine.store, engine.config
     now = time.time()
@@ -802,16 +802,7 @@ def learned(
         cfg.feedback_reply_context_min,
         min(cfg.feedback_records_limit, _MATCHING_RECALLS),
     )
-    # How many of each memory's ratings were given for a question about another period.
-    other_period: dict[str, int] = {}
-    if query.span is not None and ratings:
-        kept = []
-        for rating in ratings:
-            if _other_period(query, rating):
-                other_period[rating.memory_id] = other_period.get(rating.memory_id, 0) + 1
-            else:
-                kept.append(rating)
-        ratings = kept
+    ratings, other_period = _this_period(query, ratings)
     extra = _learned_terms(engine, scope, query, ratings)
     if not (events or pairs or ratings or replies or extra or other_period):
         return items
@@ -884,16 +875,29 @@ def learned(
     return out
 
 
-def _other_period(query: Query, rating: RatingFacts) -> bool:
-    """Whether ``rating`` was given for a question about another time than ``query`` names:
-    its question, read as if asked with ``query`` (relative times against the same moment),
-    names a period that shares no moment with the query's. What was right for "in June" says
-    nothing about "in July"; the same words always name the same period, whenever they were
-    asked."""
-    if not rating.context or query.span is None:
-        return False
-    named = named_span(rating.context, query.as_of)
-    return named is not None and apart(named, query.span)
+def _this_period(
+    query: Query, ratings: list[RatingFacts]
+) -> tuple[list[RatingFacts], dict[str, int]]:
+    """The ratings that count for ``query``, and per memory how many were left out for being
+    given for a question about another time: one that, read as if asked with ``query``
+    (relative times against the same moment), names a period sharing no moment with the one
+    ``query`` names. What was right for "in June" says nothing about "in July"; the same words
+    always name the same period, whenever they were asked. Each question is read once."""
+    if query.span is None or not ratings:
+        return ratings, {}
+    spans: dict[str, tuple[float, float] | None] = {}
+    kept: list[RatingFacts] = []
+    left: dict[str, int] = {}
+    for rating in ratings:
+        text = rating.context
+        if text and text not in spans:
+            spans[text] = named_span(text, query.as_of)
+        named = spans[text] if text else None
+        if named is not None and apart(named, query.span):
+            left[rating.memory_id] = left.get(rating.memory_id, 0) + 1
+        else:
+            kept.append(rating)
+    return kept, left
 
 
 # What a rating's verdict says about the memory for questions in the same words.
